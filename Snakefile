@@ -1,0 +1,26 @@
+# ganstudy: one study config -> trained GANs, scores, rank-sum tables, figures, report.
+# Run from the repository root:  snakemake --profile local   (or slurm, summit)
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/stats.smk"
+include: "workflow/rules/report.smk"
+
+
+report: "workflow/report/workflow.rst"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.tables.input,
+        rules.figures.input,

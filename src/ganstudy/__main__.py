@@ -1,0 +1,5 @@
+import sys
+
+from ganstudy.cli import main
+
+sys.exit(main())

@@ -1,0 +1,204 @@
+"""``ganstudy``: one sub-command per workflow step, every path explicit, nothing about Snakemake.
+
+Set-up values come as one JSON argument (``--settings``) holding exactly the validated config
+section the step needs, so the step's inputs are visible in the rule and in its provenance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ganstudy.errors import GanstudyError
+
+
+def _settings(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"--settings is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("--settings must be a JSON object")
+    return value
+
+
+def _validate_config(args: argparse.Namespace) -> None:
+    from ganstudy.config import load_study_config
+
+    config = load_study_config(args.config, args.schema)
+    print(f"{args.config}: valid; study '{config['study']}' with set-ups {', '.join(config['setups'])}")
+
+
+def _prepare(args: argparse.Namespace) -> None:
+    from ganstudy.data.prepare import prepare_dataset
+
+    s = args.settings
+    manifest = prepare_dataset(s["name"], s["path"], s["test_fraction"], args.seed, args.out_dir)
+    print(json.dumps(manifest["class_counts"]))
+
+
+def _train_classifier(args: argparse.Namespace) -> None:
+    from ganstudy.evaluate.classifier import train_classifier
+
+    record = train_classifier(args.train, args.test, args.settings, args.seed, args.model, args.metrics, args.threads)
+    print(f"classifier test accuracy {record['test_accuracy']:.4f}")
+
+
+def _reference_stats(args: argparse.Namespace) -> None:
+    from ganstudy.evaluate.scores import reference_statistics
+
+    reference_statistics(args.split, args.classifier, args.settings, args.out, args.threads)
+
+
+def _train(args: argparse.Namespace) -> None:
+    from ganstudy.train.run import run_training
+
+    run_training(args.setup, args.settings, args.train, args.seed, args.trial, args.out_dir, args.threads)
+
+
+def _evaluate(args: argparse.Namespace) -> None:
+    from ganstudy.evaluate.scores import evaluate_generator
+
+    record = evaluate_generator(
+        args.generator, args.run_record, args.classifier, args.reference, args.settings, args.seed, args.trial,
+        args.out, args.threads,
+    )
+    print(json.dumps(record["scores"]))
+
+
+def _aggregate(args: argparse.Namespace) -> None:
+    from ganstudy.stats.aggregate import aggregate_scores
+
+    aggregate_scores(args.study, args.scores, args.out)
+
+
+def _stats(args: argparse.Namespace) -> None:
+    from ganstudy.stats.summary import write_stats
+
+    write_stats(args.scores, args.setups, args.metrics, args.out_dir)
+
+
+def _box_plot(args: argparse.Namespace) -> None:
+    from ganstudy.report.figures import box_plot
+
+    box_plot(args.scores, args.metric, args.setups, args.out)
+
+
+def _montage(args: argparse.Namespace) -> None:
+    from ganstudy.report.figures import sample_montage
+
+    sample_montage(args.grids, args.setups, args.out)
+
+
+def _install_profiles(args: argparse.Namespace) -> None:
+    from ganstudy.profiles import install_profiles
+
+    for line in install_profiles(args.source, args.target):
+        print(line)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ganstudy", description="The steps of a GAN study; each is one rule of the Snakemake workflow."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, handler: Callable[[argparse.Namespace], None], help: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help, description=help)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    def settings(sub: argparse.ArgumentParser, section: str) -> None:
+        sub.add_argument("--settings", type=_settings, required=True, help=f"the study config's {section} as JSON")
+
+    def threads(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
+
+    sub = command("validate-config", _validate_config, "check a study config against the schema")
+    sub.add_argument("config")
+    sub.add_argument("--schema", default="workflow/schemas/config.schema.yaml")
+
+    sub = command("prepare", _prepare, "load a data set, normalise it and split it into train/test")
+    settings(sub, "dataset section")
+    sub.add_argument("--seed", type=int, required=True, help="study seed")
+    sub.add_argument("--out-dir", required=True)
+
+    sub = command("train-classifier", _train_classifier, "train the dataset's CNN classifier (FID/IS features)")
+    settings(sub, "classifier section")
+    sub.add_argument("--train", required=True)
+    sub.add_argument("--test", required=True)
+    sub.add_argument("--seed", type=int, required=True, help="study seed")
+    sub.add_argument("--model", required=True, help="output: classifier weights")
+    sub.add_argument("--metrics", required=True, help="output: accuracy and provenance JSON")
+    threads(sub)
+
+    sub = command("reference-stats", _reference_stats, "FID statistics of the real images")
+    settings(sub, "evaluation section")
+    sub.add_argument("--split", required=True)
+    sub.add_argument("--classifier", required=True)
+    sub.add_argument("--out", required=True)
+    threads(sub)
+
+    sub = command("train", _train, "train one set-up for one trial (run under mpiexec/srun/jsrun)")
+    settings(sub, "set-up")
+    sub.add_argument("--setup", required=True, help="set-up name")
+    sub.add_argument("--train", required=True, help="prepared training split")
+    sub.add_argument("--seed", type=int, required=True, help="study seed")
+    sub.add_argument("--trial", type=int, required=True)
+    sub.add_argument("--out-dir", required=True)
+    threads(sub)
+
+    sub = command("evaluate", _evaluate, "score one trained generator (FID, IS)")
+    settings(sub, "evaluation section")
+    sub.add_argument("--generator", required=True)
+    sub.add_argument("--run-record", required=True, help="the training run's run.json")
+    sub.add_argument("--classifier", required=True)
+    sub.add_argument("--reference", required=True, help="reference statistics of the real images")
+    sub.add_argument("--seed", type=int, required=True, help="study seed")
+    sub.add_argument("--trial", type=int, required=True)
+    sub.add_argument("--out", required=True)
+    threads(sub)
+
+    sub = command("aggregate", _aggregate, "collect every score into one tidy CSV")
+    sub.add_argument("--study", required=True)
+    sub.add_argument("--out", required=True)
+    sub.add_argument("scores", nargs="+", help="evaluate outputs")
+
+    sub = command("stats", _stats, "summary tables and rank-sum p-value matrices per metric")
+    sub.add_argument("--scores", required=True)
+    sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
+    sub.add_argument("--metrics", nargs="+", required=True)
+    sub.add_argument("--out-dir", required=True)
+
+    sub = command("box-plot", _box_plot, "box plot of one metric per set-up")
+    sub.add_argument("--scores", required=True)
+    sub.add_argument("--metric", required=True)
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--out", required=True)
+
+    sub = command("montage", _montage, "the set-ups' sample grids side by side")
+    sub.add_argument("--grids", nargs="+", required=True)
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--out", required=True)
+
+    sub = command("install-profiles", _install_profiles, "link the repository's Snakemake profiles by name")
+    sub.add_argument("source", help="folder holding one folder per profile")
+    sub.add_argument("--target", default=None, help="default: the user's Snakemake config folder")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.handler(args)
+    except GanstudyError as exc:
+        print(f"ganstudy {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Load and validate a study config against workflow/schemas/config.schema.yaml.
+
+Validation fills every default into the config, so the rest of the code (and the provenance
+record) sees the complete study, and reports *all* problems at once with the key's full path.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import jsonschema
+import yaml
+
+from ganstudy.errors import GanstudyError
+
+
+class ConfigError(GanstudyError):
+    """The study config does not match the schema."""
+
+
+def _defaults_filling(validator_class: type) -> type:
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def properties_with_defaults(validator: Any, properties: dict, instance: Any, schema: dict) -> Iterator:
+        if isinstance(instance, dict):
+            for name, subschema in properties.items():
+                if name not in instance and "default" in subschema:
+                    instance[name] = copy.deepcopy(subschema["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": properties_with_defaults})
+
+
+_Validator = _defaults_filling(jsonschema.Draft202012Validator)
+
+
+def _key_path(path: Any) -> str:
+    return ".".join(str(p) for p in path) or "<top level>"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = _key_path(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        lines = []
+        for key in sorted(set(error.instance) - set(allowed)):
+            full = f"{where}.{key}" if error.absolute_path else key
+            hint = difflib.get_close_matches(key, allowed, n=1)
+            did_you_mean = f" (did you mean '{hint[0]}'?)" if hint else ""
+            lines.append(f"unknown key '{full}'{did_you_mean}; allowed here: {', '.join(allowed)}")
+        return "\n".join(lines)
+    if error.validator == "type":
+        return f"'{where}' must be of type {error.validator_value}, got {error.instance!r}"
+    if error.validator == "enum":
+        return f"'{where}' must be one of {error.validator_value}, got {error.instance!r}"
+    if error.validator == "pattern" or (error.validator == "propertyNames"):
+        return f"'{where}': {error.message}"
+    return f"'{where}': {error.message}"
+
+
+def validate_study_config(config: dict[str, Any], schema_path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Check ``config`` in place, filling defaults; raise ConfigError naming every bad key."""
+    with open(schema_path, encoding="utf-8") as handle:
+        schema = yaml.safe_load(handle)
+    if not isinstance(config, dict):
+        raise ConfigError(f"the study config must be a mapping of keys to values, got {type(config).__name__}")
+    errors = sorted(_Validator(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        details = "\n".join(f"  - {_describe(e)}" for e in errors)
+        raise ConfigError(f"invalid study config:\n{details}\nSee {schema_path} for every key, its type and default.")
+    return config
+
+
+def load_study_config(config_path: str | os.PathLike[str], schema_path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a YAML study config, validate it and fill its defaults."""
+    try:
+        with open(config_path, encoding="utf-8") as handle:
+            config = yaml.safe_load(handle) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"study config {config_path} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"study config {config_path} is not valid YAML: {exc}") from None
+    return validate_study_config(config, schema_path)

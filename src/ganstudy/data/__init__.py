@@ -1,0 +1,1 @@
+"""Data preparation stage: loaders, splits and the prepared-array format."""

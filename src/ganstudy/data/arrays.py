@@ -1,0 +1,51 @@
+"""The prepared-split file format shared by every later stage: images in [-1, 1] and labels."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ganstudy.atomic import atomic_path
+from ganstudy.errors import GanstudyError
+
+
+@dataclass(frozen=True)
+class Split:
+    images: np.ndarray  # float32 (N, C, H, W) in [-1, 1]
+    labels: np.ndarray  # int64 (N,)
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        return tuple(self.images.shape[1:])  # type: ignore[return-value]
+
+
+def save_split(path: str | os.PathLike[str], split: Split) -> None:
+    with atomic_path(path) as tmp:
+        np.savez(tmp, images=split.images, labels=split.labels)
+
+
+def load_split(path: str | os.PathLike[str]) -> Split:
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            return Split(arrays["images"], arrays["labels"])
+    except FileNotFoundError:
+        raise GanstudyError(f"prepared split {path} does not exist; run the prepare_dataset rule first") from None
+    except (OSError, ValueError, KeyError) as exc:
+        raise GanstudyError(f"prepared split {path} is unreadable ({exc}); delete it and rerun prepare_dataset") from None
+
+
+def sha256_of(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def to_uint8(images: np.ndarray) -> np.ndarray:
+    """[-1, 1] floats to 0..255 bytes, the form in which images are stored and scored."""
+    return np.clip(np.rint((images + 1.0) * 127.5), 0, 255).astype(np.uint8)

@@ -1,0 +1,1 @@
+"""Evaluation stage: the dataset's classifier, torch-fidelity feature extraction, FID and IS."""

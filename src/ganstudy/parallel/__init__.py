@@ -1,0 +1,1 @@
+"""Process layout: MPI world, threads per rank."""

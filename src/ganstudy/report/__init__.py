@@ -1,0 +1,1 @@
+"""Reporting stage: tables and figures from the aggregated scores."""

@@ -1,0 +1,1 @@
+"""Statistics stage: tidy score table, per-set-up summaries, pairwise rank-sum tests."""

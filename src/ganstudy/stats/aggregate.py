@@ -1,0 +1,33 @@
+"""aggregate: every evaluate record of a study -> one tidy CSV (one row per run and metric)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+import pandas as pd
+
+from ganstudy.atomic import atomic_path, read_json
+
+COLUMNS = ["study", "setup", "trial", "metric", "value", "train_seconds"]
+
+
+def aggregate_scores(study: str, score_paths: Iterable[str | os.PathLike[str]], out_path: str | os.PathLike[str]) -> pd.DataFrame:
+    rows = []
+    for path in score_paths:
+        record = read_json(path)
+        for metric, value in record["scores"].items():
+            rows.append(
+                {
+                    "study": study,
+                    "setup": record["setup_name"],
+                    "trial": record["trial"],
+                    "metric": metric,
+                    "value": value,
+                    "train_seconds": record["train_seconds"],
+                }
+            )
+    table = pd.DataFrame(rows, columns=COLUMNS).sort_values(["metric", "setup", "trial"], kind="stable")
+    with atomic_path(out_path) as tmp:
+        table.to_csv(tmp, index=False)
+    return table

@@ -1,0 +1,1 @@
+"""Training stage: registered training modes, adversarial losses and the per-run outputs."""

@@ -1,0 +1,77 @@
+"""Training mode ``single``: one generator against one discriminator (the non-distributed baseline)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+from ganstudy.data.arrays import Split
+from ganstudy.errors import GanstudyError
+from ganstudy.models import NetworkSpec, build_pair
+from ganstudy.parallel.world import World
+from ganstudy.seeding import derive_seed
+from ganstudy.train.losses import LOSSES
+from ganstudy.train.modes import TRAINING_MODES, TrainingResult
+from ganstudy.train.steps import discriminator_step, generator_step
+
+
+def network_spec(setup: dict[str, Any], data: Split) -> NetworkSpec:
+    return NetworkSpec(data.image_shape, setup["latent_dim"], setup["hidden_units"])
+
+
+def batches_per_pass(size: int, batch_size: int) -> int:
+    if batch_size > size:
+        raise GanstudyError(
+            f"batch_size {batch_size} is larger than the {size} training images; lower batch_size in the set-up"
+        )
+    # Full batches only: every step sees the same batch size, as in Lipizzaner.
+    return size // batch_size
+
+
+@TRAINING_MODES.register("single")
+def train_single(setup: dict[str, Any], data: Split, study_seed: int, trial: int, world: World) -> TrainingResult:
+    if world.size != 1:
+        raise GanstudyError(
+            f"training mode 'single' runs on 1 MPI rank, but the job has {world.size}; "
+            "give the set-up 1 task or choose a distributed mode"
+        )
+    spec = network_spec(setup, data)
+    seeds = {name: derive_seed(study_seed, trial, name) for name in ("init", "batches", "noise")}
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seeds["init"])
+        generator, discriminator = build_pair(setup["network"], spec)
+    loss = LOSSES.get(setup["loss"])
+    betas = tuple(setup["betas"])
+    opt_g = torch.optim.Adam(generator.parameters(), lr=setup["lr"], betas=betas)
+    opt_d = torch.optim.Adam(discriminator.parameters(), lr=setup["lr"], betas=betas)
+    batch_rng = torch.Generator().manual_seed(seeds["batches"])
+    noise_rng = torch.Generator().manual_seed(seeds["noise"])
+
+    images = torch.from_numpy(data.images)
+    batch_size = setup["batch_size"]
+    steps = batches_per_pass(len(images), batch_size)
+    history = []
+    for iteration in tqdm(range(setup["iterations"]), desc="train", unit="it", disable=None, mininterval=5):
+        started = time.perf_counter()
+        order = torch.randperm(len(images), generator=batch_rng)
+        d_total = torch.zeros(())
+        g_total = torch.zeros(())
+        for step in range(steps):
+            real = images[order[step * batch_size : (step + 1) * batch_size]]
+            z_d = torch.randn(batch_size, spec.latent_dim, generator=noise_rng)
+            z_g = torch.randn(batch_size, spec.latent_dim, generator=noise_rng)
+            d_total += discriminator_step(discriminator, generator, opt_d, loss, real, z_d)
+            g_total += generator_step(generator, discriminator, opt_g, loss, z_g)
+        history.append(
+            {
+                "iteration": iteration + 1,
+                "d_loss": float(d_total) / steps,
+                "g_loss": float(g_total) / steps,
+                "seconds": time.perf_counter() - started,
+            }
+        )
+    generator.eval()
+    return TrainingResult(generator, setup["network"], spec, history, seeds)

@@ -1,0 +1,74 @@
+# Stage 3: the dataset's classifier (FID/IS features), real-data statistics, scores per run.
+
+
+rule train_classifier:
+    input:
+        train=rules.prepare_dataset.output.train,
+        test=rules.prepare_dataset.output.test,
+    output:
+        model=f"{STUDY_DIR}/classifier/classifier.pt",
+        metrics=report(
+            f"{STUDY_DIR}/classifier/classifier.json",
+            caption="../report/classifier.rst",
+            category="2. Classifier",
+        ),
+    params:
+        settings=as_json(config["classifier"]),
+        seed=config["seed"],
+    log:
+        f"{LOG_DIR}/train_classifier.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    threads: THREADS
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    shell:
+        "ganstudy train-classifier --settings {params.settings:q} --train {input.train} --test {input.test}"
+        " --seed {params.seed} --model {output.model} --metrics {output.metrics} --threads {threads} > {log} 2>&1"
+
+
+rule reference_statistics:
+    input:
+        split=f"{STUDY_DIR}/data/{config['evaluation']['reference_split']}.npz",
+        classifier=rules.train_classifier.output.model,
+    output:
+        f"{STUDY_DIR}/classifier/reference_stats.npz",
+    params:
+        settings=as_json(config["evaluation"]),
+    log:
+        f"{LOG_DIR}/reference_statistics.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    threads: THREADS
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    shell:
+        "ganstudy reference-stats --settings {params.settings:q} --split {input.split}"
+        " --classifier {input.classifier} --out {output} --threads {threads} > {log} 2>&1"
+
+
+rule evaluate:
+    input:
+        generator=rules.train.output.generator,
+        record=rules.train.output.record,
+        classifier=rules.train_classifier.output.model,
+        reference=rules.reference_statistics.output,
+    output:
+        f"{STUDY_DIR}/scores/{{setup}}/trial{{trial}}.json",
+    params:
+        settings=as_json(config["evaluation"]),
+        seed=config["seed"],
+    log:
+        f"{LOG_DIR}/evaluate/{{setup}}/trial{{trial}}.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    threads: THREADS
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    shell:
+        "ganstudy evaluate --settings {params.settings:q} --generator {input.generator}"
+        " --run-record {input.record} --classifier {input.classifier} --reference {input.reference}"
+        " --seed {params.seed} --trial {wildcards.trial} --out {output} --threads {threads} > {log} 2>&1"

@@ -1,0 +1,53 @@
+# Stage 5: figures for the paper and the HTML report (snakemake --report report.html).
+
+
+rule box_plot:
+    input:
+        rules.aggregate.output,
+    output:
+        report(
+            f"{STUDY_DIR}/figures/box_{{metric}}.png",
+            caption="../report/box_plot.rst",
+            category="5. Figures",
+            labels={"metric": "{metric}"},
+        ),
+    params:
+        setups=SETUPS,
+    log:
+        f"{LOG_DIR}/box_plot_{{metric}}.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy box-plot --scores {input} --metric {wildcards.metric} --setups {params.setups}"
+        " --out {output} > {log} 2>&1"
+
+
+rule sample_montage:
+    input:
+        expand(f"{STUDY_DIR}/runs/{{setup}}/trial0/samples.png", setup=SETUPS),
+    output:
+        report(
+            f"{STUDY_DIR}/figures/samples.png",
+            caption="../report/sample_montage.rst",
+            category="5. Figures",
+            labels={"figure": "samples"},
+        ),
+    params:
+        setups=SETUPS,
+    log:
+        f"{LOG_DIR}/sample_montage.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy montage --grids {input} --setups {params.setups} --out {output} > {log} 2>&1"
+
+
+rule figures:
+    input:
+        expand(rules.box_plot.output, metric=METRICS),
+        rules.sample_montage.output,
+    localrule: True
