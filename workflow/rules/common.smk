@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 from ganstudy.config import ConfigError, validate_study_config
 
 try:
-    validate_study_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+    validate_study_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
 

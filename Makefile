@@ -1,0 +1,54 @@
+# The two commands of README.md:  make run  (set up + default study)  and  make test  (set up + tests).
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+.DEFAULT_GOAL := run
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(abspath $(VENV))/bin
+STAMP := $(VENV)/.installed
+CONFIG ?= config/config.yaml
+PROFILE ?= profiles/local
+# Rule shell lines call `ganstudy` and `mpiexec` from the environment.
+export PATH := $(BIN):$(PATH)
+
+# pip on some machines prints one "Location ... is ignored" line per package for missing local
+# mirrors; they say nothing about this install.
+PIP_QUIET := grep -v --line-buffered "^WARNING: Location" || true
+
+.PHONY: setup profiles run test dry-run lint report tables figures bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[test]" 2>&1 | $(PIP_QUIET)
+	$(BIN)/python -c "import torch, torchvision, torch_fidelity, mpi4py.MPI; print('torch', torch.__version__, '/ torchvision', torchvision.__version__, '/ torch-fidelity', torch_fidelity.__version__)"
+	touch $@
+
+profiles: setup
+	$(BIN)/ganstudy install-profiles profiles
+
+run: setup profiles
+	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG)
+
+test: setup profiles
+	$(BIN)/python -m pytest
+
+dry-run: setup
+	$(BIN)/snakemake -n --configfile $(CONFIG)
+
+lint: setup
+	$(BIN)/snakemake --lint --configfile $(CONFIG)
+
+tables figures: setup
+	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) $@
+
+report: setup
+	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report report.html
+
+bench: setup
+	for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) .snakemake .pytest_cache report.html

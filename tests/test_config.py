@@ -1,0 +1,87 @@
+import copy
+
+import pytest
+import yaml
+
+from ganstudy.config import ConfigError, load_study_config, validate_study_config
+
+from conftest import REPO, SCHEMA
+
+
+def test_default_config_is_valid_and_defaults_are_filled(default_config):
+    assert default_config["study"] == "digits_baseline"
+    assert default_config["dataset"]["name"] == "digits"
+    # Keys absent from config.yaml come from the schema's defaults.
+    for setup in default_config["setups"].values():
+        assert setup["betas"] == [0.5, 0.999]
+        assert setup["lr"] == 0.0002
+        assert setup["latent_dim"] == 64
+    assert default_config["evaluation"]["isc_splits"] == 10
+    assert default_config["compute"]["threads_per_job"] == 1
+
+
+def test_empty_config_gets_a_complete_study():
+    config = validate_study_config({}, SCHEMA)
+    assert set(config["setups"]) == {"lp_bce", "lp_mse"}
+    assert config["setups"]["lp_mse"]["loss"] == "mse"
+    assert config["setups"]["lp_mse"]["iterations"] == 200
+
+
+def test_every_schema_key_has_description_and_default():
+    schema = yaml.safe_load(SCHEMA.read_text())
+
+    def walk(node, path):
+        for name, sub in node.get("properties", {}).items():
+            assert "description" in sub, f"{path}{name} has no description"
+            assert "default" in sub, f"{path}{name} has no default"
+            walk(sub, f"{path}{name}.")
+        if isinstance(node.get("additionalProperties"), dict):
+            walk(node["additionalProperties"], f"{path}*.")
+
+    walk(schema, "")
+
+
+def test_misspelt_top_level_key_is_named_with_a_suggestion(default_config):
+    config = copy.deepcopy(default_config)
+    config["trails"] = 3
+    with pytest.raises(ConfigError) as error:
+        validate_study_config(config, SCHEMA)
+    assert "unknown key 'trails'" in str(error.value)
+    assert "did you mean 'trials'" in str(error.value)
+
+
+def test_misspelt_nested_key_is_named_with_its_path(default_config):
+    config = copy.deepcopy(default_config)
+    config["setups"]["lp_bce"]["iteratons"] = 5
+    with pytest.raises(ConfigError, match=r"unknown key 'setups\.lp_bce\.iteratons' \(did you mean 'iterations'\?\)"):
+        validate_study_config(config, SCHEMA)
+
+
+def test_wrong_type_and_bad_enum_are_all_reported(default_config):
+    config = copy.deepcopy(default_config)
+    config["trials"] = "five"
+    config["setups"]["lp_mse"]["loss"] = "wasserstein"
+    with pytest.raises(ConfigError) as error:
+        validate_study_config(config, SCHEMA)
+    message = str(error.value)
+    assert "'trials' must be of type integer, got 'five'" in message
+    assert "'setups.lp_mse.loss' must be one of" in message and "'wasserstein'" in message
+
+
+def test_bad_setup_name_is_rejected():
+    with pytest.raises(ConfigError, match="setups"):
+        validate_study_config({"setups": {"a b": {}}}, SCHEMA)
+
+
+def test_missing_and_malformed_config_files(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_study_config(tmp_path / "nope.yaml", SCHEMA)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("study: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_study_config(bad, SCHEMA)
+
+
+def test_studies_in_config_folder_are_valid():
+    for path in sorted((REPO / "config").rglob("*.yaml")):
+        load_study_config(path, SCHEMA)

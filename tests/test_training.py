@@ -1,0 +1,107 @@
+import json
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+from ganstudy.config import validate_study_config
+from ganstudy.data.arrays import Split, load_split
+from ganstudy.errors import GanstudyError
+from ganstudy.models.artifact import load_generator, sample_generator
+from ganstudy.parallel.world import mpi_world
+from ganstudy.train.modes import get_mode
+from ganstudy.train.run import run_training
+
+from conftest import SCHEMA
+
+
+def _setup(**overrides):
+    return validate_study_config({"setups": {"s": overrides}}, SCHEMA)["setups"]["s"]
+
+
+def _state(result):
+    return {k: v.clone() for k, v in result.generator.state_dict().items()}
+
+
+def test_single_mode_is_bit_reproducible_and_trial_dependent(digits_dir):
+    data = load_split(digits_dir / "train.npz")
+    train = get_mode("single")
+    setup = _setup(iterations=2)
+    first, again, other = (train(setup, data, 2026, t, mpi_world()) for t in (0, 0, 1))
+    for key, value in _state(first).items():
+        assert torch.equal(value, _state(again)[key])
+    assert not all(torch.equal(v, _state(other)[k]) for k, v in _state(first).items())
+    assert [h["iteration"] for h in first.history] == [1, 2]
+    assert first.history == [{**h, "seconds": first.history[i]["seconds"]} for i, h in enumerate(again.history)]
+
+
+def test_batch_larger_than_the_data_is_a_clear_error(digits_dir):
+    data = load_split(digits_dir / "train.npz")
+    small = Split(data.images[:50], data.labels[:50])
+    with pytest.raises(GanstudyError, match="batch_size 100 is larger than the 50 training images"):
+        get_mode("single")(_setup(iterations=1), small, 1, 0, mpi_world())
+
+
+def _fid_of(generator, latent_dim, classifier_path, reference):
+    from ganstudy.evaluate.classifier import load_classifier
+    from ganstudy.data.arrays import to_uint8
+    from scipy import linalg
+
+    samples = torch.from_numpy(to_uint8(sample_generator(generator, latent_dim, 1000, 5, 500).numpy()))
+    with torch.no_grad():
+        logits = load_classifier(classifier_path).features(samples.float() / 127.5 - 1)[1].double().numpy()
+    mu, sigma = logits.mean(0), np.cov(logits, rowvar=False)
+    covmean = linalg.sqrtm(sigma @ reference[1]).real
+    return float(((mu - reference[0]) ** 2).sum() + np.trace(sigma + reference[1] - 2 * covmean))
+
+
+def test_training_lowers_fid_against_the_untrained_generator(digits_dir, classifier_path):
+    from ganstudy.evaluate.classifier import load_classifier
+
+    data = load_split(digits_dir / "train.npz")
+    with torch.no_grad():
+        real = load_classifier(classifier_path).features(torch.from_numpy(data.images))[1].double().numpy()
+    reference = (real.mean(0), np.cov(real, rowvar=False))
+    untrained = get_mode("single")(_setup(iterations=1, lr=1e-12), data, 3, 0, mpi_world())
+    trained = get_mode("single")(_setup(iterations=40), data, 3, 0, mpi_world())
+    before = _fid_of(untrained.generator, 64, classifier_path, reference)
+    after = _fid_of(trained.generator, 64, classifier_path, reference)
+    assert after < 0.5 * before, (before, after)
+
+
+def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path):
+    setup = _setup(iterations=3, loss="mse")
+    run_training("lp_mse", setup, digits_dir / "train.npz", 2026, 1, tmp_path, threads=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["generator.pt", "losses.csv", "run.json", "samples.png"]
+    losses = np.genfromtxt(tmp_path / "losses.csv", delimiter=",", names=True)
+    assert list(losses["iteration"]) == [1, 2, 3] and np.all(np.isfinite(losses["d_loss"]))
+    record = json.loads((tmp_path / "run.json").read_text())
+    assert record["settings"] == setup and record["setup_name"] == "lp_mse" and record["trial"] == 1
+    assert record["world_size"] == 1 and len(record["hosts"]) == 1
+    assert "MPICH" in record["mpi_library"] or "MPI" in record["mpi_library"]
+    assert set(record["seeds"]) == {"init", "batches", "noise", "sample-grid"}
+    assert record["versions"]["torch"] and record["train_seconds"] > 0
+    generator, spec = load_generator(tmp_path / "generator.pt")
+    assert spec.image_shape == (1, 8, 8)
+    assert sample_generator(generator, spec.latent_dim, 3, 0, 2).shape == (3, 1, 8, 8)
+
+
+def test_corrupt_generator_file_names_the_file_and_the_remedy(tmp_path):
+    bad = tmp_path / "generator.pt"
+    bad.write_bytes(b"\x00garbage")
+    with pytest.raises(GanstudyError, match=rf"{bad} is corrupt .*rerun its training job"):
+        load_generator(bad)
+
+
+def test_single_mode_refuses_several_ranks(digits_dir, tmp_path, env):
+    setup = json.dumps(_setup(iterations=1))
+    command = [
+        "mpiexec", "-n", "2", "ganstudy", "train", "--setup", "s", "--settings", setup,
+        "--train", str(digits_dir / "train.npz"), "--seed", "1", "--trial", "0", "--out-dir", str(tmp_path),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode != 0
+    assert "training mode 'single' runs on 1 MPI rank, but the job has 2" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert list(tmp_path.iterdir()) == []

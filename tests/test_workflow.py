@@ -1,0 +1,103 @@
+"""The Snakemake workflow itself: dry-run, lint, config errors, and a whole shrunken study."""
+
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO
+
+pytestmark = pytest.mark.workflow
+
+SHRUNKEN = {
+    "study": "tiny",
+    "trials": 2,
+    "classifier": {"epochs": 3, "min_accuracy": 0.0},
+    "setups": {"bce": {"loss": "bce", "iterations": 2}, "mse": {"loss": "mse", "iterations": 2}},
+    "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2},
+}
+
+
+def snakemake(workdir: Path, config: dict, *args: str, env: dict, timeout: int = 600) -> subprocess.CompletedProcess:
+    config_path = workdir / "study.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(config_path), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_dry_run_of_the_default_study_lists_every_job(env):
+    done = subprocess.run(["snakemake", "-n", "--forceall"], cwd=REPO, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    jobs = {line.split()[0]: int(line.split()[1]) for line in done.stdout.splitlines() if line[:1].isalpha() and line.split()[-1].isdigit() and len(line.split()) == 2}
+    runs = len(config["setups"]) * config["trials"]
+    assert jobs["train"] == runs and jobs["evaluate"] == runs
+    assert jobs["prepare_dataset"] == jobs["train_classifier"] == jobs["stats"] == 1
+
+
+def test_lint_reports_nothing(env):
+    done = subprocess.run(["snakemake", "--lint"], cwd=REPO, capture_output=True, text=True, env=env)
+    assert done.returncode == 0
+    assert "Congratulations, your workflow is in a good condition!" in done.stdout + done.stderr
+    assert "Lints for" not in done.stdout + done.stderr
+
+
+def test_a_misspelt_key_stops_the_run_in_seconds_naming_the_key(tmp_path, env):
+    started = time.monotonic()
+    done = snakemake(tmp_path, {**SHRUNKEN, "evaluation": {"sampels": 10}}, "--cores", "1", env=env)
+    assert time.monotonic() - started < 5
+    assert done.returncode != 0
+    assert "unknown key 'evaluation.sampels' (did you mean 'samples'?)" in done.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_missing_dataset_file_stops_the_run_naming_the_path(tmp_path, env):
+    config = {**SHRUNKEN, "dataset": {"name": "npz", "path": "data/cells.npz"}}
+    done = snakemake(tmp_path, config, "--cores", "1", env=env)
+    assert done.returncode != 0
+    assert "Missing input files" in done.stderr and "data/cells.npz" in done.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
+    done = snakemake(tmp_path, SHRUNKEN, "--cores", "2", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    study = tmp_path / "results" / "tiny"
+    for setup in ("bce", "mse"):
+        for trial in (0, 1):
+            run = study / "runs" / setup / f"trial{trial}"
+            assert {p.name for p in run.iterdir()} == {"generator.pt", "losses.csv", "samples.png", "run.json"}
+            assert (study / "scores" / setup / f"trial{trial}.json").is_file()
+            assert (study / "logs" / "train" / setup / f"trial{trial}.log").is_file()
+    scores = pd.read_csv(study / "scores.csv")
+    assert len(scores) == 2 * 2 * 3  # fid, isc, isc_std per run
+    summary = pd.read_csv(study / "tables" / "summary_fid.csv")
+    assert list(summary.setup) == ["bce", "mse"] and list(summary.trials) == [2, 2]
+    pvalues = pd.read_csv(study / "tables" / "pvalues_isc.csv", index_col=0)
+    assert 0 < pvalues.loc["bce", "mse"] <= 1
+    for name in ("box_fid.png", "box_isc.png", "samples.png"):
+        assert (study / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| bce | 2 |" in (study / "tables" / "summary_isc.md").read_text()
+
+    again = snakemake(tmp_path, SHRUNKEN, "-n", "--cores", "2", env=env)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+    report = snakemake(tmp_path, SHRUNKEN, "--report", str(tmp_path / "report.html"), env=env)
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert (tmp_path / "report.html").stat().st_size > 10_000
+
+
+def test_a_failing_job_leaves_no_output_and_loses_no_finished_result(tmp_path, env):
+    config = {**SHRUNKEN, "trials": 1, "classifier": {"epochs": 1, "min_accuracy": 1.0}}
+    done = snakemake(tmp_path, config, "--cores", "2", "--keep-going", env=env)
+    assert done.returncode != 0
+    study = tmp_path / "results" / "tiny"
+    log = (study / "logs" / "train_classifier.log").read_text()
+    assert "below classifier.min_accuracy=1.0" in log and "Traceback" not in log
+    assert not (study / "classifier" / "classifier.pt").exists()
+    # Work that did not depend on the classifier finished and stays.
+    assert (study / "data" / "train.npz").is_file()
+    assert (study / "runs" / "bce" / "trial0" / "run.json").is_file()
