@@ -14,7 +14,7 @@ export PATH := $(BIN):$(PATH)
 
 # pip on some machines prints one "Location ... is ignored" line per package for missing local
 # mirrors; they say nothing about this install.
-PIP_QUIET := grep -v --line-buffered "^WARNING: Location" || true
+PIP_QUIET := { grep -v --line-buffered "^WARNING: Location" || true; }
 
 .PHONY: setup profiles run test dry-run lint report tables figures bench clean
 
