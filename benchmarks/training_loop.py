@@ -21,7 +21,7 @@ from ganstudy.data.arrays import load_split
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.models import build_pair
 from ganstudy.parallel.world import mpi_world
-from ganstudy.train.modes import get_mode
+from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.train.single import network_spec
 
 ITERATIONS = 20
@@ -63,12 +63,12 @@ def main() -> None:
     images = torch.from_numpy(data.images)
     samples = ITERATIONS * (len(images) // setup["batch_size"]) * setup["batch_size"]
     train_single = get_mode("single")
-    world = mpi_world()
+    context = TrainingContext(setup, data, 2026, 0, mpi_world(), torch.device("cpu"))
     ours, bare = [], []
     # Interleaved repeats, so that a slow spell of the machine hits both loops alike.
     for _ in range(REPEATS):
         started = time.perf_counter()
-        train_single(setup, data, 2026, 0, world)
+        train_single(context)
         ours.append(samples / (time.perf_counter() - started))
         started = time.perf_counter()
         bare_loop(images, setup, spec)

@@ -11,6 +11,7 @@ from ganstudy.evaluate.classifier import load_classifier
 from ganstudy.evaluate.scores import evaluate_generator, reference_statistics
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import sample_generator, save_generator
+from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.seeding import derive_seed
 
 SETTINGS = {
@@ -53,6 +54,7 @@ def generator_run(tmp_path_factory):
     spec = NetworkSpec((1, 8, 8), 16, 32)
     torch.manual_seed(0)
     generator, _ = build_pair("perceptron4", spec)
+    generator = MixtureGenerator([generator], [1.0])
     save_generator(out / "generator.pt", generator, "perceptron4", spec)
     (out / "run.json").write_text(json.dumps({"setup_name": "tiny", "train_seconds": 1.5}))
     return out, generator, spec

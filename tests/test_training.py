@@ -10,7 +10,7 @@ from ganstudy.data.arrays import Split, load_split
 from ganstudy.errors import GanstudyError
 from ganstudy.models.artifact import load_generator, sample_generator
 from ganstudy.parallel.world import mpi_world
-from ganstudy.train.modes import get_mode
+from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.train.run import run_training
 
 from conftest import SCHEMA
@@ -20,15 +20,19 @@ def _setup(**overrides):
     return validate_study_config({"setups": {"s": overrides}}, SCHEMA)["setups"]["s"]
 
 
+def _train(setup, data, seed, trial):
+    context = TrainingContext(setup, data, seed, trial, mpi_world(), torch.device("cpu"))
+    return get_mode(setup["mode"])(context)
+
+
 def _state(result):
     return {k: v.clone() for k, v in result.generator.state_dict().items()}
 
 
 def test_single_mode_is_bit_reproducible_and_trial_dependent(digits_dir):
     data = load_split(digits_dir / "train.npz")
-    train = get_mode("single")
     setup = _setup(iterations=2)
-    first, again, other = (train(setup, data, 2026, t, mpi_world()) for t in (0, 0, 1))
+    first, again, other = (_train(setup, data, 2026, t) for t in (0, 0, 1))
     for key, value in _state(first).items():
         assert torch.equal(value, _state(again)[key])
     assert not all(torch.equal(v, _state(other)[k]) for k, v in _state(first).items())
@@ -40,7 +44,7 @@ def test_batch_larger_than_the_data_is_a_clear_error(digits_dir):
     data = load_split(digits_dir / "train.npz")
     small = Split(data.images[:50], data.labels[:50])
     with pytest.raises(GanstudyError, match="batch_size 100 is larger than the 50 training images"):
-        get_mode("single")(_setup(iterations=1), small, 1, 0, mpi_world())
+        _train(_setup(iterations=1), small, 1, 0)
 
 
 def _fid_of(generator, latent_dim, classifier_path, reference):
@@ -63,8 +67,8 @@ def test_training_lowers_fid_against_the_untrained_generator(digits_dir, classif
     with torch.no_grad():
         real = load_classifier(classifier_path).features(torch.from_numpy(data.images))[1].double().numpy()
     reference = (real.mean(0), np.cov(real, rowvar=False))
-    untrained = get_mode("single")(_setup(iterations=1, lr=1e-12), data, 3, 0, mpi_world())
-    trained = get_mode("single")(_setup(iterations=40), data, 3, 0, mpi_world())
+    untrained = _train(_setup(iterations=1, lr=1e-12), data, 3, 0)
+    trained = _train(_setup(iterations=40), data, 3, 0)
     before = _fid_of(untrained.generator, 64, classifier_path, reference)
     after = _fid_of(trained.generator, 64, classifier_path, reference)
     assert after < 0.5 * before, (before, after)
@@ -73,7 +77,7 @@ def test_training_lowers_fid_against_the_untrained_generator(digits_dir, classif
 def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path):
     setup = _setup(iterations=3, loss="mse")
     run_training("lp_mse", setup, digits_dir / "train.npz", 2026, 1, tmp_path, threads=1)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["generator.pt", "losses.csv", "run.json", "samples.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["generator.pt", "losses.csv", "profile.csv", "run.json", "samples.png"]
     losses = np.genfromtxt(tmp_path / "losses.csv", delimiter=",", names=True)
     assert list(losses["iteration"]) == [1, 2, 3] and np.all(np.isfinite(losses["d_loss"]))
     record = json.loads((tmp_path / "run.json").read_text())

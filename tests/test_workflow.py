@@ -69,7 +69,7 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     for setup in ("bce", "mse"):
         for trial in (0, 1):
             run = study / "runs" / setup / f"trial{trial}"
-            assert {p.name for p in run.iterdir()} == {"generator.pt", "losses.csv", "samples.png", "run.json"}
+            assert {p.name for p in run.iterdir()} == {"generator.pt", "losses.csv", "profile.csv", "samples.png", "run.json"}
             assert (study / "scores" / setup / f"trial{trial}.json").is_file()
             assert (study / "logs" / "train" / setup / f"trial{trial}.log").is_file()
     scores = pd.read_csv(study / "scores.csv")

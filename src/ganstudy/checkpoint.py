@@ -1,15 +1,20 @@
-"""Atomic, safe torch files: written via temp + rename, read with ``weights_only=True``."""
+"""Atomic, safe torch files (temp + rename, read with ``weights_only=True``) and run checkpoints."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import pickle
+import shutil
 import zipfile
+import zlib
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from ganstudy.atomic import atomic_path
+from ganstudy.atomic import atomic_path, write_text
 from ganstudy.errors import GanstudyError
 
 
@@ -30,3 +35,68 @@ def load_state(path: str | os.PathLike[str], remedy: str) -> dict[str, Any]:
     if not isinstance(state, dict):
         raise GanstudyError(f"{path} does not hold a ganstudy state (found {type(state).__name__}); {remedy}")
     return state
+
+
+def _pack(state: dict[str, Any]) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return zlib.compress(buffer.getvalue(), level=3)
+
+
+def _unpack(path: Path) -> dict[str, Any]:
+    state = torch.load(io.BytesIO(zlib.decompress(path.read_bytes())), map_location="cpu", weights_only=True)
+    if not isinstance(state, dict):
+        raise ValueError(f"holds {type(state).__name__}, not a state")
+    return state
+
+
+class CheckpointStore:
+    """Checkpoints of a distributed run: ``iter-NNNNNN/`` holds one compressed file per part
+    (a cell, or the run's shared state) and a ``COMPLETE`` marker written last.
+
+    Every rank writes the parts it owns, so a run can resume on a different number of ranks.
+    A checkpoint counts only with its marker, and only for the same ``fingerprint`` (settings,
+    seeds, grid): a changed config never resumes from an old run's state.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], keep: int, fingerprint: str) -> None:
+        self.directory = Path(directory)
+        self.keep = keep
+        self.fingerprint = fingerprint
+
+    def _folder(self, iteration: int) -> Path:
+        return self.directory / f"iter-{iteration:06d}"
+
+    def write_part(self, iteration: int, name: str, state: dict[str, Any]) -> None:
+        path = self._folder(iteration) / f"{name}.ckpt"
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(_pack(state))
+
+    def complete(self, iteration: int) -> None:
+        """Mark a checkpoint whose parts are all written (call after a barrier), and drop the oldest."""
+        write_text(self._folder(iteration) / "COMPLETE", json.dumps({"iteration": iteration, "fingerprint": self.fingerprint}))
+        for old in self.iterations()[: -self.keep]:
+            shutil.rmtree(self._folder(old), ignore_errors=True)
+
+    def iterations(self) -> list[int]:
+        """Iterations of the complete checkpoints of this run, oldest first."""
+        found = []
+        for marker in self.directory.glob("iter-*/COMPLETE"):
+            try:
+                record = json.loads(marker.read_text())
+            except (OSError, ValueError):
+                continue
+            if record.get("fingerprint") == self.fingerprint:
+                found.append(int(record["iteration"]))
+        return sorted(found)
+
+    def read_part(self, iteration: int, name: str) -> dict[str, Any]:
+        """A part's state; raises ValueError naming the file when it is missing or damaged."""
+        path = self._folder(iteration) / f"{name}.ckpt"
+        try:
+            return _unpack(path)
+        except (OSError, zlib.error, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
+            raise ValueError(f"{path}: {exc.__class__.__name__}: {exc}") from None
+
+    def remove(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -56,7 +57,10 @@ def _reference_stats(args: argparse.Namespace) -> None:
 def _train(args: argparse.Namespace) -> None:
     from ganstudy.train.run import run_training
 
-    run_training(args.setup, args.settings, args.train, args.seed, args.trial, args.out_dir, args.threads)
+    run_training(
+        args.setup, args.settings, args.train, args.seed, args.trial, args.out_dir, args.threads, args.device,
+        args.classifier, args.reference, args.checkpoint_dir,
+    )
 
 
 def _evaluate(args: argparse.Namespace) -> None:
@@ -149,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--seed", type=int, required=True, help="study seed")
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out-dir", required=True)
+    sub.add_argument("--classifier", help="the data set's classifier (modes that score during training)")
+    sub.add_argument("--reference", help="reference statistics of the real images (with --classifier)")
+    sub.add_argument("--checkpoint-dir", help="where to keep checkpoints and resume from them")
+    sub.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: this rank's GPU if any")
     threads(sub)
 
     sub = command("evaluate", _evaluate, "score one trained generator (FID, IS)")
@@ -190,14 +198,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _mpi_peers() -> int:
+    """Ranks of this job besides us, if the command started MPI; a failing rank must then end them all."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    return mpi.COMM_WORLD.Get_size() - 1 if mpi is not None and mpi.Is_initialized() else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.handler(args)
     except GanstudyError as exc:
-        print(f"ganstudy {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+        print(f"ganstudy {args.command}: error: {exc}", file=sys.stderr, flush=True)
+        code = 2
+    except BaseException:
+        if not _mpi_peers():
+            raise
+        traceback.print_exc()
+        code = 1
+    else:
+        return 0
+    if _mpi_peers():
+        # Peers blocked in a collective would otherwise wait until the wall-time limit.
+        sys.modules["mpi4py.MPI"].COMM_WORLD.Abort(code)
+    return code
 
 
 if __name__ == "__main__":

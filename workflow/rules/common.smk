@@ -1,5 +1,6 @@
 # Config validation and the helpers every stage's rules share. No rules here.
 import json
+import math
 import os
 import re
 
@@ -33,6 +34,35 @@ def as_json(section):
 
 def setup_settings(wildcards):
     return as_json(config["setups"][wildcards.setup])
+
+
+def setup_tasks(wildcards):
+    """MPI ranks of a training job: one per grid cell, capped by compute.max_ranks; 1 otherwise."""
+    setup = config["setups"][wildcards.setup]
+    if setup["mode"] != "grid":
+        return 1
+    shape = setup["grid"]["shape"]
+    cells = setup["grid"]["max_cells"] if shape == "auto" else math.prod(int(n) for n in shape.split("x"))
+    return max(1, min(cells, config["compute"]["max_ranks"]))
+
+
+def setup_threads(wildcards):
+    return setup_tasks(wildcards) * THREADS
+
+
+def train_inputs(wildcards):
+    """The prepared data, and for modes that score during training the classifier and real statistics."""
+    inputs = {"train": f"{STUDY_DIR}/data/train.npz"}
+    if config["setups"][wildcards.setup]["mode"] == "grid":
+        inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"
+        inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
+    return inputs
+
+
+def scoring_args(wildcards, input):
+    if "classifier" not in input.keys():
+        return ""
+    return f"--classifier {input.classifier} --reference {input.reference}"
 
 
 def dataset_files():

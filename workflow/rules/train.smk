@@ -1,10 +1,10 @@
-# Stage 2: training, one job per (set-up, trial). The shell line is MPI-ready: profiles set
-# {resources.mpi} to their launcher (mpiexec, srun, jsrun) and distributed modes raise tasks.
+# Stage 2: training, one job per (set-up, trial). Profiles set {resources.mpi} to their launcher
+# (mpiexec, srun, jsrun); tasks follows the set-up (grid: one rank per cell up to compute.max_ranks).
 
 
 rule train:
     input:
-        train=rules.prepare_dataset.output.train,
+        unpack(train_inputs),
     output:
         generator=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/generator.pt",
         losses=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/losses.csv",
@@ -15,22 +15,29 @@ rule train:
             subcategory="{setup}",
             labels={"set-up": "{setup}", "trial": "{trial}"},
         ),
+        profile=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/profile.csv",
         record=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/run.json",
     params:
         settings=setup_settings,
         seed=config["seed"],
         out_dir=subpath(output.record, parent=True),
+        scoring=scoring_args,
+        # Outside the declared outputs: Snakemake must not delete them with a failed job.
+        checkpoints=lambda wildcards: f"{STUDY_DIR}/checkpoints/{wildcards.setup}/trial{wildcards.trial}",
+        rank_threads=THREADS,
+        device=config["compute"]["device"],
     log:
         f"{LOG_DIR}/train/{{setup}}/trial{{trial}}.log",
     conda:
         "../envs/ganstudy.yaml"
-    threads: THREADS
+    threads: setup_threads
     resources:
-        tasks=1,
+        tasks=setup_tasks,
         mpi="mpiexec",
         mem_mb=2000,
         runtime=60,
     shell:
         "{resources.mpi} -n {resources.tasks} ganstudy train --setup {wildcards.setup}"
         " --settings {params.settings:q} --train {input.train} --seed {params.seed}"
-        " --trial {wildcards.trial} --out-dir {params.out_dir} --threads {threads} > {log} 2>&1"
+        " --trial {wildcards.trial} --out-dir {params.out_dir} {params.scoring} --checkpoint-dir {params.checkpoints}"
+        " --device {params.device} --threads {params.rank_threads} > {log} 2>&1"

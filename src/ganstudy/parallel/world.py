@@ -38,6 +38,23 @@ def mpi_library_version() -> str:
     return MPI.Get_library_version().strip().splitlines()[0]
 
 
+def select_device(world: World, choice: str) -> torch.device:
+    """``auto``: the node-local GPU of this rank when CUDA is there (ranks of a node share the GPUs
+    round-robin by their rank on the node), else the CPU."""
+    if choice == "cpu" or (choice == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        from ganstudy.errors import GanstudyError
+
+        raise GanstudyError("compute.device is 'cuda' but torch finds no CUDA device on this node")
+    from mpi4py import MPI
+
+    node = world.comm.Split_type(MPI.COMM_TYPE_SHARED)
+    local_rank = node.Get_rank()
+    node.Free()
+    return torch.device("cuda", local_rank % torch.cuda.device_count())
+
+
 def set_cpu_threads(threads: int) -> None:
     """Ranks sharing a node must not each grab every core; the rule's ``threads`` decides."""
     torch.set_num_threads(threads)

@@ -1,24 +1,47 @@
-"""Registered training modes: ``mode(setup, data, study_seed, trial, world) -> TrainingResult``."""
+"""Registered training modes: ``mode(context) -> TrainingResult`` (on rank 0; None on other ranks)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from torch import nn
+import torch
 
+from ganstudy.data.arrays import Split
 from ganstudy.models import NetworkSpec
+from ganstudy.models.mixture import MixtureGenerator
+from ganstudy.parallel.world import World
 from ganstudy.registry import Registry
+
+
+@dataclass(frozen=True)
+class TrainingContext:
+    """Everything a mode may use besides its set-up: data, seeds, process layout, side inputs."""
+
+    setup: dict[str, Any]
+    data: Split
+    study_seed: int
+    trial: int
+    world: World
+    device: torch.device
+    classifier_path: Path | None = None
+    reference_path: Path | None = None
+    checkpoint_dir: Path | None = None
 
 
 @dataclass
 class TrainingResult:
-    """What a mode hands back on rank 0: the study's generator and its per-iteration history."""
+    """The study's generator and the run's tables (rows of dicts), as rank 0 writes them."""
 
-    generator: nn.Module
+    generator: MixtureGenerator
     network: str
     spec: NetworkSpec
     history: list[dict[str, float]] = field(default_factory=list)
+    profile: list[dict[str, Any]] = field(default_factory=list)
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     seeds: dict[str, int] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 TRAINING_MODES: Registry = Registry("training mode")
@@ -27,5 +50,6 @@ TRAINING_MODES: Registry = Registry("training mode")
 def get_mode(name: str):
     # Importing the modules registers their modes.
     from ganstudy.train import single  # noqa: F401
+    from ganstudy.train.grid import mode  # noqa: F401
 
     return TRAINING_MODES.get(name)

@@ -1,6 +1,7 @@
 """The ``train`` job: run a set-up's training mode for one trial and write its outputs on rank 0.
 
-Outputs: generator.pt, losses.csv (per iteration), samples.png, run.json (provenance).
+Outputs: generator.pt, losses.csv (per iteration), profile.csv (seconds per routine), samples.png,
+run.json (provenance), and for the grid cells.csv (every cell's final mixture and score).
 """
 
 from __future__ import annotations
@@ -13,22 +14,23 @@ from pathlib import Path
 from typing import Any
 
 from ganstudy.atomic import write_json, write_text
+from ganstudy.checkpoint import CheckpointStore
 from ganstudy.data.arrays import load_split
 from ganstudy.models.artifact import sample_generator, save_generator
-from ganstudy.parallel.world import mpi_library_version, mpi_world, set_cpu_threads
+from ganstudy.parallel.world import mpi_library_version, mpi_world, select_device, set_cpu_threads
 from ganstudy.provenance import now, provenance_record
 from ganstudy.report.images import save_grid
 from ganstudy.seeding import derive_seed
-from ganstudy.train.modes import get_mode
+from ganstudy.train.modes import TrainingContext, get_mode
 
 GRID_SAMPLES = 64
 
 
-def _history_csv(history: list[dict[str, float]]) -> str:
+def rows_to_csv(rows: list[dict[str, Any]]) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(history[0]), lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(history)
+    writer.writerows(rows)
     return buffer.getvalue()
 
 
@@ -40,16 +42,30 @@ def run_training(
     trial: int,
     out_dir: str | os.PathLike[str],
     threads: int,
+    device: str = "auto",
+    classifier_path: str | os.PathLike[str] | None = None,
+    reference_path: str | os.PathLike[str] | None = None,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
 ) -> None:
     started_at = now()
     started = time.perf_counter()
     world = mpi_world()
     set_cpu_threads(threads)
     mode = get_mode(setup["mode"])
-    data = load_split(train_path)
+    context = TrainingContext(
+        setup=setup,
+        data=load_split(train_path),
+        study_seed=study_seed,
+        trial=trial,
+        world=world,
+        device=select_device(world, device),
+        classifier_path=Path(classifier_path) if classifier_path else None,
+        reference_path=Path(reference_path) if reference_path else None,
+        checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
+    )
     hosts = world.hosts()
     train_started = time.perf_counter()
-    result = mode(setup, data, study_seed, trial, world)
+    result = mode(context)
     train_seconds = time.perf_counter() - train_started
     if not world.is_root:
         return
@@ -57,7 +73,10 @@ def run_training(
     grid_seed = derive_seed(study_seed, trial, "sample-grid")
     grid = sample_generator(result.generator, result.spec.latent_dim, GRID_SAMPLES, grid_seed, GRID_SAMPLES)
     save_grid(out / "samples.png", grid.numpy())
-    write_text(out / "losses.csv", _history_csv(result.history))
+    write_text(out / "losses.csv", rows_to_csv(result.history))
+    write_text(out / "profile.csv", rows_to_csv(result.profile))
+    for name, rows in result.tables.items():
+        write_text(out / f"{name}.csv", rows_to_csv(rows))
     save_generator(out / "generator.pt", result.generator, result.network, result.spec)
     # run.json last: its presence means the run is complete.
     write_json(
@@ -71,10 +90,16 @@ def run_training(
             seeds={**result.seeds, "sample-grid": grid_seed},
             world_size=world.size,
             hosts=hosts,
+            device=str(context.device),
             mpi_library=mpi_library_version(),
             torch_threads=threads,
             started_at=started_at,
             train_seconds=train_seconds,
             total_seconds=time.perf_counter() - started,
+            mixture_weights=list(result.generator.weights),
+            **result.facts,
         ),
     )
+    if context.checkpoint_dir is not None:
+        # The outputs are complete: the checkpoints have served their purpose.
+        CheckpointStore(context.checkpoint_dir, 0, "").remove()

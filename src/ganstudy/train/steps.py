@@ -32,8 +32,13 @@ def generator_step(
     loss: AdversarialLoss,
     noise: torch.Tensor,
 ) -> torch.Tensor:
-    value = loss.generator(discriminator(generator(noise)))
-    optimizer.zero_grad(set_to_none=True)
-    value.backward()
+    # The discriminator only passes gradients through: computing its own would be wasted work.
+    discriminator.requires_grad_(False)
+    try:
+        value = loss.generator(discriminator(generator(noise)))
+        optimizer.zero_grad(set_to_none=True)
+        value.backward()
+    finally:
+        discriminator.requires_grad_(True)
     optimizer.step()
     return value.detach()

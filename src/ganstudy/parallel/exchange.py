@@ -1,0 +1,53 @@
+"""Neighbour exchange of cell states with MPI neighbourhood collectives.
+
+With one cell per rank the ranks form a periodic Cartesian communicator (Create_cart), the
+layout of seed 000. With fewer ranks than cells each rank holds a block of cells and the ranks
+that own neighbouring cells form a distributed-graph communicator. Either way one
+``neighbor_allgather`` moves every state a rank's cells need; there is no master relay.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ganstudy.parallel.topology import Cell, GridShape
+
+
+class NeighbourExchange:
+    def __init__(self, comm: Any, shape: GridShape, blocks: list[list[Cell]]) -> None:
+        """``comm`` holds exactly the active ranks; ``blocks[r]`` are rank r's cells."""
+        self.shape = shape
+        self.rank = comm.Get_rank()
+        self.cells = blocks[self.rank]
+        owner = {cell: rank for rank, block in enumerate(blocks) for cell in block}
+        if all(len(block) == 1 for block in blocks):
+            self.kind = "cartesian"
+            self.comm = comm.Create_cart([shape.rows, shape.cols], periods=[True, True], reorder=False)
+            assert tuple(self.comm.Get_coords(self.rank)) == self.cells[0]
+        else:
+            self.kind = "graph"
+            peers = sorted(
+                {owner[n] for cell in self.cells for n in shape.neighbourhood(cell)} - {self.rank}
+            )
+            self.comm = comm.Create_dist_graph_adjacent(peers, peers, reorder=False)
+
+    def neighbour_ranks(self) -> list[int]:
+        """Ranks this rank receives from (Cartesian: N, S, W, E order; may repeat on small grids)."""
+        if self.kind == "cartesian":
+            ranks = []
+            for dim in (0, 1):
+                before, after = self.comm.Shift(dim, 1)
+                ranks += [before, after]
+            return ranks
+        sources, _, _ = self.comm.Get_dist_neighbors()
+        return list(sources)
+
+    def exchange(self, states: dict[Cell, Any]) -> dict[Cell, Any]:
+        """Send this rank's cell states to its neighbours; return them together with theirs."""
+        merged = dict(states)
+        for received in self.comm.neighbor_allgather(states):
+            merged.update(received)
+        return merged
+
+    def free(self) -> None:
+        self.comm.Free()

@@ -1,0 +1,1 @@
+"""Training mode ``grid``: Lipizzaner's spatial coevolution of GAN populations on a toroidal grid."""

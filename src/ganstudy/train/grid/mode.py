@@ -1,0 +1,219 @@
+"""Training mode ``grid``: the SPMD driver. Every active rank runs this with its block of cells.
+
+Communicators (seed 000): the exchange communicator (Cartesian, or a graph when ranks hold
+several cells) moves neighbour states; a control communicator carries reductions and the
+per-iteration reports to rank 0; a third one belongs to the heartbeat alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ganstudy.checkpoint import CheckpointStore
+from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.fid import FidScorer
+from ganstudy.models import build_pair
+from ganstudy.models.mixture import MixtureGenerator
+from ganstudy.parallel.exchange import NeighbourExchange
+from ganstudy.parallel.heartbeat import Heartbeat
+from ganstudy.parallel.timing import RoutineTimer
+from ganstudy.parallel.topology import Cell, GridShape, assign_cells, resolve_shape
+from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
+from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
+from ganstudy.train.single import batches_per_pass, network_spec
+
+
+def _say(message: str) -> None:
+    print(f"ganstudy grid: {message}", file=sys.stderr, flush=True)
+
+
+def _fingerprint(context: TrainingContext, shape: GridShape) -> str:
+    identity = {"setup": context.setup, "seed": context.study_seed, "trial": context.trial, "shape": str(shape)}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def _check_settings(context: TrainingContext) -> None:
+    grid = context.setup["grid"]
+    if context.classifier_path is None or context.reference_path is None:
+        raise GanstudyError("training mode 'grid' scores its mixtures with the data set's classifier: pass --classifier and --reference")
+    if grid["n_replacements"] > grid["population_size"]:
+        raise GanstudyError(
+            f"grid.n_replacements={grid['n_replacements']} exceeds grid.population_size={grid['population_size']}"
+        )
+    batches_per_pass(len(context.data.images), context.setup["batch_size"])
+
+
+def _restore(store: CheckpointStore, cells: dict[Cell, GridCell], control: Any, root: bool) -> tuple[int, dict[str, Any]]:
+    """Load the newest checkpoint that every rank can read; (0, {}) when there is none."""
+    for iteration in reversed(store.iterations()):
+        states, problem = {}, None
+        try:
+            for cell in cells:
+                states[cell] = store.read_part(iteration, f"cell-{cell_label(cell)}")
+            shared = store.read_part(iteration, "shared") if root else {}
+        except ValueError as exc:
+            problem = str(exc)
+        problems = [p for p in control.allgather(problem) if p]
+        if problems:
+            if root:
+                _say(f"warning: checkpoint of iteration {iteration} is unreadable ({problems[0]}); trying the previous one")
+            continue
+        for cell, state in states.items():
+            cells[cell].load_checkpoint_state(state)
+        if root:
+            _say(f"resumed from the checkpoint of iteration {iteration}")
+        return iteration, shared
+    return 0, {}
+
+
+@TRAINING_MODES.register("grid")
+def train_grid(context: TrainingContext) -> TrainingResult | None:
+    from mpi4py import MPI
+
+    setup, grid, world = context.setup, context.setup["grid"], context.world
+    _check_settings(context)
+    shape = resolve_shape(grid["shape"], world.size, grid["min_cells"], grid["max_cells"])
+    blocks = assign_cells(shape, world.size)
+    active_ranks = sum(1 for block in blocks if block)
+    if world.is_root and active_ranks < world.size:
+        _say(f"{world.size - active_ranks} of {world.size} ranks have no cell of the {shape} grid and stay idle")
+    comm = world.comm.Split(0 if blocks[world.rank] else MPI.UNDEFINED, world.rank)
+    if comm == MPI.COMM_NULL:
+        return None
+    try:
+        return _run(context, shape, blocks[:active_ranks], comm)
+    finally:
+        comm.Free()
+
+
+def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], comm: Any) -> TrainingResult | None:
+    from mpi4py import MPI
+
+    setup, grid = context.setup, context.setup["grid"]
+    rank, root = comm.Get_rank(), comm.Get_rank() == 0
+    control, heartbeat_comm = comm.Dup(), comm.Dup()
+    exchange = NeighbourExchange(comm, shape, blocks)
+    spec = network_spec(setup, context.data)
+    images = torch.from_numpy(context.data.images).to(context.device)
+    scorer = FidScorer(context.classifier_path, context.reference_path, context.device)
+    cells = {
+        cell: GridCell(cell, shape, setup, setup["network"], spec, images, scorer,
+                       CellStreams(context.study_seed, context.trial, cell), context.device)
+        for cell in blocks[rank]
+    }
+    store = None
+    if context.checkpoint_dir is not None and grid["checkpoint_period"] > 0:
+        store = CheckpointStore(context.checkpoint_dir, grid["checkpoints_kept"], _fingerprint(context, shape))
+    done, shared = _restore(store, cells, control, root) if store else (0, {})
+    if done == 0:
+        for cell in cells.values():
+            cell.initialise()
+    history: list[dict[str, Any]] = shared.get("history", [])
+    profile: list[dict[str, Any]] = shared.get("profile", [])
+    timers = {cell: RoutineTimer() for cell in cells}
+    rank_timer = RoutineTimer()
+    describe = lambda r: "cells " + ", ".join(cell_label(c) for c in blocks[r])  # noqa: E731
+
+    try:
+        with Heartbeat(heartbeat_comm, grid["heartbeat_timeout"], describe) as heartbeat:
+            iterations = range(done + 1, setup["iterations"] + 1)
+            for iteration in tqdm(iterations, desc=f"grid {shape}", unit="it", disable=not root or None, mininterval=5):
+                started = time.perf_counter()
+                with rank_timer("exchange"):
+                    gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
+                reports = {c: cells[c].iterate(gathered, timers[c], heartbeat.beat) for c in cells}
+                rows = [
+                    {"iteration": iteration, "cell": cell_label(c), "rank": rank, "routine": name, "seconds": s}
+                    for c in cells for name, s in timers[c].take().items()
+                ] + [
+                    {"iteration": iteration, "cell": "*", "rank": rank, "routine": name, "seconds": s}
+                    for name, s in rank_timer.take().items()
+                ]
+                collected = control.gather((list(reports.values()), rows), root=0)
+                if store and iteration % grid["checkpoint_period"] == 0 and iteration < setup["iterations"]:
+                    with rank_timer("checkpoint"):
+                        _checkpoint(store, iteration, cells, control, root, history, profile, collected, started)
+                elif root:
+                    _record(history, profile, iteration, collected, started)
+            with rank_timer("exchange"):
+                gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
+            with rank_timer("score"):
+                finals = {c: cells[c].final_mixture(gathered) for c in cells}
+    finally:
+        exchange.free()
+        heartbeat_comm.Free()
+
+    best_score, best_index = control.allreduce(
+        min(((score, shape.index(c)) for c, (_, score) in finals.items()), default=(float("inf"), -1)), op=MPI.MIN
+    )
+    best_cell = shape.cells()[best_index]
+    mine = finals.get(best_cell)
+    table = [
+        {"cell": cell_label(c), "rank": rank, "fid": score, "neighbourhood": " ".join(cell_label(n) for n in cells[c].neighbourhood),
+         "weights": " ".join(f"{w:.6f}" for w in cells[c].weights),
+         "g_lr": cells[c].generators[0]["lr"], "d_lr": cells[c].discriminators[0]["lr"]}
+        for c, (_, score) in finals.items()
+    ]
+    collected = control.gather((table, mine, cells[best_cell].weights if mine else None, rank_timer.take()), root=0)
+    control.Free()
+    if not root:
+        return None
+    cell_rows = sorted((row for part in collected for row in part[0]), key=lambda r: shape.index(tuple(map(int, r["cell"].split("-")))))
+    payloads, weights = next((part[1][0], part[2]) for part in collected if part[1] is not None)
+    components = []
+    for payload in payloads:
+        generator, _ = build_pair(setup["network"], spec)
+        generator.load_state_dict(payload["params"])
+        components.append(generator.eval())
+    profile += [
+        {"iteration": setup["iterations"] + 1, "cell": "*", "rank": r, "routine": name, "seconds": s}
+        for r, part in enumerate(collected) for name, s in part[3].items()
+    ]
+    return TrainingResult(
+        MixtureGenerator(components, weights.tolist()),
+        setup["network"],
+        spec,
+        history,
+        profile,
+        tables={"cells": cell_rows},
+        facts={"grid_shape": str(shape), "active_ranks": len(blocks), "exchange": exchange.kind,
+               "best_cell": cell_label(best_cell), "best_cell_fid": best_score, "resumed_from_iteration": done},
+    )
+
+
+def _record(history, profile, iteration, collected, started) -> None:
+    reports = [r for part in collected for r in part[0]]
+    profile.extend(row for part in collected for row in part[1])
+    scores = np.array([r.score for r in reports])
+    history.append({
+        "iteration": iteration,
+        "g_loss": float(np.mean([r.g_loss for r in reports])),
+        "d_loss": float(np.mean([r.d_loss for r in reports])),
+        "g_fitness": float(np.mean([r.g_fitness for r in reports])),
+        "d_fitness": float(np.mean([r.d_fitness for r in reports])),
+        "fid_best": float(scores.min()),
+        "fid_mean": float(scores.mean()),
+        "g_lr_mean": float(np.mean([r.g_lr for r in reports])),
+        "seconds": time.perf_counter() - started,
+    })
+
+
+def _checkpoint(store, iteration, cells, control, root, history, profile, collected, started) -> None:
+    if root:
+        _record(history, profile, iteration, collected, started)
+    for cell, grid_cell in cells.items():
+        store.write_part(iteration, f"cell-{cell_label(cell)}", grid_cell.checkpoint_state())
+    if root:
+        store.write_part(iteration, "shared", {"history": history, "profile": profile})
+    control.Barrier()
+    if root:
+        store.complete(iteration)
+    control.Barrier()

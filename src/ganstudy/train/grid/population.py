@@ -1,0 +1,89 @@
+"""Individuals of a cell's populations and the evolutionary operators on them (Lipizzaner's).
+
+An individual travels between cells as a plain payload (network weights, Adam state, learning
+rate, fitness); a cell turns the payloads it needs back into live networks.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+Payload = dict[str, Any]
+
+
+@dataclass
+class Individual:
+    net: nn.Module
+    optimizer: torch.optim.Adam
+    lr: float
+    fitness: float
+    origin: str  # "r-c/G0": the cell and slot it was created in, for the logs
+
+    def payload(self) -> Payload:
+        """A detached copy that survives pickling, checkpointing and later training of ``self``."""
+        return {
+            "params": {k: v.detach().cpu().clone() for k, v in self.net.state_dict().items()},
+            "adam": copy.deepcopy(_cpu_state(self.optimizer.state_dict())),
+            "lr": self.lr,
+            "fitness": self.fitness,
+            "origin": self.origin,
+        }
+
+
+def _cpu_state(state: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "state": {k: {n: (t.cpu() if torch.is_tensor(t) else t) for n, t in v.items()} for k, v in state["state"].items()},
+        "param_groups": state["param_groups"],
+    }
+
+
+def restore(payload: Payload, net: nn.Module, betas: tuple[float, float]) -> Individual:
+    """A live individual from a payload, in ``net``; its optimizer continues with the payload's Adam moments."""
+    net.load_state_dict(payload["params"])
+    optimizer = torch.optim.Adam(net.parameters(), lr=payload["lr"], betas=betas)
+    # A copy: the payload may be another cell's live state on this rank, and Adam updates in place.
+    optimizer.load_state_dict(copy.deepcopy(payload["adam"]))
+    set_learning_rate(optimizer, payload["lr"])
+    return Individual(net, optimizer, payload["lr"], payload["fitness"], payload["origin"])
+
+
+def set_learning_rate(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    # load_state_dict restores the old rate; the individual's (mutated) rate is the one that counts.
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+
+
+def tournament(fitness: Sequence[float], winners: int, size: int, rng: np.random.Generator) -> list[int]:
+    """Indices of ``winners`` tournament winners; lower fitness (a loss) wins; ties go to the earlier entrant."""
+    size = min(size, len(fitness))
+    chosen = []
+    for _ in range(winners):
+        entrants = rng.choice(len(fitness), size=size, replace=False)
+        chosen.append(int(min(entrants, key=lambda i: (fitness[i], i))))
+    return chosen
+
+
+def mutate_learning_rate(lr: float, lr0: float, alpha: float, probability: float, rng: np.random.Generator) -> float:
+    """Lipizzaner's rule: with probability p, lr <- max(0, lr + alpha * N(-lr0/10, lr0))."""
+    delta = rng.normal(loc=-lr0 / 10, scale=lr0)
+    if rng.random() >= probability:
+        return lr
+    return max(0.0, lr + alpha * delta)
+
+
+def replace_worst(local: list[Payload], new: list[Payload], n_replacements: int) -> list[Payload]:
+    """The local population after its n worst are replaced by the n best new individuals, best first.
+
+    As in Lipizzaner the replacement is unconditional: with a population of one, the individual
+    trained this iteration always becomes the cell's individual.
+    """
+    by_fitness = lambda p: p["fitness"]  # noqa: E731
+    survivors = sorted(local, key=by_fitness)[: len(local) - n_replacements]
+    return sorted(survivors + sorted(new, key=by_fitness)[:n_replacements], key=by_fitness)
