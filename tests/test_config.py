@@ -9,8 +9,10 @@ from conftest import REPO, SCHEMA
 
 
 def test_default_config_is_valid_and_defaults_are_filled(default_config):
-    assert default_config["study"] == "digits_baseline"
+    assert default_config["study"] == "digits_grid"
     assert default_config["dataset"]["name"] == "digits"
+    assert [s["grid"]["shape"] for s in default_config["setups"].values()] == ["1x1", "2x2"]
+    assert default_config["setups"]["grid2x2"]["grid"]["tournament_size"] == 2  # schema default (thesis)
     # Keys absent from config.yaml come from the schema's defaults.
     for setup in default_config["setups"].values():
         assert setup["betas"] == [0.5, 0.999]
@@ -52,20 +54,20 @@ def test_misspelt_top_level_key_is_named_with_a_suggestion(default_config):
 
 def test_misspelt_nested_key_is_named_with_its_path(default_config):
     config = copy.deepcopy(default_config)
-    config["setups"]["lp_bce"]["iteratons"] = 5
-    with pytest.raises(ConfigError, match=r"unknown key 'setups\.lp_bce\.iteratons' \(did you mean 'iterations'\?\)"):
+    config["setups"]["grid2x2"]["iteratons"] = 5
+    with pytest.raises(ConfigError, match=r"unknown key 'setups\.grid2x2\.iteratons' \(did you mean 'iterations'\?\)"):
         validate_study_config(config, SCHEMA)
 
 
 def test_wrong_type_and_bad_enum_are_all_reported(default_config):
     config = copy.deepcopy(default_config)
     config["trials"] = "five"
-    config["setups"]["lp_mse"]["loss"] = "wasserstein"
+    config["setups"]["grid1x1"]["loss"] = "wasserstein"
     with pytest.raises(ConfigError) as error:
         validate_study_config(config, SCHEMA)
     message = str(error.value)
     assert "'trials' must be of type integer, got 'five'" in message
-    assert "'setups.lp_mse.loss' must be one of" in message and "'wasserstein'" in message
+    assert "'setups.grid1x1.loss' must be one of" in message and "'wasserstein'" in message
 
 
 def test_bad_setup_name_is_rejected():

@@ -1,5 +1,6 @@
 """The Snakemake workflow itself: dry-run, lint, config errors, and a whole shrunken study."""
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -16,8 +17,13 @@ SHRUNKEN = {
     "study": "tiny",
     "trials": 2,
     "classifier": {"epochs": 3, "min_accuracy": 0.0},
-    "setups": {"bce": {"loss": "bce", "iterations": 2}, "mse": {"loss": "mse", "iterations": 2}},
+    "setups": {
+        "bce": {"loss": "bce", "iterations": 2},
+        "grid": {"mode": "grid", "iterations": 2, "hidden_units": 32,
+                 "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50, "checkpoint_period": 1}},
+    },
     "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2},
+    "compute": {"max_ranks": 2},
 }
 
 
@@ -66,18 +72,22 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     done = snakemake(tmp_path, SHRUNKEN, "--cores", "2", env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     study = tmp_path / "results" / "tiny"
-    for setup in ("bce", "mse"):
+    for setup in ("bce", "grid"):
         for trial in (0, 1):
             run = study / "runs" / setup / f"trial{trial}"
-            assert {p.name for p in run.iterdir()} == {"generator.pt", "losses.csv", "profile.csv", "samples.png", "run.json"}
+            extra = {"cells.csv"} if setup == "grid" else set()
+            assert {p.name for p in run.iterdir()} == {"generator.pt", "losses.csv", "profile.csv", "samples.png", "run.json"} | extra
             assert (study / "scores" / setup / f"trial{trial}.json").is_file()
             assert (study / "logs" / "train" / setup / f"trial{trial}.log").is_file()
     scores = pd.read_csv(study / "scores.csv")
     assert len(scores) == 2 * 2 * 3  # fid, isc, isc_std per run
     summary = pd.read_csv(study / "tables" / "summary_fid.csv")
-    assert list(summary.setup) == ["bce", "mse"] and list(summary.trials) == [2, 2]
+    assert list(summary.setup) == ["bce", "grid"] and list(summary.trials) == [2, 2]
     pvalues = pd.read_csv(study / "tables" / "pvalues_isc.csv", index_col=0)
-    assert 0 < pvalues.loc["bce", "mse"] <= 1
+    assert 0 < pvalues.loc["bce", "grid"] <= 1
+    grid_run = json.loads((study / "runs" / "grid" / "trial0" / "run.json").read_text())
+    assert grid_run["world_size"] == 2 and grid_run["grid_shape"] == "2x2" and grid_run["exchange"] == "graph"
+    assert not (study / "checkpoints" / "grid" / "trial0").exists()  # removed once the run was complete
     for name in ("box_fid.png", "box_isc.png", "samples.png"):
         assert (study / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| bce | 2 |" in (study / "tables" / "summary_isc.md").read_text()
@@ -101,3 +111,4 @@ def test_a_failing_job_leaves_no_output_and_loses_no_finished_result(tmp_path, e
     # Work that did not depend on the classifier finished and stays.
     assert (study / "data" / "train.npz").is_file()
     assert (study / "runs" / "bce" / "trial0" / "run.json").is_file()
+    assert not (study / "runs" / "grid" / "trial0").exists()  # the grid scores with the classifier

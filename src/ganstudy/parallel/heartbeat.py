@@ -1,10 +1,11 @@
 """Heartbeat: a dead or stalled rank aborts the job with its name instead of hanging to the wall-time limit.
 
-Each rank counts its progress (the training loop calls ``beat()`` every mini-batch). A watcher
-thread on every rank sends that counter to rank 0, and rank 0 sends a pulse back. Rank 0 aborts
-when the whole job has made no progress for ``timeout`` seconds and names the rank that stopped
-first; the others abort when rank 0's pulse has been missing for ``timeout``. A slow rank that
-still advances is not a stall, however long its neighbours wait for it.
+The training loop calls ``beat()`` at every mini-batch and wraps its collectives in ``waiting()``.
+A watcher thread on every rank tells rank 0 how long ago its rank last beat and whether it is
+waiting for others; rank 0 sends a pulse back. Rank 0 aborts when no rank has beaten for
+``timeout`` seconds and names the rank that stopped first among those not waiting for others (the
+ones waiting are blocked by it); the others abort when rank 0's pulse has been missing for
+``timeout``. A slow rank that still advances is not a stall, however long the others wait for it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 _TAG_PROGRESS = 101
@@ -31,7 +33,8 @@ class Heartbeat:
         from mpi4py import MPI
 
         self._any_source, self._any_tag = MPI.ANY_SOURCE, MPI.ANY_TAG
-        self._progress = 0
+        self._beat_at = time.monotonic()
+        self._waiting = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="ganstudy-heartbeat", daemon=True)
 
@@ -51,36 +54,48 @@ class Heartbeat:
                 self.comm.recv(source=self._any_source, tag=self._any_tag)
 
     def beat(self) -> None:
-        self._progress += 1
+        self._beat_at = time.monotonic()
+
+    @contextmanager
+    def waiting(self) -> Iterator[None]:
+        """Mark a collective: a rank blocked here waits for another rank, it is not the one stalled."""
+        self.beat()
+        self._waiting = True
+        try:
+            yield
+        finally:
+            self._waiting = False
+            self.beat()
 
     def _abort(self, message: str) -> None:
         print(f"ganstudy heartbeat: {message}; aborting the job", file=sys.stderr, flush=True)
         self.comm.Abort(3)
 
     def _watch(self) -> None:
-        started = time.monotonic()
-        last_seen = {rank: (0, started) for rank in range(self.size)}  # rank -> (progress, when it advanced)
-        last_pulse = started
+        last_beat = dict.fromkeys(range(self.size), time.monotonic())  # rank -> when it last beat (rank 0's clock)
+        waiting = dict.fromkeys(range(self.size), False)
+        last_pulse = time.monotonic()
         pending = []
         while not self._stop.wait(self.interval):
             now = time.monotonic()
             pending = [r for r in pending if not r.Test()]
             if self.rank == 0:
-                last_seen[0] = (self._progress, now) if self._progress != last_seen[0][0] else last_seen[0]
+                last_beat[0], waiting[0] = self._beat_at, self._waiting
                 while self.comm.Iprobe(source=self._any_source, tag=_TAG_PROGRESS):
-                    status_rank, progress = self.comm.recv(source=self._any_source, tag=_TAG_PROGRESS)
-                    if progress != last_seen[status_rank][0]:
-                        last_seen[status_rank] = (progress, now)
-                newest = max(when for _, when in last_seen.values())
+                    sender, age, waits = self.comm.recv(source=self._any_source, tag=_TAG_PROGRESS)
+                    last_beat[sender], waiting[sender] = max(last_beat[sender], now - age), waits
+                newest = max(last_beat.values())
                 if now - newest > self.timeout:
-                    culprit = min(last_seen, key=lambda r: last_seen[r][1])
+                    suspects = [r for r in last_beat if not waiting[r]] or list(last_beat)
+                    culprit = min(suspects, key=last_beat.__getitem__)
                     self._abort(
                         f"no rank made progress for {now - newest:.0f} s; rank {culprit} ({self.describe(culprit)}) "
-                        f"stopped first, {now - last_seen[culprit][1]:.0f} s ago: it died or stalled"
+                        f"stopped first, {now - last_beat[culprit]:.0f} s ago: it died or stalled"
                     )
                 pending += [self.comm.isend(None, dest=r, tag=_TAG_PULSE) for r in range(1, self.size)]
             else:
-                pending.append(self.comm.isend((self.rank, self._progress), dest=0, tag=_TAG_PROGRESS))
+                # An age, not a time: clocks of different nodes do not agree.
+                pending.append(self.comm.isend((self.rank, now - self._beat_at, self._waiting), dest=0, tag=_TAG_PROGRESS))
                 while self.comm.Iprobe(source=0, tag=_TAG_PULSE):
                     self.comm.recv(source=0, tag=_TAG_PULSE)
                     last_pulse = now

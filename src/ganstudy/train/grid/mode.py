@@ -127,7 +127,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
             iterations = range(done + 1, setup["iterations"] + 1)
             for iteration in tqdm(iterations, desc=f"grid {shape}", unit="it", disable=not root or None, mininterval=5):
                 started = time.perf_counter()
-                with rank_timer("exchange"):
+                with rank_timer("exchange"), heartbeat.waiting():
                     gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
                 reports = {c: cells[c].iterate(gathered, timers[c], heartbeat.beat) for c in cells}
                 rows = [
@@ -137,13 +137,14 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
                     {"iteration": iteration, "cell": "*", "rank": rank, "routine": name, "seconds": s}
                     for name, s in rank_timer.take().items()
                 ]
-                collected = control.gather((list(reports.values()), rows), root=0)
+                with heartbeat.waiting():
+                    collected = control.gather((list(reports.values()), rows), root=0)
                 if store and iteration % grid["checkpoint_period"] == 0 and iteration < setup["iterations"]:
-                    with rank_timer("checkpoint"):
+                    with rank_timer("checkpoint"), heartbeat.waiting():
                         _checkpoint(store, iteration, cells, control, root, history, profile, collected, started)
                 elif root:
                     _record(history, profile, iteration, collected, started)
-            with rank_timer("exchange"):
+            with rank_timer("exchange"), heartbeat.waiting():
                 gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
             with rank_timer("score"):
                 finals = {c: cells[c].final_mixture(gathered) for c in cells}

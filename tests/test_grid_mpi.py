@@ -1,0 +1,233 @@
+"""The grid under mpiexec: exchange topology, identical results on any rank count, resume, heartbeat."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+
+from ganstudy.config import validate_study_config
+from ganstudy.evaluate.scores import reference_statistics
+from ganstudy.models.artifact import load_generator
+
+from conftest import SCHEMA
+
+pytestmark = pytest.mark.mpi
+
+TINY = {
+    "mode": "grid", "iterations": 3, "hidden_units": 32, "latent_dim": 16, "batch_size": 50,
+    "grid": {"shape": "2x2", "fitness_sample_size": 64, "score_sample_size": 64, "data_ratio": 0.25, "checkpoint_period": 0},
+}
+
+
+def settings(**grid):
+    setup = {**TINY, "grid": {**TINY["grid"], **grid}}
+    return validate_study_config({"setups": {"g": setup}}, SCHEMA)["setups"]["g"]
+
+
+@pytest.fixture(scope="module")
+def scoring(digits_dir, classifier_path):
+    reference = digits_dir / "reference_stats.npz"
+    if not reference.exists():
+        reference_statistics(digits_dir / "train.npz", classifier_path, {"fid_features": "logits", "batch_size": 500}, reference, 1)
+    return classifier_path, reference
+
+
+def command(ranks, setup, out, digits_dir, scoring, checkpoints=None):
+    classifier, reference = scoring
+    line = ["mpiexec", "-n", str(ranks), "ganstudy", "train", "--setup", "g", "--settings", json.dumps(setup),
+            "--train", str(digits_dir / "train.npz"), "--seed", "11", "--trial", "1", "--out-dir", str(out),
+            "--classifier", str(classifier), "--reference", str(reference)]
+    return line + (["--checkpoint-dir", str(checkpoints)] if checkpoints else [])
+
+
+def train(ranks, setup, out, digits_dir, scoring, env, checkpoints=None):
+    done = subprocess.run(command(ranks, setup, out, digits_dir, scoring, checkpoints), capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def result(out: Path):
+    mixture, _ = load_generator(out / "generator.pt")
+    cells = [line.split(",") for line in (out / "cells.csv").read_text().splitlines()[1:]]
+    # Drop the rank column: the only thing allowed to differ between layouts.
+    return mixture.state_dict(), mixture.weights, [row[:1] + row[2:] for row in cells]
+
+
+def assert_same(a, b):
+    state_a, weights_a, cells_a = a
+    state_b, weights_b, cells_b = b
+    assert weights_a == weights_b and cells_a == cells_b
+    assert state_a.keys() == state_b.keys() and all(torch.equal(state_a[k], state_b[k]) for k in state_a)
+
+
+PROBE = """
+import json
+from ganstudy.parallel.world import mpi_world
+from ganstudy.parallel.topology import GridShape, assign_cells
+from ganstudy.parallel.exchange import NeighbourExchange
+world = mpi_world()
+shape = GridShape({rows}, {cols})
+blocks = assign_cells(shape, world.size)
+exchange = NeighbourExchange(world.comm, shape, blocks)
+received = exchange.exchange({{cell: world.rank for cell in blocks[world.rank]}})
+report = {{"kind": exchange.kind, "neighbours": exchange.neighbour_ranks(),
+          "received": sorted([list(c) for c in received]), "owners": {{f"{{c[0]}}-{{c[1]}}": r for c, r in received.items()}}}}
+# One file per rank: lines printed by several ranks at once can interleave.
+open(f"{out}/rank{{world.rank}}.json", "w").write(json.dumps({{"rank": world.rank, **report}}))
+"""
+
+
+@pytest.mark.parametrize("ranks, rows, cols", [(4, 2, 2), (6, 2, 3), (2, 3, 3), (3, 3, 3)])
+def test_every_rank_receives_exactly_its_cells_neighbourhoods(ranks, rows, cols, env, tmp_path):
+    from ganstudy.parallel.topology import GridShape, assign_cells
+
+    code = PROBE.format(rows=rows, cols=cols, out=tmp_path)
+    done = subprocess.run(["mpiexec", "-n", str(ranks), sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    shape = GridShape(rows, cols)
+    blocks = assign_cells(shape, ranks)
+    owner = {cell: r for r, block in enumerate(blocks) for cell in block}
+    reports = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(ranks)]
+    for report in reports:
+        mine = blocks[report["rank"]]
+        needed = {n for cell in mine for n in shape.neighbourhood(cell)}
+        assert needed <= {tuple(c) for c in report["received"]}
+        # The payload of each cell came from its owner.
+        assert all(report["owners"][f"{c[0]}-{c[1]}"] == owner[c] for c in needed)
+        if ranks == shape.size:
+            assert report["kind"] == "cartesian"
+            (row, col), = mine
+            # Cartesian order: N, S, W, E.
+            assert report["neighbours"] == [owner[((row - 1) % rows, col)], owner[((row + 1) % rows, col)],
+                                            owner[(row, (col - 1) % cols)], owner[(row, (col + 1) % cols)]]
+        else:
+            assert report["kind"] == "graph"
+            assert set(report["neighbours"]) == {owner[n] for n in needed} - {report["rank"]}
+
+
+def test_results_are_bit_identical_on_1_2_and_4_ranks(digits_dir, scoring, env, tmp_path):
+    setup = settings()
+    outcomes = {}
+    for ranks in (1, 2, 4):
+        train(ranks, setup, tmp_path / f"n{ranks}", digits_dir, scoring, env)
+        outcomes[ranks] = result(tmp_path / f"n{ranks}")
+    assert_same(outcomes[1], outcomes[2])
+    assert_same(outcomes[1], outcomes[4])
+    record = json.loads((tmp_path / "n4" / "run.json").read_text())
+    assert record["exchange"] == "cartesian" and record["grid_shape"] == "2x2" and len(record["hosts"]) == 4
+    assert len(record["mixture_weights"]) == 3  # a 2x2 neighbourhood has three distinct cells
+    assert sum(record["mixture_weights"]) == pytest.approx(1.0)
+
+
+def test_auto_shape_on_6_ranks_is_3x2_and_matches_a_sequential_run(digits_dir, scoring, env, tmp_path):
+    train(6, settings(shape="auto"), tmp_path / "auto", digits_dir, scoring, env)
+    train(1, settings(shape="3x2"), tmp_path / "seq", digits_dir, scoring, env)
+    assert json.loads((tmp_path / "auto" / "run.json").read_text())["grid_shape"] == "3x2"
+    assert_same(result(tmp_path / "auto"), result(tmp_path / "seq"))
+    profile = (tmp_path / "auto" / "profile.csv").read_text()
+    for routine in ("exchange", "fitness", "selection", "train", "replacement", "mixture", "score"):
+        assert f",{routine}," in profile
+
+
+def test_surplus_ranks_idle_and_say_so(digits_dir, scoring, env, tmp_path):
+    done = train(3, settings(shape="auto"), tmp_path / "out", digits_dir, scoring, env)
+    assert "1 of 3 ranks have no cell of the 1x2 grid and stay idle" in done.stderr
+
+
+def test_too_few_ranks_for_min_cells_fails_clearly(digits_dir, scoring, env, tmp_path):
+    done = subprocess.run(command(2, settings(shape="auto", min_cells=4), tmp_path, digits_dir, scoring), capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode != 0
+    assert "fewer than grid.min_cells=4: 2 MPI ranks are too few; launch at least 4 ranks" in done.stderr
+    assert not (tmp_path / "run.json").exists()
+
+
+def _start(line, env):
+    return subprocess.Popen(line, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+
+
+def _kill_job(job):
+    os.killpg(job.pid, signal.SIGKILL)
+    job.communicate(timeout=60)
+
+
+def _wait_for(predicate, job, timeout=240):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert job.poll() is None, job.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_a_killed_run_resumes_bit_identical_and_skips_a_corrupt_checkpoint(digits_dir, scoring, env, tmp_path):
+    setup = settings(checkpoint_period=1, checkpoints_kept=3, score_sample_size=400)
+    setup["iterations"] = 12
+    train(2, setup, tmp_path / "whole", digits_dir, scoring, env)
+    checkpoints = tmp_path / "ckpt"
+    job = _start(command(2, setup, tmp_path / "resumed", digits_dir, scoring, checkpoints), env)
+    _wait_for(lambda: len(list(checkpoints.glob("iter-*/COMPLETE"))) >= 2, job)
+    _kill_job(job)
+    assert not (tmp_path / "resumed" / "run.json").exists()
+    newest = sorted(checkpoints.glob("iter-*/COMPLETE"))[-1].parent
+    (newest / "cell-1-1.ckpt").write_bytes(b"torn write")
+    done = train(2, setup, tmp_path / "resumed", digits_dir, scoring, env, checkpoints)
+    iteration = int(newest.name.split("-")[1])
+    assert f"warning: checkpoint of iteration {iteration} is unreadable" in done.stderr and "cell-1-1.ckpt" in done.stderr
+    assert "resumed from the checkpoint of iteration" in done.stderr
+    assert_same(result(tmp_path / "whole"), result(tmp_path / "resumed"))
+    assert not checkpoints.exists()  # cleaned once the outputs were complete
+
+
+def test_a_changed_setup_never_resumes_from_old_checkpoints(digits_dir, scoring, env, tmp_path):
+    setup = settings(checkpoint_period=1)
+    setup["iterations"] = 12
+    checkpoints = tmp_path / "ckpt"
+    job = _start(command(1, setup, tmp_path / "a", digits_dir, scoring, checkpoints), env)
+    _wait_for(lambda: any(checkpoints.glob("iter-*/COMPLETE")), job)
+    _kill_job(job)
+    changed = {**setup, "lr": 1e-3}
+    done = train(1, changed, tmp_path / "b", digits_dir, scoring, env, checkpoints)
+    assert "resumed" not in done.stderr
+
+
+def _rank_process(job, rank):
+    def find():
+        for child in psutil.Process(job.pid).children(recursive=True):
+            try:
+                if "ganstudy" in " ".join(child.cmdline()) and child.environ().get("PMI_RANK") == str(rank):
+                    return child
+            except psutil.Error:
+                continue
+        return None
+
+    _wait_for(lambda: find() is not None, job)
+    return find()
+
+
+@pytest.mark.parametrize("how", ["stall", "kill"])
+def test_a_dead_or_stalled_rank_ends_the_job_within_the_heartbeat_timeout(how, digits_dir, scoring, env, tmp_path):
+    setup = settings(heartbeat_timeout=4, checkpoint_period=1)
+    setup["iterations"] = 10_000
+    checkpoints = tmp_path / "ckpt"
+    job = _start(command(2, setup, tmp_path, digits_dir, scoring, checkpoints), env)
+    victim = _rank_process(job, 1)
+    _wait_for(lambda: any(checkpoints.glob("iter-*/COMPLETE")), job)  # training is under way
+    victim.send_signal(signal.SIGSTOP if how == "stall" else signal.SIGKILL)
+    started = time.monotonic()
+    try:
+        _, stderr = job.communicate(timeout=60)
+    finally:
+        if how == "stall" and victim.is_running():
+            victim.kill()
+    assert job.returncode != 0
+    assert time.monotonic() - started < 4 + 15
+    if how == "stall":
+        assert "rank 1 (cells 1-0, 1-1) stopped first" in stderr

@@ -1,0 +1,131 @@
+"""The grid's pieces without MPI: topology, layout, evolutionary operators, mixtures."""
+
+import numpy as np
+import pytest
+import torch
+
+from ganstudy.errors import GanstudyError
+from ganstudy.models import NetworkSpec, build_pair
+from ganstudy.models.mixture import MixtureGenerator, proportional_counts
+from ganstudy.parallel.topology import GridShape, assign_cells, resolve_shape
+from ganstudy.train.grid.population import mutate_learning_rate, replace_worst, tournament
+
+# Hand-written: cell -> [self, W, N, E, S] without repeats, rows wrap top-bottom, columns left-right.
+NEIGHBOURS_3x3 = {
+    (0, 0): [(0, 0), (0, 2), (2, 0), (0, 1), (1, 0)],
+    (1, 1): [(1, 1), (1, 0), (0, 1), (1, 2), (2, 1)],
+    (2, 2): [(2, 2), (2, 1), (1, 2), (2, 0), (0, 2)],
+    (0, 1): [(0, 1), (0, 0), (2, 1), (0, 2), (1, 1)],
+}
+# 2 rows x 3 columns: N and S are the same row; W and E differ. A transposed implementation fails here.
+NEIGHBOURS_2x3 = {
+    (0, 0): [(0, 0), (0, 2), (1, 0), (0, 1)],
+    (0, 2): [(0, 2), (0, 1), (1, 2), (0, 0)],
+    (1, 1): [(1, 1), (1, 0), (0, 1), (1, 2)],
+}
+NEIGHBOURS_2x2 = {(0, 0): [(0, 0), (0, 1), (1, 0)], (1, 1): [(1, 1), (1, 0), (0, 1)]}
+NEIGHBOURS_1x3 = {(0, 0): [(0, 0), (0, 2), (0, 1)]}
+
+
+@pytest.mark.parametrize(
+    "shape, table",
+    [(GridShape(3, 3), NEIGHBOURS_3x3), (GridShape(2, 3), NEIGHBOURS_2x3), (GridShape(2, 2), NEIGHBOURS_2x2),
+     (GridShape(1, 3), NEIGHBOURS_1x3), (GridShape(1, 1), {(0, 0): [(0, 0)]})],
+)
+def test_neighbourhoods_match_the_hand_written_tables(shape, table):
+    for cell, expected in table.items():
+        assert shape.neighbourhood(cell) == expected
+
+
+def test_neighbourhood_is_symmetric_on_rectangular_grids():
+    shape = GridShape(3, 5)
+    for cell in shape.cells():
+        for other in shape.neighbourhood(cell):
+            assert cell in shape.neighbourhood(other)
+
+
+@pytest.mark.parametrize("ranks, shape", [(1, "1x1"), (2, "2x1"), (3, "1x2"), (4, "2x2"), (5, "2x2"), (6, "3x2"), (7, "2x3"), (9, "3x3"), (10, "3x3")])
+def test_auto_shape_follows_the_thesis_rule(ranks, shape):
+    # w = round(sqrt(n)) columns, h = n // w rows.
+    assert str(resolve_shape("auto", ranks, 1, 1024)) == shape
+
+
+def test_auto_shape_is_capped_by_max_cells():
+    assert str(resolve_shape("auto", 40, 1, 9)) == "3x3"
+
+
+def test_too_few_ranks_for_min_cells_names_the_problem():
+    with pytest.raises(GanstudyError, match=r"fewer than grid.min_cells=9: 4 MPI ranks are too few; launch at least 9 ranks"):
+        resolve_shape("auto", 4, 9, 1024)
+
+
+@pytest.mark.parametrize("spec", ["3by3", "0x2", "x3"])
+def test_bad_shape_spec(spec):
+    with pytest.raises(GanstudyError, match="neither 'auto' nor ROWSxCOLS"):
+        resolve_shape(spec, 1, 1, 1024)
+
+
+def test_fixed_shape_outside_the_bounds():
+    with pytest.raises(GanstudyError, match="more than grid.max_cells=8"):
+        resolve_shape("3x3", 1, 1, 8)
+
+
+def test_cells_are_spread_evenly_in_row_major_blocks():
+    blocks = assign_cells(GridShape(3, 3), 2)
+    assert blocks == [[(0, 0), (0, 1), (0, 2), (1, 0)], [(1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]]
+    assert [len(b) for b in assign_cells(GridShape(4, 4), 3)] == [5, 5, 6]
+    assert assign_cells(GridShape(2, 2), 6) == [[(0, 0)], [(0, 1)], [(1, 0)], [(1, 1)], [], []]
+
+
+def test_tournament_picks_the_fitter_entrant():
+    rng = np.random.default_rng(0)
+    fitness = [3.0, 1.0, 2.0]
+    # With the whole population in the tournament the best always wins.
+    assert tournament(fitness, 4, 3, rng) == [1, 1, 1, 1]
+    # Size 2 on three: the worst (index 0) can never win.
+    winners = tournament(fitness, 300, 2, rng)
+    assert 0 not in winners and {1, 2} == set(winners)
+    assert winners.count(1) == pytest.approx(200, abs=40)  # pairs {0,1} {0,2} {1,2} are equally likely: 1 wins two
+    assert tournament([5.0], 2, 2, rng) == [0, 0]  # a neighbourhood of one
+
+
+def test_learning_rate_mutation_follows_lipizzaners_rule():
+    lr0, alpha = 2e-4, 1e-4
+    assert mutate_learning_rate(lr0, lr0, alpha, 0.0, np.random.default_rng(1)) == lr0
+    rng, twin = np.random.default_rng(2), np.random.default_rng(2)
+    delta = twin.normal(-lr0 / 10, lr0)
+    assert mutate_learning_rate(lr0, lr0, alpha, 1.0, rng) == pytest.approx(lr0 + alpha * delta)
+    assert mutate_learning_rate(1e-12, lr0, 1e6, 1.0, np.random.default_rng(5)) >= 0.0
+    draws = [mutate_learning_rate(lr0, lr0, alpha, 0.5, np.random.default_rng(s)) != lr0 for s in range(400)]
+    assert sum(draws) == pytest.approx(200, abs=40)
+
+
+def test_replacement_puts_the_best_new_in_place_of_the_worst():
+    local = [{"fitness": 1.0, "id": "a"}, {"fitness": 5.0, "id": "b"}, {"fitness": 3.0, "id": "c"}]
+    new = [{"fitness": 4.0, "id": "x"}, {"fitness": 2.0, "id": "y"}]
+    assert [p["id"] for p in replace_worst(local, new, 1)] == ["a", "y", "c"]
+    assert [p["id"] for p in replace_worst(local, new, 2)] == ["a", "y", "x"]
+    # Population of one: the trained individual always takes the place, even when it scores worse.
+    assert replace_worst([{"fitness": 0.1, "id": "old"}], [{"fitness": 9.0, "id": "new"}], 1)[0]["id"] == "new"
+
+
+@pytest.mark.parametrize("weights, total", [([0.5, 0.5], 7), ([0.2, 0.3, 0.5], 1000), ([1.0], 5), ([0.0, 1.0, 0.0], 9), ([1, 1, 1], 10)])
+def test_proportional_counts_sum_to_the_total_and_stay_within_one_of_exact(weights, total):
+    counts = proportional_counts(weights, total)
+    assert sum(counts) == total
+    exact = np.asarray(weights) / np.sum(weights) * total
+    assert np.all(np.abs(np.asarray(counts) - exact) < 1)
+
+
+def test_which_component_makes_which_sample_does_not_depend_on_the_batch_size():
+    spec = NetworkSpec((1, 8, 8), 8, 16)
+    torch.manual_seed(0)
+    mixture = MixtureGenerator([build_pair("perceptron4", spec)[0] for _ in range(3)], [0.2, 0.5, 0.3])
+    z = torch.randn(101, 8)
+    with torch.no_grad():
+        whole, batched = mixture(z), mixture(z, batch_size=7)
+    # Equal up to float summation order (matrix kernels block differently for other row counts).
+    torch.testing.assert_close(whole, batched, rtol=0, atol=1e-6)
+    # Component k makes its share of z in order: the first 20 rows come from component 0.
+    with torch.no_grad():
+        torch.testing.assert_close(whole[:20], mixture.components[0](z[:20]), rtol=0, atol=1e-6)
