@@ -1,6 +1,7 @@
 """The Snakemake workflow itself: dry-run, lint, config errors, and a whole shrunken study."""
 
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -112,3 +113,21 @@ def test_a_failing_job_leaves_no_output_and_loses_no_finished_result(tmp_path, e
     assert (study / "data" / "train.npz").is_file()
     assert (study / "runs" / "bce" / "trial0" / "run.json").is_file()
     assert not (study / "runs" / "grid" / "trial0").exists()  # the grid scores with the classifier
+
+
+@pytest.mark.parametrize("study", sorted((REPO / "config" / "studies").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_study_passes_a_dry_run(study, env):
+    done = subprocess.run(["snakemake", "-n", "--configfile", str(study)], cwd=REPO, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    config = yaml.safe_load(study.read_text())
+    runs = sum(setup.get("trials", config["trials"]) for setup in config["setups"].values())
+    assert re.search(rf"^train\s+{runs}$", done.stdout, re.MULTILINE)
+
+
+def test_the_thesis_study_gives_every_18x18_job_one_rank_per_cell(env):
+    study = REPO / "config" / "studies" / "lipizzaner_mnist_4lp.yaml"
+    done = subprocess.run(["snakemake", "-n", "--configfile", str(study)], cwd=REPO, capture_output=True, text=True, env=env)
+    lines = done.stdout.splitlines()
+    resources = [lines[i + 1] for i, line in enumerate(lines) if "wildcards: setup=grid18x18," in line]
+    assert len(resources) == 8 and all("tasks=324" in line for line in resources)
+    assert "rule fetch_dataset:" in done.stdout

@@ -41,6 +41,13 @@ def _prepare(args: argparse.Namespace) -> None:
     print(json.dumps(manifest["class_counts"]))
 
 
+def _fetch(args: argparse.Namespace) -> None:
+    from ganstudy.data.fetch import fetch_dataset
+
+    for path in fetch_dataset(args.name, args.folder, args.mirror):
+        print(path)
+
+
 def _train_classifier(args: argparse.Namespace) -> None:
     from ganstudy.evaluate.classifier import train_classifier
 
@@ -124,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("validate-config", _validate_config, "check a study config against the schema")
     sub.add_argument("config")
     sub.add_argument("--schema", default="workflow/schemas/config.schema.yaml")
+
+    sub = command("fetch", _fetch, "download a standard data set's files and verify their published checksums")
+    sub.add_argument("--name", required=True)
+    sub.add_argument("--folder", required=True)
+    sub.add_argument("--mirror", help="base URL serving the files (default: the published mirrors)")
 
     sub = command("prepare", _prepare, "load a data set, normalise it and split it into train/test")
     settings(sub, "dataset section")

@@ -7,6 +7,7 @@ import re
 from snakemake.exceptions import WorkflowError
 
 from ganstudy.config import ConfigError, validate_study_config
+from ganstudy.data.sources import SOURCES
 
 try:
     validate_study_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
@@ -16,7 +17,8 @@ except ConfigError as error:
 STUDY_DIR = f"{config['results_dir']}/{config['study']}"
 LOG_DIR = f"{STUDY_DIR}/logs"
 SETUPS = list(config["setups"])
-TRIALS = list(range(config["trials"]))
+# (set-up, trial) of every training run: set-ups may run more or fewer trials than the study.
+RUNS = [(s, t) for s in SETUPS for t in range(config["setups"][s]["trials"] or config["trials"])]
 METRICS = config["evaluation"]["metrics"]
 THREADS = config["compute"]["threads_per_job"]
 
@@ -37,10 +39,12 @@ def setup_settings(wildcards):
 
 
 def setup_tasks(wildcards):
-    """MPI ranks of a training job: one per grid cell, capped by compute.max_ranks; 1 otherwise."""
+    """MPI ranks of a training job: grid.ranks, else one per grid cell capped by compute.max_ranks; 1 otherwise."""
     setup = config["setups"][wildcards.setup]
     if setup["mode"] != "grid":
         return 1
+    if setup["grid"]["ranks"]:
+        return setup["grid"]["ranks"]
     shape = setup["grid"]["shape"]
     cells = setup["grid"]["max_cells"] if shape == "auto" else math.prod(int(n) for n in shape.split("x"))
     return max(1, min(cells, config["compute"]["max_ranks"]))
@@ -65,7 +69,18 @@ def scoring_args(wildcards, input):
     return f"--classifier {input.classifier} --reference {input.reference}"
 
 
+def fetched_files():
+    """The published files of a standard data set, in dataset.path; empty for other loaders."""
+    name, path = config["dataset"]["name"], config["dataset"]["path"]
+    if name not in SOURCES:
+        return []
+    if not path:
+        raise WorkflowError(f"dataset '{name}' needs dataset.path: the folder that holds (or will hold) its files")
+    return [os.path.join(path, file) for file in SOURCES[name].md5]
+
+
 def dataset_files():
-    """The user's data file, so that a missing one stops the DAG before any job, naming the path."""
+    """What prepare_dataset reads: fetched files, or the user's data file, so that a missing one
+    stops the DAG before any job, naming the path."""
     path = config["dataset"]["path"]
-    return [path] if path else []
+    return fetched_files() or ([path] if path else [])

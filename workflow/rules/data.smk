@@ -1,5 +1,23 @@
 # Stage 1: data preparation.
 
+if fetched_files():
+
+    rule fetch_dataset:
+        output:
+            fetched_files(),
+        params:
+            name=config["dataset"]["name"],
+            folder=config["dataset"]["path"],
+            mirror=f"--mirror {config['dataset']['mirror']}" if config["dataset"]["mirror"] else "",
+        log:
+            f"{LOG_DIR}/fetch_dataset.log",
+        conda:
+            "../envs/ganstudy.yaml"
+        # On the login node: compute nodes usually have no internet.
+        localrule: True
+        shell:
+            "ganstudy fetch --name {params.name} --folder {params.folder} {params.mirror} > {log} 2>&1"
+
 
 rule prepare_dataset:
     input:

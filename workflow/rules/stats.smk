@@ -4,7 +4,7 @@
 
 rule aggregate:
     input:
-        expand(f"{STUDY_DIR}/scores/{{setup}}/trial{{trial}}.json", setup=SETUPS, trial=TRIALS),
+        [f"{STUDY_DIR}/scores/{setup}/trial{trial}.json" for setup, trial in RUNS],
     output:
         report(f"{STUDY_DIR}/scores.csv", caption="../report/scores.rst", category="4. Statistics"),
     params:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,3 +66,39 @@ def load_npz(path: str | None) -> RawDataset:
         if images.min() < 0 or images.max() > 1:
             raise GanstudyError(f"{file}: float images must lie in [0, 1], found [{images.min()}, {images.max()}]")
     return RawDataset(images, labels.astype(np.int64), str(file))
+
+
+def _read_idx(path: Path, magic: int, dims: int) -> np.ndarray:
+    """An IDX file (the MNIST format): big-endian magic and sizes, then unsigned bytes; gzip or plain."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as handle:
+            raw = handle.read()
+    except (OSError, EOFError) as exc:
+        raise GanstudyError(f"{path} is unreadable ({exc}); fetch it again") from None
+    header = 4 + 4 * dims
+    found = int.from_bytes(raw[:4], "big") if len(raw) >= 4 else None
+    if found != magic:
+        raise GanstudyError(f"{path} is not an IDX file of {dims} dimension(s): magic {found}, expected {magic}")
+    shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(dims))
+    if len(raw) != header + int(np.prod(shape)):
+        raise GanstudyError(f"{path} holds {len(raw) - header} bytes of data, its header promises {int(np.prod(shape))}")
+    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(shape)
+
+
+@LOADERS.register("mnist")
+def load_mnist(path: str | None) -> RawDataset:
+    """MNIST's four IDX files (as fetch_dataset places them), training and test sets together."""
+    if path is None:
+        raise GanstudyError("dataset 'mnist' needs dataset.path: the folder that holds (or will hold) its IDX files")
+    folder = Path(path)
+    images, labels = [], []
+    for prefix in ("train", "t10k"):
+        x = _read_idx(folder / f"{prefix}-images-idx3-ubyte.gz", 2051, 3)
+        y = _read_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", 2049, 1)
+        if len(x) != len(y):
+            raise GanstudyError(f"{folder}: {len(x)} {prefix} images but {len(y)} labels")
+        images.append(x)
+        labels.append(y)
+    pixels = np.concatenate(images).astype(np.float32)[:, None] / 255.0
+    return RawDataset(pixels, np.concatenate(labels).astype(np.int64), str(folder))

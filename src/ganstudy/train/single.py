@@ -15,7 +15,7 @@ from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.seeding import derive_seed
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
-from ganstudy.train.steps import discriminator_step, generator_step
+from ganstudy.train.steps import adam, discriminator_step, generator_step
 
 
 def network_spec(setup: dict[str, Any], data: Split) -> NetworkSpec:
@@ -48,8 +48,8 @@ def train_single(context: TrainingContext) -> TrainingResult:
     discriminator.to(context.device)
     loss = LOSSES.get(setup["loss"])
     betas = tuple(setup["betas"])
-    opt_g = torch.optim.Adam(generator.parameters(), lr=setup["lr"], betas=betas)
-    opt_d = torch.optim.Adam(discriminator.parameters(), lr=setup["lr"], betas=betas)
+    opt_g = adam(generator.parameters(), setup["lr"], betas)
+    opt_d = adam(discriminator.parameters(), setup["lr"], betas)
     # Random numbers come from CPU generators, so a run draws the same numbers on any device.
     batch_rng = torch.Generator().manual_seed(seeds["batches"])
     noise_rng = torch.Generator().manual_seed(seeds["noise"])

@@ -32,7 +32,7 @@ from ganstudy.train.grid.population import (
     tournament,
 )
 from ganstudy.train.losses import LOSSES, AdversarialLoss
-from ganstudy.train.steps import discriminator_step, generator_step
+from ganstudy.train.steps import adam, discriminator_step, generator_step
 
 MUSTANGS_LOSSES = ("bce", "mse", "heuristic")
 
@@ -137,7 +137,7 @@ class GridCell:
                 with torch.random.fork_rng(devices=[]):
                     torch.manual_seed(derive_seed(self.streams.init_seed, kind, slot))
                     net = self._build(kind)
-                optimizer = torch.optim.Adam(net.parameters(), lr=self.setup["lr"], betas=self.betas)
+                optimizer = adam(net.parameters(), self.setup["lr"], self.betas)
                 population.append(Individual(net, optimizer, self.setup["lr"], float("inf"), f"{label}/{name}{slot}").payload())
 
     # -- state --------------------------------------------------------------------------------

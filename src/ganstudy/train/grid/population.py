@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ganstudy.train.steps import adam
+
 Payload = dict[str, Any]
 
 
@@ -47,7 +49,7 @@ def _cpu_state(state: dict[str, Any]) -> dict[str, Any]:
 def restore(payload: Payload, net: nn.Module, betas: tuple[float, float]) -> Individual:
     """A live individual from a payload, in ``net``; its optimizer continues with the payload's Adam moments."""
     net.load_state_dict(payload["params"])
-    optimizer = torch.optim.Adam(net.parameters(), lr=payload["lr"], betas=betas)
+    optimizer = adam(net.parameters(), payload["lr"], betas)
     # A copy: the payload may be another cell's live state on this rank, and Adam updates in place.
     optimizer.load_state_dict(copy.deepcopy(payload["adam"]))
     set_learning_rate(optimizer, payload["lr"])

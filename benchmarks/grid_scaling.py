@@ -1,0 +1,118 @@
+"""Grid training over MPI: speed-up of a 2x2 grid on 2 ranks vs 1 rank, share of time in the neighbour
+exchange, and seconds per 2x2 iteration for the work of Lipizzaner's MNIST runs.
+
+1. digits (8x8), 2x2 grid, 1 torch thread per rank: iteration time on 1 rank / on 2 ranks = speedup.
+2. 28x28 images (60,000, upscaled digits made in memory), 4LP, batch 100, 2x2 grid on 2 ranks, the
+   per-cell work of the original: 600 generator and 300 discriminator updates, lr mutation at each
+   update, fitness on 1,000 samples, two FIDs of a 1,000-sample mixture per iteration:
+   iteration_seconds_2x2 and exchange_fraction (exchange seconds / iteration seconds, per rank).
+Prints one JSON line: {"speedup": ..., "exchange_fraction": ..., "iteration_seconds_2x2": ...}
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ganstudy.config import validate_study_config
+from ganstudy.data.arrays import Split, save_split
+from ganstudy.data.prepare import prepare_dataset
+from ganstudy.evaluate.classifier import train_classifier
+from ganstudy.evaluate.scores import reference_statistics
+
+SCHEMA = "workflow/schemas/config.schema.yaml"
+BIN = Path(sys.executable).parent
+ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+
+
+def grid_setup(iterations: int, **grid) -> dict:
+    config = {"setups": {"g": {"mode": "grid", "iterations": iterations, "grid": {"shape": "2x2", "checkpoint_period": 0, **grid}}}}
+    return validate_study_config(config, SCHEMA)["setups"]["g"]
+
+
+def run(ranks: int, setup: dict, folder: Path, out: Path) -> Path:
+    command = ["mpiexec", "-n", str(ranks), "ganstudy", "train", "--setup", "g", "--settings", json.dumps(setup),
+               "--train", str(folder / "train.npz"), "--seed", "1", "--trial", "0", "--out-dir", str(out),
+               "--classifier", str(folder / "classifier.pt"), "--reference", str(folder / "reference.npz"), "--threads", "1"]
+    subprocess.run(command, check=True, env=ENV, stdout=subprocess.DEVNULL)
+    return out
+
+
+def iteration_seconds(out: Path, skip: int = 1) -> float:
+    """Median wall seconds of an iteration, leaving out the first (warm-up)."""
+    rows = list(csv.DictReader((out / "losses.csv").open()))
+    return statistics.median(float(r["seconds"]) for r in rows[skip:])
+
+
+def exchange_fraction(out: Path, skip: int = 1) -> float:
+    per_rank = defaultdict(float)
+    for row in csv.DictReader((out / "profile.csv").open()):
+        if row["routine"] == "exchange" and row["cell"] == "*" and 1 + skip <= int(row["iteration"]) <= _last(out):
+            per_rank[row["rank"]] += float(row["seconds"])
+    iterations = _last(out) - skip
+    wall = iteration_seconds(out, skip) * iterations
+    return statistics.mean(seconds / wall for seconds in per_rank.values())
+
+
+def _last(out: Path) -> int:
+    return len(list(csv.DictReader((out / "losses.csv").open())))
+
+
+def score_inputs(folder: Path, epochs: int) -> None:
+    settings = {"epochs": epochs, "batch_size": 100, "lr": 1e-3, "min_accuracy": 0.0}
+    train_classifier(folder / "train.npz", folder / "test.npz", settings, 1, folder / "classifier.pt", folder / "classifier.json", 2)
+    reference_statistics(folder / "train.npz", folder / "classifier.pt", {"fid_features": "logits", "batch_size": 1000}, folder / "reference.npz", 2)
+
+
+def mnist_like(source: Path, target: Path, count: int) -> None:
+    """``count`` 28x28 images: digits upscaled to 24x24, placed at random offsets in a 28x28 frame."""
+    rng = np.random.default_rng(0)
+    for split, n in (("train", count), ("test", 2000)):
+        with np.load(source / f"{split}.npz") as arrays:
+            images, labels = torch.from_numpy(arrays["images"]), arrays["labels"]
+        pick = rng.integers(len(images), size=n)
+        big = F.interpolate(images[pick], size=(24, 24), mode="bilinear", align_corners=False).clamp(-1, 1)
+        frame = torch.full((n, 1, 28, 28), -1.0)
+        offsets = rng.integers(0, 5, size=(n, 2))
+        for i, (dy, dx) in enumerate(offsets):
+            frame[i, :, dy : dy + 24, dx : dx + 24] = big[i]
+        save_split(target / f"{split}.npz", Split(frame.numpy(), labels[pick]))
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        small, large = Path(tmp, "digits"), Path(tmp, "mnist_like")
+        prepare_dataset("digits", None, 0.2, 1, small)
+        score_inputs(small, epochs=20)
+        setup = grid_setup(12, fitness_sample_size=500, score_sample_size=500)
+        one = iteration_seconds(run(1, setup, small, Path(tmp, "one")))
+        two = iteration_seconds(run(2, setup, small, Path(tmp, "two")))
+
+        large.mkdir()
+        mnist_like(small, large, 60_000)
+        score_inputs(large, epochs=2)
+        work = grid_setup(4, fitness_sample_size=1000, score_sample_size=1000, discriminator_skip=1)
+        out = run(2, work, large, Path(tmp, "large"))
+        result = {
+            "speedup": round(one / two, 3),
+            "iteration_seconds_1_rank_digits": round(one, 3),
+            "iteration_seconds_2_ranks_digits": round(two, 3),
+            "iteration_seconds_2x2": round(iteration_seconds(out), 3),
+            "exchange_fraction": round(exchange_fraction(out), 4),
+        }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

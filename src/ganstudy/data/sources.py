@@ -1,0 +1,24 @@
+"""Published files of the standard data sets: names, checksums and where they are served."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RemoteFiles:
+    mirrors: tuple[str, ...]
+    md5: dict[str, str]  # file name -> published MD5
+
+
+SOURCES: dict[str, RemoteFiles] = {
+    "mnist": RemoteFiles(
+        mirrors=("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"),
+        md5={
+            "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
+            "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
+            "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
+            "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
+        },
+    ),
+}
