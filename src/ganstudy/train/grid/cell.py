@@ -268,8 +268,9 @@ class GridCell:
             self.generators = replace_worst(self.generators, [i.payload() for i in new_g], grid["n_replacements"])
             self.discriminators = replace_worst(self.discriminators, [i.payload() for i in new_d], grid["n_replacements"])
         with timer("mixture"):
-            best_of_each = [g_nets[sum(len(gathered[m]["generators"]) for m in self.neighbourhood[:k])] for k in range(len(self.neighbourhood))]
-            self.score = self._evolve_mixture(best_of_each)
+            # Each neighbour's population arrives best first: its first generator joins the mixture.
+            firsts = np.cumsum([0] + [len(gathered[n]["generators"]) for n in self.neighbourhood[:-1]])
+            self.score = self._evolve_mixture([g_nets[i] for i in firsts])
             beat()
         return IterationReport(
             g_loss, d_loss, self.generators[0]["fitness"], self.discriminators[0]["fitness"], self.score,
