@@ -174,6 +174,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
         generator, _ = build_pair(setup["network"], spec)
         generator.load_state_dict(payload["params"])
         components.append(generator.eval())
+    # The final exchange and scoring come after the last iteration: they are filed as iteration n+1.
     profile += [
         {"iteration": setup["iterations"] + 1, "cell": "*", "rank": r, "routine": name, "seconds": s}
         for r, part in enumerate(collected) for name, s in part[3].items()
