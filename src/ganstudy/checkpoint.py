@@ -97,6 +97,3 @@ class CheckpointStore:
             return _unpack(path)
         except (OSError, zlib.error, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
             raise ValueError(f"{path}: {exc.__class__.__name__}: {exc}") from None
-
-    def remove(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)

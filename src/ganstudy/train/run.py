@@ -9,12 +9,12 @@ from __future__ import annotations
 import csv
 import io
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 from ganstudy.atomic import write_json, write_text
-from ganstudy.checkpoint import CheckpointStore
 from ganstudy.data.arrays import load_split
 from ganstudy.models.artifact import sample_generator, save_generator
 from ganstudy.parallel.world import mpi_library_version, mpi_world, select_device, set_cpu_threads
@@ -102,4 +102,4 @@ def run_training(
     )
     if context.checkpoint_dir is not None:
         # The outputs are complete: the checkpoints have served their purpose.
-        CheckpointStore(context.checkpoint_dir, 0, "").remove()
+        shutil.rmtree(context.checkpoint_dir, ignore_errors=True)
