@@ -102,3 +102,18 @@ def test_stale_reference_statistics_are_refused(digits_dir, classifier_path, gen
     with pytest.raises(GanstudyError, match="delete the file and rerun"):
         evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", SETTINGS, 1, 0, tmp_path / "s.json", 1)
     assert not (tmp_path / "s.json").exists()
+
+
+def test_in_training_fid_equals_the_independent_computation(digits_dir, classifier_path, generator_run, tmp_path):
+    from ganstudy.evaluate.fid import FidScorer
+
+    reference_statistics(digits_dir / "train.npz", classifier_path, SETTINGS, tmp_path / "ref.npz", 1)
+    _, generator, spec = generator_run
+    images = sample_generator(generator, spec.latent_dim, 500, 9, 500)
+    scorer = FidScorer(classifier_path, tmp_path / "ref.npz", torch.device("cpu"))
+    real = torch.from_numpy(to_uint8(load_split(digits_dir / "train.npz").images))
+    fake = torch.from_numpy(to_uint8(images.numpy()))
+    expected = _independent_fid(_independent_features(classifier_path, fake, "logits"), _independent_features(classifier_path, real, "logits"))
+    assert scorer.fid(images) == pytest.approx(expected, rel=1e-4)
+    with pytest.raises(GanstudyError, match="unreadable"):
+        FidScorer(classifier_path, tmp_path / "missing.npz", torch.device("cpu"))

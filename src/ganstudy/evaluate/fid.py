@@ -17,22 +17,29 @@ from ganstudy.evaluate.classifier import load_classifier
 from ganstudy.evaluate.extractor import extractor_name
 
 
+def load_reference(
+    reference_path: str | os.PathLike[str], classifier_path: str | os.PathLike[str]
+) -> tuple[dict[str, np.ndarray], str]:
+    """FID statistics of the real images and their classifier layer; refuses those of another classifier."""
+    try:
+        with np.load(reference_path, allow_pickle=False) as arrays:
+            statistics = {"mu": arrays["mu"], "sigma": arrays["sigma"]}
+            layer, extractor = str(arrays["layer"]), str(arrays["extractor"])
+    except (OSError, KeyError, ValueError) as exc:
+        raise GanstudyError(f"reference statistics {reference_path} are unreadable ({exc}); delete the file and rerun") from None
+    if extractor != extractor_name(classifier_path):
+        raise GanstudyError(
+            f"reference statistics {reference_path} belong to {extractor}, not to the classifier "
+            f"{classifier_path}; delete the file and rerun"
+        )
+    return statistics, layer
+
+
 class FidScorer:
     def __init__(
         self, classifier_path: str | os.PathLike[str], reference_path: str | os.PathLike[str], device: torch.device
     ) -> None:
-        try:
-            with np.load(reference_path, allow_pickle=False) as arrays:
-                self.reference = {"mu": arrays["mu"], "sigma": arrays["sigma"]}
-                self.layer = str(arrays["layer"])
-                extractor = str(arrays["extractor"])
-        except (OSError, KeyError, ValueError) as exc:
-            raise GanstudyError(f"reference statistics {reference_path} are unreadable ({exc}); rerun reference_statistics") from None
-        if extractor != extractor_name(classifier_path):
-            raise GanstudyError(
-                f"reference statistics {reference_path} belong to {extractor}, not to the classifier "
-                f"{classifier_path}; rerun reference_statistics"
-            )
+        self.reference, self.layer = load_reference(reference_path, classifier_path)
         self.classifier = load_classifier(classifier_path).to(device)
         self.device = device
 

@@ -14,6 +14,7 @@ from ganstudy.atomic import atomic_path, read_json, write_json
 from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.extractor import classifier_features, extractor_name
+from ganstudy.evaluate.fid import load_reference
 from ganstudy.models.artifact import load_generator, sample_generator
 from ganstudy.parallel.world import set_cpu_threads
 from ganstudy.provenance import provenance_record
@@ -41,17 +42,6 @@ def reference_statistics(
         )
 
 
-def _load_reference(path: str | os.PathLike[str], extractor: str, layer: str) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as arrays:
-        reference = {key: arrays[key] for key in arrays.files}
-    if str(reference["extractor"]) != extractor or str(reference["layer"]) != layer:
-        raise GanstudyError(
-            f"reference statistics {path} were computed with {reference['extractor']}/{reference['layer']}, "
-            f"not the current classifier {extractor}/{layer}; delete the file and rerun"
-        )
-    return reference
-
-
 def evaluate_generator(
     generator_path: str | os.PathLike[str],
     run_record_path: str | os.PathLike[str],
@@ -73,7 +63,12 @@ def evaluate_generator(
     features = classifier_features(classifier_path, images, sorted({fid_layer, "logits"}), settings["batch_size"])
     scores: dict[str, float] = {}
     if "fid" in settings["metrics"]:
-        reference = _load_reference(reference_path, extractor_name(classifier_path), fid_layer)
+        reference, layer = load_reference(reference_path, classifier_path)
+        if layer != fid_layer:
+            raise GanstudyError(
+                f"reference statistics {reference_path} are of the classifier's {layer} layer, not of "
+                f"evaluation.fid_features={fid_layer}; delete the file and rerun"
+            )
         generated = fid_featuresdict_to_statistics(features, fid_layer)
         scores["fid"] = fid_statistics_to_metric(generated, reference, verbose=False)[KEY_METRIC_FID]
     if "isc" in settings["metrics"]:
