@@ -39,8 +39,15 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._watch, name="ganstudy-heartbeat", daemon=True)
 
     def __enter__(self) -> Heartbeat:
+        from mpi4py import MPI
+
         if self.size > 1:
-            self._thread.start()
+            if MPI.Query_thread() == MPI.THREAD_MULTIPLE:
+                self._thread.start()
+            elif self.rank == 0:
+                # Its thread would call MPI beside the training's collectives: undefined below THREAD_MULTIPLE.
+                print("ganstudy heartbeat: MPI was not started with MPI_THREAD_MULTIPLE; running without a heartbeat",
+                      file=sys.stderr, flush=True)
         return self
 
     def __exit__(self, exc_type: object, *exc: object) -> None:

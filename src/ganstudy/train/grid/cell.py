@@ -265,6 +265,10 @@ class GridCell:
                 individual.fitness = float(fitness)
             beat()
         with timer("replacement"):
+            # This iteration's fitness of the local individuals (the neighbourhood's first entries are the
+            # cell's own). New dicts: other cells on this rank read the old ones in this iteration.
+            self.generators = [{**p, "fitness": float(g_fit[k])} for k, p in enumerate(self.generators)]
+            self.discriminators = [{**p, "fitness": float(d_fit[k])} for k, p in enumerate(self.discriminators)]
             self.generators = replace_worst(self.generators, [i.payload() for i in new_g], grid["n_replacements"])
             self.discriminators = replace_worst(self.discriminators, [i.payload() for i in new_d], grid["n_replacements"])
         with timer("mixture"):

@@ -53,7 +53,8 @@ def _check_settings(context: TrainingContext) -> None:
 
 def _restore(store: CheckpointStore, cells: dict[Cell, GridCell], control: Any, root: bool) -> tuple[int, dict[str, Any]]:
     """Load the newest checkpoint that every rank can read; (0, {}) when there is none."""
-    for iteration in reversed(store.iterations()):
+    # Rank 0's listing for all: nodes may see a shared folder differently right after a crash.
+    for iteration in reversed(control.bcast(store.iterations() if root else None, root=0)):
         states, problem = {}, None
         try:
             for cell in cells:
@@ -141,20 +142,26 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
                     collected = control.gather((list(reports.values()), rows), root=0)
                 if store and iteration % grid["checkpoint_period"] == 0 and iteration < setup["iterations"]:
                     with rank_timer("checkpoint"), heartbeat.waiting():
-                        _checkpoint(store, iteration, cells, control, root, history, profile, collected, started)
+                        _checkpoint(store, iteration, cells, control, root, history, profile, collected, started, heartbeat.beat)
                 elif root:
                     _record(history, profile, iteration, collected, started)
             with rank_timer("exchange"), heartbeat.waiting():
                 gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
             with rank_timer("score"):
-                finals = {c: cells[c].final_mixture(gathered) for c in cells}
+                finals = {}
+                for c in cells:
+                    finals[c] = cells[c].final_mixture(gathered)
+                    heartbeat.beat()
+            # Rank 0 holds the fewest cells: it keeps its pulse going until every rank has scored.
+            with heartbeat.waiting():
+                control.Barrier()
     finally:
         exchange.free()
         heartbeat_comm.Free()
 
-    best_score, best_index = control.allreduce(
-        min(((score, shape.index(c)) for c, (_, score) in finals.items()), default=(float("inf"), -1)), op=MPI.MIN
-    )
+    # A NaN would compare inconsistently and make the choice depend on the reduction order.
+    candidates = ((score if np.isfinite(score) else float("inf"), shape.index(c)) for c, (_, score) in finals.items())
+    best_score, best_index = control.allreduce(min(candidates, default=(float("inf"), -1)), op=MPI.MIN)
     best_cell = shape.cells()[best_index]
     mine = finals.get(best_cell)
     table = [
@@ -208,11 +215,12 @@ def _record(history, profile, iteration, collected, started) -> None:
     })
 
 
-def _checkpoint(store, iteration, cells, control, root, history, profile, collected, started) -> None:
+def _checkpoint(store, iteration, cells, control, root, history, profile, collected, started, beat) -> None:
     if root:
         _record(history, profile, iteration, collected, started)
     for cell, grid_cell in cells.items():
         store.write_part(iteration, f"cell-{cell_label(cell)}", grid_cell.checkpoint_state())
+        beat()
     if root:
         store.write_part(iteration, "shared", {"history": history, "profile": profile})
     control.Barrier()

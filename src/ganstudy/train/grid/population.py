@@ -63,7 +63,7 @@ def set_learning_rate(optimizer: torch.optim.Optimizer, lr: float) -> None:
 
 
 def tournament(fitness: Sequence[float], winners: int, size: int, rng: np.random.Generator) -> list[int]:
-    """Indices of ``winners`` tournament winners; lower fitness (a loss) wins; ties go to the earlier entrant."""
+    """Indices of ``winners`` tournament winners; lower fitness (a loss) wins; ties go to the lower index."""
     size = min(size, len(fitness))
     chosen = []
     for _ in range(winners):
