@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from ganstudy.data.arrays import load_split, sha256_of, to_uint8
+from ganstudy.data.arrays import load_split, file_digest, to_uint8
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.errors import GanstudyError
 
@@ -30,7 +30,7 @@ def test_manifest_records_counts_and_checksums(digits_dir):
     assert manifest["num_classes"] == 10 and manifest["image_shape"] == [1, 8, 8]
     for split in ("train", "test"):
         entry = manifest["files"][split]
-        assert entry["sha256"] == sha256_of(digits_dir / entry["path"])
+        assert entry["sha256"] == file_digest(digits_dir / entry["path"])
         assert sum(manifest["class_counts"][split].values()) == entry["images"]
     assert manifest["class_counts"]["all"]["0"] == 178
 
@@ -38,8 +38,8 @@ def test_manifest_records_counts_and_checksums(digits_dir):
 def test_prepare_is_deterministic_and_seed_dependent(tmp_path, digits_dir):
     prepare_dataset("digits", None, 0.2, 2026, tmp_path / "a")
     prepare_dataset("digits", None, 0.2, 2027, tmp_path / "b")
-    assert sha256_of(tmp_path / "a" / "train.npz") == sha256_of(digits_dir / "train.npz")
-    assert sha256_of(tmp_path / "b" / "train.npz") != sha256_of(digits_dir / "train.npz")
+    assert file_digest(tmp_path / "a" / "train.npz") == file_digest(digits_dir / "train.npz")
+    assert file_digest(tmp_path / "b" / "train.npz") != file_digest(digits_dir / "train.npz")
 
 
 def _write_npz(path, images, labels):

@@ -38,8 +38,9 @@ def load_split(path: str | os.PathLike[str]) -> Split:
         raise GanstudyError(f"prepared split {path} is unreadable ({exc}); delete it and rerun prepare_dataset") from None
 
 
-def sha256_of(path: str | os.PathLike[str]) -> str:
-    digest = hashlib.sha256()
+def file_digest(path: str | os.PathLike[str], algorithm: str = "sha256") -> str:
+    """Hex digest of a file, read in blocks (data sets publish MD5, we record sha256)."""
+    digest = hashlib.new(algorithm)
     with Path(path).open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)

@@ -6,23 +6,15 @@ network it stops and says which files to place where.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 from ganstudy.atomic import atomic_path
+from ganstudy.data.arrays import file_digest
 from ganstudy.data.sources import SOURCES
 from ganstudy.errors import GanstudyError
-
-
-def md5_of(path: str | os.PathLike[str]) -> str:
-    digest = hashlib.md5()  # the checksums the data sets publish are MD5
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def fetch_dataset(name: str, folder: str | os.PathLike[str], mirror: str | None = None, timeout: float = 60) -> list[Path]:
@@ -35,7 +27,7 @@ def fetch_dataset(name: str, folder: str | os.PathLike[str], mirror: str | None 
     placed = []
     for file, md5 in source.md5.items():
         target = folder / file
-        if target.is_file() and md5_of(target) == md5:
+        if target.is_file() and file_digest(target, "md5") == md5:
             placed.append(target)
             continue
         problems = []
@@ -44,8 +36,9 @@ def fetch_dataset(name: str, folder: str | os.PathLike[str], mirror: str | None 
             try:
                 with urllib.request.urlopen(url, timeout=timeout) as response, atomic_path(target) as tmp:
                     tmp.write_bytes(response.read())
-                    if md5_of(tmp) != md5:
-                        raise ValueError(f"checksum {md5_of(tmp)} instead of the published {md5}")
+                    found = file_digest(tmp, "md5")
+                    if found != md5:
+                        raise ValueError(f"checksum {found} instead of the published {md5}")
             except (urllib.error.URLError, OSError, ValueError) as exc:
                 problems.append(f"{url}: {exc}")
                 continue

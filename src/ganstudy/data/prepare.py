@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from ganstudy.atomic import write_json
-from ganstudy.data.arrays import Split, save_split, sha256_of
+from ganstudy.data.arrays import Split, save_split, file_digest
 from ganstudy.data.loaders import LOADERS
 from ganstudy.errors import GanstudyError
 from ganstudy.seeding import derive_seed
@@ -62,6 +62,6 @@ def prepare_dataset(
         file = out / f"{split_name}.npz"
         save_split(file, Split(images[idx].astype(np.float32), raw.labels[idx]))
         manifest["class_counts"][split_name] = _class_counts(raw.labels[idx])
-        manifest["files"][split_name] = {"path": file.name, "images": int(len(idx)), "sha256": sha256_of(file)}
+        manifest["files"][split_name] = {"path": file.name, "images": int(len(idx)), "sha256": file_digest(file)}
     write_json(out / "manifest.json", manifest)
     return manifest

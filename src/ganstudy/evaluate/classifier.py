@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from ganstudy.atomic import write_json
 from ganstudy.checkpoint import load_state, save_state
-from ganstudy.data.arrays import Split, load_split, sha256_of
+from ganstudy.data.arrays import Split, load_split, file_digest
 from ganstudy.errors import GanstudyError
 from ganstudy.models.classifier import ImageClassifier
 from ganstudy.parallel.world import set_cpu_threads
@@ -107,7 +107,7 @@ def train_classifier(
         train_accuracy=accuracy(model, train),
         test_accuracy=test_accuracy,
         train_seconds=seconds,
-        weights_sha256=sha256_of(model_path),
+        weights_sha256=file_digest(model_path),
         model_file=Path(model_path).name,
     )
     write_json(metrics_path, record)

@@ -14,7 +14,7 @@ from torch_fidelity import FeatureExtractorBase, register_feature_extractor
 from torch_fidelity.registry import FEATURE_EXTRACTORS_REGISTRY
 from torch_fidelity.utils import create_feature_extractor, extract_featuresdict_from_input_id
 
-from ganstudy.data.arrays import sha256_of
+from ganstudy.data.arrays import file_digest
 from ganstudy.evaluate.classifier import load_classifier
 
 FEATURES = ("penultimate", "logits")
@@ -65,7 +65,7 @@ class UInt8Images(Dataset):
 
 
 def extractor_name(weights_path: str | os.PathLike[str]) -> str:
-    return f"ganstudy-classifier-{sha256_of(weights_path)[:16]}"
+    return f"ganstudy-classifier-{file_digest(weights_path)[:16]}"
 
 
 def classifier_features(

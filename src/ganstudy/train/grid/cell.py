@@ -84,15 +84,14 @@ class GridCell:
         cell: Cell,
         shape: GridShape,
         setup: dict[str, Any],
-        network: str,
         spec: NetworkSpec,
         images: torch.Tensor,
         scorer: FidScorer,
         streams: CellStreams,
         device: torch.device,
     ) -> None:
-        self.cell, self.shape, self.setup, self.grid = cell, shape, setup, setup["grid"]
-        self.network, self.spec, self.images, self.scorer = network, spec, images, scorer
+        self.cell, self.setup, self.grid = cell, setup, setup["grid"]
+        self.spec, self.images, self.scorer = spec, images, scorer
         self.streams, self.device = streams, device
         self.betas = tuple(setup["betas"])
         self.neighbourhood = shape.neighbourhood(cell)
@@ -111,7 +110,7 @@ class GridCell:
 
     # -- networks -----------------------------------------------------------------------------
     def _build(self, kind: int) -> nn.Module:
-        return build_pair(self.network, self.spec)[kind].to(self.device)
+        return build_pair(self.setup["network"], self.spec)[kind].to(self.device)
 
     def _pooled(self, kind: int, slot: int) -> nn.Module:
         """A reusable network: building modules costs more than the small nets' forward passes."""

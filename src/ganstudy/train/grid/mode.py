@@ -106,7 +106,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
     images = torch.from_numpy(context.data.images).to(context.device)
     scorer = FidScorer(context.classifier_path, context.reference_path, context.device)
     cells = {
-        cell: GridCell(cell, shape, setup, setup["network"], spec, images, scorer,
+        cell: GridCell(cell, shape, setup, spec, images, scorer,
                        CellStreams(context.study_seed, context.trial, cell), context.device)
         for cell in blocks[rank]
     }
@@ -140,11 +140,11 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
                 ]
                 with heartbeat.waiting():
                     collected = control.gather((list(reports.values()), rows), root=0)
+                if root:
+                    _record(history, profile, iteration, collected, started)
                 if store and iteration % grid["checkpoint_period"] == 0 and iteration < setup["iterations"]:
                     with rank_timer("checkpoint"), heartbeat.waiting():
-                        _checkpoint(store, iteration, cells, control, root, history, profile, collected, started, heartbeat.beat)
-                elif root:
-                    _record(history, profile, iteration, collected, started)
+                        _checkpoint(store, iteration, cells, control, root, history, profile, heartbeat.beat)
             with rank_timer("exchange"), heartbeat.waiting():
                 gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
             with rank_timer("score"):
@@ -215,9 +215,7 @@ def _record(history, profile, iteration, collected, started) -> None:
     })
 
 
-def _checkpoint(store, iteration, cells, control, root, history, profile, collected, started, beat) -> None:
-    if root:
-        _record(history, profile, iteration, collected, started)
+def _checkpoint(store, iteration, cells, control, root, history, profile, beat) -> None:
     for cell, grid_cell in cells.items():
         store.write_part(iteration, f"cell-{cell_label(cell)}", grid_cell.checkpoint_state())
         beat()
