@@ -8,6 +8,13 @@ VENV := .venv
 BIN := $(abspath $(VENV))/bin
 STAMP := $(VENV)/.installed
 CONFIG ?= config/config.yaml
+# `make run` produces the default study and the embedded per-class comparison (seed 001);
+# `make run CONFIG=...` runs just that study.
+ifeq ($(origin CONFIG),command line)
+STUDIES := $(CONFIG)
+else
+STUDIES := $(CONFIG) config/studies/digits_per_class.yaml
+endif
 PROFILE ?= profiles/local
 # Rule shell lines call `ganstudy` and `mpiexec` from the environment.
 export PATH := $(BIN):$(PATH)
@@ -30,7 +37,7 @@ profiles: setup
 	$(BIN)/ganstudy install-profiles profiles
 
 run: setup profiles
-	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG)
+	for study in $(STUDIES); do $(BIN)/snakemake --profile $(PROFILE) --configfile $$study || exit 1; done
 
 test: setup profiles
 	$(BIN)/python -m pytest

@@ -37,7 +37,7 @@ ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
 
 
 def grid_setup(iterations: int, **grid) -> dict:
-    config = {"setups": {"g": {"mode": "grid", "iterations": iterations, "grid": {"shape": "2x2", "checkpoint_period": 0, **grid}}}}
+    config = {"setups": {"g": {"mode": "grid", "iterations": iterations, "checkpoint_period": 0, "grid": {"shape": "2x2", **grid}}}}
     return validate_study_config(config, SCHEMA)["setups"]["g"]
 
 

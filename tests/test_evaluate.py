@@ -8,9 +8,9 @@ from scipy import linalg
 from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.classifier import load_classifier
-from ganstudy.evaluate.scores import evaluate_generator, reference_statistics
+from ganstudy.evaluate.scores import evaluate_generator, label_tvd, reference_statistics
 from ganstudy.models import NetworkSpec, build_pair
-from ganstudy.models.artifact import sample_generator, save_generator
+from ganstudy.models.artifact import sample_generator, sample_labelled, save_generator
 from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.seeding import derive_seed
 
@@ -117,3 +117,47 @@ def test_in_training_fid_equals_the_independent_computation(digits_dir, classifi
     assert scorer.fid(images) == pytest.approx(expected, rel=1e-4)
     with pytest.raises(GanstudyError, match="unreadable"):
         FidScorer(classifier_path, tmp_path / "missing.npz", torch.device("cpu"))
+
+
+def test_label_tvd_matches_a_hand_computation():
+    # Generated histogram (0.5, 0.5, 0) against real (0.25, 0.25, 0.5): TVD = (0.25 + 0.25 + 0.5) / 2.
+    assert label_tvd(np.array([0, 0, 1, 1]), {0: 1, 1: 1, 2: 2}) == pytest.approx(0.5)
+    # A label the real data lacks counts fully.
+    assert label_tvd(np.array([3, 3]), {0: 5}) == pytest.approx(1.0)
+    assert label_tvd(np.array([0, 1, 1, 0]), {0: 7, 1: 7}) == 0.0
+
+
+@pytest.mark.filterwarnings("ignore:Matrix is singular")
+def test_per_class_fid_and_label_tvd_of_a_labelled_generator_match_independent_computations(digits_dir, classifier_path, tmp_path):
+    spec = NetworkSpec((1, 8, 8), 16, 32)
+    torch.manual_seed(1)
+    train = load_split(digits_dir / "train.npz")
+    labels, counts = np.unique(train.labels, return_counts=True)
+    mixture = MixtureGenerator([build_pair("perceptron4", spec)[0] for _ in labels], counts / counts.sum(), labels.tolist())
+    save_generator(tmp_path / "generator.pt", mixture, "perceptron4", spec)
+    (tmp_path / "run.json").write_text(json.dumps({"setup_name": "labelled", "train_seconds": 2.0}))
+    settings = {**SETTINGS, "samples": 1000, "metrics": ["fid", "class_fid", "label_tvd"]}
+    reference_statistics(digits_dir / "train.npz", classifier_path, settings, tmp_path / "ref.npz", 1)
+    record = evaluate_generator(
+        tmp_path / "generator.pt", tmp_path / "run.json", classifier_path, tmp_path / "ref.npz", settings, 7, 2,
+        tmp_path / "scores.json", 1,
+    )
+    images, sample_labels = sample_labelled(mixture, spec.latent_dim, 1000, derive_seed(7, 2, "evaluate"), 500)
+    fake = _independent_features(classifier_path, torch.from_numpy(to_uint8(images.numpy())), "logits")
+    real = _independent_features(classifier_path, torch.from_numpy(to_uint8(train.images)), "logits")
+    expected = {
+        str(c): _independent_fid(fake[sample_labels.numpy() == c], real[train.labels == c]) for c in labels.tolist()
+    }
+    assert record["class_fid"] == pytest.approx(expected, rel=1e-4)
+    assert record["scores"]["class_fid"] == pytest.approx(np.mean(list(expected.values())), rel=1e-4)
+    predicted = np.bincount(fake.argmax(1), minlength=10) / 1000
+    assert record["scores"]["label_tvd"] == pytest.approx(0.5 * np.abs(predicted - counts / counts.sum()).sum())
+
+
+def test_an_unlabelled_generator_gets_no_class_fid_and_a_note_why(digits_dir, classifier_path, generator_run, tmp_path):
+    out, _, _ = generator_run
+    settings = {**SETTINGS, "metrics": ["fid", "class_fid"]}
+    reference_statistics(digits_dir / "train.npz", classifier_path, settings, tmp_path / "ref.npz", 1)
+    record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", settings, 1, 0, tmp_path / "s.json", 1)
+    assert set(record["scores"]) == {"fid"}
+    assert "does not label its samples" in record["notes"]["class_fid"]

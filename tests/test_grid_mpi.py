@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -19,17 +18,21 @@ from ganstudy.evaluate.scores import reference_statistics
 from ganstudy.models.artifact import load_generator
 
 from conftest import SCHEMA
+from jobs import kill_job, start_job, wait_for
 
 pytestmark = pytest.mark.mpi
 
 TINY = {
-    "mode": "grid", "iterations": 3, "hidden_units": 32, "latent_dim": 16, "batch_size": 50,
-    "grid": {"shape": "2x2", "fitness_sample_size": 64, "score_sample_size": 64, "data_ratio": 0.25, "checkpoint_period": 0},
+    "mode": "grid", "iterations": 3, "hidden_units": 32, "latent_dim": 16, "batch_size": 50, "checkpoint_period": 0,
+    "grid": {"shape": "2x2", "fitness_sample_size": 64, "score_sample_size": 64, "data_ratio": 0.25},
 }
+SETUP_KEYS = {"checkpoint_period", "checkpoints_kept"}
 
 
-def settings(**grid):
-    setup = {**TINY, "grid": {**TINY["grid"], **grid}}
+def settings(**keys):
+    """TINY with grid keys (and the set-up's checkpoint keys) replaced."""
+    grid = {k: v for k, v in keys.items() if k not in SETUP_KEYS}
+    setup = {**TINY, **{k: v for k, v in keys.items() if k in SETUP_KEYS}, "grid": {**TINY["grid"], **grid}}
     return validate_study_config({"setups": {"g": setup}}, SCHEMA)["setups"]["g"]
 
 
@@ -150,31 +153,14 @@ def test_too_few_ranks_for_min_cells_fails_clearly(digits_dir, scoring, env, tmp
     assert not (tmp_path / "run.json").exists()
 
 
-def _start(line, env):
-    return subprocess.Popen(line, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
-
-
-def _kill_job(job):
-    os.killpg(job.pid, signal.SIGKILL)
-    job.communicate(timeout=60)
-
-
-def _wait_for(predicate, job, timeout=240):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert job.poll() is None, job.communicate()[1][-3000:]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def test_a_killed_run_resumes_bit_identical_and_skips_a_corrupt_checkpoint(digits_dir, scoring, env, tmp_path):
     setup = settings(checkpoint_period=1, checkpoints_kept=3, score_sample_size=400)
     setup["iterations"] = 12
     train(2, setup, tmp_path / "whole", digits_dir, scoring, env)
     checkpoints = tmp_path / "ckpt"
-    job = _start(command(2, setup, tmp_path / "resumed", digits_dir, scoring, checkpoints), env)
-    _wait_for(lambda: len(list(checkpoints.glob("iter-*/COMPLETE"))) >= 2, job)
-    _kill_job(job)
+    job = start_job(command(2, setup, tmp_path / "resumed", digits_dir, scoring, checkpoints), env)
+    wait_for(lambda: len(list(checkpoints.glob("iter-*/COMPLETE"))) >= 2, job)
+    kill_job(job)
     assert not (tmp_path / "resumed" / "run.json").exists()
     newest = sorted(checkpoints.glob("iter-*/COMPLETE"))[-1].parent
     (newest / "cell-1-1.ckpt").write_bytes(b"torn write")
@@ -190,9 +176,9 @@ def test_a_changed_setup_never_resumes_from_old_checkpoints(digits_dir, scoring,
     setup = settings(checkpoint_period=1)
     setup["iterations"] = 12
     checkpoints = tmp_path / "ckpt"
-    job = _start(command(1, setup, tmp_path / "a", digits_dir, scoring, checkpoints), env)
-    _wait_for(lambda: any(checkpoints.glob("iter-*/COMPLETE")), job)
-    _kill_job(job)
+    job = start_job(command(1, setup, tmp_path / "a", digits_dir, scoring, checkpoints), env)
+    wait_for(lambda: any(checkpoints.glob("iter-*/COMPLETE")), job)
+    kill_job(job)
     changed = {**setup, "lr": 1e-3}
     done = train(1, changed, tmp_path / "b", digits_dir, scoring, env, checkpoints)
     assert "resumed" not in done.stderr
@@ -208,7 +194,7 @@ def _rank_process(job, rank):
                 continue
         return None
 
-    _wait_for(lambda: find() is not None, job)
+    wait_for(lambda: find() is not None, job)
     return find()
 
 
@@ -217,9 +203,9 @@ def test_a_dead_or_stalled_rank_ends_the_job_within_the_heartbeat_timeout(how, d
     setup = settings(heartbeat_timeout=4, checkpoint_period=1)
     setup["iterations"] = 10_000
     checkpoints = tmp_path / "ckpt"
-    job = _start(command(2, setup, tmp_path, digits_dir, scoring, checkpoints), env)
+    job = start_job(command(2, setup, tmp_path, digits_dir, scoring, checkpoints), env)
     victim = _rank_process(job, 1)
-    _wait_for(lambda: any(checkpoints.glob("iter-*/COMPLETE")), job)  # training is under way
+    wait_for(lambda: any(checkpoints.glob("iter-*/COMPLETE")), job)  # training is under way
     victim.send_signal(signal.SIGSTOP if how == "stall" else signal.SIGKILL)
     started = time.monotonic()
     try:

@@ -3,6 +3,7 @@ import math
 import pytest
 import torch
 
+from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.classifier import ImageClassifier
 from ganstudy.train.losses import LOSSES
@@ -48,3 +49,60 @@ def test_heuristic_generator_loss_is_half_negative_log():
         -0.5 * (math.log(0.25) + math.log(0.5)) / 2, rel=1e-6
     )
     assert math.isfinite(loss.generator(torch.tensor([0.0])).item())
+
+
+@pytest.mark.parametrize("shape, start, features", [((1, 8, 8), (2, 2), 512), ((1, 28, 28), (7, 7), 512), ((3, 32, 32), (8, 8), 512)])
+def test_dcgan_follows_seed_001_tables_1_and_2(shape, start, features):
+    generator, discriminator = build_pair("dcgan", NetworkSpec(shape, 100, 0))
+    first = generator.input[0]
+    # Table 1: input 100 -> 128 maps of (H/4, W/4), e.g. 8192 = 128 * 8 * 8 for 32x32 images.
+    assert (first.in_features, first.out_features) == (100, 128 * math.prod(start))
+    convs = [(m.in_channels, m.out_channels, m.kernel_size, m.padding) for m in generator.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert convs == [(128, 128, (3, 3), (1, 1)), (128, 64, (3, 3), (1, 1)), (64, shape[0], (3, 3), (1, 1))]
+    assert [m.eps for m in generator.modules() if isinstance(m, torch.nn.BatchNorm2d)] == [1e-5, 0.8, 0.8]
+    d_convs = [(m.in_channels, m.out_channels) for m in discriminator.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert d_convs == [(shape[0], 16), (16, 32), (32, 64), (64, 128)]
+    assert discriminator.output[0].in_features == features
+    images = generator(torch.randn(6, 100))
+    assert images.shape == (6, *shape) and images.abs().max() <= 1.0
+    scores = discriminator(images)
+    assert scores.shape == (6,) and torch.all((scores > 0) & (scores < 1))
+
+
+def test_dcgan_discriminator_of_8x8_images_learns_to_tell_batches_apart():
+    # With four stride-2 convolutions an 8x8 image ends as 1x1 maps, and the last batch norm then
+    # gives every batch the same feature means: D stayed at 0.5 for real and fake batches alike.
+    torch.manual_seed(0)
+    _, discriminator = build_pair("dcgan", NetworkSpec((1, 8, 8), 100, 0))
+    optimizer = torch.optim.Adam(discriminator.parameters(), lr=2e-3)
+    loss = LOSSES.get("bce")
+    for _ in range(40):
+        bright = 0.5 + 0.1 * torch.randn(32, 1, 8, 8)
+        dark = -0.5 + 0.1 * torch.randn(32, 1, 8, 8)
+        value = loss.discriminator(discriminator(bright), discriminator(dark))
+        optimizer.zero_grad()
+        value.backward()
+        optimizer.step()
+    assert discriminator(bright).mean() > 0.8 and discriminator(dark).mean() < 0.2
+
+
+def test_dccgan_conditions_both_networks_on_the_label():
+    spec = NetworkSpec((1, 28, 28), 100, 0, num_classes=10)
+    generator, discriminator = build_pair("dccgan", spec)
+    # Table 3: the generator's input is latent + label embedding, 110 wide.
+    assert generator.input[0].in_features == 110
+    generator.eval()
+    z = torch.randn(4, 100)
+    with torch.no_grad():
+        as_three = generator(z, torch.full((4,), 3))
+        as_seven = generator(z, torch.full((4,), 7))
+        assert not torch.equal(as_three, as_seven)
+        discriminator.eval()
+        assert not torch.equal(discriminator(as_three, torch.full((4,), 3)), discriminator(as_three, torch.full((4,), 7)))
+
+
+def test_dc_networks_refuse_sizes_they_cannot_build():
+    with pytest.raises(GanstudyError, match="multiples of 4; got 30x30"):
+        build_pair("dcgan", NetworkSpec((1, 30, 30), 100, 0))
+    with pytest.raises(GanstudyError, match="at least 2 classes"):
+        build_pair("dccgan", NetworkSpec((1, 8, 8), 100, 0, num_classes=1))

@@ -84,7 +84,7 @@ def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path):
     assert record["settings"] == setup and record["setup_name"] == "lp_mse" and record["trial"] == 1
     assert record["world_size"] == 1 and len(record["hosts"]) == 1
     assert "MPICH" in record["mpi_library"] or "MPI" in record["mpi_library"]
-    assert set(record["seeds"]) == {"init", "batches", "noise", "sample-grid"}
+    assert set(record["seeds"]) == {"init", "batches", "noise", "dropout", "sample-grid"}
     assert record["versions"]["torch"] and record["train_seconds"] > 0
     generator, spec = load_generator(tmp_path / "generator.pt")
     assert spec.image_shape == (1, 8, 8)

@@ -20,10 +20,11 @@ SHRUNKEN = {
     "classifier": {"epochs": 3, "min_accuracy": 0.0},
     "setups": {
         "bce": {"loss": "bce", "iterations": 2},
-        "grid": {"mode": "grid", "iterations": 2, "hidden_units": 32,
-                 "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50, "checkpoint_period": 1}},
+        "grid": {"mode": "grid", "iterations": 2, "hidden_units": 32, "checkpoint_period": 1,
+                 "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
+        "per_class": {"mode": "per_class", "network": "dcgan", "iterations": 1, "batch_size": 32, "latent_dim": 16},
     },
-    "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2},
+    "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2, "metrics": ["fid", "isc", "class_fid", "label_tvd"]},
     "compute": {"max_ranks": 2},
 }
 
@@ -73,19 +74,26 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     done = snakemake(tmp_path, SHRUNKEN, "--cores", "2", env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     study = tmp_path / "results" / "tiny"
-    for setup in ("bce", "grid"):
+    for setup in ("bce", "grid", "per_class"):
         for trial in (0, 1):
             run = study / "runs" / setup / f"trial{trial}"
-            extra = {"cells.csv"} if setup == "grid" else set()
+            extra = {"grid": {"cells.csv"}, "per_class": {"classes.csv"}}.get(setup, set())
             assert {p.name for p in run.iterdir()} == {"generator.pt", "losses.csv", "profile.csv", "samples.png", "run.json"} | extra
             assert (study / "scores" / setup / f"trial{trial}.json").is_file()
             assert (study / "logs" / "train" / setup / f"trial{trial}.log").is_file()
     scores = pd.read_csv(study / "scores.csv")
-    assert len(scores) == 2 * 2 * 3  # fid, isc, isc_std per run
+    # fid, isc, isc_std, label_tvd per run; class_fid only for the labelled per-class generators.
+    assert len(scores) == 2 * (4 + 4 + 5)
     summary = pd.read_csv(study / "tables" / "summary_fid.csv")
-    assert list(summary.setup) == ["bce", "grid"] and list(summary.trials) == [2, 2]
+    assert list(summary.setup) == ["bce", "grid", "per_class"] and list(summary.trials) == [2, 2, 2]
+    class_fid = pd.read_csv(study / "tables" / "summary_class_fid.csv")
+    assert list(class_fid.trials) == [0, 0, 2]
     pvalues = pd.read_csv(study / "tables" / "pvalues_isc.csv", index_col=0)
-    assert 0 < pvalues.loc["bce", "grid"] <= 1
+    assert 0 < pvalues.loc["bce", "grid"] <= 1 and 0 < pvalues.loc["grid", "per_class"] <= 1
+    per_class_run = json.loads((study / "runs" / "per_class" / "trial0" / "run.json").read_text())
+    assert per_class_run["world_size"] == 2 and sorted(sum(per_class_run["class_assignment"], [])) == list(range(10))
+    anova = pd.read_csv(study / "tables" / "anova.csv")
+    assert list(anova.channel) == ["grey"] and anova.p_value[0] < 1e-6
     grid_run = json.loads((study / "runs" / "grid" / "trial0" / "run.json").read_text())
     assert grid_run["world_size"] == 2 and grid_run["grid_shape"] == "2x2" and grid_run["exchange"] == "graph"
     assert not (study / "checkpoints" / "grid" / "trial0").exists()  # removed once the run was complete
@@ -132,3 +140,17 @@ def test_the_thesis_study_gives_every_18x18_job_one_rank_per_cell(env):
     resources = [lines[i + 1] for i, line in enumerate(lines) if "wildcards: setup=grid18x18," in line and "tasks=" in lines[i + 1]]
     assert len(resources) == 8 and all("tasks=324," in line for line in resources)
     assert "rule fetch_dataset:" in done.stdout
+
+
+def test_per_class_jobs_get_one_rank_per_class_up_to_max_ranks(env):
+    study = REPO / "config" / "studies" / "dcgan_cifar100.yaml"
+    done = subprocess.run(["snakemake", "-n", "-p", "--configfile", str(study)], cwd=REPO, capture_output=True, text=True, env=env)
+    lines = done.stdout.splitlines()
+    tasks = {}
+    for i, line in enumerate(lines):
+        found = re.search(r"wildcards: setup=(\w+), trial=\d+", line)
+        if found and "tasks=" in lines[i + 1]:
+            tasks.setdefault(found.group(1), set()).add(re.search(r"tasks=(\d+)", lines[i + 1]).group(1))
+    assert tasks == {"dcgan": {"1"}, "dccgan": {"1"}, "per_class": {"100"}}
+    # The seed's layout: each rank's generator and discriminator on a GPU of their own.
+    assert "mpiexec -n 100 ganstudy train --setup per_class" in done.stdout and "--gpus-per-rank 2" in done.stdout

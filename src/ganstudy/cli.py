@@ -66,7 +66,7 @@ def _train(args: argparse.Namespace) -> None:
 
     run_training(
         args.setup, args.settings, args.train, args.seed, args.trial, args.out_dir, args.threads, args.device,
-        args.classifier, args.reference, args.checkpoint_dir,
+        args.gpus_per_rank, args.classifier, args.reference, args.checkpoint_dir,
     )
 
 
@@ -84,6 +84,12 @@ def _aggregate(args: argparse.Namespace) -> None:
     from ganstudy.stats.aggregate import aggregate_scores
 
     aggregate_scores(args.study, args.scores, args.out)
+
+
+def _anova(args: argparse.Namespace) -> None:
+    from ganstudy.stats.anova import write_anova
+
+    print(write_anova(args.split, args.csv, args.markdown).to_string(index=False))
 
 
 def _stats(args: argparse.Namespace) -> None:
@@ -169,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--reference", help="reference statistics of the real images (with --classifier)")
     sub.add_argument("--checkpoint-dir", help="where to keep checkpoints and resume from them")
     sub.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: this rank's GPU if any")
+    sub.add_argument(
+        "--gpus-per-rank", type=int, choices=[1, 2], default=1, help="2: generator and discriminator on two GPUs (seed 001)"
+    )
     threads(sub)
 
     sub = command("evaluate", _evaluate, "score one trained generator (FID, IS)")
@@ -186,6 +195,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--study", required=True)
     sub.add_argument("--out", required=True)
     sub.add_argument("scores", nargs="+", help="evaluate outputs")
+
+    sub = command("anova", _anova, "ANOVA of pixel intensity between vs within classes, per channel")
+    sub.add_argument("--split", required=True, help="prepared split")
+    sub.add_argument("--csv", required=True)
+    sub.add_argument("--markdown", required=True)
 
     sub = command("stats", _stats, "summary tables and rank-sum p-value matrices per metric")
     sub.add_argument("--scores", required=True)

@@ -7,6 +7,7 @@ import re
 from snakemake.exceptions import WorkflowError
 
 from ganstudy.config import ConfigError, validate_study_config
+from ganstudy.data.loaders import CLASS_COUNTS
 from ganstudy.data.sources import SOURCES
 
 try:
@@ -39,15 +40,30 @@ def setup_settings(wildcards):
 
 
 def setup_tasks(wildcards):
-    """MPI ranks of a training job: grid.ranks, else one per grid cell capped by compute.max_ranks; 1 otherwise."""
+    """MPI ranks of a training job: the set-up's ranks, else one per grid cell or per class capped by
+    compute.max_ranks; 1 for the one-rank modes."""
     setup = config["setups"][wildcards.setup]
-    if setup["mode"] != "grid":
+    if setup["mode"] not in ("grid", "per_class"):
         return 1
-    if setup["grid"]["ranks"]:
-        return setup["grid"]["ranks"]
-    shape = setup["grid"]["shape"]
-    cells = setup["grid"]["max_cells"] if shape == "auto" else math.prod(int(n) for n in shape.split("x"))
-    return max(1, min(cells, config["compute"]["max_ranks"]))
+    if setup["ranks"]:
+        return setup["ranks"]
+    if setup["mode"] == "per_class":
+        units = dataset_classes(wildcards.setup)
+    else:
+        shape = setup["grid"]["shape"]
+        units = setup["grid"]["max_cells"] if shape == "auto" else math.prod(int(n) for n in shape.split("x"))
+    return max(1, min(units, config["compute"]["max_ranks"]))
+
+
+def dataset_classes(setup_name):
+    """Classes of the study's data set, known before it is read for the standard sets."""
+    name = config["dataset"]["name"]
+    if name not in CLASS_COUNTS:
+        raise WorkflowError(
+            f"set-up '{setup_name}' trains per class on dataset '{name}', whose number of classes is known only "
+            f"once it is read: set setups.{setup_name}.ranks"
+        )
+    return CLASS_COUNTS[name]
 
 
 def setup_threads(wildcards):

@@ -45,3 +45,19 @@ rule prepare_dataset:
     shell:
         "ganstudy prepare --settings {params.settings:q} --seed {params.seed}"
         " --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule anova:
+    input:
+        rules.prepare_dataset.output.train,
+    output:
+        csv=report(f"{STUDY_DIR}/tables/anova.csv", caption="../report/anova.rst", category="1. Data"),
+        markdown=f"{STUDY_DIR}/tables/anova.md",
+    log:
+        f"{LOG_DIR}/anova.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy anova --split {input} --csv {output.csv} --markdown {output.markdown} > {log} 2>&1"

@@ -51,4 +51,5 @@ rule stats:
 rule tables:
     input:
         rules.stats.output,
+        rules.anova.output,
     localrule: True

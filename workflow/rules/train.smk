@@ -26,6 +26,7 @@ rule train:
         checkpoints=lambda wildcards: f"{STUDY_DIR}/checkpoints/{wildcards.setup}/trial{wildcards.trial}",
         rank_threads=THREADS,
         device=config["compute"]["device"],
+        gpus=config["compute"]["gpus_per_rank"],
     log:
         f"{LOG_DIR}/train/{{setup}}/trial{{trial}}.log",
     conda:
@@ -40,4 +41,4 @@ rule train:
         "{resources.mpi} -n {resources.tasks} ganstudy train --setup {wildcards.setup}"
         " --settings {params.settings:q} --train {input.train} --seed {params.seed}"
         " --trial {wildcards.trial} --out-dir {params.out_dir} {params.scoring} --checkpoint-dir {params.checkpoints}"
-        " --device {params.device} --threads {params.rank_threads} > {log} 2>&1"
+        " --device {params.device} --gpus-per-rank {params.gpus} --threads {params.rank_threads} > {log} 2>&1"

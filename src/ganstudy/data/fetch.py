@@ -7,6 +7,7 @@ network it stops and says which files to place where.
 from __future__ import annotations
 
 import os
+import shutil
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -35,7 +36,8 @@ def fetch_dataset(name: str, folder: str | os.PathLike[str], mirror: str | None 
             url = base.rstrip("/") + "/" + file
             try:
                 with urllib.request.urlopen(url, timeout=timeout) as response, atomic_path(target) as tmp:
-                    tmp.write_bytes(response.read())
+                    with tmp.open("wb") as out:
+                        shutil.copyfileobj(response, out, 1 << 20)
                     found = file_digest(tmp, "md5")
                     if found != md5:
                         raise ValueError(f"checksum {found} instead of the published {md5}")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import io
+import pickle
+import tarfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +24,9 @@ class RawDataset:
 
 
 LOADERS: Registry = Registry("data-set loader")
+
+# Classes of the standard data sets, for sizing per-class jobs before the data are read.
+CLASS_COUNTS = {"digits": 10, "mnist": 10, "cifar10": 10, "cifar100": 100}
 
 
 @LOADERS.register("digits")
@@ -102,3 +108,67 @@ def load_mnist(path: str | None) -> RawDataset:
         labels.append(y)
     pixels = np.concatenate(images).astype(np.float32)[:, None] / 255.0
     return RawDataset(pixels, np.concatenate(labels).astype(np.int64), str(folder))
+
+
+class _BatchUnpickler(pickle.Unpickler):
+    """CIFAR's python batches are pickles: allow the numpy array reconstruction they need and
+    nothing else, so a tampered archive cannot run code."""
+
+    ALLOWED = {
+        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode"),
+    }
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
+        return super().find_class(module, name)
+
+
+def _cifar_batch(archive: tarfile.TarFile, member: str, label_key: str, classes: int, where: str) -> tuple[np.ndarray, np.ndarray]:
+    name = f"{where}:{member}"
+    try:
+        handle = archive.extractfile(member)
+        if handle is None:
+            raise KeyError(member)
+        batch = _BatchUnpickler(io.BytesIO(handle.read()), encoding="latin1").load()
+        data, labels = np.asarray(batch["data"]), np.asarray(batch[label_key])
+    except KeyError as exc:
+        raise GanstudyError(f"{name} is missing ({exc}); the archive is not the published one — fetch it again") from None
+    except (pickle.UnpicklingError, EOFError, TypeError, ValueError, tarfile.TarError, OSError) as exc:
+        raise GanstudyError(f"{name} is not a CIFAR python batch ({exc}); fetch the archive again") from None
+    if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
+        raise GanstudyError(f"{name}: 'data' must be uint8 rows of 3072 pixels, got {data.dtype} {data.shape}")
+    if labels.shape != (len(data),) or labels.min(initial=0) < 0 or labels.max(initial=0) >= classes:
+        raise GanstudyError(f"{name}: expected {len(data)} labels in 0..{classes - 1}, got shape {labels.shape}")
+    return data.reshape(-1, 3, 32, 32), labels
+
+
+def _load_cifar(path: str | None, name: str, folder: str, members: tuple[str, ...], label_key: str, classes: int) -> RawDataset:
+    if path is None:
+        raise GanstudyError(f"dataset '{name}' needs dataset.path: the folder that holds (or will hold) its archive")
+    from ganstudy.data.sources import SOURCES
+
+    (file,) = SOURCES[name].md5
+    archive_path = Path(path) / file
+    try:
+        archive = tarfile.open(archive_path, "r:gz")
+    except (OSError, EOFError, tarfile.TarError) as exc:
+        raise GanstudyError(f"{archive_path} is unreadable ({exc}); fetch it again") from None
+    with archive:
+        parts = [_cifar_batch(archive, f"{folder}/{member}", label_key, classes, str(archive_path)) for member in members]
+    images = np.concatenate([p[0] for p in parts]).astype(np.float32) / 255.0
+    return RawDataset(images, np.concatenate([p[1] for p in parts]).astype(np.int64), str(archive_path))
+
+
+@LOADERS.register("cifar10")
+def load_cifar10(path: str | None) -> RawDataset:
+    """CIFAR-10's python batches (five training batches and the test batch), read from the archive."""
+    batches = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch",)
+    return _load_cifar(path, "cifar10", "cifar-10-batches-py", batches, "labels", 10)
+
+
+@LOADERS.register("cifar100")
+def load_cifar100(path: str | None) -> RawDataset:
+    """CIFAR-100's python files with the 100 fine labels, read from the archive."""
+    return _load_cifar(path, "cifar100", "cifar-100-python", ("train", "test"), "fine_labels", 100)

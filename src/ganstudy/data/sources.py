@@ -21,4 +21,13 @@ SOURCES: dict[str, RemoteFiles] = {
             "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
         },
     ),
+    # One archive each; the loaders read the pickled batches straight out of it.
+    "cifar10": RemoteFiles(
+        mirrors=("https://www.cs.toronto.edu/~kriz/",),
+        md5={"cifar-10-python.tar.gz": "c58f30108f718f92721af3b95e74349a"},
+    ),
+    "cifar100": RemoteFiles(
+        mirrors=("https://www.cs.toronto.edu/~kriz/",),
+        md5={"cifar-100-python.tar.gz": "eb9058c3a382ffc7106e4002c42a8d85"},
+    ),
 }

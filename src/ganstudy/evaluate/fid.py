@@ -7,6 +7,7 @@ the same classifier layer, torch-fidelity's statistics and distance.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -17,14 +18,33 @@ from ganstudy.evaluate.classifier import load_classifier
 from ganstudy.evaluate.extractor import extractor_name
 
 
-def load_reference(
-    reference_path: str | os.PathLike[str], classifier_path: str | os.PathLike[str]
-) -> tuple[dict[str, np.ndarray], str]:
-    """FID statistics of the real images and their classifier layer; refuses those of another classifier."""
+def frechet_distance(generated: dict[str, np.ndarray], real: dict[str, np.ndarray]) -> float:
+    """torch-fidelity's FID between two sets of statistics (mu, sigma)."""
+    return float(fid_statistics_to_metric(generated, real, verbose=False)[KEY_METRIC_FID])
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Real-image statistics: FID's mean and covariance over all images and per class, and the label counts."""
+
+    statistics: dict[str, np.ndarray]
+    layer: str
+    classes: dict[int, dict[str, np.ndarray]]
+    label_counts: dict[int, int]
+
+
+def load_reference(reference_path: str | os.PathLike[str], classifier_path: str | os.PathLike[str]) -> Reference:
+    """The real images' statistics of a classifier layer; refuses those of another classifier."""
     try:
         with np.load(reference_path, allow_pickle=False) as arrays:
-            statistics = {"mu": arrays["mu"], "sigma": arrays["sigma"]}
             layer, extractor = str(arrays["layer"]), str(arrays["extractor"])
+            labels = arrays["class_labels"].tolist()
+            reference = Reference(
+                {"mu": arrays["mu"], "sigma": arrays["sigma"]},
+                layer,
+                {c: {"mu": arrays["class_mu"][i], "sigma": arrays["class_sigma"][i]} for i, c in enumerate(labels)},
+                dict(zip(labels, arrays["label_counts"].tolist())),
+            )
     except (OSError, KeyError, ValueError) as exc:
         raise GanstudyError(f"reference statistics {reference_path} are unreadable ({exc}); delete the file and rerun") from None
     if extractor != extractor_name(classifier_path):
@@ -32,14 +52,15 @@ def load_reference(
             f"reference statistics {reference_path} belong to {extractor}, not to the classifier "
             f"{classifier_path}; delete the file and rerun"
         )
-    return statistics, layer
+    return reference
 
 
 class FidScorer:
     def __init__(
         self, classifier_path: str | os.PathLike[str], reference_path: str | os.PathLike[str], device: torch.device
     ) -> None:
-        self.reference, self.layer = load_reference(reference_path, classifier_path)
+        reference = load_reference(reference_path, classifier_path)
+        self.reference, self.layer = reference.statistics, reference.layer
         self.classifier = load_classifier(classifier_path).to(device)
         self.device = device
 
@@ -51,4 +72,4 @@ class FidScorer:
 
     def fid(self, images: torch.Tensor) -> float:
         statistics = fid_features_to_statistics(self.features(images))
-        return fid_statistics_to_metric(statistics, self.reference, verbose=False)[KEY_METRIC_FID]
+        return frechet_distance(statistics, self.reference)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from torch import nn
@@ -11,18 +12,31 @@ from ganstudy.registry import Registry
 
 @dataclass(frozen=True)
 class NetworkSpec:
-    """What a network builder needs: the image shape and the set-up's network keys."""
+    """What a network builder needs: the image shape, the set-up's network keys and, for conditional
+    networks, the number of classes (labels are 0 .. num_classes-1)."""
 
     image_shape: tuple[int, int, int]
     latent_dim: int
     hidden_units: int
+    num_classes: int = 0
 
 
-NETWORKS: Registry = Registry("network")
+@dataclass(frozen=True)
+class Network:
+    build: Callable[[NetworkSpec], tuple[nn.Module, nn.Module]]
+    # A conditional pair is called as generator(z, labels) and discriminator(images, labels).
+    conditional: bool = False
+
+
+NETWORKS: Registry[Network] = Registry("network")
+
+
+def get_network(name: str) -> Network:
+    # Importing the modules registers their networks.
+    from ganstudy.models import dcgan, perceptron  # noqa: F401
+
+    return NETWORKS.get(name)
 
 
 def build_pair(name: str, spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
-    # Importing the modules registers their networks.
-    from ganstudy.models import perceptron  # noqa: F401
-
-    return NETWORKS.get(name)(spec)
+    return get_network(name).build(spec)

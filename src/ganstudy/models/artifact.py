@@ -1,4 +1,4 @@
-"""A trained generator on disk: its components' weights, mixture weights, and what rebuilds them."""
+"""A trained generator on disk: its networks' weights, mixture weights, class labels, and what rebuilds them."""
 
 from __future__ import annotations
 
@@ -11,30 +11,35 @@ import torch
 from ganstudy.checkpoint import load_state, save_state
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
-from ganstudy.models.mixture import MixtureGenerator
+from ganstudy.models.mixture import ConditionalGenerator, Generator, MixtureGenerator
 
-FORMAT = "ganstudy-generator/2"
+FORMAT = "ganstudy-generator/3"
+# Format 2 (before labelled generators) is an unlabelled mixture: still readable, so finished runs
+# stay usable.
+READABLE = {FORMAT, "ganstudy-generator/2"}
 
 
-def save_generator(path: str | os.PathLike[str], mixture: MixtureGenerator, network: str, spec: NetworkSpec) -> None:
+def save_generator(path: str | os.PathLike[str], generator: Generator, network: str, spec: NetworkSpec) -> None:
     spec_fields = asdict(spec)
     spec_fields["image_shape"] = list(spec.image_shape)
     save_state(
         path,
         {
             "format": FORMAT,
+            "kind": generator.kind,
             "network": network,
             "spec": spec_fields,
-            "weights": list(mixture.weights),
-            "components": [component.state_dict() for component in mixture.components],
+            "weights": list(generator.weights),
+            "labels": generator.labels,
+            "components": [component.state_dict() for component in generator.components],
         },
     )
 
 
-def load_generator(path: str | os.PathLike[str]) -> tuple[MixtureGenerator, NetworkSpec]:
+def load_generator(path: str | os.PathLike[str]) -> tuple[Generator, NetworkSpec]:
     remedy = "delete it and rerun its training job"
     state = load_state(path, remedy)
-    if state.get("format") != FORMAT:
+    if state.get("format") not in READABLE:
         raise GanstudyError(f"{path} is not a ganstudy generator (format {state.get('format')!r}); {remedy}")
     fields: dict[str, Any] = dict(state["spec"])
     fields["image_shape"] = tuple(fields["image_shape"])
@@ -44,13 +49,23 @@ def load_generator(path: str | os.PathLike[str]) -> tuple[MixtureGenerator, Netw
         generator, _ = build_pair(state["network"], spec)
         generator.load_state_dict(weights)
         components.append(generator)
-    mixture = MixtureGenerator(components, state["weights"])
-    mixture.eval()
-    return mixture, spec
+    if state.get("kind", "mixture") == "conditional":
+        model: Generator = ConditionalGenerator(components[0], state["weights"], state["labels"])
+    else:
+        model = MixtureGenerator(components, state["weights"], state.get("labels"))
+    model.eval()
+    return model, spec
 
 
 @torch.no_grad()
-def sample_generator(mixture: MixtureGenerator, latent_dim: int, count: int, seed: int, batch_size: int) -> torch.Tensor:
-    """``count`` images in [-1, 1] from standard-normal noise of the given seed, computed in batches."""
+def sample_labelled(
+    generator: Generator, latent_dim: int, count: int, seed: int, batch_size: int
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``count`` images in [-1, 1] from standard-normal noise of the given seed, computed in batches,
+    with the class of every image for a labelled generator (else None)."""
     z = torch.randn(count, latent_dim, generator=torch.Generator().manual_seed(seed))
-    return mixture(z, batch_size)
+    return generator.sample(z, batch_size)
+
+
+def sample_generator(generator: Generator, latent_dim: int, count: int, seed: int, batch_size: int) -> torch.Tensor:
+    return sample_labelled(generator, latent_dim, count, seed, batch_size)[0]

@@ -6,7 +6,7 @@ import math
 
 from torch import nn
 
-from ganstudy.models import NETWORKS, NetworkSpec
+from ganstudy.models import NETWORKS, Network, NetworkSpec
 
 
 class PerceptronGenerator(nn.Module):
@@ -44,6 +44,4 @@ class PerceptronDiscriminator(nn.Module):
         return self.net(x.flatten(1)).squeeze(1)
 
 
-@NETWORKS.register("perceptron4")
-def perceptron4(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
-    return PerceptronGenerator(spec), PerceptronDiscriminator(spec)
+NETWORKS.register("perceptron4")(Network(lambda spec: (PerceptronGenerator(spec), PerceptronDiscriminator(spec))))

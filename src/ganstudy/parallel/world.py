@@ -38,11 +38,17 @@ def mpi_library_version() -> str:
     return MPI.Get_library_version().strip().splitlines()[0]
 
 
-def select_device(world: World, choice: str) -> torch.device:
-    """``auto``: the node-local GPU of this rank when CUDA is there (ranks of a node share the GPUs
-    round-robin by their rank on the node), else the CPU."""
+def gpu_indices(local_rank: int, gpus_per_rank: int, gpu_count: int) -> list[int]:
+    """This rank's GPUs: ranks of a node take consecutive groups of ``gpus_per_rank``, round-robin
+    when the node has fewer GPUs than its ranks need."""
+    return [(local_rank * gpus_per_rank + k) % gpu_count for k in range(gpus_per_rank)]
+
+
+def select_devices(world: World, choice: str, gpus_per_rank: int = 1) -> tuple[torch.device, torch.device]:
+    """(generator's device, discriminator's device). ``auto``: this rank's node-local GPU(s) when CUDA
+    is there, else the CPU. With 2 GPUs per rank the discriminator gets the second (seed 001)."""
     if choice == "cpu" or (choice == "auto" and not torch.cuda.is_available()):
-        return torch.device("cpu")
+        return torch.device("cpu"), torch.device("cpu")
     if not torch.cuda.is_available():
         from ganstudy.errors import GanstudyError
 
@@ -52,7 +58,8 @@ def select_device(world: World, choice: str) -> torch.device:
     node = world.comm.Split_type(MPI.COMM_TYPE_SHARED)
     local_rank = node.Get_rank()
     node.Free()
-    return torch.device("cuda", local_rank % torch.cuda.device_count())
+    indices = gpu_indices(local_rank, gpus_per_rank, torch.cuda.device_count())
+    return torch.device("cuda", indices[0]), torch.device("cuda", indices[-1])
 
 
 def set_cpu_threads(threads: int) -> None:

@@ -12,7 +12,7 @@ from ganstudy.atomic import atomic_path, write_text
 from ganstudy.stats.tests import ranksum_pvalue
 
 # Which way is better, so that readers of a table need not remember it.
-BETTER = {"fid": "lower", "isc": "higher"}
+BETTER = {"fid": "lower", "isc": "higher", "class_fid": "lower", "label_tvd": "lower"}
 
 SUMMARY_COLUMNS = ["setup", "trials", "mean", "sd", "min", "max", "median", "mean_train_minutes"]
 

@@ -10,7 +10,7 @@ import torch
 
 from ganstudy.data.arrays import Split
 from ganstudy.models import NetworkSpec
-from ganstudy.models.mixture import MixtureGenerator
+from ganstudy.models.mixture import Generator
 from ganstudy.parallel.world import World
 from ganstudy.registry import Registry
 
@@ -25,16 +25,23 @@ class TrainingContext:
     trial: int
     world: World
     device: torch.device
+    # Seed 001's layout puts a rank's discriminator on a second GPU; None = the generator's device.
+    discriminator_device: torch.device | None = None
     classifier_path: Path | None = None
     reference_path: Path | None = None
     checkpoint_dir: Path | None = None
+
+    @property
+    def devices(self) -> tuple[torch.device, torch.device]:
+        """(generator's device, discriminator's device)."""
+        return self.device, self.discriminator_device or self.device
 
 
 @dataclass
 class TrainingResult:
     """The study's generator and the run's tables (rows of dicts), as rank 0 writes them."""
 
-    generator: MixtureGenerator
+    generator: Generator
     network: str
     spec: NetworkSpec
     history: list[dict[str, float]] = field(default_factory=list)
@@ -49,7 +56,7 @@ TRAINING_MODES: Registry = Registry("training mode")
 
 def get_mode(name: str):
     # Importing the modules registers their modes.
-    from ganstudy.train import single  # noqa: F401
+    from ganstudy.train import per_class, single  # noqa: F401
     from ganstudy.train.grid import mode  # noqa: F401
 
     return TRAINING_MODES.get(name)

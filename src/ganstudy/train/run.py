@@ -17,7 +17,7 @@ from typing import Any
 from ganstudy.atomic import write_json, write_text
 from ganstudy.data.arrays import load_split
 from ganstudy.models.artifact import sample_generator, save_generator
-from ganstudy.parallel.world import mpi_library_version, mpi_world, select_device, set_cpu_threads
+from ganstudy.parallel.world import mpi_library_version, mpi_world, select_devices, set_cpu_threads
 from ganstudy.provenance import now, provenance_record
 from ganstudy.report.images import save_grid
 from ganstudy.seeding import derive_seed
@@ -43,6 +43,7 @@ def run_training(
     out_dir: str | os.PathLike[str],
     threads: int,
     device: str = "auto",
+    gpus_per_rank: int = 1,
     classifier_path: str | os.PathLike[str] | None = None,
     reference_path: str | os.PathLike[str] | None = None,
     checkpoint_dir: str | os.PathLike[str] | None = None,
@@ -52,13 +53,15 @@ def run_training(
     world = mpi_world()
     set_cpu_threads(threads)
     mode = get_mode(setup["mode"])
+    generator_device, discriminator_device = select_devices(world, device, gpus_per_rank)
     context = TrainingContext(
         setup=setup,
         data=load_split(train_path),
         study_seed=study_seed,
         trial=trial,
         world=world,
-        device=select_device(world, device),
+        device=generator_device,
+        discriminator_device=discriminator_device,
         classifier_path=Path(classifier_path) if classifier_path else None,
         reference_path=Path(reference_path) if reference_path else None,
         checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
@@ -91,6 +94,7 @@ def run_training(
             world_size=world.size,
             hosts=hosts,
             device=str(context.device),
+            discriminator_device=str(context.devices[1]),
             mpi_library=mpi_library_version(),
             torch_threads=threads,
             started_at=started_at,

@@ -14,6 +14,13 @@ def adam(parameters, lr: float, betas: tuple[float, float]) -> torch.optim.Adam:
     return torch.optim.Adam(parameters, lr=lr, betas=betas, fused=True)
 
 
+def _call(network: nn.Module, inputs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+    """A network on its inputs (and labels, for a conditional pair), on the inputs' device."""
+    if labels is None:
+        return network(inputs)
+    return network(inputs, labels.to(inputs.device))
+
+
 def discriminator_step(
     discriminator: nn.Module,
     generator: nn.Module,
@@ -21,10 +28,13 @@ def discriminator_step(
     loss: AdversarialLoss,
     real: torch.Tensor,
     noise: torch.Tensor,
+    labels: torch.Tensor | None = None,
 ) -> torch.Tensor:
+    """``real`` lives on the discriminator's device and ``noise`` on the generator's (seed 001 puts the
+    two on different GPUs); ``labels`` (conditional pairs) label both the real and the fake images."""
     with torch.no_grad():
-        fake = generator(noise)
-    value = loss.discriminator(discriminator(real), discriminator(fake))
+        fake = _call(generator, noise, labels).to(real.device)
+    value = loss.discriminator(_call(discriminator, real, labels), _call(discriminator, fake, labels))
     optimizer.zero_grad(set_to_none=True)
     value.backward()
     optimizer.step()
@@ -37,11 +47,13 @@ def generator_step(
     optimizer: torch.optim.Optimizer,
     loss: AdversarialLoss,
     noise: torch.Tensor,
+    labels: torch.Tensor | None = None,
 ) -> torch.Tensor:
+    target = next(discriminator.parameters()).device
     # The discriminator only passes gradients through: computing its own would be wasted work.
     discriminator.requires_grad_(False)
     try:
-        value = loss.generator(discriminator(generator(noise)))
+        value = loss.generator(_call(discriminator, _call(generator, noise, labels).to(target), labels))
         optimizer.zero_grad(set_to_none=True)
         value.backward()
     finally:

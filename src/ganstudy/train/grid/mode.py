@@ -28,7 +28,7 @@ from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.topology import Cell, GridShape, assign_cells, resolve_shape
 from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
-from ganstudy.train.single import batches_per_pass, network_spec
+from ganstudy.train.pair import batches_per_pass, network_spec
 
 
 def _say(message: str) -> None:
@@ -111,8 +111,8 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
         for cell in blocks[rank]
     }
     store = None
-    if context.checkpoint_dir is not None and grid["checkpoint_period"] > 0:
-        store = CheckpointStore(context.checkpoint_dir, grid["checkpoints_kept"], _fingerprint(context, shape))
+    if context.checkpoint_dir is not None and setup["checkpoint_period"] > 0:
+        store = CheckpointStore(context.checkpoint_dir, setup["checkpoints_kept"], _fingerprint(context, shape))
     done, shared = _restore(store, cells, control, root) if store else (0, {})
     if done == 0:
         for cell in cells.values():
@@ -142,7 +142,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
                     collected = control.gather((list(reports.values()), rows), root=0)
                 if root:
                     _record(history, profile, iteration, collected, started)
-                if store and iteration % grid["checkpoint_period"] == 0 and iteration < setup["iterations"]:
+                if store and iteration % setup["checkpoint_period"] == 0 and iteration < setup["iterations"]:
                     with rank_timer("checkpoint"), heartbeat.waiting():
                         _checkpoint(store, iteration, cells, control, root, history, profile, heartbeat.beat)
             with rank_timer("exchange"), heartbeat.waiting():

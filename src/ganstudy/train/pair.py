@@ -1,0 +1,184 @@
+"""One generator against one discriminator over passes of a data set: the loop of the modes single,
+conditional and per_class. Checkpoints hold every random state, so a resumed run is bit-identical
+to an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ganstudy.checkpoint import CheckpointStore
+from ganstudy.errors import GanstudyError
+from ganstudy.data.arrays import Split
+from ganstudy.models import NetworkSpec, build_pair, get_network
+from ganstudy.seeding import derive_seed
+from ganstudy.train.losses import LOSSES
+from ganstudy.train.steps import adam, discriminator_step, generator_step
+
+STREAMS = ("init", "batches", "noise", "dropout")
+
+
+def pair_seeds(study_seed: int, trial: int, prefix: str = "") -> dict[str, int]:
+    """The named random streams of one pair; ``prefix`` (e.g. "class3/") keeps pairs of a run apart."""
+    return {name: derive_seed(study_seed, trial, prefix + name) for name in STREAMS}
+
+
+def network_spec(setup: dict[str, Any], data: Split, conditional: bool = False) -> NetworkSpec:
+    """The set-up's network for this data; ``conditional`` says whether the mode feeds labels."""
+    name = setup["network"]
+    if get_network(name).conditional != conditional:
+        raise GanstudyError(
+            f"network '{name}' is conditional: train it with mode 'conditional'"
+            if not conditional
+            else f"mode '{setup['mode']}' trains a conditional network such as dccgan, not '{name}'"
+        )
+    classes = int(data.labels.max()) + 1 if conditional else 0
+    return NetworkSpec(data.image_shape, setup["latent_dim"], setup["hidden_units"], classes)
+
+
+def class_prior(labels: np.ndarray) -> tuple[list[int], list[float], dict[int, int]]:
+    """The classes present, their share of the split (the prior a labelled generator samples), and counts."""
+    classes, counts = np.unique(labels, return_counts=True)
+    return classes.tolist(), (counts / counts.sum()).tolist(), dict(zip(classes.tolist(), counts.tolist()))
+
+
+def batches_per_pass(size: int, batch_size: int, what: str = "training images") -> int:
+    if batch_size > size:
+        raise GanstudyError(f"batch_size {batch_size} is larger than the {size} {what}; lower batch_size in the set-up")
+    # Full batches only: every step sees the same batch size, as in Lipizzaner.
+    return size // batch_size
+
+
+class PairTrainer:
+    """Trains a freshly initialised pair; ``labels`` is given for conditional networks only.
+
+    The generator lives on ``devices[0]`` and the discriminator (and the real images) on
+    ``devices[1]``: the same device, or two GPUs as in seed 001. Batch order and noise come from CPU
+    generators and dropout from torch's global generator, seeded here and saved with each checkpoint.
+    """
+
+    def __init__(
+        self,
+        setup: dict[str, Any],
+        spec: NetworkSpec,
+        images: np.ndarray,
+        labels: np.ndarray | None,
+        seeds: dict[str, int],
+        devices: tuple[torch.device, torch.device],
+        name: str = "pair",
+    ) -> None:
+        self.setup, self.spec, self.seeds, self.name = setup, spec, seeds, name
+        self.g_device, self.d_device = devices
+        self.batch_size = setup["batch_size"]
+        self.steps = batches_per_pass(len(images), self.batch_size, f"training images of {name}")
+        self.images = torch.from_numpy(images).to(self.d_device)
+        self.labels = None if labels is None else torch.from_numpy(labels).to(self.d_device)
+        self._cuda = sorted({d.index or 0 for d in devices if d.type == "cuda"})
+        with torch.random.fork_rng(devices=self._cuda):
+            torch.manual_seed(seeds["init"])
+            self.generator, self.discriminator = build_pair(setup["network"], spec)
+            torch.manual_seed(seeds["dropout"])
+            self._global_rng = self._read_global_rng()
+        self.generator.to(self.g_device)
+        self.discriminator.to(self.d_device)
+        self.loss = LOSSES.get(setup["loss"])
+        betas = tuple(setup["betas"])
+        self.opt_g = adam(self.generator.parameters(), setup["lr"], betas)
+        self.opt_d = adam(self.discriminator.parameters(), setup["lr"], betas)
+        self.batch_rng = torch.Generator().manual_seed(seeds["batches"])
+        self.noise_rng = torch.Generator().manual_seed(seeds["noise"])
+        self.done = 0
+        self.history: list[dict[str, float]] = []
+
+    def _read_global_rng(self) -> dict[str, Any]:
+        return {"cpu": torch.get_rng_state(), "cuda": [torch.cuda.get_rng_state(i) for i in self._cuda]}
+
+    def _write_global_rng(self, state: dict[str, Any]) -> None:
+        torch.set_rng_state(state["cpu"])
+        for index, cuda_state in zip(self._cuda, state["cuda"]):
+            torch.cuda.set_rng_state(cuda_state, index)
+
+    def _one_pass(self) -> tuple[float, float]:
+        order = torch.randperm(len(self.images), generator=self.batch_rng).to(self.d_device)
+        d_total = torch.zeros((), device=self.d_device)
+        g_total = torch.zeros((), device=self.d_device)
+        for step in range(self.steps):
+            batch = order[step * self.batch_size : (step + 1) * self.batch_size]
+            # Conditional pairs label the fakes like the real batch: the classes keep the data's prior.
+            labels = None if self.labels is None else self.labels[batch]
+            z_d = torch.randn(self.batch_size, self.spec.latent_dim, generator=self.noise_rng).to(self.g_device)
+            z_g = torch.randn(self.batch_size, self.spec.latent_dim, generator=self.noise_rng).to(self.g_device)
+            d_total += discriminator_step(self.discriminator, self.generator, self.opt_d, self.loss, self.images[batch], z_d, labels)
+            g_total += generator_step(self.generator, self.discriminator, self.opt_g, self.loss, z_g, labels)
+        return float(d_total) / self.steps, float(g_total) / self.steps
+
+    def train(self, checkpoint_dir: Path | None = None) -> torch.nn.Module:
+        """Run the set-up's iterations (resuming from the newest readable checkpoint in
+        ``checkpoint_dir``); returns the generator in eval mode, on its device."""
+        store = self._store(checkpoint_dir)
+        if store is not None:
+            self._restore(store)
+        period = self.setup["checkpoint_period"]
+        total = self.setup["iterations"]
+        with torch.random.fork_rng(devices=self._cuda):
+            self._write_global_rng(self._global_rng)
+            for iteration in tqdm(range(self.done, total), desc=self.name, unit="it", disable=None, mininterval=5):
+                started = time.perf_counter()
+                d_loss, g_loss = self._one_pass()
+                self.done = iteration + 1
+                self.history.append(
+                    {"iteration": self.done, "d_loss": d_loss, "g_loss": g_loss, "seconds": time.perf_counter() - started}
+                )
+                if store is not None and period and self.done % period == 0 and self.done < total:
+                    self._global_rng = self._read_global_rng()
+                    store.write_part(self.done, "pair", self._state())
+                    store.complete(self.done)
+        self.generator.eval()
+        return self.generator
+
+    def _store(self, checkpoint_dir: Path | None) -> CheckpointStore | None:
+        if checkpoint_dir is None or not self.setup["checkpoint_period"]:
+            return None
+        identity = {"setup": self.setup, "seeds": self.seeds, "name": self.name}
+        fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+        return CheckpointStore(checkpoint_dir / self.name, self.setup["checkpoints_kept"], fingerprint)
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "done": self.done,
+            "history": self.history,
+            "generator": self.generator.state_dict(),
+            "discriminator": self.discriminator.state_dict(),
+            "opt_g": self.opt_g.state_dict(),
+            "opt_d": self.opt_d.state_dict(),
+            "batch_rng": self.batch_rng.get_state(),
+            "noise_rng": self.noise_rng.get_state(),
+            "global_rng": self._global_rng,
+        }
+
+    def _restore(self, store: CheckpointStore) -> None:
+        for iteration in reversed(store.iterations()):
+            try:
+                state = store.read_part(iteration, "pair")
+            except ValueError as exc:
+                print(f"ganstudy: warning: checkpoint {exc} is unreadable; trying the previous one", file=sys.stderr, flush=True)
+                continue
+            self.generator.load_state_dict(state["generator"])
+            self.discriminator.load_state_dict(state["discriminator"])
+            self.opt_g.load_state_dict(state["opt_g"])
+            self.opt_d.load_state_dict(state["opt_d"])
+            self.batch_rng.set_state(state["batch_rng"])
+            self.noise_rng.set_state(state["noise_rng"])
+            self._global_rng = state["global_rng"]
+            self.done, self.history = state["done"], state["history"]
+            print(f"ganstudy: {self.name} resumed from the checkpoint of iteration {iteration}", file=sys.stderr, flush=True)
+            return
