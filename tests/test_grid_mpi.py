@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 import torch
@@ -225,3 +226,20 @@ def test_populations_of_two_with_mustangs_losses_are_identical_on_1_and_3_ranks(
     train(1, setup, tmp_path / "one", digits_dir, scoring, env)
     train(3, setup, tmp_path / "three", digits_dir, scoring, env)
     assert_same(result(tmp_path / "one"), result(tmp_path / "three"))
+
+
+def test_cells_train_on_their_own_label_subsets(digits_dir, scoring, env, tmp_path):
+    from ganstudy.data.arrays import load_split
+
+    labels = load_split(digits_dir / "train.npz").labels
+    setup = settings(shape="1x2", cell_classes=[[0, 1, 2], [3, 4]], data_ratio=1.0)
+    setup["iterations"] = 1
+    train(2, setup, tmp_path / "out", digits_dir, scoring, env)
+    cells = {row.split(",")[0]: row.split(",") for row in (tmp_path / "out" / "cells.csv").read_text().splitlines()}
+    header = cells.pop("cell")
+    images = header.index("images")
+    assert int(cells["0-0"][images]) == int(np.isin(labels, [0, 1, 2]).sum())
+    assert int(cells["0-1"][images]) == int(np.isin(labels, [3, 4]).sum())
+    wrong = settings(shape="2x2", cell_classes=[[0], [1]])
+    done = subprocess.run(command(1, wrong, tmp_path / "wrong", digits_dir, scoring), capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode != 0 and "grid.cell_classes lists classes for 2 cells, the 2x2 grid has 4" in done.stderr

@@ -106,3 +106,18 @@ def test_dc_networks_refuse_sizes_they_cannot_build():
         build_pair("dcgan", NetworkSpec((1, 30, 30), 100, 0))
     with pytest.raises(GanstudyError, match="at least 2 classes"):
         build_pair("dccgan", NetworkSpec((1, 8, 8), 100, 0, num_classes=1))
+
+
+@pytest.mark.parametrize("name, size, widths", [("cnn28", 28, [512, 256, 128]), ("cnn64", 64, [512, 256, 128, 64])])
+def test_the_thesis_xray_cnns_follow_table_4_3(name, size, widths):
+    generator, discriminator = build_pair(name, NetworkSpec((1, size, size), 100, 0))
+    transposed = [m for m in generator.modules() if isinstance(m, torch.nn.ConvTranspose2d)]
+    # Input 100 -> hidden maps -> one grey channel of size x size (784 or 4096 outputs).
+    assert [m.in_channels for m in transposed] == [100, *widths] and transposed[-1].out_channels == 1
+    images = generator(torch.randn(3, 100))
+    assert images.shape == (3, 1, size, size)
+    convs = [m.out_channels for m in discriminator.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert convs == [*widths[::-1], 1]
+    assert discriminator(images).shape == (3,)
+    with pytest.raises(GanstudyError, match=f"network {name} makes {size}x{size} images, the data are 8x8: set dataset.image_size to {size}"):
+        build_pair(name, NetworkSpec((1, 8, 8), 100, 0))

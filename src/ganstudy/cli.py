@@ -34,10 +34,12 @@ def _validate_config(args: argparse.Namespace) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> None:
+    from ganstudy.data.loaders import LoadOptions
     from ganstudy.data.prepare import prepare_dataset
 
     s = args.settings
-    manifest = prepare_dataset(s["name"], s["path"], s["test_fraction"], args.seed, args.out_dir)
+    options = LoadOptions(s["image_size"], s["channels"])
+    manifest = prepare_dataset(s["name"], s["path"], s["test_fraction"], args.seed, args.out_dir, options, s["smote"])
     print(json.dumps(manifest["class_counts"]))
 
 
@@ -84,6 +86,12 @@ def _aggregate(args: argparse.Namespace) -> None:
     from ganstudy.stats.aggregate import aggregate_scores
 
     aggregate_scores(args.study, args.scores, args.out)
+
+
+def _smote_samples(args: argparse.Namespace) -> None:
+    from ganstudy.report.images import real_vs_smote
+
+    real_vs_smote(args.train, args.out)
 
 
 def _anova(args: argparse.Namespace) -> None:
@@ -195,6 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--study", required=True)
     sub.add_argument("--out", required=True)
     sub.add_argument("scores", nargs="+", help="evaluate outputs")
+
+    sub = command("smote-samples", _smote_samples, "grid of real vs SMOTE training images, a row pair per class")
+    sub.add_argument("--train", required=True, help="prepared training split")
+    sub.add_argument("--out", required=True)
 
     sub = command("anova", _anova, "ANOVA of pixel intensity between vs within classes, per channel")
     sub.add_argument("--split", required=True, help="prepared split")

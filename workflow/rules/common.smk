@@ -22,6 +22,7 @@ SETUPS = list(config["setups"])
 RUNS = [(s, t) for s in SETUPS for t in range(config["setups"][s]["trials"] or config["trials"])]
 METRICS = config["evaluation"]["metrics"]
 THREADS = config["compute"]["threads_per_job"]
+SMOTE = config["dataset"]["smote"]["strategy"] != "none"
 
 
 wildcard_constraints:

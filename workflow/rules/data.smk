@@ -25,6 +25,7 @@ rule prepare_dataset:
     output:
         train=f"{STUDY_DIR}/data/train.npz",
         test=f"{STUDY_DIR}/data/test.npz",
+        partitions=f"{STUDY_DIR}/data/partitions.npz",
         manifest=report(
             f"{STUDY_DIR}/data/manifest.json",
             caption="../report/manifest.rst",

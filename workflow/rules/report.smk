@@ -46,8 +46,24 @@ rule sample_montage:
         "ganstudy montage --grids {input} --setups {params.setups} --out {output} > {log} 2>&1"
 
 
+rule smote_samples:
+    input:
+        rules.prepare_dataset.output.train,
+    output:
+        report(f"{STUDY_DIR}/figures/smote_samples.png", caption="../report/smote_samples.rst", category="1. Data"),
+    log:
+        f"{LOG_DIR}/smote_samples.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy smote-samples --train {input} --out {output} > {log} 2>&1"
+
+
 rule figures:
     input:
         expand(rules.box_plot.output, metric=METRICS),
         rules.sample_montage.output,
+        rules.smote_samples.output if SMOTE else [],
     localrule: True

@@ -17,6 +17,8 @@ from ganstudy.errors import GanstudyError
 class Split:
     images: np.ndarray  # float32 (N, C, H, W) in [-1, 1]
     labels: np.ndarray  # int64 (N,)
+    # True for images SMOTE made (training split only); None when none were made.
+    synthetic: np.ndarray | None = None
 
     @property
     def image_shape(self) -> tuple[int, int, int]:
@@ -24,14 +26,16 @@ class Split:
 
 
 def save_split(path: str | os.PathLike[str], split: Split) -> None:
+    extra = {} if split.synthetic is None else {"synthetic": split.synthetic}
     with atomic_path(path) as tmp:
-        np.savez(tmp, images=split.images, labels=split.labels)
+        np.savez(tmp, images=split.images, labels=split.labels, **extra)
 
 
 def load_split(path: str | os.PathLike[str]) -> Split:
     try:
         with np.load(path, allow_pickle=False) as arrays:
-            return Split(arrays["images"], arrays["labels"])
+            synthetic = arrays["synthetic"] if "synthetic" in arrays.files else None
+            return Split(arrays["images"], arrays["labels"], synthetic)
     except FileNotFoundError:
         raise GanstudyError(f"prepared split {path} does not exist; run the prepare_dataset rule first") from None
     except (OSError, ValueError, KeyError) as exc:

@@ -1,4 +1,6 @@
-"""Registered data-set loaders. Each returns images as float32 (N, C, H, W) in [0, 1] and int64 labels."""
+"""Registered data-set loaders: ``loader(path, options)`` returns images as float32 (N, C, H, W) in
+[0, 1] and int64 labels. Only the image folder, whose files differ, reads the options itself;
+prepare_dataset brings every other set to the configured size and channels afterwards."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ganstudy.data.conform import conform
 from ganstudy.errors import GanstudyError
 from ganstudy.registry import Registry
 
@@ -21,16 +24,25 @@ class RawDataset:
     images: np.ndarray  # float32 (N, C, H, W) in [0, 1]
     labels: np.ndarray  # int64 (N,), classes 0..K-1
     source: str
+    class_names: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How images are delivered: square side in pixels and channels (None = as stored)."""
+
+    image_size: int | None = None
+    channels: int | None = None
 
 
 LOADERS: Registry = Registry("data-set loader")
 
 # Classes of the standard data sets, for sizing per-class jobs before the data are read.
-CLASS_COUNTS = {"digits": 10, "mnist": 10, "cifar10": 10, "cifar100": 100}
+CLASS_COUNTS = {"digits": 10, "mnist": 10, "fashion_mnist": 10, "cifar10": 10, "cifar100": 100}
 
 
 @LOADERS.register("digits")
-def load_digits(path: str | None = None) -> RawDataset:
+def load_digits(path: str | None = None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """scikit-learn's embedded 8x8 digits: grey levels 0..16, so no download is ever needed."""
     if path is not None:
         raise GanstudyError("dataset 'digits' is embedded in scikit-learn; remove dataset.path from the config")
@@ -42,7 +54,7 @@ def load_digits(path: str | None = None) -> RawDataset:
 
 
 @LOADERS.register("npz")
-def load_npz(path: str | None) -> RawDataset:
+def load_npz(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """A user's arrays: 'images' (N,H,W or N,C,H,W; uint8 0-255 or float 0-1) and 'labels' (N ints)."""
     if path is None:
         raise GanstudyError("dataset 'npz' needs dataset.path: the .npz file with arrays 'images' and 'labels'")
@@ -92,22 +104,91 @@ def _read_idx(path: Path, magic: int, dims: int) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(shape)
 
 
-@LOADERS.register("mnist")
-def load_mnist(path: str | None) -> RawDataset:
-    """MNIST's four IDX files (as fetch_dataset places them), training and test sets together."""
+def _idx_file(folder: Path, stem: str) -> Path:
+    """An IDX file as published (gzip) or unpacked."""
+    for candidate in (folder / f"{stem}.gz", folder / stem):
+        if candidate.is_file():
+            return candidate
+    raise GanstudyError(f"{folder / stem}.gz (or the unpacked {stem}) does not exist; run the fetch_dataset rule or place it there")
+
+
+def _load_idx_set(path: str | None, name: str) -> RawDataset:
+    """The four IDX files of MNIST-like sets (train and t10k images and labels), read together."""
     if path is None:
-        raise GanstudyError("dataset 'mnist' needs dataset.path: the folder that holds (or will hold) its IDX files")
+        raise GanstudyError(f"dataset '{name}' needs dataset.path: the folder that holds (or will hold) its IDX files")
     folder = Path(path)
     images, labels = [], []
     for prefix in ("train", "t10k"):
-        x = _read_idx(folder / f"{prefix}-images-idx3-ubyte.gz", 2051, 3)
-        y = _read_idx(folder / f"{prefix}-labels-idx1-ubyte.gz", 2049, 1)
+        x = _read_idx(_idx_file(folder, f"{prefix}-images-idx3-ubyte"), 2051, 3)
+        label_file = _idx_file(folder, f"{prefix}-labels-idx1-ubyte")
+        y = _read_idx(label_file, 2049, 1)
         if len(x) != len(y):
             raise GanstudyError(f"{folder}: {len(x)} {prefix} images but {len(y)} labels")
+        if y.size and y.max() >= CLASS_COUNTS[name]:
+            raise GanstudyError(f"{label_file}: label {y.max()} is outside 0..{CLASS_COUNTS[name] - 1}")
         images.append(x)
         labels.append(y)
     pixels = np.concatenate(images).astype(np.float32)[:, None] / 255.0
     return RawDataset(pixels, np.concatenate(labels).astype(np.int64), str(folder))
+
+
+@LOADERS.register("mnist")
+def load_mnist(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
+    """MNIST's four IDX files, training and test sets together."""
+    return _load_idx_set(path, "mnist")
+
+
+@LOADERS.register("fashion_mnist")
+def load_fashion_mnist(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
+    """Fashion-MNIST: MNIST's format and file names, ten kinds of clothing."""
+    return _load_idx_set(path, "fashion_mnist")
+
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
+
+
+@LOADERS.register("image_folder")
+def load_image_folder(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
+    """One subfolder per class (class labels 0.. in sorted folder-name order) of PNG/JPEG files, grey
+    or colour, each resized to options.image_size (the COVID-19 x-ray set's layout)."""
+    from PIL import Image, UnidentifiedImageError
+
+    if path is None:
+        raise GanstudyError("dataset 'image_folder' needs dataset.path: a folder with one subfolder of images per class")
+    root = Path(path)
+    if not root.is_dir():
+        raise GanstudyError(f"image folder {root} does not exist; set dataset.path to a folder with one subfolder per class")
+    classes = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not classes:
+        raise GanstudyError(f"image folder {root} has no class subfolders; put each class's images in a subfolder of its own")
+    files: list[tuple[Path, int]] = []
+    for label, name in enumerate(classes):
+        found = sorted(f for f in (root / name).iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
+        if not found:
+            raise GanstudyError(f"class folder {root / name} holds no PNG or JPEG images")
+        files += [(f, label) for f in found]
+    decoded = []
+    for file, _ in files:
+        try:
+            with Image.open(file) as image:
+                image.load()
+                grey = image.mode in ("1", "L", "LA", "I", "I;16", "F")
+                pixels = np.asarray(image.convert("L" if grey else "RGB"), dtype=np.float32) / 255.0
+        except (UnidentifiedImageError, OSError, ValueError) as exc:
+            raise GanstudyError(f"{file} is not a readable PNG/JPEG image ({exc}); replace or remove it") from None
+        decoded.append(pixels[None] if grey else pixels.transpose(2, 0, 1))
+    channels = options.channels or (1 if all(d.shape[0] == 1 for d in decoded) else 3)
+    size = options.image_size
+    if size is None:
+        for (file, _), pixels in zip(files, decoded):
+            if pixels.shape[1:] != decoded[0].shape[1:]:
+                raise GanstudyError(
+                    f"{file} is {pixels.shape[2]}x{pixels.shape[1]} but {files[0][0]} is "
+                    f"{decoded[0].shape[2]}x{decoded[0].shape[1]}: set dataset.image_size to resize every image"
+                )
+    images = np.stack([conform(d[None], size, channels)[0] for d in decoded])
+    labels = np.array([label for _, label in files], dtype=np.int64)
+    return RawDataset(images, labels, str(root), tuple(classes))
 
 
 class _BatchUnpickler(pickle.Unpickler):
@@ -162,13 +243,13 @@ def _load_cifar(path: str | None, name: str, folder: str, members: tuple[str, ..
 
 
 @LOADERS.register("cifar10")
-def load_cifar10(path: str | None) -> RawDataset:
+def load_cifar10(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """CIFAR-10's python batches (five training batches and the test batch), read from the archive."""
     batches = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch",)
     return _load_cifar(path, "cifar10", "cifar-10-batches-py", batches, "labels", 10)
 
 
 @LOADERS.register("cifar100")
-def load_cifar100(path: str | None) -> RawDataset:
+def load_cifar100(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """CIFAR-100's python files with the 100 fine labels, read from the archive."""
     return _load_cifar(path, "cifar100", "cifar-100-python", ("train", "test"), "fine_labels", 100)

@@ -1,4 +1,6 @@
-"""prepare_dataset: load, normalise to [-1, 1], stratified seeded split, arrays + manifest."""
+"""prepare_dataset: load, conform to the configured size and channels, normalise to [-1, 1], stratified
+seeded split, SMOTE on the training split, per-class partitions, arrays + a manifest with the class
+counts after each step."""
 
 from __future__ import annotations
 
@@ -9,9 +11,12 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from ganstudy.atomic import write_json
+from ganstudy.atomic import atomic_path, write_json
 from ganstudy.data.arrays import Split, save_split, file_digest
-from ganstudy.data.loaders import LOADERS
+from ganstudy.data.conform import conform
+from ganstudy.data.loaders import LOADERS, LoadOptions
+from ganstudy.data.partition import class_partitions
+from ganstudy.data.smote import oversample
 from ganstudy.errors import GanstudyError
 from ganstudy.seeding import derive_seed
 
@@ -27,8 +32,11 @@ def prepare_dataset(
     test_fraction: float,
     study_seed: int,
     out_dir: str | os.PathLike[str],
+    options: LoadOptions = LoadOptions(),
+    smote: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    raw = LOADERS.get(name)(path)
+    """``smote``: the config's dataset.smote section (strategy none / balance / factor)."""
+    raw = LOADERS.get(name)(path, options)
     counts = _class_counts(raw.labels)
     too_small = [c for c, n in counts.items() if n < 2]
     if too_small:
@@ -36,7 +44,7 @@ def prepare_dataset(
             f"class(es) {too_small} of dataset '{name}' have fewer than 2 images; a stratified split needs "
             "at least one image per class in each split: add images or drop those classes"
         )
-    images = raw.images * 2.0 - 1.0
+    images = conform(raw.images, options.image_size, options.channels) * 2.0 - 1.0
     seed = derive_seed(study_seed, "dataset-split") % 2**32
     try:
         train_idx, test_idx = train_test_split(
@@ -58,10 +66,27 @@ def prepare_dataset(
         "class_counts": {"all": counts},
         "files": {},
     }
-    for split_name, idx in (("train", train_idx), ("test", test_idx)):
+    if raw.class_names is not None:
+        manifest["class_names"] = list(raw.class_names)
+    splits = {
+        "train": Split(images[train_idx].astype(np.float32), raw.labels[train_idx]),
+        "test": Split(images[test_idx].astype(np.float32), raw.labels[test_idx]),
+    }
+    for split_name, split in splits.items():
+        manifest["class_counts"][split_name] = _class_counts(split.labels)
+    if smote and smote["strategy"] != "none":
+        smote_seed = derive_seed(study_seed, "smote") % 2**32
+        splits["train"], manifest["smote"] = oversample(
+            splits["train"], smote["strategy"], smote["factor"], smote["k_neighbors"], smote_seed
+        )
+        manifest["class_counts"]["train_after_smote"] = _class_counts(splits["train"].labels)
+    for split_name, split in splits.items():
         file = out / f"{split_name}.npz"
-        save_split(file, Split(images[idx].astype(np.float32), raw.labels[idx]))
-        manifest["class_counts"][split_name] = _class_counts(raw.labels[idx])
-        manifest["files"][split_name] = {"path": file.name, "images": int(len(idx)), "sha256": file_digest(file)}
+        save_split(file, split)
+        manifest["files"][split_name] = {"path": file.name, "images": int(len(split.labels)), "sha256": file_digest(file)}
+    partitions = class_partitions(splits["train"].labels)
+    with atomic_path(out / "partitions.npz") as tmp:
+        np.savez(tmp, **{f"class_{label}": indices for label, indices in partitions.items()})
+    manifest["files"]["partitions"] = {"path": "partitions.npz", "classes": len(partitions)}
     write_json(out / "manifest.json", manifest)
     return manifest

@@ -21,6 +21,18 @@ SOURCES: dict[str, RemoteFiles] = {
             "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
         },
     ),
+    "fashion_mnist": RemoteFiles(
+        mirrors=(
+            "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/",
+            "https://raw.githubusercontent.com/zalandoresearch/fashion-mnist/master/data/fashion/",
+        ),
+        md5={
+            "train-images-idx3-ubyte.gz": "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
+            "train-labels-idx1-ubyte.gz": "25c81989df183df01b3e8a0aad5dffbe",
+            "t10k-images-idx3-ubyte.gz": "bef4ecab320f06d8554ea6380940ec79",
+            "t10k-labels-idx1-ubyte.gz": "bb300cfdad3c16e7a12a480ee83cd310",
+        },
+    ),
     # One archive each; the loaders read the pickled batches straight out of it.
     "cifar10": RemoteFiles(
         mirrors=("https://www.cs.toronto.edu/~kriz/",),

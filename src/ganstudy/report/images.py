@@ -9,7 +9,8 @@ import numpy as np
 from PIL import Image
 
 from ganstudy.atomic import atomic_path
-from ganstudy.data.arrays import to_uint8
+from ganstudy.data.arrays import load_split, to_uint8
+from ganstudy.errors import GanstudyError
 
 
 def tile(images: np.ndarray, columns: int | None = None, pad: int = 1) -> np.ndarray:
@@ -26,10 +27,25 @@ def tile(images: np.ndarray, columns: int | None = None, pad: int = 1) -> np.nda
     return mosaic
 
 
-def save_grid(path: str | os.PathLike[str], images: np.ndarray, scale: int = 4) -> None:
+def save_grid(path: str | os.PathLike[str], images: np.ndarray, scale: int = 4, columns: int | None = None) -> None:
     """Write a tiled grid, enlarged ``scale`` times with nearest-neighbour so pixels stay visible."""
-    mosaic = tile(images)
+    mosaic = tile(images, columns)
     picture = Image.fromarray(mosaic[..., 0] if mosaic.shape[2] == 1 else mosaic)
     picture = picture.resize((picture.width * scale, picture.height * scale), Image.NEAREST)
     with atomic_path(path) as tmp:
         picture.save(tmp, format="PNG")
+
+
+def real_vs_smote(train_path: str | os.PathLike[str], out_path: str | os.PathLike[str], per_class: int = 8, classes: int = 10) -> None:
+    """One row per class (the first ``classes``): ``per_class`` real training images, then as many
+    SMOTE images; black where a class has fewer."""
+    split = load_split(train_path)
+    if split.synthetic is None:
+        raise GanstudyError(f"{train_path} holds no SMOTE images; set dataset.smote.strategy to balance or factor")
+    blank = np.full(split.images.shape[1:], -1.0, np.float32)
+    rows = []
+    for label in np.unique(split.labels)[:classes]:
+        for made in (False, True):
+            picked = split.images[(split.labels == label) & (split.synthetic == made)][:per_class]
+            rows += list(picked) + [blank] * (per_class - len(picked))
+    save_grid(out_path, np.stack(rows), columns=2 * per_class)

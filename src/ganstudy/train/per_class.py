@@ -12,6 +12,7 @@ import sys
 import time
 from typing import Any
 
+from ganstudy.data.partition import class_partitions
 from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.parallel.partition import assign_classes
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
@@ -28,11 +29,12 @@ def train_per_class(context: TrainingContext) -> TrainingResult | None:
         layout = "; ".join(f"rank {r}: {block}" for r, block in enumerate(blocks))
         print(f"ganstudy per_class: {len(classes)} classes on {world.size} rank(s) — {layout}", file=sys.stderr, flush=True)
     trained: dict[int, dict[str, Any]] = {}
+    partitions = class_partitions(data.labels)
     for label in blocks[world.rank]:
         started = time.perf_counter()
         seeds = pair_seeds(context.study_seed, context.trial, f"class{label}/")
-        members = data.labels == label
-        trainer = PairTrainer(setup, spec, data.images[members], None, seeds, context.devices, name=f"class{label}")
+        images = data.images[partitions[label]]
+        trainer = PairTrainer(setup, spec, images, None, seeds, context.devices, name=f"class{label}")
         generator = trainer.train(context.checkpoint_dir).cpu()
         trained[label] = {
             "generator": generator,

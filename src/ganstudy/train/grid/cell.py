@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from ganstudy.evaluate.fid import FidScorer
+from ganstudy.data.partition import cell_subset
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.parallel.timing import RoutineTimer
@@ -86,6 +87,7 @@ class GridCell:
         setup: dict[str, Any],
         spec: NetworkSpec,
         images: torch.Tensor,
+        labels: np.ndarray,
         scorer: FidScorer,
         streams: CellStreams,
         device: torch.device,
@@ -96,11 +98,9 @@ class GridCell:
         self.betas = tuple(setup["betas"])
         self.neighbourhood = shape.neighbourhood(cell)
         self.loss = LOSSES.get("bce" if setup["loss"] == "mustangs" else setup["loss"])
-        # Data dieting: a fixed per-cell subset of the training split (the whole split at ratio 1).
-        count = len(images)
-        keep = max(setup["batch_size"], round(self.grid["data_ratio"] * count))
-        order = torch.randperm(count, generator=torch.Generator().manual_seed(streams.data_seed))
-        self.subset = order[: min(keep, count)].sort().values
+        # A fixed per-cell subset of the training split: its classes, then data dieting.
+        classes = self.grid["cell_classes"][shape.index(cell)] if self.grid["cell_classes"] else None
+        self.subset = torch.from_numpy(cell_subset(labels, self.grid["data_ratio"], classes, setup["batch_size"], streams.data_seed))
         self.generators: list[Payload] = []
         self.discriminators: list[Payload] = []
         self.weights = np.full(len(self.neighbourhood), 1.0 / len(self.neighbourhood))

@@ -82,6 +82,11 @@ def train_grid(context: TrainingContext) -> TrainingResult | None:
     setup, grid, world = context.setup, context.setup["grid"], context.world
     _check_settings(context)
     shape = resolve_shape(grid["shape"], world.size, grid["min_cells"], grid["max_cells"])
+    if grid["cell_classes"] and len(grid["cell_classes"]) != shape.size:
+        raise GanstudyError(
+            f"grid.cell_classes lists classes for {len(grid['cell_classes'])} cells, the {shape} grid has {shape.size}: "
+            "give one list per cell, row by row"
+        )
     blocks = assign_cells(shape, world.size)
     active_ranks = sum(1 for block in blocks if block)
     if world.is_root and active_ranks < world.size:
@@ -106,7 +111,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
     images = torch.from_numpy(context.data.images).to(context.device)
     scorer = FidScorer(context.classifier_path, context.reference_path, context.device)
     cells = {
-        cell: GridCell(cell, shape, setup, spec, images, scorer,
+        cell: GridCell(cell, shape, setup, spec, images, context.data.labels, scorer,
                        CellStreams(context.study_seed, context.trial, cell), context.device)
         for cell in blocks[rank]
     }
@@ -167,7 +172,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
     table = [
         {"cell": cell_label(c), "rank": rank, "fid": score, "neighbourhood": " ".join(cell_label(n) for n in cells[c].neighbourhood),
          "weights": " ".join(f"{w:.6f}" for w in cells[c].weights),
-         "g_lr": cells[c].generators[0]["lr"], "d_lr": cells[c].discriminators[0]["lr"]}
+         "g_lr": cells[c].generators[0]["lr"], "d_lr": cells[c].discriminators[0]["lr"], "images": len(cells[c].subset)}
         for c, (_, score) in finals.items()
     ]
     collected = control.gather((table, mine, cells[best_cell].weights if mine else None, rank_timer.take()), root=0)
