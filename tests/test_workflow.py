@@ -19,6 +19,7 @@ pytestmark = pytest.mark.workflow
 SHRUNKEN = {
     "study": "tiny",
     "trials": 2,
+    "dataset": {"smote": {"strategy": "balance"}},
     "classifier": {"epochs": 3, "min_accuracy": 0.0},
     "setups": {
         "bce": {"loss": "bce", "iterations": 2},
@@ -94,6 +95,9 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     assert 0 < pvalues.loc["bce", "grid"] <= 1 and 0 < pvalues.loc["grid", "per_class"] <= 1
     per_class_run = json.loads((study / "runs" / "per_class" / "trial0" / "run.json").read_text())
     assert per_class_run["world_size"] == 2 and sorted(sum(per_class_run["class_assignment"], [])) == list(range(10))
+    manifest = json.loads((study / "data" / "manifest.json").read_text())
+    assert set(manifest["class_counts"]["train_after_smote"].values()) == {max(manifest["class_counts"]["train"].values())}
+    assert (study / "figures" / "smote_samples.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     anova = pd.read_csv(study / "tables" / "anova.csv")
     assert list(anova.channel) == ["grey"] and anova.p_value[0] < 1e-6
     grid_run = json.loads((study / "runs" / "grid" / "trial0" / "run.json").read_text())
