@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 import yaml
 from PIL import Image
 
@@ -170,3 +171,34 @@ def test_per_class_jobs_get_one_rank_per_class_up_to_max_ranks(env):
     assert tasks == {"dcgan": {"1"}, "dccgan": {"1"}, "per_class": {"100"}}
     # The seed's layout: each rank's generator and discriminator on a GPU of their own.
     assert "mpiexec -n 100 ganstudy train --setup per_class" in done.stdout and "--gpus-per-rank 2" in done.stdout
+
+
+def test_a_training_job_killed_mid_run_resumes_on_rerun_to_the_same_bits(tmp_path, env):
+    from ganstudy.models.artifact import load_generator
+    from jobs import kill_job, start_job, wait_for
+
+    config = {"study": "tiny", "trials": 1, "setups": {"s": {
+        "mode": "single", "network": "dcgan", "iterations": 6, "batch_size": 32, "latent_dim": 16, "checkpoint_period": 1}}}
+    target = "results/tiny/runs/s/trial0/run.json"
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    for folder in (whole, cut):
+        folder.mkdir()
+        (folder / "study.yaml").write_text(yaml.safe_dump(config))
+    # Targets after another option: --configfile takes several values.
+    done = snakemake(whole, config, "--cores", "1", target, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    checkpoints = cut / "results" / "tiny" / "checkpoints" / "s" / "trial0"
+    job = start_job(["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(cut), "--configfile", str(cut / "study.yaml"),
+                     "--cores", "1", target], env)
+    wait_for(lambda: len(list(checkpoints.glob("pair/iter-*/COMPLETE"))) >= 2, job)
+    kill_job(job)  # as a wall-time limit would: no clean-up
+    assert not (cut / target).exists() and checkpoints.exists()
+    # Snakemake itself died with the job: its lock stays, and a user unlocks before the re-run.
+    assert snakemake(cut, config, "--unlock", env=env).returncode == 0
+    again = snakemake(cut, config, "--cores", "1", "--rerun-incomplete", target, env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "resumed from the checkpoint of iteration" in (cut / "results" / "tiny" / "logs" / "train" / "s" / "trial0.log").read_text()
+    a, _ = load_generator(whole / target.replace("run.json", "generator.pt"))
+    b, _ = load_generator(cut / target.replace("run.json", "generator.pt"))
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    assert not checkpoints.exists()

@@ -38,8 +38,9 @@ def _prepare(args: argparse.Namespace) -> None:
     from ganstudy.data.prepare import prepare_dataset
 
     s = args.settings
-    options = LoadOptions(s["image_size"], s["channels"])
-    manifest = prepare_dataset(s["name"], s["path"], s["test_fraction"], args.seed, args.out_dir, options, s["smote"])
+    # Keys the study config fills in; a hand-written call may leave the optional ones out.
+    options = LoadOptions(s.get("image_size"), s.get("channels"))
+    manifest = prepare_dataset(s["name"], s["path"], s["test_fraction"], args.seed, args.out_dir, options, s.get("smote"))
     print(json.dumps(manifest["class_counts"]))
 
 
@@ -86,6 +87,18 @@ def _aggregate(args: argparse.Namespace) -> None:
     from ganstudy.stats.aggregate import aggregate_scores
 
     aggregate_scores(args.study, args.scores, args.out)
+
+
+def _bsub(args: argparse.Namespace) -> None:
+    from ganstudy.lsf import submit
+
+    print(submit(args.jobscript, args.name, args.nodes, args.minutes, args.project, args.queue, args.alloc_flags, args.log_dir))
+
+
+def _bjobs_status(args: argparse.Namespace) -> None:
+    from ganstudy.lsf import status
+
+    print(status(args.job_id))
 
 
 def _smote_samples(args: argparse.Namespace) -> None:
@@ -203,6 +216,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--study", required=True)
     sub.add_argument("--out", required=True)
     sub.add_argument("scores", nargs="+", help="evaluate outputs")
+
+    sub = command("bsub", _bsub, "submit a Snakemake job script to LSF (profiles/summit); prints the job id")
+    sub.add_argument("--name", required=True)
+    sub.add_argument("--nodes", type=int, required=True, help="whole nodes (-nnodes)")
+    sub.add_argument("--minutes", type=int, required=True, help="wall time (-W)")
+    sub.add_argument("--project", help="-P; empty: LSB_DEFAULTPROJECT")
+    sub.add_argument("--queue", help="-q; empty: LSB_DEFAULTQUEUE")
+    sub.add_argument("--alloc-flags", help='-alloc_flags, e.g. "gpumps smt4"')
+    sub.add_argument("--log-dir", default="logs/lsf")
+    sub.add_argument("jobscript")
+
+    sub = command("bjobs-status", _bjobs_status, "running, success or failed for an LSF job id (profiles/summit)")
+    sub.add_argument("job_id")
 
     sub = command("smote-samples", _smote_samples, "grid of real vs SMOTE training images, a row pair per class")
     sub.add_argument("--train", required=True, help="prepared training split")

@@ -67,6 +67,31 @@ def dataset_classes(setup_name):
     return CLASS_COUNTS[name]
 
 
+def ranks_per_node():
+    """Ranks that fit on one node: one per GPU group, or per threads_per_job cores on a CPU cluster."""
+    compute = config["compute"]
+    if compute["node_gpus"]:
+        return max(1, compute["node_gpus"] // compute["gpus_per_rank"])
+    return max(1, compute["node_cores"] // THREADS)
+
+
+def setup_nodes(wildcards):
+    """Whole nodes a training job asks for (bsub -nnodes, sbatch -N)."""
+    return math.ceil(setup_tasks(wildcards) / ranks_per_node())
+
+
+def mpi_launch(wildcards, resources):
+    """The launch prefix of a training job for the profile's launcher (resources.mpi): jsrun gets
+    Summit's resource sets (1 rank, its cores and its GPUs each), srun and mpiexec a rank count."""
+    if resources.mpi == "jsrun":
+        compute = config["compute"]
+        per_node = ranks_per_node()
+        cores = compute["node_cores"] // per_node
+        gpus = compute["gpus_per_rank"] if compute["node_gpus"] else 0
+        return f"jsrun -n {resources.tasks} -r {per_node} -a 1 -c {cores} -g {gpus} -b packed:{cores}"
+    return f"{resources.mpi} -n {resources.tasks}"
+
+
 def setup_threads(wildcards):
     return setup_tasks(wildcards) * THREADS
 

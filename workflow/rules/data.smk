@@ -39,6 +39,8 @@ rule prepare_dataset:
         f"{LOG_DIR}/prepare_dataset.log",
     conda:
         "../envs/ganstudy.yaml"
+    envmodules:
+        *config["compute"]["modules"],
     threads: 1
     resources:
         mem_mb=2000,

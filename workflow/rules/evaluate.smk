@@ -19,6 +19,8 @@ rule train_classifier:
         f"{LOG_DIR}/train_classifier.log",
     conda:
         "../envs/ganstudy.yaml"
+    envmodules:
+        *config["compute"]["modules"],
     threads: THREADS
     resources:
         mem_mb=2000,
@@ -40,6 +42,8 @@ rule reference_statistics:
         f"{LOG_DIR}/reference_statistics.log",
     conda:
         "../envs/ganstudy.yaml"
+    envmodules:
+        *config["compute"]["modules"],
     threads: THREADS
     resources:
         mem_mb=2000,
@@ -64,6 +68,8 @@ rule evaluate:
         f"{LOG_DIR}/evaluate/{{setup}}/trial{{trial}}.log",
     conda:
         "../envs/ganstudy.yaml"
+    envmodules:
+        *config["compute"]["modules"],
     threads: THREADS
     resources:
         mem_mb=2000,

@@ -1,5 +1,6 @@
 # Stage 2: training, one job per (set-up, trial). Profiles set {resources.mpi} to their launcher
-# (mpiexec, srun, jsrun); tasks follows the set-up (grid: one rank per cell up to compute.max_ranks).
+# (mpiexec, srun, jsrun); tasks follows the set-up (grid: one rank per cell, per_class: one per class,
+# up to compute.max_ranks), nodes and the jsrun geometry follow compute.node_cores/node_gpus.
 
 
 rule train:
@@ -25,6 +26,7 @@ rule train:
         # Outside the declared outputs: Snakemake must not delete them with a failed job.
         checkpoints=lambda wildcards: f"{STUDY_DIR}/checkpoints/{wildcards.setup}/trial{wildcards.trial}",
         rank_threads=THREADS,
+        launch=mpi_launch,
         device=config["compute"]["device"],
         gpus=config["compute"]["gpus_per_rank"],
     log:
@@ -32,13 +34,17 @@ rule train:
     conda:
         "../envs/ganstudy.yaml"
     threads: setup_threads
+    envmodules:
+        *config["compute"]["modules"],
     resources:
         tasks=setup_tasks,
+        nodes=setup_nodes,
+        cpus_per_task=THREADS,
         mpi="mpiexec",
         mem_mb=2000,
-        runtime=60,
+        runtime=config["compute"]["train_minutes"],
     shell:
-        "{resources.mpi} -n {resources.tasks} ganstudy train --setup {wildcards.setup}"
+        "{params.launch} ganstudy train --setup {wildcards.setup}"
         " --settings {params.settings:q} --train {input.train} --seed {params.seed}"
         " --trial {wildcards.trial} --out-dir {params.out_dir} {params.scoring} --checkpoint-dir {params.checkpoints}"
         " --device {params.device} --gpus-per-rank {params.gpus} --threads {params.rank_threads} > {log} 2>&1"

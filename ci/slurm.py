@@ -1,0 +1,133 @@
+"""A single-node Slurm on this machine, for the real-Slurm test (Debian packages slurmctld, slurmd,
+munge, slurm-client; see .ci/run).
+
+    python ci/slurm.py install   # apt-get the packages (root)
+    python ci/slurm.py start     # write slurm.conf, start munged, slurmctld, slurmd; print their PIDs as JSON
+    python ci/slurm.py stop PID...
+
+The tests call start/stop themselves and stop exactly the daemons they started, by PID. psutil is
+imported where needed: `install` runs with the system Python, before the virtual environment exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+CONF = Path("/etc/slurm/slurm.conf")
+PACKAGES = ["slurmctld", "slurmd", "munge", "slurm-client"]
+PARTITION = "debug"
+
+
+def install() -> None:
+    environment = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "install", "-y", "-q", *PACKAGES], check=True, env=environment)
+
+
+def config_text() -> str:
+    import psutil
+
+    host = socket.gethostname()
+    memory = psutil.virtual_memory().total // 2**20
+    return f"""# Written by ci/slurm.py: one node, this machine, for the workflow's Slurm test.
+ClusterName=ganstudy
+SlurmctldHost={host}(127.0.0.1)
+AuthType=auth/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=pmi2
+ReturnToService=2
+SchedulerType=sched/backfill
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+StateSaveLocation=/var/lib/slurm/slurmctld
+SlurmdSpoolDir=/var/lib/slurm/slurmd
+SlurmctldPidFile=/run/slurmctld.pid
+SlurmdPidFile=/run/slurmd.pid
+SlurmctldLogFile=/var/log/slurm/slurmctld.log
+SlurmdLogFile=/var/log/slurm/slurmd.log
+NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory={memory} State=UNKNOWN
+PartitionName={PARTITION} Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+"""
+
+
+def _wait(check, what: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not come up within {seconds:.0f} s")
+        time.sleep(0.2)
+
+
+def _pid_of(name: str) -> int | None:
+    import psutil
+
+    for process in psutil.process_iter(["name"]):
+        if process.info["name"] == name:
+            return process.pid
+    return None
+
+
+def start() -> dict[str, int]:
+    """Start the daemons that are not running; the PIDs of those this call started."""
+    missing = [tool for tool in ("munged", "slurmctld", "slurmd", "sinfo") if shutil.which(tool) is None]
+    if missing:
+        raise RuntimeError(f"Slurm is not installed (no {', '.join(missing)}): run `python ci/slurm.py install` as root")
+    for folder in ("/var/lib/slurm/slurmctld", "/var/lib/slurm/slurmd", "/var/log/slurm", "/run/munge"):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    shutil.chown("/run/munge", "munge", "munge")
+    CONF.write_text(config_text())
+    started = {}
+    if _pid_of("munged") is None:
+        subprocess.run(["runuser", "-u", "munge", "--", "munged"], check=True)
+        _wait(lambda: _pid_of("munged") is not None, "munged")
+        started["munged"] = _pid_of("munged")
+    for daemon in ("slurmctld", "slurmd"):
+        if _pid_of(daemon) is None:
+            subprocess.run([daemon], check=True)
+            _wait(lambda: _pid_of(daemon) is not None, daemon)
+            started[daemon] = _pid_of(daemon)
+    _wait(lambda: subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True).stdout.strip() in ("idle", "mixed", "allocated"),
+          "the Slurm node", 60)
+    return started
+
+
+def stop(pids: list[int]) -> None:
+    import psutil
+
+    for pid in pids:
+        try:
+            psutil.Process(pid).terminate()
+        except psutil.NoSuchProcess:
+            continue
+    psutil.wait_procs([p for p in map(_existing, pids) if p], timeout=20)
+
+
+def _existing(pid: int):
+    import psutil
+
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
+
+
+if __name__ == "__main__":
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
+    if command == "install":
+        install()
+    elif command == "start":
+        print(json.dumps(start()))
+    elif command == "stop":
+        stop([int(pid) for pid in sys.argv[2:]])
+    else:
+        sys.exit(__doc__)

@@ -1,0 +1,146 @@
+"""The cluster profiles: dry-runs as a user types them, the Summit profile against recording LSF
+commands that really run the jobs, and a shrunken study through a real single-node Slurm."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+
+pytestmark = pytest.mark.workflow
+
+STUDIES = sorted((REPO / "config" / "studies").glob("*.yaml"))
+# Per-class and grid jobs on 2 ranks each, as small as a study gets.
+TINY = {
+    "study": "tiny",
+    "trials": 1,
+    "classifier": {"epochs": 3, "min_accuracy": 0.0},
+    "setups": {
+        "grid": {"mode": "grid", "iterations": 1, "hidden_units": 32, "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
+        "per_class": {"mode": "per_class", "network": "dcgan", "iterations": 1, "batch_size": 32, "latent_dim": 16},
+    },
+    "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2},
+    "compute": {"max_ranks": 2},
+}
+
+
+def dry_run(profile: str, config: Path | None, env: dict) -> str:
+    command = ["snakemake", "--profile", profile, "-n"] + (["--configfile", str(config)] if config else [])
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.parametrize("profile", ["summit", "slurm", "local"])
+def test_each_profile_plans_the_default_study_by_name(profile, env):
+    # By name, from the repository root, as README says (make links the profiles).
+    out = dry_run(profile, None, env)
+    launcher = {"summit": "jsrun -n 2 -r 6 -a 1 -c 7 -g 1 -b packed:7", "slurm": "srun -n 2", "local": "mpiexec -n 2"}[profile]
+    assert f"{launcher} ganstudy train --setup grid2x2" in out
+
+
+@pytest.mark.parametrize("study", [s for s in STUDIES if "covid" not in s.stem], ids=lambda p: p.stem)
+def test_the_cluster_profiles_plan_every_study(study, env):
+    for profile in ("summit", "slurm"):
+        dry_run(profile, study, env)
+
+
+def _jobs(out: str, setup: str) -> list[str]:
+    lines = out.splitlines()
+    return [lines[i + 1] + "\n" + lines[i + 2] for i, line in enumerate(lines) if f"wildcards: setup={setup}," in line and "tasks=" in lines[i + 1]]
+
+
+def test_summit_geometry_follows_the_study(env):
+    thesis = dry_run("summit", REPO / "config" / "studies" / "lipizzaner_mnist_4lp.yaml", env)
+    jobs = _jobs(thesis, "grid18x18")
+    assert len(jobs) == 8
+    # 324 ranks, 6 per node with a GPU each -> 54 whole nodes.
+    assert all("nodes=54," in j and "jsrun -n 324 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train" in j for j in jobs)
+    cifar = dry_run("summit", REPO / "config" / "studies" / "dcgan_cifar100.yaml", env)
+    # Seed 001's layout: two GPUs per rank -> 3 ranks of 14 cores per node; 100 ranks -> 34 nodes.
+    jobs = _jobs(cifar, "per_class")
+    assert jobs and all("nodes=34," in j and "jsrun -n 100 -r 3 -a 1 -c 14 -g 2 -b packed:14 ganstudy train" in j for j in jobs)
+    assert all("nodes=1," in j and "jsrun -n 1 " in j for j in _jobs(cifar, "dcgan"))
+
+
+def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_jsrun(tmp_path, env):
+    fake = tmp_path / "lsf"
+    fake.mkdir()
+    lsf_env = {**env, "PATH": f"{REPO / 'tests' / 'fake_lsf'}{os.pathsep}{env['PATH']}", "FAKE_LSF_DIR": str(fake)}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(TINY))
+    command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile", str(tmp_path / "study.yaml"),
+               "--profile", str(REPO / "profiles" / "summit"), "--default-resources", "lsf_project=GEN150", "lsf_queue=batch",
+               "lsf_alloc_flags='gpumps smt4'", "nodes=1", "runtime=30", "--jobs", "2"]
+    done = subprocess.run(command, capture_output=True, text=True, env=lsf_env, timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    submitted = {}
+    for job in (fake / "jobs").iterdir():
+        args = (job / "args").read_text().splitlines()
+        submitted[args[args.index("-J") + 1] + "/" + job.name] = args
+    rules = sorted(name.split("/")[0] for name in submitted)
+    # Light rules run on the login node; the rest are LSF jobs.
+    assert rules == ["evaluate", "evaluate", "prepare_dataset", "reference_statistics", "train", "train", "train_classifier"]
+    train = [args for name, args in submitted.items() if name.startswith("train/")]
+    for args in train:
+        assert args[:6] == ["-J", "train", "-nnodes", "1", "-W", "2:00"]
+        assert args[args.index("-P") + 1] == "GEN150" and args[args.index("-q") + 1] == "batch"
+        assert args[args.index("-alloc_flags") + 1] == "gpumps smt4"
+    jsrun = (fake / "jsrun.log").read_text().splitlines()
+    assert sorted(line.split(" ganstudy train --setup ")[1].split()[0] for line in jsrun) == ["grid", "per_class"]
+    assert all(line.startswith("jsrun -n 2 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train") for line in jsrun)
+    for setup in ("grid", "per_class"):
+        record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
+        assert record["world_size"] == 2
+
+
+def test_lsf_status_maps_bjobs_states(tmp_path, env, monkeypatch):
+    from ganstudy.lsf import status
+
+    jobs = tmp_path / "jobs"
+    for job, rc in (("1", None), ("2", "0"), ("3", "1")):
+        (jobs / job).mkdir(parents=True)
+        if rc is not None:
+            (jobs / job / "rc").write_text(rc)
+    monkeypatch.setenv("FAKE_LSF_DIR", str(tmp_path))
+    monkeypatch.setenv("PATH", f"{REPO / 'tests' / 'fake_lsf'}{os.pathsep}{os.environ['PATH']}")
+    assert [status(job) for job in ("1", "2", "3", "99")] == ["running", "success", "failed", "failed"]
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    """A running single-node Slurm: the one CI installed (started here, stopped by PID afterwards), or
+    one already running. CI sets GANSTUDY_REQUIRE_SLURM=1, and then a missing Slurm fails the test."""
+    required = os.environ.get("GANSTUDY_REQUIRE_SLURM") == "1"
+    if shutil.which("sbatch") is None and not required:
+        pytest.skip("no Slurm on this machine (CI installs one: python ci/slurm.py install)")
+    started = subprocess.run([sys.executable, str(REPO / "ci" / "slurm.py"), "start"], capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, f"could not start Slurm: {started.stderr[-2000:]}"
+    pids = json.loads(started.stdout)
+    yield
+    subprocess.run([sys.executable, str(REPO / "ci" / "slurm.py"), "stop", *map(str, pids.values())], check=True, timeout=60)
+
+
+def test_a_shrunken_study_runs_through_slurm_with_srun_launched_mpi_jobs(slurm, tmp_path, env):
+    config = {**TINY, "compute": {**TINY["compute"], "node_gpus": 0, "node_cores": os.cpu_count(), "train_minutes": 10}}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
+    command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile", str(tmp_path / "study.yaml"),
+               "--profile", str(REPO / "profiles" / "slurm"), "--jobs", "2"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1200)
+    assert done.returncode == 0, done.stderr[-4000:]
+    log = done.stdout + done.stderr
+    submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
+    assert len(submitted) == 7  # prepare, classifier, reference statistics, 2 trainings, 2 evaluations
+    for setup in ("grid", "per_class"):
+        assert f"srun -n 2 ganstudy train --setup {setup}" in log
+        record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
+        assert record["world_size"] == 2
+    assert (tmp_path / "results" / "tiny" / "tables" / "pvalues_fid.md").is_file()
