@@ -68,13 +68,19 @@ def _wait(check, what: str, seconds: float = 30) -> None:
         time.sleep(0.2)
 
 
-def _pid_of(name: str) -> int | None:
+# Each daemon forks into the background and writes its PID file; the file names the process to stop.
+PID_FILES = {"munged": Path("/run/munge/munged.pid"), "slurmctld": Path("/run/slurmctld.pid"), "slurmd": Path("/run/slurmd.pid")}
+
+
+def _running(daemon: str) -> int | None:
+    """PID of the running daemon, from its PID file; None when it is not running."""
     import psutil
 
-    for process in psutil.process_iter(["name"]):
-        if process.info["name"] == name:
-            return process.pid
-    return None
+    try:
+        pid = int(PID_FILES[daemon].read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pid if psutil.pid_exists(pid) else None
 
 
 def start() -> dict[str, int]:
@@ -87,15 +93,12 @@ def start() -> dict[str, int]:
     shutil.chown("/run/munge", "munge", "munge")
     CONF.write_text(config_text())
     started = {}
-    if _pid_of("munged") is None:
-        subprocess.run(["runuser", "-u", "munge", "--", "munged"], check=True)
-        _wait(lambda: _pid_of("munged") is not None, "munged")
-        started["munged"] = _pid_of("munged")
-    for daemon in ("slurmctld", "slurmd"):
-        if _pid_of(daemon) is None:
-            subprocess.run([daemon], check=True)
-            _wait(lambda: _pid_of(daemon) is not None, daemon)
-            started[daemon] = _pid_of(daemon)
+    commands = {"munged": ["runuser", "-u", "munge", "--", "munged"], "slurmctld": ["slurmctld"], "slurmd": ["slurmd"]}
+    for daemon, command in commands.items():
+        if _running(daemon) is None:
+            subprocess.run(command, check=True)
+            _wait(lambda: _running(daemon) is not None, daemon)
+            started[daemon] = _running(daemon)
     _wait(lambda: subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True).stdout.strip() in ("idle", "mixed", "allocated"),
           "the Slurm node", 60)
     return started
