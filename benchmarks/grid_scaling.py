@@ -29,6 +29,7 @@ from ganstudy.config import validate_study_config
 from ganstudy.data.arrays import Split, save_split
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.evaluate.classifier import train_classifier
+from ganstudy.evaluate.extractor import classifier_extractor
 from ganstudy.evaluate.scores import reference_statistics
 
 SCHEMA = "workflow/schemas/config.schema.yaml"
@@ -72,7 +73,7 @@ def _last(out: Path) -> int:
 def score_inputs(folder: Path, epochs: int) -> None:
     settings = {"epochs": epochs, "batch_size": 100, "lr": 1e-3, "min_accuracy": 0.0}
     train_classifier(folder / "train.npz", folder / "test.npz", settings, 1, folder / "classifier.pt", folder / "classifier.json", 2)
-    reference_statistics(folder / "train.npz", folder / "classifier.pt", {"fid_features": "logits", "batch_size": 1000}, folder / "reference.npz", 2)
+    reference_statistics(folder / "train.npz", classifier_extractor(folder / "classifier.pt"), "logits", 1000, folder / "reference.npz", 2)
 
 
 def mnist_like(source: Path, target: Path, count: int) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -48,3 +51,24 @@ def classifier_path(digits_dir: Path) -> Path:
     model = digits_dir / "classifier.pt"
     train_classifier(digits_dir / "train.npz", digits_dir / "test.npz", settings, 2026, model, digits_dir / "classifier.json", 1)
     return model
+
+
+@pytest.fixture(scope="session", autouse=True)
+def slurm_daemons() -> dict:
+    """A single-node Slurm for the whole session wherever Slurm is installed (CI installs it).
+
+    Besides the Slurm test itself: Snakemake's Slurm plugin asks sacct at every start, which hangs
+    about 10 s when Slurm is installed but its controller is down. The daemons this fixture started
+    are stopped by their PIDs at the end.
+    """
+    if shutil.which("slurmctld") is None:
+        yield {"available": False, "why": "Slurm is not installed (CI installs it: python3 ci/slurm.py install)"}
+        return
+    script = str(REPO / "ci" / "slurm.py")
+    started = subprocess.run([sys.executable, script, "start"], capture_output=True, text=True, timeout=180)
+    if started.returncode != 0:
+        yield {"available": False, "why": f"Slurm did not start: {started.stderr.strip()[-1500:]}"}
+        return
+    pids = json.loads(started.stdout)
+    yield {"available": True}
+    subprocess.run([sys.executable, script, "stop", *map(str, pids.values())], check=True, timeout=60)

@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -115,18 +113,13 @@ def test_lsf_status_maps_bjobs_states(tmp_path, env, monkeypatch):
     assert [status(job) for job in ("1", "2", "3", "99")] == ["running", "success", "failed", "failed"]
 
 
-@pytest.fixture(scope="module")
-def slurm():
-    """A running single-node Slurm: the one CI installed (started here, stopped by PID afterwards), or
-    one already running. CI sets GANSTUDY_REQUIRE_SLURM=1, and then a missing Slurm fails the test."""
-    required = os.environ.get("GANSTUDY_REQUIRE_SLURM") == "1"
-    if shutil.which("sbatch") is None and not required:
-        pytest.skip("no Slurm on this machine (CI installs one: python ci/slurm.py install)")
-    started = subprocess.run([sys.executable, str(REPO / "ci" / "slurm.py"), "start"], capture_output=True, text=True, timeout=120)
-    assert started.returncode == 0, f"could not start Slurm: {started.stderr[-2000:]}"
-    pids = json.loads(started.stdout)
-    yield
-    subprocess.run([sys.executable, str(REPO / "ci" / "slurm.py"), "stop", *map(str, pids.values())], check=True, timeout=60)
+@pytest.fixture()
+def slurm(slurm_daemons):
+    """CI sets GANSTUDY_REQUIRE_SLURM=1: then a missing Slurm fails the test instead of skipping it."""
+    if not slurm_daemons["available"]:
+        if os.environ.get("GANSTUDY_REQUIRE_SLURM") == "1":
+            pytest.fail(slurm_daemons["why"])
+        pytest.skip(slurm_daemons["why"])
 
 
 def test_a_shrunken_study_runs_through_slurm_with_srun_launched_mpi_jobs(slurm, tmp_path, env):

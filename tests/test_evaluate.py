@@ -8,6 +8,7 @@ from scipy import linalg
 from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.classifier import load_classifier
+from ganstudy.evaluate.extractor import classifier_extractor
 from ganstudy.evaluate.scores import evaluate_generator, label_tvd, reference_statistics
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import sample_generator, sample_labelled, save_generator
@@ -16,7 +17,7 @@ from ganstudy.seeding import derive_seed
 
 SETTINGS = {
     "samples": 600, "batch_size": 128, "metrics": ["fid", "isc"], "fid_features": "logits",
-    "isc_splits": 1, "reference_split": "train",
+    "isc_splits": 1, "reference_split": "train", "extractor": "classifier",
 }
 
 
@@ -65,7 +66,7 @@ def generator_run(tmp_path_factory):
 def test_fid_and_is_match_an_independent_numpy_scipy_computation(digits_dir, classifier_path, generator_run, tmp_path, layer):
     out, generator, spec = generator_run
     settings = {**SETTINGS, "fid_features": layer}
-    reference_statistics(digits_dir / "train.npz", classifier_path, settings, tmp_path / "ref.npz", 1)
+    reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), settings["fid_features"], 500, tmp_path / "ref.npz", 1)
     record = evaluate_generator(
         out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", settings, 2026, 3,
         tmp_path / "scores.json", 1,
@@ -86,7 +87,7 @@ def test_fid_and_is_match_an_independent_numpy_scipy_computation(digits_dir, cla
 
 
 def test_real_test_split_scores_far_better_than_an_untrained_generator(digits_dir, classifier_path, generator_run, tmp_path):
-    reference_statistics(digits_dir / "train.npz", classifier_path, SETTINGS, tmp_path / "ref.npz", 1)
+    reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), SETTINGS["fid_features"], 500, tmp_path / "ref.npz", 1)
     with np.load(tmp_path / "ref.npz") as ref:
         real_test = _independent_features(classifier_path, torch.from_numpy(to_uint8(load_split(digits_dir / "test.npz").images)), "logits")
         fid_test = _independent_fid(real_test, _independent_features(classifier_path, torch.from_numpy(to_uint8(load_split(digits_dir / "train.npz").images)), "logits"))
@@ -97,7 +98,7 @@ def test_real_test_split_scores_far_better_than_an_untrained_generator(digits_di
 
 
 def test_stale_reference_statistics_are_refused(digits_dir, classifier_path, generator_run, tmp_path):
-    reference_statistics(digits_dir / "train.npz", classifier_path, {**SETTINGS, "fid_features": "penultimate"}, tmp_path / "ref.npz", 1)
+    reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), "penultimate", 500, tmp_path / "ref.npz", 1)
     out, _, _ = generator_run
     with pytest.raises(GanstudyError, match="delete the file and rerun"):
         evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", SETTINGS, 1, 0, tmp_path / "s.json", 1)
@@ -107,7 +108,7 @@ def test_stale_reference_statistics_are_refused(digits_dir, classifier_path, gen
 def test_in_training_fid_equals_the_independent_computation(digits_dir, classifier_path, generator_run, tmp_path):
     from ganstudy.evaluate.fid import FidScorer
 
-    reference_statistics(digits_dir / "train.npz", classifier_path, SETTINGS, tmp_path / "ref.npz", 1)
+    reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), SETTINGS["fid_features"], 500, tmp_path / "ref.npz", 1)
     _, generator, spec = generator_run
     images = sample_generator(generator, spec.latent_dim, 500, 9, 500)
     scorer = FidScorer(classifier_path, tmp_path / "ref.npz", torch.device("cpu"))
@@ -137,7 +138,7 @@ def test_per_class_fid_and_label_tvd_of_a_labelled_generator_match_independent_c
     save_generator(tmp_path / "generator.pt", mixture, "perceptron4", spec)
     (tmp_path / "run.json").write_text(json.dumps({"setup_name": "labelled", "train_seconds": 2.0}))
     settings = {**SETTINGS, "samples": 1000, "metrics": ["fid", "class_fid", "label_tvd"]}
-    reference_statistics(digits_dir / "train.npz", classifier_path, settings, tmp_path / "ref.npz", 1)
+    reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), settings["fid_features"], 500, tmp_path / "ref.npz", 1)
     record = evaluate_generator(
         tmp_path / "generator.pt", tmp_path / "run.json", classifier_path, tmp_path / "ref.npz", settings, 7, 2,
         tmp_path / "scores.json", 1,
@@ -157,7 +158,97 @@ def test_per_class_fid_and_label_tvd_of_a_labelled_generator_match_independent_c
 def test_an_unlabelled_generator_gets_no_class_fid_and_a_note_why(digits_dir, classifier_path, generator_run, tmp_path):
     out, _, _ = generator_run
     settings = {**SETTINGS, "metrics": ["fid", "class_fid"]}
-    reference_statistics(digits_dir / "train.npz", classifier_path, settings, tmp_path / "ref.npz", 1)
+    reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), settings["fid_features"], 500, tmp_path / "ref.npz", 1)
     record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", settings, 1, 0, tmp_path / "s.json", 1)
     assert set(record["scores"]) == {"fid"}
     assert "does not label its samples" in record["notes"]["class_fid"]
+
+
+def _independent_kid(generated, real):
+    """Unbiased MMD^2 with the polynomial kernel (x.y / d + 1)^3 over all samples."""
+    d = generated.shape[1]
+    kernel = lambda a, b: (a @ b.T / d + 1) ** 3  # noqa: E731
+    k_xx, k_yy, k_xy = kernel(generated, generated), kernel(real, real), kernel(generated, real)
+    m, n = len(generated), len(real)
+    return ((k_xx.sum() - np.trace(k_xx)) / (m * (m - 1)) + (k_yy.sum() - np.trace(k_yy)) / (n * (n - 1))
+            - 2 * k_xy.mean())
+
+
+def _independent_precision_recall(generated, real, k):
+    def radii(points):
+        distances = np.linalg.norm(points[:, None] - points[None], axis=2)
+        return np.sort(distances, axis=1)[:, k]  # the k-th neighbour, the point itself being 0th
+
+    cross = np.linalg.norm(generated[:, None] - real[None], axis=2)
+    precision = (cross <= radii(real)[None, :]).any(axis=1).mean()
+    recall = (cross.T <= radii(generated)[None, :]).any(axis=1).mean()
+    return precision, recall
+
+
+def test_kid_precision_and_recall_match_independent_computations(digits_dir, classifier_path, generator_run, tmp_path):
+    out, generator, spec = generator_run
+    settings = {**SETTINGS, "samples": 300, "metrics": ["kid", "precision", "recall"], "kid_subsets": 1,
+                "kid_subset_size": 1000, "prc_neighborhood": 3}
+    # As many real images as samples: the one KID subset (capped at 300) holds every image of both, and
+    # the MMD does not depend on their order.
+    small = tmp_path / "small.npz"
+    split = load_split(digits_dir / "test.npz")
+    from ganstudy.data.arrays import Split, save_split
+
+    save_split(small, Split(split.images[:300], split.labels[:300]))
+    reference_statistics(small, classifier_extractor(classifier_path), settings["fid_features"], 500, tmp_path / "ref.npz", 1)
+    record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", settings, 4, 1,
+                                tmp_path / "s.json", 1)
+    fake = _independent_features(classifier_path, torch.from_numpy(to_uint8(
+        sample_generator(generator, spec.latent_dim, 300, derive_seed(4, 1, "evaluate"), 128).numpy())), "logits")
+    real = _independent_features(classifier_path, torch.from_numpy(to_uint8(split.images[:300])), "logits")
+    # torch-fidelity's kernel runs in float32.
+    assert record["scores"]["kid"] == pytest.approx(_independent_kid(fake, real), rel=1e-3)
+    precision, recall = _independent_precision_recall(fake, real, 3)
+    assert record["scores"]["precision"] == pytest.approx(precision, abs=1e-9)
+    assert record["scores"]["recall"] == pytest.approx(recall, abs=1e-9)
+
+
+def _stand_in_inception(path):
+    from torch_fidelity import feature_extractor_inceptionv3 as module
+
+    original_load, original_apply = module.torch.load, module.FeatureExtractorInceptionV3.load_state_dict
+    module.torch.load = lambda *args, **kwargs: {}
+    module.FeatureExtractorInceptionV3.load_state_dict = lambda self, state, *args, **kwargs: None
+    try:
+        torch.manual_seed(0)
+        model = module.FeatureExtractorInceptionV3("inception-v3-compat", ["2048"], feature_extractor_weights_path="unused")
+    finally:
+        module.torch.load, module.FeatureExtractorInceptionV3.load_state_dict = original_load, original_apply
+    torch.save(model.state_dict(), path)
+    return model
+
+
+def test_the_inception_path_scores_with_local_weights_and_checks_their_hash(digits_dir, classifier_path, generator_run, tmp_path):
+    from ganstudy.data.arrays import Split, file_digest, save_split
+    from ganstudy.evaluate.extractor import inception_extractor
+
+    weights = tmp_path / "weights-inception.pth"
+    model = _stand_in_inception(weights)
+    digest = file_digest(weights)
+    split = load_split(digits_dir / "test.npz")
+    save_split(tmp_path / "real.npz", Split(split.images[:16], split.labels[:16]))
+    settings = {**SETTINGS, "samples": 16, "batch_size": 16, "metrics": ["fid", "isc"], "extractor": "inception",
+                "inception_weights": str(weights), "inception_sha256": digest[:12]}
+    extractor = inception_extractor(weights, digest[:12])
+    reference_statistics(tmp_path / "real.npz", extractor, "2048", 16, tmp_path / "inception.npz", 1)
+    reference_statistics(tmp_path / "real.npz", classifier_extractor(classifier_path), "logits", 20, tmp_path / "ref.npz", 1)
+    out, generator, spec = generator_run
+    record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", settings, 2, 0,
+                                tmp_path / "s.json", 1, tmp_path / "inception.npz")
+    assert record["extractor"] == f"ganstudy-inception-{digest[:16]}" and record["extractor_sha256"] == digest
+    # Independent: the same network called directly on 3-channel uint8 images, FID in numpy/scipy.
+    fake = to_uint8(sample_generator(generator, spec.latent_dim, 16, derive_seed(2, 0, "evaluate"), 16).numpy())
+    with torch.no_grad():
+        f_fake = model(torch.from_numpy(fake).repeat(1, 3, 1, 1))[0].double().numpy()
+        f_real = model(torch.from_numpy(to_uint8(split.images[:16])).repeat(1, 3, 1, 1))[0].double().numpy()
+    assert record["scores"]["fid"] == pytest.approx(_independent_fid(f_fake, f_real), rel=1e-3)
+    with pytest.raises(GanstudyError, match=f"has sha256 {digest}, not evaluation.inception_sha256=00000000"):
+        inception_extractor(weights, "00000000")
+    with pytest.raises(GanstudyError, match=r"is not a file: on a machine with internet download\n  https://github.com/toshas/torch-fidelity"):
+        inception_extractor(tmp_path / "missing.pth", None)

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from ganstudy.config import validate_study_config
+from ganstudy.evaluate.extractor import classifier_extractor
 from ganstudy.evaluate.scores import reference_statistics
 from ganstudy.models.artifact import load_generator
 
@@ -41,7 +42,7 @@ def settings(**keys):
 def scoring(digits_dir, classifier_path):
     reference = digits_dir / "reference_stats.npz"
     if not reference.exists():
-        reference_statistics(digits_dir / "train.npz", classifier_path, {"fid_features": "logits", "batch_size": 500}, reference, 1)
+        reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), "logits", 500, reference, 1)
     return classifier_path, reference
 
 

@@ -7,8 +7,8 @@ import pytest
 from scipy import stats as sps
 
 from ganstudy.stats.aggregate import aggregate_scores
-from ganstudy.stats.summary import markdown_table, pvalue_matrix, summary_table, write_stats
-from ganstudy.stats.tests import ranksum_pvalue
+from ganstudy.stats.summary import timing_table, kruskal_table, latex_table, markdown_table, pairwise_table, pvalue_matrix, summary_table, write_stats
+from ganstudy.stats.tests import a12, a12_magnitude, holm, kruskal_wallis, ranksum_pvalue
 
 
 def _hand_ranksum(x, y):
@@ -90,10 +90,11 @@ def test_aggregate_and_write_stats(tmp_path):
             path.write_text(json.dumps({"setup_name": setup, "trial": trial, "train_seconds": 30.0, "scores": {"fid": fid, "isc": 10 - fid}}))
             paths.append(path)
     table = aggregate_scores("demo", paths, tmp_path / "scores.csv")
-    assert len(table) == 12 and list(table.columns) == ["study", "setup", "trial", "metric", "value", "train_seconds"]
+    assert len(table) == 12 and list(table.columns) == ["study", "setup", "trial", "metric", "value", "train_seconds", "ranks", "grid"]
     written = write_stats(tmp_path / "scores.csv", ["x", "y"], ["fid", "isc"], tmp_path / "tables")
     assert sorted(p.name for p in written) == sorted(
-        f"{kind}_{m}.{ext}" for kind in ("summary", "pvalues") for m in ("fid", "isc") for ext in ("csv", "md")
+        [f"{kind}_{m}.{ext}" for kind in ("summary", "pvalues", "pairs") for m in ("fid", "isc") for ext in ("csv", "md", "tex")]
+        + [f"{name}.{ext}" for name in ("kruskal", "timing") for ext in ("csv", "md", "tex")]
     )
     summary = pd.read_csv(tmp_path / "tables" / "summary_fid.csv")
     assert list(summary.setup) == ["x", "y"] and list(summary["mean"]) == [2.0, 5.0]
@@ -101,3 +102,118 @@ def test_aggregate_and_write_stats(tmp_path):
     assert "higher is better" in (tmp_path / "tables" / "summary_isc.md").read_text()
     pvalues = pd.read_csv(tmp_path / "tables" / "pvalues_fid.csv", index_col=0)
     assert pvalues.loc["x", "y"] == pytest.approx(sps.mannwhitneyu([1, 2, 3], [4, 5, 6], method="asymptotic").pvalue)
+
+
+# Hidden ties: equal after rounding only, as scores printed with few digits are.
+TIED_A = [41.2, 40.9, 41.2, 39.8, 40.9, 42.0, 41.2]
+TIED_B = [40.9, 38.1, 39.8, 39.8, 37.5, 40.9]
+
+
+def test_holm_matches_statsmodels_and_a_hand_computation():
+    from statsmodels.stats.multitest import multipletests
+
+    p = [0.01, 0.04, 0.03, 0.005, 0.5]
+    np.testing.assert_allclose(holm(p), multipletests(p, method="holm")[1], rtol=1e-12)
+    # By hand: sorted 0.005*5, 0.01*4, 0.03*3, 0.04*2 (raised to the running max 0.09), 0.5*1.
+    np.testing.assert_allclose(holm(p), [0.04, 0.09, 0.09, 0.025, 0.5])
+    adjusted = holm([0.02, float("nan"), 0.01])
+    assert math.isnan(adjusted[1]) and adjusted[0] == pytest.approx(0.02) and adjusted[2] == pytest.approx(0.02)
+
+
+def test_a12_matches_the_mann_whitney_u_and_a_hand_count():
+    u = sps.mannwhitneyu(TIED_A, TIED_B).statistic
+    assert a12(TIED_A, TIED_B) == pytest.approx(u / (len(TIED_A) * len(TIED_B)))
+    # 3 values against 2: wins (3>1, 3>2, 2>1) = 3, ties (2=2, 1=1) = 2 -> (3 + 2/2) / 6.
+    assert a12([3, 2, 1], [1, 2]) == pytest.approx(4 / 6)
+    assert [a12_magnitude(v) for v in (0.5, 0.45, 0.62, 0.30, 0.95)] == ["negligible", "negligible", "small", "medium", "large"]
+
+
+def test_kruskal_wallis_matches_scipy_and_the_tie_corrected_formula():
+    groups = [TIED_A, TIED_B, [36.0, 39.8, 37.5]]
+    h, df, p = kruskal_wallis(groups)
+    reference = sps.kruskal(*groups)
+    assert (h, df) == (pytest.approx(reference.statistic), 2) and p == pytest.approx(reference.pvalue)
+    values = np.concatenate(groups)
+    ranks = sps.rankdata(values)
+    n, start, total = len(values), 0, 0.0
+    for g in groups:
+        total += ranks[start : start + len(g)].sum() ** 2 / len(g)
+        start += len(g)
+    _, ties = np.unique(values, return_counts=True)
+    by_hand = (12 / (n * (n + 1)) * total - 3 * (n + 1)) / (1 - (ties**3 - ties).sum() / (n**3 - n))
+    assert h == pytest.approx(by_hand, rel=1e-12)
+    assert math.isnan(kruskal_wallis([[1.0, 1.0], [1.0]])[0])
+
+
+def _frame(values_by_setup, metric="fid"):
+    return pd.DataFrame(
+        [{"study": "s", "setup": s, "trial": t, "metric": metric, "value": v, "train_seconds": 60.0}
+         for s, vals in values_by_setup.items() for t, v in enumerate(vals)]
+    )
+
+
+def test_pairs_adjust_over_the_metric_and_say_which_set_up_is_better():
+    scores = _frame({"a": TIED_A, "b": TIED_B, "c": [30.0, 31.0, 29.5, 30.5, 31.5]})
+    pairs = pairwise_table(scores, "fid", ["a", "b", "c"], min_trials=6).set_index(["setup_a", "setup_b"])
+    raw = [ranksum_pvalue(TIED_A, TIED_B), ranksum_pvalue(TIED_A, scores[scores.setup == "c"].value), ranksum_pvalue(TIED_B, scores[scores.setup == "c"].value)]
+    np.testing.assert_allclose(pairs.p_value, raw)
+    np.testing.assert_allclose(pairs.p_holm, holm(raw))
+    # Lower FID is better: c beats both; a scores higher than b, so b is better.
+    assert pairs.loc[("a", "c"), "better"] == "c" and pairs.loc[("a", "b"), "better"] == "b"
+    assert pairs.loc[("a", "c"), "a12"] == 1.0 and pairs.loc[("a", "c"), "effect"] == "large"
+    assert pairs.loc[("a", "c"), "note"] == "underpowered: c < 6 trials"
+    isc = pairwise_table(_frame({"a": [1.0, 2.0], "b": [3.0, 4.0]}, "isc"), "isc", ["a", "b"])
+    assert isc.better.tolist() == ["b"]  # higher IS is better
+
+
+def test_problem_set_ups_are_marked_not_fatal():
+    scores = _frame({"single": [40.0], "flat": [5.0, 5.0, 5.0], "holes": [1.0, float("nan"), 3.0], "none": []})
+    summary = summary_table(scores, "fid", ["single", "flat", "holes", "none"], min_trials=3).set_index("setup")
+    assert summary.loc["single", "note"] == "underpowered: 1 < 3 trials" and math.isnan(summary.loc["single", "sd"])
+    assert summary.loc["flat", "note"] == "constant" and summary.loc["flat", "iqr"] == 0
+    assert summary.loc["holes", "trials"] == 2 and "1 NaN score(s) left out" in summary.loc["holes", "note"]
+    assert summary.loc["holes", "mean"] == 2.0
+    assert summary.loc["none", "note"] == "no runs" and summary.loc["none", "trials"] == 0
+    pairs = pairwise_table(scores, "fid", ["single", "flat", "holes", "none"], min_trials=3)
+    flat_vs_flat = pairwise_table(_frame({"x": [5.0, 5.0], "y": [5.0, 5.0]}), "fid", ["x", "y"])
+    assert math.isnan(flat_vs_flat.p_value[0]) and flat_vs_flat.better[0] == "–"
+    assert pairs.set_index(["setup_a", "setup_b"]).loc[("single", "none"), "note"] == "underpowered: single, none < 3 trials"
+    assert math.isnan(kruskal_table(_frame({"x": [5.0, 5.0], "y": [5.0]}), ["fid"], ["x", "y"]).p_value[0])
+
+
+def test_the_thesis_table_4_5_layout_from_a_scores_csv(tmp_path):
+    # Table 4.5's shape: 30/30/15/8 trials of 3x3 .. 18x18 with the thesis's means; separated groups give its p-values.
+    trials = {"3x3": (30, 41.23), "6x6": (30, 24.63), "12x12": (15, 19.89), "18x18": (8, 17.20)}
+    rows = []
+    for offset, (setup, (n, mean)) in enumerate(trials.items()):
+        rows += [{"study": "thesis", "setup": setup, "trial": t, "metric": "fid", "value": mean + (t - (n - 1) / 2) * 0.01, "train_seconds": 4800.0}
+                 for t in range(n)]
+    pd.DataFrame(rows).to_csv(tmp_path / "scores.csv", index=False)
+    write_stats(tmp_path / "scores.csv", list(trials), ["fid"], tmp_path / "tables", min_trials=8, digits=3)
+    matrix = pd.read_csv(tmp_path / "tables" / "pvalues_fid.csv", index_col=0)
+    assert list(matrix.index) == ["3x3", "6x6", "12x12"] and list(matrix.columns) == ["6x6", "12x12", "18x18"]
+    assert matrix.loc["3x3", "6x6"] == pytest.approx(3.02e-11, rel=5e-3)
+    assert matrix.loc["3x3", "12x12"] == pytest.approx(6.46e-8, rel=5e-3)
+    assert matrix.loc["6x6", "18x18"] == pytest.approx(1.88e-5, rel=5e-3)
+    assert math.isnan(matrix.loc["6x6", "6x6"]) and math.isnan(matrix.loc["12x12", "6x6"])
+    markdown = (tmp_path / "tables" / "pvalues_fid.md").read_text()
+    # 6.4667e-8 prints as 6.47e-08 at 3 digits (the thesis printed 6.46).
+    assert "| 3x3 | 3.02e-11 | 6.47e-08 | 1.88e-05 |" in markdown
+    latex = (tmp_path / "tables" / "pvalues_fid.tex").read_text()
+    assert r"\toprule" in latex and r"3x3 & 3.02e-11 & 6.47e-08 & 1.88e-05 \\" in latex
+    summary = pd.read_csv(tmp_path / "tables" / "summary_fid.csv")
+    assert summary.trials.tolist() == [30, 30, 15, 8] and summary["mean"].round(2).tolist() == [41.23, 24.63, 19.89, 17.20]
+
+
+def test_timing_table_gives_seed_000s_speedup_against_the_one_rank_grid():
+    rows = []
+    for setup, grid, ranks, seconds in (("seq2x2", "2x2", 1, [400.0, 440.0]), ("dist2x2", "2x2", 4, [110.0, 100.0]),
+                                        ("dist3x3", "3x3", 9, [120.0, 120.0]), ("single", "", 1, [60.0, 60.0])):
+        for trial, t in enumerate(seconds):
+            for metric in ("fid", "isc"):
+                rows.append({"study": "s", "setup": setup, "trial": trial, "metric": metric, "value": 1.0,
+                             "train_seconds": t, "ranks": ranks, "grid": grid})
+    table = timing_table(pd.DataFrame(rows).fillna(""), ["seq2x2", "dist2x2", "dist3x3", "single"]).set_index("setup")
+    assert table.loc["dist2x2", "speedup"] == pytest.approx(420 / 105) and table.loc["dist2x2", "efficiency"] == pytest.approx(1.0)
+    assert table.loc["seq2x2", "speedup"] == pytest.approx(1.0) and table.loc["dist2x2", "trials"] == 2
+    assert math.isnan(table.loc["dist3x3", "speedup"]) and math.isnan(table.loc["single", "speedup"])

@@ -59,9 +59,15 @@ def _train_classifier(args: argparse.Namespace) -> None:
 
 
 def _reference_stats(args: argparse.Namespace) -> None:
-    from ganstudy.evaluate.scores import reference_statistics
+    from ganstudy.evaluate.extractor import classifier_extractor
+    from ganstudy.evaluate.scores import quality_extractor, reference_statistics
 
-    reference_statistics(args.split, args.classifier, args.settings, args.out, args.threads)
+    s = args.settings
+    if args.extractor == "classifier":
+        extractor, layer = classifier_extractor(args.classifier), s["fid_features"]
+    else:
+        extractor, layer, _ = quality_extractor(s, args.classifier)
+    reference_statistics(args.split, extractor, layer, s["batch_size"], args.out, args.threads)
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -78,7 +84,7 @@ def _evaluate(args: argparse.Namespace) -> None:
 
     record = evaluate_generator(
         args.generator, args.run_record, args.classifier, args.reference, args.settings, args.seed, args.trial,
-        args.out, args.threads,
+        args.out, args.threads, args.quality_reference,
     )
     print(json.dumps(record["scores"]))
 
@@ -101,6 +107,12 @@ def _bjobs_status(args: argparse.Namespace) -> None:
     print(status(args.job_id))
 
 
+def _curves(args: argparse.Namespace) -> None:
+    from ganstudy.report.figures import training_curves
+
+    training_curves(args.losses, args.setups, args.out)
+
+
 def _smote_samples(args: argparse.Namespace) -> None:
     from ganstudy.report.images import real_vs_smote
 
@@ -116,7 +128,7 @@ def _anova(args: argparse.Namespace) -> None:
 def _stats(args: argparse.Namespace) -> None:
     from ganstudy.stats.summary import write_stats
 
-    write_stats(args.scores, args.setups, args.metrics, args.out_dir)
+    write_stats(args.scores, args.setups, args.metrics, args.out_dir, args.min_trials, args.digits)
 
 
 def _box_plot(args: argparse.Namespace) -> None:
@@ -182,6 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
     settings(sub, "evaluation section")
     sub.add_argument("--split", required=True)
     sub.add_argument("--classifier", required=True)
+    sub.add_argument(
+        "--extractor", choices=["classifier", "quality"], default="classifier",
+        help="classifier: the classifier's statistics (per-class scores, in-training FID); quality: those of "
+        "evaluation.extractor (FID, IS, KID, precision, recall)",
+    )
     sub.add_argument("--out", required=True)
     threads(sub)
 
@@ -207,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--run-record", required=True, help="the training run's run.json")
     sub.add_argument("--classifier", required=True)
     sub.add_argument("--reference", required=True, help="reference statistics of the real images")
+    sub.add_argument("--quality-reference", help="reference statistics of evaluation.extractor when it is not the classifier")
     sub.add_argument("--seed", type=int, required=True, help="study seed")
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out", required=True)
@@ -230,6 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("bjobs-status", _bjobs_status, "running, success or failed for an LSF job id (profiles/summit)")
     sub.add_argument("job_id")
 
+    sub = command("curves", _curves, "training curves: mean losses per iteration and set-up")
+    sub.add_argument("--losses", nargs="+", required=True, help="losses.csv of the runs")
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--out", required=True)
+
     sub = command("smote-samples", _smote_samples, "grid of real vs SMOTE training images, a row pair per class")
     sub.add_argument("--train", required=True, help="prepared training split")
     sub.add_argument("--out", required=True)
@@ -243,6 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--scores", required=True)
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
     sub.add_argument("--metrics", nargs="+", required=True)
+    sub.add_argument("--min-trials", type=int, default=1, help="flag set-ups with fewer finite scores as underpowered")
+    sub.add_argument("--digits", type=int, default=4, help="significant digits in the Markdown and LaTeX tables")
     sub.add_argument("--out-dir", required=True)
 
     sub = command("box-plot", _box_plot, "box plot of one metric per set-up")

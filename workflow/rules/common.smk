@@ -7,8 +7,9 @@ import re
 from snakemake.exceptions import WorkflowError
 
 from ganstudy.config import ConfigError, validate_study_config
-from ganstudy.data.loaders import CLASS_COUNTS
-from ganstudy.data.sources import SOURCES
+from ganstudy.data.sources import CLASS_COUNTS, SOURCES
+from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.weights import check_inception_weights
 
 try:
     validate_study_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
@@ -23,6 +24,14 @@ RUNS = [(s, t) for s in SETUPS for t in range(config["setups"][s]["trials"] or c
 METRICS = config["evaluation"]["metrics"]
 THREADS = config["compute"]["threads_per_job"]
 SMOTE = config["dataset"]["smote"]["strategy"] != "none"
+TABLE_FORMATS = ["csv", "md", "tex"]
+# Inception features for FID/IS/KID/PRC: a missing or wrong weights file stops the DAG before any job.
+INCEPTION = config["evaluation"]["extractor"] == "inception"
+if INCEPTION:
+    try:
+        check_inception_weights(config["evaluation"]["inception_weights"], config["evaluation"]["inception_sha256"])
+    except GanstudyError as error:
+        raise WorkflowError(str(error)) from None
 
 
 wildcard_constraints:
@@ -109,6 +118,22 @@ def scoring_args(wildcards, input):
     if "classifier" not in input.keys():
         return ""
     return f"--classifier {input.classifier} --reference {input.reference}"
+
+
+def evaluate_inputs(wildcards):
+    inputs = {
+        "generator": f"{STUDY_DIR}/runs/{wildcards.setup}/trial{wildcards.trial}/generator.pt",
+        "record": f"{STUDY_DIR}/runs/{wildcards.setup}/trial{wildcards.trial}/run.json",
+        "classifier": f"{STUDY_DIR}/classifier/classifier.pt",
+        "reference": f"{STUDY_DIR}/classifier/reference_stats.npz",
+    }
+    if INCEPTION:
+        inputs["quality"] = f"{STUDY_DIR}/classifier/reference_inception.npz"
+    return inputs
+
+
+def quality_args(wildcards, input):
+    return f"--quality-reference {input.quality}" if "quality" in input.keys() else ""
 
 
 def fetched_files():

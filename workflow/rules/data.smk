@@ -55,7 +55,7 @@ rule anova:
         rules.prepare_dataset.output.train,
     output:
         csv=report(f"{STUDY_DIR}/tables/anova.csv", caption="../report/anova.rst", category="1. Data"),
-        markdown=f"{STUDY_DIR}/tables/anova.md",
+        markdown=report(f"{STUDY_DIR}/tables/anova.md", caption="../report/anova.rst", category="1. Data"),
     log:
         f"{LOG_DIR}/anova.log",
     conda:

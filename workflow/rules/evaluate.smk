@@ -53,17 +53,39 @@ rule reference_statistics:
         " --classifier {input.classifier} --out {output} --threads {threads} > {log} 2>&1"
 
 
+rule inception_statistics:
+    input:
+        split=f"{STUDY_DIR}/data/{config['evaluation']['reference_split']}.npz",
+        classifier=rules.train_classifier.output.model,
+        weights=config["evaluation"]["inception_weights"] or [],
+    output:
+        f"{STUDY_DIR}/classifier/reference_inception.npz",
+    params:
+        settings=as_json(config["evaluation"]),
+    log:
+        f"{LOG_DIR}/inception_statistics.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    envmodules:
+        *config["compute"]["modules"],
+    threads: THREADS
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    shell:
+        "ganstudy reference-stats --extractor quality --settings {params.settings:q} --split {input.split}"
+        " --classifier {input.classifier} --out {output} --threads {threads} > {log} 2>&1"
+
+
 rule evaluate:
     input:
-        generator=rules.train.output.generator,
-        record=rules.train.output.record,
-        classifier=rules.train_classifier.output.model,
-        reference=rules.reference_statistics.output,
+        unpack(evaluate_inputs),
     output:
         f"{STUDY_DIR}/scores/{{setup}}/trial{{trial}}.json",
     params:
         settings=as_json(config["evaluation"]),
         seed=config["seed"],
+        quality=quality_args,
     log:
         f"{LOG_DIR}/evaluate/{{setup}}/trial{{trial}}.log",
     conda:
@@ -76,5 +98,5 @@ rule evaluate:
         runtime=15,
     shell:
         "ganstudy evaluate --settings {params.settings:q} --generator {input.generator}"
-        " --run-record {input.record} --classifier {input.classifier} --reference {input.reference}"
+        " --run-record {input.record} --classifier {input.classifier} --reference {input.reference} {params.quality}"
         " --seed {params.seed} --trial {wildcards.trial} --out {output} --threads {threads} > {log} 2>&1"

@@ -46,6 +46,28 @@ rule sample_montage:
         "ganstudy montage --grids {input} --setups {params.setups} --out {output} > {log} 2>&1"
 
 
+rule training_curves:
+    input:
+        [f"{STUDY_DIR}/runs/{setup}/trial{trial}/losses.csv" for setup, trial in RUNS],
+    output:
+        report(
+            f"{STUDY_DIR}/figures/training_curves.png",
+            caption="../report/training_curves.rst",
+            category="5. Figures",
+            labels={"figure": "training curves"},
+        ),
+    params:
+        setups=SETUPS,
+    log:
+        f"{LOG_DIR}/training_curves.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy curves --losses {input} --setups {params.setups} --out {output} > {log} 2>&1"
+
+
 rule smote_samples:
     input:
         rules.prepare_dataset.output.train,
@@ -65,5 +87,6 @@ rule figures:
     input:
         expand(rules.box_plot.output, metric=METRICS),
         rules.sample_montage.output,
+        rules.training_curves.output,
         rules.smote_samples.output if SMOTE else [],
     localrule: True

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ganstudy.data.conform import conform
+from ganstudy.data.sources import CLASS_COUNTS
 from ganstudy.errors import GanstudyError
 from ganstudy.registry import Registry
 
@@ -36,9 +37,6 @@ class LoadOptions:
 
 
 LOADERS: Registry = Registry("data-set loader")
-
-# Classes of the standard data sets, for sizing per-class jobs before the data are read.
-CLASS_COUNTS = {"digits": 10, "mnist": 10, "fashion_mnist": 10, "cifar10": 10, "cifar100": 100}
 
 
 @LOADERS.register("digits")

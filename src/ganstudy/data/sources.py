@@ -11,6 +11,9 @@ class RemoteFiles:
     md5: dict[str, str]  # file name -> published MD5
 
 
+# Classes of the standard data sets, for sizing per-class jobs before the data are read.
+CLASS_COUNTS = {"digits": 10, "mnist": 10, "fashion_mnist": 10, "cifar10": 10, "cifar100": 100}
+
 SOURCES: dict[str, RemoteFiles] = {
     "mnist": RemoteFiles(
         mirrors=("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"),

@@ -1,4 +1,5 @@
-"""The dataset's classifier as a torch-fidelity feature extractor.
+"""Feature extractors through torch-fidelity: the data set's classifier (registered as an extractor) or
+the standard Inception-v3 from a local weights file.
 
 torch-fidelity keys cached statistics by extractor name only, so the name carries the weights'
 hash: a retrained classifier is a different extractor and never meets stale statistics.
@@ -7,6 +8,8 @@ hash: a retrained classifier is a different extractor and never meets stale stat
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch.utils.data import Dataset
@@ -16,6 +19,7 @@ from torch_fidelity.utils import create_feature_extractor, extract_featuresdict_
 
 from ganstudy.data.arrays import file_digest
 from ganstudy.evaluate.classifier import load_classifier
+from ganstudy.evaluate.weights import check_inception_weights
 
 FEATURES = ("penultimate", "logits")
 
@@ -64,19 +68,39 @@ class UInt8Images(Dataset):
         return self.images[index]
 
 
-def extractor_name(weights_path: str | os.PathLike[str]) -> str:
-    return f"ganstudy-classifier-{file_digest(weights_path)[:16]}"
+@dataclass(frozen=True)
+class Extractor:
+    """A feature extractor and its weights file: the data set's classifier (layers penultimate,
+    logits) or torch-fidelity's Inception-v3 (layers 2048, logits_unbiased)."""
+
+    kind: str
+    weights: Path
+
+    @property
+    def name(self) -> str:
+        return f"ganstudy-{self.kind}-{file_digest(self.weights)[:16]}"
+
+    def features(self, images: torch.Tensor, layers: list[str], batch_size: int) -> dict[str, torch.Tensor]:
+        """The requested layers' features of uint8 ``images``, extracted by torch-fidelity on the CPU."""
+        if self.kind == "inception":
+            name = "inception-v3-compat"
+            # Inception reads colour images; a grey image is the same grey in each channel.
+            images = images.expand(-1, 3, -1, -1) if images.shape[1] == 1 else images
+        else:
+            name = self.name
+            if name not in FEATURE_EXTRACTORS_REGISTRY:
+                register_feature_extractor(name, ClassifierFeatureExtractor)
+        options = dict(cuda=False, verbose=False, feature_extractor_weights_path=str(self.weights))
+        extractor = create_feature_extractor(name, layers, **options)
+        return extract_featuresdict_from_input_id(
+            1, extractor, input1=UInt8Images(images.contiguous()), batch_size=batch_size, save_cpu_ram=True, **options
+        )
 
 
-def classifier_features(
-    weights_path: str | os.PathLike[str], images: torch.Tensor, layers: list[str], batch_size: int
-) -> dict[str, torch.Tensor]:
-    """The requested layers' features of uint8 ``images``, extracted by torch-fidelity on the CPU."""
-    name = extractor_name(weights_path)
-    if name not in FEATURE_EXTRACTORS_REGISTRY:
-        register_feature_extractor(name, ClassifierFeatureExtractor)
-    options = dict(cuda=False, verbose=False, feature_extractor_weights_path=str(weights_path))
-    extractor = create_feature_extractor(name, layers, **options)
-    return extract_featuresdict_from_input_id(
-        1, extractor, input1=UInt8Images(images), batch_size=batch_size, save_cpu_ram=True, **options
-    )
+def classifier_extractor(path: str | os.PathLike[str]) -> Extractor:
+    return Extractor("classifier", Path(path))
+
+
+def inception_extractor(path: str | os.PathLike[str] | None, expected_sha256: str | None) -> Extractor:
+    check_inception_weights(path, expected_sha256)
+    return Extractor("inception", Path(path))

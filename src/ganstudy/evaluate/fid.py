@@ -15,7 +15,7 @@ from torch_fidelity.metric_fid import KEY_METRIC_FID, fid_features_to_statistics
 
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.classifier import load_classifier
-from ganstudy.evaluate.extractor import extractor_name
+from ganstudy.evaluate.extractor import Extractor, classifier_extractor
 
 
 def frechet_distance(generated: dict[str, np.ndarray], real: dict[str, np.ndarray]) -> float:
@@ -25,16 +25,18 @@ def frechet_distance(generated: dict[str, np.ndarray], real: dict[str, np.ndarra
 
 @dataclass(frozen=True)
 class Reference:
-    """Real-image statistics: FID's mean and covariance over all images and per class, and the label counts."""
+    """Real-image statistics: FID's mean and covariance over all images and per class, the label counts,
+    and the features themselves."""
 
     statistics: dict[str, np.ndarray]
     layer: str
     classes: dict[int, dict[str, np.ndarray]]
     label_counts: dict[int, int]
+    features: np.ndarray  # the real images' features of that layer (KID, precision and recall need them)
 
 
-def load_reference(reference_path: str | os.PathLike[str], classifier_path: str | os.PathLike[str]) -> Reference:
-    """The real images' statistics of a classifier layer; refuses those of another classifier."""
+def load_reference(reference_path: str | os.PathLike[str], expected: Extractor) -> Reference:
+    """The real images' statistics of an extractor's layer; refuses those of another extractor."""
     try:
         with np.load(reference_path, allow_pickle=False) as arrays:
             layer, extractor = str(arrays["layer"]), str(arrays["extractor"])
@@ -44,13 +46,14 @@ def load_reference(reference_path: str | os.PathLike[str], classifier_path: str 
                 layer,
                 {c: {"mu": arrays["class_mu"][i], "sigma": arrays["class_sigma"][i]} for i, c in enumerate(labels)},
                 dict(zip(labels, arrays["label_counts"].tolist())),
+                arrays["features"],
             )
     except (OSError, KeyError, ValueError) as exc:
         raise GanstudyError(f"reference statistics {reference_path} are unreadable ({exc}); delete the file and rerun") from None
-    if extractor != extractor_name(classifier_path):
+    if extractor != expected.name:
         raise GanstudyError(
-            f"reference statistics {reference_path} belong to {extractor}, not to the classifier "
-            f"{classifier_path}; delete the file and rerun"
+            f"reference statistics {reference_path} belong to {extractor}, not to {expected.name} "
+            f"({expected.weights}); delete the file and rerun"
         )
     return reference
 
@@ -59,7 +62,7 @@ class FidScorer:
     def __init__(
         self, classifier_path: str | os.PathLike[str], reference_path: str | os.PathLike[str], device: torch.device
     ) -> None:
-        reference = load_reference(reference_path, classifier_path)
+        reference = load_reference(reference_path, classifier_extractor(classifier_path))
         self.reference, self.layer = reference.statistics, reference.layer
         self.classifier = load_classifier(classifier_path).to(device)
         self.device = device

@@ -10,13 +10,15 @@ from typing import Any
 import numpy as np
 import torch
 from torch_fidelity.metric_fid import fid_features_to_statistics, fid_featuresdict_to_statistics
+from torch_fidelity.metric_kid import KEY_METRIC_KID_MEAN, KEY_METRIC_KID_STD, kid_features_to_metric
+from torch_fidelity.metric_prc import prc_features_to_metric
 from torch_fidelity.metric_isc import KEY_METRIC_ISC_MEAN, KEY_METRIC_ISC_STD, isc_featuresdict_to_metric
 
 from ganstudy.atomic import atomic_path, read_json, write_json
-from ganstudy.data.arrays import load_split, to_uint8
+from ganstudy.data.arrays import file_digest, load_split, to_uint8
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.extractor import classifier_features, extractor_name
-from ganstudy.evaluate.fid import frechet_distance, load_reference
+from ganstudy.evaluate.extractor import Extractor, classifier_extractor, inception_extractor
+from ganstudy.evaluate.fid import Reference, frechet_distance, load_reference
 from ganstudy.models.artifact import load_generator, sample_labelled
 from ganstudy.parallel.world import set_cpu_threads
 from ganstudy.provenance import provenance_record
@@ -25,17 +27,18 @@ from ganstudy.seeding import derive_seed
 
 def reference_statistics(
     split_path: str | os.PathLike[str],
-    classifier_path: str | os.PathLike[str],
-    settings: dict[str, Any],
+    extractor: Extractor,
+    layer: str,
+    batch_size: int,
     out_path: str | os.PathLike[str],
     threads: int,
 ) -> None:
-    """Mean and covariance of the real images' features, computed once per dataset and reused."""
+    """Mean, covariance and features of the real images in one layer, overall and per class, computed
+    once per data set and extractor and reused by every evaluation."""
     set_cpu_threads(threads)
     split = load_split(split_path)
-    layer = settings["fid_features"]
     images = torch.from_numpy(to_uint8(split.images))
-    features = classifier_features(classifier_path, images, [layer], settings["batch_size"])
+    features = extractor.features(images, [layer], batch_size)
     stats = fid_featuresdict_to_statistics(features, layer)
     labels, counts = np.unique(split.labels, return_counts=True)
     # Per-class statistics need a covariance, so classes of a single image are left out.
@@ -44,9 +47,10 @@ def reference_statistics(
     with atomic_path(out_path) as tmp:
         np.savez(
             tmp, mu=stats["mu"], sigma=stats["sigma"], layer=np.array(layer),
-            extractor=np.array(extractor_name(classifier_path)), count=np.array(len(images)),
+            extractor=np.array(extractor.name), count=np.array(len(images)),
             class_labels=covered, class_mu=np.stack([c["mu"] for c in per_class]),
             class_sigma=np.stack([c["sigma"] for c in per_class]), label_counts=counts[counts >= 2],
+            features=features[layer].numpy(),
         )
 
 
@@ -59,6 +63,26 @@ def label_tvd(predicted: np.ndarray, real_counts: dict[int, int]) -> float:
     return float(0.5 * np.abs(generated - real).sum())
 
 
+QUALITY = {"fid", "isc", "kid", "precision", "recall"}
+
+
+def quality_extractor(settings: dict[str, Any], classifier_path: str | os.PathLike[str]) -> tuple[Extractor, str, str]:
+    """The extractor of FID, IS, KID, precision and recall, with its FID and IS layers."""
+    if settings["extractor"] == "inception":
+        return inception_extractor(settings["inception_weights"], settings["inception_sha256"]), "2048", "logits_unbiased"
+    return classifier_extractor(classifier_path), settings["fid_features"], "logits"
+
+
+def _checked_reference(path: str | os.PathLike[str], extractor: Extractor, layer: str) -> Reference:
+    reference = load_reference(path, extractor)
+    if reference.layer != layer:
+        raise GanstudyError(
+            f"reference statistics {path} are of layer {reference.layer}, not {layer} (evaluation.fid_features); "
+            "delete the file and rerun"
+        )
+    return reference
+
+
 def evaluate_generator(
     generator_path: str | os.PathLike[str],
     run_record_path: str | os.PathLike[str],
@@ -69,47 +93,42 @@ def evaluate_generator(
     trial: int,
     out_path: str | os.PathLike[str],
     threads: int,
+    quality_reference_path: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
+    """Scores of one generator. FID, IS, KID, precision and recall use evaluation.extractor (the
+    classifier, or Inception with ``quality_reference_path``); class_fid and label_tvd always use the
+    data set's classifier, whose classes are the data's."""
     set_cpu_threads(threads)
     generator, spec = load_generator(generator_path)
     run = read_json(run_record_path)
     seed = derive_seed(study_seed, trial, "evaluate")
     samples, sample_labels = sample_labelled(generator, spec.latent_dim, settings["samples"], seed, settings["batch_size"])
     images = torch.from_numpy(to_uint8(samples.numpy()))
-    fid_layer = settings["fid_features"]
-    metrics = settings["metrics"]
-    features = classifier_features(classifier_path, images, sorted({fid_layer, "logits"}), settings["batch_size"])
+    metrics = set(settings["metrics"])
+    batch = settings["batch_size"]
+    classifier = classifier_extractor(classifier_path)
+    extractor, fid_layer, isc_layer = quality_extractor(settings, classifier_path)
     scores: dict[str, float] = {}
     notes: dict[str, str] = {}
-    if {"fid", "class_fid", "label_tvd"} & set(metrics):
-        reference = load_reference(reference_path, classifier_path)
-        if reference.layer != fid_layer:
-            raise GanstudyError(
-                f"reference statistics {reference_path} are of the classifier's {reference.layer} layer, not of "
-                f"evaluation.fid_features={fid_layer}; delete the file and rerun"
-            )
-    if "fid" in metrics:
-        generated = fid_featuresdict_to_statistics(features, fid_layer)
-        scores["fid"] = frechet_distance(generated, reference.statistics)
-    if "isc" in metrics:
-        isc = isc_featuresdict_to_metric(
-            features, "logits", isc_splits=settings["isc_splits"], samples_shuffle=True, rng_seed=seed % 2**32,
-            verbose=False,
-        )
-        scores["isc"] = isc[KEY_METRIC_ISC_MEAN]
-        scores["isc_std"] = isc[KEY_METRIC_ISC_STD]
-    if "label_tvd" in metrics:
-        scores["label_tvd"] = label_tvd(features["logits"].argmax(1).numpy(), reference.label_counts)
+    if metrics & QUALITY:
+        features = extractor.features(images, sorted({fid_layer, isc_layer}), batch)
+        reference = _checked_reference(quality_reference_path or reference_path, extractor, fid_layer)
+        scores.update(_quality_scores(features, reference, fid_layer, isc_layer, metrics, settings, seed))
     per_class: dict[str, float] = {}
-    if "class_fid" in metrics:
-        if sample_labels is None:
+    if metrics & {"class_fid", "label_tvd"}:
+        layer = settings["fid_features"]
+        features = classifier.features(images, sorted({layer, "logits"}), batch)
+        reference = _checked_reference(reference_path, classifier, layer)
+        if "label_tvd" in metrics:
+            scores["label_tvd"] = label_tvd(features["logits"].argmax(1).numpy(), reference.label_counts)
+        if "class_fid" in metrics and sample_labels is None:
             notes["class_fid"] = "not reported: the generator does not label its samples (modes single and grid)"
-        else:
+        elif "class_fid" in metrics:
             for label, real in reference.classes.items():
                 mine = sample_labels == label
                 # A class with fewer than 2 samples has no covariance: its FID is undefined (NaN).
                 per_class[str(label)] = (
-                    frechet_distance(fid_features_to_statistics(features[fid_layer][mine]), real) if int(mine.sum()) >= 2 else float("nan")
+                    frechet_distance(fid_features_to_statistics(features[layer][mine]), real) if int(mine.sum()) >= 2 else float("nan")
                 )
             scores["class_fid"] = float(np.mean(list(per_class.values())))
     record = provenance_record(
@@ -122,7 +141,39 @@ def evaluate_generator(
         class_fid=per_class,
         notes=notes,
         train_seconds=run["train_seconds"],
-        extractor=extractor_name(classifier_path),
+        # Timing context for the speed-up tables: ranks and, for the grid, the amount of work.
+        world_size=run.get("world_size", 1),
+        grid_shape=run.get("grid_shape"),
+        extractor=extractor.name,
+        extractor_sha256=file_digest(extractor.weights),
     )
     write_json(out_path, record)
     return record
+
+
+def _quality_scores(
+    features: dict[str, torch.Tensor], reference: Reference, fid_layer: str, isc_layer: str, metrics: set[str],
+    settings: dict[str, Any], seed: int,
+) -> dict[str, float]:
+    scores: dict[str, float] = {}
+    generated, real = features[fid_layer], torch.from_numpy(reference.features)
+    if "fid" in metrics:
+        scores["fid"] = frechet_distance(fid_featuresdict_to_statistics(features, fid_layer), reference.statistics)
+    if "isc" in metrics:
+        isc = isc_featuresdict_to_metric(
+            features, isc_layer, isc_splits=settings["isc_splits"], samples_shuffle=True, rng_seed=seed % 2**32, verbose=False,
+        )
+        scores["isc"], scores["isc_std"] = isc[KEY_METRIC_ISC_MEAN], isc[KEY_METRIC_ISC_STD]
+    if "kid" in metrics:
+        subset = min(settings["kid_subset_size"], len(real), len(generated))
+        kid = kid_features_to_metric(
+            generated, real, kid_subsets=settings["kid_subsets"], kid_subset_size=subset, rng_seed=seed % 2**32, verbose=False,
+        )
+        scores["kid"], scores["kid_std"] = kid[KEY_METRIC_KID_MEAN], kid[KEY_METRIC_KID_STD]
+    if metrics & {"precision", "recall"}:
+        # torch-fidelity's convention: generated first, real second.
+        prc = prc_features_to_metric(
+            generated, real, prc_neighborhood=settings["prc_neighborhood"], prc_batch_size=10000, save_cpu_ram=True, verbose=False,
+        )
+        scores.update({m: float(prc[m]) for m in ("precision", "recall") if m in metrics})
+    return scores

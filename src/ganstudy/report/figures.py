@@ -1,4 +1,5 @@
-"""figures: a box plot per metric (every trial drawn) and the set-ups' sample grids side by side."""
+"""figures: a box plot per metric (every trial drawn), the set-ups' sample grids side by side, and the
+training curves."""
 
 from __future__ import annotations
 
@@ -46,4 +47,23 @@ def sample_montage(grid_paths: list[str], setups: list[str], out_path: str | os.
             ax.imshow(np.asarray(picture), cmap="gray", interpolation="nearest")
         ax.set_title(setup)
         ax.axis("off")
+    _save(figure, out_path)
+
+
+def training_curves(loss_paths: list[str], setups: list[str], out_path: str | os.PathLike[str]) -> None:
+    """Discriminator and generator loss per iteration, the mean over a set-up's trials (and over classes
+    for per-class runs), one line per set-up."""
+    figure, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharex=True)
+    for setup in setups:
+        runs = [pd.read_csv(p) for p in loss_paths if f"/runs/{setup}/" in p]
+        if not runs:
+            continue
+        mean = pd.concat(runs).groupby("iteration")[["d_loss", "g_loss"]].mean()
+        for ax, column in zip(axes, ("d_loss", "g_loss")):
+            ax.plot(mean.index, mean[column], label=f"{setup} ({len(runs)} trials)")
+    for ax, title in zip(axes, ("discriminator loss", "generator loss")):
+        ax.set_title(title)
+        ax.set_xlabel("iteration")
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=8)
     _save(figure, out_path)

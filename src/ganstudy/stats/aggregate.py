@@ -9,7 +9,7 @@ import pandas as pd
 
 from ganstudy.atomic import atomic_path, read_json
 
-COLUMNS = ["study", "setup", "trial", "metric", "value", "train_seconds"]
+COLUMNS = ["study", "setup", "trial", "metric", "value", "train_seconds", "ranks", "grid"]
 
 
 def aggregate_scores(study: str, score_paths: Iterable[str | os.PathLike[str]], out_path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -25,6 +25,8 @@ def aggregate_scores(study: str, score_paths: Iterable[str | os.PathLike[str]], 
                     "metric": metric,
                     "value": value,
                     "train_seconds": record["train_seconds"],
+                    "ranks": record.get("world_size", 1),
+                    "grid": record.get("grid_shape") or "",
                 }
             )
     table = pd.DataFrame(rows, columns=COLUMNS).sort_values(["metric", "setup", "trial"], kind="stable")

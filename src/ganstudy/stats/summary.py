@@ -1,4 +1,7 @@
-"""stats: per metric, a summary table per set-up (thesis table 4.4) and a p-value matrix (table 4.5)."""
+"""stats: per metric, a summary table per set-up (thesis table 4.4), the p-value matrix (table 4.5), every
+pair with Holm-adjusted p-values and A12 effect sizes, and a Kruskal-Wallis test across all set-ups;
+as CSV, Markdown and LaTeX (booktabs). Problems (no runs, too few trials, NaN scores, a constant
+metric) are written into the tables, not raised."""
 
 from __future__ import annotations
 
@@ -9,32 +12,91 @@ import numpy as np
 import pandas as pd
 
 from ganstudy.atomic import atomic_path, write_text
-from ganstudy.stats.tests import ranksum_pvalue
+from ganstudy.stats.tests import a12, a12_magnitude, holm, kruskal_wallis, ranksum_pvalue
 
 # Which way is better, so that readers of a table need not remember it.
-BETTER = {"fid": "lower", "isc": "higher", "class_fid": "lower", "label_tvd": "lower"}
+BETTER = {"fid": "lower", "isc": "higher", "class_fid": "lower", "label_tvd": "lower", "kid": "lower", "precision": "higher",
+          "recall": "higher"}
 
-SUMMARY_COLUMNS = ["setup", "trials", "mean", "sd", "min", "max", "median", "mean_train_minutes"]
+SUMMARY_COLUMNS = ["setup", "trials", "mean", "sd", "min", "max", "median", "iqr", "mean_train_minutes", "note"]
+PAIR_COLUMNS = ["setup_a", "setup_b", "n_a", "n_b", "p_value", "p_holm", "a12", "effect", "better", "note"]
 
 
-def summary_table(scores: pd.DataFrame, metric: str, setups: list[str]) -> pd.DataFrame:
+def _values(scores: pd.DataFrame, metric: str, setup: str) -> tuple[np.ndarray, pd.DataFrame, int]:
+    """A set-up's finite scores of a metric, its rows, and how many NaN scores were left out."""
+    part = scores[(scores.metric == metric) & (scores.setup == setup)]
+    values = part.value.to_numpy(float)
+    return values[np.isfinite(values)], part, int((~np.isfinite(values)).sum())
+
+
+def _problems(values: np.ndarray, dropped: int, min_trials: int) -> list[str]:
+    notes = []
+    if len(values) == 0:
+        notes.append("no runs")
+    elif len(values) < min_trials:
+        notes.append(f"underpowered: {len(values)} < {min_trials} trials")
+    if dropped:
+        notes.append(f"{dropped} NaN score(s) left out")
+    if len(values) > 1 and np.ptp(values) == 0:
+        notes.append("constant")
+    return notes
+
+
+def summary_table(scores: pd.DataFrame, metric: str, setups: list[str], min_trials: int = 1) -> pd.DataFrame:
     rows = []
     for setup in setups:
-        part = scores[(scores.metric == metric) & (scores.setup == setup)]
-        values = part.value.to_numpy(float)
+        values, part, dropped = _values(scores, metric, setup)
+        some = len(values) > 0
         rows.append(
             {
                 "setup": setup,
                 "trials": len(values),
-                "mean": values.mean() if len(values) else np.nan,
+                "mean": values.mean() if some else np.nan,
                 "sd": values.std(ddof=1) if len(values) > 1 else np.nan,
-                "min": values.min() if len(values) else np.nan,
-                "max": values.max() if len(values) else np.nan,
-                "median": np.median(values) if len(values) else np.nan,
-                "mean_train_minutes": part.train_seconds.mean() / 60 if len(values) else np.nan,
+                "min": values.min() if some else np.nan,
+                "max": values.max() if some else np.nan,
+                "median": np.median(values) if some else np.nan,
+                "iqr": np.subtract(*np.percentile(values, [75, 25])) if some else np.nan,
+                "mean_train_minutes": part.train_seconds.mean() / 60 if len(part) else np.nan,
+                "note": "; ".join(_problems(values, dropped, min_trials)),
             }
         )
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def pairwise_table(scores: pd.DataFrame, metric: str, setups: list[str], min_trials: int = 1) -> pd.DataFrame:
+    """Every pair: tie-corrected rank-sum p-value, Holm-adjusted over the metric's pairs, A12 of a over b
+    with its magnitude, and which set-up the data favour given the metric's direction."""
+    values = {s: _values(scores, metric, s)[0] for s in setups}
+    rows = []
+    for i, a in enumerate(setups):
+        for b in setups[i + 1 :]:
+            effect = a12(values[a], values[b])
+            if np.isnan(effect) or effect == 0.5:
+                better = "–"
+            else:
+                better = a if (effect > 0.5) == (BETTER[metric] == "higher") else b
+            short = [s for s in (a, b) if len(values[s]) < min_trials]
+            rows.append(
+                {
+                    "setup_a": a, "setup_b": b, "n_a": len(values[a]), "n_b": len(values[b]),
+                    "p_value": ranksum_pvalue(values[a], values[b]), "a12": effect,
+                    "effect": a12_magnitude(effect), "better": better,
+                    "note": f"underpowered: {', '.join(short)} < {min_trials} trials" if short else "",
+                }
+            )
+    table = pd.DataFrame(rows, columns=PAIR_COLUMNS)
+    table["p_holm"] = holm(table.p_value.to_numpy(float)) if len(table) else []
+    return table
+
+
+def kruskal_table(scores: pd.DataFrame, metrics: list[str], setups: list[str]) -> pd.DataFrame:
+    rows = []
+    for metric in metrics:
+        groups = [_values(scores, metric, s)[0] for s in setups]
+        h, df, p = kruskal_wallis(groups)
+        rows.append({"metric": metric, "groups": sum(1 for g in groups if len(g)), "H": h, "df": df, "p_value": p})
+    return pd.DataFrame(rows, columns=["metric", "groups", "H", "df", "p_value"])
 
 
 def pvalue_matrix(scores: pd.DataFrame, metric: str, setups: list[str]) -> pd.DataFrame:
@@ -48,43 +110,86 @@ def pvalue_matrix(scores: pd.DataFrame, metric: str, setups: list[str]) -> pd.Da
     return matrix
 
 
-def _fmt(value: float, digits: int = 4) -> str:
-    if pd.isna(value):
-        return "–"
-    return f"{value:.{digits}g}"
+def _fmt(value: object, digits: int = 4) -> str:
+    if isinstance(value, (float, np.floating)):
+        return "–" if pd.isna(value) else f"{value:.{digits}g}"
+    return str(value)
 
 
-def markdown_table(frame: pd.DataFrame, index: bool = False) -> str:
+def markdown_table(frame: pd.DataFrame, index: bool = False, digits: int = 4) -> str:
     data = frame.reset_index() if index else frame
     header = "| " + " | ".join(str(c) for c in data.columns) + " |"
     rule = "|" + "|".join("---" for _ in data.columns) + "|"
-    body = [
-        "| " + " | ".join(_fmt(v) if isinstance(v, (float, np.floating)) else str(v) for v in row) + " |"
-        for row in data.itertuples(index=False)
-    ]
+    body = ["| " + " | ".join(_fmt(v, digits) for v in row) + " |" for row in data.itertuples(index=False)]
     return "\n".join([header, rule, *body]) + "\n"
 
 
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--"}
+
+
+def _latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def latex_table(frame: pd.DataFrame, caption: str, index: bool = False, digits: int = 4) -> str:
+    """A booktabs table (needs \\usepackage{booktabs}); numbers right-aligned, text left-aligned."""
+    data = frame.reset_index() if index else frame
+    align = "".join("r" if pd.api.types.is_numeric_dtype(data[c]) else "l" for c in data.columns)
+    lines = [r"\begin{table}[ht]", r"\centering", rf"\caption{{{_latex_escape(caption)}}}", rf"\begin{{tabular}}{{{align}}}", r"\toprule",
+             " & ".join(_latex_escape(str(c)) for c in data.columns) + r" \\", r"\midrule"]
+    lines += [" & ".join(_latex_escape(_fmt(v, digits)) for v in row) + r" \\" for row in data.itertuples(index=False)]
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def _write(out: Path, name: str, frame: pd.DataFrame, title: str, index: bool, digits: int) -> list[Path]:
+    csv_path, md_path, tex_path = (out / f"{name}.{ext}" for ext in ("csv", "md", "tex"))
+    with atomic_path(csv_path) as tmp:
+        frame.to_csv(tmp, index=index)
+    write_text(md_path, f"### {title}\n\n" + markdown_table(frame, index, digits))
+    write_text(tex_path, latex_table(frame, title, index, digits))
+    return [csv_path, md_path, tex_path]
+
+
+def timing_table(scores: pd.DataFrame, setups: list[str]) -> pd.DataFrame:
+    """Seed 000's speed-up table: per set-up its ranks and mean training minutes, and for grids the
+    speed-up and parallel efficiency against the 1-rank set-up of the same grid (NaN without one)."""
+    runs = scores.drop_duplicates(["setup", "trial"])
+    if "ranks" not in runs:
+        runs = runs.assign(ranks=1, grid="")
+    rows = []
+    for setup in setups:
+        part = runs[runs.setup == setup]
+        grid = str(part.grid.iloc[0]) if len(part) and isinstance(part.grid.iloc[0], str) else ""
+        rows.append({"setup": setup, "grid": grid, "ranks": int(part.ranks.max()) if len(part) else 0,
+                     "trials": len(part), "mean_train_minutes": part.train_seconds.mean() / 60 if len(part) else np.nan})
+    table = pd.DataFrame(rows, columns=["setup", "grid", "ranks", "trials", "mean_train_minutes"])
+    baseline = table[(table.ranks == 1) & (table.grid != "")].groupby("grid").mean_train_minutes.mean()
+    table["speedup"] = [baseline.get(g, np.nan) / m if g else np.nan for g, m in zip(table.grid, table.mean_train_minutes)]
+    table["efficiency"] = table.speedup / table.ranks
+    return table
+
+
 def write_stats(
-    scores_path: str | os.PathLike[str], setups: list[str], metrics: list[str], out_dir: str | os.PathLike[str]
+    scores_path: str | os.PathLike[str], setups: list[str], metrics: list[str], out_dir: str | os.PathLike[str],
+    min_trials: int = 1, digits: int = 4,
 ) -> list[Path]:
-    """summary_<metric>.{csv,md} and pvalues_<metric>.{csv,md} for each metric, set-ups in the given order."""
+    """Per metric: summary_, pvalues_ and pairs_<metric>.{csv,md,tex}; across metrics: kruskal and timing.{csv,md,tex}."""
     scores = pd.read_csv(scores_path)
     out = Path(out_dir)
     written = []
     for metric in metrics:
-        summary = summary_table(scores, metric, setups)
-        pvalues = pvalue_matrix(scores, metric, setups)
-        for name, frame, index in (("summary", summary, False), ("pvalues", pvalues, True)):
-            csv_path = out / f"{name}_{metric}.csv"
-            with atomic_path(csv_path) as tmp:
-                frame.to_csv(tmp, index=index)
-            title = (
-                f"{metric.upper()} per set-up ({BETTER[metric]} is better)"
-                if name == "summary"
-                else f"{metric.upper()}: two-sided tie-corrected rank-sum p-values (Mann-Whitney U, normal approximation)"
-            )
-            md_path = out / f"{name}_{metric}.md"
-            write_text(md_path, f"### {title}\n\n" + markdown_table(frame, index=index))
-            written += [csv_path, md_path]
+        direction = f"{BETTER[metric]} is better"
+        written += _write(out, f"summary_{metric}", summary_table(scores, metric, setups, min_trials),
+                          f"{metric.upper()} per set-up ({direction})", False, digits)
+        written += _write(out, f"pvalues_{metric}", pvalue_matrix(scores, metric, setups),
+                          f"{metric.upper()}: two-sided tie-corrected rank-sum p-values (Mann-Whitney U, normal approximation)",
+                          True, digits)
+        written += _write(out, f"pairs_{metric}", pairwise_table(scores, metric, setups, min_trials),
+                          f"{metric.upper()}: pairwise rank-sum p-values, Holm-adjusted, and Vargha-Delaney A12 of a over b ({direction})",
+                          False, digits)
+    written += _write(out, "kruskal", kruskal_table(scores, metrics, setups),
+                      "Kruskal-Wallis test across all set-ups (tie-corrected)", False, digits)
+    written += _write(out, "timing", timing_table(scores, setups),
+                      "Training time per set-up; speed-up and efficiency against the 1-rank run of the same grid", False, digits)
     return written
