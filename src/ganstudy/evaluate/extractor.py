@@ -75,10 +75,13 @@ class Extractor:
 
     kind: str
     weights: Path
+    # Hashed once when the extractor is made: the Inception file is 95 MB, and the name and every
+    # score record need the digest.
+    sha256: str
 
     @property
     def name(self) -> str:
-        return f"ganstudy-{self.kind}-{file_digest(self.weights)[:16]}"
+        return f"ganstudy-{self.kind}-{self.sha256[:16]}"
 
     def features(self, images: torch.Tensor, layers: list[str], batch_size: int) -> dict[str, torch.Tensor]:
         """The requested layers' features of uint8 ``images``, extracted by torch-fidelity on the CPU."""
@@ -98,9 +101,8 @@ class Extractor:
 
 
 def classifier_extractor(path: str | os.PathLike[str]) -> Extractor:
-    return Extractor("classifier", Path(path))
+    return Extractor("classifier", Path(path), file_digest(path))
 
 
 def inception_extractor(path: str | os.PathLike[str] | None, expected_sha256: str | None) -> Extractor:
-    check_inception_weights(path, expected_sha256)
-    return Extractor("inception", Path(path))
+    return Extractor("inception", Path(path), check_inception_weights(path, expected_sha256))

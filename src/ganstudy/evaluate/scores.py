@@ -15,7 +15,7 @@ from torch_fidelity.metric_prc import prc_features_to_metric
 from torch_fidelity.metric_isc import KEY_METRIC_ISC_MEAN, KEY_METRIC_ISC_STD, isc_featuresdict_to_metric
 
 from ganstudy.atomic import atomic_path, read_json, write_json
-from ganstudy.data.arrays import file_digest, load_split, to_uint8
+from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.extractor import Extractor, classifier_extractor, inception_extractor
 from ganstudy.evaluate.fid import Reference, frechet_distance, load_reference
@@ -145,7 +145,7 @@ def evaluate_generator(
         world_size=run.get("world_size", 1),
         grid_shape=run.get("grid_shape"),
         extractor=extractor.name,
-        extractor_sha256=file_digest(extractor.weights),
+        extractor_sha256=extractor.sha256,
     )
     write_json(out_path, record)
     return record
