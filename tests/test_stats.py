@@ -7,7 +7,9 @@ import pytest
 from scipy import stats as sps
 
 from ganstudy.stats.aggregate import aggregate_scores
-from ganstudy.stats.summary import timing_table, kruskal_table, latex_table, markdown_table, pairwise_table, pvalue_matrix, summary_table, write_stats
+from ganstudy.stats.summary import (
+    kruskal_table, latex_table, markdown_table, pairwise_table, pvalue_matrix, results_table, summary_table, write_stats,
+)
 from ganstudy.stats.tests import a12, a12_magnitude, holm, kruskal_wallis, ranksum_pvalue
 
 
@@ -94,7 +96,7 @@ def test_aggregate_and_write_stats(tmp_path):
     written = write_stats(tmp_path / "scores.csv", ["x", "y"], ["fid", "isc"], tmp_path / "tables")
     assert sorted(p.name for p in written) == sorted(
         [f"{kind}_{m}.{ext}" for kind in ("summary", "pvalues", "pairs") for m in ("fid", "isc") for ext in ("csv", "md", "tex")]
-        + [f"{name}.{ext}" for name in ("kruskal", "timing") for ext in ("csv", "md", "tex")]
+        + [f"{name}.{ext}" for name in ("kruskal", "results") for ext in ("csv", "md", "tex")]
     )
     summary = pd.read_csv(tmp_path / "tables" / "summary_fid.csv")
     assert list(summary.setup) == ["x", "y"] and list(summary["mean"]) == [2.0, 5.0]
@@ -205,15 +207,13 @@ def test_the_thesis_table_4_5_layout_from_a_scores_csv(tmp_path):
     assert summary.trials.tolist() == [30, 30, 15, 8] and summary["mean"].round(2).tolist() == [41.23, 24.63, 19.89, 17.20]
 
 
-def test_timing_table_gives_seed_000s_speedup_against_the_one_rank_grid():
-    rows = []
-    for setup, grid, ranks, seconds in (("seq2x2", "2x2", 1, [400.0, 440.0]), ("dist2x2", "2x2", 4, [110.0, 100.0]),
-                                        ("dist3x3", "3x3", 9, [120.0, 120.0]), ("single", "", 1, [60.0, 60.0])):
-        for trial, t in enumerate(seconds):
-            for metric in ("fid", "isc"):
-                rows.append({"study": "s", "setup": setup, "trial": trial, "metric": metric, "value": 1.0,
-                             "train_seconds": t, "ranks": ranks, "grid": grid})
-    table = timing_table(pd.DataFrame(rows).fillna(""), ["seq2x2", "dist2x2", "dist3x3", "single"]).set_index("setup")
-    assert table.loc["dist2x2", "speedup"] == pytest.approx(420 / 105) and table.loc["dist2x2", "efficiency"] == pytest.approx(1.0)
-    assert table.loc["seq2x2", "speedup"] == pytest.approx(1.0) and table.loc["dist2x2", "trials"] == 2
-    assert math.isnan(table.loc["dist3x3", "speedup"]) and math.isnan(table.loc["single", "speedup"])
+def test_results_table_is_mean_plus_minus_sd_per_set_up_and_metric():
+    rows = [{"setup": "a", "trial": t, "metric": "fid", "value": v} for t, v in enumerate([10.0, 12.0, 14.0])]
+    rows += [{"setup": "a", "trial": t, "metric": "isc", "value": v} for t, v in enumerate([2.0, 2.0, np.nan])]
+    rows += [{"setup": "b", "trial": 0, "metric": "fid", "value": 7.5}]
+    table = results_table(pd.DataFrame(rows), ["fid", "isc"], ["a", "b", "c"], digits=3).set_index("setup")
+    # sd of 10, 12, 14 (n-1) is 2; the NaN IS is left out; one trial has no sd; no trial, no value.
+    assert table.loc["a", "fid (lower is better)"] == "12 ± 2" and table.loc["a", "isc (higher is better)"] == "2 ± 0"
+    assert table.loc["b", "fid (lower is better)"] == "7.5 ± –" and table.loc["c", "fid (lower is better)"] == "–"
+    latex = latex_table(table.reset_index(), "mean ± sd")
+    assert r"a & 12 $\pm$ 2 & 2 $\pm$ 0 \\" in latex and r"\caption{mean $\pm$ sd}" in latex

@@ -25,6 +25,9 @@ SHRUNKEN = {
         "bce": {"loss": "bce", "iterations": 2},
         "grid": {"mode": "grid", "iterations": 2, "hidden_units": 32, "checkpoint_period": 1,
                  "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
+        # The same grid on one rank: the grid's speed-up baseline (only ranks and trials differ).
+        "grid_seq": {"mode": "grid", "iterations": 2, "hidden_units": 32, "checkpoint_period": 1, "ranks": 1, "trials": 1,
+                     "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
         "per_class": {"mode": "per_class", "network": "dcgan", "iterations": 1, "batch_size": 32, "latent_dim": 16},
     },
     "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2, "metrics": ["fid", "isc", "class_fid", "label_tvd"]},
@@ -84,11 +87,11 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
             assert (study / "logs" / "train" / setup / f"trial{trial}.log").is_file()
     scores = pd.read_csv(study / "scores.csv")
     # fid, isc, isc_std, label_tvd per run; class_fid only for the labelled per-class generators.
-    assert len(scores) == 2 * (4 + 4 + 5)
+    assert len(scores) == 2 * (4 + 4 + 5) + 4
     summary = pd.read_csv(study / "tables" / "summary_fid.csv")
-    assert list(summary.setup) == ["bce", "grid", "per_class"] and list(summary.trials) == [2, 2, 2]
+    assert list(summary.setup) == ["bce", "grid", "grid_seq", "per_class"] and list(summary.trials) == [2, 2, 1, 2]
     class_fid = pd.read_csv(study / "tables" / "summary_class_fid.csv")
-    assert list(class_fid.trials) == [0, 0, 2]
+    assert list(class_fid.trials) == [0, 0, 0, 2]
     pvalues = pd.read_csv(study / "tables" / "pvalues_isc.csv", index_col=0)
     assert 0 < pvalues.loc["bce", "grid"] <= 1 and 0 < pvalues.loc["grid", "per_class"] <= 1
     per_class_run = json.loads((study / "runs" / "per_class" / "trial0" / "run.json").read_text())
@@ -101,9 +104,21 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     grid_run = json.loads((study / "runs" / "grid" / "trial0" / "run.json").read_text())
     assert grid_run["world_size"] == 2 and grid_run["grid_shape"] == "2x2" and grid_run["exchange"] == "graph"
     assert not (study / "checkpoints" / "grid" / "trial0").exists()  # removed once the run was complete
-    for name in ("box_fid.png", "box_isc.png", "samples.png"):
+    for name in ("box_fid.png", "box_isc.png", "samples.png", "routines.png", "speedup.png"):
         assert (study / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (study / "figures" / "grid_sizes.png").exists()  # one grid size: nothing to plot against
     assert "| bce | 2 |" in (study / "tables" / "summary_isc.md").read_text()
+    assert re.search(r"^\| bce \| [\d.]+ ± [\d.]+ \|", (study / "tables" / "results.md").read_text(), re.MULTILINE)
+    # Seed 000's tables from the runs' own clocks: the 2-rank grid against the same grid on one rank.
+    timings = pd.read_csv(study / "timings.csv")
+    assert set(timings[timings.setup == "grid"]["rank"]) == {0, 1} and set(timings[timings.setup == "grid_seq"]["rank"]) == {0}
+    overall = timings[timings.routine == "overall"].groupby("setup").seconds.mean()
+    timing = pd.read_csv(study / "tables" / "timing.csv").set_index("setup")
+    assert timing.loc["grid", "baseline"] == "grid_seq" and timing.loc["grid", "ranks"] == 2
+    assert timing.loc["grid", "speedup"] == pytest.approx(overall["grid_seq"] / overall["grid"])
+    assert timing.baseline.isna()[["bce", "grid_seq", "per_class"]].all()
+    routines = pd.read_csv(study / "tables" / "routines.csv")
+    assert {"exchange", "fitness", "train", "overall"} <= set(routines[routines.setup == "grid"].routine)
 
     again = snakemake(tmp_path, SHRUNKEN, "-n", "--cores", "2", env=env)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
@@ -111,7 +126,7 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     restyled = {**SHRUNKEN, "statistics": {"digits": 3, "min_trials": 3}}
     plan = snakemake(tmp_path, restyled, "-n", "--cores", "2", env=env)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout.split("Job stats:")[1], re.MULTILINE))
-    assert plan.returncode == 0 and set(jobs) == {"stats", "all", "total"}, plan.stdout[-2000:]
+    assert plan.returncode == 0 and set(jobs) == {"stats", "timing", "all", "total"}, plan.stdout[-2000:]
     done = snakemake(tmp_path, restyled, "--cores", "2", env=env)
     assert done.returncode == 0 and "underpowered: 2 < 3 trials" in (study / "tables" / "summary_fid.md").read_text()
     assert r"\toprule" in (study / "tables" / "pairs_fid.tex").read_text()
@@ -119,11 +134,12 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     report = snakemake(tmp_path, restyled, "--report", str(tmp_path / "report.html"), env=env)
     assert report.returncode == 0, report.stderr[-3000:]
     html = (tmp_path / "report.html").read_text(errors="replace")
-    # Every table and figure of the study is in the self-contained report, under its file name.
-    for table in (study / "tables").iterdir():
-        assert table.name in html, table.name
-    for figure in (study / "figures").iterdir():
-        assert figure.name in html, figure.name
+    # Every table and figure of the study is in the self-contained report, with a caption of its own.
+    captions = dict(re.findall(r'"(results/tiny/[^"]+)": \{"name": .*?, "caption": "(.*?)", "mime_type"', html))
+    for output in [*(study / "tables").iterdir(), *(study / "figures").iterdir()]:
+        assert len(captions.get(str(output.relative_to(tmp_path)), "")) > 50, output.name
+    assert "seed 000" in captions["results/tiny/tables/timing.md"]
+    assert "which direction is better" in captions["results/tiny/tables/results.tex"]
 
 
 def test_a_failing_job_leaves_no_output_and_loses_no_finished_result(tmp_path, env):

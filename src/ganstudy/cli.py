@@ -95,6 +95,43 @@ def _aggregate(args: argparse.Namespace) -> None:
     aggregate_scores(args.study, args.scores, args.out)
 
 
+def _aggregate_timings(args: argparse.Namespace) -> None:
+    from ganstudy.stats.timing import aggregate_timings
+
+    aggregate_timings(args.runs, args.out)
+
+
+def _baselines(pairs: list[str]) -> dict[str, str]:
+    try:
+        return dict(pair.split("=", 1) for pair in pairs)
+    except ValueError:
+        raise GanstudyError(f"--baselines takes SETUP=BASELINE pairs, got {pairs}") from None
+
+
+def _timing(args: argparse.Namespace) -> None:
+    from ganstudy.stats.timing import write_timing
+
+    write_timing(args.timings, args.setups, _baselines(args.baselines), args.out_dir, args.digits)
+
+
+def _grid_plot(args: argparse.Namespace) -> None:
+    from ganstudy.report.figures import grid_size_plot
+
+    grid_size_plot(args.scores, args.metrics, args.setups, args.out)
+
+
+def _routine_plot(args: argparse.Namespace) -> None:
+    from ganstudy.report.figures import routine_bars
+
+    routine_bars(args.timings, args.setups, args.out)
+
+
+def _speedup_plot(args: argparse.Namespace) -> None:
+    from ganstudy.report.figures import speedup_plot
+
+    speedup_plot(args.timings, args.setups, _baselines(args.baselines), args.out)
+
+
 def _bsub(args: argparse.Namespace) -> None:
     from ganstudy.lsf import submit
 
@@ -234,6 +271,38 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--study", required=True)
     sub.add_argument("--out", required=True)
     sub.add_argument("scores", nargs="+", help="evaluate outputs")
+
+    sub = command("aggregate-timings", _aggregate_timings, "collect every run's seconds per rank and routine into one CSV")
+    sub.add_argument("--out", required=True)
+    sub.add_argument("runs", nargs="+", help="run folders (run.json and profile.csv)")
+
+    def baselines(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--baselines", nargs="*", default=[], metavar="SETUP=BASELINE",
+                         help="each multi-rank set-up's one-rank run of the same work")
+
+    sub = command("timing", _timing, "training time, speed-up and seconds-per-routine tables (seed 000)")
+    sub.add_argument("--timings", required=True, help="aggregate-timings output")
+    sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
+    baselines(sub)
+    sub.add_argument("--digits", type=int, default=4, help="significant digits in the Markdown and LaTeX tables")
+    sub.add_argument("--out-dir", required=True)
+
+    sub = command("grid-plot", _grid_plot, "scores against grid size, a panel per metric")
+    sub.add_argument("--scores", required=True)
+    sub.add_argument("--metrics", nargs="+", required=True)
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--out", required=True)
+
+    sub = command("routine-plot", _routine_plot, "seconds per routine, stacked per set-up")
+    sub.add_argument("--timings", required=True)
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--out", required=True)
+
+    sub = command("speedup-plot", _speedup_plot, "speed-up over one rank, per set-up and per routine")
+    sub.add_argument("--timings", required=True)
+    sub.add_argument("--setups", nargs="+", required=True)
+    baselines(sub)
+    sub.add_argument("--out", required=True)
 
     sub = command("bsub", _bsub, "submit a Snakemake job script to LSF (profiles/summit); prints the job id")
     sub.add_argument("--name", required=True)

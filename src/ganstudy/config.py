@@ -85,3 +85,23 @@ def load_study_config(config_path: str | os.PathLike[str], schema_path: str | os
     except yaml.YAMLError as exc:
         raise ConfigError(f"study config {config_path} is not valid YAML: {exc}") from None
     return validate_study_config(config, schema_path)
+
+
+# What a set-up may change without changing the work it does: the speed-up compares such set-ups.
+_NOT_WORK = ("ranks", "trials")
+
+
+def speedup_baselines(setups: dict[str, dict[str, Any]], tasks: dict[str, int]) -> dict[str, str]:
+    """Each multi-rank set-up's baseline: the first set-up that runs on one rank with otherwise the same
+    settings (only ranks and trials may differ), as seed 000 compared a grid on one core and on many."""
+    def work(name: str) -> dict[str, Any]:
+        return {key: value for key, value in setups[name].items() if key not in _NOT_WORK}
+
+    singles = [name for name in setups if tasks[name] == 1]
+    baselines = {}
+    for name in setups:
+        if tasks[name] > 1:
+            found = next((single for single in singles if work(single) == work(name)), None)
+            if found:
+                baselines[name] = found
+    return baselines

@@ -6,7 +6,7 @@ import re
 
 from snakemake.exceptions import WorkflowError
 
-from ganstudy.config import ConfigError, validate_study_config
+from ganstudy.config import ConfigError, speedup_baselines, validate_study_config
 from ganstudy.data.sources import CLASS_COUNTS, SOURCES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.weights import check_inception_weights
@@ -49,20 +49,24 @@ def setup_settings(wildcards):
     return as_json(config["setups"][wildcards.setup])
 
 
-def setup_tasks(wildcards):
-    """MPI ranks of a training job: the set-up's ranks, else one per grid cell or per class capped by
+def tasks_of(name):
+    """MPI ranks of a set-up's training jobs: its ranks, else one per grid cell or per class capped by
     compute.max_ranks; 1 for the one-rank modes."""
-    setup = config["setups"][wildcards.setup]
+    setup = config["setups"][name]
     if setup["mode"] not in ("grid", "per_class"):
         return 1
     if setup["ranks"]:
         return setup["ranks"]
     if setup["mode"] == "per_class":
-        units = dataset_classes(wildcards.setup)
+        units = dataset_classes(name)
     else:
         shape = setup["grid"]["shape"]
         units = setup["grid"]["max_cells"] if shape == "auto" else math.prod(int(n) for n in shape.split("x"))
     return max(1, min(units, config["compute"]["max_ranks"]))
+
+
+def setup_tasks(wildcards):
+    return tasks_of(wildcards.setup)
 
 
 def dataset_classes(setup_name):
@@ -74,6 +78,12 @@ def dataset_classes(setup_name):
             f"once it is read: set setups.{setup_name}.ranks"
         )
     return CLASS_COUNTS[name]
+
+
+# Multi-rank set-up -> its one-rank run of the same work: the speed-up tables and plot compare them.
+BASELINES = speedup_baselines(config["setups"], {name: tasks_of(name) for name in SETUPS})
+# Scores against grid size are worth a figure once the study has grids of two sizes.
+GRID_SIZES = {setup["grid"]["shape"] for setup in config["setups"].values() if setup["mode"] == "grid"}
 
 
 def ranks_per_node():

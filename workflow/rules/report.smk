@@ -24,6 +24,75 @@ rule box_plot:
         " --out {output} > {log} 2>&1"
 
 
+rule grid_size_plot:
+    input:
+        rules.aggregate.output,
+    output:
+        report(
+            f"{STUDY_DIR}/figures/grid_sizes.png",
+            caption="../report/grid_size_plot.rst",
+            category="5. Figures",
+            labels={"figure": "scores by grid size"},
+        ),
+    params:
+        setups=SETUPS,
+        metrics=METRICS,
+    log:
+        f"{LOG_DIR}/grid_size_plot.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy grid-plot --scores {input} --metrics {params.metrics} --setups {params.setups} --out {output} > {log} 2>&1"
+
+
+rule routine_plot:
+    input:
+        rules.aggregate_timings.output,
+    output:
+        report(
+            f"{STUDY_DIR}/figures/routines.png",
+            caption="../report/routine_plot.rst",
+            category="5. Figures",
+            labels={"figure": "seconds per routine"},
+        ),
+    params:
+        setups=SETUPS,
+    log:
+        f"{LOG_DIR}/routine_plot.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy routine-plot --timings {input} --setups {params.setups} --out {output} > {log} 2>&1"
+
+
+rule speedup_plot:
+    input:
+        rules.aggregate_timings.output,
+    output:
+        report(
+            f"{STUDY_DIR}/figures/speedup.png",
+            caption="../report/speedup_plot.rst",
+            category="5. Figures",
+            labels={"figure": "speed-up"},
+        ),
+    params:
+        setups=SETUPS,
+        baselines=rules.timing.params.baselines,
+    log:
+        f"{LOG_DIR}/speedup_plot.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy speedup-plot --timings {input} --setups {params.setups} --baselines {params.baselines}"
+        " --out {output} > {log} 2>&1"
+
+
 rule sample_montage:
     input:
         expand(f"{STUDY_DIR}/runs/{{setup}}/trial0/samples.png", setup=SETUPS),
@@ -88,5 +157,8 @@ rule figures:
         expand(rules.box_plot.output, metric=METRICS),
         rules.sample_montage.output,
         rules.training_curves.output,
+        rules.routine_plot.output,
+        rules.grid_size_plot.output if len(GRID_SIZES) > 1 else [],
+        rules.speedup_plot.output if BASELINES else [],
         rules.smote_samples.output if SMOTE else [],
     localrule: True

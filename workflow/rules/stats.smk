@@ -1,5 +1,5 @@
-# Stage 4: one tidy score table, then summaries and rank-sum tests. Only these and the report
-# rules rerun when the statistics or table style change.
+# Stage 4: one tidy score table and one timing table, then summaries, rank-sum tests and speed-ups.
+# Only these and the report rules rerun when the statistics or table style change.
 
 
 rule aggregate:
@@ -43,9 +43,9 @@ rule stats:
             caption="../report/kruskal.rst",
             category="4. Statistics",
         ),
-        timing=report(
-            expand(f"{STUDY_DIR}/tables/timing.{{ext}}", ext=TABLE_FORMATS),
-            caption="../report/timing.rst",
+        results=report(
+            expand(f"{STUDY_DIR}/tables/results.{{ext}}", ext=TABLE_FORMATS),
+            caption="../report/results.rst",
             category="4. Statistics",
         ),
     params:
@@ -65,8 +65,56 @@ rule stats:
         " --min-trials {params.min_trials} --digits {params.digits} --out-dir {params.out_dir} > {log} 2>&1"
 
 
+rule aggregate_timings:
+    input:
+        [f"{STUDY_DIR}/runs/{setup}/trial{trial}/{name}" for setup, trial in RUNS for name in ("run.json", "profile.csv")],
+    output:
+        report(f"{STUDY_DIR}/timings.csv", caption="../report/timings.rst", category="4. Statistics"),
+    params:
+        runs=[f"{STUDY_DIR}/runs/{setup}/trial{trial}" for setup, trial in RUNS],
+    log:
+        f"{LOG_DIR}/aggregate_timings.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy aggregate-timings --out {output} {params.runs} > {log} 2>&1"
+
+
+rule timing:
+    input:
+        rules.aggregate_timings.output,
+    output:
+        timing=report(
+            expand(f"{STUDY_DIR}/tables/timing.{{ext}}", ext=TABLE_FORMATS),
+            caption="../report/timing.rst",
+            category="4. Statistics",
+        ),
+        routines=report(
+            expand(f"{STUDY_DIR}/tables/routines.{{ext}}", ext=TABLE_FORMATS),
+            caption="../report/routines.rst",
+            category="4. Statistics",
+        ),
+    params:
+        setups=SETUPS,
+        baselines=[f"{setup}={baseline}" for setup, baseline in BASELINES.items()],
+        digits=config["statistics"]["digits"],
+        out_dir=lambda wildcards, output: os.path.dirname(output.timing[0]),
+    log:
+        f"{LOG_DIR}/timing.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy timing --timings {input} --setups {params.setups} --baselines {params.baselines}"
+        " --digits {params.digits} --out-dir {params.out_dir} > {log} 2>&1"
+
+
 rule tables:
     input:
         rules.stats.output,
+        rules.timing.output,
         rules.anova.output,
     localrule: True

@@ -1,5 +1,6 @@
-"""figures: a box plot per metric (every trial drawn), the set-ups' sample grids side by side, and the
-training curves."""
+"""figures: a box plot per metric (every trial drawn), scores against grid size, the set-ups' sample
+grids side by side, the training curves, and where the time went (per routine, and the speed-up over
+one rank)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from PIL import Image  # noqa: E402
 
 from ganstudy.atomic import atomic_path  # noqa: E402
 from ganstudy.stats.summary import BETTER  # noqa: E402
+from ganstudy.stats.timing import OVERALL, routine_table, timing_table  # noqa: E402
 
 
 def _save(figure: plt.Figure, path: str | os.PathLike[str]) -> None:
@@ -66,4 +68,82 @@ def training_curves(loss_paths: list[str], setups: list[str], out_path: str | os
         ax.set_xlabel("iteration")
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=8)
+    _save(figure, out_path)
+
+
+def grid_size_plot(scores_path: str | os.PathLike[str], metrics: list[str], setups: list[str], out_path: str | os.PathLike[str]) -> None:
+    """One panel per metric: each grid set-up's trials and mean ± sd at its number of cells (set-ups of
+    the same size side by side)."""
+    scores = pd.read_csv(scores_path)
+    scores = scores[scores.grid.notna() & scores.setup.isin(setups)]
+    grids = [s for s in setups if s in set(scores.setup)]
+    cells = {s: int(np.prod([int(n) for n in scores[scores.setup == s].grid.iloc[0].split("x")])) for s in grids}
+    sizes = sorted(set(cells.values()))
+    figure, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        for setup in grids:
+            values = scores[(scores.setup == setup) & (scores.metric == metric)].value.to_numpy(float)
+            values = values[np.isfinite(values)]
+            same_size = [s for s in grids if cells[s] == cells[setup]]
+            x = sizes.index(cells[setup]) + 0.15 * (same_size.index(setup) - (len(same_size) - 1) / 2)
+            points = ax.scatter(np.full(len(values), x), values, s=12, alpha=0.5, label=setup)
+            if len(values):
+                ax.errorbar(x, values.mean(), yerr=values.std(ddof=1) if len(values) > 1 else 0, fmt="o",
+                            color=points.get_facecolor()[0], ecolor="black", capsize=4, zorder=3)
+        labels = {cells[s]: scores[scores.setup == s].grid.iloc[0] for s in grids}
+        ax.set_xticks(range(len(sizes)), [f"{labels[n]}\n({n} cell{'s' if n > 1 else ''})" for n in sizes])
+        ax.set_xlim(-0.5, len(sizes) - 0.5)
+        ax.set_ylabel(f"{metric.upper()} ({BETTER.get(metric, '?')} is better)")
+        ax.set_title(f"{metric.upper()} by grid size")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][-1].legend(fontsize=8)
+    _save(figure, out_path)
+
+
+def routine_bars(timings_path: str | os.PathLike[str], setups: list[str], out_path: str | os.PathLike[str]) -> None:
+    """Seconds per routine (slowest rank, mean over trials), stacked per set-up."""
+    table = routine_table(pd.read_csv(timings_path), setups, {})
+    table = table[table.routine != OVERALL]
+    figure, axes = plt.subplots(figsize=(7, 0.9 + 0.45 * len(setups)))
+    left = np.zeros(len(setups))
+    for routine in dict.fromkeys(table.routine):
+        seconds = np.array([table[(table.setup == s) & (table.routine == routine)].seconds.sum() for s in setups])
+        axes.barh(setups, seconds, left=left, label=routine)
+        left += seconds
+    axes.invert_yaxis()
+    axes.set_xlabel("seconds of training (slowest rank)")
+    axes.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    axes.grid(axis="x", alpha=0.3)
+    _save(figure, out_path)
+
+
+def speedup_plot(
+    timings_path: str | os.PathLike[str], setups: list[str], baselines: dict[str, str], out_path: str | os.PathLike[str]
+) -> None:
+    """Left: each set-up's speed-up over its one-rank baseline against its ranks, with the ideal line.
+    Right: the speed-up of each routine (seed 000's profile table as bars)."""
+    timings = pd.read_csv(timings_path)
+    compared = [s for s in setups if s in baselines]
+    speedups = timing_table(timings, compared, baselines)
+    routines = routine_table(timings, compared, baselines)
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    top = max(2, int(speedups.ranks.max()))
+    left.plot([1, top], [1, top], color="grey", linestyle="--", label="ideal")
+    for row in speedups.itertuples():
+        left.scatter(row.ranks, row.speedup, zorder=3)
+        left.annotate(row.setup, (row.ranks, row.speedup), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    left.set_xlabel("MPI ranks")
+    left.set_ylabel("speed-up over one rank")
+    left.legend(fontsize=8)
+    left.grid(alpha=0.3)
+    names = list(dict.fromkeys(routines.routine))
+    width = 0.8 / len(compared)
+    for i, setup in enumerate(compared):
+        part = routines[routines.setup == setup].set_index("routine").reindex(names)
+        right.bar(np.arange(len(names)) + (i - (len(compared) - 1) / 2) * width, part.speedup, width, label=setup)
+    right.axhline(1, color="grey", linewidth=0.8)
+    right.set_xticks(range(len(names)), names, rotation=30)
+    right.set_ylabel("speed-up of the routine")
+    right.legend(fontsize=8)
+    right.grid(axis="y", alpha=0.3)
     _save(figure, out_path)

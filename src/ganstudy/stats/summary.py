@@ -99,6 +99,19 @@ def kruskal_table(scores: pd.DataFrame, metrics: list[str], setups: list[str]) -
     return pd.DataFrame(rows, columns=["metric", "groups", "H", "df", "p_value"])
 
 
+def results_table(scores: pd.DataFrame, metrics: list[str], setups: list[str], digits: int = 4) -> pd.DataFrame:
+    """Seed 001's layout: one row per set-up, "mean ± sd" of each metric over the finite trials."""
+    rows = []
+    for setup in setups:
+        row = {"setup": setup}
+        for metric in metrics:
+            values = _values(scores, metric, setup)[0]
+            sd = _fmt(values.std(ddof=1), digits) if len(values) > 1 else "–"
+            row[f"{metric} ({BETTER[metric]} is better)"] = f"{_fmt(values.mean(), digits)} ± {sd}" if len(values) else "–"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def pvalue_matrix(scores: pd.DataFrame, metric: str, setups: list[str]) -> pd.DataFrame:
     """Upper triangle of pairwise p-values, rows and columns in set-up order (the thesis's layout)."""
     values = {s: scores[(scores.metric == metric) & (scores.setup == s)].value.to_numpy(float) for s in setups}
@@ -124,7 +137,8 @@ def markdown_table(frame: pd.DataFrame, index: bool = False, digits: int = 4) ->
     return "\n".join([header, rule, *body]) + "\n"
 
 
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--"}
+_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+                  "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--", "±": r"$\pm$"}
 
 
 def _latex_escape(text: str) -> str:
@@ -142,7 +156,7 @@ def latex_table(frame: pd.DataFrame, caption: str, index: bool = False, digits: 
     return "\n".join(lines) + "\n"
 
 
-def _write(out: Path, name: str, frame: pd.DataFrame, title: str, index: bool, digits: int) -> list[Path]:
+def write_table(out: Path, name: str, frame: pd.DataFrame, title: str, index: bool, digits: int) -> list[Path]:
     csv_path, md_path, tex_path = (out / f"{name}.{ext}" for ext in ("csv", "md", "tex"))
     with atomic_path(csv_path) as tmp:
         frame.to_csv(tmp, index=index)
@@ -151,45 +165,27 @@ def _write(out: Path, name: str, frame: pd.DataFrame, title: str, index: bool, d
     return [csv_path, md_path, tex_path]
 
 
-def timing_table(scores: pd.DataFrame, setups: list[str]) -> pd.DataFrame:
-    """Seed 000's speed-up table: per set-up its ranks and mean training minutes, and for grids the
-    speed-up and parallel efficiency against the 1-rank set-up of the same grid (NaN without one)."""
-    runs = scores.drop_duplicates(["setup", "trial"])
-    if "ranks" not in runs:
-        runs = runs.assign(ranks=1, grid="")
-    rows = []
-    for setup in setups:
-        part = runs[runs.setup == setup]
-        grid = str(part.grid.iloc[0]) if len(part) and isinstance(part.grid.iloc[0], str) else ""
-        rows.append({"setup": setup, "grid": grid, "ranks": int(part.ranks.max()) if len(part) else 0,
-                     "trials": len(part), "mean_train_minutes": part.train_seconds.mean() / 60 if len(part) else np.nan})
-    table = pd.DataFrame(rows, columns=["setup", "grid", "ranks", "trials", "mean_train_minutes"])
-    baseline = table[(table.ranks == 1) & (table.grid != "")].groupby("grid").mean_train_minutes.mean()
-    table["speedup"] = [baseline.get(g, np.nan) / m if g else np.nan for g, m in zip(table.grid, table.mean_train_minutes)]
-    table["efficiency"] = table.speedup / table.ranks
-    return table
-
-
 def write_stats(
     scores_path: str | os.PathLike[str], setups: list[str], metrics: list[str], out_dir: str | os.PathLike[str],
     min_trials: int = 1, digits: int = 4,
 ) -> list[Path]:
-    """Per metric: summary_, pvalues_ and pairs_<metric>.{csv,md,tex}; across metrics: kruskal and timing.{csv,md,tex}."""
+    """Per metric: summary_, pvalues_ and pairs_<metric>.{csv,md,tex}; across metrics: results (mean ± sd) and
+    kruskal.{csv,md,tex}."""
     scores = pd.read_csv(scores_path)
     out = Path(out_dir)
     written = []
     for metric in metrics:
         direction = f"{BETTER[metric]} is better"
-        written += _write(out, f"summary_{metric}", summary_table(scores, metric, setups, min_trials),
-                          f"{metric.upper()} per set-up ({direction})", False, digits)
-        written += _write(out, f"pvalues_{metric}", pvalue_matrix(scores, metric, setups),
-                          f"{metric.upper()}: two-sided tie-corrected rank-sum p-values (Mann-Whitney U, normal approximation)",
-                          True, digits)
-        written += _write(out, f"pairs_{metric}", pairwise_table(scores, metric, setups, min_trials),
-                          f"{metric.upper()}: pairwise rank-sum p-values, Holm-adjusted, and Vargha-Delaney A12 of a over b ({direction})",
-                          False, digits)
-    written += _write(out, "kruskal", kruskal_table(scores, metrics, setups),
-                      "Kruskal-Wallis test across all set-ups (tie-corrected)", False, digits)
-    written += _write(out, "timing", timing_table(scores, setups),
-                      "Training time per set-up; speed-up and efficiency against the 1-rank run of the same grid", False, digits)
+        written += write_table(out, f"summary_{metric}", summary_table(scores, metric, setups, min_trials),
+                               f"{metric.upper()} per set-up ({direction})", False, digits)
+        written += write_table(out, f"pvalues_{metric}", pvalue_matrix(scores, metric, setups),
+                               f"{metric.upper()}: two-sided tie-corrected rank-sum p-values (Mann-Whitney U, normal approximation)",
+                               True, digits)
+        written += write_table(out, f"pairs_{metric}", pairwise_table(scores, metric, setups, min_trials),
+                               f"{metric.upper()}: pairwise rank-sum p-values, Holm-adjusted, and Vargha-Delaney A12 of a over b ({direction})",
+                               False, digits)
+    written += write_table(out, "results", results_table(scores, metrics, setups, digits),
+                           "Mean ± standard deviation over trials per set-up", False, digits)
+    written += write_table(out, "kruskal", kruskal_table(scores, metrics, setups),
+                           "Kruskal-Wallis test across all set-ups (tie-corrected)", False, digits)
     return written

@@ -58,6 +58,11 @@ def batches_per_pass(size: int, batch_size: int, what: str = "training images") 
     return size // batch_size
 
 
+def profile_rows(history: list[dict[str, Any]], cell: str, rank: int) -> list[dict[str, Any]]:
+    """profile.csv rows of a pair's training: one ``train`` routine per iteration, from its history."""
+    return [{"iteration": row["iteration"], "cell": cell, "rank": rank, "routine": "train", "seconds": row["seconds"]} for row in history]
+
+
 class PairTrainer:
     """Trains a freshly initialised pair; ``labels`` is given for conditional networks only.
 

@@ -16,7 +16,7 @@ from ganstudy.data.partition import class_partitions
 from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.parallel.partition import assign_classes
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer, class_prior, network_spec, pair_seeds
+from ganstudy.train.pair import PairTrainer, class_prior, network_spec, pair_seeds, profile_rows
 
 
 @TRAINING_MODES.register("per_class")
@@ -51,10 +51,7 @@ def train_per_class(context: TrainingContext) -> TrainingResult | None:
     for label, share in zip(classes, prior):
         entry = results[label]
         history += [{"class": label, **row} for row in entry["history"]]
-        profile += [
-            {"iteration": row["iteration"], "cell": f"class{label}", "rank": entry["rank"], "routine": "train", "seconds": row["seconds"]}
-            for row in entry["history"]
-        ]
+        profile += profile_rows(entry["history"], f"class{label}", entry["rank"])
         last = entry["history"][-1]
         table.append(
             {"class": label, "images": counts[label], "prior": share, "rank": entry["rank"], "seconds": entry["seconds"],

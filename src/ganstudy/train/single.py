@@ -6,7 +6,7 @@ from __future__ import annotations
 from ganstudy.errors import GanstudyError
 from ganstudy.models.mixture import ConditionalGenerator, MixtureGenerator
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer, class_prior, network_spec, pair_seeds
+from ganstudy.train.pair import PairTrainer, class_prior, network_spec, pair_seeds, profile_rows
 
 
 def _one_rank(context: TrainingContext) -> None:
@@ -15,10 +15,6 @@ def _one_rank(context: TrainingContext) -> None:
             f"training mode '{context.setup['mode']}' runs on 1 MPI rank, but the job has {context.world.size}; "
             "give the set-up 1 task or choose a distributed mode"
         )
-
-
-def _profile(history: list[dict[str, float]]) -> list[dict[str, object]]:
-    return [{"iteration": row["iteration"], "cell": "0-0", "rank": 0, "routine": "train", "seconds": row["seconds"]} for row in history]
 
 
 @TRAINING_MODES.register("single")
@@ -30,7 +26,7 @@ def train_single(context: TrainingContext) -> TrainingResult:
     trainer = PairTrainer(setup, spec, context.data.images, None, seeds, context.devices)
     generator = trainer.train(context.checkpoint_dir).cpu()
     return TrainingResult(
-        MixtureGenerator([generator], [1.0]), setup["network"], spec, trainer.history, _profile(trainer.history), seeds=seeds
+        MixtureGenerator([generator], [1.0]), setup["network"], spec, trainer.history, profile_rows(trainer.history, "0-0", 0), seeds=seeds
     )
 
 
@@ -45,5 +41,5 @@ def train_conditional(context: TrainingContext) -> TrainingResult:
     classes, prior, _ = class_prior(data.labels)
     return TrainingResult(
         ConditionalGenerator(generator, prior, classes), setup["network"], spec, trainer.history,
-        _profile(trainer.history), seeds=seeds,
+        profile_rows(trainer.history, "0-0", 0), seeds=seeds,
     )

@@ -79,7 +79,7 @@ def _restore(store: CheckpointStore, cells: dict[Cell, GridCell], control: Any, 
 def train_grid(context: TrainingContext) -> TrainingResult | None:
     from mpi4py import MPI
 
-    setup, grid, world = context.setup, context.setup["grid"], context.world
+    grid, world = context.setup["grid"], context.world
     _check_settings(context)
     shape = resolve_shape(grid["shape"], world.size, grid["min_cells"], grid["max_cells"])
     if grid["cell_classes"] and len(grid["cell_classes"]) != shape.size:
