@@ -32,7 +32,8 @@ TINY = {
 
 
 def dry_run(profile: str, config: Path | None, env: dict) -> str:
-    command = ["snakemake", "--profile", profile, "-n"] + (["--configfile", str(config)] if config else [])
+    # --forceall: the plan must not depend on what results/ already holds.
+    command = ["snakemake", "--profile", profile, "-n", "--forceall"] + (["--configfile", str(config)] if config else [])
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout

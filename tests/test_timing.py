@@ -9,7 +9,7 @@ import pytest
 from ganstudy.config import speedup_baselines
 from ganstudy.errors import GanstudyError
 from ganstudy.report.figures import grid_size_plot, routine_bars, speedup_plot
-from ganstudy.stats.timing import aggregate_timings, routine_table, timing_table, write_timing
+from ganstudy.stats.timing import aggregate_runs, aggregate_timings, epoch_table, routine_table, timing_table, write_timing
 
 # Seed 000's profiling table (seconds): the sequential and the distributed Lipizzaner.
 SINGLE_CORE = {"gather": 19.4, "train": 264.9, "update_genomes": 199.8, "mutate": 25.6}
@@ -29,6 +29,10 @@ def _run(root, setup, trial, per_rank, train_seconds):
         for routine, seconds in routines.items():
             rows += [f"{it},{cell},{rank},{routine},{seconds * share}" for it in (1, 2) for cell, share in (("a", 0.1), ("b", 0.4))]
     (folder / "profile.csv").write_text("\n".join(rows) + "\n")
+    # Two classes per iteration, as per-class runs log them; the last iteration's losses are 1+trial and 2+trial.
+    losses = ["class,iteration,d_loss,g_loss,seconds"] + [f"{c},{it},{it + c * 0.5 + trial - 1},{it + c + trial},1.0"
+                                                         for it in (1, 2) for c in (0, 1)]
+    (folder / "losses.csv").write_text("\n".join(losses) + "\n")
     return folder
 
 
@@ -85,10 +89,24 @@ def test_timing_table_gives_speedup_and_efficiency_against_the_baseline(seed_000
     assert alone.speedup.tolist() == pytest.approx([509.6 / 97.9])
 
 
-def test_write_timing_writes_both_tables_in_three_formats(seed_000_runs):
+def test_epoch_table_has_seed_004s_epoch_time_and_final_losses(tmp_path):
+    folders = [_run(tmp_path, "dp", trial, [{"train": 1.0}], seconds) for trial, seconds in enumerate((10.0, 14.0))]
+    runs = aggregate_runs(folders, tmp_path / "runs.csv")
+    assert runs.epoch_seconds.tolist() == [5.0, 7.0]  # 2 iterations each
+    # Last iteration, mean over the two classes: d = 2 + 0.25 + trial - 1, g = 2 + 0.5 + trial.
+    assert runs.final_d_loss.tolist() == [1.25, 2.25] and runs.final_g_loss.tolist() == [2.5, 3.5]
+    table = epoch_table(pd.read_csv(tmp_path / "runs.csv"), ["dp", "none"]).set_index("setup")
+    assert table.loc["dp"].tolist() == pytest.approx([1, 2, 6.0, np.std([5.0, 7.0], ddof=1), 1.75, 3.0])
+    assert table.loc["none", "trials"] == 0 and np.isnan(table.loc["none", "epoch_seconds"])
+
+
+def test_write_timing_writes_its_tables_in_three_formats(seed_000_runs):
     _, root = seed_000_runs
-    written = write_timing(root / "timings.csv", ["sequential", "distributed"], {"distributed": "sequential"}, root / "tables", digits=3)
-    assert sorted(p.name for p in written) == sorted(f"{n}.{e}" for n in ("timing", "routines") for e in ("csv", "md", "tex"))
+    folders = sorted(p.parent for p in root.glob("*/trial*/run.json"))
+    aggregate_runs(folders, root / "runs.csv")
+    written = write_timing(root / "timings.csv", root / "runs.csv", ["sequential", "distributed"], {"distributed": "sequential"},
+                           root / "tables", digits=3)
+    assert sorted(p.name for p in written) == sorted(f"{n}.{e}" for n in ("timing", "routines", "epochs") for e in ("csv", "md", "tex"))
     assert "| distributed | train | 43.8 | 0.447 | sequential | 265 | 0.835 | 6.05 |" in (root / "tables" / "routines.md").read_text()
 
 
@@ -111,6 +129,8 @@ def test_a_set_up_s_baseline_is_the_one_rank_set_up_of_the_same_work():
     tasks = {"seq": 1, "dist": 4, "dist3": 3, "longer": 4, "seq_again": 1}
     # Only ranks and trials may differ; the first one-rank match wins; no match, no baseline.
     assert speedup_baselines(setups, tasks) == {"dist": "seq", "dist3": "seq"}
+    # A set-up whose rank count is not known yet takes no part.
+    assert speedup_baselines(setups, {k: v for k, v in tasks.items() if k != "seq"}) == {"dist": "seq_again", "dist3": "seq_again"}
 
 
 def test_timing_and_score_figures_are_drawn(seed_000_runs):

@@ -29,6 +29,7 @@ SHRUNKEN = {
         "grid_seq": {"mode": "grid", "iterations": 2, "hidden_units": 32, "checkpoint_period": 1, "ranks": 1, "trials": 1,
                      "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
         "per_class": {"mode": "per_class", "network": "dcgan", "iterations": 1, "batch_size": 32, "latent_dim": 16},
+        "dp": {"mode": "data_parallel", "network": "dcgan", "iterations": 2, "batch_size": 32, "latent_dim": 16, "ranks": 2},
     },
     "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2, "metrics": ["fid", "isc", "class_fid", "label_tvd"]},
     "compute": {"max_ranks": 2},
@@ -66,6 +67,13 @@ def test_a_misspelt_key_stops_the_run_before_any_job_naming_the_key(tmp_path, en
     assert not (tmp_path / "results").exists()
 
 
+def test_a_global_batch_the_ranks_cannot_share_stops_the_dag_naming_the_set_up(tmp_path, env):
+    config = {**SHRUNKEN, "setups": {"dp": {"mode": "data_parallel", "batch_size": 30, "ranks": 4}}}
+    done = snakemake(tmp_path, config, "-n", env=env)
+    assert done.returncode != 0
+    assert "set-up 'dp': the global batch_size 30 does not split into 4 rank(s) x 1 micro-batch(es)" in done.stderr
+
+
 def test_a_missing_dataset_file_stops_the_run_naming_the_path(tmp_path, env):
     config = {**SHRUNKEN, "dataset": {"name": "npz", "path": "data/cells.npz"}}
     done = snakemake(tmp_path, config, "--cores", "1", env=env)
@@ -78,7 +86,7 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     done = snakemake(tmp_path, SHRUNKEN, "--cores", "2", env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     study = tmp_path / "results" / "tiny"
-    for setup in ("bce", "grid", "per_class"):
+    for setup in ("bce", "grid", "per_class", "dp"):
         for trial in (0, 1):
             run = study / "runs" / setup / f"trial{trial}"
             extra = {"grid": {"cells.csv"}, "per_class": {"classes.csv"}}.get(setup, set())
@@ -87,11 +95,11 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
             assert (study / "logs" / "train" / setup / f"trial{trial}.log").is_file()
     scores = pd.read_csv(study / "scores.csv")
     # fid, isc, isc_std, label_tvd per run; class_fid only for the labelled per-class generators.
-    assert len(scores) == 2 * (4 + 4 + 5) + 4
+    assert len(scores) == 2 * (4 + 4 + 5 + 4) + 4
     summary = pd.read_csv(study / "tables" / "summary_fid.csv")
-    assert list(summary.setup) == ["bce", "grid", "grid_seq", "per_class"] and list(summary.trials) == [2, 2, 1, 2]
+    assert list(summary.setup) == ["bce", "grid", "grid_seq", "per_class", "dp"] and list(summary.trials) == [2, 2, 1, 2, 2]
     class_fid = pd.read_csv(study / "tables" / "summary_class_fid.csv")
-    assert list(class_fid.trials) == [0, 0, 0, 2]
+    assert list(class_fid.trials) == [0, 0, 0, 2, 0]
     pvalues = pd.read_csv(study / "tables" / "pvalues_isc.csv", index_col=0)
     assert 0 < pvalues.loc["bce", "grid"] <= 1 and 0 < pvalues.loc["grid", "per_class"] <= 1
     per_class_run = json.loads((study / "runs" / "per_class" / "trial0" / "run.json").read_text())
@@ -116,9 +124,17 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     timing = pd.read_csv(study / "tables" / "timing.csv").set_index("setup")
     assert timing.loc["grid", "baseline"] == "grid_seq" and timing.loc["grid", "ranks"] == 2
     assert timing.loc["grid", "speedup"] == pytest.approx(overall["grid_seq"] / overall["grid"])
-    assert timing.baseline.isna()[["bce", "grid_seq", "per_class"]].all()
+    assert timing.baseline.isna()[["bce", "grid_seq", "per_class", "dp"]].all()
     routines = pd.read_csv(study / "tables" / "routines.csv")
     assert {"exchange", "fitness", "train", "overall"} <= set(routines[routines.setup == "grid"].routine)
+    assert set(routines[routines.setup == "dp"].routine) == {"compute", "allreduce", "step", "overall"}
+    # Seed 004's table: epoch time and final losses per set-up, from the runs' own records.
+    epochs = pd.read_csv(study / "tables" / "epochs.csv").set_index("setup")
+    dp_runs = [json.loads((study / "runs" / "dp" / f"trial{t}" / "run.json").read_text()) for t in (0, 1)]
+    assert epochs.loc["dp", "ranks"] == 2 and dp_runs[0]["world_size"] == 2
+    assert epochs.loc["dp", "epoch_seconds"] == pytest.approx(sum(r["train_seconds"] for r in dp_runs) / 2 / 2)
+    last = [pd.read_csv(study / "runs" / "dp" / f"trial{t}" / "losses.csv").iloc[-1] for t in (0, 1)]
+    assert epochs.loc["dp", "d_loss"] == pytest.approx((last[0].d_loss + last[1].d_loss) / 2)
 
     again = snakemake(tmp_path, SHRUNKEN, "-n", "--cores", "2", env=env)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr

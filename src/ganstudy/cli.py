@@ -96,9 +96,10 @@ def _aggregate(args: argparse.Namespace) -> None:
 
 
 def _aggregate_timings(args: argparse.Namespace) -> None:
-    from ganstudy.stats.timing import aggregate_timings
+    from ganstudy.stats.timing import aggregate_runs, aggregate_timings
 
     aggregate_timings(args.runs, args.out)
+    aggregate_runs(args.runs, args.runs_out)
 
 
 def _baselines(pairs: list[str]) -> dict[str, str]:
@@ -111,7 +112,7 @@ def _baselines(pairs: list[str]) -> dict[str, str]:
 def _timing(args: argparse.Namespace) -> None:
     from ganstudy.stats.timing import write_timing
 
-    write_timing(args.timings, args.setups, _baselines(args.baselines), args.out_dir, args.digits)
+    write_timing(args.timings, args.runs, args.setups, _baselines(args.baselines), args.out_dir, args.digits)
 
 
 def _grid_plot(args: argparse.Namespace) -> None:
@@ -272,16 +273,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--out", required=True)
     sub.add_argument("scores", nargs="+", help="evaluate outputs")
 
-    sub = command("aggregate-timings", _aggregate_timings, "collect every run's seconds per rank and routine into one CSV")
-    sub.add_argument("--out", required=True)
-    sub.add_argument("runs", nargs="+", help="run folders (run.json and profile.csv)")
+    sub = command("aggregate-timings", _aggregate_timings,
+                  "collect every run's seconds per rank and routine, and its epoch time and final losses, into two CSVs")
+    sub.add_argument("--out", required=True, help="seconds per run, rank and routine")
+    sub.add_argument("--runs-out", required=True, help="one row per run: epoch seconds and final losses")
+    sub.add_argument("runs", nargs="+", help="run folders (run.json, profile.csv, losses.csv)")
 
     def baselines(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--baselines", nargs="*", default=[], metavar="SETUP=BASELINE",
                          help="each multi-rank set-up's one-rank run of the same work")
 
-    sub = command("timing", _timing, "training time, speed-up and seconds-per-routine tables (seed 000)")
-    sub.add_argument("--timings", required=True, help="aggregate-timings output")
+    sub = command("timing", _timing, "training time, speed-up and seconds-per-routine tables (seed 000), epoch times (seed 004)")
+    sub.add_argument("--timings", required=True, help="aggregate-timings --out")
+    sub.add_argument("--runs", required=True, help="aggregate-timings --runs-out")
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
     baselines(sub)
     sub.add_argument("--digits", type=int, default=4, help="significant digits in the Markdown and LaTeX tables")

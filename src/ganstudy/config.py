@@ -93,14 +93,15 @@ _NOT_WORK = ("ranks", "trials")
 
 def speedup_baselines(setups: dict[str, dict[str, Any]], tasks: dict[str, int]) -> dict[str, str]:
     """Each multi-rank set-up's baseline: the first set-up that runs on one rank with otherwise the same
-    settings (only ranks and trials may differ), as seed 000 compared a grid on one core and on many."""
+    settings (only ranks and trials may differ), as seed 000 compared a grid on one core and on many.
+    Set-ups missing from ``tasks`` (their rank count is not known yet) take no part."""
     def work(name: str) -> dict[str, Any]:
         return {key: value for key, value in setups[name].items() if key not in _NOT_WORK}
 
-    singles = [name for name in setups if tasks[name] == 1]
+    singles = [name for name in setups if tasks.get(name) == 1]
     baselines = {}
     for name in setups:
-        if tasks[name] > 1:
+        if tasks.get(name, 1) > 1:
             found = next((single for single in singles if work(single) == work(name)), None)
             if found:
                 baselines[name] = found

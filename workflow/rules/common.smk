@@ -10,6 +10,7 @@ from ganstudy.config import ConfigError, speedup_baselines, validate_study_confi
 from ganstudy.data.sources import CLASS_COUNTS, SOURCES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.weights import check_inception_weights
+from ganstudy.parallel.partition import shard_rows
 
 try:
     validate_study_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
@@ -51,12 +52,14 @@ def setup_settings(wildcards):
 
 def tasks_of(name):
     """MPI ranks of a set-up's training jobs: its ranks, else one per grid cell or per class capped by
-    compute.max_ranks; 1 for the one-rank modes."""
+    compute.max_ranks (data_parallel: max_ranks); 1 for the one-rank modes."""
     setup = config["setups"][name]
-    if setup["mode"] not in ("grid", "per_class"):
+    if setup["mode"] not in ("grid", "per_class", "data_parallel"):
         return 1
     if setup["ranks"]:
         return setup["ranks"]
+    if setup["mode"] == "data_parallel":
+        return config["compute"]["max_ranks"]
     if setup["mode"] == "per_class":
         units = dataset_classes(name)
     else:
@@ -80,8 +83,33 @@ def dataset_classes(setup_name):
     return CLASS_COUNTS[name]
 
 
+def known_tasks():
+    """Ranks of every set-up whose rank count the config decides; a per-class set-up on a data set whose
+    classes are known only once read is left out (its training job names the problem)."""
+    known = {}
+    for name in SETUPS:
+        try:
+            known[name] = tasks_of(name)
+        except WorkflowError:
+            pass
+    return known
+
+
 # Multi-rank set-up -> its one-rank run of the same work: the speed-up tables and plot compare them.
-BASELINES = speedup_baselines(config["setups"], {name: tasks_of(name) for name in SETUPS})
+BASELINES = speedup_baselines(config["setups"], known_tasks())
+
+
+def check_data_parallel_batches():
+    """A global batch that cannot be shared out over its ranks stops the DAG, not a queued job."""
+    for name, setup in config["setups"].items():
+        if setup["mode"] == "data_parallel":
+            try:
+                shard_rows(setup["batch_size"], tasks_of(name), setup["data_parallel"]["accumulation_steps"])
+            except GanstudyError as error:
+                raise WorkflowError(f"set-up '{name}': {error}") from None
+
+
+check_data_parallel_batches()
 # Scores against grid size are worth a figure once the study has grids of two sizes.
 GRID_SIZES = {setup["grid"]["shape"] for setup in config["setups"].values() if setup["mode"] == "grid"}
 

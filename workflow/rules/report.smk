@@ -49,7 +49,7 @@ rule grid_size_plot:
 
 rule routine_plot:
     input:
-        rules.aggregate_timings.output,
+        rules.aggregate_timings.output.timings,
     output:
         report(
             f"{STUDY_DIR}/figures/routines.png",
@@ -71,7 +71,7 @@ rule routine_plot:
 
 rule speedup_plot:
     input:
-        rules.aggregate_timings.output,
+        rules.aggregate_timings.output.timings,
     output:
         report(
             f"{STUDY_DIR}/figures/speedup.png",

@@ -67,9 +67,14 @@ rule stats:
 
 rule aggregate_timings:
     input:
-        [f"{STUDY_DIR}/runs/{setup}/trial{trial}/{name}" for setup, trial in RUNS for name in ("run.json", "profile.csv")],
+        [
+            f"{STUDY_DIR}/runs/{setup}/trial{trial}/{name}"
+            for setup, trial in RUNS
+            for name in ("run.json", "profile.csv", "losses.csv")
+        ],
     output:
-        report(f"{STUDY_DIR}/timings.csv", caption="../report/timings.rst", category="4. Statistics"),
+        timings=report(f"{STUDY_DIR}/timings.csv", caption="../report/timings.rst", category="4. Statistics"),
+        runs=report(f"{STUDY_DIR}/runs.csv", caption="../report/runs.rst", category="4. Statistics"),
     params:
         runs=[f"{STUDY_DIR}/runs/{setup}/trial{trial}" for setup, trial in RUNS],
     log:
@@ -79,12 +84,13 @@ rule aggregate_timings:
     localrule: True
     threads: 1
     shell:
-        "ganstudy aggregate-timings --out {output} {params.runs} > {log} 2>&1"
+        "ganstudy aggregate-timings --out {output.timings} --runs-out {output.runs} {params.runs} > {log} 2>&1"
 
 
 rule timing:
     input:
-        rules.aggregate_timings.output,
+        timings=rules.aggregate_timings.output.timings,
+        runs=rules.aggregate_timings.output.runs,
     output:
         timing=report(
             expand(f"{STUDY_DIR}/tables/timing.{{ext}}", ext=TABLE_FORMATS),
@@ -94,6 +100,11 @@ rule timing:
         routines=report(
             expand(f"{STUDY_DIR}/tables/routines.{{ext}}", ext=TABLE_FORMATS),
             caption="../report/routines.rst",
+            category="4. Statistics",
+        ),
+        epochs=report(
+            expand(f"{STUDY_DIR}/tables/epochs.{{ext}}", ext=TABLE_FORMATS),
+            caption="../report/epochs.rst",
             category="4. Statistics",
         ),
     params:
@@ -108,7 +119,7 @@ rule timing:
     localrule: True
     threads: 1
     shell:
-        "ganstudy timing --timings {input} --setups {params.setups} --baselines {params.baselines}"
+        "ganstudy timing --timings {input.timings} --runs {input.runs} --setups {params.setups} --baselines {params.baselines}"
         " --digits {params.digits} --out-dir {params.out_dir} > {log} 2>&1"
 
 

@@ -1,5 +1,6 @@
-"""Which rank trains which class (per-class training): balanced by sample count, any rank count
-from 1 to the number of classes. Seed 001's code fixed rank r = label r and needed 10 ranks."""
+"""How work splits over ranks. Per-class training: which rank trains which class, balanced by sample
+count, any rank count from 1 to the number of classes (seed 001's code fixed rank r = label r and
+needed 10 ranks). Data parallelism: the rows of a global batch per rank and micro-batch."""
 
 from __future__ import annotations
 
@@ -30,3 +31,14 @@ def assign_classes(counts: Mapping[int, int], ranks: int) -> list[list[int]]:
         blocks[rank].append(label)
         loads[rank] += counts[label]
     return [sorted(block) for block in blocks]
+
+
+def shard_rows(batch_size: int, world_size: int, accumulation: int) -> int:
+    """Rows of one micro-batch on one rank of a data-parallel step; the global batch must split evenly."""
+    parts = world_size * accumulation
+    if batch_size % parts:
+        raise GanstudyError(
+            f"the global batch_size {batch_size} does not split into {world_size} rank(s) x {accumulation} micro-batch(es): "
+            f"choose a batch_size that is a multiple of {parts}, or another rank count or accumulation_steps"
+        )
+    return batch_size // parts

@@ -1,6 +1,6 @@
-"""timing: seed 000's two tables from the runs' own clocks. One gives each set-up's training time and
-its speed-up over the one-rank run of the same work (its baseline); the other gives the seconds per
-routine (exchange, train, selection, ...) and the routine's own speed-up."""
+"""timing: seed 000's two tables from the runs' own clocks (each set-up's training time and speed-up
+over the one-rank run of the same work, its baseline; the seconds per routine and the routine's own
+speed-up) and seed 004's table 1 (average epoch time and final losses per set-up)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from ganstudy.errors import GanstudyError
 TIMINGS_COLUMNS = ["setup", "trial", "ranks", "rank", "routine", "seconds"]
 TIMING_COLUMNS = ["setup", "ranks", "trials", "mean_train_minutes", "sd_train_minutes", "baseline", "baseline_minutes",
                   "speedup", "efficiency"]
+RUNS_COLUMNS = ["setup", "trial", "ranks", "iterations", "train_seconds", "epoch_seconds", "final_d_loss", "final_g_loss"]
+EPOCH_COLUMNS = ["setup", "ranks", "trials", "epoch_seconds", "sd_epoch_seconds", "d_loss", "g_loss"]
 ROUTINE_COLUMNS = ["setup", "routine", "seconds", "share", "baseline", "baseline_seconds", "acceleration", "speedup"]
 # The whole training clock of a run, next to its routines (seed 000's "overall" row).
 OVERALL = "overall"
@@ -40,6 +42,40 @@ def aggregate_timings(run_dirs: Iterable[str | os.PathLike[str]], out_path: str 
     with atomic_path(out_path) as tmp:
         table.to_csv(tmp, index=False)
     return table
+
+
+def aggregate_runs(run_dirs: Iterable[str | os.PathLike[str]], out_path: str | os.PathLike[str]) -> pd.DataFrame:
+    """One row per run: its training seconds per iteration (one pass over the data: an epoch) and the
+    losses of its last iteration (the mean over cells or classes where a run has several)."""
+    rows = []
+    for folder in map(Path, run_dirs):
+        record = read_json(folder / "run.json")
+        losses = pd.read_csv(folder / "losses.csv")
+        last = losses[losses.iteration == losses.iteration.max()]
+        iterations = int(losses.iteration.max())
+        rows.append({
+            "setup": record["setup_name"], "trial": record["trial"], "ranks": record.get("world_size", 1), "iterations": iterations,
+            "train_seconds": record["train_seconds"], "epoch_seconds": record["train_seconds"] / iterations,
+            "final_d_loss": last.d_loss.mean(), "final_g_loss": last.g_loss.mean(),
+        })
+    table = pd.DataFrame(rows, columns=RUNS_COLUMNS)
+    with atomic_path(out_path) as tmp:
+        table.to_csv(tmp, index=False)
+    return table
+
+
+def epoch_table(runs: pd.DataFrame, setups: list[str]) -> pd.DataFrame:
+    """Seed 004's table 1: per set-up the average epoch time and the final discriminator and generator
+    losses, means over trials."""
+    rows = []
+    for setup in setups:
+        part = runs[runs.setup == setup]
+        rows.append({
+            "setup": setup, "ranks": int(part.ranks.max()) if len(part) else 0, "trials": len(part),
+            "epoch_seconds": part.epoch_seconds.mean(), "sd_epoch_seconds": part.epoch_seconds.std(ddof=1),
+            "d_loss": part.final_d_loss.mean(), "g_loss": part.final_g_loss.mean(),
+        })
+    return pd.DataFrame(rows, columns=EPOCH_COLUMNS)
 
 
 def _routine_seconds(timings: pd.DataFrame) -> pd.DataFrame:
@@ -90,15 +126,18 @@ def routine_table(timings: pd.DataFrame, setups: list[str], baselines: dict[str,
 
 
 def write_timing(
-    timings_path: str | os.PathLike[str], setups: list[str], baselines: dict[str, str], out_dir: str | os.PathLike[str],
-    digits: int = 4,
+    timings_path: str | os.PathLike[str], runs_path: str | os.PathLike[str], setups: list[str], baselines: dict[str, str],
+    out_dir: str | os.PathLike[str], digits: int = 4,
 ) -> list[Path]:
-    """timing.{csv,md,tex} and routines.{csv,md,tex}."""
+    """timing, routines and epochs.{csv,md,tex}."""
     from ganstudy.stats.summary import write_table
 
     timings = pd.read_csv(timings_path)
     out = Path(out_dir)
     return write_table(
+        out, "epochs", epoch_table(pd.read_csv(runs_path), setups),
+        "Average epoch time (training seconds per iteration) and final losses per set-up", False, digits,
+    ) + write_table(
         out, "timing", timing_table(timings, setups, baselines),
         "Training time per set-up; speed-up and parallel efficiency against its one-rank baseline", False, digits,
     ) + write_table(

@@ -56,7 +56,7 @@ TRAINING_MODES: Registry = Registry("training mode")
 
 def get_mode(name: str):
     # Importing the modules registers their modes.
-    from ganstudy.train import per_class, single  # noqa: F401
+    from ganstudy.train import data_parallel, per_class, single  # noqa: F401
     from ganstudy.train.grid import mode  # noqa: F401
 
     return TRAINING_MODES.get(name)

@@ -90,19 +90,25 @@ class PairTrainer:
         self._cuda = sorted({d.index or 0 for d in devices if d.type == "cuda"})
         with torch.random.fork_rng(devices=self._cuda):
             torch.manual_seed(seeds["init"])
-            self.generator, self.discriminator = build_pair(setup["network"], spec)
+            self.generator, self.discriminator = (self._adapt(net) for net in build_pair(setup["network"], spec))
             torch.manual_seed(seeds["dropout"])
             self._global_rng = self._read_global_rng()
         self.generator.to(self.g_device)
         self.discriminator.to(self.d_device)
         self.loss = LOSSES.get(setup["loss"])
-        betas = tuple(setup["betas"])
-        self.opt_g = adam(self.generator.parameters(), setup["lr"], betas)
-        self.opt_d = adam(self.discriminator.parameters(), setup["lr"], betas)
+        self.opt_g = self._optimizer(self.generator)
+        self.opt_d = self._optimizer(self.discriminator)
         self.batch_rng = torch.Generator().manual_seed(seeds["batches"])
         self.noise_rng = torch.Generator().manual_seed(seeds["noise"])
         self.done = 0
         self.history: list[dict[str, float]] = []
+
+    def _adapt(self, network: torch.nn.Module) -> torch.nn.Module:
+        """A freshly initialised network as this trainer trains it (data parallelism swaps layers)."""
+        return network
+
+    def _optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
+        return adam(network.parameters(), self.setup["lr"], tuple(self.setup["betas"]))
 
     def _read_global_rng(self) -> dict[str, Any]:
         return {"cpu": torch.get_rng_state(), "cuda": [torch.cuda.get_rng_state(i) for i in self._cuda]}
@@ -145,8 +151,7 @@ class PairTrainer:
                 )
                 if store is not None and period and self.done % period == 0 and self.done < total:
                     self._global_rng = self._read_global_rng()
-                    store.write_part(self.done, "pair", self._state())
-                    store.complete(self.done)
+                    self._checkpoint(store)
         self.generator.eval()
         return self.generator
 
@@ -156,6 +161,10 @@ class PairTrainer:
         identity = {"setup": self.setup, "seeds": self.seeds, "name": self.name}
         fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
         return CheckpointStore(checkpoint_dir / self.name, self.setup["checkpoints_kept"], fingerprint)
+
+    def _checkpoint(self, store: CheckpointStore) -> None:
+        store.write_part(self.done, "pair", self._state())
+        store.complete(self.done)
 
     def _state(self) -> dict[str, Any]:
         return {
@@ -177,13 +186,16 @@ class PairTrainer:
             except ValueError as exc:
                 print(f"ganstudy: warning: checkpoint {exc} is unreadable; trying the previous one", file=sys.stderr, flush=True)
                 continue
-            self.generator.load_state_dict(state["generator"])
-            self.discriminator.load_state_dict(state["discriminator"])
-            self.opt_g.load_state_dict(state["opt_g"])
-            self.opt_d.load_state_dict(state["opt_d"])
-            self.batch_rng.set_state(state["batch_rng"])
-            self.noise_rng.set_state(state["noise_rng"])
-            self._global_rng = state["global_rng"]
-            self.done, self.history = state["done"], state["history"]
+            self._load(state)
             print(f"ganstudy: {self.name} resumed from the checkpoint of iteration {iteration}", file=sys.stderr, flush=True)
             return
+
+    def _load(self, state: dict[str, Any]) -> None:
+        self.generator.load_state_dict(state["generator"])
+        self.discriminator.load_state_dict(state["discriminator"])
+        self.opt_g.load_state_dict(state["opt_g"])
+        self.opt_d.load_state_dict(state["opt_d"])
+        self.batch_rng.set_state(state["batch_rng"])
+        self.noise_rng.set_state(state["noise_rng"])
+        self._global_rng = state["global_rng"]
+        self.done, self.history = state["done"], state["history"]

@@ -14,7 +14,7 @@ def adam(parameters, lr: float, betas: tuple[float, float]) -> torch.optim.Adam:
     return torch.optim.Adam(parameters, lr=lr, betas=betas, fused=True)
 
 
-def _call(network: nn.Module, inputs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
+def call_network(network: nn.Module, inputs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
     """A network on its inputs (and labels, for a conditional pair), on the inputs' device."""
     if labels is None:
         return network(inputs)
@@ -33,8 +33,8 @@ def discriminator_step(
     """``real`` lives on the discriminator's device and ``noise`` on the generator's (seed 001 puts the
     two on different GPUs); ``labels`` (conditional pairs) label both the real and the fake images."""
     with torch.no_grad():
-        fake = _call(generator, noise, labels).to(real.device)
-    value = loss.discriminator(_call(discriminator, real, labels), _call(discriminator, fake, labels))
+        fake = call_network(generator, noise, labels).to(real.device)
+    value = loss.discriminator(call_network(discriminator, real, labels), call_network(discriminator, fake, labels))
     optimizer.zero_grad(set_to_none=True)
     value.backward()
     optimizer.step()
@@ -53,7 +53,7 @@ def generator_step(
     # The discriminator only passes gradients through: computing its own would be wasted work.
     discriminator.requires_grad_(False)
     try:
-        value = loss.generator(_call(discriminator, _call(generator, noise, labels).to(target), labels))
+        value = loss.generator(call_network(discriminator, call_network(generator, noise, labels).to(target), labels))
         optimizer.zero_grad(set_to_none=True)
         value.backward()
     finally:

@@ -1,0 +1,224 @@
+"""Training mode ``data_parallel`` (seeds 003 and 004): one generator-discriminator pair replicated on
+every MPI rank, each rank computing the gradients of its shard of every global batch, averaged by an
+all-reduce before every optimiser step.
+
+The global batch (``batch_size``) is what one optimiser step sees, whatever the rank count: rank r
+takes rows [r*B/W, (r+1)*B/W), optionally in ``accumulation_steps`` micro-batches. Batch order and
+noise are drawn for the whole global batch from generators every rank seeds alike; batch norm uses the
+statistics of the global batch (parallel/sync_batchnorm.py) and dropout a mask fixed by each row's
+global place (parallel/shard_dropout.py). So W ranks give one rank's result up to the order of
+floating-point sums. Options (``data_parallel:`` of the set-up): mixed precision, gradient
+accumulation, clipping by norm and ZeRO-1 optimiser-state sharding.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from ganstudy.checkpoint import CheckpointStore
+from ganstudy.errors import GanstudyError
+from ganstudy.models import NetworkSpec, build_pair, get_network
+from ganstudy.models.mixture import ConditionalGenerator, MixtureGenerator
+from ganstudy.parallel.partition import shard_rows
+from ganstudy.parallel.process_group import backend_for, torch_process_group
+from ganstudy.parallel.shard_dropout import row_masks, shard_dropout
+from ganstudy.parallel.sync_batchnorm import globalise_batchnorm
+from ganstudy.parallel.timing import RoutineTimer
+from ganstudy.parallel.world import World
+from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
+from ganstudy.train.pair import PairTrainer, class_prior, network_spec, pair_seeds
+from ganstudy.train.steps import call_network
+
+AMP_TYPES = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def allreduce_mean(parameters: list[torch.nn.Parameter], world_size: int) -> None:
+    """Average the gradients of ``parameters`` over the ranks, in one flat buffer (one collective)."""
+    if world_size == 1:
+        return
+    grads = [p.grad for p in parameters if p.grad is not None]
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    dist.all_reduce(flat)
+    flat /= world_size
+    for grad, part in zip(grads, flat.split([g.numel() for g in grads])):
+        grad.copy_(part.view_as(grad))
+
+
+class DataParallelTrainer(PairTrainer):
+    def __init__(self, setup: dict[str, Any], spec: NetworkSpec, images: np.ndarray, labels: np.ndarray | None,
+                 seeds: dict[str, int], devices: tuple[torch.device, torch.device], world: World) -> None:
+        options = setup["data_parallel"]
+        self.world, self.zero = world, options["zero"]
+        self.accumulation, self.clip_norm = options["accumulation_steps"], options["clip_norm"]
+        self.rows = shard_rows(setup["batch_size"], world.size, self.accumulation)
+        self.amp = AMP_TYPES[options["amp"]]
+        if self.amp is torch.float16 and devices[0].type != "cuda":
+            raise GanstudyError("data_parallel.amp fp16 needs a GPU (compute.device cuda); on the CPU use bf16")
+        if devices[0] != devices[1]:
+            raise GanstudyError("mode data_parallel keeps a rank's pair on one GPU (nccl binds a process to one): "
+                                "set compute.gpus_per_rank to 1")
+        super().__init__(setup, spec, images, labels, seeds, devices, name="pair")
+        # Gradient scaling keeps fp16 gradients from underflowing; bf16 has fp32's range and needs none.
+        self.scalers = {net: torch.amp.GradScaler("cuda", enabled=self.amp is torch.float16) for net in ("g", "d")}
+        self.dropout_rng = torch.Generator().manual_seed(seeds["dropout"])
+        self.timer = RoutineTimer()
+        self.profile: list[dict[str, Any]] = []
+
+    def _adapt(self, network: torch.nn.Module) -> torch.nn.Module:
+        return shard_dropout(globalise_batchnorm(network))
+
+    def _optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
+        if not self.zero:
+            return super()._optimizer(network)
+        # Imported here: torch.distributed.optim pulls in TorchScript, slow and noisy to import.
+        from torch.distributed.optim import ZeroRedundancyOptimizer
+
+        return ZeroRedundancyOptimizer(network.parameters(), optimizer_class=torch.optim.Adam, lr=self.setup["lr"],
+                                       betas=tuple(self.setup["betas"]), fused=True)
+
+    def _autocast(self, device: torch.device) -> contextlib.AbstractContextManager:
+        if self.amp is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device.type, dtype=self.amp)
+
+    def _call_seed(self) -> int:
+        return int(torch.randint(0, 2**62, (1,), generator=self.dropout_rng))
+
+    def _update(self, network: torch.nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler) -> None:
+        parameters = list(network.parameters())
+        with self.timer("allreduce"):
+            allreduce_mean(parameters, self.world.size)
+        with self.timer("step"):
+            if self.clip_norm is not None:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(parameters, self.clip_norm)
+            scaler.step(optimizer)
+            scaler.update()
+
+    def _micro_batches(self, batch: torch.Tensor) -> Iterator[tuple[int, torch.Tensor]]:
+        """(global offset, image indices) of this rank's micro-batches of one global batch."""
+        for m in range(self.accumulation):
+            offset = (self.world.rank * self.accumulation + m) * self.rows
+            yield offset, batch[offset : offset + self.rows]
+
+    def _discriminator_step(self, batch: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        seed_real, seed_fake = self._call_seed(), self._call_seed()
+        self.opt_d.zero_grad(set_to_none=True)
+        total = torch.zeros((), device=self.d_device)
+        for offset, rows in self._micro_batches(batch):
+            labels = None if self.labels is None else self.labels[rows]
+            with self.timer("compute"):
+                with torch.no_grad(), self._autocast(self.g_device):
+                    fake = call_network(self.generator, noise[offset : offset + self.rows].to(self.g_device), labels).to(self.d_device)
+                with self._autocast(self.d_device):
+                    with row_masks(self.discriminator, seed_real, offset):
+                        d_real = call_network(self.discriminator, self.images[rows], labels)
+                    with row_masks(self.discriminator, seed_fake, offset):
+                        d_fake = call_network(self.discriminator, fake, labels)
+                value = self.loss.discriminator(d_real.float(), d_fake.float()) / self.accumulation
+                self.scalers["d"].scale(value).backward()
+            total += value.detach()
+        self._update(self.discriminator, self.opt_d, self.scalers["d"])
+        return total
+
+    def _generator_step(self, batch: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        seed = self._call_seed()
+        self.opt_g.zero_grad(set_to_none=True)
+        total = torch.zeros((), device=self.d_device)
+        # The discriminator only passes gradients through: computing its own would be wasted work.
+        self.discriminator.requires_grad_(False)
+        try:
+            for offset, rows in self._micro_batches(batch):
+                labels = None if self.labels is None else self.labels[rows]
+                with self.timer("compute"):
+                    with self._autocast(self.g_device):
+                        fake = call_network(self.generator, noise[offset : offset + self.rows].to(self.g_device), labels)
+                    with self._autocast(self.d_device), row_masks(self.discriminator, seed, offset):
+                        d_fake = call_network(self.discriminator, fake.to(self.d_device), labels)
+                    value = self.loss.generator(d_fake.float()) / self.accumulation
+                    self.scalers["g"].scale(value).backward()
+                total += value.detach()
+        finally:
+            self.discriminator.requires_grad_(True)
+        self._update(self.generator, self.opt_g, self.scalers["g"])
+        return total
+
+    def _one_pass(self) -> tuple[float, float]:
+        order = torch.randperm(len(self.images), generator=self.batch_rng).to(self.d_device)
+        totals = torch.zeros(2, device=self.d_device)
+        for step in range(self.steps):
+            batch = order[step * self.batch_size : (step + 1) * self.batch_size]
+            # Every rank draws the whole global batch's noise and keeps its rows: the same numbers on any rank count.
+            z_d = torch.randn(self.batch_size, self.spec.latent_dim, generator=self.noise_rng)
+            z_g = torch.randn(self.batch_size, self.spec.latent_dim, generator=self.noise_rng)
+            totals[0] += self._discriminator_step(batch, z_d)
+            totals[1] += self._generator_step(batch, z_g)
+        # Each rank's losses are those of its shard: the global batch's loss is their mean.
+        if self.world.size > 1:
+            dist.all_reduce(totals)
+            totals /= self.world.size
+        self.profile += [{"iteration": self.done + 1, "cell": f"shard{self.world.rank}", "rank": self.world.rank,
+                          "routine": name, "seconds": s} for name, s in self.timer.take().items()]
+        return float(totals[0]) / self.steps, float(totals[1]) / self.steps
+
+    def _state(self) -> dict[str, Any]:
+        if self.zero:
+            # Each rank holds a shard of the optimiser state; rank 0 gathers the whole (collective).
+            for optimizer in (self.opt_g, self.opt_d):
+                optimizer.consolidate_state_dict(to=0)
+        if not self.world.is_root:
+            return {}
+        return {**super()._state(), "dropout_rng": self.dropout_rng.get_state(), "profile": self.profile}
+
+    def _checkpoint(self, store: CheckpointStore) -> None:
+        state = self._state()
+        if self.world.is_root:
+            store.write_part(self.done, "pair", state)
+            store.complete(self.done)
+        dist.barrier()
+
+    def _load(self, state: dict[str, Any]) -> None:
+        super()._load(state)
+        self.dropout_rng.set_state(state["dropout_rng"])
+        # Rank 0's profile of the iterations before the checkpoint; the other ranks' are lost with their process.
+        self.profile = state["profile"] if self.world.is_root else []
+
+
+def _plain_generator(trained: torch.nn.Module, network: str, spec: NetworkSpec) -> torch.nn.Module:
+    """The trained weights in the registered network (plain batch norm and dropout layers), so that the
+    generator artifact loads like any other mode's."""
+    generator, _ = build_pair(network, spec)
+    generator.load_state_dict(trained.state_dict())
+    return generator.eval()
+
+
+@TRAINING_MODES.register("data_parallel")
+def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
+    setup, data, world = context.setup, context.data, context.world
+    conditional = get_network(setup["network"]).conditional
+    spec = network_spec(setup, data, conditional=conditional)
+    seeds = pair_seeds(context.study_seed, context.trial)
+    with torch_process_group(world, context.device):
+        trainer = DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, seeds, context.devices, world)
+        trained = trainer.train(context.checkpoint_dir)
+        profiles = world.comm.gather(trainer.profile, root=0)
+    if not world.is_root:
+        return None
+    generator = _plain_generator(trained.cpu(), setup["network"], spec)
+    if conditional:
+        classes, prior, _ = class_prior(data.labels)
+        result: MixtureGenerator | ConditionalGenerator = ConditionalGenerator(generator, prior, classes)
+    else:
+        result = MixtureGenerator([generator], [1.0])
+    options = setup["data_parallel"]
+    return TrainingResult(
+        result, setup["network"], spec, trainer.history, [row for part in profiles for row in part], seeds=seeds,
+        facts={"data_parallel": {**options, "global_batch": setup["batch_size"], "rows_per_micro_batch": trainer.rows,
+                                 "backend": backend_for(context.device)}},
+    )

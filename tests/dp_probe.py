@@ -1,0 +1,95 @@
+"""Run under mpiexec by test_data_parallel_mpi.py: builds DataParallelTrainers on fixed data and saves,
+from rank 0, what the test compares with a single-process reference.
+
+    mpiexec -n W python dp_probe.py ACTION SETTINGS_JSON OUT
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+
+from ganstudy.parallel.process_group import torch_process_group
+from ganstudy.parallel.world import mpi_world
+from ganstudy.train.data_parallel import DataParallelTrainer
+from ganstudy.train.pair import network_spec, pair_seeds
+
+CPU = (torch.device("cpu"), torch.device("cpu"))
+
+
+def fixed_data():
+    """48 images of 8x8 in [-1, 1] and their labels (0..3), the same in every process."""
+    from ganstudy.data.arrays import Split
+
+    generator = torch.Generator().manual_seed(0)
+    images = (torch.rand(48, 1, 8, 8, generator=generator) * 2 - 1).numpy()
+    labels = (torch.arange(48) % 4).numpy()
+    return Split(images, labels)
+
+
+def fixed_noise(rows: int, latent: int) -> torch.Tensor:
+    return torch.randn(rows, latent, generator=torch.Generator().manual_seed(1))
+
+
+def trainer(setup: dict, world) -> DataParallelTrainer:
+    data = fixed_data()
+    conditional = setup["network"] == "dccgan"
+    spec = network_spec(setup, data, conditional=conditional)
+    return DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, pair_seeds(7, 0), CPU, world)
+
+
+def global_mean(loss: torch.Tensor, world) -> torch.Tensor:
+    """A step returns its shard's loss: the global batch's loss is the mean over ranks."""
+    import torch.distributed as dist
+
+    if world.size > 1:
+        dist.all_reduce(loss)
+    return loss / world.size
+
+
+def grads(network: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p.grad.clone() for name, p in network.named_parameters()}
+
+
+def main() -> None:
+    action, setup, out = sys.argv[1], json.loads(sys.argv[2]), Path(sys.argv[3])
+    world = mpi_world()
+    saved: dict = {}
+    with torch_process_group(world, CPU[0]):
+        batch = torch.arange(setup["batch_size"])
+        noise = fixed_noise(setup["batch_size"], setup["latent_dim"])
+        if action == "steps":
+            # One discriminator step of a fresh pair, then one generator step of another fresh pair.
+            first = trainer(setup, world)
+            saved["d_loss"] = global_mean(first._discriminator_step(batch, noise), world)
+            saved["d_grads"] = grads(first.discriminator)
+            second = trainer(setup, world)
+            saved["g_loss"] = global_mean(second._generator_step(batch, noise), world)
+            saved["g_grads"] = grads(second.generator)
+        elif action == "train":
+            pair = trainer(setup, world)
+            generator = pair.train(None)
+            saved = {"generator": generator.state_dict(), "discriminator": pair.discriminator.state_dict(), "history": pair.history}
+        elif action == "resume":
+            # A run that keeps its checkpoints, then a fresh start resuming from the older one of the two.
+            folder = out.parent / f"{out.stem}-checkpoints"
+            whole = trainer(setup, world)
+            whole.train(folder)
+            if world.is_root:
+                iterations = sorted(folder.glob("pair/iter-*"))
+                shutil.rmtree(iterations[-1])
+            world.comm.Barrier()
+            resumed = trainer(setup, world)
+            resumed.train(folder)
+            saved = {"whole": whole.generator.state_dict(), "resumed": resumed.generator.state_dict(),
+                     "whole_d": whole.discriminator.state_dict(), "resumed_d": resumed.discriminator.state_dict()}
+    if world.is_root:
+        torch.save(saved, out)
+
+
+if __name__ == "__main__":
+    main()
