@@ -17,7 +17,7 @@ from conftest import REPO
 pytestmark = pytest.mark.workflow
 
 STUDIES = sorted((REPO / "config" / "studies").glob("*.yaml"))
-# Per-class and grid jobs on 2 ranks each, as small as a study gets.
+# Per-class, grid and data-parallel jobs on 2 ranks each, as small as a study gets.
 TINY = {
     "study": "tiny",
     "trials": 1,
@@ -25,10 +25,13 @@ TINY = {
     "setups": {
         "grid": {"mode": "grid", "iterations": 1, "hidden_units": 32, "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
         "per_class": {"mode": "per_class", "network": "dcgan", "iterations": 1, "batch_size": 32, "latent_dim": 16},
+        # torch.distributed must come up from the launcher's MPI world (jsrun, srun) like the others.
+        "dp": {"mode": "data_parallel", "network": "dcgan", "iterations": 1, "batch_size": 32, "latent_dim": 16},
     },
     "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2},
     "compute": {"max_ranks": 2},
 }
+MPI_SETUPS = ("dp", "grid", "per_class")
 
 
 def dry_run(profile: str, config: Path | None, env: dict) -> str:
@@ -87,16 +90,16 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
         submitted[args[args.index("-J") + 1] + "/" + job.name] = args
     rules = sorted(name.split("/")[0] for name in submitted)
     # Light rules run on the login node; the rest are LSF jobs.
-    assert rules == ["evaluate", "evaluate", "prepare_dataset", "reference_statistics", "train", "train", "train_classifier"]
+    assert rules == ["evaluate"] * 3 + ["prepare_dataset", "reference_statistics"] + ["train"] * 3 + ["train_classifier"]
     train = [args for name, args in submitted.items() if name.startswith("train/")]
     for args in train:
         assert args[:6] == ["-J", "train", "-nnodes", "1", "-W", "2:00"]
         assert args[args.index("-P") + 1] == "GEN150" and args[args.index("-q") + 1] == "batch"
         assert args[args.index("-alloc_flags") + 1] == "gpumps smt4"
     jsrun = (fake / "jsrun.log").read_text().splitlines()
-    assert sorted(line.split(" ganstudy train --setup ")[1].split()[0] for line in jsrun) == ["grid", "per_class"]
+    assert sorted(line.split(" ganstudy train --setup ")[1].split()[0] for line in jsrun) == list(MPI_SETUPS)
     assert all(line.startswith("jsrun -n 2 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train") for line in jsrun)
-    for setup in ("grid", "per_class"):
+    for setup in MPI_SETUPS:
         record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
         assert record["world_size"] == 2
 
@@ -132,8 +135,8 @@ def test_a_shrunken_study_runs_through_slurm_with_srun_launched_mpi_jobs(slurm, 
     assert done.returncode == 0, done.stderr[-4000:]
     log = done.stdout + done.stderr
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
-    assert len(submitted) == 7  # prepare, classifier, reference statistics, 2 trainings, 2 evaluations
-    for setup in ("grid", "per_class"):
+    assert len(submitted) == 9  # prepare, classifier, reference statistics, 3 trainings, 3 evaluations
+    for setup in MPI_SETUPS:
         assert f"srun -n 2 ganstudy train --setup {setup}" in log
         record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
         assert record["world_size"] == 2

@@ -1,6 +1,7 @@
 # Stage 2: training, one job per (set-up, trial). Profiles set {resources.mpi} to their launcher
 # (mpiexec, srun, jsrun); tasks follows the set-up (grid: one rank per cell, per_class: one per class,
-# up to compute.max_ranks), nodes and the jsrun geometry follow compute.node_cores/node_gpus.
+# up to compute.max_ranks; data_parallel: max_ranks), nodes and the jsrun geometry follow
+# compute.node_cores/node_gpus.
 
 
 rule train:
