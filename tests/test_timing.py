@@ -9,7 +9,7 @@ import pytest
 from ganstudy.config import speedup_baselines
 from ganstudy.errors import GanstudyError
 from ganstudy.report.figures import grid_size_plot, routine_bars, speedup_plot
-from ganstudy.stats.timing import aggregate_runs, aggregate_timings, epoch_table, routine_table, timing_table, write_timing
+from ganstudy.stats.timing import aggregate_timings, epoch_table, routine_table, timing_table, write_timing
 
 # Seed 000's profiling table (seconds): the sequential and the distributed Lipizzaner.
 SINGLE_CORE = {"gather": 19.4, "train": 264.9, "update_genomes": 199.8, "mutate": 25.6}
@@ -48,7 +48,7 @@ def seed_000_runs(tmp_path):
         half = {k: v / 2 for k, v in slow.items()}
         folders.append(_run(tmp_path, "distributed", trial, [half, half, slow, half], OVERALL["distributed"] * factor))
     folders.append(_run(tmp_path, "other", 0, [{"train": 10.0}], 12.0))
-    return aggregate_timings(folders, tmp_path / "timings.csv"), tmp_path
+    return aggregate_timings(folders, tmp_path / "timings.csv", tmp_path / "runs.csv")[0], tmp_path
 
 
 def test_aggregated_timings_sum_each_rank_s_routine_over_iterations_and_cells(seed_000_runs):
@@ -91,7 +91,7 @@ def test_timing_table_gives_speedup_and_efficiency_against_the_baseline(seed_000
 
 def test_epoch_table_has_seed_004s_epoch_time_and_final_losses(tmp_path):
     folders = [_run(tmp_path, "dp", trial, [{"train": 1.0}], seconds) for trial, seconds in enumerate((10.0, 14.0))]
-    runs = aggregate_runs(folders, tmp_path / "runs.csv")
+    _, runs = aggregate_timings(folders, tmp_path / "timings.csv", tmp_path / "runs.csv")
     assert runs.epoch_seconds.tolist() == [5.0, 7.0]  # 2 iterations each
     # Last iteration, mean over the two classes: d = 2 + 0.25 + trial - 1, g = 2 + 0.5 + trial.
     assert runs.final_d_loss.tolist() == [1.25, 2.25] and runs.final_g_loss.tolist() == [2.5, 3.5]
@@ -102,8 +102,6 @@ def test_epoch_table_has_seed_004s_epoch_time_and_final_losses(tmp_path):
 
 def test_write_timing_writes_its_tables_in_three_formats(seed_000_runs):
     _, root = seed_000_runs
-    folders = sorted(p.parent for p in root.glob("*/trial*/run.json"))
-    aggregate_runs(folders, root / "runs.csv")
     written = write_timing(root / "timings.csv", root / "runs.csv", ["sequential", "distributed"], {"distributed": "sequential"},
                            root / "tables", digits=3)
     assert sorted(p.name for p in written) == sorted(f"{n}.{e}" for n in ("timing", "routines", "epochs") for e in ("csv", "md", "tex"))
@@ -114,7 +112,7 @@ def test_a_profile_without_its_columns_is_named(tmp_path):
     folder = _run(tmp_path, "s", 0, [{"train": 1.0}], 1.0)
     (folder / "profile.csv").write_text("iteration,when\n1,2\n")
     with pytest.raises(GanstudyError, match=r"s/trial0/profile.csv lacks the column\(s\) \['rank', 'routine', 'seconds'\]"):
-        aggregate_timings([folder], tmp_path / "timings.csv")
+        aggregate_timings([folder], tmp_path / "timings.csv", tmp_path / "runs.csv")
 
 
 def test_a_set_up_s_baseline_is_the_one_rank_set_up_of_the_same_work():

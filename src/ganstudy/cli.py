@@ -96,10 +96,9 @@ def _aggregate(args: argparse.Namespace) -> None:
 
 
 def _aggregate_timings(args: argparse.Namespace) -> None:
-    from ganstudy.stats.timing import aggregate_runs, aggregate_timings
+    from ganstudy.stats.timing import aggregate_timings
 
-    aggregate_timings(args.runs, args.out)
-    aggregate_runs(args.runs, args.runs_out)
+    aggregate_timings(args.runs, args.out, args.runs_out)
 
 
 def _baselines(pairs: list[str]) -> dict[str, str]:
@@ -202,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     def settings(sub: argparse.ArgumentParser, section: str) -> None:
         sub.add_argument("--settings", type=_settings, required=True, help=f"the study config's {section} as JSON")
 
+    def digits(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--digits", type=int, default=4, help="significant digits in the Markdown and LaTeX tables")
+
     def threads(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
 
@@ -288,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--runs", required=True, help="aggregate-timings --runs-out")
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
     baselines(sub)
-    sub.add_argument("--digits", type=int, default=4, help="significant digits in the Markdown and LaTeX tables")
+    digits(sub)
     sub.add_argument("--out-dir", required=True)
 
     sub = command("grid-plot", _grid_plot, "scores against grid size, a panel per metric")
@@ -340,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
     sub.add_argument("--metrics", nargs="+", required=True)
     sub.add_argument("--min-trials", type=int, default=1, help="flag set-ups with fewer finite scores as underpowered")
-    sub.add_argument("--digits", type=int, default=4, help="significant digits in the Markdown and LaTeX tables")
+    digits(sub)
     sub.add_argument("--out-dir", required=True)
 
     sub = command("box-plot", _box_plot, "box plot of one metric per set-up")

@@ -95,8 +95,9 @@ def known_tasks():
     return known
 
 
+KNOWN_TASKS = known_tasks()
 # Multi-rank set-up -> its one-rank run of the same work: the speed-up tables and plot compare them.
-BASELINES = speedup_baselines(config["setups"], known_tasks())
+BASELINES = speedup_baselines(config["setups"], KNOWN_TASKS)
 
 
 def check_data_parallel_batches():
@@ -104,7 +105,7 @@ def check_data_parallel_batches():
     for name, setup in config["setups"].items():
         if setup["mode"] == "data_parallel":
             try:
-                shard_rows(setup["batch_size"], tasks_of(name), setup["data_parallel"]["accumulation_steps"])
+                shard_rows(setup["batch_size"], KNOWN_TASKS[name], setup["data_parallel"]["accumulation_steps"])
             except GanstudyError as error:
                 raise WorkflowError(f"set-up '{name}': {error}") from None
 

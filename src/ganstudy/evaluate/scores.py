@@ -64,6 +64,8 @@ def label_tvd(predicted: np.ndarray, real_counts: dict[int, int]) -> float:
 
 
 QUALITY = {"fid", "isc", "kid", "precision", "recall"}
+# Scores of labelled generators, always on the data set's classifier (its classes are the data's).
+LABELLED = {"class_fid", "label_tvd"}
 
 
 def quality_extractor(settings: dict[str, Any], classifier_path: str | os.PathLike[str]) -> tuple[Extractor, str, str]:
@@ -108,19 +110,26 @@ def evaluate_generator(
     batch = settings["batch_size"]
     classifier = classifier_extractor(classifier_path)
     extractor, fid_layer, isc_layer = quality_extractor(settings, classifier_path)
+    layer = settings["fid_features"]
+    # Each extractor runs once over the samples for every layer the metrics need: when the classifier is
+    # evaluation.extractor, the quality scores and the per-class scores share its features.
+    wanted: dict[str, tuple[Extractor, set[str]]] = {}
+    if metrics & QUALITY:
+        wanted.setdefault(extractor.name, (extractor, set()))[1].update({fid_layer, isc_layer})
+    if metrics & LABELLED:
+        wanted.setdefault(classifier.name, (classifier, set()))[1].update({layer, "logits"})
+    features = {name: chosen.features(images, sorted(layers), batch) for name, (chosen, layers) in wanted.items()}
     scores: dict[str, float] = {}
     notes: dict[str, str] = {}
     if metrics & QUALITY:
-        features = extractor.features(images, sorted({fid_layer, isc_layer}), batch)
         reference = _checked_reference(quality_reference_path or reference_path, extractor, fid_layer)
-        scores.update(_quality_scores(features, reference, fid_layer, isc_layer, metrics, settings, seed))
+        scores.update(_quality_scores(features[extractor.name], reference, fid_layer, isc_layer, metrics, settings, seed))
     per_class: dict[str, float] = {}
-    if metrics & {"class_fid", "label_tvd"}:
-        layer = settings["fid_features"]
-        features = classifier.features(images, sorted({layer, "logits"}), batch)
+    if metrics & LABELLED:
+        labelled = features[classifier.name]
         reference = _checked_reference(reference_path, classifier, layer)
         if "label_tvd" in metrics:
-            scores["label_tvd"] = label_tvd(features["logits"].argmax(1).numpy(), reference.label_counts)
+            scores["label_tvd"] = label_tvd(labelled["logits"].argmax(1).numpy(), reference.label_counts)
         if "class_fid" in metrics and sample_labels is None:
             notes["class_fid"] = "not reported: the generator does not label its samples (modes single and grid)"
         elif "class_fid" in metrics:
@@ -128,7 +137,7 @@ def evaluate_generator(
                 mine = sample_labels == label
                 # A class with fewer than 2 samples has no covariance: its FID is undefined (NaN).
                 per_class[str(label)] = (
-                    frechet_distance(fid_features_to_statistics(features[layer][mine]), real) if int(mine.sum()) >= 2 else float("nan")
+                    frechet_distance(fid_features_to_statistics(labelled[layer][mine]), real) if int(mine.sum()) >= 2 else float("nan")
                 )
             scores["class_fid"] = float(np.mean(list(per_class.values())))
     record = provenance_record(
@@ -141,7 +150,7 @@ def evaluate_generator(
         class_fid=per_class,
         notes=notes,
         train_seconds=run["train_seconds"],
-        # Timing context for the speed-up tables: ranks and, for the grid, the amount of work.
+        # The run's ranks and grid shape go with its scores into scores.csv (the scores-by-grid-size figure).
         world_size=run.get("world_size", 1),
         grid_shape=run.get("grid_shape"),
         extractor=extractor.name,

@@ -77,8 +77,10 @@ def grid_size_plot(scores_path: str | os.PathLike[str], metrics: list[str], setu
     scores = pd.read_csv(scores_path)
     scores = scores[scores.grid.notna() & scores.setup.isin(setups)]
     grids = [s for s in setups if s in set(scores.setup)]
-    cells = {s: int(np.prod([int(n) for n in scores[scores.setup == s].grid.iloc[0].split("x")])) for s in grids}
+    shape = {s: scores[scores.setup == s].grid.iloc[0] for s in grids}
+    cells = {s: int(np.prod([int(n) for n in shape[s].split("x")])) for s in grids}
     sizes = sorted(set(cells.values()))
+    labels = {cells[s]: shape[s] for s in grids}
     figure, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
         for setup in grids:
@@ -90,7 +92,6 @@ def grid_size_plot(scores_path: str | os.PathLike[str], metrics: list[str], setu
             if len(values):
                 ax.errorbar(x, values.mean(), yerr=values.std(ddof=1) if len(values) > 1 else 0, fmt="o",
                             color=points.get_facecolor()[0], ecolor="black", capsize=4, zorder=3)
-        labels = {cells[s]: scores[scores.setup == s].grid.iloc[0] for s in grids}
         ax.set_xticks(range(len(sizes)), [f"{labels[n]}\n({n} cell{'s' if n > 1 else ''})" for n in sizes])
         ax.set_xlim(-0.5, len(sizes) - 0.5)
         ax.set_ylabel(f"{metric.upper()} ({BETTER.get(metric, '?')} is better)")

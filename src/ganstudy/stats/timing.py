@@ -24,10 +24,14 @@ ROUTINE_COLUMNS = ["setup", "routine", "seconds", "share", "baseline", "baseline
 OVERALL = "overall"
 
 
-def aggregate_timings(run_dirs: Iterable[str | os.PathLike[str]], out_path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Every run's profile.csv summed per rank and routine over iterations and cells, plus an ``overall``
-    row with the run's training seconds."""
-    rows = []
+def aggregate_timings(
+    run_dirs: Iterable[str | os.PathLike[str]], timings_path: str | os.PathLike[str], runs_path: str | os.PathLike[str],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every run's records, read once, into two tables. timings: profile.csv summed per rank and routine
+    over iterations and cells, plus an ``overall`` row with the run's training seconds. runs: one row per
+    run with its training seconds per iteration (one pass over the data: an epoch) and the losses of its
+    last iteration (the mean over cells or classes where a run has several)."""
+    timings, runs = [], []
     for folder in map(Path, run_dirs):
         record = read_json(folder / "run.json")
         run = {"setup": record["setup_name"], "trial": record["trial"], "ranks": record.get("world_size", 1)}
@@ -36,32 +40,21 @@ def aggregate_timings(run_dirs: Iterable[str | os.PathLike[str]], out_path: str 
         if missing:
             raise GanstudyError(f"{folder / 'profile.csv'} lacks the column(s) {sorted(missing)}: rerun that training job")
         for (rank, routine), seconds in profile.groupby(["rank", "routine"], sort=False).seconds.sum().items():
-            rows.append({**run, "rank": int(rank), "routine": routine, "seconds": float(seconds)})
-        rows.append({**run, "rank": 0, "routine": OVERALL, "seconds": float(record["train_seconds"])})
-    table = pd.DataFrame(rows, columns=TIMINGS_COLUMNS)
-    with atomic_path(out_path) as tmp:
-        table.to_csv(tmp, index=False)
-    return table
-
-
-def aggregate_runs(run_dirs: Iterable[str | os.PathLike[str]], out_path: str | os.PathLike[str]) -> pd.DataFrame:
-    """One row per run: its training seconds per iteration (one pass over the data: an epoch) and the
-    losses of its last iteration (the mean over cells or classes where a run has several)."""
-    rows = []
-    for folder in map(Path, run_dirs):
-        record = read_json(folder / "run.json")
+            timings.append({**run, "rank": int(rank), "routine": routine, "seconds": float(seconds)})
+        timings.append({**run, "rank": 0, "routine": OVERALL, "seconds": float(record["train_seconds"])})
         losses = pd.read_csv(folder / "losses.csv")
-        last = losses[losses.iteration == losses.iteration.max()]
         iterations = int(losses.iteration.max())
-        rows.append({
-            "setup": record["setup_name"], "trial": record["trial"], "ranks": record.get("world_size", 1), "iterations": iterations,
-            "train_seconds": record["train_seconds"], "epoch_seconds": record["train_seconds"] / iterations,
+        last = losses[losses.iteration == iterations]
+        runs.append({
+            **run, "iterations": iterations, "train_seconds": record["train_seconds"],
+            "epoch_seconds": record["train_seconds"] / iterations,
             "final_d_loss": last.d_loss.mean(), "final_g_loss": last.g_loss.mean(),
         })
-    table = pd.DataFrame(rows, columns=RUNS_COLUMNS)
-    with atomic_path(out_path) as tmp:
-        table.to_csv(tmp, index=False)
-    return table
+    tables = pd.DataFrame(timings, columns=TIMINGS_COLUMNS), pd.DataFrame(runs, columns=RUNS_COLUMNS)
+    for table, path in zip(tables, (timings_path, runs_path)):
+        with atomic_path(path) as tmp:
+            table.to_csv(tmp, index=False)
+    return tables
 
 
 def epoch_table(runs: pd.DataFrame, setups: list[str]) -> pd.DataFrame:

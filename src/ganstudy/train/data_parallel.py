@@ -24,7 +24,6 @@ import torch.distributed as dist
 from ganstudy.checkpoint import CheckpointStore
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair, get_network
-from ganstudy.models.mixture import ConditionalGenerator, MixtureGenerator
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.parallel.process_group import backend_for, torch_process_group
 from ganstudy.parallel.shard_dropout import row_masks, shard_dropout
@@ -32,7 +31,7 @@ from ganstudy.parallel.sync_batchnorm import globalise_batchnorm
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.world import World
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer, class_prior, network_spec, pair_seeds
+from ganstudy.train.pair import PairTrainer, network_spec, pair_generator, pair_seeds
 from ganstudy.train.steps import call_network
 
 AMP_TYPES = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -210,15 +209,10 @@ def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
         profiles = world.comm.gather(trainer.profile, root=0)
     if not world.is_root:
         return None
-    generator = _plain_generator(trained.cpu(), setup["network"], spec)
-    if conditional:
-        classes, prior, _ = class_prior(data.labels)
-        result: MixtureGenerator | ConditionalGenerator = ConditionalGenerator(generator, prior, classes)
-    else:
-        result = MixtureGenerator([generator], [1.0])
+    generator = pair_generator(_plain_generator(trained.cpu(), setup["network"], spec), data.labels if conditional else None)
     options = setup["data_parallel"]
     return TrainingResult(
-        result, setup["network"], spec, trainer.history, [row for part in profiles for row in part], seeds=seeds,
+        generator, setup["network"], spec, trainer.history, [row for part in profiles for row in part], seeds=seeds,
         facts={"data_parallel": {**options, "global_batch": setup["batch_size"], "rows_per_micro_batch": trainer.rows,
                                  "backend": backend_for(context.device)}},
     )

@@ -20,6 +20,7 @@ from ganstudy.checkpoint import CheckpointStore
 from ganstudy.errors import GanstudyError
 from ganstudy.data.arrays import Split
 from ganstudy.models import NetworkSpec, build_pair, get_network
+from ganstudy.models.mixture import ConditionalGenerator, Generator, MixtureGenerator
 from ganstudy.seeding import derive_seed
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.steps import adam, discriminator_step, generator_step
@@ -56,6 +57,15 @@ def batches_per_pass(size: int, batch_size: int, what: str = "training images") 
         raise GanstudyError(f"batch_size {batch_size} is larger than the {size} {what}; lower batch_size in the set-up")
     # Full batches only: every step sees the same batch size, as in Lipizzaner.
     return size // batch_size
+
+
+def pair_generator(generator: torch.nn.Module, labels: np.ndarray | None) -> Generator:
+    """The study's generator made of one trained pair: a conditional pair (trained with ``labels``) draws
+    each class by the training split's prior and labels its samples."""
+    if labels is None:
+        return MixtureGenerator([generator], [1.0])
+    classes, prior, _ = class_prior(labels)
+    return ConditionalGenerator(generator, prior, classes)
 
 
 def profile_rows(history: list[dict[str, Any]], cell: str, rank: int) -> list[dict[str, Any]]:

@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 from ganstudy.errors import GanstudyError
-from ganstudy.models.mixture import ConditionalGenerator, MixtureGenerator
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer, class_prior, network_spec, pair_seeds, profile_rows
+from ganstudy.train.pair import PairTrainer, network_spec, pair_generator, pair_seeds, profile_rows
 
 
 def _one_rank(context: TrainingContext) -> None:
@@ -26,7 +25,7 @@ def train_single(context: TrainingContext) -> TrainingResult:
     trainer = PairTrainer(setup, spec, context.data.images, None, seeds, context.devices)
     generator = trainer.train(context.checkpoint_dir).cpu()
     return TrainingResult(
-        MixtureGenerator([generator], [1.0]), setup["network"], spec, trainer.history, profile_rows(trainer.history, "0-0", 0), seeds=seeds
+        pair_generator(generator, None), setup["network"], spec, trainer.history, profile_rows(trainer.history, "0-0", 0), seeds=seeds
     )
 
 
@@ -38,8 +37,7 @@ def train_conditional(context: TrainingContext) -> TrainingResult:
     seeds = pair_seeds(context.study_seed, context.trial)
     trainer = PairTrainer(setup, spec, data.images, data.labels, seeds, context.devices)
     generator = trainer.train(context.checkpoint_dir).cpu()
-    classes, prior, _ = class_prior(data.labels)
     return TrainingResult(
-        ConditionalGenerator(generator, prior, classes), setup["network"], spec, trainer.history,
+        pair_generator(generator, data.labels), setup["network"], spec, trainer.history,
         profile_rows(trainer.history, "0-0", 0), seeds=seeds,
     )
