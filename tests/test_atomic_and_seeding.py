@@ -1,5 +1,9 @@
+import os
+import stat
 import subprocess
 import sys
+
+import numpy as np
 
 import pytest
 
@@ -32,6 +36,31 @@ def test_atomic_path_keeps_the_suffix_for_format_sniffing_writers(tmp_path):
         assert tmp.suffix == ".png"
         tmp.write_bytes(b"x")
     assert (tmp_path / "figure.png").read_bytes() == b"x"
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_atomic_files_get_the_mode_of_the_user_s_umask_not_mkstemp_s(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        write_json(tmp_path / "run.json", {"v": 1})
+        with atomic_path(tmp_path / "weights.npy") as tmp:
+            np.save(tmp, np.zeros(3))  # a writer that opens the existing temporary file
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "run.json").stat().st_mode) == mode
+    assert stat.S_IMODE((tmp_path / "weights.npy").stat().st_mode) == mode
+
+
+def test_atomic_files_are_fsynced_before_and_their_folder_after_the_rename(tmp_path, monkeypatch):
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: (events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"))), real_fsync(fd))[1])
+    monkeypatch.setattr(os, "replace", lambda a, b: (events.append(("rename", str(b))), real_replace(a, b))[1])
+    write_json(tmp_path / "out" / "run.json", {"v": 1})
+    final = str(tmp_path / "out" / "run.json")
+    assert [kind for kind, _ in events] == ["fsync", "rename", "fsync"]
+    assert events[0][1].startswith(str(tmp_path / "out" / ".run.json."))  # the temporary file's data
+    assert events[1][1] == final and events[2][1] == str(tmp_path / "out")  # then the folder's entry
 
 
 def test_derived_seeds_are_stable_across_processes_and_distinct_per_stream():
