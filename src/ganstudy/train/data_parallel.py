@@ -26,6 +26,7 @@ from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair, get_network
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.parallel.process_group import backend_for, torch_process_group
+from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.shard_dropout import row_masks, shard_dropout
 from ganstudy.parallel.sync_batchnorm import globalise_batchnorm
 from ganstudy.parallel.timing import RoutineTimer
@@ -166,6 +167,9 @@ class DataParallelTrainer(PairTrainer):
                           "routine": name, "seconds": s} for name, s in self.timer.take().items()]
         return float(totals[0]) / self.steps, float(totals[1]) / self.steps
 
+    def _stop_agreed(self, stop: StopSignal) -> bool:
+        return stop.agreed(self.world.comm)
+
     def _state(self) -> dict[str, Any]:
         if self.zero:
             # Each rank holds a shard of the optimiser state; rank 0 gathers the whole (collective).
@@ -205,7 +209,7 @@ def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
     seeds = pair_seeds(context.study_seed, context.trial)
     with torch_process_group(world, context.device):
         trainer = DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, seeds, context.devices, world)
-        trained = trainer.train(context.checkpoint_dir)
+        trained = trainer.train(context.checkpoint_dir, context.stop)
         profiles = world.comm.gather(trainer.profile, root=0)
     if not world.is_root:
         return None

@@ -11,6 +11,7 @@ import torch
 from ganstudy.data.arrays import Split
 from ganstudy.models import NetworkSpec
 from ganstudy.models.mixture import Generator
+from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.world import World
 from ganstudy.registry import Registry
 
@@ -30,6 +31,8 @@ class TrainingContext:
     classifier_path: Path | None = None
     reference_path: Path | None = None
     checkpoint_dir: Path | None = None
+    # The scheduler's end-of-wall-time signal, seen by the training loops between iterations.
+    stop: StopSignal = field(default_factory=StopSignal)
 
     @property
     def devices(self) -> tuple[torch.device, torch.device]:

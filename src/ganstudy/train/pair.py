@@ -21,6 +21,7 @@ from ganstudy.errors import GanstudyError
 from ganstudy.data.arrays import Split
 from ganstudy.models import NetworkSpec, build_pair, get_network
 from ganstudy.models.mixture import ConditionalGenerator, Generator, MixtureGenerator
+from ganstudy.parallel.stop import StopSignal
 from ganstudy.seeding import derive_seed
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.steps import adam, discriminator_step, generator_step
@@ -142,9 +143,12 @@ class PairTrainer:
             g_total += generator_step(self.generator, self.discriminator, self.opt_g, self.loss, z_g, labels)
         return float(d_total) / self.steps, float(g_total) / self.steps
 
-    def train(self, checkpoint_dir: Path | None = None) -> torch.nn.Module:
+    def train(self, checkpoint_dir: Path | None = None, stop: StopSignal | None = None, final_checkpoint: bool = False) -> torch.nn.Module:
         """Run the set-up's iterations (resuming from the newest readable checkpoint in
-        ``checkpoint_dir``); returns the generator in eval mode, on its device."""
+        ``checkpoint_dir``); returns the generator in eval mode, on its device. When ``stop`` has seen a
+        scheduler's signal, a checkpoint is written after the current iteration and TrainingStopped
+        raised. ``final_checkpoint`` keeps the finished state too (per-class runs: a restarted job
+        skips the classes it finished)."""
         store = self._store(checkpoint_dir)
         if store is not None:
             self._restore(store)
@@ -159,14 +163,23 @@ class PairTrainer:
                 self.history.append(
                     {"iteration": self.done, "d_loss": d_loss, "g_loss": g_loss, "seconds": time.perf_counter() - started}
                 )
-                if store is not None and period and self.done % period == 0 and self.done < total:
+                stopping = stop is not None and self._stop_agreed(stop)
+                due = (period and self.done % period == 0 and self.done < total) or (final_checkpoint and self.done == total)
+                if store is not None and (stopping or due):
                     self._global_rng = self._read_global_rng()
                     self._checkpoint(store)
+                if stopping:
+                    raise stop.stopped(self.name, self.done, str(store.directory) if store else None)
         self.generator.eval()
         return self.generator
 
+    def _stop_agreed(self, stop: StopSignal) -> bool:
+        """Whether to stop after this iteration; ranks training one pair together must agree."""
+        return stop.requested
+
     def _store(self, checkpoint_dir: Path | None) -> CheckpointStore | None:
-        if checkpoint_dir is None or not self.setup["checkpoint_period"]:
+        # Without periodic checkpoints (checkpoint_period 0) the store still takes a stop signal's one.
+        if checkpoint_dir is None:
             return None
         identity = {"setup": self.setup, "seeds": self.seeds, "name": self.name}
         fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()

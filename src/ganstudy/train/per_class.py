@@ -15,6 +15,7 @@ from typing import Any
 from ganstudy.data.partition import class_partitions
 from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.parallel.partition import assign_classes
+from ganstudy.parallel.stop import TrainingStopped
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
 from ganstudy.train.pair import PairTrainer, class_prior, network_spec, pair_seeds, profile_rows
 
@@ -30,12 +31,18 @@ def train_per_class(context: TrainingContext) -> TrainingResult | None:
         print(f"ganstudy per_class: {len(classes)} classes on {world.size} rank(s) — {layout}", file=sys.stderr, flush=True)
     trained: dict[int, dict[str, Any]] = {}
     partitions = class_partitions(data.labels)
+    stopped: TrainingStopped | None = None
     for label in blocks[world.rank]:
         started = time.perf_counter()
         seeds = pair_seeds(context.study_seed, context.trial, f"class{label}/")
         images = data.images[partitions[label]]
         trainer = PairTrainer(setup, spec, images, None, seeds, context.devices, name=f"class{label}")
-        generator = trainer.train(context.checkpoint_dir).cpu()
+        try:
+            # A finished class keeps its checkpoint: a job stopped later resumes without retraining it.
+            generator = trainer.train(context.checkpoint_dir, context.stop, final_checkpoint=True).cpu()
+        except TrainingStopped as exc:
+            stopped = exc
+            break
         trained[label] = {
             "generator": generator,
             "history": trainer.history,
@@ -43,6 +50,12 @@ def train_per_class(context: TrainingContext) -> TrainingResult | None:
             "rank": world.rank,
             "seconds": time.perf_counter() - started,
         }
+    # Ranks train alone: they agree on stopping only here, before they would meet in the gather.
+    if context.stop.agreed(world.comm):
+        raise stopped or TrainingStopped(
+            f"per_class: another rank was stopped by a signal; rank {world.rank} finished its classes {blocks[world.rank]}, "
+            f"kept in {context.checkpoint_dir}: rerun the job (Snakemake's retries do) to resume"
+        )
     gathered = world.comm.gather(trained, root=0)
     if not world.is_root:
         return None

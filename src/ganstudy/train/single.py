@@ -23,7 +23,7 @@ def train_single(context: TrainingContext) -> TrainingResult:
     spec = network_spec(setup, context.data)
     seeds = pair_seeds(context.study_seed, context.trial)
     trainer = PairTrainer(setup, spec, context.data.images, None, seeds, context.devices)
-    generator = trainer.train(context.checkpoint_dir).cpu()
+    generator = trainer.train(context.checkpoint_dir, context.stop).cpu()
     return TrainingResult(
         pair_generator(generator, None), setup["network"], spec, trainer.history, profile_rows(trainer.history, "0-0", 0), seeds=seeds
     )
@@ -36,7 +36,7 @@ def train_conditional(context: TrainingContext) -> TrainingResult:
     spec = network_spec(setup, data, conditional=True)
     seeds = pair_seeds(context.study_seed, context.trial)
     trainer = PairTrainer(setup, spec, data.images, data.labels, seeds, context.devices)
-    generator = trainer.train(context.checkpoint_dir).cpu()
+    generator = trainer.train(context.checkpoint_dir, context.stop).cpu()
     return TrainingResult(
         pair_generator(generator, data.labels), setup["network"], spec, trainer.history,
         profile_rows(trainer.history, "0-0", 0), seeds=seeds,

@@ -116,7 +116,8 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
         for cell in blocks[rank]
     }
     store = None
-    if context.checkpoint_dir is not None and setup["checkpoint_period"] > 0:
+    # Without periodic checkpoints (checkpoint_period 0) the store still takes a stop signal's one.
+    if context.checkpoint_dir is not None:
         store = CheckpointStore(context.checkpoint_dir, setup["checkpoints_kept"], _fingerprint(context, shape))
     done, shared = _restore(store, cells, control, root) if store else (0, {})
     if done == 0:
@@ -128,6 +129,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
     rank_timer = RoutineTimer()
     describe = lambda r: "cells " + ", ".join(cell_label(c) for c in blocks[r])  # noqa: E731
 
+    stopped_at = None
     try:
         with Heartbeat(heartbeat_comm, grid["heartbeat_timeout"], describe) as heartbeat:
             iterations = range(done + 1, setup["iterations"] + 1)
@@ -145,24 +147,34 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
                 ]
                 with heartbeat.waiting():
                     collected = control.gather((list(reports.values()), rows), root=0)
+                    stopping = context.stop.agreed(control)
                 if root:
                     _record(history, profile, iteration, collected, started)
-                if store and iteration % setup["checkpoint_period"] == 0 and iteration < setup["iterations"]:
+                period = setup["checkpoint_period"]
+                due = period and iteration % period == 0 and iteration < setup["iterations"]
+                if store and (stopping or due):
                     with rank_timer("checkpoint"), heartbeat.waiting():
                         _checkpoint(store, iteration, cells, control, root, history, profile, heartbeat.beat)
-            with rank_timer("exchange"), heartbeat.waiting():
-                gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
-            with rank_timer("score"):
-                finals = {}
-                for c in cells:
-                    finals[c] = cells[c].final_mixture(gathered)
-                    heartbeat.beat()
-            # Rank 0 holds the fewest cells: it keeps its pulse going until every rank has scored.
-            with heartbeat.waiting():
-                control.Barrier()
+                if stopping:
+                    # Leave the heartbeat in order (every rank stops here) before the job ends.
+                    stopped_at = iteration
+                    break
+            else:
+                with rank_timer("exchange"), heartbeat.waiting():
+                    gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
+                with rank_timer("score"):
+                    finals = {}
+                    for c in cells:
+                        finals[c] = cells[c].final_mixture(gathered)
+                        heartbeat.beat()
+                # Rank 0 holds the fewest cells: it keeps its pulse going until every rank has scored.
+                with heartbeat.waiting():
+                    control.Barrier()
     finally:
         exchange.free()
         heartbeat_comm.Free()
+    if stopped_at is not None:
+        raise context.stop.stopped(f"grid {shape}", stopped_at, str(store.directory) if store else None)
 
     # A NaN would compare inconsistently and make the choice depend on the reduction order.
     candidates = ((score if np.isfinite(score) else float("inf"), shape.index(c)) for c, (_, score) in finals.items())
