@@ -23,7 +23,7 @@ export PATH := $(BIN):$(PATH)
 # mirrors; they say nothing about this install.
 PIP_QUIET := { grep -v --line-buffered "^WARNING: Location" || true; }
 
-.PHONY: setup profiles run test dry-run lint report tables figures bench clean
+.PHONY: setup run test test-gpu dry-run lint report tables figures bench clean
 
 setup: $(STAMP)
 
@@ -33,14 +33,15 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -c "import torch, torchvision, torch_fidelity, mpi4py.MPI; print('torch', torch.__version__, '/ torchvision', torchvision.__version__, '/ torch-fidelity', torch_fidelity.__version__)"
 	touch $@
 
-profiles: setup
-	$(BIN)/ganstudy install-profiles profiles
-
-run: setup profiles
+run: setup
 	for study in $(STUDIES); do $(BIN)/snakemake --profile $(PROFILE) --configfile $$study || exit 1; done
 
-test: setup profiles
+test: setup
 	$(BIN)/python -m pytest
+
+# The CUDA tests only (tests/test_gpu.py): on a GPU node, e.g. inside an salloc/bsub allocation.
+test-gpu: setup
+	$(BIN)/python -m pytest -m gpu
 
 dry-run: setup
 	$(BIN)/snakemake -n --configfile $(CONFIG)

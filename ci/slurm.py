@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -22,6 +23,13 @@ from pathlib import Path
 
 
 CONF = Path("/etc/slurm/slurm.conf")
+GRES_CONF = Path("/etc/slurm/gres.conf")
+# GPUs for the scheduler only: sbatch/srun GPU requests are granted and bound (SLURM_JOB_GPUS,
+# SLURM_STEP_GPUS, CUDA_VISIBLE_DEVICES) on this CPU-only machine, so the GPU job geometry is tested for
+# real. Slurm 22.05 drops GPUs without device files and refuses regular files, so each is a character
+# device with /dev/null's numbers (1, 3): harmless whatever opens it.
+GPUS = 4
+FAKE_GPUS = Path("/run/ganstudy-gpus")
 PACKAGES = ["slurmctld", "slurmd", "munge", "slurm-client"]
 PARTITION = "debug"
 
@@ -49,13 +57,14 @@ ReturnToService=2
 SchedulerType=sched/backfill
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
+GresTypes=gpu
 StateSaveLocation=/var/lib/slurm/slurmctld
 SlurmdSpoolDir=/var/lib/slurm/slurmd
 SlurmctldPidFile=/run/slurmctld.pid
 SlurmdPidFile=/run/slurmd.pid
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
-NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory={memory} State=UNKNOWN
+NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory={memory} Gres=gpu:{GPUS} State=UNKNOWN
 PartitionName={PARTITION} Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 """
 
@@ -92,6 +101,12 @@ def start() -> dict[str, int]:
         Path(folder).mkdir(parents=True, exist_ok=True)
     shutil.chown("/run/munge", "munge", "munge")
     CONF.write_text(config_text())
+    FAKE_GPUS.mkdir(parents=True, exist_ok=True)
+    for index in range(GPUS):
+        device = FAKE_GPUS / f"nvidia{index}"
+        if not device.exists():
+            os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    GRES_CONF.write_text(f"# Written by ci/slurm.py: GPUs for the scheduler only.\nName=gpu File={FAKE_GPUS}/nvidia[0-{GPUS - 1}]\n")
     started = {}
     commands = {"munged": ["runuser", "-u", "munge", "--", "munged"], "slurmctld": ["slurmctld"], "slurmd": ["slurmd"]}
     for daemon, command in commands.items():

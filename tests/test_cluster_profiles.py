@@ -44,10 +44,14 @@ def dry_run(profile: str, config: Path | None, env: dict) -> str:
 
 @pytest.mark.parametrize("profile", ["summit", "slurm", "local"])
 def test_each_profile_plans_the_default_study_by_name(profile, env):
-    # By name, from the repository root, as README says (make links the profiles).
+    # By name, from the repository root, as README says (the root links each name to profiles/<name>).
     out = dry_run(profile, None, env)
-    launcher = {"summit": "jsrun -n 2 -r 6 -a 1 -c 7 -g 1 -b packed:7", "slurm": "srun -n 2", "local": "mpiexec -n 2"}[profile]
+    # The default study describes GPU nodes (node_gpus 6): a GPU per rank, bound by srun.
+    launcher = {"summit": "jsrun -n 2 -r 6 -a 1 -c 7 -g 1 -b packed:7", "slurm": "srun -n 2 --gpus-per-task=1", "local": "mpiexec -n 2"}[profile]
     assert f"{launcher} ganstudy train --setup grid2x2" in out
+    jobs = _jobs(out, "grid2x2")
+    if profile != "local":  # the local executor prints no resources
+        assert jobs and all("tasks=2," in j and "gpu=2, tasks_per_gpu=0" in j and "slurm_extra=--signal=USR1@300" in j for j in jobs)
 
 
 @pytest.mark.parametrize("study", [s for s in STUDIES if "covid" not in s.stem], ids=lambda p: p.stem)
@@ -81,7 +85,7 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(TINY))
     command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile", str(tmp_path / "study.yaml"),
                "--profile", str(REPO / "profiles" / "summit"), "--default-resources", "lsf_project=GEN150", "lsf_queue=batch",
-               "lsf_alloc_flags='gpumps smt4'", "nodes=1", "runtime=30", "--jobs", "2"]
+               "lsf_alloc_flags='gpumps smt4'", "nodes=1", "runtime=30", "wall_warning_minutes=0", "--jobs", "2"]
     done = subprocess.run(command, capture_output=True, text=True, env=lsf_env, timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
     submitted = {}
@@ -96,6 +100,9 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
         assert args[:6] == ["-J", "train", "-nnodes", "1", "-W", "2:00"]
         assert args[args.index("-P") + 1] == "GEN150" and args[args.index("-q") + 1] == "batch"
         assert args[args.index("-alloc_flags") + 1] == "gpumps smt4"
+        # LSF warns the job with SIGUSR1 compute.wall_warning_minutes before its wall time.
+        assert args[args.index("-wa") + 1] == "USR1" and args[args.index("-wt") + 1] == "5"
+    assert not any("-wa" in args for name, args in submitted.items() if not name.startswith("train/"))
     jsrun = (fake / "jsrun.log").read_text().splitlines()
     assert sorted(line.split(" ganstudy train --setup ")[1].split()[0] for line in jsrun) == list(MPI_SETUPS)
     assert all(line.startswith("jsrun -n 2 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train") for line in jsrun)
@@ -126,18 +133,38 @@ def slurm(slurm_daemons):
         pytest.skip(slurm_daemons["why"])
 
 
-def test_a_shrunken_study_runs_through_slurm_with_srun_launched_mpi_jobs(slurm, tmp_path, env):
-    config = {**TINY, "compute": {**TINY["compute"], "node_gpus": 0, "node_cores": os.cpu_count(), "train_minutes": 10}}
+def slurm_study(tmp_path: Path, env: dict, compute: dict) -> str:
+    """Run TINY through the real Slurm with these compute settings; Snakemake's output."""
+    config = {**TINY, "compute": {**TINY["compute"], "node_cores": os.cpu_count(), "train_minutes": 10, **compute}}
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
     command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile", str(tmp_path / "study.yaml"),
                "--profile", str(REPO / "profiles" / "slurm"), "--jobs", "2"]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1200)
     assert done.returncode == 0, done.stderr[-4000:]
-    log = done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+def test_a_shrunken_study_runs_through_slurm_with_srun_launched_mpi_jobs(slurm, tmp_path, env):
+    log = slurm_study(tmp_path, env, {"node_gpus": 0})
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
     assert len(submitted) == 9  # prepare, classifier, reference statistics, 3 trainings, 3 evaluations
     for setup in MPI_SETUPS:
         assert f"srun -n 2 ganstudy train --setup {setup}" in log
         record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
         assert record["world_size"] == 2
+        assert len(record["ranks"]) == 2 and all(rank["rss_mb"] > 100 for rank in record["ranks"])
     assert (tmp_path / "results" / "tiny" / "tables" / "pvalues_fid.md").is_file()
+
+
+def test_gpu_nodes_get_their_gpus_from_slurm_one_per_rank(slurm, tmp_path, env):
+    # ci/slurm.py's node advertises 4 GPUs without devices: Slurm grants and binds them, torch sees none, so the
+    # study trains on the CPU on purpose (device cpu); device auto would stop there, naming what Slurm gave.
+    log = slurm_study(tmp_path, env, {"node_gpus": 2, "device": "cpu"})
+    for setup in MPI_SETUPS:
+        assert f"srun -n 2 --gpus-per-task=1 ganstudy train --setup {setup}" in log
+        record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
+        given = [rank["scheduler"] for rank in record["ranks"]]
+        # Slurm granted the job its GPUs and bound one to each rank, a different one per rank, visible to CUDA.
+        bound = [rank["SLURM_STEP_GPUS"] for rank in given]
+        assert all("," not in gpu for gpu in bound) and len(set(bound)) == 2, given
+        assert all(rank["CUDA_VISIBLE_DEVICES"] == rank["SLURM_STEP_GPUS"] for rank in given), given

@@ -162,6 +162,22 @@ def test_an_unlabelled_generator_gets_no_class_fid_and_a_note_why(digits_dir, cl
     record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", settings, 1, 0, tmp_path / "s.json", 1)
     assert set(record["scores"]) == {"fid"}
     assert "does not label its samples" in record["notes"]["class_fid"]
+    # 600 samples are plenty for the classifier's 10 logits: no FID warning.
+    assert set(record["notes"]) == {"class_fid"}
+
+
+def test_inception_fid_below_2049_samples_is_flagged_when_the_dag_is_built():
+    from ganstudy.evaluate.weights import fid_sample_warning
+
+    inception = {**SETTINGS, "extractor": "inception", "metrics": ["fid", "isc"]}
+    # 2048 samples still give a covariance of rank 2047 < 2048: the first full-rank count is 2049.
+    assert "evaluation.samples is 2048, fewer than the 2049" in fid_sample_warning({**inception, "samples": 2048})
+    assert fid_sample_warning({**inception, "samples": 2049}) is None
+    assert fid_sample_warning({**inception, "samples": 10000}, reference_count=10000) is None
+    assert "reference statistics hold 1437 real images" in fid_sample_warning({**inception, "samples": 10000}, reference_count=1437)
+    # No Inception, or no FID among the metrics: nothing to warn about.
+    assert fid_sample_warning({**SETTINGS, "samples": 100}) is None
+    assert fid_sample_warning({**inception, "samples": 100, "metrics": ["isc", "kid"]}) is None
 
 
 def _independent_kid(generated, real):
@@ -242,6 +258,10 @@ def test_the_inception_path_scores_with_local_weights_and_checks_their_hash(digi
     record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", settings, 2, 0,
                                 tmp_path / "s.json", 1, tmp_path / "inception.npz")
     assert record["extractor"] == f"ganstudy-inception-{digest[:16]}" and record["extractor_sha256"] == digest
+    # 16 samples and 16 real images for 2048 features: the score record says FID is unreliable, and why.
+    note = record["notes"]["fid"]
+    assert "evaluation.samples is 16" in note and "reference statistics hold 16 real images" in note
+    assert "2048 pool features" in note and "set evaluation.samples to 10000 or more" in note
     # Independent: the same network called directly on 3-channel uint8 images, FID in numpy/scipy.
     fake = to_uint8(sample_generator(generator, spec.latent_dim, 16, derive_seed(2, 0, "evaluate"), 16).numpy())
     with torch.no_grad():

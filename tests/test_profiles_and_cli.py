@@ -1,63 +1,42 @@
+"""The cluster profiles by name: Snakemake looks a --profile name up in the working directory before the
+user's config folder, and the repository root links each name to profiles/<name>. So the names work in any
+clone without touching the home folder, whatever it holds."""
+
 import subprocess
 
-from ganstudy.profiles import install_profiles
+import pytest
 
 from conftest import REPO
 
 
-def test_profiles_are_linked_by_name(tmp_path):
-    messages = install_profiles(REPO / "profiles", tmp_path)
-    assert (tmp_path / "local").resolve() == (REPO / "profiles" / "local").resolve()
-    assert any("linked" in m for m in messages)
-    # Idempotent.
-    assert all("already linked" in m for m in install_profiles(REPO / "profiles", tmp_path))
+@pytest.mark.parametrize("name", ["local", "slurm", "summit"])
+def test_each_profile_name_at_the_root_is_its_folder_under_profiles(name):
+    link = REPO / name
+    assert link.is_symlink() and link.resolve() == (REPO / "profiles" / name).resolve()
 
 
-def test_a_users_own_profile_is_never_replaced(tmp_path):
-    mine = tmp_path / "local"
-    mine.mkdir()
-    (mine / "config.yaml").write_text("cores: 1\n")
-    messages = install_profiles(REPO / "profiles", tmp_path)
-    assert not mine.is_symlink() and (mine / "config.yaml").read_text() == "cores: 1\n"
-    assert any("kept your existing" in m and "local" in m for m in messages)
-
-
-def test_a_dangling_link_from_a_deleted_clone_is_replaced(tmp_path):
-    (tmp_path / "local").symlink_to(tmp_path / "gone")
-    install_profiles(REPO / "profiles", tmp_path)
-    assert (tmp_path / "local").resolve() == (REPO / "profiles" / "local").resolve()
-
-
-def test_snakemake_finds_the_profile_by_name_from_the_repo_root(tmp_path, env):
-    env = {**env, "XDG_CONFIG_HOME": str(tmp_path)}
-    subprocess.run(["ganstudy", "install-profiles", "profiles"], cwd=REPO, env=env, check=True, capture_output=True)
+def test_a_dangling_link_in_the_home_folder_does_not_hide_the_repository_s_profile(tmp_path, env):
+    # What a deleted clone used to leave behind: ~/.config/snakemake/summit pointing nowhere.
+    config = tmp_path / "config" / "snakemake"
+    config.mkdir(parents=True)
+    (config / "summit").symlink_to(tmp_path / "deleted-clone" / "profiles" / "summit")
+    env = {**env, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
     done = subprocess.run(
-        ["snakemake", "--profile", "local", "-n", "--forceall"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+        ["snakemake", "--profile", "summit", "-n", "--forceall"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
     )
-    assert done.returncode == 0, done.stderr
-    assert "Using profile local" in done.stderr
-    # printshellcmds comes from our profile: without it a dry-run shows no shell lines.
-    assert "mpiexec -n 1 ganstudy train" in done.stdout
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Using profile summit" in done.stderr
+    # The summit profile's launcher and printshellcmds: the repository's profile was used.
+    assert "jsrun -n 2 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train" in done.stdout
 
 
-def test_user_errors_print_one_line_without_traceback(tmp_path, env):
+def test_another_clone_s_profile_in_the_home_folder_is_not_used(tmp_path, env):
+    other = tmp_path / "config" / "snakemake" / "local"
+    other.mkdir(parents=True)
+    (other / "config.yaml").write_text("cores: 1\nprintshellcmds: false\n")
+    env = {**env, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
     done = subprocess.run(
-        ["ganstudy", "prepare", "--settings", '{"name": "npz", "path": "missing.npz", "test_fraction": 0.2}',
-         "--seed", "1", "--out-dir", str(tmp_path)],
-        capture_output=True, text=True, env=env, cwd=tmp_path,
+        ["snakemake", "--profile", "local", "-n", "--forceall"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
     )
-    assert done.returncode == 2
-    assert done.stderr.strip() == (
-        "ganstudy prepare: error: dataset file missing.npz does not exist; set dataset.path to an existing .npz file"
-    )
-
-
-def test_validate_config_command(tmp_path, env):
-    bad = tmp_path / "study.yaml"
-    bad.write_text("study: x\nsetups:\n  a:\n    batchsize: 10\n")
-    done = subprocess.run(
-        ["ganstudy", "validate-config", str(bad), "--schema", str(REPO / "workflow/schemas/config.schema.yaml")],
-        capture_output=True, text=True, env=env,
-    )
-    assert done.returncode == 2
-    assert "unknown key 'setups.a.batchsize' (did you mean 'batch_size'?)" in done.stderr
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "mpiexec -n 2 ganstudy train" in done.stdout

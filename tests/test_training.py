@@ -1,4 +1,5 @@
 import json
+import shutil
 import subprocess
 
 import numpy as np
@@ -86,6 +87,12 @@ def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path):
     assert "MPICH" in record["mpi_library"] or "MPI" in record["mpi_library"]
     assert set(record["seeds"]) == {"init", "batches", "noise", "dropout", "sample-grid"}
     assert record["versions"]["torch"] and record["train_seconds"] > 0
+    # What decides the GPU kernels, recorded on the CPU too: there the rank's device is "cpu", torch's CUDA
+    # version is that of its build (None for a CPU-only wheel) and no NVIDIA driver answers.
+    assert record["device_names"] == [["cpu"]] and record["deterministic"] is True
+    assert record["cuda"]["torch_cuda"] == torch.version.cuda and set(record["cuda"]) == {"torch_cuda", "cudnn", "nvidia_driver"}
+    if shutil.which("nvidia-smi") is None:
+        assert record["cuda"]["nvidia_driver"] is None
     generator, spec = load_generator(tmp_path / "generator.pt")
     assert spec.image_shape == (1, 8, 8)
     assert sample_generator(generator, spec.latent_dim, 3, 0, 2).shape == (3, 1, 8, 8)

@@ -1,7 +1,9 @@
 """The Snakemake workflow itself: dry-run, lint, config errors, and a whole shrunken study."""
 
 import json
+import os
 import re
+import stat
 import subprocess
 from pathlib import Path
 
@@ -36,11 +38,12 @@ SHRUNKEN = {
 }
 
 
-def snakemake(workdir: Path, config: dict, *args: str, env: dict, timeout: int = 600) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, config: dict, *args: str, env: dict, timeout: int = 600, umask: int = 0o022) -> subprocess.CompletedProcess:
     config_path = workdir / "study.yaml"
     config_path.write_text(yaml.safe_dump(config))
     command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(config_path), *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
+    # The umask of a user on a shared project space: the study's files must be readable by the group.
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, preexec_fn=lambda: os.umask(umask))
 
 
 def test_dry_run_of_the_default_study_lists_every_job(env):
@@ -72,6 +75,16 @@ def test_a_global_batch_the_ranks_cannot_share_stops_the_dag_naming_the_set_up(t
     done = snakemake(tmp_path, config, "-n", env=env)
     assert done.returncode != 0
     assert "set-up 'dp': the global batch_size 30 does not split into 4 rank(s) x 1 micro-batch(es)" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("compute, named", [
+    ({"mem_mb_per_rank": 100}, "compute.mem_mb_per_rank=100 is below the 512 MB a rank needs"),
+    ({"train_minutes": 60, "max_train_minutes": 30}, "compute.max_train_minutes=30 is below compute.train_minutes=60"),
+    ({"train_minutes": 5, "wall_warning_minutes": 5}, "compute.wall_warning_minutes=5 must be below compute.train_minutes=5"),
+])
+def test_wall_time_and_memory_settings_that_cannot_work_stop_the_dag_naming_the_key(compute, named, tmp_path, env):
+    done = snakemake(tmp_path, {**SHRUNKEN, "compute": {**SHRUNKEN.get("compute", {}), **compute}}, "-n", env=env)
+    assert done.returncode != 0 and named in done.stdout + done.stderr, (done.stdout + done.stderr)[-2000:]
 
 
 def test_a_missing_dataset_file_stops_the_run_naming_the_path(tmp_path, env):
@@ -136,6 +149,10 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     assert epochs.loc["dp", "epoch_seconds"] == pytest.approx(sum(r["train_seconds"] for r in dp_runs) / 2 / 2)
     last = [pd.read_csv(study / "runs" / "dp" / f"trial{t}" / "losses.csv").iloc[-1] for t in (0, 1)]
     assert epochs.loc["dp", "d_loss"] == pytest.approx((last[0].d_loss + last[1].d_loss) / 2)
+
+    # Written under umask 022: every file of the study is readable by the group and others (mkstemp's 0600 was not).
+    private = [str(p.relative_to(study)) for p in study.rglob("*") if p.is_file() and stat.S_IMODE(p.stat().st_mode) & 0o044 != 0o044]
+    assert not private, private
 
     again = snakemake(tmp_path, SHRUNKEN, "-n", "--cores", "2", env=env)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
@@ -258,3 +275,5 @@ def test_the_inception_extractor_needs_its_weights_file_before_any_job(tmp_path,
     assert planned.returncode == 0, planned.stderr[-2000:]
     assert re.search(r"^inception_statistics\s+1$", planned.stdout, re.MULTILINE)
     assert "--quality-reference results/tiny/classifier/reference_inception.npz" in planned.stdout
+    # The shrunken study's few samples: Inception FID would be biased, and the DAG says so before any job.
+    assert f"evaluation.samples is {SHRUNKEN['evaluation']['samples']}, fewer than the 2049" in planned.stdout + planned.stderr

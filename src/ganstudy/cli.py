@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ganstudy.errors import GanstudyError
+from ganstudy.parallel.stop import STOPPED_EXIT_CODE, TrainingStopped
 
 
 def _settings(text: str) -> dict[str, Any]:
@@ -76,6 +77,7 @@ def _train(args: argparse.Namespace) -> None:
     run_training(
         args.setup, args.settings, args.train, args.seed, args.trial, args.out_dir, args.threads, args.device,
         args.gpus_per_rank, args.classifier, args.reference, args.checkpoint_dir,
+        node_gpus=args.node_gpus, deterministic=args.deterministic,
     )
 
 
@@ -135,7 +137,8 @@ def _speedup_plot(args: argparse.Namespace) -> None:
 def _bsub(args: argparse.Namespace) -> None:
     from ganstudy.lsf import submit
 
-    print(submit(args.jobscript, args.name, args.nodes, args.minutes, args.project, args.queue, args.alloc_flags, args.log_dir))
+    print(submit(args.jobscript, args.name, args.nodes, args.minutes, args.project, args.queue, args.alloc_flags, args.log_dir,
+                 args.warning_minutes))
 
 
 def _bjobs_status(args: argparse.Namespace) -> None:
@@ -178,13 +181,6 @@ def _montage(args: argparse.Namespace) -> None:
     from ganstudy.report.figures import sample_montage
 
     sample_montage(args.grids, args.setups, args.out)
-
-
-def _install_profiles(args: argparse.Namespace) -> None:
-    from ganstudy.profiles import install_profiles
-
-    for line in install_profiles(args.source, args.target):
-        print(line)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -256,6 +252,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument(
         "--gpus-per-rank", type=int, choices=[1, 2], default=1, help="2: generator and discriminator on two GPUs (seed 001)"
     )
+    sub.add_argument(
+        "--node-gpus", type=int, default=0, metavar="N",
+        help="compute.node_gpus: when more than 0, --device auto in a Slurm/LSF job whose rank sees no GPU fails "
+        "instead of training on the CPU",
+    )
+    sub.add_argument(
+        "--deterministic", action=argparse.BooleanOptionalAction, default=True,
+        help="compute.deterministic: deterministic CUDA kernels (same bits on rerun, slower); no effect on the CPU",
+    )
     threads(sub)
 
     sub = command("evaluate", _evaluate, "score one trained generator (FID, IS)")
@@ -318,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--queue", help="-q; empty: LSB_DEFAULTQUEUE")
     sub.add_argument("--alloc-flags", help='-alloc_flags, e.g. "gpumps smt4"')
     sub.add_argument("--log-dir", default="logs/lsf")
+    sub.add_argument("--warning-minutes", type=int, default=0, help="-wa USR1 -wt: signal the job this long before its wall time")
     sub.add_argument("jobscript")
 
     sub = command("bjobs-status", _bjobs_status, "running, success or failed for an LSF job id (profiles/summit)")
@@ -355,10 +361,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--grids", nargs="+", required=True)
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--out", required=True)
-
-    sub = command("install-profiles", _install_profiles, "link the repository's Snakemake profiles by name")
-    sub.add_argument("source", help="folder holding one folder per profile")
-    sub.add_argument("--target", default=None, help="default: the user's Snakemake config folder")
     return parser
 
 
@@ -372,6 +374,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.handler(args)
+    except TrainingStopped as exc:
+        # Every rank stops at the same iteration, after its checkpoint: an orderly end, no abort.
+        print(f"ganstudy {args.command}: {exc}", file=sys.stderr, flush=True)
+        return STOPPED_EXIT_CODE
     except GanstudyError as exc:
         print(f"ganstudy {args.command}: error: {exc}", file=sys.stderr, flush=True)
         code = 2

@@ -42,6 +42,29 @@ def git_state(directory: str | None = None) -> dict[str, Any]:
     return {"commit": commit, "dirty": bool(dirty)}
 
 
+def nvidia_driver_version() -> str | None:
+    """The node's NVIDIA driver version from nvidia-smi; None where there is no NVIDIA driver."""
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, check=True, timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    # One line per GPU; a node runs one driver.
+    versions = sorted({line.strip() for line in done.stdout.splitlines() if line.strip()})
+    return ", ".join(versions) or None
+
+
+def cuda_versions() -> dict[str, Any]:
+    """torch's CUDA and cuDNN versions (None in a CPU-only build of torch) and the node's driver version:
+    the three decide which GPU kernels ran, so bit-identical reruns need them recorded."""
+    import torch
+
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    return {"torch_cuda": torch.version.cuda, "cudnn": cudnn, "nvidia_driver": nvidia_driver_version()}
+
+
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 

@@ -5,12 +5,14 @@ import os
 import re
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 
 from ganstudy.config import ConfigError, speedup_baselines, validate_study_config
 from ganstudy.data.sources import CLASS_COUNTS, SOURCES
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.weights import check_inception_weights
+from ganstudy.evaluate.weights import check_inception_weights, fid_sample_warning
 from ganstudy.parallel.partition import shard_rows
+from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
 
 try:
     validate_study_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
@@ -33,6 +35,10 @@ if INCEPTION:
         check_inception_weights(config["evaluation"]["inception_weights"], config["evaluation"]["inception_sha256"])
     except GanstudyError as error:
         raise WorkflowError(str(error)) from None
+# Inception FID on fewer samples than its 2,048 features is strongly biased: say so before any job runs.
+FID_WARNING = fid_sample_warning(config["evaluation"])
+if FID_WARNING:
+    logger.warning(f"warning: {FID_WARNING}")
 
 
 wildcard_constraints:
@@ -128,16 +134,81 @@ def setup_nodes(wildcards):
     return math.ceil(setup_tasks(wildcards) / ranks_per_node())
 
 
+def rank_gpus():
+    """GPUs of each training rank: gpus_per_rank on GPU nodes, none on a CPU cluster (node_gpus 0).
+    They are asked for whatever compute.device says: device cpu on GPU nodes is a choice, not a mistake."""
+    compute = config["compute"]
+    return compute["gpus_per_rank"] if compute["node_gpus"] else 0
+
+
 def mpi_launch(wildcards, resources):
     """The launch prefix of a training job for the profile's launcher (resources.mpi): jsrun gets
-    Summit's resource sets (1 rank, its cores and its GPUs each), srun and mpiexec a rank count."""
+    Summit's resource sets (1 rank, its cores and its GPUs each), srun its GPUs per task (so that each
+    rank is bound to its own) and cores, mpiexec a rank count."""
     if resources.mpi == "jsrun":
-        compute = config["compute"]
         per_node = ranks_per_node()
-        cores = compute["node_cores"] // per_node
-        gpus = compute["gpus_per_rank"] if compute["node_gpus"] else 0
-        return f"jsrun -n {resources.tasks} -r {per_node} -a 1 -c {cores} -g {gpus} -b packed:{cores}"
-    return f"{resources.mpi} -n {resources.tasks}"
+        cores = config["compute"]["node_cores"] // per_node
+        return f"jsrun -n {resources.tasks} -r {per_node} -a 1 -c {cores} -g {rank_gpus()} -b packed:{cores}"
+    launch = f"{resources.mpi} -n {resources.tasks}"
+    # Inside a Snakemake Slurm job the allocation's SLURM_* defaults are cleared: srun is told everything.
+    if resources.mpi == "srun" and rank_gpus():
+        launch += f" --gpus-per-task={rank_gpus()}"
+    if resources.mpi == "srun" and THREADS > 1:
+        launch += f" --cpus-per-task={THREADS}"
+    return launch
+
+
+def compute_args():
+    """The train command's device options, from the compute section."""
+    compute = config["compute"]
+    return (f"--device {compute['device']} --gpus-per-rank {compute['gpus_per_rank']} --node-gpus {compute['node_gpus']}"
+            f" --{'' if compute['deterministic'] else 'no-'}deterministic")
+
+
+def train_gpus(wildcards):
+    """GPUs a training job asks Slurm for in all (its ranks' GPUs; sbatch --gpus)."""
+    return setup_tasks(wildcards) * rank_gpus()
+
+
+def train_runtime(wildcards, attempt):
+    """Wall-time minutes of a training job: a retry (the job was stopped at its limit and resumes from
+    its checkpoint) asks for train_minutes times the attempt, up to compute.max_train_minutes."""
+    compute = config["compute"]
+    return retry_minutes(compute["train_minutes"], attempt, compute["max_train_minutes"])
+
+
+def train_memory(wildcards, input):
+    """Memory (MB) per node of a training job (sbatch --mem): the ranks that share a node, each holding
+    the training split besides its libraries and networks (ganstudy.resources), or
+    compute.mem_mb_per_rank each when set."""
+    compute = config["compute"]
+    per_rank = compute["mem_mb_per_rank"]
+    if per_rank is None:
+        device = "cpu" if compute["device"] == "cpu" or not rank_gpus() else "cuda"
+        per_rank = rank_memory_mb(os.path.getsize(input.train), device)
+    return node_memory_mb(min(setup_tasks(wildcards), ranks_per_node()), per_rank)
+
+
+def check_compute():
+    """Wall-time and memory settings that cannot work stop the DAG, naming the keys."""
+    compute = config["compute"]
+    problems = []
+    if compute["max_train_minutes"] < compute["train_minutes"]:
+        problems.append(f"compute.max_train_minutes={compute['max_train_minutes']} is below compute.train_minutes="
+                        f"{compute['train_minutes']}: a retry could not even ask for the first attempt's wall time")
+    if compute["wall_warning_minutes"] >= compute["train_minutes"]:
+        problems.append(f"compute.wall_warning_minutes={compute['wall_warning_minutes']} must be below compute.train_minutes="
+                        f"{compute['train_minutes']}: the job would be told to stop as soon as it starts")
+    if compute["mem_mb_per_rank"] is not None and compute["mem_mb_per_rank"] < MIN_RANK_MB:
+        problems.append(f"compute.mem_mb_per_rank={compute['mem_mb_per_rank']} is below the {MIN_RANK_MB} MB a rank needs "
+                        "for Python, torch and MPI alone: raise it, or remove the key to let ganstudy estimate it")
+    if problems:
+        raise WorkflowError("; ".join(problems))
+
+
+check_compute()
+# Slurm (--signal) and LSF (-wa/-wt) warn training jobs this long before their wall time: they checkpoint and stop.
+WARNING_SECONDS = config["compute"]["wall_warning_minutes"] * 60
 
 
 def setup_threads(wildcards):

@@ -1,7 +1,9 @@
 # Stage 2: training, one job per (set-up, trial). Profiles set {resources.mpi} to their launcher
 # (mpiexec, srun, jsrun); tasks follows the set-up (grid: one rank per cell, per_class: one per class,
-# up to compute.max_ranks; data_parallel: max_ranks), nodes and the jsrun geometry follow
-# compute.node_cores/node_gpus.
+# up to compute.max_ranks; data_parallel: max_ranks), nodes, GPUs and the jsrun geometry follow
+# compute.node_cores/node_gpus/gpus_per_rank, memory the training split (ganstudy.resources). The
+# scheduler signals the job wall_warning_minutes before its limit: it checkpoints, exits 75, and the
+# profile's retry resumes it with more wall time.
 
 
 rule train:
@@ -28,8 +30,7 @@ rule train:
         checkpoints=lambda wildcards: f"{STUDY_DIR}/checkpoints/{wildcards.setup}/trial{wildcards.trial}",
         rank_threads=THREADS,
         launch=mpi_launch,
-        device=config["compute"]["device"],
-        gpus=config["compute"]["gpus_per_rank"],
+        compute=compute_args(),
     log:
         f"{LOG_DIR}/train/{{setup}}/trial{{trial}}.log",
     conda:
@@ -42,10 +43,15 @@ rule train:
         nodes=setup_nodes,
         cpus_per_task=THREADS,
         mpi="mpiexec",
-        mem_mb=2000,
-        runtime=config["compute"]["train_minutes"],
+        gpu=train_gpus,
+        # Otherwise the Slurm plugin adds --ntasks-per-gpu=<tasks>; srun binds the GPUs per task instead.
+        tasks_per_gpu=0,
+        mem_mb=train_memory,
+        runtime=train_runtime,
+        slurm_extra=f"--signal=USR1@{WARNING_SECONDS}",
+        wall_warning_minutes=config["compute"]["wall_warning_minutes"],
     shell:
         "{params.launch} ganstudy train --setup {wildcards.setup}"
         " --settings {params.settings:q} --train {input.train} --seed {params.seed}"
         " --trial {wildcards.trial} --out-dir {params.out_dir} {params.scoring} --checkpoint-dir {params.checkpoints}"
-        " --device {params.device} --gpus-per-rank {params.gpus} --threads {params.rank_threads} > {log} 2>&1"
+        " {params.compute} --threads {params.rank_threads} > {log} 2>&1"

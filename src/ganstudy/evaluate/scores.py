@@ -19,6 +19,7 @@ from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.extractor import Extractor, classifier_extractor, inception_extractor
 from ganstudy.evaluate.fid import Reference, frechet_distance, load_reference
+from ganstudy.evaluate.weights import fid_sample_warning
 from ganstudy.models.artifact import load_generator, sample_labelled
 from ganstudy.parallel.world import set_cpu_threads
 from ganstudy.provenance import provenance_record
@@ -124,6 +125,9 @@ def evaluate_generator(
     if metrics & QUALITY:
         reference = _checked_reference(quality_reference_path or reference_path, extractor, fid_layer)
         scores.update(_quality_scores(features[extractor.name], reference, fid_layer, isc_layer, metrics, settings, seed))
+        warning = fid_sample_warning(settings, len(reference.features))
+        if warning:
+            notes["fid"] = warning
     per_class: dict[str, float] = {}
     if metrics & LABELLED:
         labelled = features[classifier.name]

@@ -1,10 +1,11 @@
-"""The Inception weights file: local only, checked before use. Free of torch, so that the workflow can
-check it while it builds the DAG, before any job."""
+"""The Inception weights file (local only, checked before use) and the sample count Inception's FID
+needs. Free of torch, so that the workflow can check both while it builds the DAG, before any job."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from ganstudy.data.arrays import file_digest
 from ganstudy.errors import GanstudyError
@@ -26,3 +27,33 @@ def check_inception_weights(path: str | os.PathLike[str] | None, expected_sha256
             "file; download it again"
         )
     return digest
+
+
+# Width of Inception-v3's pool features, which FID compares.
+INCEPTION_FEATURES = 2048
+
+
+def fid_sample_warning(evaluation: dict[str, Any], reference_count: int | None = None) -> str | None:
+    """Why FID on Inception features would be unreliable with these evaluation settings, or None.
+
+    The covariance of n samples has rank at most n - 1: below 2049 samples that of 2048 features is
+    singular, its matrix square root is ill-defined and FID is inflated by an amount that depends on n,
+    so the scores are not comparable with FIDs computed from other sample counts. ``reference_count``
+    (the real images of the reference statistics) is checked too when given."""
+    if evaluation.get("extractor") != "inception" or "fid" not in evaluation.get("metrics", ["fid"]):
+        return None
+    needed = INCEPTION_FEATURES + 1
+    short, remedies = [], []
+    if evaluation["samples"] < needed:
+        short.append(f"evaluation.samples is {evaluation['samples']}")
+        remedies.append("set evaluation.samples to 10000 or more (50000 for FIDs comparable with the literature)")
+    if reference_count is not None and reference_count < needed:
+        short.append(f"the reference statistics hold {reference_count} real images")
+        remedies.append("compare against a larger real set (evaluation.reference_split, or a larger data set)")
+    if not short:
+        return None
+    return (
+        f"{' and '.join(short)}, fewer than the {needed} that the covariance of Inception's {INCEPTION_FEATURES} "
+        "pool features needs to be full rank: FID is biased upwards by an amount that depends on the sample "
+        f"count and is not comparable with FIDs of other sample counts; {' and '.join(remedies)}"
+    )

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from ganstudy.errors import GanstudyError
 
 
 @dataclass(frozen=True)
@@ -44,15 +48,77 @@ def gpu_indices(local_rank: int, gpus_per_rank: int, gpu_count: int) -> list[int
     return [(local_rank * gpus_per_rank + k) % gpu_count for k in range(gpus_per_rank)]
 
 
-def select_devices(world: World, choice: str, gpus_per_rank: int = 1) -> tuple[torch.device, torch.device]:
+# What the batch scheduler told this process about its GPUs: printed when a job that should have
+# GPUs has none, so that the user sees at once whether the scheduler or torch is at fault.
+GPU_ENVIRONMENT = (
+    "CUDA_VISIBLE_DEVICES",
+    "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_JOB_PARTITION", "SLURM_NODELIST", "SLURM_JOB_NODELIST",
+    "SLURM_PROCID", "SLURM_LOCALID", "SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_GPUS_ON_NODE",
+    "SLURM_GPUS_PER_TASK", "SLURM_GPUS", "SLURM_GPUS_PER_NODE",
+    "LSB_JOBID", "LSB_QUEUE", "JSM_NAMESPACE_LOCAL_RANK", "JSM_NAMESPACE_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+)
+# Any other Slurm variable with one of these in its name describes GPUs or the job step too.
+_SLURM_GPU_WORDS = ("GPU", "GRES", "TRES", "STEP")
+
+
+def scheduler_job(environ: Mapping[str, str] | None = None) -> str | None:
+    """'Slurm job 123' or 'LSF job 456' when this process runs inside a batch-scheduler job, else None."""
+    environ = os.environ if environ is None else environ
+    if environ.get("SLURM_JOB_ID"):
+        return f"Slurm job {environ['SLURM_JOB_ID']}"
+    if environ.get("LSB_JOBID"):
+        return f"LSF job {environ['LSB_JOBID']}"
+    return None
+
+
+def gpu_environment(environ: Mapping[str, str] | None = None) -> str:
+    """The scheduler's GPU-related variables as ``NAME=value`` (or ``NAME unset``), one string."""
+    environ = os.environ if environ is None else environ
+    extra = sorted(
+        name for name in environ
+        if name.startswith("SLURM_") and name not in GPU_ENVIRONMENT and any(word in name for word in _SLURM_GPU_WORDS)
+    )
+    return ", ".join(f"{name}={environ[name]}" if name in environ else f"{name} unset" for name in (*GPU_ENVIRONMENT, *extra))
+
+
+def _no_cuda_error(world: World, problem: str, remedy: str) -> GanstudyError:
+    # A CPU-only wheel on a GPU node is the other common cause.
+    build = f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+    return GanstudyError(
+        f"rank {world.rank} of {world.size} on host {socket.gethostname()}: {problem}, but torch finds no CUDA device "
+        f"(torch {torch.__version__}, {build}). The scheduler gave this rank: {gpu_environment()}. {remedy}"
+    )
+
+
+def select_devices(
+    world: World, choice: str, gpus_per_rank: int = 1, node_gpus: int = 0
+) -> tuple[torch.device, torch.device]:
     """(generator's device, discriminator's device). ``auto``: this rank's node-local GPU(s) when CUDA
-    is there, else the CPU. With 2 GPUs per rank the discriminator gets the second (seed 001)."""
-    if choice == "cpu" or (choice == "auto" and not torch.cuda.is_available()):
+    is there, else the CPU. With 2 GPUs per rank the discriminator gets the second (seed 001).
+
+    ``auto`` falls back to the CPU silently only where no GPU was promised: on a laptop, or in a
+    scheduler job of a CPU cluster (``node_gpus`` 0). A job on GPU nodes whose rank sees no GPU would
+    otherwise train for hours on the CPU and report CPU timings as GPU ones, so it stops instead."""
+    if choice == "cpu":
         return torch.device("cpu"), torch.device("cpu")
     if not torch.cuda.is_available():
-        from ganstudy.errors import GanstudyError
-
-        raise GanstudyError("compute.device is 'cuda' but torch finds no CUDA device on this node")
+        job = scheduler_job()
+        if choice == "auto" and (node_gpus == 0 or job is None):
+            return torch.device("cpu"), torch.device("cpu")
+        if choice == "auto":
+            raise _no_cuda_error(
+                world,
+                f"compute.device is 'auto' and compute.node_gpus is {node_gpus} in {job}",
+                "Ask the scheduler for GPUs (Slurm: --gpus-per-task or --gres=gpu:N on a GPU partition; LSF: "
+                "jsrun -g / bsub -gpu) and check that the partition or queue has GPU nodes; or set "
+                "compute.device: cpu to train on the CPU on purpose, or compute.node_gpus: 0 for a CPU cluster.",
+            )
+        raise _no_cuda_error(
+            world,
+            "compute.device is 'cuda'",
+            "Run on a node with a GPU (and in a scheduler job ask for GPUs: Slurm --gpus-per-task or --gres=gpu:N, "
+            "LSF jsrun -g), install a CUDA build of torch, or set compute.device: cpu (or auto) to train on the CPU.",
+        )
     from mpi4py import MPI
 
     node = world.comm.Split_type(MPI.COMM_TYPE_SHARED)
@@ -60,6 +126,11 @@ def select_devices(world: World, choice: str, gpus_per_rank: int = 1) -> tuple[t
     node.Free()
     indices = gpu_indices(local_rank, gpus_per_rank, torch.cuda.device_count())
     return torch.device("cuda", indices[0]), torch.device("cuda", indices[-1])
+
+
+def device_names(devices: tuple[torch.device, ...]) -> list[str]:
+    """Names of a rank's distinct devices (``cpu``, or the GPU's model) for the provenance record."""
+    return [torch.cuda.get_device_name(d) if d.type == "cuda" else "cpu" for d in dict.fromkeys(devices)]
 
 
 def set_cpu_threads(threads: int) -> None:

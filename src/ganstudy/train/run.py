@@ -17,9 +17,12 @@ from typing import Any
 from ganstudy.atomic import write_json, write_text
 from ganstudy.data.arrays import load_split
 from ganstudy.models.artifact import sample_generator, save_generator
-from ganstudy.parallel.world import mpi_library_version, mpi_world, select_devices, set_cpu_threads
-from ganstudy.provenance import now, provenance_record
+from ganstudy.parallel.stop import StopSignal
+from ganstudy.parallel.determinism import configure_determinism
+from ganstudy.parallel.world import GPU_ENVIRONMENT, device_names, mpi_library_version, mpi_world, select_devices, set_cpu_threads
+from ganstudy.provenance import cuda_versions, now, provenance_record
 from ganstudy.report.images import save_grid
+from ganstudy.resources import peak_memory
 from ganstudy.seeding import derive_seed
 from ganstudy.train.modes import TrainingContext, get_mode
 
@@ -47,29 +50,41 @@ def run_training(
     classifier_path: str | os.PathLike[str] | None = None,
     reference_path: str | os.PathLike[str] | None = None,
     checkpoint_dir: str | os.PathLike[str] | None = None,
+    node_gpus: int = 0,
+    deterministic: bool = True,
 ) -> None:
     started_at = now()
     started = time.perf_counter()
     world = mpi_world()
     set_cpu_threads(threads)
     mode = get_mode(setup["mode"])
-    generator_device, discriminator_device = select_devices(world, device, gpus_per_rank)
-    context = TrainingContext(
-        setup=setup,
-        data=load_split(train_path),
-        study_seed=study_seed,
-        trial=trial,
-        world=world,
-        device=generator_device,
-        discriminator_device=discriminator_device,
-        classifier_path=Path(classifier_path) if classifier_path else None,
-        reference_path=Path(reference_path) if reference_path else None,
-        checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
-    )
-    hosts = world.hosts()
-    train_started = time.perf_counter()
-    result = mode(context)
-    train_seconds = time.perf_counter() - train_started
+    generator_device, discriminator_device = select_devices(world, device, gpus_per_rank, node_gpus)
+    # Before the first CUDA computation: cuBLAS reads its workspace setting when it starts.
+    configure_determinism(generator_device, deterministic)
+    # Installed before the data is read: a signal that comes early still stops at the first safe point.
+    with StopSignal() as stop:
+        context = TrainingContext(
+            setup=setup,
+            data=load_split(train_path),
+            study_seed=study_seed,
+            trial=trial,
+            world=world,
+            device=generator_device,
+            discriminator_device=discriminator_device,
+            classifier_path=Path(classifier_path) if classifier_path else None,
+            reference_path=Path(reference_path) if reference_path else None,
+            checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
+            stop=stop,
+        )
+        hosts = world.hosts()
+        rank_devices = world.comm.allgather(device_names(context.devices))
+        train_started = time.perf_counter()
+        result = mode(context)
+        train_seconds = time.perf_counter() - train_started
+        # Per rank: what it used (to size jobs by) and the GPUs the scheduler gave it.
+        ranks = world.comm.gather(
+            {**peak_memory(), "scheduler": {name: os.environ[name] for name in GPU_ENVIRONMENT if name in os.environ}}, root=0
+        )
     if not world.is_root:
         return
     out = Path(out_dir)
@@ -93,8 +108,12 @@ def run_training(
             seeds={**result.seeds, "sample-grid": grid_seed},
             world_size=world.size,
             hosts=hosts,
+            ranks=ranks,
             device=str(context.device),
             discriminator_device=str(context.devices[1]),
+            device_names=rank_devices,
+            cuda=cuda_versions(),
+            deterministic=deterministic,
             mpi_library=mpi_library_version(),
             torch_threads=threads,
             started_at=started_at,

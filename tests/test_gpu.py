@@ -1,0 +1,240 @@
+"""Every training mode on CUDA through `ganstudy train` under mpiexec, as the CPU tests run them: the
+same results as the CPU within float32 rounding, the same bits on 1 and 2 ranks and after a resume
+with compute.deterministic, and the classifier's scores on the GPU. Skipped where torch finds no GPU;
+`make test-gpu` runs them (`pytest -m gpu`)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from ganstudy.config import validate_study_config
+from ganstudy.evaluate.fid import FidScorer
+from ganstudy.models.artifact import load_generator, sample_generator
+from jobs import kill_job, start_job, wait_for
+from conftest import SCHEMA
+from test_data_parallel_mpi import settings as dp_settings
+from test_grid_mpi import assert_same, result as grid_result, scoring  # noqa: F401 (scoring is a fixture)
+from test_grid_mpi import command as grid_command, settings as grid_settings
+from test_per_class_mpi import assert_same_generators, command as train_command, settings as per_class_settings
+from test_training import _setup as single_settings
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: torch finds none on this machine"),
+]
+
+CUDA = ["--device", "cuda"]
+
+
+def need_gpus(count: int) -> None:
+    if torch.cuda.device_count() < count:
+        pytest.skip(f"needs {count} GPUs, this node has {torch.cuda.device_count()}")
+
+
+def run(line: list[str], env: dict) -> subprocess.CompletedProcess:
+    done = subprocess.run(line, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def record(out: Path) -> dict:
+    return json.loads((out / "run.json").read_text())
+
+
+def losses(out: Path) -> list[dict[str, float]]:
+    with (out / "losses.csv").open() as handle:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+
+
+def assert_ran_on_cuda(out: Path, ranks: int = 1, discriminator: str = "cuda:0", deterministic: bool = True) -> None:
+    """run.json says the job trained on the GPU and recorded what decides the GPU's kernels."""
+    facts = record(out)
+    assert facts["world_size"] == ranks and facts["device"].startswith("cuda:")
+    assert facts["discriminator_device"] == discriminator
+    names = {torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())}
+    assert len(facts["device_names"]) == ranks and all(set(rank) <= names for rank in facts["device_names"])
+    assert facts["cuda"]["torch_cuda"] == torch.version.cuda and facts["cuda"]["cudnn"] == torch.backends.cudnn.version()
+    assert facts["deterministic"] is deterministic
+
+
+def assert_finite_float32(out: Path) -> None:
+    generator, _ = load_generator(out / "generator.pt")
+    for name, tensor in generator.state_dict().items():
+        if tensor.is_floating_point():
+            assert tensor.dtype == torch.float32 and torch.isfinite(tensor).all(), name
+    assert all(torch.isfinite(torch.tensor([row["d_loss"], row["g_loss"]])).all() for row in losses(out))
+
+
+# --- every mode on CUDA ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode, network, deterministic", [
+    ("single", "dcgan", True), ("conditional", "dccgan", True), ("conditional", "dccgan", False),
+])
+def test_single_and_conditional_train_on_cuda(mode, network, deterministic, digits_dir, tmp_path, env):
+    setup = single_settings(mode=mode, network=network, iterations=2, batch_size=64, latent_dim=16, checkpoint_period=0)
+    flag = "--deterministic" if deterministic else "--no-deterministic"
+    run(train_command(1, setup, tmp_path, digits_dir) + CUDA + [flag], env)
+    assert_ran_on_cuda(tmp_path, deterministic=deterministic)
+    assert_finite_float32(tmp_path)
+    generator, _ = load_generator(tmp_path / "generator.pt")
+    assert (generator.labels is not None) == (mode == "conditional")
+
+
+def test_the_grid_on_cuda_gives_the_same_bits_on_1_and_2_ranks(digits_dir, scoring, tmp_path, env):  # noqa: F811
+    # The grid scores its cells with the classifier on the GPU (FidScorer) while it trains.
+    setup = grid_settings()
+    for ranks in (1, 2):
+        run(grid_command(ranks, setup, tmp_path / f"n{ranks}", digits_dir, scoring) + CUDA, env)
+        assert_ran_on_cuda(tmp_path / f"n{ranks}", ranks)
+    # Two ranks share one GPU, or take one each: deterministic kernels give the same bits either way.
+    assert_same(grid_result(tmp_path / "n1"), grid_result(tmp_path / "n2"))
+
+
+def test_per_class_on_cuda_gives_the_same_bits_on_1_and_2_ranks(digits_dir, tmp_path, env):
+    setup = per_class_settings()
+    for ranks in (1, 2):
+        run(train_command(ranks, setup, tmp_path / f"n{ranks}", digits_dir) + CUDA, env)
+        assert_ran_on_cuda(tmp_path / f"n{ranks}", ranks)
+    assert_same_generators(tmp_path / "n1", tmp_path / "n2")
+
+
+def test_per_class_with_two_gpus_per_rank_puts_the_discriminator_on_the_second(digits_dir, tmp_path, env):
+    need_gpus(2)
+    setup = per_class_settings()
+    run(train_command(1, setup, tmp_path / "one", digits_dir) + CUDA, env)
+    run(train_command(1, setup, tmp_path / "two", digits_dir) + CUDA + ["--gpus-per-rank", "2"], env)
+    assert_ran_on_cuda(tmp_path / "two", discriminator="cuda:1")
+    # Identical GPUs, deterministic kernels, every random draw from a seeded generator: where the
+    # discriminator lives must not change a bit.
+    assert_same_generators(tmp_path / "one", tmp_path / "two")
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_data_parallel_trains_over_nccl(ranks, digits_dir, tmp_path, env):
+    # nccl binds each rank to a GPU of its own: two ranks need two GPUs.
+    need_gpus(ranks)
+    # The perceptron: its float32 products stay out of TF32 on the GPU (cuDNN's convolutions would not),
+    # and 512 rows make two Adam steps of one pass, few enough that rounding does not grow chaotic.
+    setup = dp_settings(batch_size=512, iterations=1)
+    run(train_command(ranks, setup, tmp_path / f"n{ranks}", digits_dir) + CUDA, env)
+    assert_ran_on_cuda(tmp_path / f"n{ranks}", ranks)
+    assert record(tmp_path / f"n{ranks}")["data_parallel"]["backend"] == "nccl"
+    assert_finite_float32(tmp_path / f"n{ranks}")
+    if ranks == 2:
+        run(train_command(1, setup, tmp_path / "n1", digits_dir) + CUDA, env)
+        one, _ = load_generator(tmp_path / "n1" / "generator.pt")
+        two, _ = load_generator(tmp_path / "n2" / "generator.pt")
+        # As on the CPU (test_data_parallel_mpi): two half-batch gradients summed by nccl differ from
+        # one whole-batch gradient in the last bits only, far below 1e-4 after two Adam steps.
+        for key, value in one.state_dict().items():
+            torch.testing.assert_close(two.state_dict()[key], value, rtol=1e-4, atol=1e-5, msg=lambda m: f"{key}: {m}")
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_fp16_with_gradient_scaling_and_zero_trains_float32_weights(ranks, digits_dir, tmp_path, env):
+    need_gpus(ranks)
+    options = {"zero": True}
+    run(train_command(ranks, dp_settings(network="dcgan", batch_size=64, iterations=1, data_parallel=options),
+                      tmp_path / "fp32", digits_dir) + CUDA, env)
+    fp16 = dp_settings(network="dcgan", batch_size=64, iterations=1, data_parallel={**options, "amp": "fp16"})
+    run(train_command(ranks, fp16, tmp_path / "fp16", digits_dir) + CUDA, env)
+    facts = record(tmp_path / "fp16")["data_parallel"]
+    assert facts["amp"] == "fp16" and facts["zero"] is True and facts["backend"] == "nccl"
+    # Autocast computes in fp16 but the weights, the Adam state and the losses stay float32 and finite
+    # (the gradient scaler skips the steps whose scaled gradients overflowed).
+    assert_finite_float32(tmp_path / "fp16")
+    half, _ = load_generator(tmp_path / "fp16" / "generator.pt")
+    full, _ = load_generator(tmp_path / "fp32" / "generator.pt")
+    # Otherwise autocast did nothing.
+    assert any(not torch.equal(half.state_dict()[k], v) for k, v in full.state_dict().items() if v.is_floating_point())
+
+
+# --- CUDA against the CPU, and against itself ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cpu_and_cuda(digits_dir, env, tmp_path_factory) -> dict[str, Path]:
+    """The same short run of Lipizzaner's perceptron GAN (no dropout, no convolution) on each device."""
+    folder = tmp_path_factory.mktemp("cpu_and_cuda")
+    setup = single_settings(iterations=3, checkpoint_period=0)
+    outs = {device: folder / device for device in ("cpu", "cuda")}
+    for device, out in outs.items():
+        run(train_command(1, setup, out, digits_dir) + ["--device", device], env)
+    return outs
+
+
+def test_a_cuda_run_matches_the_cpu_run_within_float32_rounding(cpu_and_cuda):
+    assert_ran_on_cuda(cpu_and_cuda["cuda"])
+    # Weights start equal (built on the CPU, then moved) and batch order and noise come from CPU
+    # generators, so the runs differ only in the order cuBLAS and the CPU's BLAS sum float32 products
+    # (about 1e-7 relative per operation; torch keeps float32 matmuls out of TF32 by default). Perturbing
+    # the initial weights by 1e-6 relative on the CPU moves these losses by under 1e-6 relative and the
+    # weights by under 4e-6 after 3 passes (42 Adam steps); the tolerances leave a 100-fold margin, and a
+    # real fault (another batch order or noise, a step skipped) moves weights by ~lr = 2e-4 per step.
+    cpu, cuda = losses(cpu_and_cuda["cpu"]), losses(cpu_and_cuda["cuda"])
+    assert [row["iteration"] for row in cuda] == [1, 2, 3]
+    for a, b in zip(cpu, cuda):
+        assert b["d_loss"] == pytest.approx(a["d_loss"], rel=1e-3) and b["g_loss"] == pytest.approx(a["g_loss"], rel=1e-3)
+    on_cpu, _ = load_generator(cpu_and_cuda["cpu"] / "generator.pt")
+    on_cuda, _ = load_generator(cpu_and_cuda["cuda"] / "generator.pt")
+    for key, value in on_cpu.state_dict().items():
+        torch.testing.assert_close(on_cuda.state_dict()[key], value, rtol=0, atol=1e-4, msg=lambda m: f"{key}: {m}")
+
+
+def test_a_killed_cuda_run_resumes_to_the_same_bits_as_an_uninterrupted_one(digits_dir, tmp_path, env):
+    # The DC-GAN: cuDNN convolutions and dropout from the GPU's random stream, both of which a
+    # non-deterministic run or a badly restored checkpoint would change. Enough passes that the job is
+    # still running when its second checkpoint is complete.
+    setup = single_settings(network="dcgan", iterations=40, batch_size=32, latent_dim=16, checkpoint_period=1, checkpoints_kept=2)
+    run(train_command(1, setup, tmp_path / "whole", digits_dir) + CUDA, env)
+    checkpoints = tmp_path / "ckpt"
+    job = start_job(train_command(1, setup, tmp_path / "resumed", digits_dir, checkpoints) + CUDA, env)
+    wait_for(lambda: len(list(checkpoints.glob("pair/iter-*/COMPLETE"))) >= 2, job)
+    kill_job(job)
+    assert not (tmp_path / "resumed" / "run.json").exists()
+    done = run(train_command(1, setup, tmp_path / "resumed", digits_dir, checkpoints) + CUDA, env)
+    assert "resumed from the checkpoint of iteration" in done.stderr
+    assert_ran_on_cuda(tmp_path / "resumed")
+    assert_same_generators(tmp_path / "whole", tmp_path / "resumed")
+    untimed = lambda out: [{k: v for k, v in row.items() if k != "seconds"} for row in losses(out)]  # noqa: E731
+    assert untimed(tmp_path / "whole") == untimed(tmp_path / "resumed")
+
+
+# --- scoring with the classifier (no Inception) on the GPU -------------------------------------------
+
+
+def test_the_classifier_scores_the_same_on_the_gpu_and_the_cpu(cpu_and_cuda, scoring):  # noqa: F811
+    classifier, reference = scoring
+    generator, spec = load_generator(cpu_and_cuda["cuda"] / "generator.pt")
+    noise = torch.rand(1000, 1, 8, 8, generator=torch.Generator().manual_seed(0)) * 2 - 1
+    samples = sample_generator(generator, spec.latent_dim, 1000, 3, 500)
+    on_gpu = FidScorer(classifier, reference, torch.device("cuda", 0))
+    on_cpu = FidScorer(classifier, reference, torch.device("cpu"))
+    for images in (noise, samples):
+        # cuDNN runs float32 convolutions in TF32 by default (10-bit mantissa, ~1e-3 relative per
+        # layer): FID moves by about that much, far from it being of other features (O(1)).
+        assert on_gpu.fid(images) == pytest.approx(on_cpu.fid(images), rel=1e-2)
+
+
+def test_evaluate_scores_a_cuda_trained_generator_like_the_cpu_trained_one(cpu_and_cuda, scoring, tmp_path, env):  # noqa: F811
+    classifier, reference = scoring
+    evaluation = validate_study_config({"evaluation": {"samples": 1000, "metrics": ["fid", "isc", "label_tvd"]}}, SCHEMA)["evaluation"]
+    scores = {}
+    for device, out in cpu_and_cuda.items():
+        line = ["ganstudy", "evaluate", "--settings", json.dumps(evaluation), "--generator", str(out / "generator.pt"),
+                "--run-record", str(out / "run.json"), "--classifier", str(classifier), "--reference", str(reference),
+                "--seed", "5", "--trial", "0", "--out", str(tmp_path / f"{device}.json")]
+        run(line, env)
+        scores[device] = json.loads((tmp_path / f"{device}.json").read_text())["scores"]
+    # The weights agree to 1e-4 (test above): a few pixels of the 1000 samples round to the next of 256
+    # grey levels, which moves FID and IS by far less than 1% and flips at most a few labels.
+    assert scores["cuda"]["fid"] == pytest.approx(scores["cpu"]["fid"], rel=1e-2)
+    assert scores["cuda"]["isc"] == pytest.approx(scores["cpu"]["isc"], rel=1e-2)
+    assert scores["cuda"]["label_tvd"] == pytest.approx(scores["cpu"]["label_tvd"], abs=1e-2)
