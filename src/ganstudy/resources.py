@@ -41,10 +41,23 @@ def retry_minutes(train_minutes: int, attempt: int, cap: int) -> int:
     return min(train_minutes * attempt, cap)
 
 
+def _peak_rss_mb() -> float:
+    """Peak resident memory of this process image. Linux's VmHWM belongs to the image; ru_maxrss survives
+    exec, so a rank started from a large process (a test runner) would report its parent's peak."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 2**10
+    except OSError:
+        pass
+    # ru_maxrss is in kilobytes on Linux, in bytes on macOS.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (2**20 if sys.platform == "darwin" else 2**10)
+
+
 def peak_memory() -> dict[str, Any]:
     """This process's peak resident memory (MB) and, on CUDA, the peak memory torch allocated per GPU."""
-    # ru_maxrss is in kilobytes on Linux, in bytes on macOS.
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (2**20 if sys.platform == "darwin" else 2**10)
+    rss = _peak_rss_mb()
     gpus = {}
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
