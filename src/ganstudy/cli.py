@@ -171,6 +171,12 @@ def _stats(args: argparse.Namespace) -> None:
     write_stats(args.scores, args.setups, args.metrics, args.out_dir, args.min_trials, args.digits)
 
 
+def _reproduction(args: argparse.Namespace) -> None:
+    from ganstudy.stats.reproduction import write_reproduction
+
+    write_reproduction(args.scores, args.references, args.setups, args.out_dir, args.digits)
+
+
 def _box_plot(args: argparse.Namespace) -> None:
     from ganstudy.report.figures import box_plot
 
@@ -348,6 +354,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
     sub.add_argument("--metrics", nargs="+", required=True)
     sub.add_argument("--min-trials", type=int, default=1, help="flag set-ups with fewer finite scores as underpowered")
+    digits(sub)
+    sub.add_argument("--out-dir", required=True)
+
+    sub = command("reproduction", _reproduction, "the papers' published results beside ours, and the directions between set-ups")
+    sub.add_argument("--scores", required=True)
+    sub.add_argument("--references", type=_settings, required=True, help="set-up -> metric -> reference, as JSON")
+    sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
     digits(sub)
     sub.add_argument("--out-dir", required=True)
 

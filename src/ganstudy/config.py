@@ -88,7 +88,13 @@ def load_study_config(config_path: str | os.PathLike[str], schema_path: str | os
 
 
 # What a set-up may change without changing the work it does: the speed-up compares such set-ups.
-_NOT_WORK = ("ranks", "trials")
+_NOT_WORK = ("ranks", "trials", "reference")
+
+
+def training_settings(setup: dict[str, Any]) -> dict[str, Any]:
+    """A set-up as its training and scoring jobs see it: without the published result it is compared
+    with, so that adding or correcting a reference reruns the reporting only, never a training."""
+    return {key: value for key, value in setup.items() if key != "reference"}
 
 
 def speedup_baselines(setups: dict[str, dict[str, Any]], tasks: dict[str, int]) -> dict[str, str]:

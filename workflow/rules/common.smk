@@ -7,7 +7,7 @@ import re
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from ganstudy.config import ConfigError, speedup_baselines, validate_study_config
+from ganstudy.config import ConfigError, speedup_baselines, training_settings, validate_study_config
 from ganstudy.data.sources import CLASS_COUNTS, SOURCES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.weights import check_inception_weights, fid_sample_warning
@@ -53,7 +53,7 @@ def as_json(section):
 
 
 def setup_settings(wildcards):
-    return as_json(config["setups"][wildcards.setup])
+    return as_json(training_settings(config["setups"][wildcards.setup]))
 
 
 def tasks_of(name):
@@ -117,6 +117,11 @@ def check_data_parallel_batches():
 
 
 check_data_parallel_batches()
+# Set-up -> metric -> the paper's published result it reproduces (tables/reproduction.*).
+REFERENCES = {name: setup["reference"] for name, setup in config["setups"].items() if setup["reference"]}
+unknown = sorted({f"setups.{name}.reference.{metric}" for name, refs in REFERENCES.items() for metric in refs if metric not in METRICS})
+if unknown:
+    raise WorkflowError(f"{', '.join(unknown)}: not among evaluation.metrics {METRICS}; add the metric or remove the reference")
 # Scores against grid size are worth a figure once the study has grids of two sizes.
 GRID_SIZES = {setup["grid"]["shape"] for setup in config["setups"].values() if setup["mode"] == "grid"}
 

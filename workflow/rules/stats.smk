@@ -123,9 +123,39 @@ rule timing:
         " --digits {params.digits} --out-dir {params.out_dir} > {log} 2>&1"
 
 
+rule reproduction:
+    input:
+        rules.aggregate.output,
+    output:
+        tables=report(
+            expand(f"{STUDY_DIR}/tables/reproduction.{{ext}}", ext=TABLE_FORMATS),
+            caption="../report/reproduction.rst",
+            category="4. Statistics",
+        ),
+        directions=report(
+            f"{STUDY_DIR}/tables/reproduction_directions.csv", caption="../report/reproduction.rst", category="4. Statistics"
+        ),
+    params:
+        setups=SETUPS,
+        references=as_json(REFERENCES),
+        digits=config["statistics"]["digits"],
+        out_dir=lambda wildcards, output: os.path.dirname(output.directions),
+    log:
+        f"{LOG_DIR}/reproduction.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy reproduction --scores {input} --references {params.references:q} --setups {params.setups}"
+        " --digits {params.digits} --out-dir {params.out_dir} > {log} 2>&1"
+
+
 rule tables:
     input:
         rules.stats.output,
         rules.timing.output,
         rules.anova.output,
+        # Only studies whose set-ups carry a paper's published result.
+        rules.reproduction.output if REFERENCES else [],
     localrule: True

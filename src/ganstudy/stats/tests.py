@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import kruskal, mannwhitneyu
+from scipy.stats import kruskal, mannwhitneyu, ttest_ind_from_stats
 
 
 def ranksum_pvalue(x: Sequence[float], y: Sequence[float]) -> float:
@@ -68,3 +68,12 @@ def kruskal_wallis(groups: Sequence[Sequence[float]]) -> tuple[float, int, float
         return float("nan"), max(len(present) - 1, 0), float("nan")
     result = kruskal(*present)
     return float(result.statistic), len(present) - 1, float(result.pvalue)
+
+
+def welch_pvalue(mean_a: float, sd_a: float | None, n_a: int | None, mean_b: float, sd_b: float | None, n_b: int | None) -> float:
+    """Two-sided Welch t-test from summary statistics (a paper publishes only mean, sd and trials); NaN
+    when a side lacks its sd or has fewer than 2 trials, or both sds are 0."""
+    known = all(v is not None and np.isfinite(v) for v in (mean_a, sd_a, n_a, mean_b, sd_b, n_b))
+    if not known or n_a < 2 or n_b < 2 or (sd_a == 0 and sd_b == 0):
+        return float("nan")
+    return float(ttest_ind_from_stats(mean_a, sd_a, n_a, mean_b, sd_b, n_b, equal_var=False).pvalue)
