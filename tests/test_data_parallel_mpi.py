@@ -25,7 +25,8 @@ from ganstudy.train.pair import pair_seeds
 pytestmark = pytest.mark.mpi
 
 PROBE = REPO / "tests" / "dp_probe.py"
-BASE = {"mode": "data_parallel", "batch_size": 16, "latent_dim": 8, "hidden_units": 32, "iterations": 2, "checkpoint_period": 0}
+BASE = {"mode": "data_parallel", "batch_size": 16, "latent_dim": 8, "hidden_units": 32, "iterations": 2, "checkpoint_period": 0,
+        "score_period": 0}
 # Float sums in another order (two half-batch gradients added vs one whole-batch reduction, batch-norm
 # statistics summed over ranks) differ in the last bits: 1e-5 relative is a thousand float32 ulps, far
 # below any real discrepancy (a wrong shard or a missing average is off by O(1)).

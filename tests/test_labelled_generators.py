@@ -107,7 +107,7 @@ def test_a_format_2_generator_still_loads_as_an_unlabelled_mixture(tmp_path):
 
 
 def _setup(**keys):
-    return validate_study_config({"setups": {"s": keys}}, SCHEMA)["setups"]["s"]
+    return validate_study_config({"setups": {"s": {"score_period": 0, **keys}}}, SCHEMA)["setups"]["s"]
 
 
 def _train(setup, data):

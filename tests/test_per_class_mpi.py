@@ -21,7 +21,8 @@ from jobs import kill_job, start_job, wait_for
 
 pytestmark = pytest.mark.mpi
 
-TINY = {"mode": "per_class", "network": "dcgan", "iterations": 2, "latent_dim": 16, "batch_size": 32, "checkpoint_period": 0}
+TINY = {"mode": "per_class", "network": "dcgan", "iterations": 2, "latent_dim": 16, "batch_size": 32, "checkpoint_period": 0,
+        "score_period": 0}
 
 
 def settings(**keys) -> dict:

@@ -26,7 +26,8 @@ pytestmark = pytest.mark.mpi
 ITERATIONS = 4
 # A periodic checkpoint is never due in these runs: the one found after the signal is the signal's.
 NEVER = 1000
-PAIR = {"iterations": ITERATIONS, "latent_dim": 16, "batch_size": 64, "checkpoint_period": NEVER}
+# In-training FID every 2 iterations: scoring must not change the bits either, and the resumed curve is the same.
+PAIR = {"iterations": ITERATIONS, "latent_dim": 16, "batch_size": 64, "checkpoint_period": NEVER, "score_period": 2, "score_samples": 200}
 SETUPS = {
     "single": (1, {**PAIR, "mode": "single", "network": "perceptron4", "hidden_units": 32}),
     "conditional": (1, {**PAIR, "mode": "conditional", "network": "dccgan"}),
@@ -43,9 +44,10 @@ def line(mode: str, out: Path, checkpoints: Path, digits_dir: Path, grid_scoring
         return grid_command(2, setup, out, digits_dir, grid_scoring, checkpoints)
     ranks, setup = SETUPS[mode]
     setup = validate_study_config({"setups": {"s": setup}}, SCHEMA)["setups"]["s"]
+    classifier, reference = grid_scoring
     return ["mpiexec", "-n", str(ranks), "ganstudy", "train", "--setup", "s", "--settings", json.dumps(setup),
             "--train", str(digits_dir / "train.npz"), "--seed", "3", "--trial", "0", "--out-dir", str(out),
-            "--checkpoint-dir", str(checkpoints)]
+            "--checkpoint-dir", str(checkpoints), "--classifier", str(classifier), "--reference", str(reference)]
 
 
 def ranks_of(job) -> list[psutil.Process]:
@@ -92,3 +94,7 @@ def test_a_signalled_job_checkpoints_exits_non_zero_and_resumes_to_the_same_bits
     _, stderr = whole.communicate(timeout=300)
     assert whole.returncode == 0, stderr[-3000:]
     assert_same_generators(tmp_path / "whole", tmp_path / "stopped")
+    curve = [line.split(",") for line in (tmp_path / "whole" / "losses.csv").read_text().splitlines()]
+    resumed_curve = [line.split(",") for line in (tmp_path / "stopped" / "losses.csv").read_text().splitlines()]
+    fid = curve[0].index("fid_best" if mode == "grid" else "fid")
+    assert [row[fid] for row in curve] == [row[fid] for row in resumed_curve]

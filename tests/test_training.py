@@ -18,7 +18,8 @@ from conftest import SCHEMA
 
 
 def _setup(**overrides):
-    return validate_study_config({"setups": {"s": overrides}}, SCHEMA)["setups"]["s"]
+    # No in-training FID unless a test asks: these runs have no classifier.
+    return validate_study_config({"setups": {"s": {"score_period": 0, **overrides}}}, SCHEMA)["setups"]["s"]
 
 
 def _train(setup, data, seed, trial):
@@ -85,7 +86,7 @@ def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path):
     assert record["settings"] == setup and record["setup_name"] == "lp_mse" and record["trial"] == 1
     assert record["world_size"] == 1 and len(record["hosts"]) == 1
     assert "MPICH" in record["mpi_library"] or "MPI" in record["mpi_library"]
-    assert set(record["seeds"]) == {"init", "batches", "noise", "dropout", "sample-grid"}
+    assert set(record["seeds"]) == {"init", "batches", "noise", "dropout", "score", "sample-grid"}
     assert record["versions"]["torch"] and record["train_seconds"] > 0
     # What decides the GPU kernels, recorded on the CPU too: there the rank's device is "cpu", torch's CUDA
     # version is that of its build (None for a CPU-only wheel) and no NVIDIA driver answers.
@@ -116,3 +117,29 @@ def test_single_mode_refuses_several_ranks(digits_dir, tmp_path, env):
     assert "training mode 'single' runs on 1 MPI rank, but the job has 2" in done.stderr
     assert "Traceback" not in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_in_training_fid_is_the_fixed_batch_s_fid_and_changes_no_training_bit(digits_dir, classifier_path, tmp_path):
+    from ganstudy.evaluate.extractor import classifier_extractor
+    from ganstudy.evaluate.fid import FidScorer
+    from ganstudy.evaluate.scores import reference_statistics
+    from ganstudy.train.pair import pair_seeds
+
+    reference = tmp_path / "reference.npz"
+    reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), "logits", 500, reference, 1)
+    data = load_split(digits_dir / "train.npz")
+    silent = _train(_setup(iterations=5, batch_size=100), data, 7, 0)
+    setup = _setup(iterations=5, batch_size=100, score_period=2, score_samples=300)
+    context = TrainingContext(setup, data, 7, 0, mpi_world(), torch.device("cpu"), classifier_path=classifier_path, reference_path=reference)
+    scored = get_mode("single")(context)
+    assert all(torch.equal(a, b) for a, b in zip(_state(silent).values(), _state(scored).values()))
+    fids = [row["fid"] for row in scored.history]
+    # Every 2 iterations and at the last; nothing in between.
+    assert [f is not None and np.isfinite(f) for f in fids] == [False, True, False, True, True]
+    # The last one, recomputed independently from the trained generator and the same fixed noise.
+    noise = torch.randn(300, setup["latent_dim"], generator=torch.Generator().manual_seed(pair_seeds(7, 0)["score"]))
+    generator = scored.generator.components[0].eval()
+    with torch.no_grad():
+        expected = FidScorer(classifier_path, reference, torch.device("cpu")).fid(generator(noise))
+    assert fids[-1] == pytest.approx(expected, rel=1e-6)
+    assert any(row["routine"] == "score" for row in scored.profile)

@@ -168,7 +168,15 @@ def _anova(args: argparse.Namespace) -> None:
 def _stats(args: argparse.Namespace) -> None:
     from ganstudy.stats.summary import write_stats
 
-    write_stats(args.scores, args.setups, args.metrics, args.out_dir, args.min_trials, args.digits)
+    write_stats(args.scores, args.setups, args.metrics, args.out_dir, args.min_trials, args.digits, args.convergence)
+
+
+def _convergence(args: argparse.Namespace) -> None:
+    from ganstudy.report.figures import score_curves
+    from ganstudy.stats.convergence import write_convergence
+
+    write_convergence(args.losses, args.setups, args.tolerance, args.out)
+    score_curves(args.losses, args.setups, args.figure)
 
 
 def _reproduction(args: argparse.Namespace) -> None:
@@ -354,8 +362,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
     sub.add_argument("--metrics", nargs="+", required=True)
     sub.add_argument("--min-trials", type=int, default=1, help="flag set-ups with fewer finite scores as underpowered")
+    sub.add_argument("--convergence", help="convergence.csv: flag set-ups whose training had not converged")
     digits(sub)
     sub.add_argument("--out-dir", required=True)
+
+    sub = command("convergence", _convergence, "in-training score curves: the convergence table and figure")
+    sub.add_argument("--losses", nargs="+", required=True, help="losses.csv of the runs")
+    sub.add_argument("--setups", nargs="+", required=True, help="set-ups in figure order")
+    sub.add_argument("--tolerance", type=float, required=True, help="relative improvement over the last 10%% that counts as not converged")
+    sub.add_argument("--out", required=True, help="convergence.csv")
+    sub.add_argument("--figure", required=True, help="score curves (PNG)")
 
     sub = command("reproduction", _reproduction, "the papers' published results beside ours, and the directions between set-ups")
     sub.add_argument("--scores", required=True)

@@ -221,9 +221,10 @@ def setup_threads(wildcards):
 
 
 def train_inputs(wildcards):
-    """The prepared data, and for modes that score during training the classifier and real statistics."""
+    """The prepared data, and for set-ups that score during training the classifier and real statistics."""
     inputs = {"train": f"{STUDY_DIR}/data/train.npz"}
-    if config["setups"][wildcards.setup]["mode"] == "grid":
+    setup = config["setups"][wildcards.setup]
+    if setup["mode"] == "grid" or setup["score_period"]:
         inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"
         inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
     return inputs

@@ -157,6 +157,7 @@ rule figures:
         expand(rules.box_plot.output, metric=METRICS),
         rules.sample_montage.output,
         rules.training_curves.output,
+        rules.convergence.output.figure,
         rules.routine_plot.output,
         rules.grid_size_plot.output if len(GRID_SIZES) > 1 else [],
         rules.speedup_plot.output if BASELINES else [],

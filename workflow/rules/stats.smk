@@ -19,9 +19,35 @@ rule aggregate:
         "ganstudy aggregate --study {params.study} --out {output} {input} > {log} 2>&1"
 
 
+rule convergence:
+    input:
+        [f"{STUDY_DIR}/runs/{setup}/trial{trial}/losses.csv" for setup, trial in RUNS],
+    output:
+        table=report(f"{STUDY_DIR}/convergence.csv", caption="../report/convergence.rst", category="4. Statistics"),
+        figure=report(
+            f"{STUDY_DIR}/figures/score_curves.png",
+            caption="../report/score_curves.rst",
+            category="5. Figures",
+            labels={"figure": "score curves"},
+        ),
+    params:
+        setups=SETUPS,
+        tolerance=config["statistics"]["convergence_tolerance"],
+    log:
+        f"{LOG_DIR}/convergence.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy convergence --losses {input} --setups {params.setups} --tolerance {params.tolerance}"
+        " --out {output.table} --figure {output.figure} > {log} 2>&1"
+
+
 rule stats:
     input:
-        rules.aggregate.output,
+        scores=rules.aggregate.output,
+        convergence=rules.convergence.output.table,
     output:
         summary=report(
             expand(f"{STUDY_DIR}/tables/summary_{{metric}}.{{ext}}", metric=METRICS, ext=TABLE_FORMATS),
@@ -61,8 +87,8 @@ rule stats:
     localrule: True
     threads: 1
     shell:
-        "ganstudy stats --scores {input} --setups {params.setups} --metrics {params.metrics}"
-        " --min-trials {params.min_trials} --digits {params.digits} --out-dir {params.out_dir} > {log} 2>&1"
+        "ganstudy stats --scores {input.scores} --convergence {input.convergence} --setups {params.setups}"
+        " --metrics {params.metrics} --min-trials {params.min_trials} --digits {params.digits} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule aggregate_timings:

@@ -63,7 +63,7 @@ class FidScorer:
         self, classifier_path: str | os.PathLike[str], reference_path: str | os.PathLike[str], device: torch.device
     ) -> None:
         reference = load_reference(reference_path, classifier_extractor(classifier_path))
-        self.reference, self.layer = reference.statistics, reference.layer
+        self.reference, self.layer, self.classes = reference.statistics, reference.layer, reference.classes
         self.classifier = load_classifier(classifier_path).to(device)
         self.device = device
 
@@ -73,6 +73,7 @@ class FidScorer:
         hidden, logits = self.classifier.features(quantised / 127.5 - 1.0)
         return (logits if self.layer == "logits" else hidden).cpu()
 
-    def fid(self, images: torch.Tensor) -> float:
+    def fid(self, images: torch.Tensor, label: int | None = None) -> float:
+        """FID against all real images, or against those of class ``label``."""
         statistics = fid_features_to_statistics(self.features(images))
-        return frechet_distance(statistics, self.reference)
+        return frechet_distance(statistics, self.reference if label is None else self.classes[label])

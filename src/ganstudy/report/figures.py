@@ -15,6 +15,7 @@ import pandas as pd  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from ganstudy.atomic import atomic_path  # noqa: E402
+from ganstudy.stats.convergence import setup_curves  # noqa: E402
 from ganstudy.stats.summary import BETTER  # noqa: E402
 from ganstudy.stats.timing import OVERALL, routine_table, timing_table  # noqa: E402
 
@@ -68,6 +69,23 @@ def training_curves(loss_paths: list[str], setups: list[str], out_path: str | os
         ax.set_xlabel("iteration")
         ax.grid(alpha=0.3)
     axes[1].legend(fontsize=8)
+    _save(figure, out_path)
+
+
+def score_curves(loss_paths: list[str], setups: list[str], out_path: str | os.PathLike[str]) -> None:
+    """In-training FID per iteration: each set-up's mean over trials and the band from its best to its
+    worst trial (pair modes' fixed-batch FID, the grid's best cell)."""
+    figure, ax = plt.subplots(figsize=(6.5, 3.8))
+    for setup, (column, frame) in setup_curves(loss_paths, setups).items():
+        mean = frame.mean(axis=1)
+        line, = ax.plot(mean.index, mean, marker="." if len(mean) < 40 else None,
+                        label=f"{setup} ({frame.shape[1]} trials{', best cell' if column == 'fid_best' else ''})")
+        ax.fill_between(mean.index, frame.min(axis=1), frame.max(axis=1), color=line.get_color(), alpha=0.2, linewidth=0)
+    ax.set_yscale("log")
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("in-training FID (lower is better)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
     _save(figure, out_path)
 
 

@@ -42,7 +42,11 @@ def _problems(values: np.ndarray, dropped: int, min_trials: int) -> list[str]:
     return notes
 
 
-def summary_table(scores: pd.DataFrame, metric: str, setups: list[str], min_trials: int = 1) -> pd.DataFrame:
+def summary_table(scores: pd.DataFrame, metric: str, setups: list[str], min_trials: int = 1,
+                  notes: dict[str, str] | None = None) -> pd.DataFrame:
+    """Per set-up: trials, mean, sd, min, max, median, IQR, mean training time and a note for problems
+    (``notes`` adds one per set-up, e.g. that its training had not converged)."""
+    notes = notes or {}
     rows = []
     for setup in setups:
         values, part, dropped = _values(scores, metric, setup)
@@ -58,7 +62,7 @@ def summary_table(scores: pd.DataFrame, metric: str, setups: list[str], min_tria
                 "median": np.median(values) if some else np.nan,
                 "iqr": np.subtract(*np.percentile(values, [75, 25])) if some else np.nan,
                 "mean_train_minutes": part.train_seconds.mean() / 60 if len(part) else np.nan,
-                "note": "; ".join(_problems(values, dropped, min_trials)),
+                "note": "; ".join(_problems(values, dropped, min_trials) + ([notes[setup]] if setup in notes else [])),
             }
         )
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
@@ -167,16 +171,19 @@ def write_table(out: Path, name: str, frame: pd.DataFrame, title: str, index: bo
 
 def write_stats(
     scores_path: str | os.PathLike[str], setups: list[str], metrics: list[str], out_dir: str | os.PathLike[str],
-    min_trials: int = 1, digits: int = 4,
+    min_trials: int = 1, digits: int = 4, convergence_path: str | os.PathLike[str] | None = None,
 ) -> list[Path]:
     """Per metric: summary_, pvalues_ and pairs_<metric>.{csv,md,tex}; across metrics: results (mean ± sd) and
-    kruskal.{csv,md,tex}."""
+    kruskal.{csv,md,tex}. Set-ups that had not converged (``convergence_path``) are flagged in the summaries."""
+    from ganstudy.stats.convergence import convergence_notes
+
+    notes = convergence_notes(convergence_path)
     scores = pd.read_csv(scores_path)
     out = Path(out_dir)
     written = []
     for metric in metrics:
         direction = f"{BETTER[metric]} is better"
-        written += write_table(out, f"summary_{metric}", summary_table(scores, metric, setups, min_trials),
+        written += write_table(out, f"summary_{metric}", summary_table(scores, metric, setups, min_trials, notes),
                                f"{metric.upper()} per set-up ({direction})", False, digits)
         written += write_table(out, f"pvalues_{metric}", pvalue_matrix(scores, metric, setups),
                                f"{metric.upper()}: two-sided tie-corrected rank-sum p-values (Mann-Whitney U, normal approximation)",

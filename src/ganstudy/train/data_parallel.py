@@ -32,7 +32,7 @@ from ganstudy.parallel.sync_batchnorm import globalise_batchnorm
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.world import World
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer, network_spec, pair_generator, pair_seeds
+from ganstudy.train.pair import PairTrainer, ScoreCurve, network_spec, pair_generator, pair_seeds, profile_rows, score_curve
 from ganstudy.train.steps import call_network
 
 AMP_TYPES = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -52,7 +52,8 @@ def allreduce_mean(parameters: list[torch.nn.Parameter], world_size: int) -> Non
 
 class DataParallelTrainer(PairTrainer):
     def __init__(self, setup: dict[str, Any], spec: NetworkSpec, images: np.ndarray, labels: np.ndarray | None,
-                 seeds: dict[str, int], devices: tuple[torch.device, torch.device], world: World) -> None:
+                 seeds: dict[str, int], devices: tuple[torch.device, torch.device], world: World,
+                 curve: ScoreCurve | None = None) -> None:
         options = setup["data_parallel"]
         self.world, self.zero = world, options["zero"]
         self.accumulation, self.clip_norm = options["accumulation_steps"], options["clip_norm"]
@@ -63,7 +64,7 @@ class DataParallelTrainer(PairTrainer):
         if devices[0] != devices[1]:
             raise GanstudyError("mode data_parallel keeps a rank's pair on one GPU (nccl binds a process to one): "
                                 "set compute.gpus_per_rank to 1")
-        super().__init__(setup, spec, images, labels, seeds, devices, name="pair")
+        super().__init__(setup, spec, images, labels, seeds, devices, name="pair", curve=curve)
         # Gradient scaling keeps fp16 gradients from underflowing; bf16 has fp32's range and needs none.
         self.scalers = {net: torch.amp.GradScaler("cuda", enabled=self.amp is torch.float16) for net in ("g", "d")}
         self.dropout_rng = torch.Generator().manual_seed(seeds["dropout"])
@@ -170,6 +171,10 @@ class DataParallelTrainer(PairTrainer):
     def _stop_agreed(self, stop: StopSignal) -> bool:
         return stop.agreed(self.world.comm)
 
+    def _scores_here(self) -> bool:
+        # Every rank holds the same generator; eval-mode batch norm and dropout need no other rank.
+        return self.world.is_root
+
     def _state(self) -> dict[str, Any]:
         if self.zero:
             # Each rank holds a shard of the optimiser state; rank 0 gathers the whole (collective).
@@ -208,7 +213,8 @@ def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
     spec = network_spec(setup, data, conditional=conditional)
     seeds = pair_seeds(context.study_seed, context.trial)
     with torch_process_group(world, context.device):
-        trainer = DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, seeds, context.devices, world)
+        trainer = DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, seeds, context.devices, world,
+                                      score_curve(context))
         trained = trainer.train(context.checkpoint_dir, context.stop)
         profiles = world.comm.gather(trainer.profile, root=0)
     if not world.is_root:
@@ -216,7 +222,9 @@ def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
     generator = pair_generator(_plain_generator(trained.cpu(), setup["network"], spec), data.labels if conditional else None)
     options = setup["data_parallel"]
     return TrainingResult(
-        generator, setup["network"], spec, trainer.history, [row for part in profiles for row in part], seeds=seeds,
+        generator, setup["network"], spec, trainer.history,
+        [row for part in profiles for row in part] + [r for r in profile_rows(trainer.history, "shard0", 0) if r["routine"] == "score"],
+        seeds=seeds,
         facts={"data_parallel": {**options, "global_batch": setup["batch_size"], "rows_per_micro_batch": trainer.rows,
                                  "backend": backend_for(context.device)}},
     )

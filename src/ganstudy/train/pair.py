@@ -9,6 +9,7 @@ import hashlib
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +18,18 @@ import torch
 from tqdm import tqdm
 
 from ganstudy.checkpoint import CheckpointStore
+from ganstudy.evaluate.fid import FidScorer
 from ganstudy.errors import GanstudyError
 from ganstudy.data.arrays import Split
 from ganstudy.models import NetworkSpec, build_pair, get_network
 from ganstudy.models.mixture import ConditionalGenerator, Generator, MixtureGenerator
 from ganstudy.parallel.stop import StopSignal
 from ganstudy.seeding import derive_seed
+from ganstudy.train.modes import TrainingContext
 from ganstudy.train.losses import LOSSES
-from ganstudy.train.steps import adam, discriminator_step, generator_step
+from ganstudy.train.steps import adam, call_network, discriminator_step, generator_step
 
-STREAMS = ("init", "batches", "noise", "dropout")
+STREAMS = ("init", "batches", "noise", "dropout", "score")
 
 
 def pair_seeds(study_seed: int, trial: int, prefix: str = "") -> dict[str, int]:
@@ -70,8 +73,39 @@ def pair_generator(generator: torch.nn.Module, labels: np.ndarray | None) -> Gen
 
 
 def profile_rows(history: list[dict[str, Any]], cell: str, rank: int) -> list[dict[str, Any]]:
-    """profile.csv rows of a pair's training: one ``train`` routine per iteration, from its history."""
-    return [{"iteration": row["iteration"], "cell": cell, "rank": rank, "routine": "train", "seconds": row["seconds"]} for row in history]
+    """profile.csv rows of a pair's training: a ``train`` routine per iteration and a ``score`` routine per
+    in-training FID, from its history."""
+    rows = []
+    for row in history:
+        rows.append({"iteration": row["iteration"], "cell": cell, "rank": rank, "routine": "train", "seconds": row["seconds"]})
+        if row["score_seconds"]:
+            rows.append({"iteration": row["iteration"], "cell": cell, "rank": rank, "routine": "score", "seconds": row["score_seconds"]})
+    return rows
+
+
+@dataclass(frozen=True)
+class ScoreCurve:
+    """A pair's in-training FID: every ``period`` iterations (and at the last), its generator's images of
+    one fixed noise batch of ``samples`` against the real statistics (a class's, for per-class pairs).
+    The generator runs in eval mode and draws no random number the training uses, so scoring changes
+    none of the training's bits."""
+
+    scorer: FidScorer
+    period: int
+    samples: int
+    label: int | None = None
+
+
+def score_curve(context: TrainingContext) -> ScoreCurve | None:
+    """The set-up's score curve (``score_period``, ``score_samples``); None when it is switched off."""
+    setup = context.setup
+    if not setup["score_period"]:
+        return None
+    if context.classifier_path is None or context.reference_path is None:
+        raise GanstudyError(f"score_period {setup['score_period']} scores the generator during training with the data set's "
+                            "classifier: pass --classifier and --reference (the workflow does), or set score_period: 0")
+    scorer = FidScorer(context.classifier_path, context.reference_path, context.device)
+    return ScoreCurve(scorer, setup["score_period"], setup["score_samples"])
 
 
 class PairTrainer:
@@ -91,6 +125,7 @@ class PairTrainer:
         seeds: dict[str, int],
         devices: tuple[torch.device, torch.device],
         name: str = "pair",
+        curve: ScoreCurve | None = None,
     ) -> None:
         self.setup, self.spec, self.seeds, self.name = setup, spec, seeds, name
         self.g_device, self.d_device = devices
@@ -111,6 +146,13 @@ class PairTrainer:
         self.opt_d = self._optimizer(self.discriminator)
         self.batch_rng = torch.Generator().manual_seed(seeds["batches"])
         self.noise_rng = torch.Generator().manual_seed(seeds["noise"])
+        self.curve = curve
+        if curve is not None:
+            fixed = torch.Generator().manual_seed(seeds["score"])
+            self.score_noise = torch.randn(curve.samples, spec.latent_dim, generator=fixed).to(self.g_device)
+            # A conditional pair draws the fixed batch's labels from the training split: the classes' prior.
+            rows = torch.randint(len(images), (curve.samples,), generator=fixed)
+            self.score_labels = None if self.labels is None else self.labels[rows.to(self.d_device)]
         self.done = 0
         self.history: list[dict[str, float]] = []
 
@@ -160,9 +202,10 @@ class PairTrainer:
                 started = time.perf_counter()
                 d_loss, g_loss = self._one_pass()
                 self.done = iteration + 1
-                self.history.append(
-                    {"iteration": self.done, "d_loss": d_loss, "g_loss": g_loss, "seconds": time.perf_counter() - started}
-                )
+                seconds = time.perf_counter() - started
+                fid, score_seconds = self._score(total)
+                self.history.append({"iteration": self.done, "d_loss": d_loss, "g_loss": g_loss, "fid": fid, "seconds": seconds,
+                                     "score_seconds": score_seconds})
                 stopping = stop is not None and self._stop_agreed(stop)
                 due = (period and self.done % period == 0 and self.done < total) or (final_checkpoint and self.done == total)
                 if store is not None and (stopping or due):
@@ -172,6 +215,23 @@ class PairTrainer:
                     raise stop.stopped(self.name, self.done, str(store.directory) if store else None)
         self.generator.eval()
         return self.generator
+
+    def _scores_here(self) -> bool:
+        """Whether this process scores (ranks training one pair together leave it to one)."""
+        return True
+
+    def _score(self, total: int) -> tuple[float | None, float]:
+        """(FID, seconds) of the fixed noise batch after this iteration when one is due, else (None, 0):
+        an empty cell in losses.csv."""
+        curve = self.curve
+        if curve is None or not self._scores_here() or (self.done % curve.period and self.done != total):
+            return None, 0.0
+        started = time.perf_counter()
+        self.generator.eval()
+        with torch.no_grad():
+            images = call_network(self.generator, self.score_noise, self.score_labels)
+        self.generator.train()
+        return curve.scorer.fid(images, curve.label), time.perf_counter() - started
 
     def _stop_agreed(self, stop: StopSignal) -> bool:
         """Whether to stop after this iteration; ranks training one pair together must agree."""

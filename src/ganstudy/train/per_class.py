@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 from ganstudy.data.partition import class_partitions
@@ -17,7 +18,7 @@ from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.parallel.partition import assign_classes
 from ganstudy.parallel.stop import TrainingStopped
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer, class_prior, network_spec, pair_seeds, profile_rows
+from ganstudy.train.pair import PairTrainer, class_prior, network_spec, pair_seeds, profile_rows, score_curve
 
 
 @TRAINING_MODES.register("per_class")
@@ -31,12 +32,15 @@ def train_per_class(context: TrainingContext) -> TrainingResult | None:
         print(f"ganstudy per_class: {len(classes)} classes on {world.size} rank(s) — {layout}", file=sys.stderr, flush=True)
     trained: dict[int, dict[str, Any]] = {}
     partitions = class_partitions(data.labels)
+    curve = score_curve(context)
     stopped: TrainingStopped | None = None
     for label in blocks[world.rank]:
         started = time.perf_counter()
         seeds = pair_seeds(context.study_seed, context.trial, f"class{label}/")
         images = data.images[partitions[label]]
-        trainer = PairTrainer(setup, spec, images, None, seeds, context.devices, name=f"class{label}")
+        # Each class's generator against its own class's real images.
+        trainer = PairTrainer(setup, spec, images, None, seeds, context.devices, name=f"class{label}",
+                              curve=curve and replace(curve, label=label))
         try:
             # A finished class keeps its checkpoint: a job stopped later resumes without retraining it.
             generator = trainer.train(context.checkpoint_dir, context.stop, final_checkpoint=True).cpu()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ganstudy.errors import GanstudyError
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer, network_spec, pair_generator, pair_seeds, profile_rows
+from ganstudy.train.pair import PairTrainer, network_spec, pair_generator, pair_seeds, profile_rows, score_curve
 
 
 def _one_rank(context: TrainingContext) -> None:
@@ -22,7 +22,7 @@ def train_single(context: TrainingContext) -> TrainingResult:
     setup = context.setup
     spec = network_spec(setup, context.data)
     seeds = pair_seeds(context.study_seed, context.trial)
-    trainer = PairTrainer(setup, spec, context.data.images, None, seeds, context.devices)
+    trainer = PairTrainer(setup, spec, context.data.images, None, seeds, context.devices, curve=score_curve(context))
     generator = trainer.train(context.checkpoint_dir, context.stop).cpu()
     return TrainingResult(
         pair_generator(generator, None), setup["network"], spec, trainer.history, profile_rows(trainer.history, "0-0", 0), seeds=seeds
@@ -35,7 +35,7 @@ def train_conditional(context: TrainingContext) -> TrainingResult:
     setup, data = context.setup, context.data
     spec = network_spec(setup, data, conditional=True)
     seeds = pair_seeds(context.study_seed, context.trial)
-    trainer = PairTrainer(setup, spec, data.images, data.labels, seeds, context.devices)
+    trainer = PairTrainer(setup, spec, data.images, data.labels, seeds, context.devices, curve=score_curve(context))
     generator = trainer.train(context.checkpoint_dir, context.stop).cpu()
     return TrainingResult(
         pair_generator(generator, data.labels), setup["network"], spec, trainer.history,
