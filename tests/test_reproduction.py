@@ -70,4 +70,4 @@ def test_higher_is_better_metrics_and_missing_statistics(tmp_path):
     written = write_reproduction(tmp_path / "scores.csv", refs, ["dcgan", "per_class"], tmp_path / "tables")
     assert [p.name for p in written] == ["reproduction.csv", "reproduction.md", "reproduction.tex", "reproduction_directions.csv"]
     markdown = (tmp_path / "tables" / "reproduction.md").read_text()
-    assert markdown.count("### ") == 2 and "| isc | dcgan | per_class | per_class |" in markdown
+    assert markdown.count("### ") == 2 and "| isc | dcgan | per_class | per_class |" in markdown and "None" not in markdown

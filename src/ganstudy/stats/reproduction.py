@@ -56,8 +56,10 @@ def reproduction_table(scores: pd.DataFrame, references: dict[str, dict[str, Any
                 p = welch_pvalue(ref["mean"], ref["sd"], ref["trials"], mean, sd, n)
                 note = "" if np.isfinite(p) else "too few trials (or no spread) for a test"
             rows.append({
-                "setup": setup, "metric": metric, "source": ref["source"], "paper_mean": ref["mean"], "paper_sd": ref["sd"],
-                "paper_trials": ref["trials"], "ours_mean": mean, "ours_sd": sd, "ours_trials": n,
+                "setup": setup, "metric": metric, "source": ref["source"], "paper_mean": ref["mean"],
+                # Not published: an empty cell (NaN), not the word None.
+                "paper_sd": np.nan if ref["sd"] is None else ref["sd"],
+                "paper_trials": np.nan if ref["trials"] is None else ref["trials"], "ours_mean": mean, "ours_sd": sd, "ours_trials": n,
                 "difference": mean - ref["mean"], "p_welch": p, "note": note,
             })
     return pd.DataFrame(rows, columns=SETUP_COLUMNS)
