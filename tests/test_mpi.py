@@ -35,7 +35,7 @@ def test_training_under_mpiexec_gives_the_same_bits_as_a_plain_start(digits_dir,
 
     from conftest import SCHEMA
 
-    setup = validate_study_config({"setups": {"s": {"iterations": 2}}}, SCHEMA)["setups"]["s"]
+    setup = validate_study_config({"setups": {"s": {"iterations": 2, "score_period": 0}}}, SCHEMA)["setups"]["s"]
     outputs = []
     for launcher in ([], ["mpiexec", "-n", "1"]):
         out = tmp_path / ("mpi" if launcher else "plain")

@@ -143,7 +143,7 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     assert timing.baseline.isna()[["bce", "grid_seq", "per_class", "dp"]].all()
     routines = pd.read_csv(study / "tables" / "routines.csv")
     assert {"exchange", "fitness", "train", "overall"} <= set(routines[routines.setup == "grid"].routine)
-    assert set(routines[routines.setup == "dp"].routine) == {"compute", "allreduce", "step", "overall"}
+    assert set(routines[routines.setup == "dp"].routine) == {"compute", "allreduce", "step", "score", "overall"}
     # Seed 004's table: epoch time and final losses per set-up, from the runs' own records.
     epochs = pd.read_csv(study / "tables" / "epochs.csv").set_index("setup")
     dp_runs = [json.loads((study / "runs" / "dp" / f"trial{t}" / "run.json").read_text()) for t in (0, 1)]
@@ -190,6 +190,8 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
 
 def test_a_failing_job_leaves_no_output_and_loses_no_finished_result(tmp_path, env):
     config = {**SHRUNKEN, "trials": 1, "classifier": {"epochs": 1, "min_accuracy": 1.0}}
+    # bce without its in-training FID: a training that does not need the classifier.
+    config["setups"] = {**SHRUNKEN["setups"], "bce": {**SHRUNKEN["setups"]["bce"], "score_period": 0}}
     done = snakemake(tmp_path, config, "--cores", "2", "--keep-going", env=env)
     assert done.returncode != 0
     study = tmp_path / "results" / "tiny"
@@ -199,7 +201,8 @@ def test_a_failing_job_leaves_no_output_and_loses_no_finished_result(tmp_path, e
     # Work that did not depend on the classifier finished and stays.
     assert (study / "data" / "train.npz").is_file()
     assert (study / "runs" / "bce" / "trial0" / "run.json").is_file()
-    assert not (study / "runs" / "grid" / "trial0").exists()  # the grid scores with the classifier
+    # The grid and the pair set-ups with an in-training FID score with the classifier.
+    assert not (study / "runs" / "grid" / "trial0").exists() and not (study / "runs" / "dp" / "trial0").exists()
 
 
 @pytest.mark.parametrize("study", sorted((REPO / "config" / "studies").glob("*.yaml")), ids=lambda p: p.stem)
