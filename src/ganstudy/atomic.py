@@ -16,17 +16,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ganstudy.procfs import status_field
+
 
 def current_umask() -> int:
     """The process's umask. Linux reports it in /proc (thread-safe: the heartbeat thread may be
     creating files); elsewhere it is read by setting and restoring it."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except OSError:
-        pass
+    reported = status_field("Umask")
+    if reported is not None:
+        return int(reported, 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask

@@ -15,6 +15,8 @@ import resource
 import sys
 from typing import Any
 
+from ganstudy.procfs import status_field
+
 # Resident memory of a rank besides its data: Python, torch, MPI, the networks and a batch's working set.
 RANK_BASE_MB = {"cpu": 1024, "cuda": 3072}  # CUDA: the driver's and cuDNN's host-side state
 # The split once as an array, once transiently while it is read.
@@ -44,13 +46,9 @@ def retry_minutes(train_minutes: int, attempt: int, cap: int) -> int:
 def _peak_rss_mb() -> float:
     """Peak resident memory of this process image. Linux's VmHWM belongs to the image; ru_maxrss survives
     exec, so a rank started from a large process (a test runner) would report its parent's peak."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 2**10
-    except OSError:
-        pass
+    reported = status_field("VmHWM")  # "123456 kB"
+    if reported is not None:
+        return int(reported.split()[0]) / 2**10
     # ru_maxrss is in kilobytes on Linux, in bytes on macOS.
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (2**20 if sys.platform == "darwin" else 2**10)
 

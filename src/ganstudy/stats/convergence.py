@@ -11,7 +11,6 @@ describe an unfinished run rather than the method.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -79,10 +78,8 @@ def write_convergence(loss_paths: list[str], setups: list[str], tolerance: float
     return table
 
 
-def convergence_notes(convergence_path: str | os.PathLike[str] | None) -> dict[str, str]:
-    """The summary tables' note for each set-up whose curve was still improving."""
-    if convergence_path is None or not Path(convergence_path).exists():
-        return {}
+def convergence_notes(convergence_path: str | os.PathLike[str]) -> dict[str, str]:
+    """The summary tables' note for each set-up whose curve was still improving (from convergence.csv)."""
     table = pd.read_csv(convergence_path)
     return {
         row.setup: f"not converged: in-training FID still improved {row.improvement:.0%} over the last {TAIL:.0%} of iterations"

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ganstudy.atomic import atomic_path, write_text
+from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.tests import a12, a12_magnitude, holm, kruskal_wallis, ranksum_pvalue
 
 # Which way is better, so that readers of a table need not remember it.
@@ -175,9 +176,7 @@ def write_stats(
 ) -> list[Path]:
     """Per metric: summary_, pvalues_ and pairs_<metric>.{csv,md,tex}; across metrics: results (mean ± sd) and
     kruskal.{csv,md,tex}. Set-ups that had not converged (``convergence_path``) are flagged in the summaries."""
-    from ganstudy.stats.convergence import convergence_notes
-
-    notes = convergence_notes(convergence_path)
+    notes = convergence_notes(convergence_path) if convergence_path else {}
     scores = pd.read_csv(scores_path)
     out = Path(out_dir)
     written = []

@@ -77,14 +77,14 @@ def run_training(
             stop=stop,
         )
         hosts = world.hosts()
-        rank_devices = world.comm.allgather(device_names(context.devices))
         train_started = time.perf_counter()
         result = mode(context)
         train_seconds = time.perf_counter() - train_started
-        # Per rank: what it used (to size jobs by) and the GPUs the scheduler gave it.
-        ranks = world.comm.gather(
-            {**peak_memory(), "scheduler": {name: os.environ[name] for name in GPU_ENVIRONMENT if name in os.environ}}, root=0
-        )
+        # Per rank, in one collective: its devices, what it used (to size jobs by) and the GPUs the scheduler gave it.
+        ranks = world.comm.gather({
+            "devices": device_names(context.devices), **peak_memory(),
+            "scheduler": {name: os.environ[name] for name in GPU_ENVIRONMENT if name in os.environ},
+        }, root=0)
     if not world.is_root:
         return
     out = Path(out_dir)
@@ -108,10 +108,10 @@ def run_training(
             seeds={**result.seeds, "sample-grid": grid_seed},
             world_size=world.size,
             hosts=hosts,
-            ranks=ranks,
+            ranks=[{key: value for key, value in rank.items() if key != "devices"} for rank in ranks],
             device=str(context.device),
             discriminator_device=str(context.devices[1]),
-            device_names=rank_devices,
+            device_names=[rank["devices"] for rank in ranks],
             cuda=cuda_versions(),
             deterministic=deterministic,
             mpi_library=mpi_library_version(),
