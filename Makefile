@@ -8,13 +8,6 @@ VENV := .venv
 BIN := $(abspath $(VENV))/bin
 STAMP := $(VENV)/.installed
 CONFIG ?= config/config.yaml
-# `make run` produces the default study and the embedded per-class comparison (seed 001);
-# `make run CONFIG=...` runs just that study.
-ifeq ($(origin CONFIG),command line)
-STUDIES := $(CONFIG)
-else
-STUDIES := $(CONFIG) config/studies/digits_per_class.yaml
-endif
 PROFILE ?= profiles/local
 # Rule shell lines call `ganstudy` and `mpiexec` from the environment.
 export PATH := $(BIN):$(PATH)
@@ -34,7 +27,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $@
 
 run: setup
-	for study in $(STUDIES); do $(BIN)/snakemake --profile $(PROFILE) --configfile $$study || exit 1; done
+	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG)
 
 test: setup
 	$(BIN)/python -m pytest
