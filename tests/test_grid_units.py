@@ -109,6 +109,19 @@ def test_replacement_puts_the_best_new_in_place_of_the_worst():
     assert replace_worst([{"fitness": 0.1, "id": "old"}], [{"fitness": 9.0, "id": "new"}], 1)[0]["id"] == "new"
 
 
+def test_conditional_replacement_keeps_a_local_individual_that_is_better_than_its_replacer():
+    local = [{"fitness": 1.0, "id": "a"}, {"fitness": 5.0, "id": "b"}, {"fitness": 3.0, "id": "c"}]
+    new = [{"fitness": 4.0, "id": "x"}, {"fitness": 2.0, "id": "y"}, {"fitness": 6.0, "id": "z"}]
+    # Best new y (2.0) against the worst local b (5.0): replaced.
+    assert [p["id"] for p in replace_worst(local, new, 1, only_better=True)] == ["a", "y", "c"]
+    # y against c (3.0) and x (4.0) against b (5.0): both replaced; z is not among the 2 best new.
+    assert [p["id"] for p in replace_worst(local, new, 2, only_better=True)] == ["a", "y", "x"]
+    # y (2.0) against a (1.0): kept; x against c: kept (4.0 > 3.0); z (6.0) against b (5.0): kept.
+    assert [p["id"] for p in replace_worst(local, new, 3, only_better=True)] == ["a", "c", "b"]
+    assert replace_worst([{"fitness": 0.1, "id": "old"}], [{"fitness": 9.0, "id": "new"}], 1, only_better=True)[0]["id"] == "old"
+    assert replace_worst([{"fitness": 0.1, "id": "old"}], [{"fitness": 0.1, "id": "new"}], 1, only_better=True)[0]["id"] == "old"
+
+
 @pytest.mark.parametrize("weights, total", [([0.5, 0.5], 7), ([0.2, 0.3, 0.5], 1000), ([1.0], 5), ([0.0, 1.0, 0.0], 9), ([1, 1, 1], 10)])
 def test_proportional_counts_sum_to_the_total_and_stay_within_one_of_exact(weights, total):
     counts = proportional_counts(weights, total)

@@ -268,8 +268,9 @@ class GridCell:
             # cell's own). New dicts: other cells on this rank read the old ones in this iteration.
             self.generators = [{**p, "fitness": float(g_fit[k])} for k, p in enumerate(self.generators)]
             self.discriminators = [{**p, "fitness": float(d_fit[k])} for k, p in enumerate(self.discriminators)]
-            self.generators = replace_worst(self.generators, [i.payload() for i in new_g], grid["n_replacements"])
-            self.discriminators = replace_worst(self.discriminators, [i.payload() for i in new_d], grid["n_replacements"])
+            only_better = grid["replacement"] == "better"
+            self.generators = replace_worst(self.generators, [i.payload() for i in new_g], grid["n_replacements"], only_better)
+            self.discriminators = replace_worst(self.discriminators, [i.payload() for i in new_d], grid["n_replacements"], only_better)
         with timer("mixture"):
             # Each neighbour's population arrives best first: its first generator joins the mixture.
             firsts = np.cumsum([0] + [len(gathered[n]["generators"]) for n in self.neighbourhood[:-1]])

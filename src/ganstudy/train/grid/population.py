@@ -80,12 +80,16 @@ def mutate_learning_rate(lr: float, lr0: float, alpha: float, probability: float
     return max(0.0, lr + alpha * delta)
 
 
-def replace_worst(local: list[Payload], new: list[Payload], n_replacements: int) -> list[Payload]:
+def replace_worst(local: list[Payload], new: list[Payload], n_replacements: int, only_better: bool = False) -> list[Payload]:
     """The local population after its n worst are replaced by the n best new individuals, best first.
 
-    As in Lipizzaner the replacement is unconditional: with a population of one, the individual
-    trained this iteration always becomes the cell's individual.
+    The k-th best new individual takes the place of the (n-k)-th worst local one. ``only_better`` keeps
+    the local individual unless the new one's fitness is lower, as the ALFA-group repository's current
+    code does (ALWAYS_REPLACE = False); otherwise the replacement is unconditional (ALWAYS_REPLACE =
+    True): with a population of one, the individual trained this iteration always becomes the cell's.
     """
     by_fitness = lambda p: p["fitness"]  # noqa: E731
-    survivors = sorted(local, key=by_fitness)[: len(local) - n_replacements]
-    return sorted(survivors + sorted(new, key=by_fitness)[:n_replacements], key=by_fitness)
+    ranked, best_new = sorted(local, key=by_fitness), sorted(new, key=by_fitness)[:n_replacements]
+    worst = ranked[len(ranked) - n_replacements :]
+    taken = [n if not only_better or n["fitness"] < w["fitness"] else w for n, w in zip(best_new, worst)]
+    return sorted(ranked[: len(ranked) - n_replacements] + taken, key=by_fitness)
