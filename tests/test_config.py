@@ -16,8 +16,9 @@ def test_default_config_is_valid_and_defaults_are_filled(default_config):
     # Keys absent from config.yaml come from the schema's defaults.
     for setup in default_config["setups"].values():
         assert setup["betas"] == [0.5, 0.999]
-        assert setup["lr"] == 0.0002
+        assert setup["loss"] == "bce"
         assert setup["latent_dim"] == 64
+        assert setup["grid"]["replacement"] == "always"
     assert default_config["evaluation"]["isc_splits"] == 10
     assert default_config["compute"]["threads_per_job"] == 1
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ganstudy.errors import GanstudyError
 from ganstudy.parallel.stop import STOPPED_EXIT_CODE, TrainingStopped
+
+ABORT_GRACE_SECONDS = 1.0
 
 
 def _settings(text: str) -> dict[str, Any]:
@@ -418,7 +421,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         return 0
     if _mpi_peers():
-        # Peers blocked in a collective would otherwise wait until the wall-time limit.
+        # Peers blocked in a collective would otherwise wait until the wall-time limit. The launcher
+        # forwards a rank's output asynchronously and an abort right after the print can drop the
+        # message (seen once in the test suite: exit code 2, empty stderr): give it a moment first.
+        time.sleep(ABORT_GRACE_SECONDS)
         sys.modules["mpi4py.MPI"].COMM_WORLD.Abort(code)
     return code
 
