@@ -221,8 +221,9 @@ def test_a_dead_or_stalled_rank_ends_the_job_within_the_heartbeat_timeout(how, d
         assert "rank 1 (cells 1-0, 1-1) stopped first" in stderr
 
 
-def test_populations_of_two_with_mustangs_losses_are_identical_on_1_and_3_ranks(digits_dir, scoring, env, tmp_path):
-    setup = settings(population_size=2, n_replacements=1, shape="1x3")
+@pytest.mark.parametrize("replacement", ["always", "better"])
+def test_populations_of_two_with_mustangs_losses_are_identical_on_1_and_3_ranks(replacement, digits_dir, scoring, env, tmp_path):
+    setup = settings(population_size=2, n_replacements=1, shape="1x3", replacement=replacement)
     setup["loss"] = "mustangs"
     train(1, setup, tmp_path / "one", digits_dir, scoring, env)
     train(3, setup, tmp_path / "three", digits_dir, scoring, env)

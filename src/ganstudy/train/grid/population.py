@@ -83,7 +83,8 @@ def mutate_learning_rate(lr: float, lr0: float, alpha: float, probability: float
 def replace_worst(local: list[Payload], new: list[Payload], n_replacements: int, only_better: bool = False) -> list[Payload]:
     """The local population after its n worst are replaced by the n best new individuals, best first.
 
-    The k-th best new individual takes the place of the (n-k)-th worst local one. ``only_better`` keeps
+    As in Lipizzaner, the best new individual is paired with the best of the n worst local ones, the
+    second best with the next, and so on. ``only_better`` keeps
     the local individual unless the new one's fitness is lower, as the ALFA-group repository's current
     code does (ALWAYS_REPLACE = False); otherwise the replacement is unconditional (ALWAYS_REPLACE =
     True): with a population of one, the individual trained this iteration always becomes the cell's.
