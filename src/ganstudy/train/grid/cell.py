@@ -98,6 +98,7 @@ class GridCell:
         self.betas = tuple(setup["betas"])
         self.neighbourhood = shape.neighbourhood(cell)
         self.loss = LOSSES.get("bce" if setup["loss"] == "mustangs" else setup["loss"])
+        self.only_better = self.grid["replacement"] == "better"
         # A fixed per-cell subset of the training split: its classes, then data dieting.
         classes = self.grid["cell_classes"][shape.index(cell)] if self.grid["cell_classes"] else None
         self.subset = torch.from_numpy(cell_subset(labels, self.grid["data_ratio"], classes, setup["batch_size"], streams.data_seed))
@@ -268,9 +269,8 @@ class GridCell:
             # cell's own). New dicts: other cells on this rank read the old ones in this iteration.
             self.generators = [{**p, "fitness": float(g_fit[k])} for k, p in enumerate(self.generators)]
             self.discriminators = [{**p, "fitness": float(d_fit[k])} for k, p in enumerate(self.discriminators)]
-            only_better = grid["replacement"] == "better"
-            self.generators = replace_worst(self.generators, [i.payload() for i in new_g], grid["n_replacements"], only_better)
-            self.discriminators = replace_worst(self.discriminators, [i.payload() for i in new_d], grid["n_replacements"], only_better)
+            self.generators = replace_worst(self.generators, [i.payload() for i in new_g], grid["n_replacements"], self.only_better)
+            self.discriminators = replace_worst(self.discriminators, [i.payload() for i in new_d], grid["n_replacements"], self.only_better)
         with timer("mixture"):
             # Each neighbour's population arrives best first: its first generator joins the mixture.
             firsts = np.cumsum([0] + [len(gathered[n]["generators"]) for n in self.neighbourhood[:-1]])

@@ -84,10 +84,10 @@ def replace_worst(local: list[Payload], new: list[Payload], n_replacements: int,
     """The local population after its n worst are replaced by the n best new individuals, best first.
 
     As in Lipizzaner, the best new individual is paired with the best of the n worst local ones, the
-    second best with the next, and so on. ``only_better`` keeps
-    the local individual unless the new one's fitness is lower, as the ALFA-group repository's current
-    code does (ALWAYS_REPLACE = False); otherwise the replacement is unconditional (ALWAYS_REPLACE =
-    True): with a population of one, the individual trained this iteration always becomes the cell's.
+    second best with the next, and so on. ``only_better`` keeps the local individual unless the new
+    one's fitness is lower, as the ALFA-group repository's current code does (ALWAYS_REPLACE = False);
+    otherwise the replacement is unconditional (ALWAYS_REPLACE = True): with a population of one, the
+    individual trained this iteration always becomes the cell's.
     """
     by_fitness = lambda p: p["fitness"]  # noqa: E731
     ranked, best_new = sorted(local, key=by_fitness), sorted(new, key=by_fitness)[:n_replacements]
