@@ -7,6 +7,7 @@ import math
 from torch import nn
 
 from ganstudy.models import NETWORKS, Network, NetworkSpec
+from ganstudy.models.stacked import StackedMLP
 
 
 class PerceptronGenerator(nn.Module):
@@ -26,6 +27,9 @@ class PerceptronGenerator(nn.Module):
     def forward(self, z):
         return self.net(z).view(z.shape[0], *self.image_shape)
 
+    def stacked(self) -> StackedMLP:
+        return StackedMLP.of(self.net, "net.", self.image_shape)
+
 
 class PerceptronDiscriminator(nn.Module):
     def __init__(self, spec: NetworkSpec) -> None:
@@ -42,6 +46,9 @@ class PerceptronDiscriminator(nn.Module):
 
     def forward(self, x):
         return self.net(x.flatten(1)).squeeze(1)
+
+    def stacked(self) -> StackedMLP:
+        return StackedMLP.of(self.net, "net.", ())
 
 
 NETWORKS.register("perceptron4")(Network(lambda spec: (PerceptronGenerator(spec), PerceptronDiscriminator(spec))))

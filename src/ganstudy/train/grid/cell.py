@@ -63,11 +63,6 @@ class CellStreams:
         self.evolution.bit_generator.state = state["evolution"]
 
 
-def _aggregate(losses: np.ndarray, mode: str) -> np.ndarray:
-    """Fitness of each row's individual from its losses against every opponent (columns)."""
-    return {"average": losses.mean(axis=1), "worst": losses.max(axis=1), "best": losses.min(axis=1)}[mode]
-
-
 @dataclass
 class IterationReport:
     g_loss: float
@@ -107,7 +102,6 @@ class GridCell:
         self.weights = np.full(len(self.neighbourhood), 1.0 / len(self.neighbourhood))
         self.score = float("inf")
         self._pool: dict[int, list[nn.Module]] = {0: [], 1: []}
-        self._view_slots = len(self.neighbourhood) * self.grid["population_size"]
 
     # -- networks -----------------------------------------------------------------------------
     def _build(self, kind: int) -> nn.Module:
@@ -124,10 +118,6 @@ class GridCell:
         net = self._pooled(kind, slot)
         net.load_state_dict(payload["params"])
         return net.eval()
-
-    def _individual(self, payload: Payload, kind: int, slot: int) -> Individual:
-        # Slots past the neighbourhood's: the trained copies must not share nets with the fitness views.
-        return restore(payload, self._pooled(kind, self._view_slots + slot), self.betas)
 
     def initialise(self) -> None:
         """Population slots seeded by the cell's init stream: the same networks on every rank layout."""
@@ -159,11 +149,94 @@ class GridCell:
         self.weights, self.score = state["weights"].numpy().copy(), state["score"]
         self.streams.load(state["streams"])
 
-    # -- one iteration ------------------------------------------------------------------------
-    def _fitness(self, g_nets, d_nets, real, z, d_real=None):
-        """Losses of every generator against every discriminator on one fitness sample."""
+    # -- the parts of one iteration (the rank's engine runs them for all its cells) ---------------
+    def neighbourhood_payloads(self, gathered: dict[Cell, dict[str, list[Payload]]]) -> tuple[list[Payload], list[Payload]]:
+        """The neighbourhood's generators and discriminators, the cell's own first."""
+        return (
+            [p for n in self.neighbourhood for p in gathered[n]["generators"]],
+            [p for n in self.neighbourhood for p in gathered[n]["discriminators"]],
+        )
+
+    def fitness_sample(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """This iteration's fitness sample: real images of the cell's subset and a noise batch."""
+        size, stream = self.grid["fitness_sample_size"], self.streams.torch["fitness"]
+        picks = torch.randint(len(self.subset), (size,), generator=stream)
+        real = self.images[self.subset[picks].to(self.device)]
+        z = torch.randn(size, self.spec.latent_dim, generator=stream).to(self.device)
+        return real, z
+
+    def aggregate(self, losses: np.ndarray) -> np.ndarray:
+        """Fitness of each row's individual from its losses against every opponent (columns)."""
+        return {"average": losses.mean(axis=1), "worst": losses.max(axis=1), "best": losses.min(axis=1)}[self.grid["fitness_mode"]]
+
+    def select(self, all_g: list[Payload], all_d: list[Payload], g_fit: np.ndarray, d_fit: np.ndarray) -> tuple[list[Payload], list[Payload]]:
+        """Tournament winners from the neighbourhood, as payloads carrying this iteration's fitness."""
+        size, rng = self.grid["population_size"], self.streams.evolution
+        winners_g = tournament(g_fit, size, self.grid["tournament_size"], rng)
+        winners_d = tournament(d_fit, size, self.grid["tournament_size"], rng)
+        return ([{**all_g[i], "fitness": float(g_fit[i])} for i in winners_g],
+                [{**all_d[i], "fitness": float(d_fit[i])} for i in winners_d])
+
+    def steps(self) -> int:
+        return len(self.subset) // self.setup["batch_size"]
+
+    def batch_order(self) -> torch.Tensor:
+        """This iteration's order of the cell's images (its batches stream)."""
+        return self.subset[torch.randperm(len(self.subset), generator=self.streams.torch["batches"])].to(self.device)
+
+    def noise(self) -> torch.Tensor:
+        """One update's noise batch (the cell's noise stream)."""
+        return torch.randn(self.setup["batch_size"], self.spec.latent_dim, generator=self.streams.torch["noise"]).to(self.device)
+
+    def d_updates(self, step: int) -> bool:
+        """Whether the discriminators train at ``step`` (Lipizzaner's discriminator skip)."""
+        skip = self.grid["discriminator_skip"]
+        return skip == 0 or step % (skip + 1) == 0
+
+    def pick(self, count: int) -> int:
+        """A random opponent among ``count`` (the cell's evolution stream)."""
+        return int(self.streams.evolution.integers(count))
+
+    def step_loss(self) -> AdversarialLoss:
+        if self.setup["loss"] != "mustangs":
+            return self.loss
+        # Mustangs: each update draws its loss at random among Lipizzaner's three.
+        return LOSSES.get(MUSTANGS_LOSSES[int(self.streams.evolution.integers(len(MUSTANGS_LOSSES)))])
+
+    def mutated_lr(self, lr: float) -> float:
+        grid = self.grid
+        return mutate_learning_rate(lr, self.setup["lr"], grid["mutation_rate"], grid["mutation_probability"], self.streams.evolution)
+
+    def replace(self, g_fit: np.ndarray, d_fit: np.ndarray, new_g: list[Payload], new_d: list[Payload]) -> None:
+        """The worst local individuals give way to the trained ones (grid.replacement decides when)."""
+        grid = self.grid
+        # This iteration's fitness of the local individuals (the neighbourhood's first entries are the
+        # cell's own). New dicts: other cells on this rank read the old ones in this iteration.
+        self.generators = [{**p, "fitness": float(g_fit[k])} for k, p in enumerate(self.generators)]
+        self.discriminators = [{**p, "fitness": float(d_fit[k])} for k, p in enumerate(self.discriminators)]
+        self.generators = replace_worst(self.generators, new_g, grid["n_replacements"], self.only_better)
+        self.discriminators = replace_worst(self.discriminators, new_d, grid["n_replacements"], self.only_better)
+
+    def evolve(self, gathered: dict[Cell, dict[str, list[Payload]]]) -> float:
+        """The (1+1)-ES step on the mixture of the neighbourhood's best generators; the mixture's FID."""
+        # Each neighbour's population arrives best first: its first generator joins the mixture.
+        firsts = [gathered[n]["generators"][0] for n in self.neighbourhood]
+        self.score = self._evolve_mixture([self._net(p, 0, slot) for slot, p in enumerate(firsts)])
+        return self.score
+
+    def report(self, g_loss: float, d_loss: float) -> IterationReport:
+        return IterationReport(
+            g_loss, d_loss, self.generators[0]["fitness"], self.discriminators[0]["fitness"], self.score,
+            self.generators[0]["lr"], self.discriminators[0]["lr"],
+        )
+
+    # -- the per-cell loop (networks that have no stacked form) ---------------------------------
+    def loop_fitness(self, generators: list[Payload], discriminators: list[Payload], real: torch.Tensor, z: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        """Losses of every generator against every discriminator ([Kg, Kd]) and the reverse ([Kd, Kg])."""
+        g_nets = [self._net(p, 0, slot) for slot, p in enumerate(generators)]
+        d_nets = [self._net(p, 1, slot) for slot, p in enumerate(discriminators)]
         with torch.no_grad():
-            d_real = d_real if d_real is not None else [d(real) for d in d_nets]
+            d_real = [d(real) for d in d_nets]
             g_losses = np.zeros((len(g_nets), len(d_nets)))
             d_losses = np.zeros((len(d_nets), len(g_nets)))
             for i, g in enumerate(g_nets):
@@ -172,46 +245,39 @@ class GridCell:
                     out = d(fake)
                     g_losses[i, j] = float(self.loss.generator(out))
                     d_losses[j, i] = float(self.loss.discriminator(d_real[j], out))
-        return g_losses, d_losses, d_real
+        return g_losses, d_losses
 
-    def _step_loss(self) -> AdversarialLoss:
-        if self.setup["loss"] != "mustangs":
-            return self.loss
-        # Mustangs: each update draws its loss at random among Lipizzaner's three.
-        return LOSSES.get(MUSTANGS_LOSSES[int(self.streams.evolution.integers(len(MUSTANGS_LOSSES)))])
-
-    def _mutate(self, individual: Individual) -> None:
-        grid = self.grid
-        individual.lr = mutate_learning_rate(
-            individual.lr, self.setup["lr"], grid["mutation_rate"], grid["mutation_probability"], self.streams.evolution
-        )
-        set_learning_rate(individual.optimizer, individual.lr)
-
-    def _train(self, new_g: list[Individual], new_d: list[Individual], beat: Callable[[], None]) -> tuple[float, float]:
-        grid, rng, batch = self.grid, self.streams.evolution, self.setup["batch_size"]
-        order = self.subset[torch.randperm(len(self.subset), generator=self.streams.torch["batches"])].to(self.device)
-        steps = len(order) // batch
-        skip = grid["discriminator_skip"]
+    def loop_train(self, new_g: list[Payload], new_d: list[Payload], beat: Callable[[], None]) -> tuple[list[Payload], list[Payload], float, float]:
+        """One pass over the cell's images, network by network; the trained payloads and mean losses."""
+        # Pool slots past the fitness views': those nets are reloaded while these train.
+        slots = len(self.neighbourhood) * self.grid["population_size"]
+        gs = [restore(p, self._pooled(0, slots + k), self.betas) for k, p in enumerate(new_g)]
+        ds = [restore(p, self._pooled(1, slots + k), self.betas) for k, p in enumerate(new_d)]
+        for individual in gs + ds:
+            individual.net.train()
+        order, steps, batch = self.batch_order(), self.steps(), self.setup["batch_size"]
         g_total, d_total, d_steps = 0.0, 0.0, 0
-        noise = self.streams.torch["noise"]
         for step in range(steps):
             real = self.images[order[step * batch : (step + 1) * batch]]
-            defender = new_d[int(rng.integers(len(new_d)))]
-            loss = self._step_loss()
-            for attacker in new_g:
+            defender, loss = ds[self.pick(len(ds))], self.step_loss()
+            for attacker in gs:
                 self._mutate(attacker)
-                z = torch.randn(batch, self.spec.latent_dim, generator=noise).to(self.device)
-                g_total += float(generator_step(attacker.net, defender.net, attacker.optimizer, loss, z))
-            if skip == 0 or step % (skip + 1) == 0:
-                defender = new_g[int(rng.integers(len(new_g)))]
-                loss = self._step_loss()
-                for attacker in new_d:
+                g_total += float(generator_step(attacker.net, defender.net, attacker.optimizer, loss, self.noise()))
+            if self.d_updates(step):
+                defender, loss = gs[self.pick(len(gs))], self.step_loss()
+                for attacker in ds:
                     self._mutate(attacker)
-                    z = torch.randn(batch, self.spec.latent_dim, generator=noise).to(self.device)
-                    d_total += float(discriminator_step(attacker.net, defender.net, attacker.optimizer, loss, real, z))
+                    d_total += float(discriminator_step(attacker.net, defender.net, attacker.optimizer, loss, real, self.noise()))
                 d_steps += 1
             beat()
-        return g_total / max(1, steps * len(new_g)), d_total / max(1, d_steps * len(new_d))
+        for individual in gs + ds:
+            individual.net.eval()
+        return ([i.payload() for i in gs], [i.payload() for i in ds],
+                g_total / max(1, steps * len(gs)), d_total / max(1, d_steps * len(ds)))
+
+    def _mutate(self, individual: Individual) -> None:
+        individual.lr = self.mutated_lr(individual.lr)
+        set_learning_rate(individual.optimizer, individual.lr)
 
     def mixture_score(self, generators: list[nn.Module], weights: np.ndarray, z: torch.Tensor) -> float:
         with torch.no_grad():
@@ -230,56 +296,6 @@ class GridCell:
                 if candidate < current:
                     self.weights, current = mutated, candidate
         return current
-
-    def iterate(self, gathered: dict[Cell, dict[str, list[Payload]]], timer: RoutineTimer, beat: Callable[[], None]) -> IterationReport:
-        grid = self.grid
-        all_g = [p for n in self.neighbourhood for p in gathered[n]["generators"]]
-        all_d = [p for n in self.neighbourhood for p in gathered[n]["discriminators"]]
-        with timer("fitness"):
-            g_nets = [self._net(p, 0, slot) for slot, p in enumerate(all_g)]
-            d_nets = [self._net(p, 1, slot) for slot, p in enumerate(all_d)]
-            picks = torch.randint(len(self.subset), (grid["fitness_sample_size"],), generator=self.streams.torch["fitness"])
-            real = self.images[self.subset[picks].to(self.device)]
-            z = torch.randn(grid["fitness_sample_size"], self.spec.latent_dim, generator=self.streams.torch["fitness"]).to(self.device)
-            g_losses, d_losses, d_real = self._fitness(g_nets, d_nets, real, z)
-            g_fit, d_fit = _aggregate(g_losses, grid["fitness_mode"]), _aggregate(d_losses, grid["fitness_mode"])
-            beat()
-        with timer("selection"):
-            size, rng = grid["population_size"], self.streams.evolution
-            winners_g = tournament(g_fit, size, grid["tournament_size"], rng)
-            winners_d = tournament(d_fit, size, grid["tournament_size"], rng)
-            new_g = [self._individual({**all_g[i], "fitness": g_fit[i]}, 0, k) for k, i in enumerate(winners_g)]
-            new_d = [self._individual({**all_d[i], "fitness": d_fit[i]}, 1, k) for k, i in enumerate(winners_d)]
-        with timer("train"):
-            for individual in new_g + new_d:
-                individual.net.train()
-            g_loss, d_loss = self._train(new_g, new_d, beat)
-        with timer("fitness"):
-            for individual in new_g + new_d:
-                individual.net.eval()
-            g_new_losses, _, _ = self._fitness([i.net for i in new_g], d_nets, real, z, d_real)
-            _, d_new_losses, _ = self._fitness(g_nets, [i.net for i in new_d], real, z)
-            for individual, fitness in zip(new_g, _aggregate(g_new_losses, grid["fitness_mode"])):
-                individual.fitness = float(fitness)
-            for individual, fitness in zip(new_d, _aggregate(d_new_losses, grid["fitness_mode"])):
-                individual.fitness = float(fitness)
-            beat()
-        with timer("replacement"):
-            # This iteration's fitness of the local individuals (the neighbourhood's first entries are the
-            # cell's own). New dicts: other cells on this rank read the old ones in this iteration.
-            self.generators = [{**p, "fitness": float(g_fit[k])} for k, p in enumerate(self.generators)]
-            self.discriminators = [{**p, "fitness": float(d_fit[k])} for k, p in enumerate(self.discriminators)]
-            self.generators = replace_worst(self.generators, [i.payload() for i in new_g], grid["n_replacements"], self.only_better)
-            self.discriminators = replace_worst(self.discriminators, [i.payload() for i in new_d], grid["n_replacements"], self.only_better)
-        with timer("mixture"):
-            # Each neighbour's population arrives best first: its first generator joins the mixture.
-            firsts = np.cumsum([0] + [len(gathered[n]["generators"]) for n in self.neighbourhood[:-1]])
-            self.score = self._evolve_mixture([g_nets[i] for i in firsts])
-            beat()
-        return IterationReport(
-            g_loss, d_loss, self.generators[0]["fitness"], self.discriminators[0]["fitness"], self.score,
-            self.generators[0]["lr"], self.discriminators[0]["lr"],
-        )
 
     def final_mixture(self, gathered: dict[Cell, dict[str, list[Payload]]]) -> tuple[list[Payload], float]:
         """The cell's mixture after training (the neighbourhood's best generators) and its FID."""

@@ -27,6 +27,8 @@ from ganstudy.parallel.heartbeat import Heartbeat
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.topology import Cell, GridShape, assign_cells, resolve_shape
 from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
+from ganstudy.train.grid.iteration import Engine, LoopEngine, iterate_cells
+from ganstudy.train.grid.stacked import StackedEngine
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
 from ganstudy.train.pair import batches_per_pass, network_spec
 
@@ -49,6 +51,17 @@ def _check_settings(context: TrainingContext) -> None:
             f"grid.n_replacements={grid['n_replacements']} exceeds grid.population_size={grid['population_size']}"
         )
     batches_per_pass(len(context.data.images), context.setup["batch_size"])
+
+
+def _engine(setup: dict[str, Any], spec: Any, root: bool) -> Engine:
+    """Stacked cells when asked for and the network has a stacked form; otherwise the per-cell loop."""
+    generator, discriminator = build_pair(setup["network"], spec)
+    stackable = hasattr(generator, "stacked") and hasattr(discriminator, "stacked")
+    if setup["grid"]["batch_cells"] and stackable:
+        return StackedEngine(generator.stacked(), discriminator.stacked(), spec.hidden_units)
+    if setup["grid"]["batch_cells"] and root:
+        _say(f"network {setup['network']} has no stacked form: each rank trains its cells one after another")
+    return LoopEngine()
 
 
 def _restore(store: CheckpointStore, cells: dict[Cell, GridCell], control: Any, root: bool) -> tuple[int, dict[str, Any]]:
@@ -125,7 +138,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
             cell.initialise()
     history: list[dict[str, Any]] = shared.get("history", [])
     profile: list[dict[str, Any]] = shared.get("profile", [])
-    timers = {cell: RoutineTimer() for cell in cells}
+    engine = _engine(setup, spec, root)
     rank_timer = RoutineTimer()
     describe = lambda r: "cells " + ", ".join(cell_label(c) for c in blocks[r])  # noqa: E731
 
@@ -137,16 +150,14 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
                 started = time.perf_counter()
                 with rank_timer("exchange"), heartbeat.waiting():
                     gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
-                reports = {c: cells[c].iterate(gathered, timers[c], heartbeat.beat) for c in cells}
+                reports = iterate_cells(list(cells.values()), engine, gathered, rank_timer, heartbeat.beat)
+                # Timed per rank: a rank's cells share each routine's batched work.
                 rows = [
-                    {"iteration": iteration, "cell": cell_label(c), "rank": rank, "routine": name, "seconds": s}
-                    for c in cells for name, s in timers[c].take().items()
-                ] + [
                     {"iteration": iteration, "cell": "*", "rank": rank, "routine": name, "seconds": s}
                     for name, s in rank_timer.take().items()
                 ]
                 with heartbeat.waiting():
-                    collected = control.gather((list(reports.values()), rows), root=0)
+                    collected = control.gather((reports, rows), root=0)
                     stopping = context.stop.agreed(control)
                 if root:
                     _record(history, profile, iteration, collected, started)

@@ -1,0 +1,78 @@
+"""One grid iteration of a rank's cells (Lipizzaner's, seed 002 section 2), phase by phase:
+
+gather -> fitness of the neighbourhood's individuals against the neighbourhood's opponents ->
+tournament selection -> one pass of training of the selected copies against each other, with
+learning-rate mutation at each update -> fitness of the trained copies -> replacement of the
+worst local individuals -> (1+1)-ES step on the mixture weights of the neighbourhood's generators.
+
+Every phase runs for all of the rank's cells before the next, so an engine can batch the cells'
+networks (``StackedEngine``); ``LoopEngine`` runs them cell by cell, for networks with no stacked form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from ganstudy.parallel.timing import RoutineTimer
+from ganstudy.parallel.topology import Cell
+from ganstudy.train.grid.cell import GridCell, IterationReport
+from ganstudy.train.grid.population import Payload
+from ganstudy.train.grid.stacked import FitnessCase
+
+Trained = tuple[list[Payload], list[Payload], float, float]  # generators, discriminators, mean G and D loss
+
+
+class Engine(Protocol):
+    def fitness(self, cells: Sequence[GridCell], cases: Sequence[FitnessCase]) -> list[tuple[np.ndarray, np.ndarray]]: ...
+
+    def train(self, cells: Sequence[GridCell], selections: Sequence[tuple[list[Payload], list[Payload]]],
+              beat: Callable[[], None]) -> list[Trained]: ...
+
+
+class LoopEngine:
+    """Each cell's networks one after another, as nn.Modules."""
+
+    def fitness(self, cells, cases):
+        return [cell.loop_fitness(case.generators, case.discriminators, case.real, case.z) for cell, case in zip(cells, cases)]
+
+    def train(self, cells, selections, beat):
+        return [cell.loop_train(new_g, new_d, beat) for cell, (new_g, new_d) in zip(cells, selections)]
+
+
+def iterate_cells(
+    cells: Sequence[GridCell], engine: Engine, gathered: dict[Cell, dict[str, list[Payload]]],
+    timer: RoutineTimer, beat: Callable[[], None],
+) -> list[IterationReport]:
+    """One iteration of every cell in ``cells``; their reports in the same order."""
+    with timer("fitness"):
+        pools = [cell.neighbourhood_payloads(gathered) for cell in cells]
+        samples = [cell.fitness_sample() for cell in cells]
+        cases = [FitnessCase(g, d, real, z) for (g, d), (real, z) in zip(pools, samples)]
+        fits = [(cell.aggregate(g), cell.aggregate(d)) for cell, (g, d) in zip(cells, engine.fitness(cells, cases))]
+        beat()
+    with timer("selection"):
+        selections = [cell.select(g, d, g_fit, d_fit) for cell, (g, d), (g_fit, d_fit) in zip(cells, pools, fits)]
+    with timer("train"):
+        trained = engine.train(cells, selections, beat)
+    with timer("fitness"):
+        # The trained copies meet the same opponents on the same sample as before their training.
+        new_g_cases = [FitnessCase(new_g, d, real, z) for (new_g, *_), (_, d), (real, z) in zip(trained, pools, samples)]
+        new_d_cases = [FitnessCase(g, new_d, real, z) for (_, new_d, *_), (g, _), (real, z) in zip(trained, pools, samples)]
+        losses = engine.fitness(list(cells) * 2, new_g_cases + new_d_cases)
+        for cell, (new_g, new_d, *_), (g_losses, _), (_, d_losses) in zip(cells, trained, losses[: len(cells)], losses[len(cells) :]):
+            for payload, fitness in zip(new_g, cell.aggregate(g_losses)):
+                payload["fitness"] = float(fitness)
+            for payload, fitness in zip(new_d, cell.aggregate(d_losses)):
+                payload["fitness"] = float(fitness)
+        beat()
+    with timer("replacement"):
+        for cell, (g_fit, d_fit), (new_g, new_d, *_) in zip(cells, fits, trained):
+            cell.replace(g_fit, d_fit, new_g, new_d)
+    with timer("mixture"):
+        for cell in cells:
+            cell.evolve(gathered)
+            beat()
+    return [cell.report(g_loss, d_loss) for cell, (*_, g_loss, d_loss) in zip(cells, trained)]
