@@ -71,6 +71,10 @@ def test_summit_geometry_follows_the_study(env):
     assert len(jobs) == 8
     # 324 ranks, 6 per node with a GPU each -> 54 whole nodes.
     assert all("nodes=54," in j and "jsrun -n 324 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train" in j for j in jobs)
+    one_node = dry_run("summit", REPO / "config" / "studies" / "thesis_18x18_one_node.yaml", env)
+    jobs = _jobs(one_node, "grid18x18")
+    # The same 324 cells on one node: 6 ranks of 54 cells, a GPU each.
+    assert len(jobs) == 8 and all("nodes=1," in j and "jsrun -n 6 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train" in j for j in jobs)
     cifar = dry_run("summit", REPO / "config" / "studies" / "dcgan_cifar100.yaml", env)
     # Seed 001's layout: two GPUs per rank -> 3 ranks of 14 cores per node; 100 ranks -> 34 nodes.
     jobs = _jobs(cifar, "per_class")

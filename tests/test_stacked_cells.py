@@ -1,0 +1,122 @@
+"""Stacked networks and players (batched grid cells): the same functions as the lone networks and
+torch's Adam, and a row's bits independent of the rows that share its stack."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from ganstudy.models import NetworkSpec, build_pair
+from ganstudy.train.grid.population import Individual
+from ganstudy.train.grid.stacked import FitnessCase, StackedPlayers, fitness_losses
+from ganstudy.train.losses import LOSSES
+
+SPECS = [NetworkSpec((1, 8, 8), 16, 32), NetworkSpec((1, 7, 3), 5, 37)]
+
+
+def pairs(spec: NetworkSpec, count: int, seed: int = 0):
+    torch.manual_seed(seed)
+    return [build_pair("perceptron4", spec) for _ in range(count)]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=["digits", "odd"])
+def test_stacked_networks_compute_what_the_lone_networks_compute(spec):
+    nets = pairs(spec, 3)
+    g_net, d_net = nets[0][0].stacked(), nets[0][1].stacked()
+    g_params = g_net.stack([g.state_dict() for g, _ in nets])
+    d_params = d_net.stack([d.state_dict() for _, d in nets])
+    z = torch.randn(3, 11, spec.latent_dim)
+    fakes = g_net(g_params, z)
+    assert fakes.shape == (3, 11, *spec.image_shape)
+    scores = d_net(d_params, fakes)
+    assert scores.shape == (3, 11)
+    for row, (g, d) in enumerate(nets):
+        torch.testing.assert_close(fakes[row], g(z[row]), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(scores[row], d(g(z[row])), rtol=1e-5, atol=1e-6)
+        # The lone layout comes back: a row's state loads into the lone network unchanged.
+        assert all(torch.equal(a, b) for a, b in zip(g_net.state(g_params, row).values(), g.state_dict().values()))
+
+
+@pytest.fixture
+def one_thread():
+    # As a grid rank runs (compute.threads_per_job 1): with more threads, BLAS and the elementwise
+    # kernels split a stack's work at points that depend on its size.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=["digits", "odd"])
+@pytest.mark.parametrize("samples", [50, 23])
+def test_a_row_gives_the_same_bits_in_any_stack(spec, samples, one_thread):
+    nets = pairs(spec, 5)
+    g_net, d_net = nets[0][0].stacked(), nets[0][1].stacked()
+    z = torch.randn(5, samples, spec.latent_dim)
+    outcomes = {}
+    for size in (1, 2, 5):
+        g_params = [p.requires_grad_() for p in g_net.stack([g.state_dict() for g, _ in nets[-size:]])]
+        d_params = d_net.stack([d.state_dict() for _, d in nets[-size:]])
+        out = d_net(d_params, g_net(g_params, z[-size:]))
+        LOSSES.get("bce").generator(out).sum().backward()
+        # The last row is the same network on the same noise in every stack.
+        outcomes[size] = [out[-1].detach()] + [p.grad[-1] for p in g_params]
+    for size in (2, 5):
+        assert all(torch.equal(a, b) for a, b in zip(outcomes[1], outcomes[size]))
+
+
+def test_stacked_adam_follows_torch_adam_row_by_row_and_round_trips_its_state():
+    spec = SPECS[1]
+    generators = [g for g, _ in pairs(spec, 2)]
+    lrs = [1e-3, 3e-4]
+    optimizers = [torch.optim.Adam(g.parameters(), lr=lr, betas=(0.5, 0.999), foreach=False) for g, lr in zip(generators, lrs)]
+    # Row 0 starts fresh, row 1 with moments from two earlier steps.
+    for _ in range(2):
+        optimizers[1].zero_grad()
+        generators[1](torch.randn(4, spec.latent_dim)).square().mean().backward()
+        optimizers[1].step()
+    payloads = [Individual(g, o, lr, 0.0, f"x/G{k}").payload() for k, (g, o, lr) in enumerate(zip(generators, optimizers, lrs))]
+    net = generators[0].stacked()
+    players = StackedPlayers(net, payloads, (0.5, 0.999), torch.device("cpu"))
+    for _ in range(3):
+        z = torch.randn(2, 6, spec.latent_dim)
+        net(players.params, z).square().mean(dim=(1, 2, 3, 4)).sum().backward()
+        players.step()
+        for row, (g, o) in enumerate(zip(generators, optimizers)):
+            o.zero_grad()
+            g(z[row]).square().mean().backward()
+            o.step()
+    for row, g in enumerate(generators):
+        for name, value in net.state(players.params, row).items():
+            torch.testing.assert_close(value, g.state_dict()[name], rtol=1e-5, atol=1e-7)
+        payload = players.payload(row, 0.5, f"x/G{row}")
+        assert float(payload["adam"]["state"][0]["step"]) == [3, 5][row] and payload["lr"] == lrs[row]
+        # The payload is a lone network's: torch's Adam takes its state and carries on.
+        clone = copy.deepcopy(g)
+        clone.load_state_dict(payload["params"])
+        optimizer = torch.optim.Adam(clone.parameters(), lr=lrs[row], betas=(0.5, 0.999))
+        optimizer.load_state_dict(payload["adam"])
+        torch.testing.assert_close(optimizer.state_dict()["state"][0]["exp_avg"], optimizers[row].state_dict()["state"][0]["exp_avg"], rtol=1e-5, atol=1e-9)
+
+
+def test_fitness_losses_are_the_losses_of_every_pair():
+    spec = SPECS[0]
+    loss = LOSSES.get("bce")
+    nets = pairs(spec, 3)
+    cases = []
+    for c in range(2):
+        real = torch.rand(20, *spec.image_shape) * 2 - 1
+        cases.append(FitnessCase([g.state_dict() for g, _ in nets], [d.state_dict() for _, d in nets[:2]], real, torch.randn(20, spec.latent_dim)))
+    results = fitness_losses(cases, nets[0][0].stacked(), nets[0][1].stacked(), loss, spec.hidden_units)
+    with torch.no_grad():
+        for case, (g_losses, d_losses) in zip(cases, results):
+            assert g_losses.shape == (3, 2) and d_losses.shape == (2, 3)
+            for i, (g, _) in enumerate(nets):
+                for j, (_, d) in enumerate(nets[:2]):
+                    fake = g(case.z)
+                    assert g_losses[i, j] == pytest.approx(float(loss.generator(d(fake))), rel=1e-5)
+                    assert d_losses[j, i] == pytest.approx(float(loss.discriminator(d(case.real), d(fake))), rel=1e-5)
+    assert np.isfinite(results[0][0]).all()
