@@ -24,30 +24,31 @@ Tensor = torch.Tensor
 FITNESS_CHUNK_FLOATS = 2**20
 
 
-def _per_row(values: np.ndarray, like: Sequence[Tensor]) -> list[Tensor]:
-    """One value per row, as views that broadcast over each tensor of ``like``."""
-    column = torch.from_numpy(values).to(like[0].dtype).to(like[0].device)
-    return [column.view(-1, *[1] * (t.dim() - 1)) for t in like]
-
-
 class StackedPlayers:
     """Rows of trainable individuals of one kind (generators or discriminators): stacked parameters and
     their Adam states, one learning rate and step count per row.
 
-    The update is torch's single-tensor Adam written per row (bias corrections per row), so a row's new
-    parameters depend on its own gradients, moments and learning rate alone.
+    Each row is updated by torch's fused Adam on views of its own slices, one call per row: the loop's
+    arithmetic, a row's result independent of the other rows, and measured 8 times cheaper than a
+    per-row-learning-rate Adam written with stacked tensor operations (0.07 vs 0.53 ms per row).
     """
 
     def __init__(self, net: StackedMLP, payloads: Sequence[Payload], betas: tuple[float, float], device: torch.device) -> None:
-        self.net, self.betas, self.eps = net, betas, 1e-8
+        self.net, self.betas = net, betas
         self.params = [p.to(device).requires_grad_() for p in net.stack([p["params"] for p in payloads])]
         states = [p["adam"]["state"] for p in payloads]
         self.exp_avg = self._moments(payloads, states, "exp_avg", device)
         self.exp_avg_sq = self._moments(payloads, states, "exp_avg_sq", device)
         # A fresh individual's optimizer has no state yet: Adam starts at step 0 with zero moments.
-        self.steps = np.array([float(state[0]["step"]) if state else 0.0 for state in states])
+        self.steps = [
+            [(state[k]["step"].clone() if state else torch.tensor(0.0)).to(device) for k in range(len(net.names))]
+            for state in states
+        ]
         self.lrs = [float(p["lr"]) for p in payloads]
         self._groups = [p["adam"]["param_groups"] for p in payloads]
+        self._rows = [list(views) for views in zip(*[t.detach().unbind(0) for t in self.params])]
+        self._exp_avg_rows = [list(views) for views in zip(*[t.unbind(0) for t in self.exp_avg])]
+        self._exp_avg_sq_rows = [list(views) for views in zip(*[t.unbind(0) for t in self.exp_avg_sq])]
 
     def _moments(self, payloads, states, moment: str, device: torch.device) -> list[Tensor]:
         names = self.net.names
@@ -67,26 +68,22 @@ class StackedPlayers:
 
     def step(self) -> None:
         beta1, beta2 = self.betas
-        self.steps += 1
-        params, grads = self.params, [p.grad for p in self.params]
-        step_size = _per_row(np.asarray(self.lrs) / (1 - beta1**self.steps), params)
-        correction = _per_row(np.sqrt(1 - beta2**self.steps), params)
-        with torch.no_grad():
-            torch._foreach_lerp_(self.exp_avg, grads, 1 - beta1)
-            torch._foreach_mul_(self.exp_avg_sq, beta2)
-            torch._foreach_addcmul_(self.exp_avg_sq, grads, grads, value=1 - beta2)
-            denom = torch._foreach_sqrt(self.exp_avg_sq)
-            torch._foreach_div_(denom, correction)
-            torch._foreach_add_(denom, self.eps)
-            torch._foreach_addcdiv_(params, torch._foreach_mul(self.exp_avg, step_size), denom, value=-1.0)
-        for param in params:
+        grads = [list(views) for views in zip(*[p.grad.unbind(0) for p in self.params])]
+        for row, lr in enumerate(self.lrs):
+            # As torch.optim.Adam does: the step count goes up before the fused kernel reads it.
+            torch._foreach_add_(self.steps[row], 1)
+            torch._fused_adam_(
+                self._rows[row], grads[row], self._exp_avg_rows[row], self._exp_avg_sq_rows[row], [], self.steps[row],
+                lr=lr, beta1=beta1, beta2=beta2, weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False,
+            )
+        for param in self.params:
             param.grad = None
 
     def payload(self, row: int, fitness: float, origin: str) -> Payload:
         """Row ``row`` as a payload in the format of a lone network and its torch Adam state."""
         exp_avg, exp_avg_sq = self.net.state(self.exp_avg, row), self.net.state(self.exp_avg_sq, row)
         state = {
-            k: {"step": torch.tensor(self.steps[row], dtype=torch.float32), "exp_avg": exp_avg[name].cpu(), "exp_avg_sq": exp_avg_sq[name].cpu()}
+            k: {"step": self.steps[row][k].cpu().clone(), "exp_avg": exp_avg[name].cpu(), "exp_avg_sq": exp_avg_sq[name].cpu()}
             for k, name in enumerate(self.net.names)
         }
         groups = [{**group, "lr": self.lrs[row]} for group in self._groups[row]]
