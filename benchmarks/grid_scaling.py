@@ -1,16 +1,24 @@
 """Grid training over MPI: speed-up of a 2x2 grid on 2 ranks vs 1 rank, share of time in the neighbour
-exchange, and seconds per 2x2 iteration for the work of Lipizzaner's MNIST runs.
+exchange, batched (stacked) cells vs the per-cell loop, and seconds per iteration of the thesis's work.
 
 1. digits (8x8), 2x2 grid, 1 torch thread per rank: iteration time on 1 rank / on 2 ranks = speedup.
-2. 28x28 images (60,000, upscaled digits made in memory), 4LP, batch 100, 2x2 grid on 2 ranks, the
-   per-cell work of the original: 600 generator and 300 discriminator updates, lr mutation at each
-   update, fitness on 1,000 samples, two FIDs of a 1,000-sample mixture per iteration:
-   iteration_seconds_2x2 and exchange_fraction (exchange seconds / iteration seconds, per rank).
-Prints one JSON line: {"speedup": ..., "exchange_fraction": ..., "iteration_seconds_2x2": ...}
+2. digits, 6x6 and 18x18 grids on 2 ranks (18 and 162 cells per rank), the default study's cell settings
+   (batch 50, fitness and scores on 250 samples): iteration seconds with grid.batch_cells true and
+   false in the same run; batched_speedup_<shape> = loop seconds / batched seconds.
+3. 28x28 images (60,000, upscaled digits made in memory), 4LP, batch 100, the per-cell work of the
+   thesis's MNIST runs: 600 generator and 300 discriminator updates, lr mutation at each update, fitness
+   on 1,000 samples, two FIDs of a 1,000-sample mixture per iteration:
+   - 2x2 grid on 2 ranks: iteration_seconds_2x2 and exchange_fraction (exchange seconds / iteration
+     seconds, per rank);
+   - the thesis's grid (--thesis-shape, 18x18 on a GPU; 4x4 on a CPU, where 18x18 takes a quarter of an
+     hour per iteration) on --thesis-ranks ranks with the device found: iteration_seconds_thesis_<shape>
+     and, per cell, cell_iteration_seconds_thesis (iteration seconds x ranks / cells).
+Prints one JSON line with these keys.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import os
@@ -37,8 +45,9 @@ BIN = Path(sys.executable).parent
 ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
 
 
-def grid_setup(iterations: int, **grid) -> dict:
-    config = {"setups": {"g": {"mode": "grid", "iterations": iterations, "checkpoint_period": 0, "grid": {"shape": "2x2", **grid}}}}
+def grid_setup(iterations: int, setup: dict | None = None, **grid) -> dict:
+    config = {"setups": {"g": {"mode": "grid", "iterations": iterations, "checkpoint_period": 0, **(setup or {}),
+                               "grid": {"shape": "2x2", **grid}}}}
     return validate_study_config(config, SCHEMA)["setups"]["g"]
 
 
@@ -91,7 +100,25 @@ def mnist_like(source: Path, target: Path, count: int) -> None:
         save_split(target / f"{split}.npz", Split(frame.numpy(), labels[pick]))
 
 
+def batched_vs_loop(shape: str, iterations: int, folder: Path, tmp: str) -> dict:
+    """Iteration seconds of a digits grid on 2 ranks, stacked cells vs the per-cell loop."""
+    cell = {"batch_size": 50, "lr": 5e-4}
+    seconds = {}
+    for batched in (True, False):
+        setup = grid_setup(iterations, cell, shape=shape, fitness_sample_size=250, score_sample_size=250, batch_cells=batched)
+        seconds[batched] = iteration_seconds(run(2, setup, folder, Path(tmp, f"{shape}-{batched}")))
+    return {
+        f"iteration_seconds_{shape}_batched": round(seconds[True], 3),
+        f"iteration_seconds_{shape}_loop": round(seconds[False], 3),
+        f"batched_speedup_{shape}": round(seconds[False] / seconds[True], 3),
+    }
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--thesis-shape", default="18x18" if torch.cuda.is_available() else "4x4")
+    parser.add_argument("--thesis-ranks", type=int, default=1, help="ranks for the thesis's grid (one per GPU)")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         small, large = Path(tmp, "digits"), Path(tmp, "mnist_like")
         prepare_dataset("digits", None, 0.2, 1, small)
@@ -99,18 +126,27 @@ def main() -> None:
         setup = grid_setup(12, fitness_sample_size=500, score_sample_size=500)
         one = iteration_seconds(run(1, setup, small, Path(tmp, "one")))
         two = iteration_seconds(run(2, setup, small, Path(tmp, "two")))
-
-        large.mkdir()
-        mnist_like(small, large, 60_000)
-        score_inputs(large, epochs=2)
-        work = grid_setup(4, fitness_sample_size=1000, score_sample_size=1000, discriminator_skip=1)
-        out = run(2, work, large, Path(tmp, "large"))
         result = {
             "speedup": round(one / two, 3),
             "iteration_seconds_1_rank_digits": round(one, 3),
             "iteration_seconds_2_ranks_digits": round(two, 3),
-            "iteration_seconds_2x2": round(iteration_seconds(out), 3),
-            "exchange_fraction": round(exchange_fraction(out), 4),
+            **batched_vs_loop("6x6", 5, small, tmp),
+            **batched_vs_loop("18x18", 3, small, tmp),
+        }
+
+        large.mkdir()
+        mnist_like(small, large, 60_000)
+        score_inputs(large, epochs=2)
+        work = dict(fitness_sample_size=1000, score_sample_size=1000, discriminator_skip=1)
+        out = run(2, grid_setup(4, **work), large, Path(tmp, "large"))
+        result |= {"iteration_seconds_2x2": round(iteration_seconds(out), 3), "exchange_fraction": round(exchange_fraction(out), 4)}
+        rows, cols = map(int, args.thesis_shape.split("x"))
+        thesis = iteration_seconds(run(args.thesis_ranks, grid_setup(2, shape=args.thesis_shape, **work), large, Path(tmp, "thesis")))
+        result |= {
+            f"iteration_seconds_thesis_{args.thesis_shape}": round(thesis, 3),
+            "cell_iteration_seconds_thesis": round(thesis * args.thesis_ranks / (rows * cols), 4),
+            "thesis_ranks": args.thesis_ranks,
+            "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
         }
     print(json.dumps(result))
 

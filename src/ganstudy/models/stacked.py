@@ -29,18 +29,20 @@ class StackedMLP:
     names: tuple[str, ...]  # state_dict keys: weight, bias of each layer in order
     activations: tuple[Callable[[Tensor], Tensor], ...]  # one elementwise activation per layer
     output_shape: tuple[int, ...]  # per sample: (C, H, W) for a generator, () for a discriminator
+    shapes: tuple[tuple[int, ...], ...]  # one copy's parameter shapes, in the order of names
 
     @classmethod
     def of(cls, sequential: nn.Sequential, prefix: str, output_shape: Sequence[int]) -> StackedMLP:
         """The stacked form of ``sequential``: Linear layers, each followed by one activation module."""
-        names, activations = [], []
+        names, activations, shapes = [], [], []
         modules = list(sequential.named_children())
         for (name, linear), (_, activation) in zip(modules[0::2], modules[1::2]):
             if not isinstance(linear, nn.Linear) or isinstance(activation, nn.Linear):
                 raise TypeError(f"{prefix}{name}: a stacked network alternates Linear layers and activations")
             names += [f"{prefix}{name}.weight", f"{prefix}{name}.bias"]
+            shapes += [tuple(linear.weight.shape), tuple(linear.bias.shape)]
             activations.append(_sigmoid if isinstance(activation, nn.Sigmoid) else activation)
-        return cls(tuple(names), tuple(activations), tuple(output_shape))
+        return cls(tuple(names), tuple(activations), tuple(output_shape), tuple(shapes))
 
     def stack(self, states: Sequence[dict[str, Tensor]]) -> list[Tensor]:
         """Fresh stacked tensors from per-copy tensors named like the lone network's parameters (its

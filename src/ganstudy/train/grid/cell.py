@@ -23,6 +23,7 @@ from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.topology import Cell, GridShape
 from ganstudy.seeding import derive_seed
+from ganstudy.train.grid.stacked import FitnessCase
 from ganstudy.train.grid.population import (
     Individual,
     Payload,
@@ -231,21 +232,23 @@ class GridCell:
         )
 
     # -- the per-cell loop (networks that have no stacked form) ---------------------------------
-    def loop_fitness(self, generators: list[Payload], discriminators: list[Payload], real: torch.Tensor, z: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-        """Losses of every generator against every discriminator ([Kg, Kd]) and the reverse ([Kd, Kg])."""
-        g_nets = [self._net(p, 0, slot) for slot, p in enumerate(generators)]
-        d_nets = [self._net(p, 1, slot) for slot, p in enumerate(discriminators)]
+    def loop_fitness(self, case: FitnessCase) -> tuple[np.ndarray, np.ndarray | None]:
+        """Losses of every generator against every discriminator ([Kg, Kd]) and the reverse ([Kd, Kg];
+        None when the case wants the generators' alone)."""
+        g_nets = [self._net(p, 0, slot) for slot, p in enumerate(case.generators)]
+        d_nets = [self._net(p, 1, slot) for slot, p in enumerate(case.discriminators)]
         with torch.no_grad():
-            d_real = [d(real) for d in d_nets]
+            d_real = [None if case.generators_only else d(case.real) for d in d_nets]
             g_losses = np.zeros((len(g_nets), len(d_nets)))
             d_losses = np.zeros((len(d_nets), len(g_nets)))
             for i, g in enumerate(g_nets):
-                fake = g(z)
+                fake = g(case.z)
                 for j, d in enumerate(d_nets):
                     out = d(fake)
                     g_losses[i, j] = float(self.loss.generator(out))
-                    d_losses[j, i] = float(self.loss.discriminator(d_real[j], out))
-        return g_losses, d_losses
+                    if not case.generators_only:
+                        d_losses[j, i] = float(self.loss.discriminator(d_real[j], out))
+        return g_losses, None if case.generators_only else d_losses
 
     def loop_train(self, new_g: list[Payload], new_d: list[Payload], beat: Callable[[], None]) -> tuple[list[Payload], list[Payload], float, float]:
         """One pass over the cell's images, network by network; the trained payloads and mean losses."""

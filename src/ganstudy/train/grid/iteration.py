@@ -26,7 +26,7 @@ Trained = tuple[list[Payload], list[Payload], float, float]  # generators, discr
 
 
 class Engine(Protocol):
-    def fitness(self, cells: Sequence[GridCell], cases: Sequence[FitnessCase]) -> list[tuple[np.ndarray, np.ndarray]]: ...
+    def fitness(self, cells: Sequence[GridCell], cases: Sequence[FitnessCase]) -> list[tuple[np.ndarray, np.ndarray | None]]: ...
 
     def train(self, cells: Sequence[GridCell], selections: Sequence[tuple[list[Payload], list[Payload]]],
               beat: Callable[[], None]) -> list[Trained]: ...
@@ -36,7 +36,7 @@ class LoopEngine:
     """Each cell's networks one after another, as nn.Modules."""
 
     def fitness(self, cells, cases):
-        return [cell.loop_fitness(case.generators, case.discriminators, case.real, case.z) for cell, case in zip(cells, cases)]
+        return [cell.loop_fitness(case) for cell, case in zip(cells, cases)]
 
     def train(self, cells, selections, beat):
         return [cell.loop_train(new_g, new_d, beat) for cell, (new_g, new_d) in zip(cells, selections)]
@@ -59,7 +59,7 @@ def iterate_cells(
         trained = engine.train(cells, selections, beat)
     with timer("fitness"):
         # The trained copies meet the same opponents on the same sample as before their training.
-        new_g_cases = [FitnessCase(new_g, d, real, z) for (new_g, *_), (_, d), (real, z) in zip(trained, pools, samples)]
+        new_g_cases = [FitnessCase(new_g, d, real, z, generators_only=True) for (new_g, *_), (_, d), (real, z) in zip(trained, pools, samples)]
         new_d_cases = [FitnessCase(g, new_d, real, z) for (_, new_d, *_), (g, _), (real, z) in zip(trained, pools, samples)]
         losses = engine.fitness(list(cells) * 2, new_g_cases + new_d_cases)
         for cell, (new_g, new_d, *_), (g_losses, _), (_, d_losses) in zip(cells, trained, losses[: len(cells)], losses[len(cells) :]):
