@@ -109,14 +109,18 @@ def test_fitness_losses_are_the_losses_of_every_pair():
     cases = []
     for c in range(2):
         real = torch.rand(20, *spec.image_shape) * 2 - 1
-        cases.append(FitnessCase([g.state_dict() for g, _ in nets], [d.state_dict() for _, d in nets[:2]], real, torch.randn(20, spec.latent_dim)))
-    results = fitness_losses(cases, nets[0][0].stacked(), nets[0][1].stacked(), loss, spec.hidden_units)
+        payloads = [{"params": g.state_dict()} for g, _ in nets], [{"params": d.state_dict()} for _, d in nets[:2]]
+        cases.append(FitnessCase(*payloads, real, torch.randn(20, spec.latent_dim), generators_only=c == 1))
+    results = fitness_losses(cases, nets[0][0].stacked(), nets[0][1].stacked(), loss)
     with torch.no_grad():
         for case, (g_losses, d_losses) in zip(cases, results):
-            assert g_losses.shape == (3, 2) and d_losses.shape == (2, 3)
+            assert g_losses.shape == (3, 2)
+            # A case that wants the generators' losses alone gets no discriminator losses.
+            assert (d_losses is None) == case.generators_only
             for i, (g, _) in enumerate(nets):
                 for j, (_, d) in enumerate(nets[:2]):
                     fake = g(case.z)
                     assert g_losses[i, j] == pytest.approx(float(loss.generator(d(fake))), rel=1e-5)
-                    assert d_losses[j, i] == pytest.approx(float(loss.discriminator(d(case.real), d(fake))), rel=1e-5)
+                    if d_losses is not None:
+                        assert d_losses[j, i] == pytest.approx(float(loss.discriminator(d(case.real), d(fake))), rel=1e-5)
     assert np.isfinite(results[0][0]).all()

@@ -1,9 +1,6 @@
-"""One cell of the grid and its iteration (Lipizzaner's, seed 002 section 2):
-
-gather -> fitness of the neighbourhood's individuals against the neighbourhood's opponents ->
-tournament selection -> one pass of training of the selected copies against each other, with
-learning-rate mutation at each update -> fitness of the trained copies -> replacement of the
-worst local individuals -> (1+1)-ES step on the mixture weights of the neighbourhood's generators.
+"""One cell of the grid: its random streams, its populations, the parts of an iteration that are the
+cell's own (fitness sample, selection, mutation, replacement, mixture ES) and, for networks with no
+stacked form, its training and fitness network by network. ``iteration.py`` runs the phases in order.
 """
 
 from __future__ import annotations
@@ -20,7 +17,6 @@ from ganstudy.evaluate.fid import FidScorer
 from ganstudy.data.partition import cell_subset
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import MixtureGenerator
-from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.topology import Cell, GridShape
 from ganstudy.seeding import derive_seed
 from ganstudy.train.grid.stacked import FitnessCase

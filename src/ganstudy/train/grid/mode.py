@@ -65,7 +65,7 @@ def _engine(setup: dict[str, Any], spec: Any, device: torch.device, root: bool) 
         # Threads split a stack's work at points that depend on the stack's size, i.e. on the layout.
         reason = f"stacked cells give the same bits on any rank count only with one CPU thread per rank, this rank has {threads}"
     else:
-        return StackedEngine(generator.stacked(), discriminator.stacked(), spec.hidden_units)
+        return StackedEngine(generator.stacked(), discriminator.stacked())
     if root:
         _say(f"{reason}: each rank trains its cells one after another")
     return LoopEngine()

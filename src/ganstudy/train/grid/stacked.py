@@ -110,8 +110,8 @@ def row_losses(losses: Sequence[AdversarialLoss] | AdversarialLoss, compute: Cal
 class FitnessCase:
     """One cell's fitness evaluation: its generators against its discriminators on one sample."""
 
-    generators: list[dict[str, Tensor]]
-    discriminators: list[dict[str, Tensor]]
+    generators: list[Payload]
+    discriminators: list[Payload]
     real: Tensor  # [S, ...]
     z: Tensor  # [S, latent]
     # Only the generators' losses are wanted: the discriminators never see the real sample.
@@ -119,8 +119,8 @@ class FitnessCase:
 
 
 def fitness_losses(
-    cases: Sequence[FitnessCase], g_net: StackedMLP, d_net: StackedMLP, loss: AdversarialLoss, hidden: int,
-) -> list[tuple[np.ndarray, np.ndarray]]:
+    cases: Sequence[FitnessCase], g_net: StackedMLP, d_net: StackedMLP, loss: AdversarialLoss,
+) -> list[tuple[np.ndarray, np.ndarray | None]]:
     """For each case, the loss of every generator against every discriminator ([Kg, Kd]) and of every
     discriminator against every generator ([Kd, Kg]), as the loop's ``loop_fitness`` defines them.
 
@@ -132,8 +132,9 @@ def fitness_losses(
     by_size: dict[tuple[int, int, int, bool], list[int]] = {}
     for index, case in enumerate(cases):
         by_size.setdefault((len(case.generators), len(case.discriminators), len(case.z), case.generators_only), []).append(index)
+    widest = max(shape[0] for shape in d_net.shapes + g_net.shapes)
     for (kg, kd, samples, _), indices in by_size.items():
-        chunk = max(1, FITNESS_CHUNK_FLOATS // (max(kg, kd) * samples * hidden))
+        chunk = max(1, FITNESS_CHUNK_FLOATS // (max(kg, kd) * samples * widest))
         for start in range(0, len(indices), chunk):
             part = indices[start : start + chunk]
             for index, result in zip(part, _fitness_chunk([cases[i] for i in part], g_net, d_net, loss, kg, kd)):
@@ -143,8 +144,8 @@ def fitness_losses(
 
 def _fitness_chunk(cases, g_net, d_net, loss, kg, kd):
     with torch.no_grad():
-        g_params = g_net.stack([g for case in cases for g in case.generators])
-        d_params = d_net.stack([d for case in cases for d in case.discriminators])
+        g_params = g_net.stack([g["params"] for case in cases for g in case.generators])
+        d_params = d_net.stack([d["params"] for case in cases for d in case.discriminators])
         z = torch.stack([case.z for case in cases]).repeat_interleave(kg, dim=0)
         fakes = g_net(g_params, z).unflatten(0, (len(cases), kg))  # [cases, kg, S, ...]
         real = torch.stack([case.real for case in cases])  # [cases, S, ...]
@@ -163,17 +164,12 @@ class StackedEngine:
     """The rank's cells together: fitness of all neighbourhood pairs and training of all selected
     copies in stacked networks (cells with the same number of updates per pass train in lockstep)."""
 
-    def __init__(self, g_net: StackedMLP, d_net: StackedMLP, hidden_units: int) -> None:
-        self.g_net, self.d_net, self.hidden = g_net, d_net, hidden_units
+    def __init__(self, g_net: StackedMLP, d_net: StackedMLP) -> None:
+        self.g_net, self.d_net = g_net, d_net
 
     def fitness(self, cells, cases):
         """Every case scored with its cell's fitness loss (bce under Mustangs, as the loop does)."""
-        loss = cells[0].loss
-        return fitness_losses(
-            [FitnessCase([p["params"] for p in c.generators], [p["params"] for p in c.discriminators], c.real, c.z, c.generators_only)
-             for c in cases],
-            self.g_net, self.d_net, loss, self.hidden,
-        )
+        return fitness_losses(cases, self.g_net, self.d_net, cells[0].loss)
 
     def train(self, cells, selections, beat):
         results: list = [None] * len(cells)
