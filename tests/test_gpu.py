@@ -87,9 +87,12 @@ def test_single_and_conditional_train_on_cuda(mode, network, deterministic, digi
     assert (generator.labels is not None) == (mode == "conditional")
 
 
-def test_the_grid_on_cuda_gives_the_same_bits_on_1_and_2_ranks(digits_dir, scoring, tmp_path, env):  # noqa: F811
-    # The grid scores its cells with the classifier on the GPU (FidScorer) while it trains.
-    setup = grid_settings()
+@pytest.mark.parametrize("batch_cells", [True, False], ids=["stacked", "loop"])
+def test_the_grid_on_cuda_gives_the_same_bits_on_1_and_2_ranks(batch_cells, digits_dir, scoring, tmp_path, env):  # noqa: F811
+    # The grid scores its cells with the classifier on the GPU (FidScorer) while it trains. Stacked, a
+    # rank's 4 cells meet cuBLAS as a batch of 4 matrices on 1 rank and of 2 on 2 ranks: this checks
+    # that cuBLAS computes each matrix of a batch the same way whatever the batch count.
+    setup = grid_settings(batch_cells=batch_cells)
     for ranks in (1, 2):
         run(grid_command(ranks, setup, tmp_path / f"n{ranks}", digits_dir, scoring) + CUDA, env)
         assert_ran_on_cuda(tmp_path / f"n{ranks}", ranks)
