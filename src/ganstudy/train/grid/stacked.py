@@ -205,31 +205,16 @@ class StackedEngine:
         g_totals, d_totals, d_steps = np.zeros(len(cells)), np.zeros(len(cells)), 0
         for step in range(first.steps()):
             real = torch.stack([cell.images[order[step * batch : (step + 1) * batch]] for cell, order in zip(cells, orders)])
-            # Each cell draws its defender, its loss, then mutates and draws noise for each attacker.
-            defenders, losses, noises = [], [], []
-            for cell, rows, opponents in zip(cells, g_rows, d_rows):
-                defender, loss = opponents[cell.pick(len(opponents))], cell.step_loss()
-                for row in rows:
-                    gens.lrs[row] = cell.mutated_lr(gens.lrs[row])
-                    noises.append(cell.noise())
-                    defenders.append(defender)
-                    losses.append(loss)
-            out = self.d_net(discs.frozen(defenders), self.g_net(gens.params, torch.stack(noises)))
+            defenders, losses, noises = _draw_update(cells, gens, g_rows, d_rows)
+            out = self.d_net(discs.frozen(defenders), self.g_net(gens.params, noises))
             values = row_losses(losses if mustangs else first.loss, lambda loss, r: loss.generator(out[r]))
             values.sum().backward()
             gens.step()
             _add_by_cell(g_totals, values, g_rows)
             if first.d_updates(step):
-                defenders, losses, noises = [], [], []
-                for cell, rows, opponents in zip(cells, d_rows, g_rows):
-                    defender, loss = opponents[cell.pick(len(opponents))], cell.step_loss()
-                    for row in rows:
-                        discs.lrs[row] = cell.mutated_lr(discs.lrs[row])
-                        noises.append(cell.noise())
-                        defenders.append(defender)
-                        losses.append(loss)
+                defenders, losses, noises = _draw_update(cells, discs, d_rows, g_rows)
                 with torch.no_grad():
-                    fake = self.g_net(gens.frozen(defenders), torch.stack(noises))
+                    fake = self.g_net(gens.frozen(defenders), noises)
                 cell_of_row = [c for c, rows in enumerate(d_rows) for _ in rows]
                 d_real, d_fake = self.d_net(discs.params, real[cell_of_row]), self.d_net(discs.params, fake)
                 values = row_losses(losses if mustangs else first.loss, lambda loss, r: loss.discriminator(d_real[r], d_fake[r]))
@@ -245,6 +230,21 @@ class StackedEngine:
              g_totals[c] / max(1, steps * len(rows)), d_totals[c] / max(1, d_steps * len(drows)))
             for c, (rows, drows, (new_g, new_d)) in enumerate(zip(g_rows, d_rows, selections))
         ]
+
+
+def _draw_update(cells, attackers: StackedPlayers, rows_of: list[list[int]], opponents_of: list[list[int]]):
+    """One update's draws, cell by cell in the loop's order: the defender (an opponent row), the loss,
+    then for each attacker its mutated learning rate and its noise. Returns per attacker row the
+    defender row, the loss and the noise batch."""
+    defenders, losses, noises = [], [], []
+    for cell, rows, opponents in zip(cells, rows_of, opponents_of):
+        defender, loss = opponents[cell.pick(len(opponents))], cell.step_loss()
+        for row in rows:
+            attackers.lrs[row] = cell.mutated_lr(attackers.lrs[row])
+            noises.append(cell.noise())
+            defenders.append(defender)
+            losses.append(loss)
+    return defenders, losses, torch.stack(noises)
 
 
 def _row_ranges(counts: Sequence[int]) -> list[list[int]]:
