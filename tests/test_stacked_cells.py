@@ -8,8 +8,10 @@ import copy
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from ganstudy.models import NetworkSpec, build_pair
+from ganstudy.models.stacked import StackedMLP
 from ganstudy.train.grid.population import Individual
 from ganstudy.train.grid.stacked import FitnessCase, StackedPlayers, fitness_losses
 from ganstudy.train.losses import LOSSES
@@ -38,6 +40,18 @@ def test_stacked_networks_compute_what_the_lone_networks_compute(spec):
         torch.testing.assert_close(scores[row], d(g(z[row])), rtol=1e-5, atol=1e-6)
         # The lone layout comes back: a row's state loads into the lone network unchanged.
         assert all(torch.equal(a, b) for a, b in zip(g_net.state(g_params, row).values(), g.state_dict().values()))
+
+
+def test_stacked_tanh_is_tanh_in_value_and_gradient():
+    tanh = StackedMLP.of(nn.Sequential(nn.Linear(1, 1), nn.Tanh()), "", ()).activations[0]
+    x = torch.cat([torch.linspace(-12, 12, 100_001), torch.tensor([-100.0, -1e-8, 0.0, 1e-8, 100.0])]).requires_grad_()
+    # As in the network: applied (in place) to a layer's fresh output.
+    y = tanh(x * 1)
+    exact = torch.tanh(x.detach().double())
+    assert (y.detach().double() - exact).abs().max() < 2e-7
+    assert y[-5:].tolist() == [-1.0, pytest.approx(0.0, abs=1e-7), 0.0, pytest.approx(0.0, abs=1e-7), 1.0]
+    y.backward(torch.full_like(x, 3.0))
+    torch.testing.assert_close(x.grad.double(), 3 * (1 - exact**2), rtol=0, atol=2e-6)
 
 
 @pytest.fixture

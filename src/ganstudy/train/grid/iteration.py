@@ -12,6 +12,7 @@ networks (``StackedEngine``); ``LoopEngine`` runs them cell by cell, for network
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
@@ -59,8 +60,8 @@ def iterate_cells(
         trained = engine.train(cells, selections, beat)
     with timer("fitness"):
         # The trained copies meet the same opponents on the same sample as before their training.
-        new_g_cases = [FitnessCase(new_g, d, real, z, generators_only=True) for (new_g, *_), (_, d), (real, z) in zip(trained, pools, samples)]
-        new_d_cases = [FitnessCase(g, new_d, real, z) for (_, new_d, *_), (g, _), (real, z) in zip(trained, pools, samples)]
+        new_g_cases = [replace(case, generators=new_g, generators_only=True, fakes=None) for (new_g, *_), case in zip(trained, cases)]
+        new_d_cases = [replace(case, discriminators=new_d) for (_, new_d, *_), case in zip(trained, cases)]
         losses = engine.fitness(list(cells) * 2, new_g_cases + new_d_cases)
         for cell, (new_g, new_d, *_), (g_losses, _), (_, d_losses) in zip(cells, trained, losses[: len(cells)], losses[len(cells) :]):
             for payload, fitness in zip(new_g, cell.aggregate(g_losses)):

@@ -116,6 +116,9 @@ class FitnessCase:
     z: Tensor  # [S, latent]
     # Only the generators' losses are wanted: the discriminators never see the real sample.
     generators_only: bool = False
+    # The generators' samples on z ([Kg, S, ...]), kept by the engine that made them: after training,
+    # the new discriminators meet the same generators on the same noise (a tenth of fitness's work).
+    fakes: Tensor | None = None
 
 
 def fitness_losses(
@@ -144,10 +147,15 @@ def fitness_losses(
 
 def _fitness_chunk(cases, g_net, d_net, loss, kg, kd):
     with torch.no_grad():
-        g_params = g_net.stack([g["params"] for case in cases for g in case.generators])
         d_params = d_net.stack([d["params"] for case in cases for d in case.discriminators])
-        z = torch.stack([case.z for case in cases]).repeat_interleave(kg, dim=0)
-        fakes = g_net(g_params, z).unflatten(0, (len(cases), kg))  # [cases, kg, S, ...]
+        if all(case.fakes is not None for case in cases):
+            fakes = torch.stack([case.fakes for case in cases])
+        else:
+            g_params = g_net.stack([g["params"] for case in cases for g in case.generators])
+            z = torch.stack([case.z for case in cases]).repeat_interleave(kg, dim=0)
+            fakes = g_net(g_params, z).unflatten(0, (len(cases), kg))  # [cases, kg, S, ...]
+            for case, made in zip(cases, fakes):
+                case.fakes = made
         real = torch.stack([case.real for case in cases])  # [cases, S, ...]
         # Every discriminator of a case sees the same block: one row of input per discriminator.
         seen = lambda block: d_net(d_params, block.repeat_interleave(kd, dim=0)).unflatten(0, (len(cases), kd))  # noqa: E731
