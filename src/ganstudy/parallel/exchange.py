@@ -33,9 +33,8 @@ class NeighbourExchange:
             )
             self.comm = comm.Create_dist_graph_adjacent(peers, peers, reorder=False)
             # For each peer, in the communicator's order of destinations: the cells its cells need.
-            self._wanted = [
-                [cell for cell in self.cells if any(cell in shape.neighbourhood(c) for c in blocks[peer])] for peer in peers
-            ]
+            needs = [{n for c in blocks[peer] for n in shape.neighbourhood(c)} for peer in peers]
+            self._wanted = [[cell for cell in self.cells if cell in needed] for needed in needs]
 
     @property
     def rank_is_its_only_neighbour(self) -> bool:
