@@ -53,6 +53,17 @@ def classifier_path(digits_dir: Path) -> Path:
     return model
 
 
+@pytest.fixture(scope="session")
+def scoring(digits_dir: Path, classifier_path: Path) -> tuple[Path, Path]:
+    """The classifier and the training split's reference statistics of its logits (in-training FIDs)."""
+    from ganstudy.evaluate.extractor import classifier_extractor
+    from ganstudy.evaluate.scores import reference_statistics
+
+    reference = digits_dir / "reference_stats.npz"
+    reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), "logits", 500, reference, 1)
+    return classifier_path, reference
+
+
 @pytest.fixture(scope="session", autouse=True)
 def slurm_daemons() -> dict:
     """A single-node Slurm for the whole session wherever Slurm is installed (CI installs it).

@@ -19,7 +19,7 @@ from ganstudy.models.artifact import load_generator, sample_generator
 from jobs import kill_job, start_job, wait_for
 from conftest import SCHEMA
 from test_data_parallel_mpi import settings as dp_settings
-from test_grid_mpi import assert_same, result as grid_result, scoring  # noqa: F401 (scoring is a fixture)
+from test_grid_mpi import assert_same, result as grid_result
 from test_grid_mpi import command as grid_command, settings as grid_settings
 from test_per_class_mpi import assert_same_generators, command as train_command, settings as per_class_settings
 from test_training import _setup as single_settings
@@ -88,7 +88,7 @@ def test_single_and_conditional_train_on_cuda(mode, network, deterministic, digi
 
 
 @pytest.mark.parametrize("batch_cells", [True, False], ids=["stacked", "loop"])
-def test_the_grid_on_cuda_gives_the_same_bits_on_1_and_2_ranks(batch_cells, digits_dir, scoring, tmp_path, env):  # noqa: F811
+def test_the_grid_on_cuda_gives_the_same_bits_on_1_and_2_ranks(batch_cells, digits_dir, scoring, tmp_path, env):
     # The grid scores its cells with the classifier on the GPU (FidScorer) while it trains. Stacked, a
     # rank's 4 cells meet cuBLAS as a batch of 4 matrices on 1 rank and of 2 on 2 ranks: this checks
     # that cuBLAS computes each matrix of a batch the same way whatever the batch count.
@@ -213,7 +213,7 @@ def test_a_killed_cuda_run_resumes_to_the_same_bits_as_an_uninterrupted_one(digi
 # --- scoring with the classifier (no Inception) on the GPU -------------------------------------------
 
 
-def test_the_classifier_scores_the_same_on_the_gpu_and_the_cpu(cpu_and_cuda, scoring):  # noqa: F811
+def test_the_classifier_scores_the_same_on_the_gpu_and_the_cpu(cpu_and_cuda, scoring):
     classifier, reference = scoring
     generator, spec = load_generator(cpu_and_cuda["cuda"] / "generator.pt")
     noise = torch.rand(1000, 1, 8, 8, generator=torch.Generator().manual_seed(0)) * 2 - 1
@@ -226,7 +226,7 @@ def test_the_classifier_scores_the_same_on_the_gpu_and_the_cpu(cpu_and_cuda, sco
         assert on_gpu.fid(images) == pytest.approx(on_cpu.fid(images), rel=1e-2)
 
 
-def test_evaluate_scores_a_cuda_trained_generator_like_the_cpu_trained_one(cpu_and_cuda, scoring, tmp_path, env):  # noqa: F811
+def test_evaluate_scores_a_cuda_trained_generator_like_the_cpu_trained_one(cpu_and_cuda, scoring, tmp_path, env):
     classifier, reference = scoring
     evaluation = validate_study_config({"evaluation": {"samples": 1000, "metrics": ["fid", "isc", "label_tvd"]}}, SCHEMA)["evaluation"]
     scores = {}

@@ -15,8 +15,6 @@ import pytest
 import torch
 
 from ganstudy.config import validate_study_config
-from ganstudy.evaluate.extractor import classifier_extractor
-from ganstudy.evaluate.scores import reference_statistics
 from ganstudy.models.artifact import load_generator
 
 from conftest import SCHEMA
@@ -36,14 +34,6 @@ def settings(**keys):
     grid = {k: v for k, v in keys.items() if k not in SETUP_KEYS}
     setup = {**TINY, **{k: v for k, v in keys.items() if k in SETUP_KEYS}, "grid": {**TINY["grid"], **grid}}
     return validate_study_config({"setups": {"g": setup}}, SCHEMA)["setups"]["g"]
-
-
-@pytest.fixture(scope="module")
-def scoring(digits_dir, classifier_path):
-    reference = digits_dir / "reference_stats.npz"
-    if not reference.exists():
-        reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), "logits", 500, reference, 1)
-    return classifier_path, reference
 
 
 def command(ranks, setup, out, digits_dir, scoring, checkpoints=None):

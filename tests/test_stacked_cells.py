@@ -4,18 +4,23 @@ torch's Adam, and a row's bits independent of the rows that share its stack."""
 from __future__ import annotations
 
 import copy
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
+from ganstudy.evaluate.fid import FidScorer
 from ganstudy.models import NetworkSpec, build_pair
+from ganstudy.models.mixture import MixtureGenerator, proportional_counts
 from ganstudy.models.stacked import StackedMLP
+from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids
 from ganstudy.train.grid.population import Individual
-from ganstudy.train.grid.stacked import FitnessCase, StackedPlayers, fitness_losses
+from ganstudy.train.grid.stacked import FitnessCase, StackedEngine, StackedPlayers, fitness_losses
 from ganstudy.train.losses import LOSSES
 
+CPU = torch.device("cpu")
 SPECS = [NetworkSpec((1, 8, 8), 16, 32), NetworkSpec((1, 7, 3), 5, 37)]
 
 
@@ -28,8 +33,8 @@ def pairs(spec: NetworkSpec, count: int, seed: int = 0):
 def test_stacked_networks_compute_what_the_lone_networks_compute(spec):
     nets = pairs(spec, 3)
     g_net, d_net = nets[0][0].stacked(), nets[0][1].stacked()
-    g_params = g_net.stack([g.state_dict() for g, _ in nets])
-    d_params = d_net.stack([d.state_dict() for _, d in nets])
+    g_params = g_net.stack([g.state_dict() for g, _ in nets], CPU)
+    d_params = d_net.stack([d.state_dict() for _, d in nets], CPU)
     z = torch.randn(3, 11, spec.latent_dim)
     fakes = g_net(g_params, z)
     assert fakes.shape == (3, 11, *spec.image_shape)
@@ -72,8 +77,8 @@ def test_a_row_gives_the_same_bits_in_any_stack(spec, samples, one_thread):
     z = torch.randn(5, samples, spec.latent_dim)
     outcomes = {}
     for size in (1, 2, 5):
-        g_params = [p.requires_grad_() for p in g_net.stack([g.state_dict() for g, _ in nets[-size:]])]
-        d_params = d_net.stack([d.state_dict() for _, d in nets[-size:]])
+        g_params = [p.requires_grad_() for p in g_net.stack([g.state_dict() for g, _ in nets[-size:]], CPU)]
+        d_params = d_net.stack([d.state_dict() for _, d in nets[-size:]], CPU)
         out = d_net(d_params, g_net(g_params, z[-size:]))
         LOSSES.get("bce").generator(out).sum().backward()
         # The last row is the same network on the same noise in every stack.
@@ -138,3 +143,46 @@ def test_fitness_losses_are_the_losses_of_every_pair():
                     if d_losses is not None:
                         assert d_losses[j, i] == pytest.approx(float(loss.discriminator(d(case.real), d(fake))), rel=1e-5)
     assert np.isfinite(results[0][0]).all()
+
+
+# --- the mixture ES: candidates scored on shared span images --------------------------------------
+CANDIDATES = {
+    "es-step": [np.array([0.3, 0.1, 0.2, 0.4, 0.0]), np.array([0.29, 0.12, 0.2, 0.38, 0.01])],
+    "far-apart": [np.array([0.7, 0.1, 0.1, 0.1, 0.0]), np.array([0.0, 0.1, 0.1, 0.1, 0.7])],
+    "final": [np.full(5, 0.2)],
+}
+
+
+def mixture_step(nets, candidates, samples=250, seed=0):
+    z = torch.randn(samples, SPECS[0].latent_dim, generator=torch.Generator().manual_seed(seed))
+    return MixtureStep([{"params": g.state_dict()} for g, _ in nets], z, candidates)
+
+
+@pytest.mark.parametrize("name", CANDIDATES)
+def test_each_candidate_is_scored_on_its_own_mixtures_images(name, scoring, one_thread):
+    nets = pairs(SPECS[0], 5)
+    engine = StackedEngine(nets[0][0].stacked(), nets[0][1].stacked())
+    step = mixture_step(nets, CANDIDATES[name])
+    shares = [np.cumsum([0, *proportional_counts(w, 250)]) for w in step.candidates]
+    for k, (start, end) in enumerate(step.spans()):
+        assert start == min(b[k] for b in shares) and end == max(b[k + 1] for b in shares)
+    (images,) = engine.span_images([SimpleNamespace(device=CPU)], [step])
+    assert len(images) == sum(end - start for start, end in step.spans())
+    scorer = FidScorer(*scoring, CPU)
+    fids = candidate_fids(scorer, step, images)
+    with torch.no_grad():
+        for weights, rows, fid in zip(step.candidates, step.rows(), fids):
+            mixture = MixtureGenerator([g for g, _ in nets], weights)(step.z)
+            torch.testing.assert_close(images[rows], mixture, rtol=1e-5, atol=1e-6)
+            assert fid == pytest.approx(scorer.fid(mixture), rel=1e-4)
+    assert len(set(fids)) == len(fids)
+
+
+def test_a_cells_span_images_do_not_depend_on_the_cells_beside_it(one_thread):
+    nets = pairs(SPECS[0], 5)
+    engine = StackedEngine(nets[0][0].stacked(), nets[0][1].stacked())
+    steps = [mixture_step(nets, CANDIDATES[name], seed=s) for s, name in enumerate(CANDIDATES)]
+    cells = [SimpleNamespace(device=CPU)] * len(steps)
+    alone = engine.span_images(cells[:1], steps[-1:])[0]
+    together = engine.span_images(cells, steps)[-1]
+    assert torch.equal(alone, together)

@@ -17,7 +17,6 @@ from ganstudy.config import validate_study_config
 from ganstudy.parallel.stop import STOPPED_EXIT_CODE
 from jobs import start_job, wait_for
 from test_grid_mpi import command as grid_command
-from test_grid_mpi import scoring  # noqa: F401  (a fixture)
 from test_grid_mpi import settings as grid_settings
 from test_per_class_mpi import assert_same_generators
 
@@ -73,7 +72,7 @@ def catches_stop_signals(process: psutil.Process) -> bool:
 
 @pytest.mark.parametrize("mode, how", [("single", signal.SIGTERM), ("conditional", signal.SIGUSR1), ("per_class", signal.SIGTERM),
                                        ("data_parallel", signal.SIGUSR1), ("grid", signal.SIGTERM)])
-def test_a_signalled_job_checkpoints_exits_non_zero_and_resumes_to_the_same_bits(mode, how, digits_dir, scoring, env, tmp_path):  # noqa: F811
+def test_a_signalled_job_checkpoints_exits_non_zero_and_resumes_to_the_same_bits(mode, how, digits_dir, scoring, env, tmp_path):
     ranks = 2 if mode == "grid" else SETUPS[mode][0]
     checkpoints = tmp_path / "ckpt"
     job = start_job(line(mode, tmp_path / "stopped", checkpoints, digits_dir, scoring), env)

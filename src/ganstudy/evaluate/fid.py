@@ -75,5 +75,9 @@ class FidScorer:
 
     def fid(self, images: torch.Tensor, label: int | None = None) -> float:
         """FID against all real images, or against those of class ``label``."""
-        statistics = fid_features_to_statistics(self.features(images))
+        return self.distance(self.features(images), label)
+
+    def distance(self, features: torch.Tensor, label: int | None = None) -> float:
+        """FID of images given by their ``features`` (as ``features`` makes them)."""
+        statistics = fid_features_to_statistics(features)
         return frechet_distance(statistics, self.reference if label is None else self.classes[label])

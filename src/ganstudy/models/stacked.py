@@ -81,10 +81,10 @@ class StackedMLP:
             activations.append(_STACKED_ACTIVATIONS.get(type(activation), activation))
         return cls(tuple(names), tuple(activations), tuple(output_shape), tuple(shapes))
 
-    def stack(self, states: Sequence[dict[str, Tensor]]) -> list[Tensor]:
-        """Fresh stacked tensors from per-copy tensors named like the lone network's parameters (its
-        state dict, or an optimizer's moments of those parameters)."""
-        stacked = [torch.stack([state[name] for state in states]) for name in self.names]
+    def stack(self, states: Sequence[dict[str, Tensor]], device: torch.device) -> list[Tensor]:
+        """Fresh stacked tensors on ``device`` from per-copy tensors named like the lone network's
+        parameters (its state dict, or an optimizer's moments of those parameters)."""
+        stacked = [torch.stack([state[name] for state in states]).to(device) for name in self.names]
         return [t.transpose(1, 2).contiguous() if t.dim() == 3 else t for t in stacked]
 
     def state(self, stacked: Sequence[Tensor], row: int) -> dict[str, Tensor]:

@@ -16,9 +16,9 @@ from torch import nn
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.data.partition import cell_subset
 from ganstudy.models import NetworkSpec, build_pair
-from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.parallel.topology import Cell, GridShape
 from ganstudy.seeding import derive_seed
+from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids
 from ganstudy.train.grid.stacked import FitnessCase
 from ganstudy.train.grid.population import (
     Individual,
@@ -214,11 +214,35 @@ class GridCell:
         self.generators = replace_worst(self.generators, new_g, grid["n_replacements"], self.only_better)
         self.discriminators = replace_worst(self.discriminators, new_d, grid["n_replacements"], self.only_better)
 
-    def evolve(self, gathered: dict[Cell, dict[str, list[Payload]]]) -> float:
-        """The (1+1)-ES step on the mixture of the neighbourhood's best generators; the mixture's FID."""
+    def mixture_step(self, gathered: dict[Cell, dict[str, list[Payload]]], evolve: bool = True) -> MixtureStep:
+        """The mixture of the neighbourhood's best generators on fresh noise: its current weights and,
+        with ``evolve`` and more than one generator, the (1+1)-ES's mutation of them by N(0, sigma)."""
         # Each neighbour's population arrives best first: its first generator joins the mixture.
         firsts = [gathered[n]["generators"][0] for n in self.neighbourhood]
-        self.score = self._evolve_mixture([self._net(p, 0, slot) for slot, p in enumerate(firsts)])
+        z = torch.randn(self.grid["score_sample_size"], self.spec.latent_dim, generator=self.streams.torch["mixture"])
+        candidates = [self.weights]
+        if evolve and len(firsts) > 1:
+            mutated = np.clip(self.weights + self.streams.evolution.normal(0.0, self.grid["mixture_sigma"], len(self.weights)), 0, None)
+            if mutated.sum() > 0:
+                candidates.append(mutated / mutated.sum())
+        return MixtureStep(firsts, z, candidates)
+
+    def span_images(self, step: MixtureStep) -> torch.Tensor:
+        """The components' images of their spans of the step's noise, laid end to end (network by network)."""
+        batch = self.setup["batch_size"] * 10
+        z = step.z.to(self.device)
+        with torch.no_grad():
+            return torch.cat([
+                self._net(p, 0, slot)(z[offset : min(offset + batch, end)])
+                for slot, (p, (start, end)) in enumerate(zip(step.generators, step.spans()))
+                for offset in range(start, end, batch)
+            ])
+
+    def settle(self, step: MixtureStep, span_images: torch.Tensor) -> float:
+        """Keep the mutated weights when their mixture's FID is lower; the kept mixture's FID."""
+        scores = candidate_fids(self.scorer, step, span_images)
+        best = 1 if len(scores) == 2 and scores[1] < scores[0] else 0
+        self.weights, self.score = step.candidates[best], scores[best]
         return self.score
 
     def report(self, g_loss: float, d_loss: float) -> IterationReport:
@@ -277,27 +301,3 @@ class GridCell:
     def _mutate(self, individual: Individual) -> None:
         individual.lr = self.mutated_lr(individual.lr)
         set_learning_rate(individual.optimizer, individual.lr)
-
-    def mixture_score(self, generators: list[nn.Module], weights: np.ndarray, z: torch.Tensor) -> float:
-        with torch.no_grad():
-            images = MixtureGenerator(generators, weights)(z.to(self.device), batch_size=self.setup["batch_size"] * 10)
-        return self.scorer.fid(images)
-
-    def _evolve_mixture(self, generators: list[nn.Module]) -> float:
-        """(1+1)-ES: mutate the weights with N(0, sigma), keep them when the mixture's FID improves."""
-        z = torch.randn(self.grid["score_sample_size"], self.spec.latent_dim, generator=self.streams.torch["mixture"])
-        current = self.mixture_score(generators, self.weights, z)
-        if len(generators) > 1:
-            mutated = np.clip(self.weights + self.streams.evolution.normal(0.0, self.grid["mixture_sigma"], len(self.weights)), 0, None)
-            if mutated.sum() > 0:
-                mutated /= mutated.sum()
-                candidate = self.mixture_score(generators, mutated, z)
-                if candidate < current:
-                    self.weights, current = mutated, candidate
-        return current
-
-    def final_mixture(self, gathered: dict[Cell, dict[str, list[Payload]]]) -> tuple[list[Payload], float]:
-        """The cell's mixture after training (the neighbourhood's best generators) and its FID."""
-        payloads = [gathered[n]["generators"][0] for n in self.neighbourhood]
-        z = torch.randn(self.grid["score_sample_size"], self.spec.latent_dim, generator=self.streams.torch["mixture"])
-        return payloads, self.mixture_score([self._net(p, 0, slot) for slot, p in enumerate(payloads)], self.weights, z)

@@ -16,10 +16,12 @@ from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
+import torch
 
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.topology import Cell
 from ganstudy.train.grid.cell import GridCell, IterationReport
+from ganstudy.train.grid.mixture_es import MixtureStep
 from ganstudy.train.grid.population import Payload
 from ganstudy.train.grid.stacked import FitnessCase
 
@@ -32,6 +34,8 @@ class Engine(Protocol):
     def train(self, cells: Sequence[GridCell], selections: Sequence[tuple[list[Payload], list[Payload]]],
               beat: Callable[[], None]) -> list[Trained]: ...
 
+    def span_images(self, cells: Sequence[GridCell], steps: Sequence[MixtureStep]) -> list[torch.Tensor]: ...
+
 
 class LoopEngine:
     """Each cell's networks one after another, as nn.Modules."""
@@ -41,6 +45,23 @@ class LoopEngine:
 
     def train(self, cells, selections, beat):
         return [cell.loop_train(new_g, new_d, beat) for cell, (new_g, new_d) in zip(cells, selections)]
+
+    def span_images(self, cells, steps):
+        return [cell.span_images(step) for cell, step in zip(cells, steps)]
+
+
+def score_mixtures(
+    cells: Sequence[GridCell], engine: Engine, gathered: dict[Cell, dict[str, list[Payload]]],
+    beat: Callable[[], None], evolve: bool = True,
+) -> list[tuple[list[Payload], float]]:
+    """Each cell's mixture step (the ES's when ``evolve``, else the final score of its weights): the
+    mixture's generators and the FID of the weights it keeps."""
+    steps = [cell.mixture_step(gathered, evolve) for cell in cells]
+    scored = []
+    for cell, step, images in zip(cells, steps, engine.span_images(cells, steps)):
+        scored.append((step.generators, cell.settle(step, images)))
+        beat()
+    return scored
 
 
 def iterate_cells(
@@ -73,7 +94,5 @@ def iterate_cells(
         for cell, (g_fit, d_fit), (new_g, new_d, *_) in zip(cells, fits, trained):
             cell.replace(g_fit, d_fit, new_g, new_d)
     with timer("mixture"):
-        for cell in cells:
-            cell.evolve(gathered)
-            beat()
+        score_mixtures(cells, engine, gathered, beat)
     return [cell.report(g_loss, d_loss) for cell, (*_, g_loss, d_loss) in zip(cells, trained)]

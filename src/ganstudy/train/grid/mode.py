@@ -27,7 +27,7 @@ from ganstudy.parallel.heartbeat import Heartbeat
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.topology import Cell, GridShape, assign_cells, resolve_shape
 from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
-from ganstudy.train.grid.iteration import Engine, LoopEngine, iterate_cells
+from ganstudy.train.grid.iteration import Engine, LoopEngine, iterate_cells, score_mixtures
 from ganstudy.train.grid.stacked import StackedEngine
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
 from ganstudy.train.pair import batches_per_pass, network_spec
@@ -181,10 +181,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
                 with rank_timer("exchange"), heartbeat.waiting():
                     gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
                 with rank_timer("score"):
-                    finals = {}
-                    for c in cells:
-                        finals[c] = cells[c].final_mixture(gathered)
-                        heartbeat.beat()
+                    finals = dict(zip(cells, score_mixtures(list(cells.values()), engine, gathered, heartbeat.beat, evolve=False)))
                 # Rank 0 holds the fewest cells: it keeps its pulse going until every rank has scored.
                 with heartbeat.waiting():
                     control.Barrier()
