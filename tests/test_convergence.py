@@ -39,15 +39,24 @@ def test_a_set_up_still_improving_is_flagged_and_a_flat_one_is_not(tmp_path):
     # A per-class run: the curve is the mean over its classes.
     paths += [_losses(tmp_path, "pc", 0, plateau, classes=[0, 1])]
     paths += [_losses(tmp_path, "grid", 0, plateau, column="fid_best")]
-    table = write_convergence(paths, ["short", "long", "pc", "grid", "none"], 0.05, tmp_path / "convergence.csv").set_index("setup")
+    # Best 50 at iteration 10, then back up to 80 and 70 in the tail: 40% worse, past the 25% allowed.
+    rising = np.r_[np.linspace(400, 50, 10), np.linspace(55, 90, 8), 80.0, 70.0]
+    paths += [_losses(tmp_path, "rising", 0, rising)]
+    setups = ["short", "long", "pc", "grid", "none", "rising"]
+    table = write_convergence(paths, setups, 0.05, 0.25, tmp_path / "convergence.csv").set_index("setup")
     assert table.loc["short", "converged"] == "no" and table.loc["short", "trials"] == 3
     # Mean over 3 trials of falling + t: best before the tail at iteration 18, in the tail at 20.
     expected = (falling[17] + 1 - (falling[19] + 1)) / (falling[17] + 1)
     assert table.loc["short", "improvement"] == pytest.approx(expected)
     assert table.loc[["long", "pc", "grid"], "converged"].tolist() == ["yes"] * 3
     assert table.loc["grid", "score"] == "fid_best" and table.loc["none", "converged"] == "–"
+    assert table.loc["rising", "converged"] == "degraded" and table.loc["rising", "improvement"] == pytest.approx(-0.4)
+    # The same curve passes when 45% worse is allowed: the verdict follows the setting.
+    looser = write_convergence(paths, setups, 0.05, 0.45, tmp_path / "looser.csv").set_index("setup")
+    assert looser.loc["rising", "converged"] == "yes"
     notes = convergence_notes(tmp_path / "convergence.csv")
-    assert list(notes) == ["short"] and notes["short"].startswith("not converged: in-training FID still improved")
+    assert list(notes) == ["short", "rising"] and notes["short"].startswith("not converged: in-training FID still improved")
+    assert notes["rising"] == "degraded: best in-training FID of the last 10% of iterations 40% worse than before them (trained past its best)"
     scores = pd.DataFrame([{"setup": s, "trial": 0, "metric": "fid", "value": 1.0, "train_seconds": 1.0} for s in ("short", "long")])
     summary = summary_table(scores, "fid", ["short", "long"], 1, notes).set_index("setup")
     assert "not converged" in summary.loc["short", "note"] and summary.loc["long", "note"] == ""

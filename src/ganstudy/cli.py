@@ -178,7 +178,7 @@ def _convergence(args: argparse.Namespace) -> None:
     from ganstudy.report.figures import score_curves
     from ganstudy.stats.convergence import write_convergence
 
-    write_convergence(args.losses, args.setups, args.tolerance, args.out)
+    write_convergence(args.losses, args.setups, args.tolerance, args.degradation, args.out)
     score_curves(args.losses, args.setups, args.figure)
 
 
@@ -373,6 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--losses", nargs="+", required=True, help="losses.csv of the runs")
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in figure order")
     sub.add_argument("--tolerance", type=float, required=True, help="relative improvement over the last 10%% that counts as not converged")
+    sub.add_argument("--degradation", type=float, required=True, help="relative worsening of the tail's best vs the best before it that counts as degraded")
     sub.add_argument("--out", required=True, help="convergence.csv")
     sub.add_argument("--figure", required=True, help="score curves (PNG)")
 

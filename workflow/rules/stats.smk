@@ -33,6 +33,7 @@ rule convergence:
     params:
         setups=SETUPS,
         tolerance=config["statistics"]["convergence_tolerance"],
+        degradation=config["statistics"]["degradation_tolerance"],
     log:
         f"{LOG_DIR}/convergence.log",
     conda:
@@ -41,7 +42,7 @@ rule convergence:
     threads: 1
     shell:
         "ganstudy convergence --losses {input} --setups {params.setups} --tolerance {params.tolerance}"
-        " --out {output.table} --figure {output.figure} > {log} 2>&1"
+        " --degradation {params.degradation} --out {output.table} --figure {output.figure} > {log} 2>&1"
 
 
 rule stats:

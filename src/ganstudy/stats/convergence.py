@@ -5,7 +5,9 @@ The curve of a set-up is the mean over its trials of each run's in-training FID 
 its best cell every iteration). It is called converged when the best value over its last 10% of
 iterations improves on the best value before them by no more than ``tolerance`` (relative): a curve still
 falling at the end of training would have given a better generator with more iterations, and its scores
-describe an unfinished run rather than the method.
+describe an unfinished run rather than the method. A curve whose best in the tail is worse than its best
+before by more than ``degradation`` has degraded: training went on past its best (a discriminator that
+overfits a small data set, too high a learning rate), and its scores describe that, not the method.
 """
 
 from __future__ import annotations
@@ -53,7 +55,13 @@ def tail_improvement(curve: pd.Series, tail: float = TAIL) -> tuple[float, float
     return best_before, best_after, (best_before - best_after) / abs(best_before)
 
 
-def convergence_table(loss_paths: list[str], setups: list[str], tolerance: float) -> pd.DataFrame:
+def _verdict(improvement: float, tolerance: float, degradation: float) -> str:
+    if np.isnan(improvement):
+        return "–"
+    return "no" if improvement > tolerance else "degraded" if -improvement > degradation else "yes"
+
+
+def convergence_table(loss_paths: list[str], setups: list[str], tolerance: float, degradation: float) -> pd.DataFrame:
     rows = []
     curves = setup_curves(loss_paths, setups)
     for setup in setups:
@@ -66,22 +74,29 @@ def convergence_table(loss_paths: list[str], setups: list[str], tolerance: float
         rows.append({
             "setup": setup, "trials": frame.shape[1], "iterations": int(mean.index.max()), "score": column,
             "first": float(mean.iloc[0]), "best_before_tail": best_before, "best_in_tail": best_after, "improvement": improvement,
-            "converged": "–" if np.isnan(improvement) else ("no" if improvement > tolerance else "yes"),
+            "converged": _verdict(improvement, tolerance, degradation),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def write_convergence(loss_paths: list[str], setups: list[str], tolerance: float, out_path: str | os.PathLike[str]) -> pd.DataFrame:
-    table = convergence_table(loss_paths, setups, tolerance)
+def write_convergence(
+    loss_paths: list[str], setups: list[str], tolerance: float, degradation: float, out_path: str | os.PathLike[str],
+) -> pd.DataFrame:
+    table = convergence_table(loss_paths, setups, tolerance, degradation)
     with atomic_path(out_path) as tmp:
         table.to_csv(tmp, index=False)
     return table
 
 
 def convergence_notes(convergence_path: str | os.PathLike[str]) -> dict[str, str]:
-    """The summary tables' note for each set-up whose curve was still improving (from convergence.csv)."""
+    """The summary tables' note for each set-up whose curve was still improving or had degraded (from
+    convergence.csv)."""
     table = pd.read_csv(convergence_path)
-    return {
-        row.setup: f"not converged: in-training FID still improved {row.improvement:.0%} over the last {TAIL:.0%} of iterations"
-        for row in table.itertuples() if row.converged == "no"
-    }
+    notes = {}
+    for row in table.itertuples():
+        if row.converged == "no":
+            notes[row.setup] = f"not converged: in-training FID still improved {row.improvement:.0%} over the last {TAIL:.0%} of iterations"
+        elif row.converged == "degraded":
+            notes[row.setup] = (f"degraded: best in-training FID of the last {TAIL:.0%} of iterations {-row.improvement:.0%} worse "
+                                "than before them (trained past its best)")
+    return notes
