@@ -46,12 +46,13 @@ def dry_run(profile: str, config: Path | None, env: dict) -> str:
 def test_each_profile_plans_the_default_study_by_name(profile, env):
     # By name, from the repository root, as README says (the root links each name to profiles/<name>).
     out = dry_run(profile, None, env)
-    # The default study describes GPU nodes (node_gpus 6): a GPU per rank, bound by srun.
-    launcher = {"summit": "jsrun -n 2 -r 6 -a 1 -c 7 -g 1 -b packed:7", "slurm": "srun -n 2 --gpus-per-task=1", "local": "mpiexec -n 2"}[profile]
+    # The default study describes GPU nodes (node_gpus 6): a GPU per rank, bound by srun. Its
+    # compute.max_ranks is 1 (a laptop packs its one-core jobs side by side): one rank per job.
+    launcher = {"summit": "jsrun -n 1 -r 6 -a 1 -c 7 -g 1 -b packed:7", "slurm": "srun -n 1 --gpus-per-task=1", "local": "mpiexec -n 1"}[profile]
     assert f"{launcher} ganstudy train --setup grid2x2" in out
     jobs = _jobs(out, "grid2x2")
     if profile != "local":  # the local executor prints no resources
-        assert jobs and all("tasks=2," in j and "gpu=2, tasks_per_gpu=0" in j and "slurm_extra=--signal=USR1@300" in j for j in jobs)
+        assert jobs and all("tasks=1," in j and "gpu=1, tasks_per_gpu=0" in j and "slurm_extra=--signal=USR1@300" in j for j in jobs)
 
 
 @pytest.mark.parametrize("study", [s for s in STUDIES if "covid" not in s.stem], ids=lambda p: p.stem)
