@@ -27,7 +27,7 @@ def test_a_dangling_link_in_the_home_folder_does_not_hide_the_repository_s_profi
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Using profile summit" in done.stderr
     # The summit profile's launcher and printshellcmds: the repository's profile was used.
-    assert "jsrun -n 2 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train" in done.stdout
+    assert "jsrun -n 1 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train" in done.stdout
 
 
 def test_another_clone_s_profile_in_the_home_folder_is_not_used(tmp_path, env):
@@ -39,4 +39,4 @@ def test_another_clone_s_profile_in_the_home_folder_is_not_used(tmp_path, env):
         ["snakemake", "--profile", "local", "-n", "--forceall"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "mpiexec -n 2 ganstudy train" in done.stdout
+    assert "mpiexec -n 1 ganstudy train" in done.stdout
