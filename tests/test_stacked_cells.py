@@ -164,10 +164,10 @@ def test_each_candidate_is_scored_on_its_own_mixtures_images(name, scoring, one_
     engine = StackedEngine(nets[0][0].stacked(), nets[0][1].stacked())
     step = mixture_step(nets, CANDIDATES[name])
     shares = [np.cumsum([0, *proportional_counts(w, 250)]) for w in step.candidates]
-    for k, (start, end) in enumerate(step.spans()):
+    for k, (start, end) in enumerate(step.spans):
         assert start == min(b[k] for b in shares) and end == max(b[k + 1] for b in shares)
     (images,) = engine.span_images([SimpleNamespace(device=CPU)], [step])
-    assert len(images) == sum(end - start for start, end in step.spans())
+    assert len(images) == sum(end - start for start, end in step.spans)
     scorer = FidScorer(*scoring, CPU)
     fids = candidate_fids(scorer, step, images)
     with torch.no_grad():

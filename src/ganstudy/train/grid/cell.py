@@ -234,7 +234,7 @@ class GridCell:
         with torch.no_grad():
             return torch.cat([
                 self._net(p, 0, slot)(z[offset : min(offset + batch, end)])
-                for slot, (p, (start, end)) in enumerate(zip(step.generators, step.spans()))
+                for slot, (p, (start, end)) in enumerate(zip(step.generators, step.spans))
                 for offset in range(start, end, batch)
             ])
 

@@ -12,6 +12,7 @@ sizes 250 to 8,000, AMD EPYC, one thread), and each candidate's FID is that of i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -29,21 +30,21 @@ class MixtureStep:
     z: torch.Tensor  # [samples, latent]
     candidates: list[np.ndarray]
 
+    @cached_property
     def _bounds(self) -> list[np.ndarray]:
         return [np.cumsum([0, *proportional_counts(w, len(self.z))]) for w in self.candidates]
 
+    @cached_property
     def spans(self) -> list[tuple[int, int]]:
         """Per component, the rows of ``z`` that some candidate gives it: the hull of their shares."""
-        bounds = self._bounds()
-        return [(int(min(b[k] for b in bounds)), int(max(b[k + 1] for b in bounds))) for k in range(len(self.generators))]
+        return [(int(min(b[k] for b in self._bounds)), int(max(b[k + 1] for b in self._bounds))) for k in range(len(self.generators))]
 
     def rows(self) -> list[torch.Tensor]:
         """Per candidate, its images' rows in the components' span images laid end to end."""
-        spans = self.spans()
-        offsets = np.cumsum([0, *(end - start for start, end in spans)])
+        offsets = np.cumsum([0, *(end - start for start, end in self.spans)])
         return [
-            torch.cat([torch.arange(offsets[k] + b[k] - start, offsets[k] + b[k + 1] - start) for k, (start, _) in enumerate(spans)])
-            for b in self._bounds()
+            torch.cat([torch.arange(offsets[k] + b[k] - start, offsets[k] + b[k + 1] - start) for k, (start, _) in enumerate(self.spans)])
+            for b in self._bounds
         ]
 
 

@@ -200,7 +200,7 @@ class StackedEngine:
     def span_images(self, cells, steps: Sequence[MixtureStep]) -> list[Tensor]:
         """Every cell's mixture components on their spans of its noise, through the stacked generator:
         spans of one padded length in one call per chunk of them."""
-        spans = [step.spans() for step in steps]
+        spans = [step.spans for step in steps]
         by_rows: dict[int, list[tuple[int, int]]] = {}
         for s, cell_spans in enumerate(spans):
             for k, (start, end) in enumerate(cell_spans):
