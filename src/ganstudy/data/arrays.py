@@ -15,18 +15,25 @@ from ganstudy.errors import GanstudyError
 
 @dataclass(frozen=True)
 class Split:
-    images: np.ndarray  # float32 (N, C, H, W) in [-1, 1]
+    images: np.ndarray  # float32 (N, C, H, W) in [-1, 1]; (N, 1, X, Y, Z) for calorimeter showers
     labels: np.ndarray  # int64 (N,)
     # True for images SMOTE made (training split only); None when none were made.
     synthetic: np.ndarray | None = None
+    # float32, one row per image: what a paired or energy-conditioned generator maps from (pix2pix: the
+    # input image, same layout as images; calorimeter: the primary energy). None for noise GANs.
+    conditions: np.ndarray | None = None
 
     @property
-    def image_shape(self) -> tuple[int, int, int]:
-        return tuple(self.images.shape[1:])  # type: ignore[return-value]
+    def image_shape(self) -> tuple[int, ...]:
+        return tuple(self.images.shape[1:])
+
+    @property
+    def condition_shape(self) -> tuple[int, ...] | None:
+        return None if self.conditions is None else tuple(self.conditions.shape[1:])
 
 
 def save_split(path: str | os.PathLike[str], split: Split) -> None:
-    extra = {} if split.synthetic is None else {"synthetic": split.synthetic}
+    extra = {name: array for name, array in (("synthetic", split.synthetic), ("conditions", split.conditions)) if array is not None}
     with atomic_path(path) as tmp:
         np.savez(tmp, images=split.images, labels=split.labels, **extra)
 
@@ -34,8 +41,8 @@ def save_split(path: str | os.PathLike[str], split: Split) -> None:
 def load_split(path: str | os.PathLike[str]) -> Split:
     try:
         with np.load(path, allow_pickle=False) as arrays:
-            synthetic = arrays["synthetic"] if "synthetic" in arrays.files else None
-            return Split(arrays["images"], arrays["labels"], synthetic)
+            optional = {name: arrays[name] if name in arrays.files else None for name in ("synthetic", "conditions")}
+            return Split(arrays["images"], arrays["labels"], **optional)
     except FileNotFoundError:
         raise GanstudyError(f"prepared split {path} does not exist; run the prepare_dataset rule first") from None
     except (OSError, ValueError, KeyError) as exc:

@@ -12,13 +12,15 @@ from ganstudy.registry import Registry
 
 @dataclass(frozen=True)
 class NetworkSpec:
-    """What a network builder needs: the image shape, the set-up's network keys and, for conditional
-    networks, the number of classes (labels are 0 .. num_classes-1)."""
+    """What a network builder needs: the image shape, the set-up's network keys, for conditional
+    networks the number of classes (labels are 0 .. num_classes-1), and for networks of a task other
+    than "noise" the shape of one condition row (pix2pix: the input image; calo3d: the primary energy)."""
 
-    image_shape: tuple[int, int, int]
+    image_shape: tuple[int, ...]
     latent_dim: int
     hidden_units: int
     num_classes: int = 0
+    condition_shape: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,9 @@ class Network:
     build: Callable[[NetworkSpec], tuple[nn.Module, nn.Module]]
     # A conditional pair is called as generator(z, labels) and discriminator(images, labels).
     conditional: bool = False
+    # What the generator maps from: "noise" (a latent vector), "paired" (an input image, pix2pix) or
+    # "energy" (noise and a primary energy, calo3d); the training task of that name feeds it.
+    task: str = "noise"
 
 
 NETWORKS: Registry[Network] = Registry("network")

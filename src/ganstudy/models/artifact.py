@@ -22,6 +22,8 @@ READABLE = {FORMAT, "ganstudy-generator/2"}
 def save_generator(path: str | os.PathLike[str], generator: Generator, network: str, spec: NetworkSpec) -> None:
     spec_fields = asdict(spec)
     spec_fields["image_shape"] = list(spec.image_shape)
+    if spec.condition_shape is not None:
+        spec_fields["condition_shape"] = list(spec.condition_shape)
     save_state(
         path,
         {
@@ -43,6 +45,8 @@ def load_generator(path: str | os.PathLike[str]) -> tuple[Generator, NetworkSpec
         raise GanstudyError(f"{path} is not a ganstudy generator (format {state.get('format')!r}); {remedy}")
     fields: dict[str, Any] = dict(state["spec"])
     fields["image_shape"] = tuple(fields["image_shape"])
+    if fields.get("condition_shape") is not None:
+        fields["condition_shape"] = tuple(fields["condition_shape"])
     spec = NetworkSpec(**fields)
     components = []
     for weights in state["components"]:
