@@ -31,8 +31,16 @@ def fixed_data():
     return Split(images, labels)
 
 
+NOISE_SEED = 1
+
+
 def fixed_noise(rows: int, latent: int) -> torch.Tensor:
-    return torch.randn(rows, latent, generator=torch.Generator().manual_seed(1))
+    return torch.randn(rows, latent, generator=torch.Generator().manual_seed(NOISE_SEED))
+
+
+def fixed_batch(pair: DataParallelTrainer, rows: torch.Tensor):
+    """The pair's batch of ``rows`` with fixed_noise's noise (the task draws it from a stream seeded alike)."""
+    return pair.task.draw(pair.data, rows, torch.Generator().manual_seed(NOISE_SEED), pair.g_device)
 
 
 def trainer(setup: dict, world) -> DataParallelTrainer:
@@ -61,14 +69,13 @@ def main() -> None:
     saved: dict = {}
     with torch_process_group(world, CPU[0]):
         batch = torch.arange(setup["batch_size"])
-        noise = fixed_noise(setup["batch_size"], setup["latent_dim"])
         if action == "steps":
             # One discriminator step of a fresh pair, then one generator step of another fresh pair.
             first = trainer(setup, world)
-            saved["d_loss"] = global_mean(first._discriminator_step(batch, noise), world)
+            saved["d_loss"] = global_mean(first._discriminator_step(fixed_batch(first, batch)), world)
             saved["d_grads"] = grads(first.discriminator)
             second = trainer(setup, world)
-            saved["g_loss"] = global_mean(second._generator_step(batch, noise), world)
+            saved["g_loss"] = global_mean(second._generator_step(fixed_batch(second, batch)), world)
             saved["g_grads"] = grads(second.generator)
         elif action == "train":
             pair = trainer(setup, world)

@@ -12,6 +12,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import fields
 from typing import Any
 
 from ganstudy.errors import GanstudyError
@@ -43,7 +44,7 @@ def _prepare(args: argparse.Namespace) -> None:
 
     s = args.settings
     # Keys the study config fills in; a hand-written call may leave the optional ones out.
-    options = LoadOptions(s.get("image_size"), s.get("channels"))
+    options = LoadOptions(**{f.name: s[f.name] for f in fields(LoadOptions) if f.name in s})
     manifest = prepare_dataset(s["name"], s["path"], s["test_fraction"], args.seed, args.out_dir, options, s.get("smote"))
     print(json.dumps(manifest["class_counts"]))
 

@@ -1,5 +1,5 @@
 """Registered data-set loaders: ``loader(path, options)`` returns images as float32 (N, C, H, W) in
-[0, 1] and int64 labels. Only the image folder, whose files differ, reads the options itself;
+[0, 1] and int64 labels. Only the image folders, whose files differ, read the options themselves;
 prepare_dataset brings every other set to the configured size and channels afterwards."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import io
 import pickle
 import tarfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,17 +27,30 @@ class RawDataset:
     labels: np.ndarray  # int64 (N,), classes 0..K-1
     source: str
     class_names: tuple[str, ...] | None = None
+    # float32 (N, C, H, W) in [0, 1]: what a paired generator maps from, row for row; None for noise GANs.
+    conditions: np.ndarray | None = None
+    # "train" / "val" / "test" per row where the source splits its images itself; None: prepare splits.
+    split: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """How images are delivered: square side in pixels and channels (None = as stored)."""
+    """How images are delivered: square side in pixels and channels (None = as stored), and for paired
+    sets which half of a pair is the generator's input (AtoB: the left half A)."""
 
     image_size: int | None = None
     channels: int | None = None
+    direction: str = "AtoB"
 
 
 LOADERS: Registry = Registry("data-set loader")
+
+
+def get_loader(name: str) -> Callable[[str | None, LoadOptions], RawDataset]:
+    # Importing the module registers its loader; it imports this one, so it cannot be imported above.
+    from ganstudy.data import paired  # noqa: F401
+
+    return LOADERS.get(name)
 
 
 @LOADERS.register("digits")
@@ -145,12 +159,41 @@ def load_fashion_mnist(path: str | None, options: LoadOptions = LoadOptions()) -
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
 
 
+def read_image(file: Path) -> np.ndarray:
+    """A PNG/JPEG file as float32 (C, H, W) in [0, 1]: one channel when stored grey, else RGB."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(file) as image:
+            image.load()
+            grey = image.mode in ("1", "L", "LA", "I", "I;16", "F")
+            pixels = np.asarray(image.convert("L" if grey else "RGB"), dtype=np.float32) / 255.0
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise GanstudyError(f"{file} is not a readable PNG/JPEG image ({exc}); replace or remove it") from None
+    return pixels[None] if grey else pixels.transpose(2, 0, 1)
+
+
+def check_same_size(decoded: list[np.ndarray], files: list[Path]) -> None:
+    """Images kept at their stored size must share it: they end up in one array."""
+    for file, pixels in zip(files, decoded):
+        if pixels.shape[1:] != decoded[0].shape[1:]:
+            raise GanstudyError(
+                f"{file} is {pixels.shape[2]}x{pixels.shape[1]} but {files[0]} is "
+                f"{decoded[0].shape[2]}x{decoded[0].shape[1]}: set dataset.image_size to resize every image"
+            )
+
+
+def stack_images(decoded: list[np.ndarray], options: LoadOptions) -> np.ndarray:
+    """Decoded images as one array at options.image_size with options.channels (None: RGB as soon as
+    one image is in colour)."""
+    channels = options.channels or (1 if all(d.shape[0] == 1 for d in decoded) else 3)
+    return np.stack([conform(d[None], options.image_size, channels)[0] for d in decoded])
+
+
 @LOADERS.register("image_folder")
 def load_image_folder(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """One subfolder per class (class labels 0.. in sorted folder-name order) of PNG/JPEG files, grey
     or colour, each resized to options.image_size (the COVID-19 x-ray set's layout)."""
-    from PIL import Image, UnidentifiedImageError
-
     if path is None:
         raise GanstudyError("dataset 'image_folder' needs dataset.path: a folder with one subfolder of images per class")
     root = Path(path)
@@ -159,34 +202,18 @@ def load_image_folder(path: str | None, options: LoadOptions = LoadOptions()) ->
     classes = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not classes:
         raise GanstudyError(f"image folder {root} has no class subfolders; put each class's images in a subfolder of its own")
-    files: list[tuple[Path, int]] = []
+    files: list[Path] = []
+    labels: list[int] = []
     for label, name in enumerate(classes):
         found = sorted(f for f in (root / name).iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
         if not found:
             raise GanstudyError(f"class folder {root / name} holds no PNG or JPEG images")
-        files += [(f, label) for f in found]
-    decoded = []
-    for file, _ in files:
-        try:
-            with Image.open(file) as image:
-                image.load()
-                grey = image.mode in ("1", "L", "LA", "I", "I;16", "F")
-                pixels = np.asarray(image.convert("L" if grey else "RGB"), dtype=np.float32) / 255.0
-        except (UnidentifiedImageError, OSError, ValueError) as exc:
-            raise GanstudyError(f"{file} is not a readable PNG/JPEG image ({exc}); replace or remove it") from None
-        decoded.append(pixels[None] if grey else pixels.transpose(2, 0, 1))
-    channels = options.channels or (1 if all(d.shape[0] == 1 for d in decoded) else 3)
-    size = options.image_size
-    if size is None:
-        for (file, _), pixels in zip(files, decoded):
-            if pixels.shape[1:] != decoded[0].shape[1:]:
-                raise GanstudyError(
-                    f"{file} is {pixels.shape[2]}x{pixels.shape[1]} but {files[0][0]} is "
-                    f"{decoded[0].shape[2]}x{decoded[0].shape[1]}: set dataset.image_size to resize every image"
-                )
-    images = np.stack([conform(d[None], size, channels)[0] for d in decoded])
-    labels = np.array([label for _, label in files], dtype=np.int64)
-    return RawDataset(images, labels, str(root), tuple(classes))
+        files += found
+        labels += [label] * len(found)
+    decoded = [read_image(file) for file in files]
+    if options.image_size is None:
+        check_same_size(decoded, files)
+    return RawDataset(stack_images(decoded, options), np.array(labels, dtype=np.int64), str(root), tuple(classes))
 
 
 class _BatchUnpickler(pickle.Unpickler):

@@ -1,6 +1,6 @@
 """prepare_dataset: load, conform to the configured size and channels, normalise to [-1, 1], stratified
-seeded split, SMOTE on the training split, per-class partitions, arrays + a manifest with the class
-counts after each step."""
+seeded split (or the source's own split), SMOTE on the training split, per-class partitions, arrays + a
+manifest with the class counts after each step."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from sklearn.model_selection import train_test_split
 from ganstudy.atomic import atomic_path, write_json
 from ganstudy.data.arrays import Split, save_split, file_digest
 from ganstudy.data.conform import conform
-from ganstudy.data.loaders import LOADERS, LoadOptions
+from ganstudy.data.loaders import LoadOptions, get_loader
 from ganstudy.data.partition import class_partitions
 from ganstudy.data.smote import oversample
 from ganstudy.errors import GanstudyError
@@ -26,6 +26,34 @@ def _class_counts(labels: np.ndarray) -> dict[str, int]:
     return {str(int(v)): int(c) for v, c in zip(values, counts)}
 
 
+def _stratified_split(
+    name: str, labels: np.ndarray, counts: dict[str, int], test_fraction: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    too_small = [c for c, n in counts.items() if n < 2]
+    if too_small:
+        raise GanstudyError(
+            f"class(es) {too_small} of dataset '{name}' have fewer than 2 images; a stratified split needs "
+            "at least one image per class in each split: add images or drop those classes"
+        )
+    try:
+        train_idx, test_idx = train_test_split(
+            np.arange(len(labels)), test_size=test_fraction, stratify=labels, random_state=seed
+        )
+    except ValueError as exc:
+        raise GanstudyError(f"cannot split dataset '{name}' with test_fraction={test_fraction}: {exc}") from None
+    # Sorted indices keep each split in the source's order, so the files do not depend on the shuffle.
+    return np.sort(train_idx), np.sort(test_idx)
+
+
+def _source_split(split: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The source's own train rows, and its test rows, or its val rows when it has no test folder (pix2pix
+    evaluates on val then); val rows beside a test folder are left out, as pix2pix trains on train only."""
+    folders = {name: int(np.sum(split == name)) for name in ("train", "val", "test") if name in split}
+    test_from = "test" if "test" in folders else "val"
+    record = {"train": "train", "test": test_from, "folder_images": folders}
+    return np.flatnonzero(split == "train"), np.flatnonzero(split == test_from), record
+
+
 def prepare_dataset(
     name: str,
     path: str | None,
@@ -35,25 +63,18 @@ def prepare_dataset(
     options: LoadOptions = LoadOptions(),
     smote: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``smote``: the config's dataset.smote section (strategy none / balance / factor)."""
-    raw = LOADERS.get(name)(path, options)
+    """``smote``: the config's dataset.smote section (strategy none / balance / factor). A source with its
+    own split (RawDataset.split) keeps it and ``test_fraction`` is not used."""
+    raw = get_loader(name)(path, options)
     counts = _class_counts(raw.labels)
-    too_small = [c for c, n in counts.items() if n < 2]
-    if too_small:
-        raise GanstudyError(
-            f"class(es) {too_small} of dataset '{name}' have fewer than 2 images; a stratified split needs "
-            "at least one image per class in each split: add images or drop those classes"
-        )
+    if raw.split is None:
+        seed = derive_seed(study_seed, "dataset-split") % 2**32
+        train_idx, test_idx = _stratified_split(name, raw.labels, counts, test_fraction, seed)
+        how_split: dict[str, Any] = {"split_seed": seed, "test_fraction": test_fraction}
+    else:
+        train_idx, test_idx, source_split = _source_split(raw.split)
+        how_split = {"source_split": source_split}
     images = conform(raw.images, options.image_size, options.channels) * 2.0 - 1.0
-    seed = derive_seed(study_seed, "dataset-split") % 2**32
-    try:
-        train_idx, test_idx = train_test_split(
-            np.arange(len(raw.labels)), test_size=test_fraction, stratify=raw.labels, random_state=seed
-        )
-    except ValueError as exc:
-        raise GanstudyError(f"cannot split dataset '{name}' with test_fraction={test_fraction}: {exc}") from None
-    # Sorted indices keep each split in the source's order, so the files do not depend on the shuffle.
-    train_idx, test_idx = np.sort(train_idx), np.sort(test_idx)
     out = Path(out_dir)
     manifest: dict[str, Any] = {
         "dataset": name,
@@ -61,17 +82,23 @@ def prepare_dataset(
         "image_shape": list(images.shape[1:]),
         "num_classes": int(raw.labels.max()) + 1,
         "value_range": [-1.0, 1.0],
-        "split_seed": seed,
-        "test_fraction": test_fraction,
+        **how_split,
         "class_counts": {"all": counts},
         "files": {},
     }
     if raw.class_names is not None:
         manifest["class_names"] = list(raw.class_names)
-    splits = {
-        "train": Split(images[train_idx].astype(np.float32), raw.labels[train_idx]),
-        "test": Split(images[test_idx].astype(np.float32), raw.labels[test_idx]),
-    }
+    conditions = None
+    if raw.conditions is not None:
+        conditions = conform(raw.conditions, options.image_size, options.channels) * 2.0 - 1.0
+        manifest["direction"] = options.direction
+        manifest["condition_shape"] = list(conditions.shape[1:])
+
+    def subset(rows: np.ndarray) -> Split:
+        picked = None if conditions is None else conditions[rows].astype(np.float32)
+        return Split(images[rows].astype(np.float32), raw.labels[rows], conditions=picked)
+
+    splits = {"train": subset(train_idx), "test": subset(test_idx)}
     for split_name, split in splits.items():
         manifest["class_counts"][split_name] = _class_counts(split.labels)
     if smote and smote["strategy"] != "none":

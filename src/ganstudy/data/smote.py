@@ -27,6 +27,11 @@ def targets(counts: dict[int, int], strategy: str, factor: float) -> dict[int, i
 
 def oversample(split: Split, strategy: str, factor: float, k_neighbors: int, seed: int) -> tuple[Split, dict[str, Any]]:
     """The training split with SMOTE images appended (``synthetic`` marks them), and a report."""
+    if split.conditions is not None:
+        raise GanstudyError(
+            "SMOTE cannot oversample a data set with conditions (paired images): it would blend inputs and "
+            "targets into pairs that never existed; set dataset.smote.strategy to none"
+        )
     from imblearn.over_sampling import SMOTE
 
     labels, sizes = np.unique(split.labels, return_counts=True)

@@ -8,11 +8,15 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class RemoteFiles:
     mirrors: tuple[str, ...]
-    md5: dict[str, str]  # file name -> published MD5
+    # file name -> published MD5; None where nothing is published: fetch then records the sha256 it got.
+    md5: dict[str, str | None]
+    # A tar archive that fetch unpacks beside itself, for loaders that read the unpacked files.
+    extract: bool = False
 
 
-# Classes of the standard data sets, for sizing per-class jobs before the data are read.
-CLASS_COUNTS = {"digits": 10, "mnist": 10, "fashion_mnist": 10, "cifar10": 10, "cifar100": 100}
+# Classes of the standard data sets, for sizing per-class jobs before the data are read (a paired
+# folder's pairs are always one class).
+CLASS_COUNTS = {"digits": 10, "mnist": 10, "fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "paired_folder": 1}
 
 SOURCES: dict[str, RemoteFiles] = {
     "mnist": RemoteFiles(
@@ -44,5 +48,13 @@ SOURCES: dict[str, RemoteFiles] = {
     "cifar100": RemoteFiles(
         mirrors=("https://www.cs.toronto.edu/~kriz/",),
         md5={"cifar-100-python.tar.gz": "eb9058c3a382ffc7106e4002c42a8d85"},
+    ),
+    # pix2pix's facades, from the URL of the original's datasets/download_pix2pix_dataset.sh, which
+    # publishes no checksum. It unpacks to facades/{train,val,test}: dataset.path (loader paired_folder)
+    # points there.
+    "facades": RemoteFiles(
+        mirrors=("http://efrosgans.eecs.berkeley.edu/pix2pix/datasets/",),
+        md5={"facades.tar.gz": None},
+        extract=True,
     ),
 }

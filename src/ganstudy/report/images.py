@@ -10,6 +10,7 @@ from PIL import Image
 
 from ganstudy.atomic import atomic_path
 from ganstudy.data.arrays import load_split, to_uint8
+from ganstudy.data.conform import conform
 from ganstudy.errors import GanstudyError
 
 
@@ -34,6 +35,15 @@ def save_grid(path: str | os.PathLike[str], images: np.ndarray, scale: int = 4, 
     picture = picture.resize((picture.width * scale, picture.height * scale), Image.NEAREST)
     with atomic_path(path) as tmp:
         picture.save(tmp, format="PNG")
+
+
+def save_triptychs(path: str | os.PathLike[str], inputs: np.ndarray, outputs: np.ndarray, targets: np.ndarray) -> None:
+    """pix2pix's sample layout: one row per pair, input | output | target, the inputs shown with the
+    targets' channels (a grey input beside colour outputs is repeated, a colour one turned to luma)."""
+    inputs = conform((inputs + 1.0) / 2.0, None, targets.shape[1]) * 2.0 - 1.0
+    rows = np.stack([inputs, outputs, targets], axis=1).reshape(-1, *targets.shape[1:])
+    # Small images are enlarged so that pixels stay visible; 256x256 ones are shown as they are.
+    save_grid(path, rows, scale=max(1, 64 // targets.shape[-1]), columns=3)
 
 
 def real_vs_smote(train_path: str | os.PathLike[str], out_path: str | os.PathLike[str], per_class: int = 8, classes: int = 10) -> None:

@@ -27,13 +27,13 @@ from ganstudy.models import NetworkSpec, build_pair, get_network
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.parallel.process_group import backend_for, torch_process_group
 from ganstudy.parallel.stop import StopSignal
-from ganstudy.parallel.shard_dropout import row_masks, shard_dropout
+from ganstudy.parallel.shard_dropout import ShardDropout, row_masks, shard_dropout
 from ganstudy.parallel.sync_batchnorm import globalise_batchnorm
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.world import World
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
 from ganstudy.train.pair import PairTrainer, ScoreCurve, network_spec, pair_generator, pair_seeds, profile_rows, score_curve
-from ganstudy.train.steps import call_network
+from ganstudy.train.tasks import Batch
 
 AMP_TYPES = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -53,7 +53,7 @@ def allreduce_mean(parameters: list[torch.nn.Parameter], world_size: int) -> Non
 class DataParallelTrainer(PairTrainer):
     def __init__(self, setup: dict[str, Any], spec: NetworkSpec, images: np.ndarray, labels: np.ndarray | None,
                  seeds: dict[str, int], devices: tuple[torch.device, torch.device], world: World,
-                 curve: ScoreCurve | None = None) -> None:
+                 curve: ScoreCurve | None = None, conditions: np.ndarray | None = None) -> None:
         options = setup["data_parallel"]
         self.world, self.zero = world, options["zero"]
         self.accumulation, self.clip_norm = options["accumulation_steps"], options["clip_norm"]
@@ -64,7 +64,8 @@ class DataParallelTrainer(PairTrainer):
         if devices[0] != devices[1]:
             raise GanstudyError("mode data_parallel keeps a rank's pair on one GPU (nccl binds a process to one): "
                                 "set compute.gpus_per_rank to 1")
-        super().__init__(setup, spec, images, labels, seeds, devices, name="pair", curve=curve)
+        super().__init__(setup, spec, images, labels, seeds, devices, name="pair", curve=curve, conditions=conditions)
+        self.generator_dropout = any(isinstance(m, ShardDropout) for m in self.generator.modules())
         # Gradient scaling keeps fp16 gradients from underflowing; bf16 has fp32's range and needs none.
         self.scalers = {net: torch.amp.GradScaler("cuda", enabled=self.amp is torch.float16) for net in ("g", "d")}
         self.dropout_rng = torch.Generator().manual_seed(seeds["dropout"])
@@ -102,47 +103,49 @@ class DataParallelTrainer(PairTrainer):
             scaler.step(optimizer)
             scaler.update()
 
-    def _micro_batches(self, batch: torch.Tensor) -> Iterator[tuple[int, torch.Tensor]]:
-        """(global offset, image indices) of this rank's micro-batches of one global batch."""
+    def _micro_batches(self, batch: Batch) -> Iterator[tuple[int, Batch]]:
+        """(global offset, rows) of this rank's micro-batches of one global batch."""
         for m in range(self.accumulation):
             offset = (self.world.rank * self.accumulation + m) * self.rows
-            yield offset, batch[offset : offset + self.rows]
+            yield offset, batch.rows(offset, self.rows)
 
-    def _discriminator_step(self, batch: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        seed_real, seed_fake = self._call_seed(), self._call_seed()
+    def _generator_seed(self) -> int:
+        # Drawn only for generators with dropout (pix2pix), so the other networks' streams stay as they were.
+        return self._call_seed() if self.generator_dropout else 0
+
+    def _discriminator_step(self, batch: Batch) -> torch.Tensor:
+        seed_real, seed_fake, seed_g = self._call_seed(), self._call_seed(), self._generator_seed()
         self.opt_d.zero_grad(set_to_none=True)
         total = torch.zeros((), device=self.d_device)
-        for offset, rows in self._micro_batches(batch):
-            labels = None if self.labels is None else self.labels[rows]
+        for offset, part in self._micro_batches(batch):
             with self.timer("compute"):
-                with torch.no_grad(), self._autocast(self.g_device):
-                    fake = call_network(self.generator, noise[offset : offset + self.rows].to(self.g_device), labels).to(self.d_device)
+                with torch.no_grad(), self._autocast(self.g_device), row_masks(self.generator, seed_g, offset):
+                    fake = self.task.fake(self.generator, part).to(self.d_device)
                 with self._autocast(self.d_device):
                     with row_masks(self.discriminator, seed_real, offset):
-                        d_real = call_network(self.discriminator, self.images[rows], labels)
+                        d_real = self.task.judge(self.discriminator, part.real, part)
                     with row_masks(self.discriminator, seed_fake, offset):
-                        d_fake = call_network(self.discriminator, fake, labels)
-                value = self.loss.discriminator(d_real.float(), d_fake.float()) / self.accumulation
+                        d_fake = self.task.judge(self.discriminator, fake, part)
+                value = self.task.discriminator_loss(self.loss, d_real.float(), d_fake.float(), part) / self.accumulation
                 self.scalers["d"].scale(value).backward()
             total += value.detach()
         self._update(self.discriminator, self.opt_d, self.scalers["d"])
         return total
 
-    def _generator_step(self, batch: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        seed = self._call_seed()
+    def _generator_step(self, batch: Batch) -> torch.Tensor:
+        seed, seed_g = self._call_seed(), self._generator_seed()
         self.opt_g.zero_grad(set_to_none=True)
         total = torch.zeros((), device=self.d_device)
         # The discriminator only passes gradients through: computing its own would be wasted work.
         self.discriminator.requires_grad_(False)
         try:
-            for offset, rows in self._micro_batches(batch):
-                labels = None if self.labels is None else self.labels[rows]
+            for offset, part in self._micro_batches(batch):
                 with self.timer("compute"):
-                    with self._autocast(self.g_device):
-                        fake = call_network(self.generator, noise[offset : offset + self.rows].to(self.g_device), labels)
+                    with self._autocast(self.g_device), row_masks(self.generator, seed_g, offset):
+                        fake = self.task.fake(self.generator, part)
                     with self._autocast(self.d_device), row_masks(self.discriminator, seed, offset):
-                        d_fake = call_network(self.discriminator, fake.to(self.d_device), labels)
-                    value = self.loss.generator(d_fake.float()) / self.accumulation
+                        d_fake = self.task.judge(self.discriminator, fake.to(self.d_device), part)
+                    value = self.task.generator_loss(self.loss, d_fake.float(), fake.float(), part) / self.accumulation
                     self.scalers["g"].scale(value).backward()
                 total += value.detach()
         finally:
@@ -154,12 +157,10 @@ class DataParallelTrainer(PairTrainer):
         order = torch.randperm(len(self.images), generator=self.batch_rng).to(self.d_device)
         totals = torch.zeros(2, device=self.d_device)
         for step in range(self.steps):
-            batch = order[step * self.batch_size : (step + 1) * self.batch_size]
-            # Every rank draws the whole global batch's noise and keeps its rows: the same numbers on any rank count.
-            z_d = torch.randn(self.batch_size, self.spec.latent_dim, generator=self.noise_rng)
-            z_g = torch.randn(self.batch_size, self.spec.latent_dim, generator=self.noise_rng)
-            totals[0] += self._discriminator_step(batch, z_d)
-            totals[1] += self._generator_step(batch, z_g)
+            rows = order[step * self.batch_size : (step + 1) * self.batch_size]
+            # Every rank draws the whole global batch (noise included) and keeps its rows: the same numbers on any rank count.
+            totals[0] += self._discriminator_step(self.task.draw(self.data, rows, self.noise_rng, self.g_device))
+            totals[1] += self._generator_step(self.task.draw(self.data, rows, self.noise_rng, self.g_device))
         # Each rank's losses are those of its shard: the global batch's loss is their mean.
         if self.world.size > 1:
             dist.all_reduce(totals)
@@ -214,7 +215,7 @@ def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
     seeds = pair_seeds(context.study_seed, context.trial)
     with torch_process_group(world, context.device):
         trainer = DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, seeds, context.devices, world,
-                                      score_curve(context))
+                                      score_curve(context), data.conditions if spec.condition_shape else None)
         trained = trainer.train(context.checkpoint_dir, context.stop)
         profiles = world.comm.gather(trainer.profile, root=0)
     if not world.is_root:

@@ -27,6 +27,7 @@ from ganstudy.parallel.stop import StopSignal
 from ganstudy.seeding import derive_seed
 from ganstudy.train.modes import TrainingContext
 from ganstudy.train.losses import LOSSES
+from ganstudy.train.tasks import TASKS, TrainingData
 from ganstudy.train.steps import adam, call_network, discriminator_step, generator_step
 
 STREAMS = ("init", "batches", "noise", "dropout", "score")
@@ -40,14 +41,19 @@ def pair_seeds(study_seed: int, trial: int, prefix: str = "") -> dict[str, int]:
 def network_spec(setup: dict[str, Any], data: Split, conditional: bool = False) -> NetworkSpec:
     """The set-up's network for this data; ``conditional`` says whether the mode feeds labels."""
     name = setup["network"]
-    if get_network(name).conditional != conditional:
+    network = get_network(name)
+    if network.conditional != conditional:
         raise GanstudyError(
             f"network '{name}' is conditional: train it with mode 'conditional'"
             if not conditional
             else f"mode '{setup['mode']}' trains a conditional network such as dccgan, not '{name}'"
         )
+    if network.task != "noise" and data.conditions is None:
+        raise GanstudyError(f"network '{name}' is trained on data with conditions (task '{network.task}'), but the prepared "
+                            "split has none: use a paired data set (dataset.name paired_folder) or a noise network")
     classes = int(data.labels.max()) + 1 if conditional else 0
-    return NetworkSpec(data.image_shape, setup["latent_dim"], setup["hidden_units"], classes)
+    conditions = data.condition_shape if network.task != "noise" else None
+    return NetworkSpec(data.image_shape, setup["latent_dim"], setup["hidden_units"], classes, conditions)
 
 
 def class_prior(labels: np.ndarray) -> tuple[list[int], list[float], dict[int, int]]:
@@ -126,6 +132,7 @@ class PairTrainer:
         devices: tuple[torch.device, torch.device],
         name: str = "pair",
         curve: ScoreCurve | None = None,
+        conditions: np.ndarray | None = None,
     ) -> None:
         self.setup, self.spec, self.seeds, self.name = setup, spec, seeds, name
         self.g_device, self.d_device = devices
@@ -133,6 +140,8 @@ class PairTrainer:
         self.steps = batches_per_pass(len(images), self.batch_size, f"training images of {name}")
         self.images = torch.from_numpy(images).to(self.d_device)
         self.labels = None if labels is None else torch.from_numpy(labels).to(self.d_device)
+        self.task = TASKS.get(get_network(setup["network"]).task)(setup)
+        self.data = TrainingData(self.images, self.labels, None if conditions is None else torch.from_numpy(conditions).to(self.d_device))
         self._cuda = sorted({d.index or 0 for d in devices if d.type == "cuda"})
         with torch.random.fork_rng(devices=self._cuda):
             torch.manual_seed(seeds["init"])
@@ -176,13 +185,11 @@ class PairTrainer:
         d_total = torch.zeros((), device=self.d_device)
         g_total = torch.zeros((), device=self.d_device)
         for step in range(self.steps):
-            batch = order[step * self.batch_size : (step + 1) * self.batch_size]
-            # Conditional pairs label the fakes like the real batch: the classes keep the data's prior.
-            labels = None if self.labels is None else self.labels[batch]
-            z_d = torch.randn(self.batch_size, self.spec.latent_dim, generator=self.noise_rng).to(self.g_device)
-            z_g = torch.randn(self.batch_size, self.spec.latent_dim, generator=self.noise_rng).to(self.g_device)
-            d_total += discriminator_step(self.discriminator, self.generator, self.opt_d, self.loss, self.images[batch], z_d, labels)
-            g_total += generator_step(self.generator, self.discriminator, self.opt_g, self.loss, z_g, labels)
+            rows = order[step * self.batch_size : (step + 1) * self.batch_size]
+            batch = self.task.draw(self.data, rows, self.noise_rng, self.g_device)
+            d_total += discriminator_step(self.task, self.discriminator, self.generator, self.opt_d, self.loss, batch)
+            batch = self.task.draw(self.data, rows, self.noise_rng, self.g_device)
+            g_total += generator_step(self.task, self.generator, self.discriminator, self.opt_g, self.loss, batch)
         return float(d_total) / self.steps, float(g_total) / self.steps
 
     def train(self, checkpoint_dir: Path | None = None, stop: StopSignal | None = None, final_checkpoint: bool = False) -> torch.nn.Module:

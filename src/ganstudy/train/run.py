@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from ganstudy.atomic import write_json, write_text
 from ganstudy.data.arrays import load_split
 from ganstudy.models.artifact import sample_generator, save_generator
@@ -21,12 +23,13 @@ from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.determinism import configure_determinism
 from ganstudy.parallel.world import GPU_ENVIRONMENT, device_names, mpi_library_version, mpi_world, select_devices, set_cpu_threads
 from ganstudy.provenance import cuda_versions, now, provenance_record
-from ganstudy.report.images import save_grid
+from ganstudy.report.images import save_grid, save_triptychs
 from ganstudy.resources import peak_memory
 from ganstudy.seeding import derive_seed
 from ganstudy.train.modes import TrainingContext, get_mode
 
 GRID_SAMPLES = 64
+TRIPTYCHS = 8
 
 
 def rows_to_csv(rows: list[dict[str, Any]]) -> str:
@@ -88,9 +91,17 @@ def run_training(
     if not world.is_root:
         return
     out = Path(out_dir)
-    grid_seed = derive_seed(study_seed, trial, "sample-grid")
-    grid = sample_generator(result.generator, result.spec.latent_dim, GRID_SAMPLES, grid_seed, GRID_SAMPLES)
-    save_grid(out / "samples.png", grid.numpy())
+    if result.spec.condition_shape is None:
+        grid_seed = derive_seed(study_seed, trial, "sample-grid")
+        grid = sample_generator(result.generator, result.spec.latent_dim, GRID_SAMPLES, grid_seed, GRID_SAMPLES)
+        save_grid(out / "samples.png", grid.numpy())
+        result.seeds["sample-grid"] = grid_seed
+    else:
+        # A paired generator maps inputs, not noise: the first training pairs as input | output | target.
+        inputs = context.data.conditions[:TRIPTYCHS]
+        with torch.no_grad():
+            outputs = result.generator(torch.from_numpy(inputs)).numpy()
+        save_triptychs(out / "samples.png", inputs, outputs, context.data.images[:TRIPTYCHS])
     write_text(out / "losses.csv", rows_to_csv(result.history))
     write_text(out / "profile.csv", rows_to_csv(result.profile))
     for name, rows in result.tables.items():
@@ -105,7 +116,7 @@ def run_training(
             setup_name=setup_name,
             study_seed=study_seed,
             trial=trial,
-            seeds={**result.seeds, "sample-grid": grid_seed},
+            seeds=result.seeds,
             world_size=world.size,
             hosts=hosts,
             ranks=[{key: value for key, value in rank.items() if key != "devices"} for rank in ranks],

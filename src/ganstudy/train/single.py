@@ -22,7 +22,8 @@ def train_single(context: TrainingContext) -> TrainingResult:
     setup = context.setup
     spec = network_spec(setup, context.data)
     seeds = pair_seeds(context.study_seed, context.trial)
-    trainer = PairTrainer(setup, spec, context.data.images, None, seeds, context.devices, curve=score_curve(context))
+    conditions = context.data.conditions if spec.condition_shape else None
+    trainer = PairTrainer(setup, spec, context.data.images, None, seeds, context.devices, curve=score_curve(context), conditions=conditions)
     generator = trainer.train(context.checkpoint_dir, context.stop).cpu()
     return TrainingResult(
         pair_generator(generator, None), setup["network"], spec, trainer.history, profile_rows(trainer.history, "0-0", 0), seeds=seeds

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from ganstudy.train.losses import AdversarialLoss
+from ganstudy.train.tasks import Batch, Task
 
 
 def adam(parameters, lr: float, betas: tuple[float, float]) -> torch.optim.Adam:
@@ -22,19 +23,18 @@ def call_network(network: nn.Module, inputs: torch.Tensor, labels: torch.Tensor 
 
 
 def discriminator_step(
+    task: Task,
     discriminator: nn.Module,
     generator: nn.Module,
     optimizer: torch.optim.Optimizer,
     loss: AdversarialLoss,
-    real: torch.Tensor,
-    noise: torch.Tensor,
-    labels: torch.Tensor | None = None,
+    batch: Batch,
 ) -> torch.Tensor:
-    """``real`` lives on the discriminator's device and ``noise`` on the generator's (seed 001 puts the
-    two on different GPUs); ``labels`` (conditional pairs) label both the real and the fake images."""
+    """``batch.real`` lives on the discriminator's device and the generator's inputs on the generator's
+    (seed 001 puts the two on different GPUs)."""
     with torch.no_grad():
-        fake = call_network(generator, noise, labels).to(real.device)
-    value = loss.discriminator(call_network(discriminator, real, labels), call_network(discriminator, fake, labels))
+        fake = task.fake(generator, batch).to(batch.real.device)
+    value = task.discriminator_loss(loss, task.judge(discriminator, batch.real, batch), task.judge(discriminator, fake, batch), batch)
     optimizer.zero_grad(set_to_none=True)
     value.backward()
     optimizer.step()
@@ -42,18 +42,18 @@ def discriminator_step(
 
 
 def generator_step(
+    task: Task,
     generator: nn.Module,
     discriminator: nn.Module,
     optimizer: torch.optim.Optimizer,
     loss: AdversarialLoss,
-    noise: torch.Tensor,
-    labels: torch.Tensor | None = None,
+    batch: Batch,
 ) -> torch.Tensor:
-    target = next(discriminator.parameters()).device
     # The discriminator only passes gradients through: computing its own would be wasted work.
     discriminator.requires_grad_(False)
     try:
-        value = loss.generator(call_network(discriminator, call_network(generator, noise, labels).to(target), labels))
+        fake = task.fake(generator, batch)
+        value = task.generator_loss(loss, task.judge(discriminator, fake.to(batch.real.device), batch), fake, batch)
         optimizer.zero_grad(set_to_none=True)
         value.backward()
     finally:

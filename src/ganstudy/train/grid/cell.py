@@ -31,6 +31,7 @@ from ganstudy.train.grid.population import (
 )
 from ganstudy.train.losses import LOSSES, AdversarialLoss
 from ganstudy.train.steps import adam, discriminator_step, generator_step
+from ganstudy.train.tasks import TASKS, Batch
 
 MUSTANGS_LOSSES = ("bce", "mse", "heuristic")
 
@@ -90,6 +91,7 @@ class GridCell:
         self.betas = tuple(setup["betas"])
         self.neighbourhood = shape.neighbourhood(cell)
         self.loss = LOSSES.get("bce" if setup["loss"] == "mustangs" else setup["loss"])
+        self.task = TASKS.get("noise")(setup)
         self.only_better = self.grid["replacement"] == "better"
         # A fixed per-cell subset of the training split: its classes, then data dieting.
         classes = self.grid["cell_classes"][shape.index(cell)] if self.grid["cell_classes"] else None
@@ -285,12 +287,12 @@ class GridCell:
             defender, loss = ds[self.pick(len(ds))], self.step_loss()
             for attacker in gs:
                 self._mutate(attacker)
-                g_total += float(generator_step(attacker.net, defender.net, attacker.optimizer, loss, self.noise()))
+                g_total += float(generator_step(self.task, attacker.net, defender.net, attacker.optimizer, loss, Batch(real, (self.noise(),))))
             if self.d_updates(step):
                 defender, loss = gs[self.pick(len(gs))], self.step_loss()
                 for attacker in ds:
                     self._mutate(attacker)
-                    d_total += float(discriminator_step(attacker.net, defender.net, attacker.optimizer, loss, real, self.noise()))
+                    d_total += float(discriminator_step(self.task, attacker.net, defender.net, attacker.optimizer, loss, Batch(real, (self.noise(),))))
                 d_steps += 1
             beat()
         for individual in gs + ds:

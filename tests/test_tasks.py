@@ -1,0 +1,122 @@
+"""Training tasks: the paired (pix2pix) task's losses against a hand computation, a paired pair that
+learns its mapping, and the error for a paired network on data without conditions."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from PIL import Image
+
+from conftest import SCHEMA
+from ganstudy.config import validate_study_config
+from ganstudy.data.arrays import Split, save_split
+from ganstudy.errors import GanstudyError
+from ganstudy.models import NetworkSpec, build_pair
+from ganstudy.models.artifact import load_generator
+from ganstudy.train.losses import LOSSES
+from ganstudy.train.pair import PairTrainer, network_spec, pair_seeds
+from ganstudy.train.steps import adam, discriminator_step, generator_step
+from ganstudy.train.tasks import TASKS, TrainingData
+
+SIZE = 16
+
+
+def paired_setup(**keys) -> dict:
+    setup = {"mode": "single", "network": "pix2pix", "hidden_units": 8, "batch_size": 4, "iterations": 2, "checkpoint_period": 0,
+             "score_period": 0, "l1_weight": 10.0, **keys}
+    return validate_study_config({"setups": {"p": setup}}, SCHEMA)["setups"]["p"]
+
+
+def paired_data(count: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs A and targets B = a fixed function of A (a colour flip of the input's grey)."""
+    a = torch.rand(count, 1, SIZE, SIZE, generator=torch.Generator().manual_seed(3)) * 2 - 1
+    return a, -a.repeat(1, 3, 1, 1)
+
+
+def test_paired_losses_are_pix2pix_s_halved_discriminator_loss_and_adversarial_plus_weighted_l1() -> None:
+    setup = paired_setup()
+    task = TASKS.get("paired")(setup)
+    loss = LOSSES.get("bce")
+    a, b = paired_data(4)
+    torch.manual_seed(0)
+    # 16x16: the U-Net has no dropout, so both computations see the same generator output.
+    generator, discriminator = build_pair("pix2pix", NetworkSpec((3, SIZE, SIZE), 1, 8, condition_shape=(1, SIZE, SIZE)))
+    batch = task.draw(TrainingData(b, conditions=a), torch.arange(4), torch.Generator(), torch.device("cpu"))
+
+    with torch.no_grad():
+        fake = generator(a)
+        d_real, d_fake = discriminator(a, b), discriminator(a, fake)
+    want_d = 0.5 * (F.binary_cross_entropy(d_real, torch.ones_like(d_real)) + F.binary_cross_entropy(d_fake, torch.zeros_like(d_fake)))
+    want_g = F.binary_cross_entropy(d_fake, torch.ones_like(d_fake)) + 10.0 * (fake - b).abs().mean()
+
+    # The steps report the loss of the weights they started from (the optimisers have lr 0 here).
+    opt_d, opt_g = adam(discriminator.parameters(), 0.0, (0.5, 0.999)), adam(generator.parameters(), 0.0, (0.5, 0.999))
+    got_d = discriminator_step(task, discriminator, generator, opt_d, loss, batch)
+    got_g = generator_step(task, generator, discriminator, opt_g, loss, batch)
+    torch.testing.assert_close(got_d, want_d, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(got_g, want_g, rtol=1e-5, atol=1e-6)
+    # The paired task draws no noise: its generator's noise is dropout.
+    assert not task.draws_noise
+
+
+def test_a_paired_pair_learns_its_mapping() -> None:
+    setup = paired_setup(iterations=40, lr=5e-3, l1_weight=100.0)
+    a, b = paired_data(8)
+    data = Split(b.numpy(), np.zeros(8, dtype=np.int64), conditions=a.numpy())
+    spec = network_spec(setup, data)
+    assert spec.condition_shape == (1, SIZE, SIZE) and spec.image_shape == (3, SIZE, SIZE)
+    trainer = PairTrainer(setup, spec, data.images, None, pair_seeds(1, 0), (torch.device("cpu"),) * 2, conditions=data.conditions)
+    with torch.no_grad():
+        before = (trainer.generator.eval()(a) - b).abs().mean()
+    trainer.generator.train()
+    generator = trainer.train()
+    with torch.no_grad():
+        after = (generator(a) - b).abs().mean()
+    # Untrained outputs sit near 0 against targets of mean magnitude 0.5; trained ones must come close.
+    assert after < 0.3 * before, (float(before), float(after))
+    assert len(trainer.history) == 40
+
+
+def test_a_paired_network_on_data_without_conditions_is_refused() -> None:
+    setup = paired_setup()
+    data = Split(np.zeros((4, 3, SIZE, SIZE), np.float32), np.zeros(4, np.int64))
+    with pytest.raises(GanstudyError, match="paired_folder"):
+        network_spec(setup, data)
+
+
+def train_paired(tmp: Path, env: dict, ranks: int, mode: str, size: int = 64) -> Path:
+    """A tiny pix2pix run through ``ganstudy train`` under mpiexec; returns its output folder."""
+    split = tmp / "train.npz"
+    if not split.exists():
+        a = np.random.default_rng(5).uniform(-1, 1, (8, 1, size, size)).astype(np.float32)
+        save_split(split, Split(-np.repeat(a, 3, axis=1), np.zeros(8, np.int64), conditions=a))
+    # 64x64 gives the U-Net one dropout block: data parallelism must give its rows the masks one rank would.
+    setup = paired_setup(mode=mode, hidden_units=4, iterations=2)
+    out = tmp / f"{mode}{ranks}"
+    command = ["mpiexec", "-n", str(ranks), "ganstudy", "train", "--setup", "p", "--settings", json.dumps(setup), "--train", str(split),
+               "--seed", "1", "--trial", "0", "--out-dir", str(out), "--threads", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+@pytest.mark.mpi
+def test_a_paired_run_writes_triptychs_and_data_parallel_ranks_agree(tmp_path: Path, env: dict) -> None:
+    single = train_paired(tmp_path, env, 1, "single")
+    # Eight pairs as input | output | target, enlarged once (64 // 64): 3 columns and 8 rows of 64 + 1 pixels.
+    with Image.open(single / "samples.png") as picture:
+        assert picture.size == (3 * 65 + 1, 8 * 65 + 1)
+    assert "sample-grid" not in json.loads((single / "run.json").read_text())["seeds"]
+    generator, spec = load_generator(single / "generator.pt")
+    assert spec.condition_shape == (1, 64, 64)
+    with torch.no_grad():
+        assert generator(torch.zeros(2, 1, 64, 64)).shape == (2, 3, 64, 64)
+    one, two = (load_generator(train_paired(tmp_path, env, ranks, "data_parallel") / "generator.pt")[0] for ranks in (1, 2))
+    for (name, mine), theirs in zip(one.state_dict().items(), two.state_dict().values()):
+        torch.testing.assert_close(theirs, mine, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
