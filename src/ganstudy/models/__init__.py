@@ -38,7 +38,7 @@ NETWORKS: Registry[Network] = Registry("network")
 
 def get_network(name: str) -> Network:
     # Importing the modules registers their networks.
-    from ganstudy.models import dcgan, lipizzaner_cnn, perceptron, pix2pix  # noqa: F401
+    from ganstudy.models import calo3d, dcgan, lipizzaner_cnn, perceptron, pix2pix  # noqa: F401
 
     return NETWORKS.get(name)
 
