@@ -90,20 +90,23 @@ def test_a_paired_network_on_data_without_conditions_is_refused() -> None:
         network_spec(setup, data)
 
 
-def train_paired(tmp: Path, env: dict, ranks: int, mode: str, size: int = 64) -> Path:
-    """A tiny pix2pix run through ``ganstudy train`` under mpiexec; returns its output folder."""
-    split = tmp / "train.npz"
-    if not split.exists():
-        a = np.random.default_rng(5).uniform(-1, 1, (8, 1, size, size)).astype(np.float32)
-        save_split(split, Split(-np.repeat(a, 3, axis=1), np.zeros(8, np.int64), conditions=a))
-    # 64x64 gives the U-Net one dropout block: data parallelism must give its rows the masks one rank would.
-    setup = paired_setup(mode=mode, hidden_units=4, iterations=2)
-    out = tmp / f"{mode}{ranks}"
+def run_train(split: Path, setup: dict, out: Path, ranks: int, env: dict) -> Path:
+    """``ganstudy train`` under mpiexec, as the workflow runs it; returns the output folder."""
     command = ["mpiexec", "-n", str(ranks), "ganstudy", "train", "--setup", "p", "--settings", json.dumps(setup), "--train", str(split),
                "--seed", "1", "--trial", "0", "--out-dir", str(out), "--threads", "1"]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return out
+
+
+def train_paired(tmp: Path, env: dict, ranks: int, mode: str, size: int = 64) -> Path:
+    """A tiny pix2pix run; returns its output folder."""
+    split = tmp / "train.npz"
+    if not split.exists():
+        a = np.random.default_rng(5).uniform(-1, 1, (8, 1, size, size)).astype(np.float32)
+        save_split(split, Split(-np.repeat(a, 3, axis=1), np.zeros(8, np.int64), conditions=a))
+    # 64x64 gives the U-Net one dropout block: data parallelism must give its rows the masks one rank would.
+    return run_train(split, paired_setup(mode=mode, hidden_units=4, iterations=2), tmp / f"{mode}{ranks}", ranks, env)
 
 
 @pytest.mark.mpi
@@ -118,5 +121,70 @@ def test_a_paired_run_writes_triptychs_and_data_parallel_ranks_agree(tmp_path: P
     with torch.no_grad():
         assert generator(torch.zeros(2, 1, 64, 64)).shape == (2, 3, 64, 64)
     one, two = (load_generator(train_paired(tmp_path, env, ranks, "data_parallel") / "generator.pt")[0] for ranks in (1, 2))
+    for (name, mine), theirs in zip(one.state_dict().items(), two.state_dict().values()):
+        torch.testing.assert_close(theirs, mine, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
+
+
+def keras_mape(predicted: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Keras' mean_absolute_percentage_error, written out: 100 * mean(|t - p| / max(|t|, 1e-7))."""
+    return 100 * torch.mean(torch.abs(target - predicted) / torch.clamp(torch.abs(target), min=1e-7))
+
+
+SHOWER = (1, 5, 5, 7)
+
+
+def showers(count: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """Tiny calorimeter-like data: non-negative depositions whose sum grows with the primary energy."""
+    rng = np.random.default_rng(9)
+    energy = rng.uniform(0.1, 5, (count, 1)).astype(np.float32)
+    return (rng.exponential(1.0, (count, *SHOWER)) * energy[:, :, None, None, None] / 20).astype(np.float32), energy
+
+
+def test_energy_losses_are_3dgan_s_weighted_adversarial_energy_and_sum_errors() -> None:
+    setup = paired_setup(network="calo3d", latent_dim=4, hidden_units=2)
+    task = TASKS.get("energy")(setup)
+    assert setup["energy_loss_weights"] == [2, 0.1, 0.1]
+    loss = LOSSES.get("bce")
+    images, energy = (torch.from_numpy(x) for x in showers(4))
+    torch.manual_seed(0)
+    generator, discriminator = build_pair("calo3d", NetworkSpec(SHOWER, 4, 2, condition_shape=(1,)))
+    discriminator.eval()  # no dropout: both computations see the same outputs
+    batch = task.draw(TrainingData(images, conditions=energy), torch.arange(4), torch.Generator().manual_seed(2), torch.device("cpu"))
+    z = torch.randn(4, 4, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        fake = generator(z, energy)
+        real_out, fake_out = discriminator(images), discriminator(fake)
+    e, sums = energy[:, 0], images.flatten(1).sum(1)
+
+    def errors(out: torch.Tensor) -> torch.Tensor:
+        return 0.1 * keras_mape(out[:, 1], e) + 0.1 * keras_mape(out[:, 2], sums)
+
+    bce = F.binary_cross_entropy
+    want_d = 2 * (bce(real_out[:, 0], torch.ones(4)) + bce(fake_out[:, 0], torch.zeros(4))) + errors(real_out) + errors(fake_out)
+    want_g = 2 * bce(fake_out[:, 0], torch.ones(4)) + errors(fake_out)
+    opt_d, opt_g = adam(discriminator.parameters(), 0.0, (0.5, 0.999)), adam(generator.parameters(), 0.0, (0.5, 0.999))
+    torch.testing.assert_close(discriminator_step(task, discriminator, generator, opt_d, loss, batch), want_d, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(generator_step(task, generator, discriminator, opt_g, loss, batch), want_g, rtol=1e-5, atol=1e-5)
+    # The real showers' sum column is their sum: that error is zero.
+    assert float(keras_mape(real_out[:, 2], sums)) < 1e-4
+
+
+@pytest.mark.mpi
+def test_an_energy_run_writes_shower_pairs_and_data_parallel_ranks_agree(tmp_path: Path, env: dict) -> None:
+    images, energy = showers(8)
+    split = tmp_path / "train.npz"
+    save_split(split, Split(images, np.zeros(8, np.int64), conditions=energy))
+
+    def train(mode: str, ranks: int) -> Path:
+        setup = paired_setup(mode=mode, network="calo3d", latent_dim=4, hidden_units=2)
+        return run_train(split, setup, tmp_path / f"{mode}{ranks}", ranks, env)
+
+    single = train("single", 1)
+    # Eight energies as real | generated x-y projections, each 5x5 enlarged 12 times (64 // 5).
+    with Image.open(single / "samples.png") as picture:
+        assert picture.size == (12 * (2 * 6 + 1), 12 * (8 * 6 + 1))
+    generator, spec = load_generator(single / "generator.pt")
+    assert spec.condition_shape == (1,) and spec.image_shape == SHOWER
+    one, two = (load_generator(train("data_parallel", ranks) / "generator.pt")[0] for ranks in (1, 2))
     for (name, mine), theirs in zip(one.state_dict().items(), two.state_dict().values()):
         torch.testing.assert_close(theirs, mine, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")

@@ -18,18 +18,19 @@ import torch
 
 from ganstudy.atomic import write_json, write_text
 from ganstudy.data.arrays import load_split
+from ganstudy.models import get_network
 from ganstudy.models.artifact import sample_generator, save_generator
 from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.determinism import configure_determinism
 from ganstudy.parallel.world import GPU_ENVIRONMENT, device_names, mpi_library_version, mpi_world, select_devices, set_cpu_threads
 from ganstudy.provenance import cuda_versions, now, provenance_record
-from ganstudy.report.images import save_grid, save_triptychs
+from ganstudy.report.images import save_grid, save_shower_pairs, save_triptychs
 from ganstudy.resources import peak_memory
 from ganstudy.seeding import derive_seed
 from ganstudy.train.modes import TrainingContext, get_mode
 
 GRID_SAMPLES = 64
-TRIPTYCHS = 8
+SAMPLE_ROWS = 8
 
 
 def rows_to_csv(rows: list[dict[str, Any]]) -> str:
@@ -91,17 +92,26 @@ def run_training(
     if not world.is_root:
         return
     out = Path(out_dir)
-    if result.spec.condition_shape is None:
-        grid_seed = derive_seed(study_seed, trial, "sample-grid")
+    task = get_network(result.network).task
+    grid_seed = derive_seed(study_seed, trial, "sample-grid")
+    if task == "noise":
         grid = sample_generator(result.generator, result.spec.latent_dim, GRID_SAMPLES, grid_seed, GRID_SAMPLES)
         save_grid(out / "samples.png", grid.numpy())
-        result.seeds["sample-grid"] = grid_seed
-    else:
+    elif task == "paired":
         # A paired generator maps inputs, not noise: the first training pairs as input | output | target.
-        inputs = context.data.conditions[:TRIPTYCHS]
+        inputs = context.data.conditions[:SAMPLE_ROWS]
         with torch.no_grad():
             outputs = result.generator(torch.from_numpy(inputs)).numpy()
-        save_triptychs(out / "samples.png", inputs, outputs, context.data.images[:TRIPTYCHS])
+        save_triptychs(out / "samples.png", inputs, outputs, context.data.images[:SAMPLE_ROWS])
+    else:
+        # Showers of the first training rows' energies beside the real ones.
+        energy = torch.from_numpy(context.data.conditions[:SAMPLE_ROWS])
+        z = torch.randn(len(energy), result.spec.latent_dim, generator=torch.Generator().manual_seed(grid_seed))
+        with torch.no_grad():
+            showers = result.generator.components[0](z, energy).numpy()
+        save_shower_pairs(out / "samples.png", context.data.images[:SAMPLE_ROWS], showers)
+    if task != "paired":
+        result.seeds["sample-grid"] = grid_seed
     write_text(out / "losses.csv", rows_to_csv(result.history))
     write_text(out / "profile.csv", rows_to_csv(result.profile))
     for name, rows in result.tables.items():

@@ -8,6 +8,10 @@ data_parallel) look it up here, so a new kind of GAN needs a task, not a new tra
 - ``paired``: pix2pix. The generator maps the batch's input images to outputs (its noise is dropout)
   and the discriminator judges (input, output) pairs; the generator's loss adds ``l1_weight`` times
   the L1 distance to the target, and the discriminator's is halved, as in the original.
+- ``energy``: 3DGAN. The generator maps noise and the batch's primary energies to showers; the
+  discriminator answers real/fake, the energy and the shower's voxel sum, and each player's loss is
+  ``energy_loss_weights`` (2, 0.1, 0.1) times (adversarial, energy error, voxel-sum error), the errors
+  as Keras' mean absolute percentage error.
 
 A task draws one update's ``Batch`` for a global batch's rows; data parallelism slices it by rows, so
 every rank sees the rows (and noise) one process would.
@@ -111,6 +115,39 @@ class PairedTask(Task):
         return loss.generator(d_fake) + self.l1_weight * l1
 
 
+def percentage_error(predicted: Tensor, target: Tensor) -> Tensor:
+    """Keras' mean_absolute_percentage_error, which 3DGAN trains with: in percent, targets clipped
+    away from 0."""
+    return 100.0 * ((target - predicted).abs() / target.abs().clamp_min(1e-7)).mean()
+
+
+class EnergyTask(Task):
+    def __init__(self, setup: dict[str, Any]) -> None:
+        super().__init__(setup)
+        self.adversarial, self.energy_weight, self.sum_weight = setup["energy_loss_weights"]
+
+    def draw(self, data: TrainingData, rows: Tensor, noise_rng: torch.Generator, g_device: torch.device) -> Batch:
+        z = torch.randn(len(rows), self.latent_dim, generator=noise_rng)
+        # Fakes get the real batch's energies, so they keep the data's energy spectrum.
+        energy = data.conditions[rows]
+        return Batch(data.images[rows], (z.to(g_device), energy.to(g_device)), (), energy)
+
+    def _errors(self, judged: Tensor, batch: Batch) -> Tensor:
+        # The real shower of the same energy gives the voxel sum to aim for (3DGAN fits it as a function of
+        # the energy); on real showers the sum column matches it exactly and carries no gradient.
+        energy = batch.conditions.reshape(-1)
+        target_sum = batch.real.flatten(1).sum(1)
+        return self.energy_weight * percentage_error(judged[:, 1], energy) + self.sum_weight * percentage_error(judged[:, 2], target_sum)
+
+    def discriminator_loss(self, loss: AdversarialLoss, d_real: Tensor, d_fake: Tensor, batch: Batch) -> Tensor:
+        return (self.adversarial * loss.discriminator(d_real[:, 0], d_fake[:, 0])
+                + self._errors(d_real, batch) + self._errors(d_fake, batch))
+
+    def generator_loss(self, loss: AdversarialLoss, d_fake: Tensor, fake: Tensor, batch: Batch) -> Tensor:
+        return self.adversarial * loss.generator(d_fake[:, 0]) + self._errors(d_fake, batch)
+
+
 TASKS: Registry[Callable[[dict[str, Any]], Task]] = Registry("training task")
 TASKS.register("noise")(Task)
 TASKS.register("paired")(PairedTask)
+TASKS.register("energy")(EnergyTask)
