@@ -20,7 +20,8 @@ from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import load_generator
 from ganstudy.train.losses import LOSSES
-from ganstudy.train.pair import PairTrainer, network_spec, pair_seeds
+from ganstudy.train.modes import TrainingContext
+from ganstudy.train.pair import PairTrainer, network_spec, pair_seeds, score_curve
 from ganstudy.train.steps import adam, discriminator_step, generator_step
 from ganstudy.train.tasks import TASKS, TrainingData
 
@@ -69,7 +70,7 @@ def test_a_paired_pair_learns_its_mapping() -> None:
     setup = paired_setup(iterations=40, lr=5e-3, l1_weight=100.0)
     a, b = paired_data(8)
     data = Split(b.numpy(), np.zeros(8, dtype=np.int64), conditions=a.numpy())
-    spec = network_spec(setup, data)
+    spec = network_spec(setup, data, any_task=True)
     assert spec.condition_shape == (1, SIZE, SIZE) and spec.image_shape == (3, SIZE, SIZE)
     trainer = PairTrainer(setup, spec, data.images, None, pair_seeds(1, 0), (torch.device("cpu"),) * 2, conditions=data.conditions)
     with torch.no_grad():
@@ -87,7 +88,22 @@ def test_a_paired_network_on_data_without_conditions_is_refused() -> None:
     setup = paired_setup()
     data = Split(np.zeros((4, 3, SIZE, SIZE), np.float32), np.zeros(4, np.int64))
     with pytest.raises(GanstudyError, match="paired_folder"):
-        network_spec(setup, data)
+        network_spec(setup, data, any_task=True)
+
+
+@pytest.mark.parametrize("mode", ["per_class", "grid"])
+def test_modes_of_noise_networks_refuse_a_paired_network(mode: str) -> None:
+    a, b = paired_data(4)
+    data = Split(b.numpy(), np.zeros(4, dtype=np.int64), conditions=a.numpy())
+    with pytest.raises(GanstudyError, match=f"mode '{mode}' trains networks of noise only.*mode single or data_parallel"):
+        network_spec(paired_setup(mode=mode), data)
+
+
+def test_a_paired_network_asks_for_score_period_0() -> None:
+    context = TrainingContext(paired_setup(score_period=5), Split(np.zeros((1, 1, 8, 8), np.float32), np.zeros(1, np.int64)), 1, 0, None,
+                              torch.device("cpu"))
+    with pytest.raises(GanstudyError, match="no in-training score yet; set score_period: 0"):
+        score_curve(context)
 
 
 def run_train(split: Path, setup: dict, out: Path, ranks: int, env: dict) -> Path:

@@ -211,7 +211,7 @@ def _plain_generator(trained: torch.nn.Module, network: str, spec: NetworkSpec) 
 def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
     setup, data, world = context.setup, context.data, context.world
     conditional = get_network(setup["network"]).conditional
-    spec = network_spec(setup, data, conditional=conditional)
+    spec = network_spec(setup, data, conditional=conditional, any_task=True)
     seeds = pair_seeds(context.study_seed, context.trial)
     with torch_process_group(world, context.device):
         trainer = DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, seeds, context.devices, world,

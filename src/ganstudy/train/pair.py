@@ -38,10 +38,14 @@ def pair_seeds(study_seed: int, trial: int, prefix: str = "") -> dict[str, int]:
     return {name: derive_seed(study_seed, trial, prefix + name) for name in STREAMS}
 
 
-def network_spec(setup: dict[str, Any], data: Split, conditional: bool = False) -> NetworkSpec:
-    """The set-up's network for this data; ``conditional`` says whether the mode feeds labels."""
+def network_spec(setup: dict[str, Any], data: Split, conditional: bool = False, any_task: bool = False) -> NetworkSpec:
+    """The set-up's network for this data; ``conditional`` says whether the mode feeds labels, ``any_task``
+    whether it trains networks of every task (single, data_parallel) or of the noise task only."""
     name = setup["network"]
     network = get_network(name)
+    if network.task != "noise" and not any_task:
+        raise GanstudyError(f"mode '{setup['mode']}' trains networks of noise only, but network '{name}' maps {network.task} "
+                            "inputs: train it with mode single or data_parallel")
     if network.conditional != conditional:
         raise GanstudyError(
             f"network '{name}' is conditional: train it with mode 'conditional'"
@@ -107,6 +111,10 @@ def score_curve(context: TrainingContext) -> ScoreCurve | None:
     setup = context.setup
     if not setup["score_period"]:
         return None
+    task = get_network(setup["network"]).task
+    if task != "noise":
+        raise GanstudyError(f"score_period {setup['score_period']}: the in-training FID draws images from noise, but network "
+                            f"'{setup['network']}' maps {task} inputs and has no in-training score yet; set score_period: 0")
     if context.classifier_path is None or context.reference_path is None:
         raise GanstudyError(f"score_period {setup['score_period']} scores the generator during training with the data set's "
                             "classifier: pass --classifier and --reference (the workflow does), or set score_period: 0")

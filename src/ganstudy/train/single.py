@@ -20,7 +20,7 @@ def _one_rank(context: TrainingContext) -> None:
 def train_single(context: TrainingContext) -> TrainingResult:
     _one_rank(context)
     setup = context.setup
-    spec = network_spec(setup, context.data)
+    spec = network_spec(setup, context.data, any_task=True)
     seeds = pair_seeds(context.study_seed, context.trial)
     conditions = context.data.conditions if spec.condition_shape else None
     trainer = PairTrainer(setup, spec, context.data.images, None, seeds, context.devices, curve=score_curve(context), conditions=conditions)
