@@ -16,6 +16,7 @@ import torch
 from ganstudy.parallel.process_group import torch_process_group
 from ganstudy.parallel.world import mpi_world
 from ganstudy.train.data_parallel import DataParallelTrainer
+from ganstudy.train.tasks import Batch
 from ganstudy.train.pair import network_spec, pair_seeds
 
 CPU = (torch.device("cpu"), torch.device("cpu"))
@@ -38,7 +39,7 @@ def fixed_noise(rows: int, latent: int) -> torch.Tensor:
     return torch.randn(rows, latent, generator=torch.Generator().manual_seed(NOISE_SEED))
 
 
-def fixed_batch(pair: DataParallelTrainer, rows: torch.Tensor):
+def fixed_batch(pair: DataParallelTrainer, rows: torch.Tensor) -> Batch:
     """The pair's batch of ``rows`` with fixed_noise's noise (the task draws it from a stream seeded alike)."""
     return pair.task.draw(pair.data, rows, torch.Generator().manual_seed(NOISE_SEED), pair.g_device)
 

@@ -62,8 +62,6 @@ def test_paired_losses_are_pix2pix_s_halved_discriminator_loss_and_adversarial_p
     got_g = generator_step(task, generator, discriminator, opt_g, loss, batch)
     torch.testing.assert_close(got_d, want_d, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(got_g, want_g, rtol=1e-5, atol=1e-6)
-    # The paired task draws no noise: its generator's noise is dropout.
-    assert not task.draws_noise
 
 
 def test_a_paired_pair_learns_its_mapping() -> None:

@@ -35,7 +35,8 @@ def load_paired_folder(path: str | None, options: LoadOptions = LoadOptions()) -
         raise GanstudyError(f"paired image folder {root} has no train/ folder: put the training pairs in {root / 'train'}")
     if present == ["train"]:
         raise GanstudyError(
-            f"paired image folder {root} has train/ but neither test/ nor val/: the test split comes from one of them"
+            f"paired image folder {root} has train/ but neither test/ nor val/: the test split comes from one of them; "
+            f"add a folder {root / 'test'} of pairs"
         )
     files: list[Path] = []
     split: list[str] = []

@@ -103,6 +103,12 @@ def evaluate_generator(
     data set's classifier, whose classes are the data's."""
     set_cpu_threads(threads)
     generator, spec = load_generator(generator_path)
+    if spec.condition_shape is not None:
+        raise GanstudyError(
+            f"{generator_path} maps inputs of shape {spec.condition_shape} (a paired or energy network), not noise: the "
+            "scores of such generators (L1, PSNR, SSIM; shower physics) are not in the evaluation yet; its training "
+            "outputs, samples.png included, are complete"
+        )
     run = read_json(run_record_path)
     seed = derive_seed(study_seed, trial, "evaluate")
     samples, sample_labels = sample_labelled(generator, spec.latent_dim, settings["samples"], seed, settings["batch_size"])

@@ -139,6 +139,11 @@ def _check_shapes(spec: NetworkSpec) -> None:
             "network pix2pix maps an input image to an output image but the set-up gives no input image "
             "shape (condition_shape is None): use it with a paired data set"
         )
+    if len(spec.condition_shape) != 3 or len(spec.image_shape) != 3:
+        raise GanstudyError(
+            f"network pix2pix maps (C, H, W) images to (C, H, W) images; got inputs {spec.condition_shape} and outputs "
+            f"{spec.image_shape}: use it with a paired image data set (dataset.name paired_folder)"
+        )
     _, in_height, in_width = spec.condition_shape
     _, out_height, out_width = spec.image_shape
     if (in_height, in_width) != (out_height, out_width):

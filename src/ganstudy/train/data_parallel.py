@@ -215,7 +215,7 @@ def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
     seeds = pair_seeds(context.study_seed, context.trial)
     with torch_process_group(world, context.device):
         trainer = DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, seeds, context.devices, world,
-                                      score_curve(context), data.conditions if spec.condition_shape else None)
+                                      score_curve(context), data.conditions if spec.condition_shape is not None else None)
         trained = trainer.train(context.checkpoint_dir, context.stop)
         profiles = world.comm.gather(trainer.profile, root=0)
     if not world.is_root:

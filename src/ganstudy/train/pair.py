@@ -53,8 +53,9 @@ def network_spec(setup: dict[str, Any], data: Split, conditional: bool = False, 
             else f"mode '{setup['mode']}' trains a conditional network such as dccgan, not '{name}'"
         )
     if network.task != "noise" and data.conditions is None:
+        data_set = {"paired": "a paired data set (dataset.name paired_folder)"}.get(network.task, "a data set with primary energies")
         raise GanstudyError(f"network '{name}' is trained on data with conditions (task '{network.task}'), but the prepared "
-                            "split has none: use a paired data set (dataset.name paired_folder) or a noise network")
+                            f"split has none: use {data_set} or a noise network")
     classes = int(data.labels.max()) + 1 if conditional else 0
     conditions = data.condition_shape if network.task != "noise" else None
     return NetworkSpec(data.image_shape, setup["latent_dim"], setup["hidden_units"], classes, conditions)
@@ -123,7 +124,8 @@ def score_curve(context: TrainingContext) -> ScoreCurve | None:
 
 
 class PairTrainer:
-    """Trains a freshly initialised pair; ``labels`` is given for conditional networks only.
+    """Trains a freshly initialised pair; ``labels`` is given for conditional networks only, ``conditions``
+    (input images, primary energies) for networks of the paired and energy tasks.
 
     The generator lives on ``devices[0]`` and the discriminator (and the real images) on
     ``devices[1]``: the same device, or two GPUs as in seed 001. Batch order and noise come from CPU

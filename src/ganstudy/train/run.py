@@ -18,6 +18,7 @@ import torch
 
 from ganstudy.atomic import write_json, write_text
 from ganstudy.data.arrays import load_split
+from ganstudy.errors import GanstudyError
 from ganstudy.models import get_network
 from ganstudy.models.artifact import sample_generator, save_generator
 from ganstudy.parallel.stop import StopSignal
@@ -103,13 +104,15 @@ def run_training(
         with torch.no_grad():
             outputs = result.generator(torch.from_numpy(inputs)).numpy()
         save_triptychs(out / "samples.png", inputs, outputs, context.data.images[:SAMPLE_ROWS])
-    else:
+    elif task == "energy":
         # Showers of the first training rows' energies beside the real ones.
         energy = torch.from_numpy(context.data.conditions[:SAMPLE_ROWS])
         z = torch.randn(len(energy), result.spec.latent_dim, generator=torch.Generator().manual_seed(grid_seed))
         with torch.no_grad():
             showers = result.generator.components[0](z, energy).numpy()
         save_shower_pairs(out / "samples.png", context.data.images[:SAMPLE_ROWS], showers)
+    else:
+        raise GanstudyError(f"no sample figure for networks of task '{task}'")
     if task != "paired":
         result.seeds["sample-grid"] = grid_seed
     write_text(out / "losses.csv", rows_to_csv(result.history))

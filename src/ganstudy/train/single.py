@@ -22,7 +22,7 @@ def train_single(context: TrainingContext) -> TrainingResult:
     setup = context.setup
     spec = network_spec(setup, context.data, any_task=True)
     seeds = pair_seeds(context.study_seed, context.trial)
-    conditions = context.data.conditions if spec.condition_shape else None
+    conditions = context.data.conditions if spec.condition_shape is not None else None
     trainer = PairTrainer(setup, spec, context.data.images, None, seeds, context.devices, curve=score_curve(context), conditions=conditions)
     generator = trainer.train(context.checkpoint_dir, context.stop).cpu()
     return TrainingResult(

@@ -1,7 +1,8 @@
 """Registered training tasks: what a pair's generator maps from and what each player's loss is.
 
-A network names its task (``Network.task``); the pair-training modes (single, conditional, per_class,
-data_parallel) look it up here, so a new kind of GAN needs a task, not a new training loop:
+A network names its task (``Network.task``); the pair-training modes look it up here (single and
+data_parallel train every task; conditional, per_class and the grid the noise task only), so a new
+kind of GAN needs a task, not a new training loop:
 
 - ``noise``: the generator maps latent noise (and, for a conditional pair, the batch's labels) to
   images; the adversarial loss alone.
@@ -11,7 +12,8 @@ data_parallel) look it up here, so a new kind of GAN needs a task, not a new tra
 - ``energy``: 3DGAN. The generator maps noise and the batch's primary energies to showers; the
   discriminator answers real/fake, the energy and the shower's voxel sum, and each player's loss is
   ``energy_loss_weights`` (2, 0.1, 0.1) times (adversarial, energy error, voxel-sum error), the errors
-  as Keras' mean absolute percentage error.
+  as Keras' mean absolute percentage error. Unlike 3DGAN's loop, a step updates the discriminator once
+  on the real and fake batch together and the generator once, without label flips.
 
 A task draws one update's ``Batch`` for a global batch's rows; data parallelism slices it by rows, so
 every rank sees the rows (and noise) one process would.
@@ -62,9 +64,6 @@ class TrainingData:
 class Task:
     """The noise task; other tasks override what differs."""
 
-    # Whether the generator's input is drawn from the noise stream.
-    draws_noise = True
-
     def __init__(self, setup: dict[str, Any]) -> None:
         self.latent_dim = setup["latent_dim"]
 
@@ -92,15 +91,13 @@ class Task:
 
 
 class PairedTask(Task):
-    draws_noise = False
-
     def __init__(self, setup: dict[str, Any]) -> None:
         super().__init__(setup)
         self.l1_weight = setup["l1_weight"]
 
     def draw(self, data: TrainingData, rows: Tensor, noise_rng: torch.Generator, g_device: torch.device) -> Batch:
         inputs = data.conditions[rows]
-        return Batch(data.images[rows], (inputs.to(g_device),), (inputs,), inputs)
+        return Batch(data.images[rows], (inputs.to(g_device),), (inputs,))
 
     def judge(self, discriminator: nn.Module, images: Tensor, batch: Batch) -> Tensor:
         # A PatchGAN judges every patch: its (N, patches) outputs count as N * patches samples of the loss.
