@@ -4,6 +4,7 @@ learns its mapping, and the error for a paired network on data without condition
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from pathlib import Path
 
@@ -202,3 +203,19 @@ def test_an_energy_run_writes_shower_pairs_and_data_parallel_ranks_agree(tmp_pat
     one, two = (load_generator(train("data_parallel", ranks) / "generator.pt")[0] for ranks in (1, 2))
     for (name, mine), theirs in zip(one.state_dict().items(), two.state_dict().values()):
         torch.testing.assert_close(theirs, mine, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("network", ["pix2pix", "calo3d"])
+def test_paired_and_energy_networks_train_under_bf16_autocast(network: str, tmp_path: Path, env: dict) -> None:
+    if network == "pix2pix":
+        a, b = paired_data(4)
+        data, keys = Split(b.numpy(), np.zeros(4, np.int64), conditions=a.numpy()), {"hidden_units": 4}
+    else:
+        images, energy = showers(4)
+        data, keys = Split(images, np.zeros(4, np.int64), conditions=energy), {"latent_dim": 4, "hidden_units": 2}
+    save_split(tmp_path / "train.npz", data)
+    setup = paired_setup(mode="data_parallel", network=network, data_parallel={"amp": "bf16"}, **keys)
+    out = run_train(tmp_path / "train.npz", setup, tmp_path / "out", 1, env)
+    losses = [float(x) for line in (out / "losses.csv").read_text().splitlines()[1:] for x in line.split(",")[1:3]]
+    assert len(losses) == 4 and all(math.isfinite(x) for x in losses), losses
