@@ -190,6 +190,15 @@ def stack_images(decoded: list[np.ndarray], options: LoadOptions) -> np.ndarray:
     return np.stack([conform(d[None], options.image_size, channels)[0] for d in decoded])
 
 
+def image_files(folder: Path, what: str = "") -> list[Path]:
+    """The PNG/JPEG files of ``folder`` in sorted name order, so the order never depends on the file
+    system; a folder without any is an error naming ``what`` it is."""
+    found = sorted(f for f in folder.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
+    if not found:
+        raise GanstudyError(f"{what}{folder} holds no PNG or JPEG images")
+    return found
+
+
 @LOADERS.register("image_folder")
 def load_image_folder(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """One subfolder per class (class labels 0.. in sorted folder-name order) of PNG/JPEG files, grey
@@ -205,9 +214,7 @@ def load_image_folder(path: str | None, options: LoadOptions = LoadOptions()) ->
     files: list[Path] = []
     labels: list[int] = []
     for label, name in enumerate(classes):
-        found = sorted(f for f in (root / name).iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
-        if not found:
-            raise GanstudyError(f"class folder {root / name} holds no PNG or JPEG images")
+        found = image_files(root / name, "class folder ")
         files += found
         labels += [label] * len(found)
     decoded = [read_image(file) for file in files]

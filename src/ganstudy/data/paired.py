@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ganstudy.data.loaders import (
-    IMAGE_SUFFIXES, LOADERS, LoadOptions, RawDataset, check_same_size, read_image, stack_images,
+    LOADERS, LoadOptions, RawDataset, check_same_size, image_files, read_image, stack_images,
 )
 from ganstudy.errors import GanstudyError
 
@@ -41,9 +41,7 @@ def load_paired_folder(path: str | None, options: LoadOptions = LoadOptions()) -
     files: list[Path] = []
     split: list[str] = []
     for name in present:
-        found = sorted(f for f in (root / name).iterdir() if f.suffix.lower() in IMAGE_SUFFIXES)
-        if not found:
-            raise GanstudyError(f"{root / name} holds no PNG or JPEG images")
+        found = image_files(root / name)
         files += found
         split += [name] * len(found)
     decoded = [read_image(file) for file in files]
