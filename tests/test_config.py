@@ -3,7 +3,9 @@ import copy
 import pytest
 import yaml
 
-from ganstudy.config import ConfigError, load_study_config, validate_study_config
+from ganstudy.config import (
+    NETWORK_KEYS, ConfigError, dataset_settings, load_study_config, training_settings, validate_study_config,
+)
 
 from conftest import REPO, SCHEMA
 
@@ -89,3 +91,41 @@ def test_missing_and_malformed_config_files(tmp_path):
 def test_studies_in_config_folder_are_valid():
     for path in sorted((REPO / "config").rglob("*.yaml")):
         load_study_config(path, SCHEMA)
+
+
+class _ReadKeys(dict):
+    """A set-up that remembers which keys were read."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.read = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+def test_network_only_keys_reach_exactly_the_networks_whose_task_reads_them():
+    from ganstudy.models import NETWORKS, get_network
+    from ganstudy.train.tasks import TASKS
+
+    get_network("dcgan")  # registers every network
+    config = validate_study_config({}, SCHEMA)
+    for name in NETWORKS.names():
+        setup = dict(config["setups"]["lp_bce"], network=name)
+        settings = _ReadKeys(training_settings(setup))
+        TASKS.get(get_network(name).task)(settings)  # a KeyError here: the task lost a key it reads
+        assert "reference" not in settings
+        owned = {key for key, networks in NETWORK_KEYS.items() if name in networks}
+        assert settings.read & set(NETWORK_KEYS) == owned, name
+        assert set(NETWORK_KEYS) - owned == set(setup) - set(settings) - {"reference"}, name
+
+
+def test_default_study_settings_carry_no_key_of_other_networks_or_data_sets(default_config):
+    for setup in default_config["setups"].values():
+        settings = training_settings(setup)
+        assert "l1_weight" not in settings and "energy_loss_weights" not in settings
+        assert settings["grid"] == setup["grid"]
+    assert "direction" not in dataset_settings(default_config["dataset"])
+    paired = dict(default_config["dataset"], name="paired_folder", direction="BtoA")
+    assert dataset_settings(paired)["direction"] == "BtoA"

@@ -91,10 +91,28 @@ def load_study_config(config_path: str | os.PathLike[str], schema_path: str | os
 _NOT_WORK = ("ranks", "trials", "reference")
 
 
+# Keys that only some networks (set-up keys) or data sets (dataset keys) read, and which. A job's
+# settings leave them out everywhere else: a key of this kind added to the schema changes no finished
+# job's settings, so Snakemake reruns nothing (tests/test_config.py checks the networks' entries
+# against the keys their registered training tasks read).
+NETWORK_KEYS: dict[str, tuple[str, ...]] = {"l1_weight": ("pix2pix",), "energy_loss_weights": ("calo3d",)}
+DATASET_KEYS: dict[str, tuple[str, ...]] = {"direction": ("paired_folder",)}
+
+
+def _read_by(section: dict[str, Any], owner: str, only: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+    return {key: value for key, value in section.items() if key not in only or owner in only[key]}
+
+
 def training_settings(setup: dict[str, Any]) -> dict[str, Any]:
     """A set-up as its training and scoring jobs see it: without the published result it is compared
-    with, so that adding or correcting a reference reruns the reporting only, never a training."""
-    return {key: value for key, value in setup.items() if key != "reference"}
+    with, so that adding or correcting a reference reruns the reporting only, never a training, and
+    without the keys of other networks."""
+    return _read_by({key: value for key, value in setup.items() if key != "reference"}, setup["network"], NETWORK_KEYS)
+
+
+def dataset_settings(dataset: dict[str, Any]) -> dict[str, Any]:
+    """The dataset section as the preparing job sees it: without the keys of other data sets."""
+    return _read_by(dataset, dataset["name"], DATASET_KEYS)
 
 
 def speedup_baselines(setups: dict[str, dict[str, Any]], tasks: dict[str, int]) -> dict[str, str]:

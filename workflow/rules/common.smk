@@ -7,7 +7,7 @@ import re
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from ganstudy.config import ConfigError, speedup_baselines, training_settings, validate_study_config
+from ganstudy.config import ConfigError, dataset_settings, speedup_baselines, training_settings, validate_study_config
 from ganstudy.data.sources import CLASS_COUNTS, SOURCES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.weights import check_inception_weights, fid_sample_warning

@@ -32,7 +32,7 @@ rule prepare_dataset:
             category="1. Data",
         ),
     params:
-        settings=as_json(config["dataset"]),
+        settings=as_json(dataset_settings(config["dataset"])),
         seed=config["seed"],
         out_dir=subpath(output.manifest, parent=True),
     log:
