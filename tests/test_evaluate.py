@@ -225,27 +225,11 @@ def test_kid_precision_and_recall_match_independent_computations(digits_dir, cla
     assert record["scores"]["recall"] == pytest.approx(recall, abs=1e-9)
 
 
-def _stand_in_inception(path):
-    from torch_fidelity import feature_extractor_inceptionv3 as module
-
-    original_load, original_apply = module.torch.load, module.FeatureExtractorInceptionV3.load_state_dict
-    module.torch.load = lambda *args, **kwargs: {}
-    module.FeatureExtractorInceptionV3.load_state_dict = lambda self, state, *args, **kwargs: None
-    try:
-        torch.manual_seed(0)
-        model = module.FeatureExtractorInceptionV3("inception-v3-compat", ["2048"], feature_extractor_weights_path="unused")
-    finally:
-        module.torch.load, module.FeatureExtractorInceptionV3.load_state_dict = original_load, original_apply
-    torch.save(model.state_dict(), path)
-    return model
-
-
-def test_the_inception_path_scores_with_local_weights_and_checks_their_hash(digits_dir, classifier_path, generator_run, tmp_path):
+def test_the_inception_path_scores_with_local_weights_and_checks_their_hash(digits_dir, classifier_path, generator_run, stand_in_inception, tmp_path):
     from ganstudy.data.arrays import Split, file_digest, save_split
     from ganstudy.evaluate.extractor import inception_extractor
 
-    weights = tmp_path / "weights-inception.pth"
-    model = _stand_in_inception(weights)
+    weights, model = stand_in_inception
     digest = file_digest(weights)
     split = load_split(digits_dir / "test.npz")
     save_split(tmp_path / "real.npz", Split(split.images[:16], split.labels[:16]))

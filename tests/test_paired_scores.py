@@ -64,3 +64,100 @@ def test_bad_shapes_are_named() -> None:
         paired_scores(torch.zeros(1, 3, 16, 16), torch.zeros(1, 1, 16, 16))
     with pytest.raises(GanstudyError, match="11x11 window"):
         ssim(torch.zeros(1, 1, 8, 8), torch.zeros(1, 1, 8, 8))
+
+
+@pytest.fixture(scope="module")
+def pix2pix_run(tmp_path_factory):
+    """An untrained 64x64 pix2pix generator (the smallest with a dropout block) saved as a run, and a split
+    of 6 pairs to score it on."""
+    from ganstudy.atomic import write_json
+    from ganstudy.data.arrays import Split, save_split
+    from ganstudy.models import NetworkSpec, build_pair
+    from ganstudy.models.artifact import save_generator
+    from ganstudy.models.mixture import MixtureGenerator
+
+    out = tmp_path_factory.mktemp("pix2pix")
+    spec = NetworkSpec((3, 64, 64), 1, 8, condition_shape=(3, 64, 64))
+    torch.manual_seed(0)
+    generator, _ = build_pair("pix2pix", spec)
+    save_generator(out / "generator.pt", MixtureGenerator([generator], [1.0]), "pix2pix", spec)
+    write_json(out / "run.json", {"setup_name": "p2p", "train_seconds": 1.5, "settings": {"network": "pix2pix"}})
+    rng = np.random.default_rng(1)
+    inputs = rng.uniform(-1, 1, (6, 3, 64, 64)).astype(np.float32)
+    save_split(out / "test.npz", Split(np.flip(inputs, 3).copy(), np.zeros(6, np.int64), conditions=inputs))
+    return out
+
+
+SETTINGS = {"metrics": ["l1", "psnr", "ssim"], "extractor": "classifier", "batch_size": 4, "isc_splits": 1, "samples": 100}
+
+
+def test_a_paired_generator_is_scored_on_its_outputs_for_the_test_inputs(pix2pix_run, tmp_path):
+    from ganstudy.atomic import read_json
+    from ganstudy.data.arrays import load_split
+    from ganstudy.evaluate.paired import evaluate_pairs
+    from ganstudy.models.artifact import load_generator
+    from ganstudy.seeding import derive_seed
+
+    record = evaluate_pairs(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", SETTINGS, 7, 1,
+                            tmp_path / "s.json", 1)
+    assert read_json(tmp_path / "s.json")["scores"] == record["scores"] and set(record["scores"]) == {"l1", "psnr", "ssim"}
+    assert record["pairs"] == 6 and record["setup_name"] == "p2p" and record["extractor"] is None
+    # Independent: pix2pix's test.py by hand, one input at a time in training mode, dropout drawn from the seed.
+    generator = load_generator(pix2pix_run / "generator.pt")[0].components[0].train()
+    pairs = load_split(pix2pix_run / "test.npz")
+    torch.manual_seed(derive_seed(7, 1, "evaluate"))
+    with torch.no_grad():
+        outputs = np.concatenate([generator(torch.from_numpy(pairs.conditions[i : i + 1])).numpy() for i in range(6)]).astype(np.float64)
+    x, y = (outputs + 1) / 2, (pairs.images.astype(np.float64) + 1) / 2
+    assert record["scores"]["l1"] == pytest.approx(np.abs(x - y).mean(), rel=1e-6)
+    assert record["scores"]["psnr"] == pytest.approx(np.mean([10 * math.log10(1 / ((a - b) ** 2).mean()) for a, b in zip(x, y)]), rel=1e-6)
+    # Dropout is the generator's noise: another trial's seed gives other outputs, the same trial the same.
+    again = evaluate_pairs(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", SETTINGS, 7, 1,
+                           tmp_path / "t.json", 1)
+    other = evaluate_pairs(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", SETTINGS, 7, 2,
+                           tmp_path / "u.json", 1)
+    assert again["scores"] == record["scores"] and other["scores"]["l1"] != record["scores"]["l1"]
+
+
+def test_fid_of_outputs_against_targets_uses_inception_features(pix2pix_run, stand_in_inception, tmp_path):
+    from ganstudy.data.arrays import load_split, to_uint8
+    from ganstudy.evaluate.paired import evaluate_pairs, translate
+    from ganstudy.models.artifact import load_generator
+    from ganstudy.seeding import derive_seed
+    from test_evaluate import _independent_fid
+
+    weights, model = stand_in_inception
+    settings = {**SETTINGS, "metrics": ["fid", "ssim"], "extractor": "inception", "inception_weights": str(weights), "inception_sha256": None}
+    record = evaluate_pairs(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", settings, 7, 1,
+                            tmp_path / "s.json", 1)
+    assert set(record["scores"]) == {"fid", "ssim"} and record["extractor"].startswith("ganstudy-inception-")
+    assert "the reference statistics hold 6 real images" in record["notes"]["fid"]
+    pairs = load_split(pix2pix_run / "test.npz")
+    outputs = translate(load_generator(pix2pix_run / "generator.pt")[0].components[0], torch.from_numpy(pairs.conditions),
+                        derive_seed(7, 1, "evaluate"))
+    with torch.no_grad():
+        made = model(torch.from_numpy(to_uint8(outputs.numpy())))[0].double().numpy()
+        real = model(torch.from_numpy(to_uint8(pairs.images)))[0].double().numpy()
+    assert record["scores"]["fid"] == pytest.approx(_independent_fid(made, real), rel=1e-3)
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"metrics": ["l1", "class_fid"]}, r"evaluation.metrics \['class_fid'\] need class labels, which paired data have not"),
+    ({"metrics": ["fid"]}, r"compare outputs with targets in Inception features \(paired data train no classifier\)"),
+])
+def test_metrics_that_paired_data_cannot_give_are_refused(pix2pix_run, tmp_path, change, problem):
+    from ganstudy.evaluate.paired import evaluate_pairs
+
+    with pytest.raises(GanstudyError, match=problem):
+        evaluate_pairs(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", {**SETTINGS, **change}, 7, 1,
+                       tmp_path / "s.json", 1)
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_pairs_of_another_shape_are_named(pix2pix_run, tmp_path):
+    from ganstudy.data.arrays import Split, save_split
+    from ganstudy.evaluate.paired import evaluate_pairs
+
+    save_split(tmp_path / "small.npz", Split(np.zeros((2, 3, 8, 8), np.float32), np.zeros(2, np.int64), conditions=np.zeros((2, 3, 8, 8), np.float32)))
+    with pytest.raises(GanstudyError, match=r"holds inputs of shape \(3, 8, 8\), but the generator .* maps inputs of shape \(3, 64, 64\)"):
+        evaluate_pairs(pix2pix_run / "generator.pt", pix2pix_run / "run.json", tmp_path / "small.npz", SETTINGS, 7, 1, tmp_path / "s.json", 1)

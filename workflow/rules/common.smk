@@ -10,6 +10,7 @@ from snakemake.logging import logger
 from ganstudy.config import ConfigError, dataset_settings, speedup_baselines, training_settings, validate_study_config
 from ganstudy.data.sources import CLASS_COUNTS, SOURCES
 from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.metrics import metric_problems
 from ganstudy.evaluate.weights import check_inception_weights, fid_sample_warning
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
@@ -35,8 +36,19 @@ if INCEPTION:
         check_inception_weights(config["evaluation"]["inception_weights"], config["evaluation"]["inception_sha256"])
     except GanstudyError as error:
         raise WorkflowError(str(error)) from None
-# Inception FID on fewer samples than its 2,048 features is strongly biased: say so before any job runs.
-FID_WARNING = fid_sample_warning(config["evaluation"])
+# Paired data (pix2pix) have no classes, hence no classifier: their generators are scored on the test
+# split's pairs, and a metric that needs classes or the classifier stops the DAG before any job.
+PAIRED = config["dataset"]["name"] == "paired_folder"
+problems = metric_problems(config["evaluation"], PAIRED)
+if PAIRED:
+    problems += [f"setups.{name}: score_period {setup['score_period']} scores generators of noise with the data set's "
+                 "classifier during training; paired data have neither: set score_period: 0"
+                 for name, setup in config["setups"].items() if setup["score_period"]]
+if problems:
+    raise WorkflowError("; ".join(problems))
+# Inception FID on fewer samples than its 2,048 features is strongly biased: say so before any job runs
+# (a paired study's sample count is its test split's, which its scores' notes judge).
+FID_WARNING = None if PAIRED else fid_sample_warning(config["evaluation"])
 if FID_WARNING:
     logger.warning(f"warning: {FID_WARNING}")
 
@@ -237,19 +249,27 @@ def scoring_args(wildcards, input):
 
 
 def evaluate_inputs(wildcards):
-    inputs = {
-        "generator": f"{STUDY_DIR}/runs/{wildcards.setup}/trial{wildcards.trial}/generator.pt",
-        "record": f"{STUDY_DIR}/runs/{wildcards.setup}/trial{wildcards.trial}/run.json",
-        "classifier": f"{STUDY_DIR}/classifier/classifier.pt",
-        "reference": f"{STUDY_DIR}/classifier/reference_stats.npz",
-    }
+    run = f"{STUDY_DIR}/runs/{wildcards.setup}/trial{wildcards.trial}"
+    inputs = {"generator": f"{run}/generator.pt", "record": f"{run}/run.json"}
+    if PAIRED:
+        inputs["pairs"] = f"{STUDY_DIR}/data/test.npz"
+        if INCEPTION:
+            inputs["weights"] = config["evaluation"]["inception_weights"]
+        return inputs
+    inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"
+    inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
     if INCEPTION:
         inputs["quality"] = f"{STUDY_DIR}/classifier/reference_inception.npz"
     return inputs
 
 
-def quality_args(wildcards, input):
-    return f"--quality-reference {input.quality}" if "quality" in input.keys() else ""
+def evaluate_args(wildcards, input):
+    """What the evaluate command scores against: the test split's pairs, or the classifier's statistics
+    (and Inception's when it is evaluation.extractor)."""
+    if PAIRED:
+        return f"--pairs {input.pairs}"
+    quality = f" --quality-reference {input.quality}" if "quality" in input.keys() else ""
+    return scoring_args(wildcards, input) + quality
 
 
 def fetched_files():

@@ -85,7 +85,7 @@ rule evaluate:
     params:
         settings=as_json(config["evaluation"]),
         seed=config["seed"],
-        quality=quality_args,
+        against=evaluate_args,
     log:
         f"{LOG_DIR}/evaluate/{{setup}}/trial{{trial}}.log",
     conda:
@@ -98,5 +98,5 @@ rule evaluate:
         runtime=15,
     shell:
         "ganstudy evaluate --settings {params.settings:q} --generator {input.generator}"
-        " --run-record {input.record} --classifier {input.classifier} --reference {input.reference} {params.quality}"
+        " --run-record {input.record} {params.against}"
         " --seed {params.seed} --trial {wildcards.trial} --out {output} --threads {threads} > {log} 2>&1"

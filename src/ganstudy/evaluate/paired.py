@@ -1,5 +1,10 @@
 """Scores of an image-to-image generator against its targets (pix2pix on a test split): L1, PSNR and
-SSIM, on images in [0, 1] (data range 1), each the mean over images.
+SSIM, on images in [0, 1] (data range 1), each the mean over images; and FID, IS, KID, precision and
+recall of its outputs against the targets with Inception features.
+
+The outputs are pix2pix's test.py's (without --eval): one input at a time, batch norm on that image's
+own statistics and dropout on, since dropout is the generator's only noise; the dropout masks come
+from a seeded stream, so a rerun gives the same outputs.
 
 SSIM is Wang et al. (2004) as scikit-image's ``structural_similarity(gaussian_weights=True,
 sigma=1.5, use_sample_covariance=False, data_range=1)`` computes it: an 11x11 Gaussian window
@@ -9,10 +14,25 @@ fits inside the image and over the channels.
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import torch
 import torch.nn.functional as F
+from torch import nn
+from torch_fidelity.metric_fid import fid_featuresdict_to_statistics
 
+from ganstudy.atomic import read_json, write_json
+from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.fid import Reference
+from ganstudy.evaluate.metrics import QUALITY, metric_problems
+from ganstudy.evaluate.scores import quality_extractor, quality_scores
+from ganstudy.evaluate.weights import fid_sample_warning
+from ganstudy.models.artifact import load_generator
+from ganstudy.parallel.world import set_cpu_threads
+from ganstudy.provenance import provenance_record
+from ganstudy.seeding import derive_seed
 
 SIGMA = 1.5
 RADIUS = int(3.5 * SIGMA + 0.5)
@@ -58,3 +78,73 @@ def paired_scores(outputs: torch.Tensor, targets: torch.Tensor) -> dict[str, flo
     mse = ((x - y) ** 2).mean(dim=(1, 2, 3))
     psnr = 10 * torch.log10(1.0 / mse)
     return {"l1": float(l1.mean()), "psnr": float(psnr.mean()), "ssim": float(ssim(x, y).mean())}
+
+
+@torch.no_grad()
+def translate(generator: nn.Module, inputs: torch.Tensor, seed: int) -> torch.Tensor:
+    """The generator's output for each input, one at a time in training mode (pix2pix's test.py), with
+    dropout masks from ``seed``; the caller's random state is left as it was."""
+    generator.train()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return torch.cat([generator(inputs[row : row + 1]) for row in range(len(inputs))])
+
+
+def evaluate_pairs(
+    generator_path: str | os.PathLike[str],
+    run_record_path: str | os.PathLike[str],
+    pairs_path: str | os.PathLike[str],
+    settings: dict[str, Any],
+    study_seed: int,
+    trial: int,
+    out_path: str | os.PathLike[str],
+    threads: int,
+) -> dict[str, Any]:
+    """Scores of one paired generator on the split ``pairs_path`` (its conditions are the inputs, its
+    images the targets): L1, PSNR and SSIM, and the quality metrics against the targets' Inception
+    features, which the study's data (one class of pairs) gives no classifier for."""
+    set_cpu_threads(threads)
+    problems = metric_problems(settings, paired=True)
+    if problems:
+        raise GanstudyError("; ".join(problems))
+    metrics = set(settings["metrics"])
+    generator, spec = load_generator(generator_path)
+    pairs = load_split(pairs_path)
+    if pairs.conditions is None or tuple(pairs.conditions.shape[1:]) != spec.condition_shape:
+        found = None if pairs.conditions is None else tuple(pairs.conditions.shape[1:])
+        raise GanstudyError(f"{pairs_path} holds inputs of shape {found}, but the generator {generator_path} maps inputs "
+                            f"of shape {spec.condition_shape}: score it on a split of the data set it was trained on")
+    run = read_json(run_record_path)
+    seed = derive_seed(study_seed, trial, "evaluate")
+    targets = torch.from_numpy(pairs.images)
+    outputs = translate(generator.components[0], torch.from_numpy(pairs.conditions), seed)
+    scores = {key: value for key, value in paired_scores(outputs, targets).items() if key in metrics}
+    extractor, notes = None, {}
+    if metrics & QUALITY:
+        extractor, fid_layer, isc_layer = quality_extractor(settings, None)
+        layers, batch = sorted({fid_layer, isc_layer}), settings["batch_size"]
+        made = extractor.features(torch.from_numpy(to_uint8(outputs.numpy())), layers, batch)
+        real = extractor.features(torch.from_numpy(to_uint8(pairs.images)), [fid_layer], batch)
+        reference = Reference(fid_featuresdict_to_statistics(real, fid_layer), fid_layer, {}, {}, real[fid_layer].numpy())
+        scores.update(quality_scores(made, reference, fid_layer, isc_layer, metrics, settings, seed))
+        # The outputs are as many as the pairs, whatever evaluation.samples says.
+        warning = fid_sample_warning({**settings, "samples": len(targets)}, len(targets))
+        if warning:
+            notes["fid"] = warning
+    record = provenance_record(
+        "evaluate",
+        settings,
+        setup_name=run["setup_name"],
+        trial=trial,
+        seed=seed,
+        scores=scores,
+        notes=notes,
+        pairs=len(targets),
+        train_seconds=run["train_seconds"],
+        world_size=run.get("world_size", 1),
+        grid_shape=run.get("grid_shape"),
+        extractor=None if extractor is None else extractor.name,
+        extractor_sha256=None if extractor is None else extractor.sha256,
+    )
+    write_json(out_path, record)
+    return record

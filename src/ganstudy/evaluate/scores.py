@@ -19,6 +19,7 @@ from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.extractor import Extractor, classifier_extractor, inception_extractor
 from ganstudy.evaluate.fid import Reference, frechet_distance, load_reference
+from ganstudy.evaluate.metrics import LABELLED, QUALITY, metric_problems
 from ganstudy.evaluate.weights import fid_sample_warning
 from ganstudy.models.artifact import load_generator, sample_labelled
 from ganstudy.parallel.world import set_cpu_threads
@@ -64,13 +65,11 @@ def label_tvd(predicted: np.ndarray, real_counts: dict[int, int]) -> float:
     return float(0.5 * np.abs(generated - real).sum())
 
 
-QUALITY = {"fid", "isc", "kid", "precision", "recall"}
-# Scores of labelled generators, always on the data set's classifier (its classes are the data's).
-LABELLED = {"class_fid", "label_tvd"}
 
 
-def quality_extractor(settings: dict[str, Any], classifier_path: str | os.PathLike[str]) -> tuple[Extractor, str, str]:
-    """The extractor of FID, IS, KID, precision and recall, with its FID and IS layers."""
+def quality_extractor(settings: dict[str, Any], classifier_path: str | os.PathLike[str] | None) -> tuple[Extractor, str, str]:
+    """The extractor of FID, IS, KID, precision and recall, with its FID and IS layers (Inception needs
+    no classifier)."""
     if settings["extractor"] == "inception":
         return inception_extractor(settings["inception_weights"], settings["inception_sha256"]), "2048", "logits_unbiased"
     return classifier_extractor(classifier_path), settings["fid_features"], "logits"
@@ -101,13 +100,16 @@ def evaluate_generator(
     """Scores of one generator. FID, IS, KID, precision and recall use evaluation.extractor (the
     classifier, or Inception with ``quality_reference_path``); class_fid and label_tvd always use the
     data set's classifier, whose classes are the data's."""
+    problems = metric_problems(settings, paired=False)
+    if problems:
+        raise GanstudyError("; ".join(problems))
     set_cpu_threads(threads)
     generator, spec = load_generator(generator_path)
     if spec.condition_shape is not None:
         raise GanstudyError(
-            f"{generator_path} maps inputs of shape {spec.condition_shape} (a paired or energy network), not noise: the "
-            "scores of such generators (L1, PSNR, SSIM; shower physics) are not in the evaluation yet; its training "
-            "outputs, samples.png included, are complete"
+            f"{generator_path} maps inputs of shape {spec.condition_shape} (a paired or energy network), not noise: a "
+            "paired generator is scored on a split of pairs (ganstudy evaluate --pairs; the workflow does so for "
+            "paired_folder data); the shower scores of energy generators are not in the evaluation yet"
         )
     run = read_json(run_record_path)
     seed = derive_seed(study_seed, trial, "evaluate")
@@ -130,7 +132,7 @@ def evaluate_generator(
     notes: dict[str, str] = {}
     if metrics & QUALITY:
         reference = _checked_reference(quality_reference_path or reference_path, extractor, fid_layer)
-        scores.update(_quality_scores(features[extractor.name], reference, fid_layer, isc_layer, metrics, settings, seed))
+        scores.update(quality_scores(features[extractor.name], reference, fid_layer, isc_layer, metrics, settings, seed))
         warning = fid_sample_warning(settings, len(reference.features))
         if warning:
             notes["fid"] = warning
@@ -170,7 +172,7 @@ def evaluate_generator(
     return record
 
 
-def _quality_scores(
+def quality_scores(
     features: dict[str, torch.Tensor], reference: Reference, fid_layer: str, isc_layer: str, metrics: set[str],
     settings: dict[str, Any], seed: int,
 ) -> dict[str, float]:
