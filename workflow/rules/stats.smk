@@ -182,7 +182,8 @@ rule tables:
     input:
         rules.stats.output,
         rules.timing.output,
-        rules.anova.output,
+        # Paired data are one class: nothing to compare classes of.
+        rules.anova.output if not PAIRED else [],
         # Only studies whose set-ups carry a paper's published result.
         rules.reproduction.output if REFERENCES else [],
     localrule: True
