@@ -64,6 +64,35 @@ def scoring(digits_dir: Path, classifier_path: Path) -> tuple[Path, Path]:
     return classifier_path, reference
 
 
+def with_user_data(study: Path, folder: Path) -> Path:
+    """A copy of a study config whose data the user supplies (an image folder, a paired folder, the
+    Inception weights), pointed at small stand-ins in ``folder``: given its data, a study must plan
+    every job."""
+    import numpy as np
+    import yaml
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = yaml.safe_load(study.read_text())
+    name = config["dataset"]["name"]
+    if name == "image_folder":
+        (folder / "xray" / "positive").mkdir(parents=True)
+        for i in range(4):
+            Image.fromarray(np.full((40, 50), 30 * i, np.uint8)).save(folder / "xray" / "positive" / f"{i}.png")
+        config["dataset"]["path"] = str(folder / "xray")
+    elif name == "paired_folder":
+        for split in ("train", "test"):
+            (folder / "pairs" / split).mkdir(parents=True)
+            Image.fromarray(np.zeros((16, 32, 3), np.uint8)).save(folder / "pairs" / split / "0.png")
+        config["dataset"]["path"] = str(folder / "pairs")
+    if config.get("evaluation", {}).get("inception_weights"):
+        (folder / "weights.pth").write_bytes(b"stand-in")
+        config["evaluation"].update(inception_weights=str(folder / "weights.pth"), inception_sha256=None)
+    copy = folder / study.name
+    copy.write_text(yaml.safe_dump(config))
+    return copy
+
+
 @pytest.fixture(scope="session")
 def stand_in_inception(tmp_path_factory: pytest.TempPathFactory):
     """A weights file of torch-fidelity's Inception-v3 with random weights (the real file may not be

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, with_user_data
 
 pytestmark = pytest.mark.workflow
 
@@ -55,10 +55,10 @@ def test_each_profile_plans_the_default_study_by_name(profile, env):
         assert jobs and all("tasks=1," in j and "gpu=1, tasks_per_gpu=0" in j and "slurm_extra=--signal=USR1@300" in j for j in jobs)
 
 
-@pytest.mark.parametrize("study", [s for s in STUDIES if "covid" not in s.stem], ids=lambda p: p.stem)
-def test_the_cluster_profiles_plan_every_study(study, env):
+@pytest.mark.parametrize("study", STUDIES, ids=lambda p: p.stem)
+def test_the_cluster_profiles_plan_every_study(study, env, tmp_path):
     for profile in ("summit", "slurm"):
-        dry_run(profile, study, env)
+        dry_run(profile, with_user_data(study, tmp_path / profile), env)
 
 
 def _jobs(out: str, setup: str) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from ganstudy.resources import node_memory_mb, peak_memory, rank_memory_mb, retry_minutes
+from ganstudy.resources import node_memory_mb, rank_memory_mb, retry_minutes
 
 
 def test_a_retry_asks_for_the_wall_time_times_the_attempt_up_to_the_cap():

@@ -98,6 +98,15 @@ def test_epoch_table_has_seed_004s_epoch_time_and_final_losses(tmp_path):
     table = epoch_table(pd.read_csv(tmp_path / "runs.csv"), ["dp", "none"]).set_index("setup")
     assert table.loc["dp"].tolist() == pytest.approx([1, 2, 6.0, np.std([5.0, 7.0], ddof=1), 1.75, 3.0])
     assert table.loc["none", "trials"] == 0 and np.isnan(table.loc["none", "epoch_seconds"])
+    assert "source" not in table  # no set-up cites the paper: no empty paper columns
+    # The paper's table 1 beside ours, for the set-ups that cite it; scores' references are not its business.
+    references = {"dp": {"epoch_seconds": {"mean": 37.84, "source": "seed 004 table 1"},
+                         "g_loss": {"mean": 25.451, "source": "seed 004 table 1"}, "fid": {"mean": 9.0, "source": "x"}}}
+    cited = epoch_table(pd.read_csv(tmp_path / "runs.csv"), ["dp", "none"], references).set_index("setup")
+    assert cited.loc["dp", ["paper_epoch_seconds", "paper_g_loss"]].tolist() == [37.84, 25.451]
+    assert np.isnan(cited.loc["dp", "paper_d_loss"]) and cited.loc["dp", "source"] == "seed 004 table 1"
+    assert cited.loc["none", "source"] == "" and np.isnan(cited.loc["none", "paper_epoch_seconds"])
+    assert cited.loc["dp", "epoch_seconds"] == table.loc["dp", "epoch_seconds"]
 
 
 def test_write_timing_writes_its_tables_in_three_formats(seed_000_runs):

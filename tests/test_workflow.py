@@ -7,14 +7,12 @@ import stat
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 import torch
 import yaml
-from PIL import Image
 
-from conftest import REPO
+from conftest import REPO, with_user_data
 from ganstudy.stats.reproduction import NOT_COMPARABLE
 
 pytestmark = pytest.mark.workflow
@@ -208,14 +206,7 @@ def test_a_failing_job_leaves_no_output_and_loses_no_finished_result(tmp_path, e
 @pytest.mark.parametrize("study", sorted((REPO / "config" / "studies").glob("*.yaml")), ids=lambda p: p.stem)
 def test_every_study_passes_a_dry_run(study, env, tmp_path):
     config = yaml.safe_load(study.read_text())
-    if config["dataset"]["name"] == "image_folder":
-        # Image folders are the user's own: given a folder, the study must plan every job.
-        (tmp_path / "xray" / "positive").mkdir(parents=True)
-        for i in range(4):
-            Image.fromarray(np.full((40, 50), 30 * i, np.uint8)).save(tmp_path / "xray" / "positive" / f"{i}.png")
-        config["dataset"]["path"] = str(tmp_path / "xray")
-        study = tmp_path / study.name
-        study.write_text(yaml.safe_dump(config))
+    study = with_user_data(study, tmp_path)
     done = subprocess.run(["snakemake", "-n", "--forceall", "--configfile", str(study)], cwd=REPO, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     if config["dataset"].get("smote", {}).get("strategy", "none") != "none":

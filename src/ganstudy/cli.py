@@ -123,7 +123,7 @@ def _baselines(pairs: list[str]) -> dict[str, str]:
 def _timing(args: argparse.Namespace) -> None:
     from ganstudy.stats.timing import write_timing
 
-    write_timing(args.timings, args.runs, args.setups, _baselines(args.baselines), args.out_dir, args.digits)
+    write_timing(args.timings, args.runs, args.setups, _baselines(args.baselines), args.out_dir, args.digits, args.references)
 
 
 def _grid_plot(args: argparse.Namespace) -> None:
@@ -319,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--timings", required=True, help="aggregate-timings --out")
     sub.add_argument("--runs", required=True, help="aggregate-timings --runs-out")
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
+    sub.add_argument("--references", type=_settings, default={}, help="set-up -> epoch_seconds/d_loss/g_loss -> reference, as JSON")
     baselines(sub)
     digits(sub)
     sub.add_argument("--out-dir", required=True)

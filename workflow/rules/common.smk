@@ -14,6 +14,7 @@ from ganstudy.evaluate.metrics import metric_problems
 from ganstudy.evaluate.weights import check_inception_weights, fid_sample_warning
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
+from ganstudy.stats.timing import EPOCH_REFERENCES
 
 try:
     validate_study_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
@@ -129,11 +130,22 @@ def check_data_parallel_batches():
 
 
 check_data_parallel_batches()
+
+
+def references_of(wanted):
+    """Set-up -> key -> the paper's number, for the reference keys that ``wanted`` accepts."""
+    found = {name: {key: ref for key, ref in setup["reference"].items() if wanted(key)} for name, setup in config["setups"].items()}
+    return {name: refs for name, refs in found.items() if refs}
+
+
 # Set-up -> metric -> the paper's published result it reproduces (tables/reproduction.*).
-REFERENCES = {name: setup["reference"] for name, setup in config["setups"].items() if setup["reference"]}
+REFERENCES = references_of(lambda key: key not in EPOCH_REFERENCES)
+# Set-up -> training fact (epoch time, final losses) -> the paper's number (tables/epochs.*).
+EPOCH_FACTS = references_of(lambda key: key in EPOCH_REFERENCES)
 unknown = sorted({f"setups.{name}.reference.{metric}" for name, refs in REFERENCES.items() for metric in refs if metric not in METRICS})
 if unknown:
-    raise WorkflowError(f"{', '.join(unknown)}: not among evaluation.metrics {METRICS}; add the metric or remove the reference")
+    raise WorkflowError(f"{', '.join(unknown)}: not among evaluation.metrics {METRICS} nor the training facts "
+                        f"{', '.join(EPOCH_REFERENCES)}; add the metric or remove the reference")
 # Scores against grid size are worth a figure once the study has grids of two sizes.
 GRID_SIZES = {setup["grid"]["shape"] for setup in config["setups"].values() if setup["mode"] == "grid"}
 

@@ -137,6 +137,7 @@ rule timing:
     params:
         setups=SETUPS,
         baselines=[f"{setup}={baseline}" for setup, baseline in BASELINES.items()],
+        references=as_json(EPOCH_FACTS),
         digits=config["statistics"]["digits"],
         out_dir=lambda wildcards, output: os.path.dirname(output.timing[0]),
     log:
@@ -147,7 +148,7 @@ rule timing:
     threads: 1
     shell:
         "ganstudy timing --timings {input.timings} --runs {input.runs} --setups {params.setups} --baselines {params.baselines}"
-        " --digits {params.digits} --out-dir {params.out_dir} > {log} 2>&1"
+        " --references {params.references:q} --digits {params.digits} --out-dir {params.out_dir} > {log} 2>&1"
 
 
 rule reproduction:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,9 @@ TIMING_COLUMNS = ["setup", "ranks", "trials", "mean_train_minutes", "sd_train_mi
                   "speedup", "efficiency"]
 RUNS_COLUMNS = ["setup", "trial", "ranks", "iterations", "train_seconds", "epoch_seconds", "final_d_loss", "final_g_loss"]
 EPOCH_COLUMNS = ["setup", "ranks", "trials", "epoch_seconds", "sd_epoch_seconds", "d_loss", "g_loss"]
+# Training facts a set-up's reference may give besides scores (seed 004's table 1): the epochs table
+# puts them beside ours. Differences in hardware and data size make them directions, not tests.
+EPOCH_REFERENCES = ("epoch_seconds", "d_loss", "g_loss")
 ROUTINE_COLUMNS = ["setup", "routine", "seconds", "share", "baseline", "baseline_seconds", "acceleration", "speedup"]
 # The whole training clock of a run, next to its routines (seed 000's "overall" row).
 OVERALL = "overall"
@@ -57,18 +61,27 @@ def aggregate_timings(
     return tables
 
 
-def epoch_table(runs: pd.DataFrame, setups: list[str]) -> pd.DataFrame:
+def epoch_table(runs: pd.DataFrame, setups: list[str], references: dict[str, dict[str, Any]] | None = None) -> pd.DataFrame:
     """Seed 004's table 1: per set-up the average epoch time and the final discriminator and generator
-    losses, means over trials."""
+    losses, means over trials; beside them the paper's (``references``: set-up -> fact -> reference, the
+    facts of EPOCH_REFERENCES) when a set-up has any."""
+    references = {setup: {fact: ref for fact, ref in refs.items() if fact in EPOCH_REFERENCES} for setup, refs in (references or {}).items()}
+    cited = any(references.values())
     rows = []
     for setup in setups:
         part = runs[runs.setup == setup]
-        rows.append({
+        row = {
             "setup": setup, "ranks": int(part.ranks.max()) if len(part) else 0, "trials": len(part),
             "epoch_seconds": part.epoch_seconds.mean(), "sd_epoch_seconds": part.epoch_seconds.std(ddof=1),
             "d_loss": part.final_d_loss.mean(), "g_loss": part.final_g_loss.mean(),
-        })
-    return pd.DataFrame(rows, columns=EPOCH_COLUMNS)
+        }
+        if cited:
+            mine = references.get(setup, {})
+            row.update({f"paper_{fact}": mine[fact]["mean"] if fact in mine else np.nan for fact in EPOCH_REFERENCES})
+            row["source"] = "; ".join(sorted({ref["source"] for ref in mine.values()}))
+        rows.append(row)
+    columns = EPOCH_COLUMNS + ([f"paper_{fact}" for fact in EPOCH_REFERENCES] + ["source"] if cited else [])
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _routine_seconds(timings: pd.DataFrame) -> pd.DataFrame:
@@ -120,7 +133,7 @@ def routine_table(timings: pd.DataFrame, setups: list[str], baselines: dict[str,
 
 def write_timing(
     timings_path: str | os.PathLike[str], runs_path: str | os.PathLike[str], setups: list[str], baselines: dict[str, str],
-    out_dir: str | os.PathLike[str], digits: int = 4,
+    out_dir: str | os.PathLike[str], digits: int = 4, references: dict[str, dict[str, Any]] | None = None,
 ) -> list[Path]:
     """timing, routines and epochs.{csv,md,tex}."""
     from ganstudy.stats.summary import write_table
@@ -128,7 +141,7 @@ def write_timing(
     timings = pd.read_csv(timings_path)
     out = Path(out_dir)
     return write_table(
-        out, "epochs", epoch_table(pd.read_csv(runs_path), setups),
+        out, "epochs", epoch_table(pd.read_csv(runs_path), setups, references),
         "Average epoch time (training seconds per iteration) and final losses per set-up", False, digits,
     ) + write_table(
         out, "timing", timing_table(timings, setups, baselines),
