@@ -1,0 +1,86 @@
+"""Data-parallel training of the two systems of seeds 003 and 004 on this machine: strong scaling from 1
+to 2 ranks (1 torch thread each) of calo3d (3DGAN's networks at their size: 25x25x25 showers, latent 200,
+hidden_units 8) and pix2pix (ngf = ndf = 64 at 64x64, six U-Net levels), on data the benchmark makes.
+
+efficiency: epoch seconds on 1 rank / (2 x epoch seconds on 2 ranks), per network (ideal 1.0; seed 003
+  reached 0.989 from 1 to 12 GPUs). The global batch is the same on both rank counts, large enough that
+  each rank's share keeps a core busy.
+An epoch's seconds are the median over its epochs after the first (losses.csv, the training loop's own
+clock, without start-up); each figure is the median of interleaved repeats. Prints one JSON line last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ganstudy.config import validate_study_config
+from ganstudy.data.arrays import Split, save_split
+
+SCHEMA = "workflow/schemas/config.schema.yaml"
+BIN = Path(sys.executable).parent
+ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+REPEATS = 3
+ITERATIONS = 3
+# network -> (set-up keys, rows per epoch); an epoch is 2 global batches.
+NETWORKS = {
+    "calo3d": ({"latent_dim": 200, "hidden_units": 8, "batch_size": 32}, 64),
+    "pix2pix": ({"latent_dim": 1, "hidden_units": 64, "batch_size": 8}, 16),
+}
+
+
+def data(network: str, rows: int, folder: Path) -> Path:
+    """Showers whose voxel sum grows with the primary energy, or random image pairs in [-1, 1]."""
+    rng = np.random.default_rng(0)
+    if network == "calo3d":
+        energy = rng.uniform(1, 5, (rows, 1)).astype(np.float32)
+        images = (rng.exponential(1.0, (rows, 1, 25, 25, 25)) * energy[:, :, None, None, None] / 50).astype(np.float32)
+        split = Split(images, np.zeros(rows, np.int64), conditions=energy)
+    else:
+        inputs = rng.uniform(-1, 1, (rows, 3, 64, 64)).astype(np.float32)
+        split = Split(np.flip(inputs, 3).copy(), np.zeros(rows, np.int64), conditions=inputs)
+    path = folder / f"{network}.npz"
+    save_split(path, split)
+    return path
+
+
+def settings(network: str) -> dict:
+    keys = NETWORKS[network][0]
+    config = {"setups": {"p": {"mode": "data_parallel", "network": network, "iterations": ITERATIONS, "checkpoint_period": 0,
+                               "score_period": 0, **keys}}}
+    return validate_study_config(config, SCHEMA)["setups"]["p"]
+
+
+def epoch_seconds(ranks: int, setup: dict, train: Path, out: Path) -> float:
+    command = ["mpiexec", "-n", str(ranks), "ganstudy", "train", "--setup", "p", "--settings", json.dumps(setup),
+               "--train", str(train), "--seed", "1", "--trial", "0", "--out-dir", str(out), "--threads", "1"]
+    subprocess.run(command, check=True, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return float(pd.read_csv(out / "losses.csv").seconds.iloc[1:].median())
+
+
+def main() -> None:
+    result: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for network, (_, rows) in NETWORKS.items():
+            train, setup = data(network, rows, folder), settings(network)
+            times: dict[int, list[float]] = {1: [], 2: []}
+            for repeat in range(REPEATS):
+                for ranks in times:
+                    times[ranks].append(epoch_seconds(ranks, setup, train, folder / f"{network}-{ranks}-{repeat}"))
+            one, two = (statistics.median(times[ranks]) for ranks in (1, 2))
+            result |= {f"{network}_efficiency": round(one / (2 * two), 3), f"{network}_epoch_seconds_1": round(one, 3),
+                       f"{network}_epoch_seconds_2": round(two, 3), f"{network}_global_batch": setup["batch_size"]}
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
