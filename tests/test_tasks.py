@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -20,6 +21,7 @@ from ganstudy.data.arrays import Split, save_split
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import load_generator
+from ganstudy.seeding import derive_seed
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.modes import TrainingContext
 from ganstudy.train.pair import PairTrainer, network_spec, pair_seeds, score_curve
@@ -98,17 +100,21 @@ def test_modes_of_noise_networks_refuse_a_paired_network(mode: str) -> None:
         network_spec(paired_setup(mode=mode), data)
 
 
-def test_a_paired_network_asks_for_score_period_0() -> None:
-    context = TrainingContext(paired_setup(score_period=5), Split(np.zeros((1, 1, 8, 8), np.float32), np.zeros(1, np.int64)), 1, 0, None,
-                              torch.device("cpu"))
-    with pytest.raises(GanstudyError, match="no in-training score yet; set score_period: 0"):
+@pytest.mark.parametrize("network, problem", [
+    ("pix2pix", "scores a paired generator on held-out pairs during training: pass --score-pairs"),
+    ("calo3d", "no in-training score yet; set score_period: 0"),
+])
+def test_an_in_training_score_without_what_it_needs_is_refused(network: str, problem: str) -> None:
+    context = TrainingContext(paired_setup(score_period=5, network=network), Split(np.zeros((1, 1, 8, 8), np.float32), np.zeros(1, np.int64)),
+                              1, 0, None, torch.device("cpu"))
+    with pytest.raises(GanstudyError, match=problem):
         score_curve(context)
 
 
-def run_train(split: Path, setup: dict, out: Path, ranks: int, env: dict) -> Path:
+def run_train(split: Path, setup: dict, out: Path, ranks: int, env: dict, *extra: str) -> Path:
     """``ganstudy train`` under mpiexec, as the workflow runs it; returns the output folder."""
     command = ["mpiexec", "-n", str(ranks), "ganstudy", "train", "--setup", "p", "--settings", json.dumps(setup), "--train", str(split),
-               "--seed", "1", "--trial", "0", "--out-dir", str(out), "--threads", "1"]
+               "--seed", "1", "--trial", "0", "--out-dir", str(out), "--threads", "1", *extra]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return out
@@ -138,6 +144,30 @@ def test_a_paired_run_writes_triptychs_and_data_parallel_ranks_agree(tmp_path: P
     one, two = (load_generator(train_paired(tmp_path, env, ranks, "data_parallel") / "generator.pt")[0] for ranks in (1, 2))
     for (name, mine), theirs in zip(one.state_dict().items(), two.state_dict().values()):
         torch.testing.assert_close(theirs, mine, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.mpi
+def test_a_paired_generator_s_held_out_l1_is_scored_without_changing_a_training_bit(tmp_path: Path, env: dict) -> None:
+    plain = train_paired(tmp_path, env, 1, "single")
+    rng = np.random.default_rng(6)
+    a = rng.uniform(-1, 1, (5, 1, 64, 64)).astype(np.float32)
+    save_split(tmp_path / "test.npz", Split(-np.repeat(a, 3, axis=1), np.zeros(5, np.int64), conditions=a))
+    scored_setup = paired_setup(mode="single", hidden_units=4, iterations=2, score_period=1, score_samples=3)
+    scored = run_train(tmp_path / "train.npz", scored_setup, tmp_path / "scored", 1, env, "--score-pairs", str(tmp_path / "test.npz"))
+    for (name, mine), theirs in zip(*(load_generator(run / "generator.pt")[0].state_dict().items() for run in (plain, scored))):
+        assert torch.equal(mine, theirs[1]), name
+    losses = pd.read_csv(scored / "losses.csv")
+    assert losses.l1.notna().all() and "fid" not in losses
+    # Independent: the final generator on the first 3 held-out inputs, one at a time in training mode,
+    # dropout from the trial's score seed, L1 measured in [0, 1].
+    generator = load_generator(scored / "generator.pt")[0].components[0].train()
+    torch.manual_seed(derive_seed(1, 0, "score-pairs"))
+    with torch.no_grad():
+        outputs = torch.cat([generator(torch.from_numpy(a[i : i + 1])) for i in range(3)]).double().numpy()
+    assert losses.l1.iloc[-1] == pytest.approx(np.abs(outputs + np.repeat(a[:3], 3, axis=1)).mean() / 2, rel=1e-6)
+    two = run_train(tmp_path / "train.npz", {**scored_setup, "mode": "data_parallel"}, tmp_path / "dp2", 2, env,
+                    "--score-pairs", str(tmp_path / "test.npz"))
+    assert pd.read_csv(two / "losses.csv").l1.notna().all()
 
 
 def keras_mape(predicted: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

@@ -41,10 +41,6 @@ if INCEPTION:
 # split's pairs, and a metric that needs classes or the classifier stops the DAG before any job.
 PAIRED = config["dataset"]["name"] == "paired_folder"
 problems = metric_problems(config["evaluation"], PAIRED)
-if PAIRED:
-    problems += [f"setups.{name}: score_period {setup['score_period']} scores generators of noise with the data set's "
-                 "classifier during training; paired data have neither: set score_period: 0"
-                 for name, setup in config["setups"].items() if setup["score_period"]]
 if problems:
     raise WorkflowError("; ".join(problems))
 # Inception FID on fewer samples than its 2,048 features is strongly biased: say so before any job runs
@@ -245,16 +241,22 @@ def setup_threads(wildcards):
 
 
 def train_inputs(wildcards):
-    """The prepared data, and for set-ups that score during training the classifier and real statistics."""
+    """The prepared data, and for set-ups that score during training the classifier and real statistics
+    (paired data: the held-out pairs)."""
     inputs = {"train": f"{STUDY_DIR}/data/train.npz"}
     setup = config["setups"][wildcards.setup]
-    if setup["mode"] == "grid" or setup["score_period"]:
+    if PAIRED:
+        if setup["score_period"]:
+            inputs["pairs"] = f"{STUDY_DIR}/data/test.npz"
+    elif setup["mode"] == "grid" or setup["score_period"]:
         inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"
         inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
     return inputs
 
 
 def scoring_args(wildcards, input):
+    if "pairs" in input.keys():
+        return f"--score-pairs {input.pairs}"
     if "classifier" not in input.keys():
         return ""
     return f"--classifier {input.classifier} --reference {input.reference}"

@@ -85,9 +85,36 @@ def translate(generator: nn.Module, inputs: torch.Tensor, seed: int) -> torch.Te
     """The generator's output for each input, one at a time in training mode (pix2pix's test.py), with
     dropout masks from ``seed``; the caller's random state is left as it was."""
     generator.train()
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[inputs.device.index or 0] if inputs.device.type == "cuda" else []):
         torch.manual_seed(seed)
         return torch.cat([generator(inputs[row : row + 1]) for row in range(len(inputs))])
+
+
+def mean_l1(outputs: torch.Tensor, targets: torch.Tensor) -> float:
+    """L1 of (N, C, H, W) images in [-1, 1] measured in [0, 1], as paired_scores reports it."""
+    return float((outputs.double() - targets.double()).abs().mean() / 2)
+
+
+class PairScorer:
+    """A paired generator's in-training score: the L1 of its outputs for the first ``count`` held-out pairs
+    (the test split) against their targets, run as evaluate_pairs runs it. It scores a plain copy of the
+    generator's weights, so that neither a data-parallel rank's synchronised batch norm (which would wait
+    for the other ranks) nor the training generator's running statistics are touched."""
+
+    column = "l1"
+
+    def __init__(self, pairs_path: str | os.PathLike[str], count: int, seed: int, network: nn.Module, device: torch.device) -> None:
+        pairs = load_split(pairs_path)
+        if pairs.conditions is None:
+            raise GanstudyError(f"{pairs_path} holds no input images: the in-training score of a paired generator needs the "
+                                "test split of a paired data set")
+        self.inputs = torch.from_numpy(pairs.conditions[:count]).to(device)
+        self.targets = torch.from_numpy(pairs.images[:count]).to(device)
+        self.seed, self.network = seed, network.to(device)
+
+    def score(self, generator: nn.Module) -> float:
+        self.network.load_state_dict(generator.state_dict())
+        return mean_l1(translate(self.network, self.inputs, self.seed), self.targets)
 
 
 def evaluate_pairs(

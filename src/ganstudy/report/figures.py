@@ -73,17 +73,19 @@ def training_curves(loss_paths: list[str], setups: list[str], out_path: str | os
 
 
 def score_curves(loss_paths: list[str], setups: list[str], out_path: str | os.PathLike[str]) -> None:
-    """In-training FID per iteration: each set-up's mean over trials and the band from its best to its
-    worst trial (pair modes' fixed-batch FID, the grid's best cell)."""
+    """In-training score per iteration: each set-up's mean over trials and the band from its best to its
+    worst trial (pair modes' fixed-batch FID, the grid's best cell, a paired generator's held-out L1)."""
     figure, ax = plt.subplots(figsize=(6.5, 3.8))
+    columns = set()
     for setup, (column, frame) in setup_curves(loss_paths, setups).items():
+        columns.add(column)
         mean = frame.mean(axis=1)
         line, = ax.plot(mean.index, mean, marker="." if len(mean) < 40 else None,
                         label=f"{setup} ({frame.shape[1]} trials{', best cell' if column == 'fid_best' else ''})")
         ax.fill_between(mean.index, frame.min(axis=1), frame.max(axis=1), color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_yscale("log")
     ax.set_xlabel("iteration")
-    ax.set_ylabel("in-training FID (lower is better)")
+    ax.set_ylabel(f"in-training {'L1 on held-out pairs' if columns == {'l1'} else 'FID'} (lower is better)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     _save(figure, out_path)

@@ -1,8 +1,8 @@
-"""convergence: has each set-up's in-training FID stopped improving?
+"""convergence: has each set-up's in-training score stopped improving?
 
-The curve of a set-up is the mean over its trials of each run's in-training FID per iteration (pair modes:
-``fid`` every score_period iterations, the mean over classes for per-class runs; the grid: ``fid_best``,
-its best cell every iteration). It is called converged when the best value over its last 10% of
+The curve of a set-up is the mean over its trials of each run's in-training score per iteration (pair
+modes: ``fid`` every score_period iterations, the mean over classes for per-class runs; paired
+generators: ``l1`` on held-out pairs; the grid: ``fid_best``, its best cell every iteration). It is called converged when the best value over its last 10% of
 iterations improves on the best value before them by no more than ``tolerance`` (relative): a curve still
 falling at the end of training would have given a better generator with more iterations, and its scores
 describe an unfinished run rather than the method. A curve whose best in the tail is worse than its best
@@ -19,8 +19,9 @@ import pandas as pd
 
 from ganstudy.atomic import atomic_path
 
-# The in-training FID columns of losses.csv: the pair trainer's, then the grid's best cell's.
-SCORE_COLUMNS = ("fid", "fid_best")
+# The in-training score columns of losses.csv, each lower-is-better: the pair trainer's FID, the grid's
+# best cell's, and a paired generator's L1 on held-out pairs.
+SCORE_COLUMNS = ("fid", "fid_best", "l1")
 TAIL = 0.1
 COLUMNS = ["setup", "trials", "iterations", "score", "first", "best_before_tail", "best_in_tail", "improvement", "converged"]
 
@@ -88,6 +89,10 @@ def write_convergence(
     return table
 
 
+def _name(column: str) -> str:
+    return "L1" if column == "l1" else "FID"
+
+
 def convergence_notes(convergence_path: str | os.PathLike[str]) -> dict[str, str]:
     """The summary tables' note for each set-up whose curve was still improving or had degraded (from
     convergence.csv)."""
@@ -95,8 +100,9 @@ def convergence_notes(convergence_path: str | os.PathLike[str]) -> dict[str, str
     notes = {}
     for row in table.itertuples():
         if row.converged == "no":
-            notes[row.setup] = f"not converged: in-training FID still improved {row.improvement:.0%} over the last {TAIL:.0%} of iterations"
+            notes[row.setup] = (f"not converged: in-training {_name(row.score)} still improved {row.improvement:.0%} over the last "
+                                f"{TAIL:.0%} of iterations")
         elif row.converged == "degraded":
-            notes[row.setup] = (f"degraded: best in-training FID of the last {TAIL:.0%} of iterations {-row.improvement:.0%} worse "
+            notes[row.setup] = (f"degraded: best in-training {_name(row.score)} of the last {TAIL:.0%} of iterations {-row.improvement:.0%} worse "
                                 "than before them (trained past its best)")
     return notes

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from ganstudy.checkpoint import CheckpointStore
 from ganstudy.evaluate.fid import FidScorer
+from ganstudy.evaluate.paired import PairScorer
 from ganstudy.errors import GanstudyError
 from ganstudy.data.arrays import Split
 from ganstudy.models import NetworkSpec, build_pair, get_network
@@ -96,15 +97,21 @@ def profile_rows(history: list[dict[str, Any]], cell: str, rank: int) -> list[di
 
 @dataclass(frozen=True)
 class ScoreCurve:
-    """A pair's in-training FID: every ``period`` iterations (and at the last), its generator's images of
-    one fixed noise batch of ``samples`` against the real statistics (a class's, for per-class pairs).
-    The generator runs in eval mode and draws no random number the training uses, so scoring changes
-    none of the training's bits."""
+    """A pair's in-training score every ``period`` iterations (and at the last): the FID of its generator's
+    images of one fixed noise batch of ``samples`` against the real statistics (a class's, for per-class
+    pairs), or for a paired generator the L1 of its outputs for ``samples`` held-out pairs. Scoring draws
+    no random number the training uses and changes no weight or statistic, so it changes none of the
+    training's bits."""
 
-    scorer: FidScorer
+    scorer: FidScorer | PairScorer
     period: int
     samples: int
     label: int | None = None
+
+    @property
+    def column(self) -> str:
+        """The score's column in losses.csv."""
+        return PairScorer.column if isinstance(self.scorer, PairScorer) else "fid"
 
 
 def score_curve(context: TrainingContext) -> ScoreCurve | None:
@@ -113,6 +120,14 @@ def score_curve(context: TrainingContext) -> ScoreCurve | None:
     if not setup["score_period"]:
         return None
     task = get_network(setup["network"]).task
+    if task == "paired":
+        if context.pairs_path is None:
+            raise GanstudyError(f"score_period {setup['score_period']} scores a paired generator on held-out pairs during training: "
+                                "pass --score-pairs (the test split; the workflow does), or set score_period: 0")
+        network = build_pair(setup["network"], network_spec(setup, context.data, any_task=True))[0]
+        seed = derive_seed(context.study_seed, context.trial, "score-pairs")
+        return ScoreCurve(PairScorer(context.pairs_path, setup["score_samples"], seed, network, context.device),
+                          setup["score_period"], setup["score_samples"])
     if task != "noise":
         raise GanstudyError(f"score_period {setup['score_period']}: the in-training FID draws images from noise, but network "
                             f"'{setup['network']}' maps {task} inputs and has no in-training score yet; set score_period: 0")
@@ -166,7 +181,7 @@ class PairTrainer:
         self.batch_rng = torch.Generator().manual_seed(seeds["batches"])
         self.noise_rng = torch.Generator().manual_seed(seeds["noise"])
         self.curve = curve
-        if curve is not None:
+        if curve is not None and not isinstance(curve.scorer, PairScorer):
             fixed = torch.Generator().manual_seed(seeds["score"])
             self.score_noise = torch.randn(curve.samples, spec.latent_dim, generator=fixed).to(self.g_device)
             # A conditional pair draws the fixed batch's labels from the training split: the classes' prior.
@@ -220,8 +235,9 @@ class PairTrainer:
                 d_loss, g_loss = self._one_pass()
                 self.done = iteration + 1
                 seconds = time.perf_counter() - started
-                fid, score_seconds = self._score(total)
-                self.history.append({"iteration": self.done, "d_loss": d_loss, "g_loss": g_loss, "fid": fid, "seconds": seconds,
+                score, score_seconds = self._score(total)
+                column = "fid" if self.curve is None else self.curve.column
+                self.history.append({"iteration": self.done, "d_loss": d_loss, "g_loss": g_loss, column: score, "seconds": seconds,
                                      "score_seconds": score_seconds})
                 stopping = stop is not None and self._stop_agreed(stop)
                 due = (period and self.done % period == 0 and self.done < total) or (final_checkpoint and self.done == total)
@@ -238,12 +254,14 @@ class PairTrainer:
         return True
 
     def _score(self, total: int) -> tuple[float | None, float]:
-        """(FID, seconds) of the fixed noise batch after this iteration when one is due, else (None, 0):
-        an empty cell in losses.csv."""
+        """(score, seconds) after this iteration when one is due, else (None, 0): an empty cell in
+        losses.csv."""
         curve = self.curve
         if curve is None or not self._scores_here() or (self.done % curve.period and self.done != total):
             return None, 0.0
         started = time.perf_counter()
+        if isinstance(curve.scorer, PairScorer):
+            return curve.scorer.score(self.generator), time.perf_counter() - started
         self.generator.eval()
         with torch.no_grad():
             images = call_network(self.generator, self.score_noise, self.score_labels)
