@@ -31,6 +31,9 @@ class RawDataset:
     conditions: np.ndarray | None = None
     # "train" / "val" / "test" per row where the source splits its images itself; None: prepare splits.
     split: np.ndarray | None = None
+    # Data in the model's own units (calorimeter showers, scaled GeV), images and conditions both: prepare
+    # neither resizes them nor brings them to [-1, 1].
+    native_units: bool = False
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ LOADERS: Registry = Registry("data-set loader")
 
 def get_loader(name: str) -> Callable[[str | None, LoadOptions], RawDataset]:
     # Importing the module registers its loader; it imports this one, so it cannot be imported above.
-    from ganstudy.data import paired  # noqa: F401
+    from ganstudy.data import calorimeter, paired  # noqa: F401
 
     return LOADERS.get(name)
 

@@ -74,14 +74,14 @@ def prepare_dataset(
     else:
         train_idx, test_idx, source_split = _source_split(raw.split)
         how_split = {"source_split": source_split}
-    images = conform(raw.images, options.image_size, options.channels) * 2.0 - 1.0
+    images = raw.images if raw.native_units else conform(raw.images, options.image_size, options.channels) * 2.0 - 1.0
     out = Path(out_dir)
     manifest: dict[str, Any] = {
         "dataset": name,
         "source": raw.source,
         "image_shape": list(images.shape[1:]),
         "num_classes": int(raw.labels.max()) + 1,
-        "value_range": [-1.0, 1.0],
+        "value_range": [float(images.min()), float(images.max())] if raw.native_units else [-1.0, 1.0],
         **how_split,
         "class_counts": {"all": counts},
         "files": {},
@@ -89,7 +89,10 @@ def prepare_dataset(
     if raw.class_names is not None:
         manifest["class_names"] = list(raw.class_names)
     conditions = None
-    if raw.conditions is not None:
+    if raw.native_units and raw.conditions is not None:
+        conditions = raw.conditions
+        manifest["condition_shape"] = list(conditions.shape[1:])
+    elif raw.conditions is not None:
         conditions = conform(raw.conditions, options.image_size, options.channels) * 2.0 - 1.0
         manifest["direction"] = options.direction
         manifest["condition_shape"] = list(conditions.shape[1:])

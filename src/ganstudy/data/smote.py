@@ -29,8 +29,8 @@ def oversample(split: Split, strategy: str, factor: float, k_neighbors: int, see
     """The training split with SMOTE images appended (``synthetic`` marks them), and a report."""
     if split.conditions is not None:
         raise GanstudyError(
-            "SMOTE cannot oversample a data set with conditions (paired images): it would blend inputs and "
-            "targets into pairs that never existed; set dataset.smote.strategy to none"
+            "SMOTE cannot oversample a data set with conditions (paired images, showers' primary energies): it "
+            "would blend inputs and targets into pairs that never existed; set dataset.smote.strategy to none"
         )
     from imblearn.over_sampling import SMOTE
 

@@ -15,8 +15,8 @@ class RemoteFiles:
 
 
 # Classes of the standard data sets, for sizing per-class jobs before the data are read (a paired
-# folder's pairs are always one class).
-CLASS_COUNTS = {"digits": 10, "mnist": 10, "fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "paired_folder": 1}
+# folder's pairs and calorimeter showers are always one class).
+CLASS_COUNTS = {"digits": 10, "mnist": 10, "fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "paired_folder": 1, "calorimeter": 1}
 
 SOURCES: dict[str, RemoteFiles] = {
     "mnist": RemoteFiles(
