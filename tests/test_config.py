@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from ganstudy.config import (
-    NETWORK_KEYS, ConfigError, dataset_settings, load_study_config, training_settings, validate_study_config,
+    NETWORK_KEYS, ConfigError, dataset_settings, evaluation_settings, load_study_config, training_settings, validate_study_config,
 )
 
 from conftest import REPO, SCHEMA
@@ -127,5 +127,7 @@ def test_default_study_settings_carry_no_key_of_other_networks_or_data_sets(defa
         assert "l1_weight" not in settings and "energy_loss_weights" not in settings
         assert settings["grid"] == setup["grid"]
     assert "direction" not in dataset_settings(default_config["dataset"])
+    assert "energy_bins" not in evaluation_settings(default_config["evaluation"], "digits")
+    assert evaluation_settings(default_config["evaluation"], "calorimeter")["energy_bins"][-1] == 500
     paired = dict(default_config["dataset"], name="paired_folder", direction="BtoA")
     assert dataset_settings(paired)["direction"] == "BtoA"

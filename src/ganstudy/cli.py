@@ -88,16 +88,21 @@ def _train(args: argparse.Namespace) -> None:
 def _evaluate(args: argparse.Namespace) -> None:
     from ganstudy.evaluate.paired import evaluate_pairs
     from ganstudy.evaluate.scores import evaluate_generator
+    from ganstudy.evaluate.showers import evaluate_showers
 
     if args.pairs:
         record = evaluate_pairs(args.generator, args.run_record, args.pairs, args.settings, args.seed, args.trial, args.out, args.threads)
+    elif args.showers:
+        record = evaluate_showers(args.generator, args.run_record, args.showers, args.settings, args.seed, args.trial, args.out,
+                                  args.threads)
     elif args.classifier and args.reference:
         record = evaluate_generator(
             args.generator, args.run_record, args.classifier, args.reference, args.settings, args.seed, args.trial,
             args.out, args.threads, args.quality_reference,
         )
     else:
-        raise GanstudyError("evaluate needs --classifier and --reference (a generator of noise) or --pairs (a paired generator)")
+        raise GanstudyError("evaluate needs --classifier and --reference (a generator of noise), --pairs (a paired generator) "
+                            "or --showers (an energy generator)")
     print(json.dumps(record["scores"]))
 
 
@@ -288,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     threads(sub)
 
-    sub = command("evaluate", _evaluate, "score one trained generator (FID, IS; L1, PSNR, SSIM of a paired one)")
+    sub = command("evaluate", _evaluate, "score one trained generator (FID, IS; L1, PSNR, SSIM of a paired one; shower physics)")
     settings(sub, "evaluation section")
     sub.add_argument("--generator", required=True)
     sub.add_argument("--run-record", required=True, help="the training run's run.json")
@@ -296,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--reference", help="reference statistics of the real images (generators of noise)")
     sub.add_argument("--quality-reference", help="reference statistics of evaluation.extractor when it is not the classifier")
     sub.add_argument("--pairs", help="a prepared split of pairs that a paired generator is scored on (inputs and targets)")
+    sub.add_argument("--showers", help="a prepared split of showers that an energy generator is scored on (with their energies)")
     sub.add_argument("--seed", type=int, required=True, help="study seed")
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out", required=True)

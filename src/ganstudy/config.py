@@ -97,6 +97,8 @@ _NOT_WORK = ("ranks", "trials", "reference")
 # against the keys their registered training tasks read).
 NETWORK_KEYS: dict[str, tuple[str, ...]] = {"l1_weight": ("pix2pix",), "energy_loss_weights": ("calo3d",)}
 DATASET_KEYS: dict[str, tuple[str, ...]] = {"direction": ("paired_folder",)}
+# Evaluation keys that only the scores of some data sets read.
+EVALUATION_KEYS: dict[str, tuple[str, ...]] = {"energy_bins": ("calorimeter",)}
 
 
 def _read_by(section: dict[str, Any], owner: str, only: dict[str, tuple[str, ...]]) -> dict[str, Any]:
@@ -113,6 +115,11 @@ def training_settings(setup: dict[str, Any]) -> dict[str, Any]:
 def dataset_settings(dataset: dict[str, Any]) -> dict[str, Any]:
     """The dataset section as the preparing job sees it: without the keys of other data sets."""
     return _read_by(dataset, dataset["name"], DATASET_KEYS)
+
+
+def evaluation_settings(evaluation: dict[str, Any], dataset_name: str) -> dict[str, Any]:
+    """The evaluation section as the scoring jobs see it: without the keys of other data sets' scores."""
+    return _read_by(evaluation, dataset_name, EVALUATION_KEYS)
 
 
 def speedup_baselines(setups: dict[str, dict[str, Any]], tasks: dict[str, int]) -> dict[str, str]:

@@ -7,7 +7,9 @@ import re
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from ganstudy.config import ConfigError, dataset_settings, speedup_baselines, training_settings, validate_study_config
+from ganstudy.config import (
+    ConfigError, dataset_settings, evaluation_settings, speedup_baselines, training_settings, validate_study_config,
+)
 from ganstudy.data.sources import CLASS_COUNTS, SOURCES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import metric_problems
@@ -37,15 +39,20 @@ if INCEPTION:
         check_inception_weights(config["evaluation"]["inception_weights"], config["evaluation"]["inception_sha256"])
     except GanstudyError as error:
         raise WorkflowError(str(error)) from None
-# Paired data (pix2pix) have no classes, hence no classifier: their generators are scored on the test
-# split's pairs, and a metric that needs classes or the classifier stops the DAG before any job.
-PAIRED = config["dataset"]["name"] == "paired_folder"
-problems = metric_problems(config["evaluation"], PAIRED)
+# Paired data (pix2pix) and calorimeter showers (3DGAN) have no classes, hence no classifier: their
+# generators are scored on the test split's pairs or showers, and a metric that cannot be computed for
+# the study's data stops the DAG before any job.
+DATA = {"paired_folder": "pairs", "calorimeter": "showers"}.get(config["dataset"]["name"], "images")
+PAIRED, SHOWERS = DATA == "pairs", DATA == "showers"
+problems = metric_problems(config["evaluation"], DATA)
+if SHOWERS:
+    problems += [f"setups.{name}: score_period {setup['score_period']}: showers have no in-training score yet; set score_period: 0"
+                 for name, setup in config["setups"].items() if setup["score_period"]]
 if problems:
     raise WorkflowError("; ".join(problems))
 # Inception FID on fewer samples than its 2,048 features is strongly biased: say so before any job runs
 # (a paired study's sample count is its test split's, which its scores' notes judge).
-FID_WARNING = None if PAIRED else fid_sample_warning(config["evaluation"])
+FID_WARNING = fid_sample_warning(config["evaluation"]) if DATA == "images" else None
 if FID_WARNING:
     logger.warning(f"warning: {FID_WARNING}")
 
@@ -59,6 +66,10 @@ wildcard_constraints:
 def as_json(section):
     """A config section as the one-argument JSON the ganstudy CLI takes (--settings)."""
     return json.dumps(section, sort_keys=True, separators=(",", ":"))
+
+
+# The evaluation section as the scoring jobs get it.
+EVALUATION_SETTINGS = as_json(evaluation_settings(config["evaluation"], config["dataset"]["name"]))
 
 
 def setup_settings(wildcards):
@@ -248,7 +259,7 @@ def train_inputs(wildcards):
     if PAIRED:
         if setup["score_period"]:
             inputs["pairs"] = f"{STUDY_DIR}/data/test.npz"
-    elif setup["mode"] == "grid" or setup["score_period"]:
+    elif DATA == "images" and (setup["mode"] == "grid" or setup["score_period"]):
         inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"
         inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
     return inputs
@@ -265,6 +276,9 @@ def scoring_args(wildcards, input):
 def evaluate_inputs(wildcards):
     run = f"{STUDY_DIR}/runs/{wildcards.setup}/trial{wildcards.trial}"
     inputs = {"generator": f"{run}/generator.pt", "record": f"{run}/run.json"}
+    if SHOWERS:
+        inputs["showers"] = f"{STUDY_DIR}/data/test.npz"
+        return inputs
     if PAIRED:
         inputs["pairs"] = f"{STUDY_DIR}/data/test.npz"
         if INCEPTION:
@@ -278,8 +292,10 @@ def evaluate_inputs(wildcards):
 
 
 def evaluate_args(wildcards, input):
-    """What the evaluate command scores against: the test split's pairs, or the classifier's statistics
-    (and Inception's when it is evaluation.extractor)."""
+    """What the evaluate command scores against: the test split's pairs or showers, or the classifier's
+    statistics (and Inception's when it is evaluation.extractor)."""
+    if SHOWERS:
+        return f"--showers {input.showers}"
     if PAIRED:
         return f"--pairs {input.pairs}"
     quality = f" --quality-reference {input.quality}" if "quality" in input.keys() else ""

@@ -37,7 +37,7 @@ rule reference_statistics:
     output:
         f"{STUDY_DIR}/classifier/reference_stats.npz",
     params:
-        settings=as_json(config["evaluation"]),
+        settings=EVALUATION_SETTINGS,
     log:
         f"{LOG_DIR}/reference_statistics.log",
     conda:
@@ -61,7 +61,7 @@ rule inception_statistics:
     output:
         f"{STUDY_DIR}/classifier/reference_inception.npz",
     params:
-        settings=as_json(config["evaluation"]),
+        settings=EVALUATION_SETTINGS,
     log:
         f"{LOG_DIR}/inception_statistics.log",
     conda:
@@ -83,7 +83,7 @@ rule evaluate:
     output:
         f"{STUDY_DIR}/scores/{{setup}}/trial{{trial}}.json",
     params:
-        settings=as_json(config["evaluation"]),
+        settings=EVALUATION_SETTINGS,
         seed=config["seed"],
         against=evaluate_args,
     log:

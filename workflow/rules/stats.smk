@@ -183,8 +183,8 @@ rule tables:
     input:
         rules.stats.output,
         rules.timing.output,
-        # Paired data are one class: nothing to compare classes of.
-        rules.anova.output if not PAIRED else [],
+        # Pairs and showers are one class: nothing to compare classes of.
+        rules.anova.output if DATA == "images" else [],
         # Only studies whose set-ups carry a paper's published result.
         rules.reproduction.output if REFERENCES else [],
     localrule: True

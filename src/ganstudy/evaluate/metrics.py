@@ -1,4 +1,4 @@
-"""Which metrics score which generators. Free of torch, so that the workflow refuses a metric that
+"""Which metrics score which generators, by the data they learn. Free of torch, so that the workflow refuses a metric that
 cannot be computed while it builds the DAG, before any job."""
 
 from __future__ import annotations
@@ -11,16 +11,28 @@ QUALITY = {"fid", "isc", "kid", "precision", "recall"}
 LABELLED = {"class_fid", "label_tvd"}
 # Of paired generators (pix2pix) against their targets.
 PAIRED = {"l1", "psnr", "ssim"}
+# Of energy-conditioned shower generators (calo3d) against the real showers: 3DGAN's physics.
+SHOWER = {"sf_mean", "sf_width", "longitudinal", "transverse_x", "transverse_y"}
 
 
-def metric_problems(evaluation: dict[str, Any], paired: bool) -> list[str]:
-    """Why evaluation.metrics cannot be computed for a study of paired data or of data with classes."""
+def metric_problems(evaluation: dict[str, Any], data: str) -> list[str]:
+    """Why evaluation.metrics cannot be computed for a study of ``data``: "images" (with classes),
+    "pairs" (paired_folder) or "showers" (calorimeter)."""
     metrics = set(evaluation["metrics"])
-    if not paired:
-        wrong = metrics & PAIRED
-        return [f"evaluation.metrics {sorted(wrong)} compare a paired generator's outputs with targets: they need paired "
-                "data (dataset.name paired_folder); remove them"] if wrong else []
+    if data == "showers":
+        wrong = metrics - SHOWER
+        return [f"evaluation.metrics {sorted(wrong)} do not score calorimeter showers (they have no classes, and no "
+                f"image features fit them): use {sorted(SHOWER)}"] if wrong else []
     problems = []
+    if metrics & SHOWER:
+        problems.append(f"evaluation.metrics {sorted(metrics & SHOWER)} score calorimeter showers: they need dataset.name "
+                        "calorimeter; remove them")
+    if data == "images":
+        wrong = metrics & PAIRED
+        if wrong:
+            problems.append(f"evaluation.metrics {sorted(wrong)} compare a paired generator's outputs with targets: they need "
+                            "paired data (dataset.name paired_folder); remove them")
+        return problems
     if metrics & LABELLED:
         problems.append(f"evaluation.metrics {sorted(metrics & LABELLED)} need class labels, which paired data have not: "
                         f"use {sorted(PAIRED)} and, with Inception features, {sorted(QUALITY)}")

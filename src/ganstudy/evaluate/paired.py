@@ -131,7 +131,7 @@ def evaluate_pairs(
     images the targets): L1, PSNR and SSIM, and the quality metrics against the targets' Inception
     features, which the study's data (one class of pairs) gives no classifier for."""
     set_cpu_threads(threads)
-    problems = metric_problems(settings, paired=True)
+    problems = metric_problems(settings, "pairs")
     if problems:
         raise GanstudyError("; ".join(problems))
     metrics = set(settings["metrics"])

@@ -100,16 +100,16 @@ def evaluate_generator(
     """Scores of one generator. FID, IS, KID, precision and recall use evaluation.extractor (the
     classifier, or Inception with ``quality_reference_path``); class_fid and label_tvd always use the
     data set's classifier, whose classes are the data's."""
-    problems = metric_problems(settings, paired=False)
+    problems = metric_problems(settings, "images")
     if problems:
         raise GanstudyError("; ".join(problems))
     set_cpu_threads(threads)
     generator, spec = load_generator(generator_path)
     if spec.condition_shape is not None:
         raise GanstudyError(
-            f"{generator_path} maps inputs of shape {spec.condition_shape} (a paired or energy network), not noise: a "
-            "paired generator is scored on a split of pairs (ganstudy evaluate --pairs; the workflow does so for "
-            "paired_folder data); the shower scores of energy generators are not in the evaluation yet"
+            f"{generator_path} maps inputs of shape {spec.condition_shape} (a paired or energy network), not noise: it is "
+            "scored on a split of pairs or showers (ganstudy evaluate --pairs or --showers; the workflow does so for "
+            "paired_folder and calorimeter data)"
         )
     run = read_json(run_record_path)
     seed = derive_seed(study_seed, trial, "evaluate")

@@ -1,0 +1,132 @@
+"""Physics scores of an energy-conditioned shower generator (calo3d) against the real showers of the test
+split, as 3DGAN's validation reads them (svalleco/3Dgan, keras/analysis):
+
+- the sampling fraction, a shower's deposited energy over its primary energy (both in GeV), per bin of
+  primary energy: ``sf_mean`` and ``sf_width`` are the mean over bins of the relative error of the
+  generated showers' mean and standard deviation against the real ones';
+- the mean shower profiles, the energy per layer along each axis summed over the other two (3DGAN's
+  get_sums: z is longitudinal, x and y transverse): ``longitudinal``, ``transverse_x`` and
+  ``transverse_y`` are the relative L1 distance sum|fake - real| / sum(real) of the mean profiles.
+
+All are lower-is-better and 0 for a perfect generator. The generated shower of a test row has that row's
+primary energy and noise from the trial's seed.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import torch
+
+from ganstudy.atomic import read_json, write_json
+from ganstudy.data.arrays import load_split
+from ganstudy.data.calorimeter import DEPOSIT_SCALE, ENERGY_SCALE
+from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.metrics import metric_problems
+from ganstudy.models.artifact import load_generator
+from ganstudy.parallel.world import set_cpu_threads
+from ganstudy.provenance import provenance_record
+from ganstudy.seeding import derive_seed
+
+# Axes of (N, X, Y, Z) cells summed for each profile.
+AXES = {"transverse_x": (2, 3), "transverse_y": (1, 3), "longitudinal": (1, 2)}
+
+
+def sampling_fraction(showers: np.ndarray, energy: np.ndarray) -> np.ndarray:
+    """Deposited over primary energy, per shower, from the prepared units (depositions x100, energy /100)."""
+    return (showers.reshape(len(showers), -1).sum(1, dtype=np.float64) / DEPOSIT_SCALE) / (energy.reshape(-1) * ENERGY_SCALE)
+
+
+def mean_profiles(showers: np.ndarray) -> dict[str, np.ndarray]:
+    """The mean over showers (N, 1, X, Y, Z) of the energy per layer along each axis, in GeV."""
+    cells = showers[:, 0].astype(np.float64) / DEPOSIT_SCALE
+    return {name: cells.sum(axis=axes).mean(0) for name, axes in AXES.items()}
+
+
+def energy_bins(real_sf: np.ndarray, fake_sf: np.ndarray, energy_gev: np.ndarray, edges: list[float]) -> list[dict[str, Any]]:
+    """Per bin [edge_i, edge_i+1) of primary energy in GeV with at least 2 showers: counts, and the mean and
+    standard deviation of the sampling fraction of the real and the generated showers."""
+    rows = []
+    for low, high in zip(edges[:-1], edges[1:]):
+        inside = (energy_gev >= low) & (energy_gev < high)
+        if inside.sum() < 2:
+            continue
+        real, fake = real_sf[inside], fake_sf[inside]
+        rows.append({"low_gev": low, "high_gev": high, "showers": int(inside.sum()), "real_mean": float(real.mean()),
+                     "fake_mean": float(fake.mean()), "real_width": float(real.std(ddof=1)), "fake_width": float(fake.std(ddof=1))})
+    return rows
+
+
+def relative_l1(fake: np.ndarray, real: np.ndarray) -> float:
+    return float(np.abs(fake - real).sum() / np.abs(real).sum())
+
+
+def shower_scores(real: np.ndarray, fake: np.ndarray, energy: np.ndarray, edges: list[float]) -> tuple[dict[str, float], dict[str, Any]]:
+    """The five scores, and what they were computed from (the bins and both mean profiles)."""
+    real_sf, fake_sf = sampling_fraction(real, energy), sampling_fraction(fake, energy)
+    bins = energy_bins(real_sf, fake_sf, energy.reshape(-1) * ENERGY_SCALE, edges)
+    if not bins:
+        raise GanstudyError(f"no bin of evaluation.energy_bins {edges} (GeV) holds 2 test showers: choose edges that span "
+                            f"the test split's energies, {energy.min() * ENERGY_SCALE:.1f} to {energy.max() * ENERGY_SCALE:.1f} GeV")
+    scores = {
+        "sf_mean": float(np.mean([abs(b["fake_mean"] - b["real_mean"]) / b["real_mean"] for b in bins])),
+        "sf_width": float(np.mean([abs(b["fake_width"] - b["real_width"]) / b["real_width"] for b in bins])),
+    }
+    real_profiles, fake_profiles = mean_profiles(real), mean_profiles(fake)
+    scores |= {name: relative_l1(fake_profiles[name], real_profiles[name]) for name in AXES}
+    details = {"energy_bins": bins, "profiles": {name: {"real": real_profiles[name].tolist(), "fake": fake_profiles[name].tolist()}
+                                                 for name in AXES}}
+    return scores, details
+
+
+@torch.no_grad()
+def generate_showers(generator: torch.nn.Module, latent_dim: int, energy: np.ndarray, seed: int, batch_size: int) -> np.ndarray:
+    """A shower for each primary energy (N, 1), from standard-normal noise of the given seed."""
+    z = torch.randn(len(energy), latent_dim, generator=torch.Generator().manual_seed(seed))
+    conditions = torch.from_numpy(energy)
+    return torch.cat([generator(z[i : i + batch_size], conditions[i : i + batch_size]) for i in range(0, len(z), batch_size)]).numpy()
+
+
+def evaluate_showers(
+    generator_path: str | os.PathLike[str],
+    run_record_path: str | os.PathLike[str],
+    showers_path: str | os.PathLike[str],
+    settings: dict[str, Any],
+    study_seed: int,
+    trial: int,
+    out_path: str | os.PathLike[str],
+    threads: int,
+) -> dict[str, Any]:
+    """Scores of one energy generator on the split ``showers_path`` (its conditions are the primary energies)."""
+    problems = metric_problems(settings, "showers")
+    if problems:
+        raise GanstudyError("; ".join(problems))
+    set_cpu_threads(threads)
+    generator, spec = load_generator(generator_path)
+    split = load_split(showers_path)
+    if split.conditions is None or tuple(split.images.shape[1:]) != tuple(spec.image_shape) or split.conditions.shape[1:] != (1,):
+        raise GanstudyError(f"{showers_path} holds showers of shape {tuple(split.images.shape[1:])} with conditions "
+                            f"{None if split.conditions is None else tuple(split.conditions.shape[1:])}, but the generator "
+                            f"{generator_path} makes {tuple(spec.image_shape)} showers of one primary energy each: score it on "
+                            "a split of the data set it was trained on")
+    run = read_json(run_record_path)
+    seed = derive_seed(study_seed, trial, "evaluate")
+    fake = generate_showers(generator.components[0], spec.latent_dim, split.conditions, seed, settings["batch_size"])
+    scores, details = shower_scores(split.images, fake, split.conditions, settings["energy_bins"])
+    record = provenance_record(
+        "evaluate",
+        settings,
+        setup_name=run["setup_name"],
+        trial=trial,
+        seed=seed,
+        scores={name: value for name, value in scores.items() if name in settings["metrics"]},
+        showers=len(fake),
+        train_seconds=run["train_seconds"],
+        world_size=run.get("world_size", 1),
+        grid_shape=run.get("grid_shape"),
+        **details,
+    )
+    write_json(out_path, record)
+    return record
