@@ -65,8 +65,8 @@ def scoring(digits_dir: Path, classifier_path: Path) -> tuple[Path, Path]:
 
 
 def with_user_data(study: Path, folder: Path) -> Path:
-    """A copy of a study config whose data the user supplies (an image folder, a paired folder, the
-    Inception weights), pointed at small stand-ins in ``folder``: given its data, a study must plan
+    """A copy of a study config whose data the user supplies (an image folder, a paired folder, shower
+    files, the Inception weights), pointed at small stand-ins in ``folder``: given its data, a study must plan
     every job."""
     import numpy as np
     import yaml
@@ -80,6 +80,14 @@ def with_user_data(study: Path, folder: Path) -> Path:
         for i in range(4):
             Image.fromarray(np.full((40, 50), 30 * i, np.uint8)).save(folder / "xray" / "positive" / f"{i}.png")
         config["dataset"]["path"] = str(folder / "xray")
+    elif name == "calorimeter":
+        import h5py
+
+        (folder / "showers").mkdir()
+        with h5py.File(folder / "showers" / "EleEscan_1_1.h5", "w") as handle:
+            handle["ECAL"] = np.ones((4, 25, 25, 25), np.float32)
+            handle["target"] = np.full((4, 2), 100.0)
+        config["dataset"]["path"] = str(folder / "showers")
     elif name == "paired_folder":
         for split in ("train", "test"):
             (folder / "pairs" / split).mkdir(parents=True)

@@ -206,6 +206,12 @@ def _box_plot(args: argparse.Namespace) -> None:
     box_plot(args.scores, args.metric, args.setups, args.out)
 
 
+def _shower_plot(args: argparse.Namespace) -> None:
+    from ganstudy.report.figures import shower_profiles
+
+    shower_profiles(args.scores, args.setups, args.out)
+
+
 def _montage(args: argparse.Namespace) -> None:
     from ganstudy.report.figures import sample_montage
 
@@ -403,6 +409,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("box-plot", _box_plot, "box plot of one metric per set-up")
     sub.add_argument("--scores", required=True)
     sub.add_argument("--metric", required=True)
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--out", required=True)
+
+    sub = command("shower-plot", _shower_plot, "mean shower profiles and sampling fraction per energy bin, real vs generated")
+    sub.add_argument("--scores", nargs="+", required=True, help="evaluate --showers outputs, one per set-up")
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--out", required=True)
 

@@ -115,6 +115,28 @@ rule sample_montage:
         "ganstudy montage --grids {input} --setups {params.setups} --out {output} > {log} 2>&1"
 
 
+rule shower_plot:
+    input:
+        expand(f"{STUDY_DIR}/scores/{{setup}}/trial0.json", setup=SETUPS),
+    output:
+        report(
+            f"{STUDY_DIR}/figures/showers.png",
+            caption="../report/shower_plot.rst",
+            category="5. Figures",
+            labels={"figure": "shower profiles"},
+        ),
+    params:
+        setups=SETUPS,
+    log:
+        f"{LOG_DIR}/shower_plot.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy shower-plot --scores {input} --setups {params.setups} --out {output} > {log} 2>&1"
+
+
 rule training_curves:
     input:
         [f"{STUDY_DIR}/runs/{setup}/trial{trial}/losses.csv" for setup, trial in RUNS],
@@ -162,4 +184,5 @@ rule figures:
         rules.grid_size_plot.output if len(GRID_SIZES) > 1 else [],
         rules.speedup_plot.output if BASELINES else [],
         rules.smote_samples.output if SMOTE else [],
+        rules.shower_plot.output if SHOWERS else [],
     localrule: True

@@ -1,6 +1,6 @@
 """figures: a box plot per metric (every trial drawn), scores against grid size, the set-ups' sample
-grids side by side, the training curves, and where the time went (per routine, and the speed-up over
-one rank)."""
+grids side by side, the training curves, where the time went (per routine, and the speed-up over one
+rank), and the showers' profiles and sampling fraction."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from ganstudy.atomic import atomic_path  # noqa: E402
+from ganstudy.atomic import atomic_path, read_json  # noqa: E402
 from ganstudy.stats.convergence import setup_curves  # noqa: E402
 from ganstudy.stats.summary import BETTER  # noqa: E402
 from ganstudy.stats.timing import OVERALL, routine_table, timing_table  # noqa: E402
@@ -167,4 +167,37 @@ def speedup_plot(
     right.set_ylabel("speed-up of the routine")
     right.legend(fontsize=8)
     right.grid(axis="y", alpha=0.3)
+    _save(figure, out_path)
+
+
+def shower_profiles(score_paths: list[str], setups: list[str], out_path: str | os.PathLike[str]) -> None:
+    """3DGAN's validation plots from the score records of each set-up's first trial: the mean
+    longitudinal and transverse profiles of real and generated showers, and the mean sampling fraction per
+    energy bin with its width as error bars."""
+    records = {setup: read_json(path) for setup, path in zip(setups, score_paths)}
+    figure, axes = plt.subplots(1, 4, figsize=(16, 3.6), gridspec_kw={"wspace": 0.35})
+    first = next(iter(records.values()))
+    for ax, name in zip(axes, ("longitudinal", "transverse_x", "transverse_y")):
+        ax.plot(first["profiles"][name]["real"], color="black", linestyle="--", label="real (test split)")
+        for setup, record in records.items():
+            ax.plot(record["profiles"][name]["fake"], label=setup)
+        ax.set_yscale("log")
+        ax.set_xlabel({"longitudinal": "layer along z", "transverse_x": "cell along x", "transverse_y": "cell along y"}[name])
+        ax.set_ylabel("mean energy (GeV)")
+        ax.set_title(f"{name.replace('_', ' ')} profile")
+    ax = axes[3]
+    bins = first["energy_bins"]
+    centres = np.array([(b["low_gev"] + b["high_gev"]) / 2 for b in bins])
+    ax.errorbar(centres, [b["real_mean"] for b in bins], yerr=[b["real_width"] for b in bins], color="black", fmt="o--",
+                capsize=3, label="real (test split)")
+    for offset, (setup, record) in enumerate(records.items(), start=1):
+        mine = record["energy_bins"]
+        ax.errorbar(centres + 4 * offset, [b["fake_mean"] for b in mine], yerr=[b["fake_width"] for b in mine], fmt="o", capsize=3,
+                    label=setup)
+    ax.set_xlabel("primary energy (GeV)")
+    ax.set_ylabel("sampling fraction (deposited / primary)")
+    ax.set_title("sampling fraction per energy bin")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[3].legend(fontsize=8)
     _save(figure, out_path)

@@ -17,7 +17,8 @@ from ganstudy.stats.tests import a12, a12_magnitude, holm, kruskal_wallis, ranks
 
 # Which way is better, so that readers of a table need not remember it.
 BETTER = {"fid": "lower", "isc": "higher", "class_fid": "lower", "label_tvd": "lower", "kid": "lower", "precision": "higher",
-          "recall": "higher", "l1": "lower", "psnr": "higher", "ssim": "higher"}
+          "recall": "higher", "l1": "lower", "psnr": "higher", "ssim": "higher", "sf_mean": "lower", "sf_width": "lower",
+          "longitudinal": "lower", "transverse_x": "lower", "transverse_y": "lower"}
 
 SUMMARY_COLUMNS = ["setup", "trials", "mean", "sd", "min", "max", "median", "iqr", "mean_train_minutes", "note"]
 PAIR_COLUMNS = ["setup_a", "setup_b", "n_a", "n_b", "p_value", "p_holm", "a12", "effect", "better", "note"]

@@ -1,0 +1,79 @@
+"""A shrunken calo3d study through the workflow: 3DGAN's HDF5 shower files in, trained data-parallel on
+1 and 2 ranks, scored with the showers' physics without a classifier, the scaling tables, the shower
+figure and the report."""
+
+import json
+import re
+
+import h5py
+import numpy as np
+import pandas as pd
+import pytest
+
+from test_workflow import snakemake
+
+pytestmark = pytest.mark.workflow
+
+METRICS = ["sf_mean", "sf_width", "longitudinal", "transverse_x", "transverse_y"]
+
+
+def shower_files(root):
+    """Two files of 15 showers (5x5x7 cells, GeV) whose deposited energy is 2% of the primary energy."""
+    root.mkdir()
+    rng = np.random.default_rng(11)
+    for name in ("EleEscan_1_1.h5", "EleEscan_1_2.h5"):
+        energy = rng.uniform(10, 500, 15)
+        cells = rng.exponential(1.0, (15, 5, 5, 7))
+        with h5py.File(root / name, "w") as handle:
+            handle["ECAL"] = cells / cells.sum(axis=(1, 2, 3), keepdims=True) * 0.02 * energy[:, None, None, None]
+            handle["target"] = np.stack([np.zeros(15), energy], axis=1)
+    return root
+
+
+def test_a_calo3d_study_runs_end_to_end_without_a_classifier(tmp_path, env):
+    setup = {"mode": "data_parallel", "network": "calo3d", "iterations": 2, "batch_size": 4, "latent_dim": 4, "hidden_units": 2,
+             "score_period": 0, "checkpoint_period": 1}
+    config = {
+        "study": "showers",
+        "trials": 2,
+        "dataset": {"name": "calorimeter", "path": str(shower_files(tmp_path / "calorimeter")), "test_fraction": 0.2},
+        "setups": {"one": {**setup, "ranks": 1}, "two": {**setup, "ranks": 2}},
+        "evaluation": {"metrics": METRICS, "batch_size": 4, "energy_bins": [0, 600]},
+        "compute": {"max_ranks": 2},
+    }
+    done = snakemake(tmp_path, config, "--cores", "2", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = tmp_path / "results" / "showers"
+    assert not (out / "classifier").exists() and not (out / "tables" / "anova.csv").exists()
+    manifest = json.loads((out / "data" / "manifest.json").read_text())
+    assert manifest["image_shape"] == [1, 5, 5, 7] and manifest["condition_shape"] == [1] and manifest["files"]["test"]["images"] == 6
+    scores = pd.read_csv(out / "scores.csv")
+    assert set(scores.metric) == set(METRICS) and len(scores) == 2 * 2 * 5 and (scores.value >= 0).all()
+    record = json.loads((out / "scores" / "two" / "trial0.json").read_text())
+    assert record["showers"] == 6 and record["energy_bins"][0]["showers"] == 6 and len(record["profiles"]["longitudinal"]["real"]) == 7
+    run = json.loads((out / "runs" / "two" / "trial0" / "run.json").read_text())
+    assert run["world_size"] == 2 and "energy_loss_weights" in run["settings"] and "l1_weight" not in run["settings"]
+    # Seed 003's table: the 2-rank run against the 1-rank run of the same work.
+    timing = pd.read_csv(out / "tables" / "timing.csv").set_index("setup")
+    assert timing.loc["two", "baseline"] == "one" and timing.loc["two", "efficiency"] > 0
+    assert list(pd.read_csv(out / "tables" / "summary_sf_mean.csv").trials) == [2, 2]
+    for name in ("showers.png", "box_longitudinal.png", "samples.png", "speedup.png"):
+        assert (out / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    report = snakemake(tmp_path, config, "--report", str(tmp_path / "report.html"), env=env)
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (tmp_path / "report.html").read_text(errors="replace")
+    captions = dict(re.findall(r'"(results/showers/[^"]+)": \{"name": .*?, "caption": "(.*?)", "mime_type"', html))
+    assert "3DGAN's validation plots" in captions["results/showers/figures/showers.png"]
+    for output in [*(out / "tables").iterdir(), *(out / "figures").iterdir()]:
+        assert len(captions.get(str(output.relative_to(tmp_path)), "")) > 50, output.name
+
+
+def test_scores_that_showers_cannot_give_stop_the_dag(tmp_path, env):
+    config = {"dataset": {"name": "calorimeter", "path": str(shower_files(tmp_path / "calorimeter"))},
+              "setups": {"one": {"mode": "single", "network": "calo3d"}}, "evaluation": {"metrics": ["fid"]}}
+    done = snakemake(tmp_path, config, "-n", env=env)
+    assert done.returncode != 0 and "evaluation.metrics ['fid'] do not score calorimeter showers" in done.stdout + done.stderr
+    config["evaluation"]["metrics"] = ["sf_mean"]
+    done = snakemake(tmp_path, config, "-n", env=env)
+    assert done.returncode != 0 and "setups.one: score_period 5: showers have no in-training score yet" in done.stdout + done.stderr
