@@ -84,11 +84,16 @@ def test_a_signalled_job_checkpoints_exits_non_zero_and_resumes_to_the_same_bits
     assert f"stopped by {how.name} after iteration" in stderr and "Traceback" not in stderr
     assert list(checkpoints.rglob("iter-*/COMPLETE")), "no checkpoint was written"
     assert not (tmp_path / "stopped" / "run.json").exists()
+    first_segment = json.loads((checkpoints / "elapsed.json").read_text())["seconds"]
+    assert first_segment > 0
 
     resumed = start_job(line(mode, tmp_path / "stopped", checkpoints, digits_dir, scoring), env)
     _, stderr = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, stderr[-3000:]
     assert "resumed from the checkpoint of iteration" in stderr
+    # The resumed run's time counts both segments.
+    record = json.loads((tmp_path / "stopped" / "run.json").read_text())
+    assert record["earlier_segments_seconds"] == first_segment and record["train_seconds"] > first_segment
     whole = start_job(line(mode, tmp_path / "whole", tmp_path / "ckpt-whole", digits_dir, scoring), env)
     _, stderr = whole.communicate(timeout=300)
     assert whole.returncode == 0, stderr[-3000:]

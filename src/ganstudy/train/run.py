@@ -10,18 +10,19 @@ import csv
 import io
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ganstudy.atomic import write_json, write_text
+from ganstudy.atomic import read_json, write_json, write_text
 from ganstudy.data.arrays import load_split
 from ganstudy.errors import GanstudyError
 from ganstudy.models import get_network
 from ganstudy.models.artifact import sample_generator, save_generator
-from ganstudy.parallel.stop import StopSignal
+from ganstudy.parallel.stop import StopSignal, TrainingStopped
 from ganstudy.parallel.determinism import configure_determinism
 from ganstudy.parallel.world import GPU_ENVIRONMENT, device_names, mpi_library_version, mpi_world, select_devices, set_cpu_threads
 from ganstudy.provenance import cuda_versions, now, provenance_record
@@ -40,6 +41,24 @@ def rows_to_csv(rows: list[dict[str, Any]]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()
+
+
+# Training seconds of a run's earlier segments, beside its checkpoints: a job stopped at its wall time
+# and resumed reports all the time its result took, not only its last segment's.
+ELAPSED_FILE = "elapsed.json"
+
+
+def earlier_seconds(checkpoint_dir: Path | None) -> float:
+    """Seconds the run trained in the segments before this one (0 for a fresh run)."""
+    if checkpoint_dir is None or not (checkpoint_dir / ELAPSED_FILE).is_file():
+        return 0.0
+    try:
+        return float(read_json(checkpoint_dir / ELAPSED_FILE)["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        # A damaged clock loses the earlier segments' time, never the run.
+        print(f"ganstudy: warning: {checkpoint_dir / ELAPSED_FILE} is unreadable; earlier segments' time is not counted",
+              file=sys.stderr, flush=True)
+        return 0.0
 
 
 def run_training(
@@ -84,9 +103,15 @@ def run_training(
             stop=stop,
         )
         hosts = world.hosts()
+        earlier = earlier_seconds(context.checkpoint_dir)
         train_started = time.perf_counter()
-        result = mode(context)
-        train_seconds = time.perf_counter() - train_started
+        try:
+            result = mode(context)
+        except TrainingStopped:
+            if world.is_root and context.checkpoint_dir is not None:
+                write_json(context.checkpoint_dir / ELAPSED_FILE, {"seconds": earlier + time.perf_counter() - train_started})
+            raise
+        train_seconds = earlier + time.perf_counter() - train_started
         # Per rank, in one collective: its devices, what it used (to size jobs by) and the GPUs the scheduler gave it.
         ranks = world.comm.gather({
             "devices": device_names(context.devices), **peak_memory(),
@@ -144,6 +169,8 @@ def run_training(
             torch_threads=threads,
             started_at=started_at,
             train_seconds=train_seconds,
+            # Of train_seconds, the segments before a stop at the wall time (0 when the run was not resumed).
+            earlier_segments_seconds=earlier,
             total_seconds=time.perf_counter() - started,
             mixture_weights=list(result.generator.weights),
             **result.facts,
