@@ -58,7 +58,11 @@ def test_each_profile_plans_the_default_study_by_name(profile, env):
 @pytest.mark.parametrize("study", STUDIES, ids=lambda p: p.stem)
 def test_the_cluster_profiles_plan_every_study(study, env, tmp_path):
     for profile in ("summit", "slurm"):
-        dry_run(profile, with_user_data(study, tmp_path / profile), env)
+        out = dry_run(profile, with_user_data(study, tmp_path / profile), env)
+        # The preparing job asks for the memory the study sets (3DGAN's showers: 40 GB), else 2 GB.
+        wanted = yaml.safe_load(study.read_text()).get("compute", {}).get("prepare_mem_mb", 2000)
+        job = out.split("rule prepare_dataset:")[1].split("\n\n")[0]
+        assert f"mem_mb={wanted}," in job, job
 
 
 def _jobs(out: str, setup: str) -> list[str]:

@@ -43,7 +43,7 @@ rule prepare_dataset:
         *config["compute"]["modules"],
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=config["compute"]["prepare_mem_mb"],
         runtime=15,
     shell:
         "ganstudy prepare --settings {params.settings:q} --seed {params.seed}"
