@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ganstudy.errors import GanstudyError
+
 # Of any generator's outputs, on evaluation.extractor's features.
 QUALITY = {"fid", "isc", "kid", "precision", "recall"}
 # Of labelled generators, always on the data set's classifier (its classes are the data's).
@@ -41,3 +43,10 @@ def metric_problems(evaluation: dict[str, Any], data: str) -> list[str]:
                         "Inception features (paired data train no classifier): set evaluation.extractor to inception "
                         "with evaluation.inception_weights, or remove them")
     return problems
+
+
+def require_metrics(evaluation: dict[str, Any], data: str) -> None:
+    """Raise, naming every problem, when evaluation.metrics cannot be computed for ``data``."""
+    problems = metric_problems(evaluation, data)
+    if problems:
+        raise GanstudyError("; ".join(problems))

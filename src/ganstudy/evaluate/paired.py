@@ -22,16 +22,15 @@ import torch.nn.functional as F
 from torch import nn
 from torch_fidelity.metric_fid import fid_featuresdict_to_statistics
 
-from ganstudy.atomic import read_json, write_json
+from ganstudy.atomic import read_json
 from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.fid import Reference
-from ganstudy.evaluate.metrics import QUALITY, metric_problems
-from ganstudy.evaluate.scores import quality_extractor, quality_scores
+from ganstudy.evaluate.metrics import QUALITY, require_metrics
+from ganstudy.evaluate.scores import quality_extractor, quality_scores, write_scores
 from ganstudy.evaluate.weights import fid_sample_warning
 from ganstudy.models.artifact import load_generator
 from ganstudy.parallel.world import set_cpu_threads
-from ganstudy.provenance import provenance_record
 from ganstudy.seeding import derive_seed
 
 SIGMA = 1.5
@@ -131,9 +130,7 @@ def evaluate_pairs(
     images the targets): L1, PSNR and SSIM, and the quality metrics against the targets' Inception
     features, which the study's data (one class of pairs) gives no classifier for."""
     set_cpu_threads(threads)
-    problems = metric_problems(settings, "pairs")
-    if problems:
-        raise GanstudyError("; ".join(problems))
+    require_metrics(settings, "pairs")
     metrics = set(settings["metrics"])
     generator, spec = load_generator(generator_path)
     pairs = load_split(pairs_path)
@@ -158,20 +155,6 @@ def evaluate_pairs(
         warning = fid_sample_warning({**settings, "samples": len(targets)}, len(targets))
         if warning:
             notes["fid"] = warning
-    record = provenance_record(
-        "evaluate",
-        settings,
-        setup_name=run["setup_name"],
-        trial=trial,
-        seed=seed,
-        scores=scores,
-        notes=notes,
-        pairs=len(targets),
-        train_seconds=run["train_seconds"],
-        world_size=run.get("world_size", 1),
-        grid_shape=run.get("grid_shape"),
-        extractor=None if extractor is None else extractor.name,
-        extractor_sha256=None if extractor is None else extractor.sha256,
-    )
-    write_json(out_path, record)
-    return record
+    return write_scores(out_path, settings, run, trial, seed, scores, notes=notes, pairs=len(targets),
+                        extractor=None if extractor is None else extractor.name,
+                        extractor_sha256=None if extractor is None else extractor.sha256)

@@ -19,7 +19,7 @@ from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.extractor import Extractor, classifier_extractor, inception_extractor
 from ganstudy.evaluate.fid import Reference, frechet_distance, load_reference
-from ganstudy.evaluate.metrics import LABELLED, QUALITY, metric_problems
+from ganstudy.evaluate.metrics import LABELLED, QUALITY, require_metrics
 from ganstudy.evaluate.weights import fid_sample_warning
 from ganstudy.models.artifact import load_generator, sample_labelled
 from ganstudy.parallel.world import set_cpu_threads
@@ -100,9 +100,7 @@ def evaluate_generator(
     """Scores of one generator. FID, IS, KID, precision and recall use evaluation.extractor (the
     classifier, or Inception with ``quality_reference_path``); class_fid and label_tvd always use the
     data set's classifier, whose classes are the data's."""
-    problems = metric_problems(settings, "images")
-    if problems:
-        raise GanstudyError("; ".join(problems))
+    require_metrics(settings, "images")
     set_cpu_threads(threads)
     generator, spec = load_generator(generator_path)
     if spec.condition_shape is not None:
@@ -152,6 +150,16 @@ def evaluate_generator(
                     frechet_distance(fid_features_to_statistics(labelled[layer][mine]), real) if int(mine.sum()) >= 2 else float("nan")
                 )
             scores["class_fid"] = float(np.mean(list(per_class.values())))
+    return write_scores(out_path, settings, run, trial, seed, scores, class_fid=per_class, notes=notes,
+                        extractor=extractor.name, extractor_sha256=extractor.sha256)
+
+
+def write_scores(
+    out_path: str | os.PathLike[str], settings: dict[str, Any], run: dict[str, Any], trial: int, seed: int,
+    scores: dict[str, float], **facts: Any,
+) -> dict[str, Any]:
+    """A generator's score file: its scores, what the scoring found (``facts``), and the training run's
+    set-up and train seconds, with its provenance."""
     record = provenance_record(
         "evaluate",
         settings,
@@ -159,14 +167,11 @@ def evaluate_generator(
         trial=trial,
         seed=seed,
         scores=scores,
-        class_fid=per_class,
-        notes=notes,
         train_seconds=run["train_seconds"],
         # The run's ranks and grid shape go with its scores into scores.csv (the scores-by-grid-size figure).
         world_size=run.get("world_size", 1),
         grid_shape=run.get("grid_shape"),
-        extractor=extractor.name,
-        extractor_sha256=extractor.sha256,
+        **facts,
     )
     write_json(out_path, record)
     return record

@@ -20,14 +20,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from ganstudy.atomic import read_json, write_json
+from ganstudy.atomic import read_json
 from ganstudy.data.arrays import load_split
 from ganstudy.data.calorimeter import DEPOSIT_SCALE, ENERGY_SCALE
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import metric_problems
+from ganstudy.evaluate.metrics import require_metrics
+from ganstudy.evaluate.scores import write_scores
 from ganstudy.models.artifact import load_generator
 from ganstudy.parallel.world import set_cpu_threads
-from ganstudy.provenance import provenance_record
 from ganstudy.seeding import derive_seed
 
 # Axes of (N, X, Y, Z) cells summed for each profile.
@@ -100,9 +100,7 @@ def evaluate_showers(
     threads: int,
 ) -> dict[str, Any]:
     """Scores of one energy generator on the split ``showers_path`` (its conditions are the primary energies)."""
-    problems = metric_problems(settings, "showers")
-    if problems:
-        raise GanstudyError("; ".join(problems))
+    require_metrics(settings, "showers")
     set_cpu_threads(threads)
     generator, spec = load_generator(generator_path)
     split = load_split(showers_path)
@@ -115,18 +113,5 @@ def evaluate_showers(
     seed = derive_seed(study_seed, trial, "evaluate")
     fake = generate_showers(generator.components[0], spec.latent_dim, split.conditions, seed, settings["batch_size"])
     scores, details = shower_scores(split.images, fake, split.conditions, settings["energy_bins"])
-    record = provenance_record(
-        "evaluate",
-        settings,
-        setup_name=run["setup_name"],
-        trial=trial,
-        seed=seed,
-        scores={name: value for name, value in scores.items() if name in settings["metrics"]},
-        showers=len(fake),
-        train_seconds=run["train_seconds"],
-        world_size=run.get("world_size", 1),
-        grid_shape=run.get("grid_shape"),
-        **details,
-    )
-    write_json(out_path, record)
-    return record
+    wanted = {name: value for name, value in scores.items() if name in settings["metrics"]}
+    return write_scores(out_path, settings, run, trial, seed, wanted, showers=len(fake), **details)

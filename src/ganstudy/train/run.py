@@ -20,6 +20,7 @@ import torch
 from ganstudy.atomic import read_json, write_json, write_text
 from ganstudy.data.arrays import load_split
 from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.showers import generate_showers
 from ganstudy.models import get_network
 from ganstudy.models.artifact import sample_generator, save_generator
 from ganstudy.parallel.stop import StopSignal, TrainingStopped
@@ -133,10 +134,8 @@ def run_training(
         save_triptychs(out / "samples.png", inputs, outputs, context.data.images[:SAMPLE_ROWS])
     elif task == "energy":
         # Showers of the first training rows' energies beside the real ones.
-        energy = torch.from_numpy(context.data.conditions[:SAMPLE_ROWS])
-        z = torch.randn(len(energy), result.spec.latent_dim, generator=torch.Generator().manual_seed(grid_seed))
-        with torch.no_grad():
-            showers = result.generator.components[0](z, energy).numpy()
+        showers = generate_showers(result.generator.components[0], result.spec.latent_dim, context.data.conditions[:SAMPLE_ROWS],
+                                   grid_seed, SAMPLE_ROWS)
         save_shower_pairs(out / "samples.png", context.data.images[:SAMPLE_ROWS], showers)
     else:
         raise GanstudyError(f"no sample figure for networks of task '{task}'")
