@@ -3,14 +3,13 @@ data_parallel with an in-training L1 on held-out pairs, scored on the test split
 classifier, tables, figures and report."""
 
 import json
-import re
 
 import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
 
-from test_workflow import snakemake
+from test_workflow import report_captions, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -67,13 +66,8 @@ def test_a_pix2pix_study_runs_end_to_end_without_a_classifier(tmp_path, env, sta
     for name in ("box_l1.png", "box_ssim.png", "samples.png", "score_curves.png"):
         assert (out / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-    report = snakemake(tmp_path, config, "--report", str(tmp_path / "report.html"), env=env)
-    assert report.returncode == 0, report.stderr[-3000:]
-    html = (tmp_path / "report.html").read_text(errors="replace")
-    captions = dict(re.findall(r'"(results/pairs/[^"]+)": \{"name": .*?, "caption": "(.*?)", "mime_type"', html))
+    captions = report_captions(tmp_path, config, env)
     assert "Input | output | target of the first 8 training" in captions["results/pairs/runs/dp/trial1/samples.png"]
-    for output in [*(out / "tables").iterdir(), *(out / "figures").iterdir()]:
-        assert len(captions.get(str(output.relative_to(tmp_path)), "")) > 50, output.name
 
 
 @pytest.mark.parametrize("change, problem", [

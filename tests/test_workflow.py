@@ -46,6 +46,19 @@ def snakemake(workdir: Path, config: dict, *args: str, env: dict, timeout: int =
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, preexec_fn=lambda: os.umask(umask))
 
 
+def report_captions(workdir: Path, config: dict, env: dict) -> dict[str, str]:
+    """Builds the study's self-contained report and returns each result's caption by its path; every table
+    and figure of the study must be in it with a caption of its own."""
+    report = snakemake(workdir, config, "--report", str(workdir / "report.html"), env=env)
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (workdir / "report.html").read_text(errors="replace")
+    study = f"{config.get('results_dir', 'results')}/{config['study']}"
+    captions = dict(re.findall(rf'"({re.escape(study)}/[^"]+)": \{{"name": .*?, "caption": "(.*?)", "mime_type"', html))
+    for output in [*(workdir / study / "tables").iterdir(), *(workdir / study / "figures").iterdir()]:
+        assert len(captions.get(str(output.relative_to(workdir)), "")) > 50, output.name
+    return captions
+
+
 def test_dry_run_of_the_default_study_lists_every_job(env):
     done = subprocess.run(["snakemake", "-n", "--forceall"], cwd=REPO, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
@@ -175,13 +188,7 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout.split("Job stats:")[1], re.MULTILINE))
     assert plan.returncode == 0 and set(jobs) == {"reproduction", "all", "total"}, plan.stdout[-2000:]
 
-    report = snakemake(tmp_path, restyled, "--report", str(tmp_path / "report.html"), env=env)
-    assert report.returncode == 0, report.stderr[-3000:]
-    html = (tmp_path / "report.html").read_text(errors="replace")
-    # Every table and figure of the study is in the self-contained report, with a caption of its own.
-    captions = dict(re.findall(r'"(results/tiny/[^"]+)": \{"name": .*?, "caption": "(.*?)", "mime_type"', html))
-    for output in [*(study / "tables").iterdir(), *(study / "figures").iterdir()]:
-        assert len(captions.get(str(output.relative_to(tmp_path)), "")) > 50, output.name
+    captions = report_captions(tmp_path, restyled, env)
     assert "seed 000" in captions["results/tiny/tables/timing.md"]
     assert "which direction is better" in captions["results/tiny/tables/results.tex"]
 
