@@ -13,22 +13,18 @@ clock, without start-up); each figure is the median of interleaved repeats. Prin
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+# The DC-GAN benchmark's timing of one `ganstudy train` under mpiexec (this folder is on sys.path when a
+# benchmark runs as a script).
+from data_parallel import SCHEMA, epoch_seconds
 
 from ganstudy.config import validate_study_config
 from ganstudy.data.arrays import Split, save_split
 
-SCHEMA = "workflow/schemas/config.schema.yaml"
-BIN = Path(sys.executable).parent
-ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
 REPEATS = 3
 ITERATIONS = 3
 # network -> (set-up keys, rows per epoch); an epoch is 2 global batches.
@@ -58,13 +54,6 @@ def settings(network: str) -> dict:
     config = {"setups": {"p": {"mode": "data_parallel", "network": network, "iterations": ITERATIONS, "checkpoint_period": 0,
                                "score_period": 0, **keys}}}
     return validate_study_config(config, SCHEMA)["setups"]["p"]
-
-
-def epoch_seconds(ranks: int, setup: dict, train: Path, out: Path) -> float:
-    command = ["mpiexec", "-n", str(ranks), "ganstudy", "train", "--setup", "p", "--settings", json.dumps(setup),
-               "--train", str(train), "--seed", "1", "--trial", "0", "--out-dir", str(out), "--threads", "1"]
-    subprocess.run(command, check=True, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return float(pd.read_csv(out / "losses.csv").seconds.iloc[1:].median())
 
 
 def main() -> None:
