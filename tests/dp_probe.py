@@ -22,13 +22,18 @@ from ganstudy.train.pair import network_spec, pair_seeds
 CPU = (torch.device("cpu"), torch.device("cpu"))
 
 
-def fixed_data():
-    """48 images of 8x8 in [-1, 1] and their labels (0..3), the same in every process."""
+def fixed_data(network: str):
+    """48 images of 8x8 in [-1, 1] and their labels (0..3), the same in every process; for calo3d, 48
+    showers of 5x5x7 with their primary energies."""
     from ganstudy.data.arrays import Split
 
     generator = torch.Generator().manual_seed(0)
-    images = (torch.rand(48, 1, 8, 8, generator=generator) * 2 - 1).numpy()
     labels = (torch.arange(48) % 4).numpy()
+    if network == "calo3d":
+        energy = 0.1 + 4.9 * torch.rand(48, 1, generator=generator)
+        showers = torch.rand(48, 1, 5, 5, 7, generator=generator) * energy.view(48, 1, 1, 1, 1) / 20
+        return Split(showers.numpy(), labels, conditions=energy.numpy())
+    images = (torch.rand(48, 1, 8, 8, generator=generator) * 2 - 1).numpy()
     return Split(images, labels)
 
 
@@ -45,10 +50,11 @@ def fixed_batch(pair: DataParallelTrainer, rows: torch.Tensor) -> Batch:
 
 
 def trainer(setup: dict, world) -> DataParallelTrainer:
-    data = fixed_data()
+    data = fixed_data(setup["network"])
     conditional = setup["network"] == "dccgan"
-    spec = network_spec(setup, data, conditional=conditional)
-    return DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, pair_seeds(7, 0), CPU, world)
+    spec = network_spec(setup, data, conditional=conditional, any_task=True)
+    return DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, pair_seeds(7, 0), CPU, world,
+                               conditions=data.conditions)
 
 
 def global_mean(loss: torch.Tensor, world) -> torch.Tensor:

@@ -50,7 +50,7 @@ def reference_steps(setup: dict) -> dict:
     pair, and the generator's gradient of another fresh pair (what dp_probe's 'steps' computes)."""
     from dp_probe import fixed_data, fixed_noise
 
-    data = fixed_data()
+    data = fixed_data(setup["network"])
     conditional = setup["network"] == "dccgan"
     spec = NetworkSpec(data.image_shape, setup["latent_dim"], setup["hidden_units"], 4 if conditional else 0)
     seeds = pair_seeds(7, 0)
@@ -159,8 +159,11 @@ def test_bf16_autocast_changes_the_numbers_a_little(tmp_path, env):
     torch.testing.assert_close(got["g_loss"], want["g_loss"], rtol=2e-2, atol=0)
 
 
-def test_a_resumed_zero_run_gives_the_same_bits(tmp_path, env):
-    setup = settings(network="dcgan", iterations=3, checkpoint_period=1, data_parallel={"zero": True})
+# calo3d: 3DGAN's loop (split discriminator updates, two generator updates, label flips) with RMSprop.
+@pytest.mark.parametrize("network", ["dcgan", "calo3d"])
+def test_a_resumed_zero_run_gives_the_same_bits(network, tmp_path, env):
+    sizes = {"latent_dim": 4, "hidden_units": 2} if network == "calo3d" else {}
+    setup = settings(network=network, iterations=3, checkpoint_period=1, data_parallel={"zero": True}, **sizes)
     got = probe("resume", 2, setup, tmp_path / "resume.pt", env)
     for net in ("", "_d"):
         whole, resumed = got[f"whole{net}"], got[f"resumed{net}"]

@@ -25,7 +25,7 @@ from ganstudy.seeding import derive_seed
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.modes import TrainingContext
 from ganstudy.train.pair import PairTrainer, network_spec, pair_seeds, score_curve
-from ganstudy.train.steps import adam, discriminator_step, generator_step
+from ganstudy.train.steps import adam, discriminator_step, generator_step, make_optimizer
 from ganstudy.train.tasks import TASKS, TrainingData
 
 SIZE = 16
@@ -185,33 +185,80 @@ def showers(count: int = 8) -> tuple[np.ndarray, np.ndarray]:
     return (rng.exponential(1.0, (count, *SHOWER)) * energy[:, :, None, None, None] / 20).astype(np.float32), energy
 
 
-def test_energy_losses_are_3dgan_s_weighted_adversarial_energy_and_sum_errors() -> None:
-    setup = paired_setup(network="calo3d", latent_dim=4, hidden_units=2)
+def get_ecal_fit(energy: np.ndarray) -> np.ndarray:
+    """3DGAN's GetEcalFit (mod 1, electrons, xscale 100), written out with numpy."""
+    return np.polyval([0.0018, -0.023, 0.11, -0.28, 2.21], energy) * energy * 100
+
+
+@pytest.mark.parametrize("loop", [{}, {"label_flip": 0.5}, {"fake_energies": "data", "label_flip": 0}], ids=["3dgan", "flips", "data"])
+def test_energy_losses_are_3dgan_s_weighted_adversarial_energy_and_sum_errors(loop: dict) -> None:
+    setup = paired_setup(network="calo3d", latent_dim=4, hidden_units=2, energy_loop=loop)
     task = TASKS.get("energy")(setup)
     assert setup["energy_loss_weights"] == [2, 0.1, 0.1]
+    assert (task.split_discriminator, task.generator_steps, task.optimizer) == (True, 2, "rmsprop")
     loss = LOSSES.get("bce")
-    images, energy = (torch.from_numpy(x) for x in showers(4))
+    images, energy = (torch.from_numpy(x) for x in showers(8))
     torch.manual_seed(0)
     generator, discriminator = build_pair("calo3d", NetworkSpec(SHOWER, 4, 2, condition_shape=(1,)))
     discriminator.eval()  # no dropout: both computations see the same outputs
-    batch = task.draw(TrainingData(images, conditions=energy), torch.arange(4), torch.Generator().manual_seed(2), torch.device("cpu"))
-    z = torch.randn(4, 4, generator=torch.Generator().manual_seed(2))
+    batch = task.draw(TrainingData(images, conditions=energy), torch.arange(8), torch.Generator().manual_seed(2), torch.device("cpu"))
+    # The same stream drawn by hand: noise, then (3DGAN) fake energies U(0.1, 5), then each row's two flips.
+    stream = torch.Generator().manual_seed(2)
+    z = torch.randn(8, 4, generator=stream)
+    uniform = setup["energy_loop"]["fake_energies"] == "uniform"
+    fake_energy = 0.1 + 4.9 * torch.rand(8, 1, generator=stream) if uniform else energy
+    flip_p = setup["energy_loop"]["label_flip"]
+    flips = torch.rand(8, 2, generator=stream) < flip_p if flip_p else torch.zeros(8, 2, dtype=torch.bool)
+    if flip_p == 0.5:
+        assert flips.any() and not flips.all()
     with torch.no_grad():
-        fake = generator(z, energy)
+        fake = generator(z, fake_energy)
         real_out, fake_out = discriminator(images), discriminator(fake)
-    e, sums = energy[:, 0], images.flatten(1).sum(1)
+    sums = images.flatten(1).sum(1)
+    fake_sums = torch.from_numpy(get_ecal_fit(fake_energy[:, 0].double().numpy())).float() if uniform else sums
 
-    def errors(out: torch.Tensor) -> torch.Tensor:
-        return 0.1 * keras_mape(out[:, 1], e) + 0.1 * keras_mape(out[:, 2], sums)
+    def errors(out: torch.Tensor, e: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return 0.1 * keras_mape(out[:, 1], e[:, 0]) + 0.1 * keras_mape(out[:, 2], target)
 
-    bce = F.binary_cross_entropy
-    want_d = 2 * (bce(real_out[:, 0], torch.ones(4)) + bce(fake_out[:, 0], torch.zeros(4))) + errors(real_out) + errors(fake_out)
-    want_g = 2 * bce(fake_out[:, 0], torch.ones(4)) + errors(fake_out)
+    bce = lambda d, target: F.binary_cross_entropy(d, target.float())  # noqa: E731
+    want_real = 2 * bce(real_out[:, 0], ~flips[:, 0]) + errors(real_out, energy, sums)
+    want_fake = 2 * bce(fake_out[:, 0], flips[:, 1]) + errors(fake_out, fake_energy, fake_sums)
+    want_g = 2 * bce(fake_out[:, 0], torch.ones(8, dtype=torch.bool)) + errors(fake_out, fake_energy, fake_sums)
     opt_d, opt_g = adam(discriminator.parameters(), 0.0, (0.5, 0.999)), adam(generator.parameters(), 0.0, (0.5, 0.999))
-    torch.testing.assert_close(discriminator_step(task, discriminator, generator, opt_d, loss, batch), want_d, rtol=1e-5, atol=1e-5)
+    step = lambda sides: discriminator_step(task, discriminator, generator, opt_d, loss, batch, sides)  # noqa: E731
+    torch.testing.assert_close(step(("real",)), want_real, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(step(("fake",)), want_fake, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(step(("real", "fake")), want_real + want_fake, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(generator_step(task, generator, discriminator, opt_g, loss, batch), want_g, rtol=1e-5, atol=1e-5)
     # The real showers' sum column is their sum: that error is zero.
     assert float(keras_mape(real_out[:, 2], sums)) < 1e-4
+
+
+def test_an_energy_step_is_3dgan_s_two_discriminator_and_two_generator_rmsprop_updates() -> None:
+    images, energy = showers(8)
+    setup = paired_setup(network="calo3d", latent_dim=4, hidden_units=2, batch_size=4, iterations=1, lr=0.01)
+    trainer = PairTrainer(setup, NetworkSpec(SHOWER, 4, 2, condition_shape=(1,)), images, None, pair_seeds(1, 0),
+                          (torch.device("cpu"),) * 2, conditions=energy)
+    trainer.train()
+    for optimizer in (trainer.opt_d, trainer.opt_g):
+        assert isinstance(optimizer, torch.optim.RMSprop)
+        group = optimizer.param_groups[0]
+        assert (group["alpha"], group["eps"], group["lr"]) == (0.9, 1e-7, 0.01)
+        # 2 batches per pass, each 2 updates of either player (real then fake; two generator updates).
+        assert {int(state["step"]) for state in optimizer.state.values()} == {4}
+
+
+def test_rmsprop_updates_as_keras_2_does() -> None:
+    weight = torch.nn.Parameter(torch.tensor([1.0, -2.0], dtype=torch.float64))
+    optimizer = make_optimizer("rmsprop", [weight], 0.01, (0.5, 0.999))
+    a, w = np.zeros(2), np.array([1.0, -2.0])
+    for g in ([0.5, -3.0], [0.25, 1.0]):
+        weight.grad = torch.tensor(g, dtype=torch.float64)
+        optimizer.step()
+        # keras/optimizers.py (2.x) RMSprop: a = rho a + (1 - rho) g^2; w -= lr g / (sqrt(a) + epsilon)
+        a = 0.9 * a + 0.1 * np.square(g)
+        w = w - 0.01 * np.array(g) / (np.sqrt(a) + 1e-7)
+    np.testing.assert_allclose(weight.detach().numpy(), w, rtol=1e-12)
 
 
 @pytest.mark.mpi

@@ -32,7 +32,8 @@ from ganstudy.parallel.sync_batchnorm import globalise_batchnorm
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.world import World
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer, ScoreCurve, network_spec, pair_generator, pair_seeds, profile_rows, score_curve
+from ganstudy.train.pair import PairTrainer, ScoreCurve, discriminator_updates, network_spec, pair_generator, pair_seeds, profile_rows, score_curve
+from ganstudy.train.steps import optimizer_class
 from ganstudy.train.tasks import Batch
 
 AMP_TYPES = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -81,8 +82,9 @@ class DataParallelTrainer(PairTrainer):
         # Imported here: torch.distributed.optim pulls in TorchScript, slow and noisy to import.
         from torch.distributed.optim import ZeroRedundancyOptimizer
 
-        return ZeroRedundancyOptimizer(network.parameters(), optimizer_class=torch.optim.Adam, lr=self.setup["lr"],
-                                       betas=tuple(self.setup["betas"]), fused=True)
+        kind, options = optimizer_class(self.task.optimizer)
+        betas = {"betas": tuple(self.setup["betas"])} if kind is torch.optim.Adam else {}
+        return ZeroRedundancyOptimizer(network.parameters(), optimizer_class=kind, lr=self.setup["lr"], **betas, **options)
 
     def _autocast(self, device: torch.device) -> contextlib.AbstractContextManager:
         if self.amp is None:
@@ -113,20 +115,28 @@ class DataParallelTrainer(PairTrainer):
         # Drawn only for generators with dropout (pix2pix), so the other networks' streams stay as they were.
         return self._call_seed() if self.generator_dropout else 0
 
-    def _discriminator_step(self, batch: Batch) -> torch.Tensor:
+    def _discriminator_step(self, batch: Batch, sides: tuple[str, ...] = ("real", "fake")) -> torch.Tensor:
         seed_real, seed_fake, seed_g = self._call_seed(), self._call_seed(), self._generator_seed()
         self.opt_d.zero_grad(set_to_none=True)
         total = torch.zeros((), device=self.d_device)
         for offset, part in self._micro_batches(batch):
             with self.timer("compute"):
-                with torch.no_grad(), self._autocast(self.g_device), row_masks(self.generator, seed_g, offset):
-                    fake = self.task.fake(self.generator, part).to(self.d_device)
+                terms = []
+                if "fake" in sides:
+                    with torch.no_grad(), self._autocast(self.g_device), row_masks(self.generator, seed_g, offset):
+                        fake = self.task.fake(self.generator, part).to(self.d_device)
                 with self._autocast(self.d_device):
-                    with row_masks(self.discriminator, seed_real, offset):
-                        d_real = self.task.judge(self.discriminator, part.real, part)
-                    with row_masks(self.discriminator, seed_fake, offset):
-                        d_fake = self.task.judge(self.discriminator, fake, part)
-                value = self.task.discriminator_loss(self.loss, d_real.float(), d_fake.float(), part) / self.accumulation
+                    if "real" in sides:
+                        with row_masks(self.discriminator, seed_real, offset):
+                            d_real = self.task.judge(self.discriminator, part.real, part)
+                    if "fake" in sides:
+                        with row_masks(self.discriminator, seed_fake, offset):
+                            d_fake = self.task.judge(self.discriminator, fake, part)
+                if "real" in sides:
+                    terms.append(self.task.real_loss(self.loss, d_real.float(), part))
+                if "fake" in sides:
+                    terms.append(self.task.fake_loss(self.loss, d_fake.float(), part))
+                value = sum(terms[1:], terms[0]) / self.accumulation
                 self.scalers["d"].scale(value).backward()
             total += value.detach()
         self._update(self.discriminator, self.opt_d, self.scalers["d"])
@@ -159,8 +169,13 @@ class DataParallelTrainer(PairTrainer):
         for step in range(self.steps):
             rows = order[step * self.batch_size : (step + 1) * self.batch_size]
             # Every rank draws the whole global batch (noise included) and keeps its rows: the same numbers on any rank count.
-            totals[0] += self._discriminator_step(self.task.draw(self.data, rows, self.noise_rng, self.g_device))
-            totals[1] += self._generator_step(self.task.draw(self.data, rows, self.noise_rng, self.g_device))
+            batch = self.task.draw(self.data, rows, self.noise_rng, self.g_device)
+            for sides in discriminator_updates(self.task):
+                totals[0] += self._discriminator_step(batch, sides)
+            g_loss = torch.zeros((), device=self.d_device)
+            for _ in range(self.task.generator_steps):
+                g_loss += self._generator_step(self.task.draw(self.data, rows, self.noise_rng, self.g_device))
+            totals[1] += g_loss / self.task.generator_steps
         # Each rank's losses are those of its shard: the global batch's loss is their mean.
         if self.world.size > 1:
             dist.all_reduce(totals)

@@ -28,8 +28,8 @@ from ganstudy.parallel.stop import StopSignal
 from ganstudy.seeding import derive_seed
 from ganstudy.train.modes import TrainingContext
 from ganstudy.train.losses import LOSSES
-from ganstudy.train.tasks import TASKS, TrainingData
-from ganstudy.train.steps import adam, call_network, discriminator_step, generator_step
+from ganstudy.train.tasks import TASKS, Task, TrainingData
+from ganstudy.train.steps import call_network, discriminator_step, generator_step, make_optimizer
 
 STREAMS = ("init", "batches", "noise", "dropout", "score")
 
@@ -73,6 +73,12 @@ def batches_per_pass(size: int, batch_size: int, what: str = "training images") 
         raise GanstudyError(f"batch_size {batch_size} is larger than the {size} {what}; lower batch_size in the set-up")
     # Full batches only: every step sees the same batch size, as in Lipizzaner.
     return size // batch_size
+
+
+def discriminator_updates(task: Task) -> tuple[tuple[str, ...], ...]:
+    """The sides of the batch each of a step's discriminator updates sees: both at once, or (3DGAN) the
+    real batch and then the fake batch. The losses of split updates add up to one joint update's."""
+    return (("real",), ("fake",)) if task.split_discriminator else (("real", "fake"),)
 
 
 def pair_generator(generator: torch.nn.Module, labels: np.ndarray | None) -> Generator:
@@ -195,7 +201,7 @@ class PairTrainer:
         return network
 
     def _optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
-        return adam(network.parameters(), self.setup["lr"], tuple(self.setup["betas"]))
+        return make_optimizer(self.task.optimizer, network.parameters(), self.setup["lr"], tuple(self.setup["betas"]))
 
     def _read_global_rng(self) -> dict[str, Any]:
         return {"cpu": torch.get_rng_state(), "cuda": [torch.cuda.get_rng_state(i) for i in self._cuda]}
@@ -212,9 +218,13 @@ class PairTrainer:
         for step in range(self.steps):
             rows = order[step * self.batch_size : (step + 1) * self.batch_size]
             batch = self.task.draw(self.data, rows, self.noise_rng, self.g_device)
-            d_total += discriminator_step(self.task, self.discriminator, self.generator, self.opt_d, self.loss, batch)
-            batch = self.task.draw(self.data, rows, self.noise_rng, self.g_device)
-            g_total += generator_step(self.task, self.generator, self.discriminator, self.opt_g, self.loss, batch)
+            for sides in discriminator_updates(self.task):
+                d_total += discriminator_step(self.task, self.discriminator, self.generator, self.opt_d, self.loss, batch, sides)
+            g_loss = torch.zeros((), device=self.d_device)
+            for _ in range(self.task.generator_steps):
+                batch = self.task.draw(self.data, rows, self.noise_rng, self.g_device)
+                g_loss += generator_step(self.task, self.generator, self.discriminator, self.opt_g, self.loss, batch)
+            g_total += g_loss / self.task.generator_steps
         return float(d_total) / self.steps, float(g_total) / self.steps
 
     def train(self, checkpoint_dir: Path | None = None, stop: StopSignal | None = None, final_checkpoint: bool = False) -> torch.nn.Module:

@@ -15,6 +15,20 @@ def adam(parameters, lr: float, betas: tuple[float, float]) -> torch.optim.Adam:
     return torch.optim.Adam(parameters, lr=lr, betas=betas, fused=True)
 
 
+# RMSprop as Keras 2 defines it, which 3DGAN trains with: rho 0.9, epsilon 1e-7 (torch's alpha and eps).
+RMSPROP = {"alpha": 0.9, "eps": 1e-7}
+
+
+def optimizer_class(name: str) -> tuple[type[torch.optim.Optimizer], dict]:
+    """A task's optimiser (``Task.optimizer``) and its fixed options; lr and, for Adam, betas come from the set-up."""
+    return {"adam": (torch.optim.Adam, {"fused": True}), "rmsprop": (torch.optim.RMSprop, RMSPROP)}[name]
+
+
+def make_optimizer(name: str, parameters, lr: float, betas: tuple[float, float]) -> torch.optim.Optimizer:
+    kind, options = optimizer_class(name)
+    return kind(parameters, lr=lr, **options, **({"betas": betas} if kind is torch.optim.Adam else {}))
+
+
 def call_network(network: nn.Module, inputs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
     """A network on its inputs (and labels, for a conditional pair), on the inputs' device."""
     if labels is None:
@@ -29,12 +43,20 @@ def discriminator_step(
     optimizer: torch.optim.Optimizer,
     loss: AdversarialLoss,
     batch: Batch,
+    sides: tuple[str, ...] = ("real", "fake"),
 ) -> torch.Tensor:
-    """``batch.real`` lives on the discriminator's device and the generator's inputs on the generator's
-    (seed 001 puts the two on different GPUs)."""
-    with torch.no_grad():
-        fake = task.fake(generator, batch).to(batch.real.device)
-    value = task.discriminator_loss(loss, task.judge(discriminator, batch.real, batch), task.judge(discriminator, fake, batch), batch)
+    """One update on the ``sides`` of the batch (both, or 3DGAN's one update per side). ``batch.real``
+    lives on the discriminator's device and the generator's inputs on the generator's (seed 001 puts the
+    two on different GPUs)."""
+    terms = []
+    if "fake" in sides:
+        with torch.no_grad():
+            fake = task.fake(generator, batch).to(batch.real.device)
+    if "real" in sides:
+        terms.append(task.real_loss(loss, task.judge(discriminator, batch.real, batch), batch))
+    if "fake" in sides:
+        terms.append(task.fake_loss(loss, task.judge(discriminator, fake, batch), batch))
+    value = sum(terms[1:], terms[0])
     optimizer.zero_grad(set_to_none=True)
     value.backward()
     optimizer.step()

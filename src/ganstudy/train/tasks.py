@@ -9,11 +9,17 @@ kind of GAN needs a task, not a new training loop:
 - ``paired``: pix2pix. The generator maps the batch's input images to outputs (its noise is dropout)
   and the discriminator judges (input, output) pairs; the generator's loss adds ``l1_weight`` times
   the L1 distance to the target, and the discriminator's is halved, as in the original.
-- ``energy``: 3DGAN. The generator maps noise and the batch's primary energies to showers; the
-  discriminator answers real/fake, the energy and the shower's voxel sum, and each player's loss is
+- ``energy``: 3DGAN. The generator maps noise and primary energies to showers; the discriminator
+  answers real/fake, the energy and the shower's voxel sum, and each player's loss is
   ``energy_loss_weights`` (2, 0.1, 0.1) times (adversarial, energy error, voxel-sum error), the errors
-  as Keras' mean absolute percentage error. Unlike 3DGAN's loop, a step updates the discriminator once
-  on the real and fake batch together and the generator once, without label flips.
+  as Keras' mean absolute percentage error. ``energy_loop`` holds the rest of 3DGAN's training loop
+  (keras/EcalEnergyTrain.py), by default as it is there: fakes of energies drawn uniformly in
+  [0.1, 5] whose voxel sum should follow its fit of the sum against the energy, 5% of the
+  discriminator's real/fake targets flipped, the discriminator updated on the real batch and then on
+  the fake batch, two generator updates per step (each on fresh noise and energies), and RMSprop.
+
+A task also says how a step is made of updates (``split_discriminator``, ``generator_steps``) and which
+optimiser trains the pair (``optimizer``): every pair-training mode builds its steps from them.
 
 A task draws one update's ``Batch`` for a global batch's rows; data parallelism slices it by rows, so
 every rank sees the rows (and noise) one process would.
@@ -43,12 +49,12 @@ class Batch:
     inputs: tuple[Tensor, ...]
     context: tuple[Tensor, ...] = ()
     conditions: Tensor | None = None
+    flips: Tensor | None = None
 
     def rows(self, start: int, count: int) -> Batch:
         """Rows [start, start + count) of every tensor: a rank's or a micro-batch's share."""
-        cut = lambda t: t[start : start + count]  # noqa: E731
-        return Batch(cut(self.real), tuple(map(cut, self.inputs)), tuple(map(cut, self.context)),
-                     None if self.conditions is None else cut(self.conditions))
+        cut = lambda t: None if t is None else t[start : start + count]  # noqa: E731
+        return Batch(cut(self.real), tuple(map(cut, self.inputs)), tuple(map(cut, self.context)), cut(self.conditions), cut(self.flips))
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,10 @@ class TrainingData:
 
 class Task:
     """The noise task; other tasks override what differs."""
+
+    optimizer = "adam"
+    split_discriminator = False
+    generator_steps = 1
 
     def __init__(self, setup: dict[str, Any]) -> None:
         self.latent_dim = setup["latent_dim"]
@@ -83,8 +93,16 @@ class Task:
     def judge(self, discriminator: nn.Module, images: Tensor, batch: Batch) -> Tensor:
         return discriminator(images, *batch.context)
 
+    def real_loss(self, loss: AdversarialLoss, d_real: Tensor, batch: Batch) -> Tensor:
+        """The discriminator's loss on the real rows."""
+        return loss.real_term(d_real).mean(-1)
+
+    def fake_loss(self, loss: AdversarialLoss, d_fake: Tensor, batch: Batch) -> Tensor:
+        """The discriminator's loss on the generated rows."""
+        return loss.fake_term(d_fake).mean(-1)
+
     def discriminator_loss(self, loss: AdversarialLoss, d_real: Tensor, d_fake: Tensor, batch: Batch) -> Tensor:
-        return loss.discriminator(d_real, d_fake)
+        return self.real_loss(loss, d_real, batch) + self.fake_loss(loss, d_fake, batch)
 
     def generator_loss(self, loss: AdversarialLoss, d_fake: Tensor, fake: Tensor, batch: Batch) -> Tensor:
         return loss.generator(d_fake)
@@ -103,9 +121,12 @@ class PairedTask(Task):
         # A PatchGAN judges every patch: its (N, patches) outputs count as N * patches samples of the loss.
         return discriminator(batch.context[0], images).reshape(-1)
 
-    def discriminator_loss(self, loss: AdversarialLoss, d_real: Tensor, d_fake: Tensor, batch: Batch) -> Tensor:
-        # Halved, as pix2pix does, to slow the discriminator relative to the generator.
-        return 0.5 * loss.discriminator(d_real, d_fake)
+    # Halved, as pix2pix does, to slow the discriminator relative to the generator.
+    def real_loss(self, loss: AdversarialLoss, d_real: Tensor, batch: Batch) -> Tensor:
+        return 0.5 * super().real_loss(loss, d_real, batch)
+
+    def fake_loss(self, loss: AdversarialLoss, d_fake: Tensor, batch: Batch) -> Tensor:
+        return 0.5 * super().fake_loss(loss, d_fake, batch)
 
     def generator_loss(self, loss: AdversarialLoss, d_fake: Tensor, fake: Tensor, batch: Batch) -> Tensor:
         l1 = (fake.to(batch.real.device) - batch.real).abs().mean()
@@ -118,30 +139,87 @@ def percentage_error(predicted: Tensor, target: Tensor) -> Tensor:
     return 100.0 * ((target - predicted).abs() / target.abs().clamp_min(1e-7)).mean()
 
 
+@dataclass(frozen=True)
+class EnergyLoop:
+    """3DGAN's training loop (the set-up's ``energy_loop``)."""
+
+    fake_energies: str
+    fake_energy_range: tuple[float, float]
+    sum_fit: tuple[float, ...]
+    label_flip: float
+    split_discriminator_step: bool
+    generator_steps: int
+    optimizer: str
+
+    @classmethod
+    def from_setup(cls, setup: dict[str, Any]) -> EnergyLoop:
+        loop = setup["energy_loop"]
+        return cls(loop["fake_energies"], tuple(loop["fake_energy_range"]), tuple(loop["sum_fit"]), loop["label_flip"],
+                   loop["split_discriminator_step"], loop["generator_steps"], loop["optimizer"])
+
+    def expected_sum(self, energy: Tensor) -> Tensor:
+        """3DGAN's GetEcalFit: the voxel sum a shower of ``energy`` (100 GeV units) should have, in the
+        loader's units (depositions times 100): its fitted sampling fraction in percent times the energy
+        in GeV."""
+        e = energy.double()
+        fraction = torch.zeros_like(e)
+        for coefficient in self.sum_fit:  # Horner's rule, highest power first, as numpy's polyval
+            fraction = fraction * e + coefficient
+        return (fraction * e * 100.0).to(energy.dtype)
+
+
 class EnergyTask(Task):
     def __init__(self, setup: dict[str, Any]) -> None:
         super().__init__(setup)
         self.adversarial, self.energy_weight, self.sum_weight = setup["energy_loss_weights"]
+        self.loop = EnergyLoop.from_setup(setup)
+        self.optimizer = self.loop.optimizer
+        self.split_discriminator = self.loop.split_discriminator_step
+        self.generator_steps = self.loop.generator_steps
 
     def draw(self, data: TrainingData, rows: Tensor, noise_rng: torch.Generator, g_device: torch.device) -> Batch:
         z = torch.randn(len(rows), self.latent_dim, generator=noise_rng)
-        # Fakes get the real batch's energies, so they keep the data's energy spectrum.
-        energy = data.conditions[rows]
-        return Batch(data.images[rows], (z.to(g_device), energy.to(g_device)), (), energy)
+        real_energy = data.conditions[rows]
+        if self.loop.fake_energies == "uniform":
+            low, high = self.loop.fake_energy_range
+            energy = (low + (high - low) * torch.rand(len(rows), 1, generator=noise_rng)).to(real_energy.dtype)
+        else:
+            # Fakes get the real batch's energies, so they keep the data's energy spectrum.
+            energy = real_energy.cpu()
+        # Column 0 flips a real row's target, column 1 a fake row's (3DGAN's BitFlip on each).
+        flips = torch.rand(len(rows), 2, generator=noise_rng) < self.loop.label_flip if self.loop.label_flip else None
+        return Batch(data.images[rows], (z.to(g_device), energy.to(g_device)), (), real_energy,
+                     None if flips is None else flips.to(real_energy.device))
 
-    def _errors(self, judged: Tensor, batch: Batch) -> Tensor:
-        # The real shower of the same energy gives the voxel sum to aim for (3DGAN fits it as a function of
-        # the energy); on real showers the sum column matches it exactly and carries no gradient.
-        energy = batch.conditions.reshape(-1)
-        target_sum = batch.real.flatten(1).sum(1)
-        return self.energy_weight * percentage_error(judged[:, 1], energy) + self.sum_weight * percentage_error(judged[:, 2], target_sum)
+    def _errors(self, judged: Tensor, energy: Tensor, target_sum: Tensor) -> Tensor:
+        return self.energy_weight * percentage_error(judged[:, 1], energy.reshape(-1)) + self.sum_weight * percentage_error(judged[:, 2], target_sum)
 
-    def discriminator_loss(self, loss: AdversarialLoss, d_real: Tensor, d_fake: Tensor, batch: Batch) -> Tensor:
-        return (self.adversarial * loss.discriminator(d_real[:, 0], d_fake[:, 0])
-                + self._errors(d_real, batch) + self._errors(d_fake, batch))
+    def _fake_errors(self, judged: Tensor, batch: Batch) -> Tensor:
+        energy = batch.inputs[1].to(judged.device)
+        if self.loop.fake_energies == "uniform":
+            return self._errors(judged, energy, self.loop.expected_sum(energy.reshape(-1)))
+        # The real shower of the same energy gives the voxel sum to aim for.
+        return self._errors(judged, energy, batch.real.flatten(1).sum(1))
+
+    @staticmethod
+    def _flipped(judged: Tensor, kept: Callable, flipped: Callable, flips: Tensor | None) -> Tensor:
+        if flips is None:
+            return kept(judged).mean(-1)
+        return torch.where(flips, flipped(judged), kept(judged)).mean(-1)
+
+    def real_loss(self, loss: AdversarialLoss, d_real: Tensor, batch: Batch) -> Tensor:
+        # On real showers the sum column is their own sum: that error is zero and carries no gradient.
+        flips = None if batch.flips is None else batch.flips[:, 0]
+        adversarial = self._flipped(d_real[:, 0], loss.real_term, loss.fake_term, flips)
+        return self.adversarial * adversarial + self._errors(d_real, batch.conditions, batch.real.flatten(1).sum(1))
+
+    def fake_loss(self, loss: AdversarialLoss, d_fake: Tensor, batch: Batch) -> Tensor:
+        flips = None if batch.flips is None else batch.flips[:, 1]
+        adversarial = self._flipped(d_fake[:, 0], loss.fake_term, loss.real_term, flips)
+        return self.adversarial * adversarial + self._fake_errors(d_fake, batch)
 
     def generator_loss(self, loss: AdversarialLoss, d_fake: Tensor, fake: Tensor, batch: Batch) -> Tensor:
-        return self.adversarial * loss.generator(d_fake[:, 0]) + self._errors(d_fake, batch)
+        return self.adversarial * loss.generator(d_fake[:, 0]) + self._fake_errors(d_fake, batch)
 
 
 TASKS: Registry[Callable[[dict[str, Any]], Task]] = Registry("training task")
