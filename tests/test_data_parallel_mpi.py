@@ -224,6 +224,8 @@ def test_global_batch_norm_in_one_process_is_torch_s_batch_norm():
         norm.out, norm.grad = norm(x.detach()), x.grad.clone()
     torch.testing.assert_close(ours.out, theirs.out, **TOLERANCE)
     torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(ours.weight.grad, theirs.weight.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(ours.bias.grad, theirs.bias.grad, rtol=1e-4, atol=1e-5)
     for key in ("running_mean", "running_var", "num_batches_tracked"):
         torch.testing.assert_close(getattr(ours, key), getattr(theirs, key), **TOLERANCE)
     ours.eval(), theirs.eval()

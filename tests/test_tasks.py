@@ -85,6 +85,20 @@ def test_a_paired_pair_learns_its_mapping() -> None:
     assert len(trainer.history) == 40
 
 
+def test_a_paired_step_runs_the_generator_once_and_reuses_its_output_as_pix2pix_does() -> None:
+    setup = paired_setup(iterations=1)
+    a, b = paired_data(8)
+    data = Split(b.numpy(), np.zeros(8, dtype=np.int64), conditions=a.numpy())
+    trainer = PairTrainer(setup, network_spec(setup, data, any_task=True), data.images, None, pair_seeds(1, 0),
+                          (torch.device("cpu"),) * 2, conditions=data.conditions)
+    calls = []
+    trainer.generator.register_forward_hook(lambda module, inputs, output: calls.append(output))
+    trainer.train()
+    # 8 pairs at batch 4: two steps, one generator forward each (the original's forward(), then
+    # backward_D on its detached output and backward_G on the output itself).
+    assert len(calls) == 2 and all(output.requires_grad for output in calls)
+
+
 def test_a_paired_network_on_data_without_conditions_is_refused() -> None:
     setup = paired_setup()
     data = Split(np.zeros((4, 3, SIZE, SIZE), np.float32), np.zeros(4, np.int64))

@@ -115,14 +115,25 @@ class DataParallelTrainer(PairTrainer):
         # Drawn only for generators with dropout (pix2pix), so the other networks' streams stay as they were.
         return self._call_seed() if self.generator_dropout else 0
 
-    def _discriminator_step(self, batch: Batch, sides: tuple[str, ...] = ("real", "fake")) -> torch.Tensor:
+    def _fakes(self, batch: Batch) -> list[torch.Tensor]:
+        """This rank's fakes of each micro-batch, with their graphs, for a task that reuses them."""
+        seed_g, fakes = self._generator_seed(), []
+        for offset, part in self._micro_batches(batch):
+            with self.timer("compute"), self._autocast(self.g_device), row_masks(self.generator, seed_g, offset):
+                fakes.append(self.task.fake(self.generator, part))
+        return fakes
+
+    def _discriminator_step(self, batch: Batch, sides: tuple[str, ...] = ("real", "fake"),
+                            fakes: list[torch.Tensor] | None = None) -> torch.Tensor:
         seed_real, seed_fake, seed_g = self._call_seed(), self._call_seed(), self._generator_seed()
         self.opt_d.zero_grad(set_to_none=True)
         total = torch.zeros((), device=self.d_device)
-        for offset, part in self._micro_batches(batch):
+        for m, (offset, part) in enumerate(self._micro_batches(batch)):
             with self.timer("compute"):
                 terms = []
-                if "fake" in sides:
+                if "fake" in sides and fakes is not None:
+                    fake = fakes[m].detach().to(self.d_device)
+                elif "fake" in sides:
                     with torch.no_grad(), self._autocast(self.g_device), row_masks(self.generator, seed_g, offset):
                         fake = self.task.fake(self.generator, part).to(self.d_device)
                 with self._autocast(self.d_device):
@@ -142,17 +153,21 @@ class DataParallelTrainer(PairTrainer):
         self._update(self.discriminator, self.opt_d, self.scalers["d"])
         return total
 
-    def _generator_step(self, batch: Batch) -> torch.Tensor:
-        seed, seed_g = self._call_seed(), self._generator_seed()
+    def _generator_step(self, batch: Batch, fakes: list[torch.Tensor] | None = None) -> torch.Tensor:
+        seed = self._call_seed()
+        seed_g = self._generator_seed() if fakes is None else 0
         self.opt_g.zero_grad(set_to_none=True)
         total = torch.zeros((), device=self.d_device)
         # The discriminator only passes gradients through: computing its own would be wasted work.
         self.discriminator.requires_grad_(False)
         try:
-            for offset, part in self._micro_batches(batch):
+            for m, (offset, part) in enumerate(self._micro_batches(batch)):
                 with self.timer("compute"):
-                    with self._autocast(self.g_device), row_masks(self.generator, seed_g, offset):
-                        fake = self.task.fake(self.generator, part)
+                    if fakes is not None:
+                        fake = fakes[m]
+                    else:
+                        with self._autocast(self.g_device), row_masks(self.generator, seed_g, offset):
+                            fake = self.task.fake(self.generator, part)
                     with self._autocast(self.d_device), row_masks(self.discriminator, seed, offset):
                         d_fake = self.task.judge(self.discriminator, fake.to(self.d_device), part)
                     value = self.task.generator_loss(self.loss, d_fake.float(), fake.float(), part) / self.accumulation
@@ -170,8 +185,12 @@ class DataParallelTrainer(PairTrainer):
             rows = order[step * self.batch_size : (step + 1) * self.batch_size]
             # Every rank draws the whole global batch (noise included) and keeps its rows: the same numbers on any rank count.
             batch = self.task.draw(self.data, rows, self.noise_rng, self.g_device)
+            fakes = self._fakes(batch) if self.task.reuse_fakes else None
             for sides in discriminator_updates(self.task):
-                totals[0] += self._discriminator_step(batch, sides)
+                totals[0] += self._discriminator_step(batch, sides, fakes)
+            if fakes is not None:
+                totals[1] += self._generator_step(batch, fakes)
+                continue
             g_loss = torch.zeros((), device=self.d_device)
             for _ in range(self.task.generator_steps):
                 g_loss += self._generator_step(self.task.draw(self.data, rows, self.noise_rng, self.g_device))

@@ -218,8 +218,12 @@ class PairTrainer:
         for step in range(self.steps):
             rows = order[step * self.batch_size : (step + 1) * self.batch_size]
             batch = self.task.draw(self.data, rows, self.noise_rng, self.g_device)
+            fake = self.task.fake(self.generator, batch) if self.task.reuse_fakes else None
             for sides in discriminator_updates(self.task):
-                d_total += discriminator_step(self.task, self.discriminator, self.generator, self.opt_d, self.loss, batch, sides)
+                d_total += discriminator_step(self.task, self.discriminator, self.generator, self.opt_d, self.loss, batch, sides, fake)
+            if fake is not None:
+                g_total += generator_step(self.task, self.generator, self.discriminator, self.opt_g, self.loss, batch, fake)
+                continue
             g_loss = torch.zeros((), device=self.d_device)
             for _ in range(self.task.generator_steps):
                 batch = self.task.draw(self.data, rows, self.noise_rng, self.g_device)

@@ -44,14 +44,18 @@ def discriminator_step(
     loss: AdversarialLoss,
     batch: Batch,
     sides: tuple[str, ...] = ("real", "fake"),
+    fake: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """One update on the ``sides`` of the batch (both, or 3DGAN's one update per side). ``batch.real``
-    lives on the discriminator's device and the generator's inputs on the generator's (seed 001 puts the
-    two on different GPUs)."""
+    """One update on the ``sides`` of the batch (both, or 3DGAN's one update per side), on ``fake`` when
+    given (the task reuses its fakes), else on fakes made here. ``batch.real`` lives on the
+    discriminator's device and the generator's inputs on the generator's (seed 001 puts the two on
+    different GPUs)."""
     terms = []
     if "fake" in sides:
-        with torch.no_grad():
-            fake = task.fake(generator, batch).to(batch.real.device)
+        if fake is None:
+            with torch.no_grad():
+                fake = task.fake(generator, batch)
+        fake = fake.detach().to(batch.real.device)
     if "real" in sides:
         terms.append(task.real_loss(loss, task.judge(discriminator, batch.real, batch), batch))
     if "fake" in sides:
@@ -70,11 +74,13 @@ def generator_step(
     optimizer: torch.optim.Optimizer,
     loss: AdversarialLoss,
     batch: Batch,
+    fake: torch.Tensor | None = None,
 ) -> torch.Tensor:
+    """One update of the generator through ``fake`` (with its graph) when given, else through fakes made here."""
     # The discriminator only passes gradients through: computing its own would be wasted work.
     discriminator.requires_grad_(False)
     try:
-        fake = task.fake(generator, batch)
+        fake = task.fake(generator, batch) if fake is None else fake
         value = task.generator_loss(loss, task.judge(discriminator, fake.to(batch.real.device), batch), fake, batch)
         optimizer.zero_grad(set_to_none=True)
         value.backward()

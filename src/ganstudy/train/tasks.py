@@ -18,8 +18,9 @@ kind of GAN needs a task, not a new training loop:
   discriminator's real/fake targets flipped, the discriminator updated on the real batch and then on
   the fake batch, two generator updates per step (each on fresh noise and energies), and RMSprop.
 
-A task also says how a step is made of updates (``split_discriminator``, ``generator_steps``) and which
-optimiser trains the pair (``optimizer``): every pair-training mode builds its steps from them.
+A task also says how a step is made of updates (``split_discriminator``, ``generator_steps``,
+``reuse_fakes``) and which optimiser trains the pair (``optimizer``): the pair-training modes build
+their steps from them.
 
 A task draws one update's ``Batch`` for a global batch's rows; data parallelism slices it by rows, so
 every rank sees the rows (and noise) one process would.
@@ -73,6 +74,9 @@ class Task:
     optimizer = "adam"
     split_discriminator = False
     generator_steps = 1
+    # Whether the generator's update reuses the fakes (and their graph) the discriminator's update was
+    # given, instead of drawing a new batch and running the generator again.
+    reuse_fakes = False
 
     def __init__(self, setup: dict[str, Any]) -> None:
         self.latent_dim = setup["latent_dim"]
@@ -109,6 +113,10 @@ class Task:
 
 
 class PairedTask(Task):
+    # pix2pix's optimize_parameters: one forward of the generator per step, its output detached for the
+    # discriminator's update and differentiated for the generator's.
+    reuse_fakes = True
+
     def __init__(self, setup: dict[str, Any]) -> None:
         super().__init__(setup)
         self.l1_weight = setup["l1_weight"]
