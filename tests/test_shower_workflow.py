@@ -31,7 +31,7 @@ def shower_files(root):
 
 def test_a_calo3d_study_runs_end_to_end_without_a_classifier(tmp_path, env):
     setup = {"mode": "data_parallel", "network": "calo3d", "iterations": 2, "batch_size": 4, "latent_dim": 4, "hidden_units": 2,
-             "score_period": 0, "checkpoint_period": 1}
+             "score_period": 1, "score_samples": 6, "checkpoint_period": 1}
     config = {
         "study": "showers",
         "trials": 2,
@@ -52,6 +52,11 @@ def test_a_calo3d_study_runs_end_to_end_without_a_classifier(tmp_path, env):
     assert record["showers"] == 6 and record["energy_bins"][0]["showers"] == 6 and len(record["profiles"]["longitudinal"]["real"]) == 7
     run = json.loads((out / "runs" / "two" / "trial0" / "run.json").read_text())
     assert run["world_size"] == 2 and "energy_loss_weights" in run["settings"] and "l1_weight" not in run["settings"]
+    # The in-training physics score on the 6 held-out events, every iteration, feeds the convergence check.
+    losses = pd.read_csv(out / "runs" / "two" / "trial0" / "losses.csv")
+    assert losses.showers.notna().all() and (losses.showers > 0).all()
+    convergence = pd.read_csv(out / "convergence.csv").set_index("setup")
+    assert set(convergence.score) == {"showers"} and list(convergence.trials) == [2, 2]
     # Seed 003's table: the 2-rank run against the 1-rank run of the same work.
     timing = pd.read_csv(out / "tables" / "timing.csv").set_index("setup")
     assert timing.loc["two", "baseline"] == "one" and timing.loc["two", "efficiency"] > 0
@@ -70,4 +75,4 @@ def test_scores_that_showers_cannot_give_stop_the_dag(tmp_path, env):
     assert done.returncode != 0 and "evaluation.metrics ['fid'] do not score calorimeter showers" in done.stdout + done.stderr
     config["evaluation"]["metrics"] = ["sf_mean"]
     done = snakemake(tmp_path, config, "-n", env=env)
-    assert done.returncode != 0 and "setups.one: score_period 5: showers have no in-training score yet" in done.stdout + done.stderr
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -19,6 +19,7 @@ from conftest import SCHEMA
 from ganstudy.config import validate_study_config
 from ganstudy.data.arrays import Split, save_split
 from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.showers import generate_showers, shower_scores
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import load_generator
 from ganstudy.seeding import derive_seed
@@ -115,8 +116,8 @@ def test_modes_of_noise_networks_refuse_a_paired_network(mode: str) -> None:
 
 
 @pytest.mark.parametrize("network, problem", [
-    ("pix2pix", "scores a paired generator on held-out pairs during training: pass --score-pairs"),
-    ("calo3d", "no in-training score yet; set score_period: 0"),
+    ("pix2pix", "scores a paired generator on held-out pairs during training: pass --score-split"),
+    ("calo3d", "scores a shower generator on held-out showers during training: pass --score-split"),
 ])
 def test_an_in_training_score_without_what_it_needs_is_refused(network: str, problem: str) -> None:
     context = TrainingContext(paired_setup(score_period=5, network=network), Split(np.zeros((1, 1, 8, 8), np.float32), np.zeros(1, np.int64)),
@@ -167,7 +168,7 @@ def test_a_paired_generator_s_held_out_l1_is_scored_without_changing_a_training_
     a = rng.uniform(-1, 1, (5, 1, 64, 64)).astype(np.float32)
     save_split(tmp_path / "test.npz", Split(-np.repeat(a, 3, axis=1), np.zeros(5, np.int64), conditions=a))
     scored_setup = paired_setup(mode="single", hidden_units=4, iterations=2, score_period=1, score_samples=3)
-    scored = run_train(tmp_path / "train.npz", scored_setup, tmp_path / "scored", 1, env, "--score-pairs", str(tmp_path / "test.npz"))
+    scored = run_train(tmp_path / "train.npz", scored_setup, tmp_path / "scored", 1, env, "--score-split", str(tmp_path / "test.npz"))
     for (name, mine), theirs in zip(*(load_generator(run / "generator.pt")[0].state_dict().items() for run in (plain, scored))):
         assert torch.equal(mine, theirs[1]), name
     losses = pd.read_csv(scored / "losses.csv")
@@ -180,7 +181,7 @@ def test_a_paired_generator_s_held_out_l1_is_scored_without_changing_a_training_
         outputs = torch.cat([generator(torch.from_numpy(a[i : i + 1])) for i in range(3)]).double().numpy()
     assert losses.l1.iloc[-1] == pytest.approx(np.abs(outputs + np.repeat(a[:3], 3, axis=1)).mean() / 2, rel=1e-6)
     two = run_train(tmp_path / "train.npz", {**scored_setup, "mode": "data_parallel"}, tmp_path / "dp2", 2, env,
-                    "--score-pairs", str(tmp_path / "test.npz"))
+                    "--score-split", str(tmp_path / "test.npz"))
     assert pd.read_csv(two / "losses.csv").l1.notna().all()
 
 
@@ -294,6 +295,29 @@ def test_an_energy_run_writes_shower_pairs_and_data_parallel_ranks_agree(tmp_pat
     one, two = (load_generator(train("data_parallel", ranks) / "generator.pt")[0] for ranks in (1, 2))
     for (name, mine), theirs in zip(one.state_dict().items(), two.state_dict().values()):
         torch.testing.assert_close(theirs, mine, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
+
+
+def test_a_shower_generator_s_held_out_physics_score_is_scored_without_changing_a_training_bit(tmp_path: Path, env: dict) -> None:
+    images, energy = showers(8)
+    save_split(tmp_path / "train.npz", Split(images, np.zeros(8, np.int64), conditions=energy))
+    held_images, held_energy = showers(12)
+    save_split(tmp_path / "test.npz", Split(held_images[8:], np.zeros(4, np.int64), conditions=held_energy[8:]))
+    setup = paired_setup(network="calo3d", latent_dim=4, hidden_units=2, iterations=2)
+    plain = run_train(tmp_path / "train.npz", setup, tmp_path / "plain", 1, env)
+    scored = run_train(tmp_path / "train.npz", {**setup, "score_period": 1, "score_samples": 3}, tmp_path / "scored", 1, env,
+                       "--score-split", str(tmp_path / "test.npz"))
+    for (name, mine), theirs in zip(*(load_generator(run / "generator.pt")[0].state_dict().items() for run in (plain, scored))):
+        assert torch.equal(mine, theirs[1]), name
+    losses = pd.read_csv(scored / "losses.csv")
+    assert losses.showers.notna().all() and "fid" not in losses
+    # The final generator (eval mode) on the first 3 held-out energies, noise from the trial's score seed,
+    # scored against those 3 showers: the sampling fraction in one bin of all their energies.
+    generator = load_generator(scored / "generator.pt")[0].components[0].eval()
+    real, e = held_images[8:11], held_energy[8:11]
+    fake = generate_showers(generator, 4, e, derive_seed(1, 0, "score-showers"), 128)
+    gev = e * 100
+    want = np.mean(list(shower_scores(real, fake, e, [float(gev.min()), float(gev.max()) + 1e-3])[0].values()))
+    assert losses.showers.iloc[-1] == pytest.approx(want, rel=1e-6)
 
 
 @pytest.mark.mpi

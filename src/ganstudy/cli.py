@@ -81,7 +81,7 @@ def _train(args: argparse.Namespace) -> None:
     run_training(
         args.setup, args.settings, args.train, args.seed, args.trial, args.out_dir, args.threads, args.device,
         args.gpus_per_rank, args.classifier, args.reference, args.checkpoint_dir,
-        node_gpus=args.node_gpus, deterministic=args.deterministic, pairs_path=args.score_pairs,
+        node_gpus=args.node_gpus, deterministic=args.deterministic, held_out_path=args.score_split,
     )
 
 
@@ -282,7 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--out-dir", required=True)
     sub.add_argument("--classifier", help="the data set's classifier (modes that score during training)")
     sub.add_argument("--reference", help="reference statistics of the real images (with --classifier)")
-    sub.add_argument("--score-pairs", help="held-out pairs a paired generator is scored on during training (the test split)")
+    sub.add_argument("--score-split", help="the held-out pairs or showers (the test split) a paired or shower generator is "
+                     "scored on during training")
     sub.add_argument("--checkpoint-dir", help="where to keep checkpoints and resume from them")
     sub.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: this rank's GPU if any")
     sub.add_argument(

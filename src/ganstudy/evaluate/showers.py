@@ -83,10 +83,39 @@ def shower_scores(real: np.ndarray, fake: np.ndarray, energy: np.ndarray, edges:
 
 @torch.no_grad()
 def generate_showers(generator: torch.nn.Module, latent_dim: int, energy: np.ndarray, seed: int, batch_size: int) -> np.ndarray:
-    """A shower for each primary energy (N, 1), from standard-normal noise of the given seed."""
-    z = torch.randn(len(energy), latent_dim, generator=torch.Generator().manual_seed(seed))
-    conditions = torch.from_numpy(energy)
-    return torch.cat([generator(z[i : i + batch_size], conditions[i : i + batch_size]) for i in range(0, len(z), batch_size)]).numpy()
+    """A shower for each primary energy (N, 1), from standard-normal noise of the given seed (drawn on the
+    CPU, so the showers do not depend on the generator's device)."""
+    device = next(generator.parameters()).device
+    z = torch.randn(len(energy), latent_dim, generator=torch.Generator().manual_seed(seed)).to(device)
+    conditions = torch.from_numpy(energy).to(device)
+    return torch.cat([generator(z[i : i + batch_size], conditions[i : i + batch_size]) for i in range(0, len(z), batch_size)]).cpu().numpy()
+
+
+class ShowerScorer:
+    """A shower generator's in-training score (column ``showers``): the mean of the five physics scores of
+    its showers for the first ``count`` held-out events' energies against those events' showers, the
+    sampling fraction taken in one bin spanning their energies. It scores a plain copy of the generator's
+    weights in eval mode, as evaluate_showers does, so that neither a data-parallel rank's synchronised
+    batch norm nor the training generator's running statistics are touched; it is only watched for
+    convergence."""
+
+    column = "showers"
+
+    def __init__(self, showers_path: str | os.PathLike[str], count: int, seed: int, network: torch.nn.Module, device: torch.device,
+                 latent_dim: int) -> None:
+        held_out = load_split(showers_path)
+        if held_out.conditions is None:
+            raise GanstudyError(f"{showers_path} holds no primary energies: the in-training score of a shower generator needs "
+                                "the test split of a calorimeter data set")
+        self.real, self.energy = held_out.images[:count], held_out.conditions[:count]
+        gev = self.energy * ENERGY_SCALE
+        self.edges = [float(gev.min()), float(np.nextafter(gev.max(), np.inf))]
+        self.seed, self.network, self.latent_dim = seed, network.to(device).eval(), latent_dim
+
+    def score(self, generator: torch.nn.Module) -> float:
+        self.network.load_state_dict(generator.state_dict())
+        fake = generate_showers(self.network, self.latent_dim, self.energy, self.seed, 128)
+        return float(np.mean(list(shower_scores(self.real, fake, self.energy, self.edges)[0].values())))
 
 
 def evaluate_showers(

@@ -2,8 +2,9 @@
 
 The curve of a set-up is the mean over its trials of each run's in-training score per iteration (pair
 modes: ``fid`` every score_period iterations, the mean over classes for per-class runs; paired
-generators: ``l1`` on held-out pairs; the grid: ``fid_best``, its best cell every iteration). It is called converged when the best value over its last 10% of
-iterations improves on the best value before them by no more than ``tolerance`` (relative): a curve still
+generators: ``l1`` on held-out pairs; shower generators: ``showers``, the mean of the physics scores on
+held-out events; the grid: ``fid_best``, its best cell every iteration). It is called converged when the
+best value over its last 10% of iterations improves on the best value before them by no more than ``tolerance`` (relative): a curve still
 falling at the end of training would have given a better generator with more iterations, and its scores
 describe an unfinished run rather than the method. A curve whose best in the tail is worse than its best
 before by more than ``degradation`` has degraded: training went on past its best (a discriminator that
@@ -21,7 +22,7 @@ from ganstudy.atomic import atomic_path
 
 # The in-training score columns of losses.csv, each lower-is-better: the pair trainer's FID, the grid's
 # best cell's, and a paired generator's L1 on held-out pairs.
-SCORE_COLUMNS = ("fid", "fid_best", "l1")
+SCORE_COLUMNS = ("fid", "fid_best", "l1", "showers")
 TAIL = 0.1
 COLUMNS = ["setup", "trials", "iterations", "score", "first", "best_before_tail", "best_in_tail", "improvement", "converged"]
 
@@ -90,7 +91,7 @@ def write_convergence(
 
 
 def _name(column: str) -> str:
-    return "L1" if column == "l1" else "FID"
+    return {"l1": "L1", "showers": "shower score"}.get(column, "FID")
 
 
 def convergence_notes(convergence_path: str | os.PathLike[str]) -> dict[str, str]:

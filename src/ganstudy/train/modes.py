@@ -30,8 +30,9 @@ class TrainingContext:
     discriminator_device: torch.device | None = None
     classifier_path: Path | None = None
     reference_path: Path | None = None
-    # Held-out pairs (the test split) that a paired generator's in-training score translates.
-    pairs_path: Path | None = None
+    # The test split a paired or shower generator's in-training score runs on: held-out pairs, or the
+    # energies and showers of held-out events.
+    held_out_path: Path | None = None
     checkpoint_dir: Path | None = None
     # The scheduler's end-of-wall-time signal, seen by the training loops between iterations.
     stop: StopSignal = field(default_factory=StopSignal)

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from ganstudy.checkpoint import CheckpointStore
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.evaluate.paired import PairScorer
+from ganstudy.evaluate.showers import ShowerScorer
 from ganstudy.errors import GanstudyError
 from ganstudy.data.arrays import Split
 from ganstudy.models import NetworkSpec, build_pair, get_network
@@ -109,15 +110,26 @@ class ScoreCurve:
     no random number the training uses and changes no weight or statistic, so it changes none of the
     training's bits."""
 
-    scorer: FidScorer | PairScorer
+    scorer: FidScorer | PairScorer | ShowerScorer
     period: int
     samples: int
     label: int | None = None
 
     @property
+    def held_out(self) -> bool:
+        """Whether the scorer runs the generator on the test split (paired and shower generators)."""
+        return isinstance(self.scorer, (PairScorer, ShowerScorer))
+
+    @property
     def column(self) -> str:
         """The score's column in losses.csv."""
-        return PairScorer.column if isinstance(self.scorer, PairScorer) else "fid"
+        return self.scorer.column if self.held_out else "fid"
+
+
+# Tasks whose generators are scored on the test split during training: what is scored on what, the
+# seed's name, and the scorer.
+HELD_OUT_SCORERS = {"paired": ("a paired generator on held-out pairs", "score-pairs", PairScorer),
+                    "energy": ("a shower generator on held-out showers", "score-showers", ShowerScorer)}
 
 
 def score_curve(context: TrainingContext) -> ScoreCurve | None:
@@ -126,17 +138,16 @@ def score_curve(context: TrainingContext) -> ScoreCurve | None:
     if not setup["score_period"]:
         return None
     task = get_network(setup["network"]).task
-    if task == "paired":
-        if context.pairs_path is None:
-            raise GanstudyError(f"score_period {setup['score_period']} scores a paired generator on held-out pairs during training: "
-                                "pass --score-pairs (the test split; the workflow does), or set score_period: 0")
+    if task in HELD_OUT_SCORERS:
+        what, stream, scorer = HELD_OUT_SCORERS[task]
+        if context.held_out_path is None:
+            raise GanstudyError(f"score_period {setup['score_period']} scores {what} during training: "
+                                "pass --score-split (the test split; the workflow does), or set score_period: 0")
         network = build_pair(setup["network"], network_spec(setup, context.data, any_task=True))[0]
-        seed = derive_seed(context.study_seed, context.trial, "score-pairs")
-        return ScoreCurve(PairScorer(context.pairs_path, setup["score_samples"], seed, network, context.device),
+        seed = derive_seed(context.study_seed, context.trial, stream)
+        sizes = {"latent_dim": setup["latent_dim"]} if scorer is ShowerScorer else {}
+        return ScoreCurve(scorer(context.held_out_path, setup["score_samples"], seed, network, context.device, **sizes),
                           setup["score_period"], setup["score_samples"])
-    if task != "noise":
-        raise GanstudyError(f"score_period {setup['score_period']}: the in-training FID draws images from noise, but network "
-                            f"'{setup['network']}' maps {task} inputs and has no in-training score yet; set score_period: 0")
     if context.classifier_path is None or context.reference_path is None:
         raise GanstudyError(f"score_period {setup['score_period']} scores the generator during training with the data set's "
                             "classifier: pass --classifier and --reference (the workflow does), or set score_period: 0")
@@ -187,7 +198,7 @@ class PairTrainer:
         self.batch_rng = torch.Generator().manual_seed(seeds["batches"])
         self.noise_rng = torch.Generator().manual_seed(seeds["noise"])
         self.curve = curve
-        if curve is not None and not isinstance(curve.scorer, PairScorer):
+        if curve is not None and not curve.held_out:
             fixed = torch.Generator().manual_seed(seeds["score"])
             self.score_noise = torch.randn(curve.samples, spec.latent_dim, generator=fixed).to(self.g_device)
             # A conditional pair draws the fixed batch's labels from the training split: the classes' prior.
@@ -274,7 +285,7 @@ class PairTrainer:
         if curve is None or not self._scores_here() or (self.done % curve.period and self.done != total):
             return None, 0.0
         started = time.perf_counter()
-        if isinstance(curve.scorer, PairScorer):
+        if curve.held_out:
             return curve.scorer.score(self.generator), time.perf_counter() - started
         self.generator.eval()
         with torch.no_grad():

@@ -77,7 +77,7 @@ def run_training(
     checkpoint_dir: str | os.PathLike[str] | None = None,
     node_gpus: int = 0,
     deterministic: bool = True,
-    pairs_path: str | os.PathLike[str] | None = None,
+    held_out_path: str | os.PathLike[str] | None = None,
 ) -> None:
     started_at = now()
     started = time.perf_counter()
@@ -99,7 +99,7 @@ def run_training(
             discriminator_device=discriminator_device,
             classifier_path=Path(classifier_path) if classifier_path else None,
             reference_path=Path(reference_path) if reference_path else None,
-            pairs_path=Path(pairs_path) if pairs_path else None,
+            held_out_path=Path(held_out_path) if held_out_path else None,
             checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
             stop=stop,
         )
