@@ -135,7 +135,7 @@ class DataParallelTrainer(PairTrainer):
                     fake = fakes[m].detach().to(self.d_device)
                 elif "fake" in sides:
                     with torch.no_grad(), self._autocast(self.g_device), row_masks(self.generator, seed_g, offset):
-                        fake = self.task.fake(self.generator, part).to(self.d_device)
+                        fake = self.task.fake_for_discriminator(self.generator, part).to(self.d_device)
                 with self._autocast(self.d_device):
                     if "real" in sides:
                         with row_masks(self.discriminator, seed_real, offset):

@@ -54,7 +54,7 @@ def discriminator_step(
     if "fake" in sides:
         if fake is None:
             with torch.no_grad():
-                fake = task.fake(generator, batch)
+                fake = task.fake_for_discriminator(generator, batch)
         fake = fake.detach().to(batch.real.device)
     if "real" in sides:
         terms.append(task.real_loss(loss, task.judge(discriminator, batch.real, batch), batch))

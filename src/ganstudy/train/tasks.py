@@ -16,7 +16,8 @@ kind of GAN needs a task, not a new training loop:
   (keras/EcalEnergyTrain.py), by default as it is there: fakes of energies drawn uniformly in
   [0.1, 5] whose voxel sum should follow its fit of the sum against the energy, 5% of the
   discriminator's real/fake targets flipped, the discriminator updated on the real batch and then on
-  the fake batch, two generator updates per step (each on fresh noise and energies), and RMSprop.
+  the fake batch (made in inference mode, as Keras' predict), two generator updates per step (each on
+  fresh noise and energies), and RMSprop.
 
 A task also says how a step is made of updates (``split_discriminator``, ``generator_steps``,
 ``reuse_fakes``) and which optimiser trains the pair (``optimizer``): the pair-training modes build
@@ -94,6 +95,10 @@ class Task:
     def fake(self, generator: nn.Module, batch: Batch) -> Tensor:
         return generator(*batch.inputs)
 
+    def fake_for_discriminator(self, generator: nn.Module, batch: Batch) -> Tensor:
+        """The fakes a discriminator update judges when the generator's update does not share them."""
+        return self.fake(generator, batch)
+
     def judge(self, discriminator: nn.Module, images: Tensor, batch: Batch) -> Tensor:
         return discriminator(images, *batch.context)
 
@@ -158,12 +163,13 @@ class EnergyLoop:
     split_discriminator_step: bool
     generator_steps: int
     optimizer: str
+    discriminator_fakes: str
 
     @classmethod
     def from_setup(cls, setup: dict[str, Any]) -> EnergyLoop:
         loop = setup["energy_loop"]
         return cls(loop["fake_energies"], tuple(loop["fake_energy_range"]), tuple(loop["sum_fit"]), loop["label_flip"],
-                   loop["split_discriminator_step"], loop["generator_steps"], loop["optimizer"])
+                   loop["split_discriminator_step"], loop["generator_steps"], loop["optimizer"], loop["discriminator_fakes"])
 
     def expected_sum(self, energy: Tensor) -> Tensor:
         """3DGAN's GetEcalFit: the voxel sum a shower of ``energy`` (100 GeV units) should have, in the
@@ -198,6 +204,17 @@ class EnergyTask(Task):
         flips = torch.rand(len(rows), 2, generator=noise_rng) < self.loop.label_flip if self.loop.label_flip else None
         return Batch(data.images[rows], (z.to(g_device), energy.to(g_device)), (), real_energy,
                      None if flips is None else flips.to(real_energy.device))
+
+    def fake_for_discriminator(self, generator: nn.Module, batch: Batch) -> Tensor:
+        if self.loop.discriminator_fakes == "training":
+            return self.fake(generator, batch)
+        # Keras' predict, which makes 3DGAN's fakes: batch norm on its running statistics, which this
+        # call leaves as they are.
+        generator.eval()
+        try:
+            return self.fake(generator, batch)
+        finally:
+            generator.train()
 
     def _errors(self, judged: Tensor, energy: Tensor, target_sum: Tensor) -> Tensor:
         return self.energy_weight * percentage_error(judged[:, 1], energy.reshape(-1)) + self.sum_weight * percentage_error(judged[:, 2], target_sum)
