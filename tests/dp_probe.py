@@ -79,10 +79,10 @@ def main() -> None:
         if action == "steps":
             # One discriminator step of a fresh pair, then one generator step of another fresh pair.
             first = trainer(setup, world)
-            saved["d_loss"] = global_mean(first._discriminator_step(fixed_batch(first, batch)), world)
+            saved["d_loss"] = global_mean(first._discriminator_update(fixed_batch(first, batch)), world)
             saved["d_grads"] = grads(first.discriminator)
             second = trainer(setup, world)
-            saved["g_loss"] = global_mean(second._generator_step(fixed_batch(second, batch)), world)
+            saved["g_loss"] = global_mean(second._generator_update(fixed_batch(second, batch)), world)
             saved["g_grads"] = grads(second.generator)
         elif action == "train":
             pair = trainer(setup, world)

@@ -32,7 +32,7 @@ from ganstudy.parallel.sync_batchnorm import globalise_batchnorm
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.world import World
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer, ScoreCurve, discriminator_updates, network_spec, pair_generator, pair_seeds, profile_rows, score_curve
+from ganstudy.train.pair import PairTrainer, ScoreCurve, network_spec, pair_generator, pair_seeds, profile_rows, score_curve
 from ganstudy.train.steps import optimizer_class
 from ganstudy.train.tasks import Batch
 
@@ -123,8 +123,8 @@ class DataParallelTrainer(PairTrainer):
                 fakes.append(self.task.fake(self.generator, part))
         return fakes
 
-    def _discriminator_step(self, batch: Batch, sides: tuple[str, ...] = ("real", "fake"),
-                            fakes: list[torch.Tensor] | None = None) -> torch.Tensor:
+    def _discriminator_update(self, batch: Batch, sides: tuple[str, ...] = ("real", "fake"),
+                              fakes: list[torch.Tensor] | None = None) -> torch.Tensor:
         seed_real, seed_fake, seed_g = self._call_seed(), self._call_seed(), self._generator_seed()
         self.opt_d.zero_grad(set_to_none=True)
         total = torch.zeros((), device=self.d_device)
@@ -153,7 +153,7 @@ class DataParallelTrainer(PairTrainer):
         self._update(self.discriminator, self.opt_d, self.scalers["d"])
         return total
 
-    def _generator_step(self, batch: Batch, fakes: list[torch.Tensor] | None = None) -> torch.Tensor:
+    def _generator_update(self, batch: Batch, fakes: list[torch.Tensor] | None = None) -> torch.Tensor:
         seed = self._call_seed()
         seed_g = self._generator_seed() if fakes is None else 0
         self.opt_g.zero_grad(set_to_none=True)
@@ -179,22 +179,8 @@ class DataParallelTrainer(PairTrainer):
         return total
 
     def _one_pass(self) -> tuple[float, float]:
-        order = torch.randperm(len(self.images), generator=self.batch_rng).to(self.d_device)
-        totals = torch.zeros(2, device=self.d_device)
-        for step in range(self.steps):
-            rows = order[step * self.batch_size : (step + 1) * self.batch_size]
-            # Every rank draws the whole global batch (noise included) and keeps its rows: the same numbers on any rank count.
-            batch = self.task.draw(self.data, rows, self.noise_rng, self.g_device)
-            fakes = self._fakes(batch) if self.task.reuse_fakes else None
-            for sides in discriminator_updates(self.task):
-                totals[0] += self._discriminator_step(batch, sides, fakes)
-            if fakes is not None:
-                totals[1] += self._generator_step(batch, fakes)
-                continue
-            g_loss = torch.zeros((), device=self.d_device)
-            for _ in range(self.task.generator_steps):
-                g_loss += self._generator_step(self.task.draw(self.data, rows, self.noise_rng, self.g_device))
-            totals[1] += g_loss / self.task.generator_steps
+        # Every rank draws the whole global batch (noise included) and keeps its rows: the same numbers on any rank count.
+        totals = self._pass_totals()
         # Each rank's losses are those of its shard: the global batch's loss is their mean.
         if self.world.size > 1:
             dist.all_reduce(totals)

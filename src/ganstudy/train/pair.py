@@ -29,7 +29,7 @@ from ganstudy.parallel.stop import StopSignal
 from ganstudy.seeding import derive_seed
 from ganstudy.train.modes import TrainingContext
 from ganstudy.train.losses import LOSSES
-from ganstudy.train.tasks import TASKS, Task, TrainingData
+from ganstudy.train.tasks import TASKS, Batch, Task, TrainingData
 from ganstudy.train.steps import call_network, discriminator_step, generator_step, make_optimizer
 
 STREAMS = ("init", "batches", "noise", "dropout", "score")
@@ -222,25 +222,41 @@ class PairTrainer:
         for index, cuda_state in zip(self._cuda, state["cuda"]):
             torch.cuda.set_rng_state(cuda_state, index)
 
-    def _one_pass(self) -> tuple[float, float]:
+    def _fakes(self, batch: Batch) -> Any:
+        """The fakes of a task that reuses them, with their graph."""
+        return self.task.fake(self.generator, batch)
+
+    def _discriminator_update(self, batch: Batch, sides: tuple[str, ...], fakes: Any) -> torch.Tensor:
+        return discriminator_step(self.task, self.discriminator, self.generator, self.opt_d, self.loss, batch, sides, fakes)
+
+    def _generator_update(self, batch: Batch, fakes: Any = None) -> torch.Tensor:
+        return generator_step(self.task, self.generator, self.discriminator, self.opt_g, self.loss, batch, fakes)
+
+    def _step(self, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step on a global batch's rows, made of the task's updates: (discriminator loss, mean generator loss)."""
+        batch = self.task.draw(self.data, rows, self.noise_rng, self.g_device)
+        fakes = self._fakes(batch) if self.task.reuse_fakes else None
+        d_loss = torch.zeros((), device=self.d_device)
+        for sides in discriminator_updates(self.task):
+            d_loss += self._discriminator_update(batch, sides, fakes)
+        if fakes is not None:
+            return d_loss, self._generator_update(batch, fakes)
+        g_loss = torch.zeros((), device=self.d_device)
+        for _ in range(self.task.generator_steps):
+            g_loss += self._generator_update(self.task.draw(self.data, rows, self.noise_rng, self.g_device))
+        return d_loss, g_loss / self.task.generator_steps
+
+    def _pass_totals(self) -> torch.Tensor:
+        """(discriminator, generator) losses summed over one pass's steps."""
         order = torch.randperm(len(self.images), generator=self.batch_rng).to(self.d_device)
-        d_total = torch.zeros((), device=self.d_device)
-        g_total = torch.zeros((), device=self.d_device)
+        totals = torch.zeros(2, device=self.d_device)
         for step in range(self.steps):
-            rows = order[step * self.batch_size : (step + 1) * self.batch_size]
-            batch = self.task.draw(self.data, rows, self.noise_rng, self.g_device)
-            fake = self.task.fake(self.generator, batch) if self.task.reuse_fakes else None
-            for sides in discriminator_updates(self.task):
-                d_total += discriminator_step(self.task, self.discriminator, self.generator, self.opt_d, self.loss, batch, sides, fake)
-            if fake is not None:
-                g_total += generator_step(self.task, self.generator, self.discriminator, self.opt_g, self.loss, batch, fake)
-                continue
-            g_loss = torch.zeros((), device=self.d_device)
-            for _ in range(self.task.generator_steps):
-                batch = self.task.draw(self.data, rows, self.noise_rng, self.g_device)
-                g_loss += generator_step(self.task, self.generator, self.discriminator, self.opt_g, self.loss, batch)
-            g_total += g_loss / self.task.generator_steps
-        return float(d_total) / self.steps, float(g_total) / self.steps
+            totals += torch.stack(self._step(order[step * self.batch_size : (step + 1) * self.batch_size]))
+        return totals
+
+    def _one_pass(self) -> tuple[float, float]:
+        totals = self._pass_totals()
+        return float(totals[0]) / self.steps, float(totals[1]) / self.steps
 
     def train(self, checkpoint_dir: Path | None = None, stop: StopSignal | None = None, final_checkpoint: bool = False) -> torch.nn.Module:
         """Run the set-up's iterations (resuming from the newest readable checkpoint in
