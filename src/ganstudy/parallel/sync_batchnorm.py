@@ -78,7 +78,7 @@ class GlobalBatchNorm(nn.modules.batchnorm._BatchNorm):
         x = input.float()
         dims = [0, *range(2, x.dim())]
         with torch.no_grad():
-            mean64, var64, count = _moments(x.detach(), dims)
+            mean64, var64, count = _moments(x, dims)
         mean, var = mean64.float(), var64.float()
         if self.track_running_stats:
             with torch.no_grad():

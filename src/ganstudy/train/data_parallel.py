@@ -82,9 +82,8 @@ class DataParallelTrainer(PairTrainer):
         # Imported here: torch.distributed.optim pulls in TorchScript, slow and noisy to import.
         from torch.distributed.optim import ZeroRedundancyOptimizer
 
-        kind, options = optimizer_class(self.task.optimizer)
-        betas = {"betas": tuple(self.setup["betas"])} if kind is torch.optim.Adam else {}
-        return ZeroRedundancyOptimizer(network.parameters(), optimizer_class=kind, lr=self.setup["lr"], **betas, **options)
+        kind, options = optimizer_class(self.task.optimizer, tuple(self.setup["betas"]))
+        return ZeroRedundancyOptimizer(network.parameters(), optimizer_class=kind, lr=self.setup["lr"], **options)
 
     def _autocast(self, device: torch.device) -> contextlib.AbstractContextManager:
         if self.amp is None:

@@ -110,9 +110,6 @@ class Task:
         """The discriminator's loss on the generated rows."""
         return loss.fake_term(d_fake).mean(-1)
 
-    def discriminator_loss(self, loss: AdversarialLoss, d_real: Tensor, d_fake: Tensor, batch: Batch) -> Tensor:
-        return self.real_loss(loss, d_real, batch) + self.fake_loss(loss, d_fake, batch)
-
     def generator_loss(self, loss: AdversarialLoss, d_fake: Tensor, fake: Tensor, batch: Batch) -> Tensor:
         return loss.generator(d_fake)
 
