@@ -75,14 +75,15 @@ def reference_steps(setup: dict) -> dict:
         d_real = call(discriminator, real)
     with row_masks(discriminator, seed_fake, 0):
         d_fake = call(discriminator, fake)
-    d_loss = F.binary_cross_entropy(d_real, torch.ones_like(d_real)) + F.binary_cross_entropy(d_fake, torch.zeros_like(d_fake))
+    bce = F.binary_cross_entropy_with_logits
+    d_loss = bce(d_real, torch.ones_like(d_real)) + bce(d_fake, torch.zeros_like(d_fake))
     d_loss.backward()
     d_grads = {name: p.grad.clone() for name, p in discriminator.named_parameters()}
 
     generator, discriminator, draw = fresh()
     with row_masks(discriminator, draw(), 0):
         d_fake = call(discriminator, call(generator, noise))
-    g_loss = F.binary_cross_entropy(d_fake, torch.ones_like(d_fake))
+    g_loss = bce(d_fake, torch.ones_like(d_fake))
     g_loss.backward()
     g_grads = {name: p.grad.clone() for name, p in generator.named_parameters()}
     return {"d_loss": d_loss.detach(), "d_grads": d_grads, "g_loss": g_loss.detach(), "g_grads": g_grads}

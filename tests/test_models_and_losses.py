@@ -10,16 +10,17 @@ from ganstudy.train.losses import LOSSES
 
 
 @pytest.mark.parametrize("shape", [(1, 8, 8), (1, 28, 28), (3, 32, 32)])
-def test_perceptron4_maps_noise_to_images_and_images_to_probabilities(shape):
+def test_perceptron4_maps_noise_to_images_and_images_to_logits(shape):
     generator, discriminator = build_pair("perceptron4", NetworkSpec(shape, 64, 256))
     images = generator(torch.randn(5, 64))
     assert images.shape == (5, *shape)
     assert images.abs().max() <= 1.0
     scores = discriminator(images)
-    assert scores.shape == (5,) and torch.all((scores > 0) & (scores < 1))
-    # Lipizzaner's 4LP: latent -> 256 -> 256 -> pixels.
+    assert scores.shape == (5,) and torch.isfinite(scores).all()
+    # Lipizzaner's 4LP: latent -> 256 -> 256 -> pixels; the discriminator's last layer is linear (logits).
     linears = [m for m in generator.modules() if isinstance(m, torch.nn.Linear)]
     assert [(m.in_features, m.out_features) for m in linears] == [(64, 256), (256, 256), (256, math.prod(shape))]
+    assert isinstance(list(discriminator.modules())[-1], torch.nn.Linear)
 
 
 @pytest.mark.parametrize("shape", [(1, 8, 8), (1, 28, 28), (3, 32, 32)])
@@ -29,15 +30,20 @@ def test_classifier_gives_penultimate_features_and_logits(shape):
     assert hidden.shape == (4, 50) and logits.shape == (4, 10)
 
 
+def _logit(p: float) -> float:
+    return math.log(p / (1 - p))
+
+
 def test_bce_losses_match_hand_computed_values():
-    d_real, d_fake = torch.tensor([0.8]), torch.tensor([0.3])
+    d_real, d_fake = torch.tensor([_logit(0.8)]), torch.tensor([_logit(0.3)])
     loss = LOSSES.get("bce")
     assert loss.discriminator(d_real, d_fake).item() == pytest.approx(-math.log(0.8) - math.log(0.7), rel=1e-6)
     assert loss.generator(d_fake).item() == pytest.approx(-math.log(0.3), rel=1e-6)
 
 
 def test_mse_losses_match_hand_computed_values():
-    d_real, d_fake = torch.tensor([0.8, 0.6]), torch.tensor([0.3, 0.1])
+    d_real = torch.tensor([_logit(0.8), _logit(0.6)])
+    d_fake = torch.tensor([_logit(0.3), _logit(0.1)])
     loss = LOSSES.get("mse")
     assert loss.discriminator(d_real, d_fake).item() == pytest.approx((0.04 + 0.16) / 2 + (0.09 + 0.01) / 2, rel=1e-6)
     assert loss.generator(d_fake).item() == pytest.approx((0.49 + 0.81) / 2, rel=1e-6)
@@ -45,10 +51,42 @@ def test_mse_losses_match_hand_computed_values():
 
 def test_heuristic_generator_loss_is_half_negative_log():
     loss = LOSSES.get("heuristic")
-    assert loss.generator(torch.tensor([0.25, 0.5])).item() == pytest.approx(
+    assert loss.generator(torch.tensor([_logit(0.25), 0.0])).item() == pytest.approx(
         -0.5 * (math.log(0.25) + math.log(0.5)) / 2, rel=1e-6
     )
-    assert math.isfinite(loss.generator(torch.tensor([0.0])).item())
+    # A discriminator certain that the sample is fake (sigmoid(-200) is 0 in float32): -0.5 log D = 100.
+    assert loss.generator(torch.tensor([-200.0])).item() == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("name", ["bce", "mse", "heuristic"])
+def test_losses_of_low_precision_logits_beyond_the_sigmoid_s_range_are_finite_and_have_gradients(name, dtype):
+    # Logits of +-12 and +-40: past fp16's sigmoid range (1 above about 8.3) and bf16's, where a loss on
+    # low-precision probabilities clamps or fails. Under autocast the layer's output is low precision.
+    layer = torch.nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        layer.weight.fill_(1.0)
+    x = torch.tensor([[12.0], [40.0], [-12.0], [-40.0]])
+    with torch.autocast("cpu", dtype=dtype):
+        logits = layer(x).squeeze(1)
+    assert logits.dtype == dtype
+    loss = LOSSES.get(name)
+    # Confident mistakes, whose gradient must not vanish: real rows judged fake and fake rows judged
+    # real; for the generator, fakes judged fake.
+    d_loss = loss.discriminator(logits[2:], logits[:2])
+    g_loss = loss.generator(logits[2:])
+    for value in (d_loss, g_loss):
+        layer.weight.grad = None
+        value.backward(retain_graph=True)
+        assert value.dtype == torch.float32 and torch.isfinite(value)
+        assert torch.isfinite(layer.weight.grad).all()
+        # Least squares on a saturated sigmoid has a vanishing gradient in any precision (about e^-12 at
+        # a logit of 12); the log losses keep one of order 1 however far the logit goes.
+        if name != "mse":
+            assert layer.weight.grad.abs().item() > 0.1
+    # bce's generator loss is the softplus of -logit: at -40 it is 40, not a clamped log(1e-12).
+    if name == "bce":
+        assert loss.generator(logits[3:]).item() == pytest.approx(40.0)
 
 
 @pytest.mark.parametrize("shape, start, features", [((1, 8, 8), (2, 2), 512), ((1, 28, 28), (7, 7), 512), ((3, 32, 32), (8, 8), 512)])
@@ -62,7 +100,7 @@ def test_dcgan_follows_seed_001_tables_1_and_2(shape, start, features):
     assert [m.eps for m in generator.modules() if isinstance(m, torch.nn.BatchNorm2d)] == [1e-5, 0.8, 0.8]
     d_convs = [(m.in_channels, m.out_channels) for m in discriminator.modules() if isinstance(m, torch.nn.Conv2d)]
     assert d_convs == [(shape[0], 16), (16, 32), (32, 64), (64, 128)]
-    assert discriminator.output[0].in_features == features
+    assert discriminator.output.in_features == features
     images = generator(torch.randn(6, 100))
     assert images.shape == (6, *shape) and images.abs().max() <= 1.0
     scores = discriminator(images)

@@ -58,8 +58,10 @@ def test_paired_losses_are_pix2pix_s_halved_discriminator_loss_and_adversarial_p
     with torch.no_grad():
         fake = generator(a)
         d_real, d_fake = discriminator(a, b), discriminator(a, fake)
-    want_d = 0.5 * (F.binary_cross_entropy(d_real, torch.ones_like(d_real)) + F.binary_cross_entropy(d_fake, torch.zeros_like(d_fake)))
-    want_g = F.binary_cross_entropy(d_fake, torch.ones_like(d_fake)) + 10.0 * (fake - b).abs().mean()
+    # The original's GANLoss: BCEWithLogits on the PatchGAN's logits.
+    bce = F.binary_cross_entropy_with_logits
+    want_d = 0.5 * (bce(d_real, torch.ones_like(d_real)) + bce(d_fake, torch.zeros_like(d_fake)))
+    want_g = bce(d_fake, torch.ones_like(d_fake)) + 10.0 * (fake - b).abs().mean()
 
     # The steps report the loss of the weights they started from (the optimisers have lr 0 here).
     opt_d, opt_g = adam(discriminator.parameters(), 0.0, (0.5, 0.999)), adam(generator.parameters(), 0.0, (0.5, 0.999))
@@ -242,7 +244,8 @@ def test_energy_losses_are_3dgan_s_weighted_adversarial_energy_and_sum_errors(lo
     def errors(out: torch.Tensor, e: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return 0.1 * keras_mape(out[:, 1], e[:, 0]) + 0.1 * keras_mape(out[:, 2], target)
 
-    bce = lambda d, target: F.binary_cross_entropy(d, target.float())  # noqa: E731
+    # Keras' binary cross-entropy on the sigmoid of the discriminator's logit.
+    bce = lambda d, target: F.binary_cross_entropy(torch.sigmoid(d), target.float())  # noqa: E731
     want_real = 2 * bce(real_out[:, 0], ~flips[:, 0]) + errors(real_out, energy, sums)
     want_fake = 2 * bce(predicted_out[:, 0], flips[:, 1]) + errors(predicted_out, fake_energy, fake_sums)
     want_g = 2 * bce(fake_out[:, 0], torch.ones(8, dtype=torch.bool)) + errors(fake_out, fake_energy, fake_sums)

@@ -13,7 +13,8 @@ Conv3D(6, 6x5x8), LeakyReLU, BatchNorm, UpSampling 2x2x3; ZeroPadding (1, 0, 3),
 LeakyReLU; Conv3D(1, 2x2x2, no bias) and a ReLU, so the energies are non-negative.
 
 Discriminator, called as ``discriminator(showers)``, returns (N, 3):
-- column 0, "generation": the probability that the shower is real (Dense(1) and a sigmoid);
+- column 0, "generation": the logit of the probability that the shower is real (the original's Dense(1)
+  without its sigmoid, which the losses apply in their with-logits form);
 - column 1, "auxiliary": a linear regression of the primary energy (Dense(1), 100 GeV units);
 - column 2, "ecal": the sum of the shower's voxels, not learned (the original's Lambda), so the
   generator gets a gradient of one per voxel through it.
@@ -133,7 +134,7 @@ class Calo3DGenerator(nn.Module):
 
 
 class Calo3DDiscriminator(nn.Module):
-    """showers (N, 1, X, Y, Z) -> (N, 3): real probability, energy estimate, voxel sum."""
+    """showers (N, 1, X, Y, Z) -> (N, 3): real/fake logit, energy estimate, voxel sum."""
 
     def __init__(self, spec: NetworkSpec) -> None:
         super().__init__()
@@ -151,7 +152,7 @@ class Calo3DDiscriminator(nn.Module):
         # Sizes kept by the first three convolutions, the last's padding 1 takes 2, the pooling halves
         # (rounding down): 25 -> 23 -> 11.
         pooled = math.prod((n - 2) // 2 for n in spec.image_shape[1:])
-        self.generation = nn.Sequential(nn.Linear(fourth * pooled, 1), nn.Sigmoid())
+        self.generation = nn.Linear(fourth * pooled, 1)
         self.auxiliary = nn.Linear(fourth * pooled, 1)
 
     def forward(self, showers: torch.Tensor) -> torch.Tensor:

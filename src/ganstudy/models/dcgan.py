@@ -7,9 +7,8 @@ Sized by the image: the generator starts from 128 maps of (H/4, W/4) (8x8 for 32
 convolutions but never below 2x2, so 28x28 and 32x32 images get the paper's four stride-2
 convolutions and 8x8 digits two, then two of stride 1; its output layer reads the 128 final maps.
 The conditional pair embeds the label into the generator's input (latent + num_classes, e.g. 110 =
-100 + 10 as in table 3) and into the discriminator as one extra input plane. Both discriminators end
-in a sigmoid because the registered losses take probabilities (table 4's raw output with BCE on
-logits is the same objective).
+100 + 10 as in table 3) and into the discriminator as one extra input plane. Both discriminators return
+logits, as table 4's raw output: the registered losses apply the sigmoid inside their with-logits form.
 """
 
 from __future__ import annotations
@@ -82,7 +81,7 @@ class DCGANDiscriminator(nn.Module):
             if index > 0:
                 layers.append(nn.BatchNorm2d(outputs, eps=0.8))
         self.convolutions = nn.Sequential(*layers)
-        self.output = nn.Sequential(nn.Linear(FEATURES * math.prod(size), 1), nn.Sigmoid())
+        self.output = nn.Linear(FEATURES * math.prod(size), 1)
 
     def forward(self, images: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
         if self.embedding is not None:

@@ -38,7 +38,7 @@ class ConvDiscriminator(nn.Module):
         layers: list[nn.Module] = [nn.Conv2d(channels, widths[0], 4, 2, first_padding), nn.LeakyReLU(0.2, inplace=True)]
         for inputs, outputs in zip(widths, widths[1:]):
             layers += [nn.Conv2d(inputs, outputs, 4, 2, 1), nn.BatchNorm2d(outputs), nn.LeakyReLU(0.2, inplace=True)]
-        layers += [nn.Conv2d(widths[-1], 1, 4, 1, 0), nn.Sigmoid()]
+        layers.append(nn.Conv2d(widths[-1], 1, 4, 1, 0))
         self.net = nn.Sequential(*layers)
         self.apply(_init_weights)
 

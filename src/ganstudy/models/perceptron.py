@@ -41,7 +41,6 @@ class PerceptronDiscriminator(nn.Module):
             nn.Linear(spec.hidden_units, spec.hidden_units),
             nn.Tanh(),
             nn.Linear(spec.hidden_units, 1),
-            nn.Sigmoid(),
         )
 
     def forward(self, x):

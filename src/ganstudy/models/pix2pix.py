@@ -5,8 +5,7 @@ weights).
 The generator is the original's UnetGenerator for any square power-of-two size >= 16, with
 num_downs = log2(size) so that the innermost block reaches 1x1 (unet_256 for 256x256). The
 discriminator is the original's NLayerDiscriminator (n_layers 3) on the concatenation of the input and
-the output image; it ends in a sigmoid because the registered losses take probabilities (the
-original's logits with BCEWithLogits are the same objective), and returns one probability per patch,
+the output image; like the original (BCEWithLogits) it returns logits, one per patch,
 shape (N, patches), so that the losses' mean over the last dimension is the original's mean over the
 patch map.
 """
@@ -96,7 +95,7 @@ class UnetGenerator(nn.Module):
 
 
 class PatchDiscriminator(nn.Module):
-    """The original's NLayerDiscriminator on (input, output) pairs: one probability per patch, (N, patches)."""
+    """The original's NLayerDiscriminator on (input, output) pairs: one logit per patch, (N, patches)."""
 
     def __init__(self, inputs: int, outputs: int, size: int, ndf: int) -> None:
         super().__init__()
@@ -115,7 +114,7 @@ class PatchDiscriminator(nn.Module):
                 nn.BatchNorm2d(ndf * mult),
                 nn.LeakyReLU(0.2, inplace=True),
             ]
-        layers += [nn.Conv2d(ndf * mult, 1, 4, stride=1, padding=1), nn.Sigmoid()]
+        layers.append(nn.Conv2d(ndf * mult, 1, 4, stride=1, padding=1))
         self.model = nn.Sequential(*layers)
 
     def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

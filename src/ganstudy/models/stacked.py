@@ -57,6 +57,10 @@ def _tanh(x: Tensor) -> Tensor:
     return _ExpTanh.apply(x) if x.device.type == "cpu" else torch.tanh(x)
 
 
+def _identity(x: Tensor) -> Tensor:
+    return x
+
+
 # Activation modules with a stacked form of their own; others are applied as they are.
 _STACKED_ACTIVATIONS: dict[type[nn.Module], Callable[[Tensor], Tensor]] = {nn.Sigmoid: _sigmoid, nn.Tanh: _tanh}
 
@@ -70,15 +74,19 @@ class StackedMLP:
 
     @classmethod
     def of(cls, sequential: nn.Sequential, prefix: str, output_shape: Sequence[int]) -> StackedMLP:
-        """The stacked form of ``sequential``: Linear layers, each followed by one activation module."""
+        """The stacked form of ``sequential``: Linear layers, each followed by one activation module
+        or by none (a discriminator's logits)."""
         names, activations, shapes = [], [], []
         modules = list(sequential.named_children())
-        for (name, linear), (_, activation) in zip(modules[0::2], modules[1::2]):
-            if not isinstance(linear, nn.Linear) or isinstance(activation, nn.Linear):
-                raise TypeError(f"{prefix}{name}: a stacked network alternates Linear layers and activations")
+        for index, (name, linear) in enumerate(modules):
+            if not isinstance(linear, nn.Linear):
+                if index == 0 or not isinstance(modules[index - 1][1], nn.Linear):
+                    raise TypeError(f"{prefix}{name}: a stacked network is Linear layers, each followed by at most one activation")
+                continue
             names += [f"{prefix}{name}.weight", f"{prefix}{name}.bias"]
             shapes += [tuple(linear.weight.shape), tuple(linear.bias.shape)]
-            activations.append(_STACKED_ACTIVATIONS.get(type(activation), activation))
+            after = modules[index + 1][1] if index + 1 < len(modules) else None
+            activations.append(_identity if after is None or isinstance(after, nn.Linear) else _STACKED_ACTIVATIONS.get(type(after), after))
         return cls(tuple(names), tuple(activations), tuple(output_shape), tuple(shapes))
 
     def stack(self, states: Sequence[dict[str, Tensor]], device: torch.device) -> list[Tensor]:
