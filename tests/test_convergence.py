@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import theilslopes
 
 from ganstudy.report.figures import score_curves
-from ganstudy.stats.convergence import convergence_notes, tail_improvement, write_convergence
+from ganstudy.stats.convergence import convergence_notes, verdict, window_trend, write_convergence
 from ganstudy.stats.summary import summary_table
 
 
@@ -23,40 +26,108 @@ def _losses(folder, setup, trial, fids, column="fid", classes=None):
     return str(path)
 
 
-def test_the_tail_is_the_last_tenth_of_the_iterations():
-    # 20 iterations: the tail is iterations 19 and 20. Best before 50, best in the tail 40: 20% better.
-    curve = pd.Series([100.0] * 17 + [50.0, 60.0, 40.0], index=range(1, 21))
-    assert tail_improvement(curve) == (50.0, 40.0, pytest.approx(0.2))
-    flat = pd.Series([100.0, 60.0, 50.0, 49.0] + [49.5] * 16, index=range(1, 21))
-    assert tail_improvement(flat) == (49.0, 49.5, pytest.approx(-0.5 / 49))  # worse at the end: no improvement
+ITERATIONS = np.arange(1, 401)
+
+
+def _curve(values, every: int = 1) -> pd.Series:
+    return pd.Series(values, index=ITERATIONS)[::every]
+
+
+def _plateau_after(level: float, rng: np.random.Generator, noise: float) -> np.ndarray:
+    """A learning curve: exponential fall from 40 to ``level`` by about iteration 150, then flat, with
+    multiplicative noise."""
+    clean = level + (40 - level) * np.exp(-ITERATIONS / 30)
+    return clean * np.exp(rng.normal(0, noise, len(ITERATIONS)))
+
+
+def test_a_noiseless_exponential_decay_gives_its_own_slope_and_projected_change():
+    # log score falls 0.002 per iteration: over the window (iterations 301-400, a span of 99) the score
+    # changes by exp(-0.002 * 99) - 1 = -18%; its level falls below the best before, so not degraded.
+    trend = window_trend(_curve(10 * np.exp(-0.002 * ITERATIONS)))
+    assert trend["points"] == 100 and trend["window_from"] == 301
+    assert trend["slope"] == pytest.approx(-0.002) and trend["slope_low"] == pytest.approx(-0.002)
+    assert trend["projected_change"] == pytest.approx(math.expm1(-0.002 * 99))
+    assert trend["level_in_window"] == pytest.approx(10 * math.exp(-0.002 * 350.5), rel=1e-3)
+    assert verdict(trend, 0.05, 0.25) == "no"
+    # Scored every 5 iterations (1, 6, ..., 396), the same curve: 20 points from iteration 301.
+    sparse = window_trend(_curve(10 * np.exp(-0.002 * ITERATIONS), every=5))
+    assert sparse["points"] == 20 and sparse["window_from"] == 301
+    assert sparse["projected_change"] == pytest.approx(math.expm1(-0.002 * 95))
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("every", [1, 5])
+def test_a_plateau_with_heavy_noise_and_outliers_passes(seed, every):
+    rng = np.random.default_rng(seed)
+    values = _plateau_after(3.0, rng, noise=0.25)
+    # Outliers: a few scores three times the level, some of them in the window, one near its end.
+    values[rng.choice(np.arange(200, 400), 8, replace=False)] *= 3
+    values[-3] *= 3
+    trend = window_trend(_curve(values, every))
+    assert verdict(trend, 0.05, 0.25) == "yes", trend
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_slow_steady_decline_under_noise_fails(seed):
+    # The score keeps falling 20% per quarter of the run, 10% noise on every value (a grid's best cell,
+    # scored every iteration): the best-point comparison of single noisy values could pass or fail it.
+    rng = np.random.default_rng(seed)
+    values = 10 * np.exp(math.log(0.8) / 100 * ITERATIONS) * np.exp(rng.normal(0, 0.1, len(ITERATIONS)))
+    trend = window_trend(_curve(values))
+    assert verdict(trend, 0.05, 0.25) == "no", trend
+    assert trend["projected_change_low"] < trend["projected_change"] < trend["projected_change_high"] < 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_rise_after_the_best_is_degraded(seed):
+    # Best level 2 from iteration 80 to 200 (longer than the window: a level, not a dip), then up to 3
+    # by 260 and on that level to the end, noisy.
+    rng = np.random.default_rng(seed)
+    clean = np.interp(ITERATIONS, [1, 80, 200, 260, 400], [40, 2, 2, 3, 3])
+    trend = window_trend(_curve(clean * np.exp(rng.normal(0, 0.1, len(ITERATIONS)))))
+    assert verdict(trend, 0.05, 0.25) == "degraded", trend
+    assert trend["level_change"] == pytest.approx(0.5, abs=0.1)
+    # The same curve passes when 60% worse is allowed: the verdict follows the setting.
+    assert verdict(trend, 0.05, 0.6) == "yes"
+
+
+def test_a_window_with_fewer_than_three_points_is_not_judged():
+    curve = pd.Series([5.0, 4.0, 3.0, 2.0, 1.0], index=[10, 20, 30, 40, 50])
+    assert window_trend(curve)["points"] == 2 and verdict(window_trend(curve), 0.05, 0.25) == "–"
+    assert verdict(window_trend(curve, window=0.5), 0.05, 0.25) == "no"
 
 
 def test_a_set_up_still_improving_is_flagged_and_a_flat_one_is_not(tmp_path):
-    falling = np.linspace(400, 100, 20)            # still falling steeply at the end
-    plateau = np.r_[np.linspace(400, 50, 10), np.full(10, 50.0)]
+    rng = np.random.default_rng(0)
+    falling = 400 * np.exp(-ITERATIONS / 200)            # still falling steeply at the end
+    plateau = _plateau_after(50.0, rng, noise=0.05)
     paths = [_losses(tmp_path, "short", t, falling + t) for t in range(3)]
     paths += [_losses(tmp_path, "long", t, plateau + t) for t in range(3)]
     # A per-class run: the curve is the mean over its classes.
     paths += [_losses(tmp_path, "pc", 0, plateau, classes=[0, 1])]
     paths += [_losses(tmp_path, "grid", 0, plateau, column="fid_best")]
-    # Best 50 at iteration 10, then back up to 80 and 70 in the tail: 40% worse, past the 25% allowed.
-    rising = np.r_[np.linspace(400, 50, 10), np.linspace(55, 90, 8), 80.0, 70.0]
+    rising = np.interp(ITERATIONS, [1, 80, 200, 260, 400], [400, 50, 50, 80, 80])
     paths += [_losses(tmp_path, "rising", 0, rising)]
     setups = ["short", "long", "pc", "grid", "none", "rising"]
     table = write_convergence(paths, setups, 0.05, 0.25, tmp_path / "convergence.csv").set_index("setup")
     assert table.loc["short", "converged"] == "no" and table.loc["short", "trials"] == 3
-    # Mean over 3 trials of falling + t: best before the tail at iteration 18, in the tail at 20.
-    expected = (falling[17] + 1 - (falling[19] + 1)) / (falling[17] + 1)
-    assert table.loc["short", "improvement"] == pytest.approx(expected)
+    # The window of the mean over 3 trials (falling + t, t = 0, 1, 2): its Theil-Sen slope against
+    # scipy's on the same points.
+    mean = pd.Series(falling + 1, index=ITERATIONS)
+    want = theilslopes(np.log(mean[mean.index > 300]), ITERATIONS[300:])
+    assert table.loc["short", "slope"] == pytest.approx(want.slope) and table.loc["short", "slope_high"] == pytest.approx(want.high_slope)
+    assert table.loc["short", "projected_change"] == pytest.approx(math.expm1(want.slope * 99))
     assert table.loc[["long", "pc", "grid"], "converged"].tolist() == ["yes"] * 3
     assert table.loc["grid", "score"] == "fid_best" and table.loc["none", "converged"] == "–"
-    assert table.loc["rising", "converged"] == "degraded" and table.loc["rising", "improvement"] == pytest.approx(-0.4)
-    # The same curve passes when 45% worse is allowed: the verdict follows the setting.
-    looser = write_convergence(paths, setups, 0.05, 0.45, tmp_path / "looser.csv").set_index("setup")
+    assert table.loc["rising", "converged"] == "degraded" and table.loc["rising", "level_change"] == pytest.approx(0.6)
+    # The same curve passes when 65% worse is allowed: the verdict follows the setting.
+    looser = write_convergence(paths, setups, 0.05, 0.65, tmp_path / "looser.csv").set_index("setup")
     assert looser.loc["rising", "converged"] == "yes"
     notes = convergence_notes(tmp_path / "convergence.csv")
-    assert list(notes) == ["short", "rising"] and notes["short"].startswith("not converged: in-training FID still improved")
-    assert notes["rising"] == "degraded: best in-training FID of the last 10% of iterations 40% worse than before them (trained past its best)"
+    assert list(notes) == ["short", "rising"]
+    assert notes["short"].startswith("not converged: in-training FID still falling from iteration 301 on, 39% better by the end")
+    assert notes["rising"] == ("degraded: median in-training FID from iteration 301 on 60% worse than its best level before "
+                               "(trained past its best)")
     scores = pd.DataFrame([{"setup": s, "trial": 0, "metric": "fid", "value": 1.0, "train_seconds": 1.0} for s in ("short", "long")])
     summary = summary_table(scores, "fid", ["short", "long"], 1, notes).set_index("setup")
     assert "not converged" in summary.loc["short", "note"] and summary.loc["long", "note"] == ""

@@ -190,7 +190,7 @@ def _convergence(args: argparse.Namespace) -> None:
     from ganstudy.report.figures import score_curves
     from ganstudy.stats.convergence import write_convergence
 
-    write_convergence(args.losses, args.setups, args.tolerance, args.degradation, args.out)
+    write_convergence(args.losses, args.setups, args.tolerance, args.degradation, args.out, args.window)
     score_curves(args.losses, args.setups, args.figure)
 
 
@@ -395,8 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("convergence", _convergence, "in-training score curves: the convergence table and figure")
     sub.add_argument("--losses", nargs="+", required=True, help="losses.csv of the runs")
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in figure order")
-    sub.add_argument("--tolerance", type=float, required=True, help="relative improvement over the last 10%% that counts as not converged")
-    sub.add_argument("--degradation", type=float, required=True, help="relative worsening of the tail's best vs the best before it that counts as degraded")
+    sub.add_argument("--window", type=float, required=True, help="last fraction of the iterations whose trend and level are judged")
+    sub.add_argument("--tolerance", type=float, required=True, help="projected relative improvement over the window that counts as not converged")
+    sub.add_argument("--degradation", type=float, required=True, help="relative worsening of the window's median vs the best level before it that counts as degraded")
     sub.add_argument("--out", required=True, help="convergence.csv")
     sub.add_argument("--figure", required=True, help="score curves (PNG)")
 

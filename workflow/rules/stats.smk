@@ -32,6 +32,7 @@ rule convergence:
         ),
     params:
         setups=SETUPS,
+        window=config["statistics"]["convergence_window"],
         tolerance=config["statistics"]["convergence_tolerance"],
         degradation=config["statistics"]["degradation_tolerance"],
     log:
@@ -41,7 +42,7 @@ rule convergence:
     localrule: True
     threads: 1
     shell:
-        "ganstudy convergence --losses {input} --setups {params.setups} --tolerance {params.tolerance}"
+        "ganstudy convergence --losses {input} --setups {params.setups} --window {params.window} --tolerance {params.tolerance}"
         " --degradation {params.degradation} --out {output.table} --figure {output.figure} > {log} 2>&1"
 
 

@@ -3,12 +3,22 @@
 The curve of a set-up is the mean over its trials of each run's in-training score per iteration (pair
 modes: ``fid`` every score_period iterations, the mean over classes for per-class runs; paired
 generators: ``l1`` on held-out pairs; shower generators: ``showers``, the mean of the physics scores on
-held-out events; the grid: ``fid_best``, its best cell every iteration). It is called converged when the
-best value over its last 10% of iterations improves on the best value before them by no more than ``tolerance`` (relative): a curve still
-falling at the end of training would have given a better generator with more iterations, and its scores
-describe an unfinished run rather than the method. A curve whose best in the tail is worse than its best
-before by more than ``degradation`` has degraded: training went on past its best (a discriminator that
-overfits a small data set, too high a learning rate), and its scores describe that, not the method.
+held-out events; the grid: ``fid_best``, its best cell every iteration). Every score is lower-is-better.
+
+The verdict reads the curve's last ``window`` of iterations (a quarter by default) as a trend and a level,
+never as single points, so that noise (which differs between CPU kinds, whose float results differ)
+can neither fake nor hide a trend:
+
+- trend: the Theil-Sen slope of log score against iteration over the window's points, with its 95%
+  confidence interval (``scipy.stats.theilslopes``: the median of all pairwise slopes, which outliers
+  barely move). Projected over the window's span it gives the relative change the window saw,
+  ``exp(slope * span) - 1``. The set-up has **not converged** when that projected improvement exceeds
+  ``tolerance`` and the interval excludes zero (a fall both material and beyond the noise): more
+  iterations would have given a better generator, and its scores describe an unfinished run.
+- level: the window's median against the best level before it, the lowest running median of as many
+  consecutive points as the window has. A window median worse than that by more than ``degradation``
+  has **degraded**: training went on past its best (a discriminator that overfits a small data set, too
+  high a learning rate), and its scores describe that, not the method.
 """
 
 from __future__ import annotations
@@ -17,14 +27,20 @@ import os
 
 import numpy as np
 import pandas as pd
+from scipy.stats import theilslopes
 
 from ganstudy.atomic import atomic_path
 
 # The in-training score columns of losses.csv, each lower-is-better: the pair trainer's FID, the grid's
 # best cell's, and a paired generator's L1 on held-out pairs.
 SCORE_COLUMNS = ("fid", "fid_best", "l1", "showers")
-TAIL = 0.1
-COLUMNS = ["setup", "trials", "iterations", "score", "first", "best_before_tail", "best_in_tail", "improvement", "converged"]
+WINDOW = 0.25
+CONFIDENCE = 0.95
+# Fewer points than this in a window give no usable interval (two points make one slope).
+MIN_POINTS = 3
+COLUMNS = ["setup", "trials", "iterations", "score", "first", "window_from", "points", "slope", "slope_low", "slope_high",
+           "projected_change", "projected_change_low", "projected_change_high", "level_before", "level_in_window",
+           "level_change", "converged"]
 
 
 def run_curve(losses: pd.DataFrame) -> tuple[str, pd.Series] | None:
@@ -46,24 +62,41 @@ def setup_curves(loss_paths: list[str], setups: list[str]) -> dict[str, tuple[st
     return curves
 
 
-def tail_improvement(curve: pd.Series, tail: float = TAIL) -> tuple[float, float, float]:
-    """(best before the tail, best in the tail, relative improvement of the latter) of a lower-is-better
-    curve; the improvement is NaN when either part has no point."""
-    last = curve.index > (1 - tail) * curve.index.max()
-    before, after = curve[~last].dropna(), curve[last].dropna()
-    if before.empty or after.empty:
-        return float("nan"), float("nan"), float("nan")
-    best_before, best_after = float(before.min()), float(after.min())
-    return best_before, best_after, (best_before - best_after) / abs(best_before)
+def window_trend(curve: pd.Series, window: float = WINDOW) -> dict[str, float]:
+    """Trend and level of the last ``window`` of a lower-is-better curve's iterations (see the module's
+    doc); every value is NaN when the window or the part before it has too few points."""
+    curve = curve.dropna()
+    start = (1 - window) * curve.index.max()
+    inside, before = curve[curve.index > start], curve[curve.index <= start]
+    points = len(inside)
+    result = dict.fromkeys(COLUMNS[5:-1], float("nan")) | {"points": points}
+    if points < MIN_POINTS or len(before) < 1:
+        return result
+    x = inside.index.to_numpy(float)
+    # A score of exactly 0 cannot fall further; the floor keeps its logarithm finite.
+    slope, _, low, high = theilslopes(np.log(np.maximum(inside.to_numpy(float), 1e-12)), x, alpha=CONFIDENCE)
+    span = x[-1] - x[0]
+    level_before = float(before.rolling(min(points, len(before))).median().min())
+    level_inside = float(inside.median())
+    return result | {
+        "window_from": float(x[0]), "slope": slope, "slope_low": low, "slope_high": high,
+        "projected_change": float(np.expm1(slope * span)), "projected_change_low": float(np.expm1(low * span)),
+        "projected_change_high": float(np.expm1(high * span)),
+        "level_before": level_before, "level_in_window": level_inside, "level_change": level_inside / level_before - 1,
+    }
 
 
-def _verdict(improvement: float, tolerance: float, degradation: float) -> str:
-    if np.isnan(improvement):
+def verdict(trend: dict[str, float], tolerance: float, degradation: float) -> str:
+    """"no" (still improving), "degraded", "yes", or "–" when the curve is too short to judge."""
+    if np.isnan(trend["slope"]):
         return "–"
-    return "no" if improvement > tolerance else "degraded" if -improvement > degradation else "yes"
+    if -trend["projected_change"] > tolerance and trend["slope_high"] < 0:
+        return "no"
+    return "degraded" if trend["level_change"] > degradation else "yes"
 
 
-def convergence_table(loss_paths: list[str], setups: list[str], tolerance: float, degradation: float) -> pd.DataFrame:
+def convergence_table(loss_paths: list[str], setups: list[str], tolerance: float, degradation: float,
+                      window: float = WINDOW) -> pd.DataFrame:
     rows = []
     curves = setup_curves(loss_paths, setups)
     for setup in setups:
@@ -72,19 +105,17 @@ def convergence_table(loss_paths: list[str], setups: list[str], tolerance: float
             continue
         column, frame = curves[setup]
         mean = frame.mean(axis=1)
-        best_before, best_after, improvement = tail_improvement(mean)
-        rows.append({
-            "setup": setup, "trials": frame.shape[1], "iterations": int(mean.index.max()), "score": column,
-            "first": float(mean.iloc[0]), "best_before_tail": best_before, "best_in_tail": best_after, "improvement": improvement,
-            "converged": _verdict(improvement, tolerance, degradation),
-        })
+        trend = window_trend(mean, window)
+        rows.append({"setup": setup, "trials": frame.shape[1], "iterations": int(mean.index.max()), "score": column,
+                     "first": float(mean.iloc[0]), **trend, "converged": verdict(trend, tolerance, degradation)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def write_convergence(
     loss_paths: list[str], setups: list[str], tolerance: float, degradation: float, out_path: str | os.PathLike[str],
+    window: float = WINDOW,
 ) -> pd.DataFrame:
-    table = convergence_table(loss_paths, setups, tolerance, degradation)
+    table = convergence_table(loss_paths, setups, tolerance, degradation, window)
     with atomic_path(out_path) as tmp:
         table.to_csv(tmp, index=False)
     return table
@@ -101,9 +132,10 @@ def convergence_notes(convergence_path: str | os.PathLike[str]) -> dict[str, str
     notes = {}
     for row in table.itertuples():
         if row.converged == "no":
-            notes[row.setup] = (f"not converged: in-training {_name(row.score)} still improved {row.improvement:.0%} over the last "
-                                f"{TAIL:.0%} of iterations")
+            notes[row.setup] = (f"not converged: in-training {_name(row.score)} still falling from iteration {row.window_from:.0f} "
+                                f"on, {-row.projected_change:.0%} better by the end (95% interval {-row.projected_change_high:.0%} "
+                                f"to {-row.projected_change_low:.0%})")
         elif row.converged == "degraded":
-            notes[row.setup] = (f"degraded: best in-training {_name(row.score)} of the last {TAIL:.0%} of iterations {-row.improvement:.0%} worse "
-                                "than before them (trained past its best)")
+            notes[row.setup] = (f"degraded: median in-training {_name(row.score)} from iteration {row.window_from:.0f} on "
+                                f"{row.level_change:.0%} worse than its best level before (trained past its best)")
     return notes
