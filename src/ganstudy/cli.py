@@ -191,7 +191,7 @@ def _convergence(args: argparse.Namespace) -> None:
     from ganstudy.stats.convergence import write_convergence
 
     write_convergence(args.losses, args.setups, args.tolerance, args.degradation, args.out, args.window)
-    score_curves(args.losses, args.setups, args.figure)
+    score_curves(args.losses, args.setups, args.figure, args.window)
 
 
 def _reproduction(args: argparse.Namespace) -> None:

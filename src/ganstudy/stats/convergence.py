@@ -10,7 +10,7 @@ never as single points, so that noise (which differs between CPU kinds, whose fl
 can neither fake nor hide a trend:
 
 - trend: the Theil-Sen slope of log score against iteration over the window's points, with its 95%
-  confidence interval (``scipy.stats.theilslopes``: the median of all pairwise slopes, which outliers
+  confidence interval (``scipy.stats.theilslopes``, with its intercept: the median of all pairwise slopes, which outliers
   barely move). Projected over the window's span it gives the relative change the window saw,
   ``exp(slope * span) - 1``. The set-up has **not converged** when that projected improvement exceeds
   ``tolerance`` and the interval excludes zero (a fall both material and beyond the noise): more
@@ -38,7 +38,7 @@ WINDOW = 0.25
 CONFIDENCE = 0.95
 # Fewer points than this in a window give no usable interval (two points make one slope).
 MIN_POINTS = 3
-COLUMNS = ["setup", "trials", "iterations", "score", "first", "window_from", "points", "slope", "slope_low", "slope_high",
+COLUMNS = ["setup", "trials", "iterations", "score", "first", "window_from", "points", "intercept", "slope", "slope_low", "slope_high",
            "projected_change", "projected_change_low", "projected_change_high", "level_before", "level_in_window",
            "level_change", "converged"]
 
@@ -74,12 +74,12 @@ def window_trend(curve: pd.Series, window: float = WINDOW) -> dict[str, float]:
         return result
     x = inside.index.to_numpy(float)
     # A score of exactly 0 cannot fall further; the floor keeps its logarithm finite.
-    slope, _, low, high = theilslopes(np.log(np.maximum(inside.to_numpy(float), 1e-12)), x, alpha=CONFIDENCE)
+    slope, intercept, low, high = theilslopes(np.log(np.maximum(inside.to_numpy(float), 1e-12)), x, alpha=CONFIDENCE)
     span = x[-1] - x[0]
     level_before = float(before.rolling(min(points, len(before))).median().min())
     level_inside = float(inside.median())
     return result | {
-        "window_from": float(x[0]), "slope": slope, "slope_low": low, "slope_high": high,
+        "window_from": float(x[0]), "intercept": intercept, "slope": slope, "slope_low": low, "slope_high": high,
         "projected_change": float(np.expm1(slope * span)), "projected_change_low": float(np.expm1(low * span)),
         "projected_change_high": float(np.expm1(high * span)),
         "level_before": level_before, "level_in_window": level_inside, "level_change": level_inside / level_before - 1,
