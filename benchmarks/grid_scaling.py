@@ -1,30 +1,38 @@
-"""Grid training over MPI: speed-up of a 2x2 grid on 2 ranks vs 1 rank, share of time in the neighbour
-exchange, batched (stacked) cells vs the per-cell loop, and seconds per iteration of the thesis's work.
+"""Grid training over MPI: how the grid scales over ranks, share of time in the neighbour exchange,
+batched (stacked) cells vs the per-cell loop, and seconds per iteration of the thesis's work. Every
+figure is the median of a run's iteration seconds after the first (losses.csv), 1 torch thread per rank.
 
-1. digits (8x8), 2x2 grid, 1 torch thread per rank: iteration time on 1 rank / on 2 ranks = speedup.
+1. digits (8x8), the default cell settings with fitness and scores on 500 samples, 12 iterations:
+   - speedup: a 2x2 grid on 1 rank / on 2 ranks (iteration_seconds_1_rank_digits,
+     iteration_seconds_2_ranks_digits). Not what scaling out gives: on 1 rank all four cells are
+     batched into stacked networks, on 2 ranks two per rank, and batching makes the 1-rank reference
+     faster, so this ratio falls whenever batching improves, without anything getting slower.
+   - weak_efficiency: constant cells per rank, a user growing the grid with the ranks: a 2x2 grid on 1
+     rank / a 4x2 grid on 2 ranks (iteration_seconds_4x2_2_ranks_digits; 4 cells per rank in both;
+     ideal 1.0).
 2. digits, 6x6 and 18x18 grids on 2 ranks (18 and 162 cells per rank), the default study's cell settings
    (batch 50, fitness and scores on 250 samples): iteration seconds with grid.batch_cells true and
    false in the same run; batched_speedup_<shape> = loop seconds / batched seconds.
 3. 28x28 images (60,000, upscaled digits made in memory), 4LP, batch 100, the per-cell work of the
    thesis's MNIST runs: 600 generator and 300 discriminator updates, lr mutation at each update, fitness
    on 1,000 samples, two FIDs of a 1,000-sample mixture per iteration:
-   - 2x2 grid on 2 ranks: iteration_seconds_2x2 and exchange_fraction (exchange seconds / iteration
-     seconds, per rank);
+   - strong_speedup_28x28: a 2x2 grid on 1 rank / on 2 ranks at this per-cell work
+     (iteration_seconds_2x2_1_rank, iteration_seconds_2x2; ideal 2.0), what a user gets by giving a
+     grid of the thesis's work twice the ranks;
+   - exchange_fraction: exchange seconds / iteration seconds per rank, of the 2x2 grid on 2 ranks;
    - the thesis's grid (--thesis-shape, 18x18 on a GPU; 4x4 on a CPU, where 18x18 takes a quarter of an
      hour per iteration) on --thesis-ranks ranks with the device found: iteration_seconds_thesis_<shape>
-     and, per cell, cell_iteration_seconds_thesis (iteration seconds x ranks / cells).
-Prints one JSON line with these keys.
+     and, per cell, cell_iteration_seconds_thesis (iteration seconds x ranks / cells); thesis_ranks,
+     device.
+--quick runs the same grids and rank counts with 2 iterations each, 4LP networks of 16 hidden units and
+latent 8, one batch of data per cell (grid.data_ratio 0.01), 50 to 100 samples for fitness and scores,
+200 28x28 images and 1-epoch classifiers. Prints one JSON record last (benchmarks/common.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
-import json
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
@@ -32,46 +40,41 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+from common import emit, median_seconds, parser, setup, train
 
-from ganstudy.config import validate_study_config
 from ganstudy.data.arrays import Split, save_split
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.evaluate.classifier import train_classifier
 from ganstudy.evaluate.extractor import classifier_extractor
 from ganstudy.evaluate.scores import reference_statistics
 
-SCHEMA = "workflow/schemas/config.schema.yaml"
-BIN = Path(sys.executable).parent
-ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+FULL = {"digits_iterations": 12, "digits_samples": 500, "batched_iterations": {"6x6": 5, "18x18": 4}, "batched_samples": 250,
+        "large_images": 60_000, "large_test_images": 2000, "large_iterations": 4, "thesis_iterations": 2,
+        "thesis_samples": 1000, "classifier_epochs": {"digits": 20, "large": 2}, "data_ratio": 1.0, "network": {}}
+QUICK = {"digits_iterations": 2, "digits_samples": 50, "batched_iterations": {"6x6": 2, "18x18": 2}, "batched_samples": 50,
+         "large_images": 200, "large_test_images": 200, "large_iterations": 2, "thesis_iterations": 2,
+         "thesis_samples": 100, "classifier_epochs": {"digits": 1, "large": 1}, "data_ratio": 0.01,
+         "network": {"hidden_units": 16, "latent_dim": 8}}
 
 
-def grid_setup(iterations: int, setup: dict | None = None, **grid) -> dict:
-    config = {"setups": {"g": {"mode": "grid", "iterations": iterations, "checkpoint_period": 0, **(setup or {}),
-                               "grid": {"shape": "2x2", **grid}}}}
-    return validate_study_config(config, SCHEMA)["setups"]["g"]
+def grid_setup(iterations: int, size: dict, cell: dict | None = None, **grid) -> dict:
+    grid = {"shape": "2x2", "data_ratio": size["data_ratio"], **grid}
+    return setup({"mode": "grid", "iterations": iterations, **size["network"], **(cell or {}), "grid": grid})
 
 
-def run(ranks: int, setup: dict, folder: Path, out: Path) -> Path:
-    command = ["mpiexec", "-n", str(ranks), "ganstudy", "train", "--setup", "g", "--settings", json.dumps(setup),
-               "--train", str(folder / "train.npz"), "--seed", "1", "--trial", "0", "--out-dir", str(out),
-               "--classifier", str(folder / "classifier.pt"), "--reference", str(folder / "reference.npz"), "--threads", "1"]
-    subprocess.run(command, check=True, env=ENV, stdout=subprocess.DEVNULL)
-    return out
-
-
-def iteration_seconds(out: Path, skip: int = 1) -> float:
-    """Median wall seconds of an iteration, leaving out the first (warm-up)."""
-    rows = list(csv.DictReader((out / "losses.csv").open()))
-    return statistics.median(float(r["seconds"]) for r in rows[skip:])
+def run(ranks: int, settings: dict, folder: Path, out: Path) -> Path:
+    """A grid run on ``folder``'s training split, scored with its classifier (the grid always scores)."""
+    return train(ranks, settings, folder / "train.npz", out,
+                 "--classifier", str(folder / "classifier.pt"), "--reference", str(folder / "reference.npz"))
 
 
 def exchange_fraction(out: Path, skip: int = 1) -> float:
+    last = _last(out)
     per_rank = defaultdict(float)
     for row in csv.DictReader((out / "profile.csv").open()):
-        if row["routine"] == "exchange" and row["cell"] == "*" and 1 + skip <= int(row["iteration"]) <= _last(out):
+        if row["routine"] == "exchange" and row["cell"] == "*" and 1 + skip <= int(row["iteration"]) <= last:
             per_rank[row["rank"]] += float(row["seconds"])
-    iterations = _last(out) - skip
-    wall = iteration_seconds(out, skip) * iterations
+    wall = median_seconds(out, skip) * (last - skip)
     return statistics.mean(seconds / wall for seconds in per_rank.values())
 
 
@@ -80,15 +83,17 @@ def _last(out: Path) -> int:
 
 
 def score_inputs(folder: Path, epochs: int) -> None:
+    """The classifier and reference statistics the grid scores its cells with."""
     settings = {"epochs": epochs, "batch_size": 100, "lr": 1e-3, "min_accuracy": 0.0}
-    train_classifier(folder / "train.npz", folder / "test.npz", settings, 1, folder / "classifier.pt", folder / "classifier.json", 2)
-    reference_statistics(folder / "train.npz", classifier_extractor(folder / "classifier.pt"), "logits", 1000, folder / "reference.npz", 2)
+    classifier, train_split = folder / "classifier.pt", folder / "train.npz"
+    train_classifier(train_split, folder / "test.npz", settings, 1, classifier, folder / "classifier.json", 2)
+    reference_statistics(train_split, classifier_extractor(classifier), "logits", 1000, folder / "reference.npz", 2)
 
 
-def mnist_like(source: Path, target: Path, count: int) -> None:
+def mnist_like(source: Path, target: Path, count: int, test_count: int) -> None:
     """``count`` 28x28 images: digits upscaled to 24x24, placed at random offsets in a 28x28 frame."""
     rng = np.random.default_rng(0)
-    for split, n in (("train", count), ("test", 2000)):
+    for split, n in (("train", count), ("test", test_count)):
         with np.load(source / f"{split}.npz") as arrays:
             images, labels = torch.from_numpy(arrays["images"]), arrays["labels"]
         pick = rng.integers(len(images), size=n)
@@ -100,13 +105,33 @@ def mnist_like(source: Path, target: Path, count: int) -> None:
         save_split(target / f"{split}.npz", Split(frame.numpy(), labels[pick]))
 
 
-def batched_vs_loop(shape: str, iterations: int, folder: Path, tmp: str) -> dict:
-    """Iteration seconds of a digits grid on 2 ranks, stacked cells vs the per-cell loop."""
+def digits_scaling(size: dict, folder: Path, tmp: str) -> dict:
+    """Part 1: a 2x2 grid on 1 and 2 ranks, and a 4x2 grid on 2 ranks."""
+    samples = size["digits_samples"]
+    seconds = {}
+    for shape, ranks in (("2x2", 1), ("2x2", 2), ("4x2", 2)):
+        settings = grid_setup(size["digits_iterations"], size, shape=shape, fitness_sample_size=samples,
+                              score_sample_size=samples)
+        seconds[shape, ranks] = median_seconds(run(ranks, settings, folder, Path(tmp, f"digits-{shape}-{ranks}")))
+    one = seconds["2x2", 1]
+    return {
+        "speedup": round(one / seconds["2x2", 2], 3),
+        "iteration_seconds_1_rank_digits": round(one, 3),
+        "iteration_seconds_2_ranks_digits": round(seconds["2x2", 2], 3),
+        "weak_efficiency": round(one / seconds["4x2", 2], 3),
+        "iteration_seconds_4x2_2_ranks_digits": round(seconds["4x2", 2], 3),
+    }
+
+
+def batched_vs_loop(shape: str, size: dict, folder: Path, tmp: str) -> dict:
+    """Part 2: iteration seconds of a digits grid on 2 ranks, stacked cells vs the per-cell loop."""
     cell = {"batch_size": 50, "lr": 5e-4}
+    samples = size["batched_samples"]
     seconds = {}
     for batched in (True, False):
-        setup = grid_setup(iterations, cell, shape=shape, fitness_sample_size=250, score_sample_size=250, batch_cells=batched)
-        seconds[batched] = iteration_seconds(run(2, setup, folder, Path(tmp, f"{shape}-{batched}")))
+        settings = grid_setup(size["batched_iterations"][shape], size, cell, shape=shape, fitness_sample_size=samples,
+                              score_sample_size=samples, batch_cells=batched)
+        seconds[batched] = median_seconds(run(2, settings, folder, Path(tmp, f"{shape}-{batched}")))
     return {
         f"iteration_seconds_{shape}_batched": round(seconds[True], 3),
         f"iteration_seconds_{shape}_loop": round(seconds[False], 3),
@@ -114,42 +139,44 @@ def batched_vs_loop(shape: str, iterations: int, folder: Path, tmp: str) -> dict
     }
 
 
+def thesis_work(size: dict, folder: Path, tmp: str, thesis_shape: str, thesis_ranks: int) -> dict:
+    """Part 3: the thesis's per-cell work on 28x28 images."""
+    work = {"fitness_sample_size": size["thesis_samples"], "score_sample_size": size["thesis_samples"], "discriminator_skip": 1}
+    settings = grid_setup(size["large_iterations"], size, **work)
+    outs = {ranks: run(ranks, settings, folder, Path(tmp, f"large-{ranks}")) for ranks in (1, 2)}
+    rows, cols = map(int, thesis_shape.split("x"))
+    thesis_settings = grid_setup(size["thesis_iterations"], size, shape=thesis_shape, **work)
+    thesis = median_seconds(run(thesis_ranks, thesis_settings, folder, Path(tmp, "thesis")))
+    return {
+        "strong_speedup_28x28": round(median_seconds(outs[1]) / median_seconds(outs[2]), 3),
+        "iteration_seconds_2x2_1_rank": round(median_seconds(outs[1]), 3),
+        "iteration_seconds_2x2": round(median_seconds(outs[2]), 3),
+        "exchange_fraction": round(exchange_fraction(outs[2]), 4),
+        f"iteration_seconds_thesis_{thesis_shape}": round(thesis, 3),
+        "cell_iteration_seconds_thesis": round(thesis * thesis_ranks / (rows * cols), 4),
+        "thesis_ranks": thesis_ranks,
+        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+    }
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--thesis-shape", default="18x18" if torch.cuda.is_available() else "4x4")
-    parser.add_argument("--thesis-ranks", type=int, default=1, help="ranks for the thesis's grid (one per GPU)")
-    args = parser.parse_args()
+    arguments = parser(__doc__)
+    arguments.add_argument("--thesis-shape", default="18x18" if torch.cuda.is_available() else "4x4")
+    arguments.add_argument("--thesis-ranks", type=int, default=1, help="ranks for the thesis's grid (one per GPU)")
+    args = arguments.parse_args()
+    size = QUICK if args.quick else FULL
     with tempfile.TemporaryDirectory() as tmp:
         small, large = Path(tmp, "digits"), Path(tmp, "mnist_like")
         prepare_dataset("digits", None, 0.2, 1, small)
-        score_inputs(small, epochs=20)
-        setup = grid_setup(12, fitness_sample_size=500, score_sample_size=500)
-        one = iteration_seconds(run(1, setup, small, Path(tmp, "one")))
-        two = iteration_seconds(run(2, setup, small, Path(tmp, "two")))
-        result = {
-            "speedup": round(one / two, 3),
-            "iteration_seconds_1_rank_digits": round(one, 3),
-            "iteration_seconds_2_ranks_digits": round(two, 3),
-            **batched_vs_loop("6x6", 5, small, tmp),
-            # Median of 3 iterations after the warm-up: single iterations vary by 10% on a VM.
-            **batched_vs_loop("18x18", 4, small, tmp),
-        }
-
+        score_inputs(small, size["classifier_epochs"]["digits"])
+        results = digits_scaling(size, small, tmp)
+        for shape in size["batched_iterations"]:
+            results |= batched_vs_loop(shape, size, small, tmp)
         large.mkdir()
-        mnist_like(small, large, 60_000)
-        score_inputs(large, epochs=2)
-        work = dict(fitness_sample_size=1000, score_sample_size=1000, discriminator_skip=1)
-        out = run(2, grid_setup(4, **work), large, Path(tmp, "large"))
-        result |= {"iteration_seconds_2x2": round(iteration_seconds(out), 3), "exchange_fraction": round(exchange_fraction(out), 4)}
-        rows, cols = map(int, args.thesis_shape.split("x"))
-        thesis = iteration_seconds(run(args.thesis_ranks, grid_setup(2, shape=args.thesis_shape, **work), large, Path(tmp, "thesis")))
-        result |= {
-            f"iteration_seconds_thesis_{args.thesis_shape}": round(thesis, 3),
-            "cell_iteration_seconds_thesis": round(thesis * args.thesis_ranks / (rows * cols), 4),
-            "thesis_ranks": args.thesis_ranks,
-            "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
-        }
-    print(json.dumps(result))
+        mnist_like(small, large, size["large_images"], size["large_test_images"])
+        score_inputs(large, size["classifier_epochs"]["large"])
+        results |= thesis_work(size, large, tmp, args.thesis_shape, args.thesis_ranks)
+    emit("grid_scaling", results, args)
 
 
 if __name__ == "__main__":

@@ -1,22 +1,25 @@
 """Throughput of the single-GAN baseline: our training mode vs a bare PyTorch loop doing the same work.
 
-Same networks (Lipizzaner 4LP), data (digits train split), batch (100), losses and steps per batch;
-the bare loop has no registry, no seeding helpers, no history, no progress bar. Prints one JSON line:
-{"ours_samples_per_s": ..., "bare_samples_per_s": ..., "ratio": ...}
+Same networks (Lipizzaner 4LP), data (digits train split), batch (100), losses (BCE on the
+discriminator's logits) and steps per batch; the bare loop has no registry, no seeding helpers, no
+history, no progress bar. One torch thread, in this process; each figure is the median of interleaved
+repeats (full: 20 iterations x 5 repeats; --quick: 1 x 1).
+
+ours_samples_per_s, bare_samples_per_s: training images per second of each loop.
+ratio: ours / bare (ideal 1.0: our loop adds no overhead).
+iterations, repeats, threads: the sizes measured.
+Prints one JSON record last (benchmarks/common.py).
 """
 
 from __future__ import annotations
 
-import json
-import statistics
-import sys
 import tempfile
 import time
 
 import torch
 import torch.nn.functional as F
+from common import emit, interleaved_medians, parser, setup
 
-from ganstudy.config import validate_study_config
 from ganstudy.data.arrays import load_split
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.models import build_pair
@@ -24,9 +27,8 @@ from ganstudy.parallel.world import mpi_world
 from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.train.single import network_spec
 
-ITERATIONS = 20
-REPEATS = 5
-SCHEMA = "workflow/schemas/config.schema.yaml"
+FULL = {"iterations": 20, "repeats": 5}
+QUICK = {"iterations": 1, "repeats": 1}
 
 
 def bare_loop(images: torch.Tensor, setup: dict, spec) -> None:
@@ -38,52 +40,55 @@ def bare_loop(images: torch.Tensor, setup: dict, spec) -> None:
     batch = setup["batch_size"]
     steps = len(images) // batch
     ones, zeros = torch.ones(batch), torch.zeros(batch)
+    bce = F.binary_cross_entropy_with_logits  # the discriminators return logits
     for _ in range(setup["iterations"]):
         order = torch.randperm(len(images))
         for step in range(steps):
             real = images[order[step * batch : (step + 1) * batch]]
             with torch.no_grad():
                 fake = generator(torch.randn(batch, spec.latent_dim))
-            d_loss = F.binary_cross_entropy(discriminator(real), ones) + F.binary_cross_entropy(discriminator(fake), zeros)
+            d_loss = bce(discriminator(real), ones) + bce(discriminator(fake), zeros)
             opt_d.zero_grad(set_to_none=True)
             d_loss.backward()
             opt_d.step()
-            g_loss = F.binary_cross_entropy(discriminator(generator(torch.randn(batch, spec.latent_dim))), ones)
+            # As ours: the discriminator only passes gradients through to the generator.
+            discriminator.requires_grad_(False)
+            g_loss = bce(discriminator(generator(torch.randn(batch, spec.latent_dim))), ones)
             opt_g.zero_grad(set_to_none=True)
             g_loss.backward()
+            discriminator.requires_grad_(True)
             opt_g.step()
 
 
 def main() -> None:
+    args = parser(__doc__).parse_args()
+    size = QUICK if args.quick else FULL
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
         prepare_dataset("digits", None, 0.2, 2026, tmp)
         data = load_split(f"{tmp}/train.npz")
-    setup = validate_study_config({"setups": {"b": {"iterations": ITERATIONS}}}, SCHEMA)["setups"]["b"]
-    spec = network_spec(setup, data)
+    settings = setup({"iterations": size["iterations"]})
+    spec = network_spec(settings, data)
     images = torch.from_numpy(data.images)
-    samples = ITERATIONS * (len(images) // setup["batch_size"]) * setup["batch_size"]
+    samples = size["iterations"] * (len(images) // settings["batch_size"]) * settings["batch_size"]
     train_single = get_mode("single")
-    context = TrainingContext(setup, data, 2026, 0, mpi_world(), torch.device("cpu"))
-    ours, bare = [], []
-    # Interleaved repeats, so that a slow spell of the machine hits both loops alike.
-    for _ in range(REPEATS):
+    context = TrainingContext(settings, data, 2026, 0, mpi_world(), torch.device("cpu"))
+    loops = {"ours": lambda: train_single(context), "bare": lambda: bare_loop(images, settings, spec)}
+
+    def seconds(name: str, _repeat: int) -> float:
         started = time.perf_counter()
-        train_single(context)
-        ours.append(samples / (time.perf_counter() - started))
-        started = time.perf_counter()
-        bare_loop(images, setup, spec)
-        bare.append(samples / (time.perf_counter() - started))
-    result = {
-        "ours_samples_per_s": round(statistics.median(ours), 1),
-        "bare_samples_per_s": round(statistics.median(bare), 1),
-        "ratio": round(statistics.median(ours) / statistics.median(bare), 3),
-        "iterations": ITERATIONS,
-        "repeats": REPEATS,
+        loops[name]()
+        return time.perf_counter() - started
+
+    median = interleaved_medians(seconds, loops, size["repeats"])
+    results = {
+        "ours_samples_per_s": round(samples / median["ours"], 1),
+        "bare_samples_per_s": round(samples / median["bare"], 1),
+        "ratio": round(median["bare"] / median["ours"], 3),
+        **size,
         "threads": 1,
     }
-    print(json.dumps(result))
-    sys.stdout.flush()
+    emit("training_loop", results, args)
 
 
 if __name__ == "__main__":

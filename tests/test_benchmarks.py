@@ -1,0 +1,62 @@
+"""The benchmarks keep running: each one's --quick mode (its code path on tiny sizes) ends with one JSON
+record that holds every key of its full mode, finite numbers and the machine it ran on, and appends that
+record to --out as `make bench` does. The measured values themselves are not checked."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import REPO
+
+THESIS_SHAPE = "18x18" if torch.cuda.is_available() else "4x4"
+RESULT_KEYS = {
+    "training_loop": {"ours_samples_per_s", "bare_samples_per_s", "ratio", "iterations", "repeats", "threads"},
+    "per_class_scaling": {"weak_scaling_ratio", "strong_speedup", "seconds_1_class_1_rank", "seconds_2_classes_2_ranks",
+                          "seconds_10_classes_1_rank", "seconds_10_classes_2_ranks", "images_per_class_weak"},
+    "data_parallel": {"efficiency", "steps_per_epoch"}
+    | {f"{option}_ratio" for option in ("accumulation_4", "clip_2", "zero", "amp_bf16")}
+    | {f"epoch_seconds_{run}" for run in ("ranks1", "ranks2", "accumulation_4", "clip_2", "zero", "amp_bf16")},
+    "data_parallel_networks": {f"{case}_{key}" for case in ("calo3d", "pix2pix", "pix2pix256")
+                               for key in ("efficiency", "epoch_seconds_1", "epoch_seconds_2", "global_batch")},
+    "grid_scaling": {"speedup", "iteration_seconds_1_rank_digits", "iteration_seconds_2_ranks_digits", "weak_efficiency",
+                     "iteration_seconds_4x2_2_ranks_digits", "strong_speedup_28x28", "iteration_seconds_2x2_1_rank",
+                     "iteration_seconds_2x2", "exchange_fraction", f"iteration_seconds_thesis_{THESIS_SHAPE}",
+                     "cell_iteration_seconds_thesis", "thesis_ranks", "device"}
+    | {key for shape in ("6x6", "18x18") for key in
+       (f"batched_speedup_{shape}", f"iteration_seconds_{shape}_batched", f"iteration_seconds_{shape}_loop")},
+}
+# Times, throughputs and the ratios of two of them, and counts: greater than zero.
+POSITIVE = ("seconds", "samples_per_s", "ratio", "efficiency", "speedup", "iterations", "repeats", "threads", "batch",
+            "steps_per_epoch", "images_per_class", "thesis_ranks")
+MACHINE_KEYS = {"cpu_model", "cpus", "cpus_usable", "physical_cores", "torch_threads", "thread_environment", "gpu", "versions",
+                "date", "git"}
+# Every benchmark but training_loop (one process) runs `ganstudy train` under mpiexec.
+BENCHMARKS = [pytest.param(name, marks=[] if name == "training_loop" else [pytest.mark.mpi]) for name in RESULT_KEYS]
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_quick_mode_prints_every_key(name, env, tmp_path):
+    records = tmp_path / "benchmarks.jsonl"
+    done = subprocess.run([sys.executable, f"benchmarks/{name}.py", "--quick", "--out", str(records)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = done.stdout.strip().splitlines()[-1]
+    assert records.read_text() == line + "\n"
+    record = json.loads(line)
+    assert record["benchmark"] == name and record["quick"] is True
+    assert set(record["machine"]) == MACHINE_KEYS
+    assert record["machine"]["versions"]["torch"] and record["machine"]["versions"]["mpi_library"]
+    results = record["results"]
+    assert set(results) == RESULT_KEYS[name]
+    for key, value in results.items():
+        if key == "device":
+            assert isinstance(value, str) and value
+            continue
+        assert isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value), (key, value)
+        assert value > 0 if any(word in key for word in POSITIVE) else value >= 0, (key, value)
