@@ -9,9 +9,9 @@ The verdict reads the curve's last ``window`` of iterations (a quarter by defaul
 never as single points, so that noise (which differs between CPU kinds, whose float results differ)
 can neither fake nor hide a trend:
 
-- trend: the Theil-Sen slope of log score against iteration over the window's points, with its 95%
-  confidence interval (``scipy.stats.theilslopes``, with its intercept: the median of all pairwise slopes, which outliers
-  barely move). Projected over the window's span it gives the relative change the window saw,
+- trend: the Theil-Sen slope of log score against iteration over the window's points (the median of all
+  pairwise slopes, which outliers barely move), with its 95% confidence interval and its intercept
+  (``scipy.stats.theilslopes``). Projected over the window's span it gives the relative change the window saw,
   ``exp(slope * span) - 1``. The set-up has **not converged** when that projected improvement exceeds
   ``tolerance`` and the interval excludes zero (a fall both material and beyond the noise): more
   iterations would have given a better generator, and its scores describe an unfinished run.
