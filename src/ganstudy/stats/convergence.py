@@ -38,9 +38,10 @@ WINDOW = 0.25
 CONFIDENCE = 0.95
 # Fewer points than this in a window give no usable interval (two points make one slope).
 MIN_POINTS = 3
-COLUMNS = ["setup", "trials", "iterations", "score", "first", "window_from", "points", "intercept", "slope", "slope_low", "slope_high",
-           "projected_change", "projected_change_low", "projected_change_high", "level_before", "level_in_window",
-           "level_change", "converged"]
+# What window_trend gives besides the window's point count.
+TREND_COLUMNS = ["window_from", "intercept", "slope", "slope_low", "slope_high", "projected_change", "projected_change_low",
+                 "projected_change_high", "level_before", "level_in_window", "level_change"]
+COLUMNS = ["setup", "trials", "iterations", "score", "first", "points", *TREND_COLUMNS, "converged"]
 
 
 def run_curve(losses: pd.DataFrame) -> tuple[str, pd.Series] | None:
@@ -69,7 +70,7 @@ def window_trend(curve: pd.Series, window: float = WINDOW) -> dict[str, float]:
     start = (1 - window) * curve.index.max()
     inside, before = curve[curve.index > start], curve[curve.index <= start]
     points = len(inside)
-    result = dict.fromkeys(COLUMNS[5:-1], float("nan")) | {"points": points}
+    result = dict.fromkeys(TREND_COLUMNS, float("nan")) | {"points": points}
     if points < MIN_POINTS or len(before) < 1:
         return result
     x = inside.index.to_numpy(float)
