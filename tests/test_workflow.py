@@ -69,6 +69,18 @@ def test_dry_run_of_the_default_study_lists_every_job(env):
     assert jobs["prepare_dataset"] == jobs["train_classifier"] == jobs["stats"] == 1
 
 
+def test_training_jobs_start_longest_first(env):
+    # Priority = pair-iterations per rank: a 2x2 grid on one rank does 4 pairs' work each iteration.
+    done = subprocess.run(["snakemake", "-n", "--forceall"], cwd=REPO, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    priorities = dict(re.findall(r"wildcards: setup=(\w+), trial=\d+\n\s+priority: ([\d.]+)", done.stdout))
+    assert {name: float(value) for name, value in priorities.items()} == {
+        "grid1x1": config["setups"]["grid1x1"]["iterations"] * 1.0,
+        "grid2x2": config["setups"]["grid2x2"]["iterations"] * 4.0,
+    }
+
+
 def test_lint_reports_nothing(env):
     done = subprocess.run(["snakemake", "--lint"], cwd=REPO, capture_output=True, text=True, env=env)
     assert done.returncode == 0

@@ -36,6 +36,7 @@ rule train:
     conda:
         "../envs/ganstudy.yaml"
     threads: setup_threads
+    priority: train_priority
     envmodules:
         *config["compute"]["modules"],
     resources:
