@@ -109,7 +109,6 @@ def test_network_only_keys_reach_exactly_the_networks_whose_task_reads_them():
     from ganstudy.models import NETWORKS, get_network
     from ganstudy.train.tasks import TASKS
 
-    get_network("dcgan")  # registers every network
     config = validate_study_config({}, SCHEMA)
     for name in NETWORKS.names():
         setup = dict(config["setups"]["lp_bce"], network=name)

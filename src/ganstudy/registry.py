@@ -1,43 +1,156 @@
-"""Name -> implementation registries for the pluggable parts (data sets, networks, losses, modes)."""
+"""Name -> implementation registries for the pluggable parts, filled from Python entry points.
+
+Every part, ganstudy's own as well as a plugin's, is an entry point in the group of its kind (ganstudy's
+are in its pyproject.toml, e.g. ``[project.entry-points."ganstudy.networks"]``), or is named in a study as
+``module:attribute``. A registry imports a part's module only when a study asks for the part, so the
+registries import none of the parts and no part's module has to import another's to be found.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import EntryPoint, entry_points
 from typing import Generic, TypeVar
 
 from ganstudy.errors import GanstudyError
 
 T = TypeVar("T")
 
+# The distribution whose entry points are the built-in parts.
+OWN_DISTRIBUTION = "ganstudy"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a part came from, for provenance and for error messages."""
+
+    reference: str  # module:attribute
+    distribution: str | None  # the installed package that declares the entry point (None: module:attribute)
+    version: str | None
+
+    def __str__(self) -> str:
+        if self.distribution is None:
+            return self.reference
+        return f"{self.reference} (from {self.distribution} {self.version})"
+
+
+@cache
+def _group(group: str) -> tuple[EntryPoint, ...]:
+    return tuple(entry_points(group=group))
+
+
+def _distribution(point: EntryPoint) -> tuple[str | None, str | None]:
+    dist = point.dist
+    return (dist.name, dist.version) if dist is not None else (None, None)
+
 
 class Registry(Generic[T]):
-    """A named table of implementations, filled with the ``register`` decorator and read from config."""
+    """The parts of one kind: the entry points of ``group`` by name, loaded on first use and checked
+    with ``check`` (a description of what is wrong with a loaded object, or None)."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, group: str, check: Callable[[object], str | None]) -> None:
         self.kind = kind
-        self._entries: dict[str, T] = {}
-
-    def register(self, name: str) -> Callable[[T], T]:
-        def add(entry: T) -> T:
-            if name in self._entries:
-                raise ValueError(f"{self.kind} '{name}' is registered twice")
-            self._entries[name] = entry
-            return entry
-
-        return add
-
-    def get(self, name: str) -> T:
-        try:
-            return self._entries[name]
-        except KeyError:
-            known = ", ".join(sorted(self._entries)) or "none"
-            raise GanstudyError(f"unknown {self.kind} '{name}'; registered {self.kind}s: {known}") from None
+        self.group = group
+        self._check = check
+        self._loaded: dict[str, tuple[T, Origin]] = {}
 
     def names(self) -> list[str]:
-        return sorted(self._entries)
+        """Every name of the group's entry points (a ``module:attribute`` is found without one)."""
+        return sorted({point.name for point in _group(self.group)})
+
+    def get(self, name: str) -> T:
+        return self._load(name)[0]
+
+    def origin(self, name: str) -> Origin:
+        return self._load(name)[1]
 
     def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        return isinstance(name, str) and (":" in name or name in self.names())
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
+
+    def _load(self, name: str) -> tuple[T, Origin]:
+        if name not in self._loaded:
+            value, origin = self._import(name) if ":" in name else self._from_entry_point(name)
+            problem = self._check(value)
+            if problem:
+                raise GanstudyError(f"{self.kind} '{name}' ({origin}) {problem}; fix it in its package")
+            self._loaded[name] = (value, origin)
+        return self._loaded[name]
+
+    def _from_entry_point(self, name: str) -> tuple[object, Origin]:
+        points = [point for point in _group(self.group) if point.name == name]
+        if not points:
+            raise GanstudyError(self._unknown(name))
+        if len(points) > 1:
+            owners = ", ".join(f"{point.value} from {_distribution(point)[0] or 'an unknown package'}" for point in points)
+            raise GanstudyError(
+                f"{self.kind} '{name}' is registered {len(points)} times in entry-point group '{self.group}' ({owners}): "
+                "uninstall one of those packages or rename its entry point"
+            )
+        (point,) = points
+        distribution, version = _distribution(point)
+        origin = Origin(point.value, distribution, version)
+        try:
+            return point.load(), origin
+        except Exception as exc:  # a plugin's import may fail in any way; name the plugin either way
+            raise GanstudyError(
+                f"{self.kind} '{name}' ({origin}) does not import: {type(exc).__name__}: {exc}; "
+                f"fix or reinstall {distribution or 'its package'}"
+            ) from exc
+
+    def _import(self, reference: str) -> tuple[object, Origin]:
+        module_name, _, attribute = reference.partition(":")
+        origin = Origin(reference, None, None)
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:
+            raise GanstudyError(
+                f"{self.kind} '{reference}': module '{module_name}' does not import ({type(exc).__name__}: {exc}); "
+                "install its package in the environment the jobs run in"
+            ) from exc
+        try:
+            value = module
+            for part in attribute.split("."):
+                value = getattr(value, part)
+        except AttributeError:
+            raise GanstudyError(f"{self.kind} '{reference}': module '{module_name}' has no attribute '{attribute}'") from None
+        return value, origin
+
+    def _unknown(self, name: str) -> str:
+        known = self.names()
+        if not any(_distribution(point)[0] == OWN_DISTRIBUTION for point in _group(self.group)):
+            return (
+                f"unknown {self.kind} '{name}': ganstudy's own entry points in group '{self.group}' are missing, so "
+                "its installed metadata is stale; reinstall it (make setup, or pip install -e .)"
+            )
+        return (
+            f"unknown {self.kind} '{name}'; registered {self.kind}s: {', '.join(known)} (entry-point group "
+            f"'{self.group}'), or name one as module:attribute"
+        )
+
+
+def instance_of(kind: type) -> Callable[[object], str | None]:
+    """A check that a loaded part is a ``kind``."""
+
+    def check(value: object) -> str | None:
+        return None if isinstance(value, kind) else f"is of type {type(value).__name__}, not {kind.__name__}"
+
+    return check
+
+
+def subclass_of(kind: type) -> Callable[[object], str | None]:
+    """A check that a loaded part is a subclass of ``kind``."""
+
+    def check(value: object) -> str | None:
+        return None if isinstance(value, type) and issubclass(value, kind) else f"is {value!r}, not a subclass of {kind.__name__}"
+
+    return check
+
+
+def is_callable(value: object) -> str | None:
+    return None if callable(value) else f"is of type {type(value).__name__}, not a callable"

@@ -84,7 +84,6 @@ def _read_energies(file: Path) -> tuple[np.ndarray, tuple[int, ...]]:
         return energy, tuple(ecal.shape[1:])
 
 
-@LOADERS.register("calorimeter")
 def load_calorimeter(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     if options.image_size is not None or options.channels is not None:
         raise GanstudyError("dataset.image_size and dataset.channels do not apply to calorimeter showers (their cells are "

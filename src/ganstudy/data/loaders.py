@@ -18,7 +18,7 @@ import numpy as np
 from ganstudy.data.conform import conform
 from ganstudy.data.sources import CLASS_COUNTS
 from ganstudy.errors import GanstudyError
-from ganstudy.registry import Registry
+from ganstudy.registry import Registry, is_callable
 
 
 @dataclass(frozen=True)
@@ -46,17 +46,13 @@ class LoadOptions:
     direction: str = "AtoB"
 
 
-LOADERS: Registry = Registry("data-set loader")
+LOADERS: Registry[Callable[[str | None, LoadOptions], RawDataset]] = Registry("data-set loader", "ganstudy.datasets", is_callable)
 
 
 def get_loader(name: str) -> Callable[[str | None, LoadOptions], RawDataset]:
-    # Importing the module registers its loader; it imports this one, so it cannot be imported above.
-    from ganstudy.data import calorimeter, paired  # noqa: F401
-
     return LOADERS.get(name)
 
 
-@LOADERS.register("digits")
 def load_digits(path: str | None = None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """scikit-learn's embedded 8x8 digits: grey levels 0..16, so no download is ever needed."""
     if path is not None:
@@ -68,7 +64,6 @@ def load_digits(path: str | None = None, options: LoadOptions = LoadOptions()) -
     return RawDataset(images, bunch.target.astype(np.int64), "sklearn.datasets.load_digits")
 
 
-@LOADERS.register("npz")
 def load_npz(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """A user's arrays: 'images' (N,H,W or N,C,H,W; uint8 0-255 or float 0-1) and 'labels' (N ints)."""
     if path is None:
@@ -147,13 +142,11 @@ def _load_idx_set(path: str | None, name: str) -> RawDataset:
     return RawDataset(pixels, np.concatenate(labels).astype(np.int64), str(folder))
 
 
-@LOADERS.register("mnist")
 def load_mnist(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """MNIST's four IDX files, training and test sets together."""
     return _load_idx_set(path, "mnist")
 
 
-@LOADERS.register("fashion_mnist")
 def load_fashion_mnist(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """Fashion-MNIST: MNIST's format and file names, ten kinds of clothing."""
     return _load_idx_set(path, "fashion_mnist")
@@ -202,7 +195,6 @@ def image_files(folder: Path, what: str = "") -> list[Path]:
     return found
 
 
-@LOADERS.register("image_folder")
 def load_image_folder(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """One subfolder per class (class labels 0.. in sorted folder-name order) of PNG/JPEG files, grey
     or colour, each resized to options.image_size (the COVID-19 x-ray set's layout)."""
@@ -277,14 +269,12 @@ def _load_cifar(path: str | None, name: str, folder: str, members: tuple[str, ..
     return RawDataset(images, np.concatenate([p[1] for p in parts]).astype(np.int64), str(archive_path))
 
 
-@LOADERS.register("cifar10")
 def load_cifar10(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """CIFAR-10's python batches (five training batches and the test batch), read from the archive."""
     batches = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch",)
     return _load_cifar(path, "cifar10", "cifar-10-batches-py", batches, "labels", 10)
 
 
-@LOADERS.register("cifar100")
 def load_cifar100(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """CIFAR-100's python files with the 100 fine labels, read from the archive."""
     return _load_cifar(path, "cifar100", "cifar-100-python", ("train", "test"), "fine_labels", 100)

@@ -17,7 +17,6 @@ FOLDERS = ("train", "val", "test")
 DIRECTIONS = ("AtoB", "BtoA")
 
 
-@LOADERS.register("paired_folder")
 def load_paired_folder(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """Every PNG/JPEG of train/ and of val/ and test/ where present (sorted names), split into halves at
     half the width. AtoB: the generator maps A to B, so conditions = A and images = B; BtoA the reverse.

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from ganstudy.registry import Registry
+from ganstudy.registry import Registry, instance_of
 
 
 @dataclass(frozen=True)
@@ -33,13 +33,10 @@ class Network:
     task: str = "noise"
 
 
-NETWORKS: Registry[Network] = Registry("network")
+NETWORKS: Registry[Network] = Registry("network", "ganstudy.networks", instance_of(Network))
 
 
 def get_network(name: str) -> Network:
-    # Importing the modules registers their networks.
-    from ganstudy.models import calo3d, dcgan, lipizzaner_cnn, perceptron, pix2pix  # noqa: F401
-
     return NETWORKS.get(name)
 
 

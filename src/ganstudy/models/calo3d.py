@@ -51,7 +51,7 @@ import torch
 from torch import nn
 
 from ganstudy.errors import GanstudyError
-from ganstudy.models import NETWORKS, Network, NetworkSpec
+from ganstudy.models import Network, NetworkSpec
 
 # The original's filter counts at hidden_units == ORIGINAL_BASE.
 ORIGINAL_BASE = 8
@@ -189,4 +189,4 @@ def build(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
     return generator, discriminator
 
 
-NETWORKS.register("calo3d")(Network(build, task="energy"))
+CALO3D = Network(build, task="energy")

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from ganstudy.errors import GanstudyError
-from ganstudy.models import NETWORKS, Network, NetworkSpec
+from ganstudy.models import Network, NetworkSpec
 
 FEATURES = 128
 
@@ -97,5 +97,5 @@ def _pair(conditional: bool):
     return build
 
 
-NETWORKS.register("dcgan")(Network(_pair(conditional=False)))
-NETWORKS.register("dccgan")(Network(_pair(conditional=True), conditional=True))
+DCGAN = Network(_pair(conditional=False))
+DCCGAN = Network(_pair(conditional=True), conditional=True)

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from ganstudy.errors import GanstudyError
-from ganstudy.models import NETWORKS, Network, NetworkSpec
+from ganstudy.models import Network, NetworkSpec
 
 
 def _init_weights(module: nn.Module) -> None:
@@ -63,5 +63,5 @@ def _pair(size: int, widths: list[int], edge_padding: int):
     return build
 
 
-NETWORKS.register("cnn28")(Network(_pair(28, [512, 256, 128], edge_padding=3)))
-NETWORKS.register("cnn64")(Network(_pair(64, [512, 256, 128, 64], edge_padding=1)))
+CNN28 = Network(_pair(28, [512, 256, 128], edge_padding=3))
+CNN64 = Network(_pair(64, [512, 256, 128, 64], edge_padding=1))

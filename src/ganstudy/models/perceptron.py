@@ -6,7 +6,7 @@ import math
 
 from torch import nn
 
-from ganstudy.models import NETWORKS, Network, NetworkSpec
+from ganstudy.models import Network, NetworkSpec
 from ganstudy.models.stacked import StackedMLP
 
 
@@ -50,4 +50,4 @@ class PerceptronDiscriminator(nn.Module):
         return StackedMLP.of(self.net, "net.", ())
 
 
-NETWORKS.register("perceptron4")(Network(lambda spec: (PerceptronGenerator(spec), PerceptronDiscriminator(spec))))
+PERCEPTRON4 = Network(lambda spec: (PerceptronGenerator(spec), PerceptronDiscriminator(spec)))

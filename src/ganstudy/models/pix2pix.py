@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from ganstudy.errors import GanstudyError
-from ganstudy.models import NETWORKS, Network, NetworkSpec
+from ganstudy.models import Network, NetworkSpec
 
 MIN_SIZE = 16
 # The original's PatchGAN depth: three stride-2 convolutions give the 70x70 receptive field.
@@ -168,4 +168,4 @@ def build(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
     return generator, discriminator
 
 
-NETWORKS.register("pix2pix")(Network(build, task="paired"))
+PIX2PIX = Network(build, task="paired")

@@ -31,7 +31,7 @@ from ganstudy.parallel.shard_dropout import ShardDropout, row_masks, shard_dropo
 from ganstudy.parallel.sync_batchnorm import globalise_batchnorm
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.world import World
-from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
+from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.pair import PairTrainer, ScoreCurve, network_spec, pair_generator, pair_seeds, profile_rows, score_curve
 from ganstudy.train.steps import optimizer_class
 from ganstudy.train.tasks import Batch
@@ -226,7 +226,6 @@ def _plain_generator(trained: torch.nn.Module, network: str, spec: NetworkSpec) 
     return generator.eval()
 
 
-@TRAINING_MODES.register("data_parallel")
 def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
     setup, data, world = context.setup, context.data, context.world
     conditional = get_network(setup["network"]).conditional

@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from ganstudy.registry import Registry
+from ganstudy.registry import Registry, instance_of
 
 Tensor = torch.Tensor
 Term = Callable[[Tensor], Tensor]
@@ -38,7 +38,7 @@ class AdversarialLoss:
         return self.generator_term(d_fake).mean(-1)
 
 
-LOSSES: Registry = Registry("loss")
+LOSSES: Registry[AdversarialLoss] = Registry("loss", "ganstudy.losses", instance_of(AdversarialLoss))
 
 
 def _log_d(x: Tensor) -> Tensor:
@@ -61,10 +61,8 @@ def _neg(term: Term) -> Term:
 
 # Binary cross-entropy. Non-saturating generator loss: the generator maximises log D(G(z)), as
 # Lipizzaner and DCGAN do.
-LOSSES.register("bce")(AdversarialLoss(real_term=_neg(_log_d), fake_term=_neg(_log_not_d), generator_term=_neg(_log_d)))
+BCE = AdversarialLoss(real_term=_neg(_log_d), fake_term=_neg(_log_not_d), generator_term=_neg(_log_d))
 
-LOSSES.register("mse")(AdversarialLoss(real_term=_squared(1.0), fake_term=_squared(0.0), generator_term=_squared(1.0)))
+MSE = AdversarialLoss(real_term=_squared(1.0), fake_term=_squared(0.0), generator_term=_squared(1.0))
 
-LOSSES.register("heuristic")(
-    AdversarialLoss(real_term=_neg(_log_d), fake_term=_neg(_log_not_d), generator_term=lambda x: -0.5 * _log_d(x)),
-)
+HEURISTIC = AdversarialLoss(real_term=_neg(_log_d), fake_term=_neg(_log_not_d), generator_term=lambda x: -0.5 * _log_d(x))

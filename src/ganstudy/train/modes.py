@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from ganstudy.models import NetworkSpec
 from ganstudy.models.mixture import Generator
 from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.world import World
-from ganstudy.registry import Registry
+from ganstudy.registry import Registry, is_callable
 
 
 @dataclass(frozen=True)
@@ -57,12 +58,8 @@ class TrainingResult:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
-TRAINING_MODES: Registry = Registry("training mode")
+TRAINING_MODES: Registry[Callable[[TrainingContext], TrainingResult | None]] = Registry("training mode", "ganstudy.modes", is_callable)
 
 
-def get_mode(name: str):
-    # Importing the modules registers their modes.
-    from ganstudy.train import data_parallel, per_class, single  # noqa: F401
-    from ganstudy.train.grid import mode  # noqa: F401
-
+def get_mode(name: str) -> Callable[[TrainingContext], TrainingResult | None]:
     return TRAINING_MODES.get(name)

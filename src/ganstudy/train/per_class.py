@@ -17,11 +17,10 @@ from ganstudy.data.partition import class_partitions
 from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.parallel.partition import assign_classes
 from ganstudy.parallel.stop import TrainingStopped
-from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
+from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.pair import PairTrainer, class_prior, network_spec, pair_seeds, profile_rows, score_curve
 
 
-@TRAINING_MODES.register("per_class")
 def train_per_class(context: TrainingContext) -> TrainingResult | None:
     setup, data, world = context.setup, context.data, context.world
     spec = network_spec(setup, data)

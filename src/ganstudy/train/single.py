@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ganstudy.errors import GanstudyError
-from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
+from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.pair import PairTrainer, network_spec, pair_generator, pair_seeds, profile_rows, score_curve
 
 
@@ -16,7 +16,6 @@ def _one_rank(context: TrainingContext) -> None:
         )
 
 
-@TRAINING_MODES.register("single")
 def train_single(context: TrainingContext) -> TrainingResult:
     _one_rank(context)
     setup = context.setup
@@ -30,7 +29,6 @@ def train_single(context: TrainingContext) -> TrainingResult:
     )
 
 
-@TRAINING_MODES.register("conditional")
 def train_conditional(context: TrainingContext) -> TrainingResult:
     _one_rank(context)
     setup, data = context.setup, context.data

@@ -35,7 +35,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from ganstudy.registry import Registry
+from ganstudy.registry import Registry, subclass_of
 from ganstudy.train.losses import AdversarialLoss
 
 Tensor = torch.Tensor
@@ -244,7 +244,4 @@ class EnergyTask(Task):
         return self.adversarial * loss.generator(d_fake[:, 0]) + self._fake_errors(d_fake, batch)
 
 
-TASKS: Registry[Callable[[dict[str, Any]], Task]] = Registry("training task")
-TASKS.register("noise")(Task)
-TASKS.register("paired")(PairedTask)
-TASKS.register("energy")(EnergyTask)
+TASKS: Registry[type[Task]] = Registry("training task", "ganstudy.tasks", subclass_of(Task))

@@ -29,7 +29,7 @@ from ganstudy.parallel.topology import Cell, GridShape, assign_cells, resolve_sh
 from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
 from ganstudy.train.grid.iteration import Engine, LoopEngine, iterate_cells, score_mixtures
 from ganstudy.train.grid.stacked import StackedEngine
-from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult
+from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.pair import batches_per_pass, network_spec
 
 
@@ -95,7 +95,6 @@ def _restore(store: CheckpointStore, cells: dict[Cell, GridCell], control: Any, 
     return 0, {}
 
 
-@TRAINING_MODES.register("grid")
 def train_grid(context: TrainingContext) -> TrainingResult | None:
     from mpi4py import MPI
 
