@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Generic, TypeVar
 
@@ -37,8 +36,9 @@ class Origin:
         return f"{self.reference} (from {self.distribution} {self.version})"
 
 
-@cache
 def _group(group: str) -> tuple[EntryPoint, ...]:
+    # Read each time (6 ms): a registry asks once per part and process, and a plugin installed since
+    # the last look is found.
     return tuple(entry_points(group=group))
 
 
