@@ -1,0 +1,90 @@
+"""A set-up's training settings, typed: one frozen dataclass per section of ``setups.<name>`` in the
+study's schema (workflow/schemas/config.schema.yaml describes every key and its default), built once
+when a training job starts. tests/test_settings.py checks that the fields are the schema's keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ganstudy.typed import build
+
+
+@dataclass(frozen=True)
+class GridSettings:
+    """``grid``: Lipizzaner's coevolutionary grid."""
+
+    shape: str = "2x2"
+    min_cells: int = 1
+    max_cells: int = 1024
+    batch_cells: bool = True
+    population_size: int = 1
+    tournament_size: int = 2
+    n_replacements: int = 1
+    replacement: str = "always"
+    mutation_probability: float = 0.5
+    mutation_rate: float = 0.0001
+    mixture_sigma: float = 0.01
+    fitness_sample_size: int = 1000
+    fitness_mode: str = "average"
+    score_sample_size: int = 1000
+    data_ratio: float = 1.0
+    cell_classes: tuple[int, ...] | None = None
+    discriminator_skip: int = 1
+    heartbeat_timeout: float = 300
+
+
+@dataclass(frozen=True)
+class DataParallelSettings:
+    """``data_parallel``: one pair trained over the ranks on shards of each global batch."""
+
+    amp: str = "none"
+    accumulation_steps: int = 1
+    clip_norm: float | None = None
+    zero: bool = False
+
+
+@dataclass(frozen=True)
+class EnergyLoopSettings:
+    """``energy_loop``: 3DGAN's training step (calo3d only)."""
+
+    fake_energies: str = "uniform"
+    fake_energy_range: tuple[float, float] = (0.1, 5.0)
+    sum_fit: tuple[float, ...] = (0.0018, -0.023, 0.11, -0.28, 2.21)
+    label_flip: float = 0.05
+    split_discriminator_step: bool = True
+    generator_steps: int = 2
+    optimizer: str = "rmsprop"
+    discriminator_fakes: str = "predict"
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """A set-up as its training job sees it: the schema's keys without ``reference`` (the published
+    result it is compared with), and the network-only keys only for the networks that read them
+    (None for the others)."""
+
+    mode: str
+    network: str
+    latent_dim: int
+    hidden_units: int
+    loss: str
+    iterations: int
+    batch_size: int
+    lr: float
+    betas: tuple[float, float]
+    score_period: int
+    score_samples: int
+    checkpoint_period: int
+    checkpoints_kept: int
+    ranks: int | None = None
+    trials: int | None = None
+    data_parallel: DataParallelSettings = field(default_factory=DataParallelSettings)
+    grid: GridSettings = field(default_factory=GridSettings)
+    l1_weight: float | None = None
+    energy_loss_weights: tuple[float, float, float] | None = None
+    energy_loop: EnergyLoopSettings | None = None
+
+    @classmethod
+    def of(cls, section: dict[str, Any], where: str = "training settings") -> TrainingSettings:
+        return build(cls, section, where)

@@ -1,0 +1,69 @@
+"""Typed settings: the dataclasses carry exactly the schema's keys with its defaults, round-trip through
+JSON, and a key they do not know (or a missing one) is named."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ganstudy.config import NETWORK_KEYS, training_settings, validate_study_config
+from ganstudy.errors import GanstudyError
+from ganstudy.train.settings import GridSettings, TrainingSettings
+from ganstudy.typed import _dataclass_in, as_dict, build
+
+SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
+
+
+def setup_schema() -> dict:
+    setups = yaml.safe_load(SCHEMA.read_text())["properties"]["setups"]
+    return setups.get("additionalProperties") or next(iter(setups["patternProperties"].values()))
+
+
+def compare(cls: type, properties: dict, where: str) -> None:
+    fields = {field.name: field for field in dataclasses.fields(cls)}
+    assert set(fields) == set(properties) - {"reference"}, where
+    hints = typing.get_type_hints(cls)
+    for name, field in fields.items():
+        nested = _dataclass_in(hints[name])
+        if nested:
+            compare(nested, properties[name]["properties"], f"{where}.{name}")
+            continue
+        if field.default is dataclasses.MISSING:
+            continue
+        # A network-only key is None for the networks that do not read it; the schema's default is theirs.
+        expected = None if name in NETWORK_KEYS else properties[name].get("default")
+        assert as_dict_value(field.default) == expected, f"{where}.{name}"
+
+
+def as_dict_value(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def test_the_settings_dataclasses_are_the_schemas_set_up_keys_with_its_defaults():
+    compare(TrainingSettings, setup_schema()["properties"], "setups.<name>")
+
+
+@pytest.mark.parametrize("network", ["perceptron4", "pix2pix", "calo3d"])
+def test_every_validated_set_up_builds_and_round_trips_through_json(network):
+    config = validate_study_config({"setups": {"s": {"network": network, "mode": "single"}}}, SCHEMA)
+    section = training_settings(config["setups"]["s"])
+    settings = TrainingSettings.of(section)
+    assert isinstance(settings.grid, GridSettings) and settings.betas == (0.5, 0.999)
+    assert (settings.energy_loop is not None) == (network == "calo3d") and (settings.l1_weight is not None) == (network == "pix2pix")
+    again = TrainingSettings.of(json.loads(json.dumps(as_dict(settings))))
+    assert again == settings and hash(again) == hash(settings)
+
+
+def test_an_unknown_or_missing_key_is_named_with_where_it_was_read():
+    config = validate_study_config({"setups": {"s": {}}}, SCHEMA)
+    section = training_settings(config["setups"]["s"])
+    with pytest.raises(GanstudyError, match=r"job\.json\.grid: unknown key\(s\) shap; known: shape"):
+        TrainingSettings.of({**section, "grid": {**section["grid"], "shap": "2x2"}}, "job.json")
+    without = {key: value for key, value in section.items() if key != "lr"}
+    with pytest.raises(GanstudyError, match=r"job\.json: missing key\(s\) lr"):
+        build(TrainingSettings, without, "job.json")
