@@ -25,6 +25,7 @@ from ganstudy.data.prepare import prepare_dataset
 from ganstudy.models import build_pair
 from ganstudy.parallel.world import mpi_world
 from ganstudy.train.modes import TrainingContext, get_mode
+from ganstudy.train.settings import TrainingSettings
 from ganstudy.train.single import network_spec
 
 FULL = {"iterations": 20, "repeats": 5}
@@ -68,11 +69,12 @@ def main() -> None:
         prepare_dataset("digits", None, 0.2, 2026, tmp)
         data = load_split(f"{tmp}/train.npz")
     settings = setup({"iterations": size["iterations"]})
-    spec = network_spec(settings, data)
+    typed = TrainingSettings.from_config(settings)
+    spec = network_spec(typed, data)
     images = torch.from_numpy(data.images)
     samples = size["iterations"] * (len(images) // settings["batch_size"]) * settings["batch_size"]
     train_single = get_mode("single")
-    context = TrainingContext(settings, data, 2026, 0, mpi_world(), torch.device("cpu"))
+    context = TrainingContext(typed, data, 2026, 0, mpi_world(), torch.device("cpu"))
     loops = {"ours": lambda: train_single(context), "bare": lambda: bare_loop(images, settings, spec)}
 
     def seconds(name: str, _repeat: int) -> float:

@@ -18,6 +18,7 @@ from ganstudy.parallel.world import mpi_world
 from ganstudy.train.data_parallel import DataParallelTrainer
 from ganstudy.train.tasks import Batch
 from ganstudy.train.pair import network_spec, pair_seeds
+from ganstudy.train.settings import TrainingSettings
 
 CPU = (torch.device("cpu"), torch.device("cpu"))
 
@@ -49,9 +50,10 @@ def fixed_batch(pair: DataParallelTrainer, rows: torch.Tensor) -> Batch:
     return pair.task.draw(pair.data, rows, torch.Generator().manual_seed(NOISE_SEED), pair.g_device)
 
 
-def trainer(setup: dict, world) -> DataParallelTrainer:
-    data = fixed_data(setup["network"])
-    conditional = setup["network"] == "dccgan"
+def trainer(section: dict, world) -> DataParallelTrainer:
+    setup = TrainingSettings.from_config(section)
+    data = fixed_data(setup.network)
+    conditional = setup.network == "dccgan"
     spec = network_spec(setup, data, conditional=conditional, any_task=True)
     return DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, pair_seeds(7, 0), CPU, world,
                                conditions=data.conditions)

@@ -20,6 +20,7 @@ from ganstudy.parallel.partition import assign_classes
 from ganstudy.parallel.world import gpu_indices, mpi_world
 from ganstudy.stats.anova import pixel_anova
 from ganstudy.train.modes import TrainingContext, get_mode
+from ganstudy.train.settings import TrainingSettings
 
 
 def test_classes_are_assigned_once_each_and_balanced_by_sample_count():
@@ -111,7 +112,7 @@ def _setup(**keys):
 
 
 def _train(setup, data):
-    return get_mode(setup["mode"])(TrainingContext(setup, data, 3, 0, mpi_world(), torch.device("cpu")))
+    return get_mode(setup["mode"])(TrainingContext(TrainingSettings.from_config(setup), data, 3, 0, mpi_world(), torch.device("cpu")))
 
 
 def test_conditional_mode_returns_a_generator_that_samples_the_class_prior(digits_dir):

@@ -28,6 +28,7 @@ from ganstudy.train.losses import LOSSES
 from ganstudy.train.modes import TrainingContext
 from ganstudy.train.pair import PairTrainer, network_spec, pair_seeds, score_curve
 from ganstudy.train.steps import adam, discriminator_step, generator_step, make_optimizer
+from ganstudy.train.settings import TrainingSettings
 from ganstudy.train.tasks import TASKS, TrainingData
 
 SIZE = 16
@@ -47,7 +48,7 @@ def paired_data(count: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
 
 def test_paired_losses_are_pix2pix_s_halved_discriminator_loss_and_adversarial_plus_weighted_l1() -> None:
     setup = paired_setup()
-    task = TASKS.get("paired")(setup)
+    task = TASKS.get("paired")(TrainingSettings.from_config(setup))
     loss = LOSSES.get("bce")
     a, b = paired_data(4)
     torch.manual_seed(0)
@@ -75,6 +76,7 @@ def test_a_paired_pair_learns_its_mapping() -> None:
     setup = paired_setup(iterations=40, lr=5e-3, l1_weight=100.0)
     a, b = paired_data(8)
     data = Split(b.numpy(), np.zeros(8, dtype=np.int64), conditions=a.numpy())
+    setup = TrainingSettings.from_config(setup)
     spec = network_spec(setup, data, any_task=True)
     assert spec.condition_shape == (1, SIZE, SIZE) and spec.image_shape == (3, SIZE, SIZE)
     trainer = PairTrainer(setup, spec, data.images, None, pair_seeds(1, 0), (torch.device("cpu"),) * 2, conditions=data.conditions)
@@ -90,7 +92,7 @@ def test_a_paired_pair_learns_its_mapping() -> None:
 
 
 def test_a_paired_step_runs_the_generator_once_and_reuses_its_output_as_pix2pix_does() -> None:
-    setup = paired_setup(iterations=1)
+    setup = TrainingSettings.from_config(paired_setup(iterations=1))
     a, b = paired_data(8)
     data = Split(b.numpy(), np.zeros(8, dtype=np.int64), conditions=a.numpy())
     trainer = PairTrainer(setup, network_spec(setup, data, any_task=True), data.images, None, pair_seeds(1, 0),
@@ -107,7 +109,7 @@ def test_a_paired_network_on_data_without_conditions_is_refused() -> None:
     setup = paired_setup()
     data = Split(np.zeros((4, 3, SIZE, SIZE), np.float32), np.zeros(4, np.int64))
     with pytest.raises(GanstudyError, match="paired_folder"):
-        network_spec(setup, data, any_task=True)
+        network_spec(TrainingSettings.from_config(setup), data, any_task=True)
 
 
 @pytest.mark.parametrize("mode", ["per_class", "grid"])
@@ -115,7 +117,7 @@ def test_modes_of_noise_networks_refuse_a_paired_network(mode: str) -> None:
     a, b = paired_data(4)
     data = Split(b.numpy(), np.zeros(4, dtype=np.int64), conditions=a.numpy())
     with pytest.raises(GanstudyError, match=f"mode '{mode}' trains networks of noise only.*mode single or data_parallel"):
-        network_spec(paired_setup(mode=mode), data)
+        network_spec(TrainingSettings.from_config(paired_setup(mode=mode)), data)
 
 
 @pytest.mark.parametrize("network, problem", [
@@ -123,7 +125,7 @@ def test_modes_of_noise_networks_refuse_a_paired_network(mode: str) -> None:
     ("calo3d", "scores a shower generator on held-out showers during training: pass --score-split"),
 ])
 def test_an_in_training_score_without_what_it_needs_is_refused(network: str, problem: str) -> None:
-    context = TrainingContext(paired_setup(score_period=5, network=network), Split(np.zeros((1, 1, 8, 8), np.float32), np.zeros(1, np.int64)),
+    context = TrainingContext(TrainingSettings.from_config(paired_setup(score_period=5, network=network)), Split(np.zeros((1, 1, 8, 8), np.float32), np.zeros(1, np.int64)),
                               1, 0, None, torch.device("cpu"))
     with pytest.raises(GanstudyError, match=problem):
         score_curve(context)
@@ -211,7 +213,7 @@ def get_ecal_fit(energy: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("loop", [{}, {"label_flip": 0.5}, {"fake_energies": "data", "label_flip": 0}], ids=["3dgan", "flips", "data"])
 def test_energy_losses_are_3dgan_s_weighted_adversarial_energy_and_sum_errors(loop: dict) -> None:
     setup = paired_setup(network="calo3d", latent_dim=4, hidden_units=2, energy_loop=loop)
-    task = TASKS.get("energy")(setup)
+    task = TASKS.get("energy")(TrainingSettings.from_config(setup))
     assert setup["energy_loss_weights"] == [2, 0.1, 0.1]
     assert (task.split_discriminator, task.generator_steps, task.optimizer) == (True, 2, "rmsprop")
     loss = LOSSES.get("bce")
@@ -263,7 +265,7 @@ def test_energy_losses_are_3dgan_s_weighted_adversarial_energy_and_sum_errors(lo
 def test_an_energy_step_is_3dgan_s_two_discriminator_and_two_generator_rmsprop_updates() -> None:
     images, energy = showers(8)
     setup = paired_setup(network="calo3d", latent_dim=4, hidden_units=2, batch_size=4, iterations=1, lr=0.01)
-    trainer = PairTrainer(setup, NetworkSpec(SHOWER, 4, 2, condition_shape=(1,)), images, None, pair_seeds(1, 0),
+    trainer = PairTrainer(TrainingSettings.from_config(setup), NetworkSpec(SHOWER, 4, 2, condition_shape=(1,)), images, None, pair_seeds(1, 0),
                           (torch.device("cpu"),) * 2, conditions=energy)
     trainer.train()
     for optimizer in (trainer.opt_d, trainer.opt_g):

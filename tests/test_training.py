@@ -12,6 +12,7 @@ from ganstudy.errors import GanstudyError
 from ganstudy.models.artifact import load_generator, sample_generator
 from ganstudy.parallel.world import mpi_world
 from ganstudy.train.modes import TrainingContext, get_mode
+from ganstudy.train.settings import TrainingSettings
 from ganstudy.train.run import run_training
 
 from conftest import SCHEMA
@@ -23,7 +24,7 @@ def _setup(**overrides):
 
 
 def _train(setup, data, seed, trial):
-    context = TrainingContext(setup, data, seed, trial, mpi_world(), torch.device("cpu"))
+    context = TrainingContext(TrainingSettings.from_config(setup), data, seed, trial, mpi_world(), torch.device("cpu"))
     return get_mode(setup["mode"])(context)
 
 
@@ -130,7 +131,7 @@ def test_the_in_training_fid_is_the_fixed_batch_s_fid_and_changes_no_training_bi
     data = load_split(digits_dir / "train.npz")
     silent = _train(_setup(iterations=5, batch_size=100), data, 7, 0)
     setup = _setup(iterations=5, batch_size=100, score_period=2, score_samples=300)
-    context = TrainingContext(setup, data, 7, 0, mpi_world(), torch.device("cpu"), classifier_path=classifier_path, reference_path=reference)
+    context = TrainingContext(TrainingSettings.from_config(setup), data, 7, 0, mpi_world(), torch.device("cpu"), classifier_path=classifier_path, reference_path=reference)
     scored = get_mode("single")(context)
     assert all(torch.equal(a, b) for a, b in zip(_state(silent).values(), _state(scored).values()))
     fids = [row["fid"] for row in scored.history]

@@ -101,7 +101,7 @@ DATASET_KEYS: dict[str, tuple[str, ...]] = {"direction": ("paired_folder",)}
 EVALUATION_KEYS: dict[str, tuple[str, ...]] = {"energy_bins": ("calorimeter",)}
 
 
-def _read_by(section: dict[str, Any], owner: str, only: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+def _read_by(section: dict[str, Any], owner: str | None, only: dict[str, tuple[str, ...]]) -> dict[str, Any]:
     return {key: value for key, value in section.items() if key not in only or owner in only[key]}
 
 
@@ -109,7 +109,7 @@ def training_settings(setup: dict[str, Any]) -> dict[str, Any]:
     """A set-up as its training and scoring jobs see it: without the published result it is compared
     with, so that adding or correcting a reference reruns the reporting only, never a training, and
     without the keys of other networks."""
-    return _read_by({key: value for key, value in setup.items() if key != "reference"}, setup["network"], NETWORK_KEYS)
+    return _read_by({key: value for key, value in setup.items() if key != "reference"}, setup.get("network"), NETWORK_KEYS)
 
 
 def dataset_settings(dataset: dict[str, Any]) -> dict[str, Any]:

@@ -33,8 +33,10 @@ from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.world import World
 from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.pair import PairTrainer, ScoreCurve, network_spec, pair_generator, pair_seeds, profile_rows, score_curve
+from ganstudy.train.settings import TrainingSettings
 from ganstudy.train.steps import optimizer_class
 from ganstudy.train.tasks import Batch
+from ganstudy.typed import as_dict
 
 AMP_TYPES = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -52,14 +54,14 @@ def allreduce_mean(parameters: list[torch.nn.Parameter], world_size: int) -> Non
 
 
 class DataParallelTrainer(PairTrainer):
-    def __init__(self, setup: dict[str, Any], spec: NetworkSpec, images: np.ndarray, labels: np.ndarray | None,
+    def __init__(self, setup: TrainingSettings, spec: NetworkSpec, images: np.ndarray, labels: np.ndarray | None,
                  seeds: dict[str, int], devices: tuple[torch.device, torch.device], world: World,
                  curve: ScoreCurve | None = None, conditions: np.ndarray | None = None) -> None:
-        options = setup["data_parallel"]
-        self.world, self.zero = world, options["zero"]
-        self.accumulation, self.clip_norm = options["accumulation_steps"], options["clip_norm"]
-        self.rows = shard_rows(setup["batch_size"], world.size, self.accumulation)
-        self.amp = AMP_TYPES[options["amp"]]
+        options = setup.data_parallel
+        self.world, self.zero = world, options.zero
+        self.accumulation, self.clip_norm = options.accumulation_steps, options.clip_norm
+        self.rows = shard_rows(setup.batch_size, world.size, self.accumulation)
+        self.amp = AMP_TYPES[options.amp]
         if self.amp is torch.float16 and devices[0].type != "cuda":
             raise GanstudyError("data_parallel.amp fp16 needs a GPU (compute.device cuda); on the CPU use bf16")
         if devices[0] != devices[1]:
@@ -82,8 +84,8 @@ class DataParallelTrainer(PairTrainer):
         # Imported here: torch.distributed.optim pulls in TorchScript, slow and noisy to import.
         from torch.distributed.optim import ZeroRedundancyOptimizer
 
-        kind, options = optimizer_class(self.task.optimizer, tuple(self.setup["betas"]))
-        return ZeroRedundancyOptimizer(network.parameters(), optimizer_class=kind, lr=self.setup["lr"], **options)
+        kind, options = optimizer_class(self.task.optimizer, self.setup.betas)
+        return ZeroRedundancyOptimizer(network.parameters(), optimizer_class=kind, lr=self.setup.lr, **options)
 
     def _autocast(self, device: torch.device) -> contextlib.AbstractContextManager:
         if self.amp is None:
@@ -228,7 +230,7 @@ def _plain_generator(trained: torch.nn.Module, network: str, spec: NetworkSpec) 
 
 def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
     setup, data, world = context.setup, context.data, context.world
-    conditional = get_network(setup["network"]).conditional
+    conditional = get_network(setup.network).conditional
     spec = network_spec(setup, data, conditional=conditional, any_task=True)
     seeds = pair_seeds(context.study_seed, context.trial)
     with torch_process_group(world, context.device):
@@ -238,12 +240,12 @@ def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
         profiles = world.comm.gather(trainer.profile, root=0)
     if not world.is_root:
         return None
-    generator = pair_generator(_plain_generator(trained.cpu(), setup["network"], spec), data.labels if conditional else None)
-    options = setup["data_parallel"]
+    generator = pair_generator(_plain_generator(trained.cpu(), setup.network, spec), data.labels if conditional else None)
+    options = setup.data_parallel
     return TrainingResult(
-        generator, setup["network"], spec, trainer.history,
+        generator, setup.network, spec, trainer.history,
         [row for part in profiles for row in part] + [r for r in profile_rows(trainer.history, "shard0", 0) if r["routine"] == "score"],
         seeds=seeds,
-        facts={"data_parallel": {**options, "global_batch": setup["batch_size"], "rows_per_micro_batch": trainer.rows,
+        facts={"data_parallel": {**as_dict(options), "global_batch": setup.batch_size, "rows_per_micro_batch": trainer.rows,
                                  "backend": backend_for(context.device)}},
     )

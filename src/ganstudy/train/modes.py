@@ -15,13 +15,14 @@ from ganstudy.models.mixture import Generator
 from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.world import World
 from ganstudy.registry import Registry, is_callable
+from ganstudy.train.settings import TrainingSettings
 
 
 @dataclass(frozen=True)
 class TrainingContext:
     """Everything a mode may use besides its set-up: data, seeds, process layout, side inputs."""
 
-    setup: dict[str, Any]
+    setup: TrainingSettings
     data: Split
     study_seed: int
     trial: int

@@ -29,8 +29,10 @@ from ganstudy.parallel.stop import StopSignal
 from ganstudy.seeding import derive_seed
 from ganstudy.train.modes import TrainingContext
 from ganstudy.train.losses import LOSSES
+from ganstudy.train.settings import TrainingSettings
 from ganstudy.train.tasks import TASKS, Batch, Task, TrainingData
 from ganstudy.train.steps import call_network, discriminator_step, generator_step, make_optimizer
+from ganstudy.typed import as_dict
 
 STREAMS = ("init", "batches", "noise", "dropout", "score")
 
@@ -40,19 +42,19 @@ def pair_seeds(study_seed: int, trial: int, prefix: str = "") -> dict[str, int]:
     return {name: derive_seed(study_seed, trial, prefix + name) for name in STREAMS}
 
 
-def network_spec(setup: dict[str, Any], data: Split, conditional: bool = False, any_task: bool = False) -> NetworkSpec:
+def network_spec(setup: TrainingSettings, data: Split, conditional: bool = False, any_task: bool = False) -> NetworkSpec:
     """The set-up's network for this data; ``conditional`` says whether the mode feeds labels, ``any_task``
     whether it trains networks of every task (single, data_parallel) or of the noise task only."""
-    name = setup["network"]
+    name = setup.network
     network = get_network(name)
     if network.task != "noise" and not any_task:
-        raise GanstudyError(f"mode '{setup['mode']}' trains networks of noise only, but network '{name}' maps {network.task} "
+        raise GanstudyError(f"mode '{setup.mode}' trains networks of noise only, but network '{name}' maps {network.task} "
                             "inputs: train it with mode single or data_parallel")
     if network.conditional != conditional:
         raise GanstudyError(
             f"network '{name}' is conditional: train it with mode 'conditional'"
             if not conditional
-            else f"mode '{setup['mode']}' trains a conditional network such as dccgan, not '{name}'"
+            else f"mode '{setup.mode}' trains a conditional network such as dccgan, not '{name}'"
         )
     if network.task != "noise" and data.conditions is None:
         data_set = {"paired": "a paired data set (dataset.name paired_folder)"}.get(network.task, "a data set with primary energies")
@@ -60,7 +62,7 @@ def network_spec(setup: dict[str, Any], data: Split, conditional: bool = False, 
                             f"split has none: use {data_set} or a noise network")
     classes = int(data.labels.max()) + 1 if conditional else 0
     conditions = data.condition_shape if network.task != "noise" else None
-    return NetworkSpec(data.image_shape, setup["latent_dim"], setup["hidden_units"], classes, conditions)
+    return NetworkSpec(data.image_shape, setup.latent_dim, setup.hidden_units, classes, conditions)
 
 
 def class_prior(labels: np.ndarray) -> tuple[list[int], list[float], dict[int, int]]:
@@ -135,24 +137,24 @@ HELD_OUT_SCORERS = {"paired": ("a paired generator on held-out pairs", "score-pa
 def score_curve(context: TrainingContext) -> ScoreCurve | None:
     """The set-up's score curve (``score_period``, ``score_samples``); None when it is switched off."""
     setup = context.setup
-    if not setup["score_period"]:
+    if not setup.score_period:
         return None
-    task = get_network(setup["network"]).task
+    task = get_network(setup.network).task
     if task in HELD_OUT_SCORERS:
         what, stream, scorer = HELD_OUT_SCORERS[task]
         if context.held_out_path is None:
-            raise GanstudyError(f"score_period {setup['score_period']} scores {what} during training: "
+            raise GanstudyError(f"score_period {setup.score_period} scores {what} during training: "
                                 "pass --score-split (the test split; the workflow does), or set score_period: 0")
-        network = build_pair(setup["network"], network_spec(setup, context.data, any_task=True))[0]
+        network = build_pair(setup.network, network_spec(setup, context.data, any_task=True))[0]
         seed = derive_seed(context.study_seed, context.trial, stream)
-        sizes = {"latent_dim": setup["latent_dim"]} if scorer is ShowerScorer else {}
-        return ScoreCurve(scorer(context.held_out_path, setup["score_samples"], seed, network, context.device, **sizes),
-                          setup["score_period"], setup["score_samples"])
+        sizes = {"latent_dim": setup.latent_dim} if scorer is ShowerScorer else {}
+        return ScoreCurve(scorer(context.held_out_path, setup.score_samples, seed, network, context.device, **sizes),
+                          setup.score_period, setup.score_samples)
     if context.classifier_path is None or context.reference_path is None:
-        raise GanstudyError(f"score_period {setup['score_period']} scores the generator during training with the data set's "
+        raise GanstudyError(f"score_period {setup.score_period} scores the generator during training with the data set's "
                             "classifier: pass --classifier and --reference (the workflow does), or set score_period: 0")
     scorer = FidScorer(context.classifier_path, context.reference_path, context.device)
-    return ScoreCurve(scorer, setup["score_period"], setup["score_samples"])
+    return ScoreCurve(scorer, setup.score_period, setup.score_samples)
 
 
 class PairTrainer:
@@ -166,7 +168,7 @@ class PairTrainer:
 
     def __init__(
         self,
-        setup: dict[str, Any],
+        setup: TrainingSettings,
         spec: NetworkSpec,
         images: np.ndarray,
         labels: np.ndarray | None,
@@ -178,21 +180,21 @@ class PairTrainer:
     ) -> None:
         self.setup, self.spec, self.seeds, self.name = setup, spec, seeds, name
         self.g_device, self.d_device = devices
-        self.batch_size = setup["batch_size"]
+        self.batch_size = setup.batch_size
         self.steps = batches_per_pass(len(images), self.batch_size, f"training images of {name}")
         self.images = torch.from_numpy(images).to(self.d_device)
         self.labels = None if labels is None else torch.from_numpy(labels).to(self.d_device)
-        self.task = TASKS.get(get_network(setup["network"]).task)(setup)
+        self.task = TASKS.get(get_network(setup.network).task)(setup)
         self.data = TrainingData(self.images, self.labels, None if conditions is None else torch.from_numpy(conditions).to(self.d_device))
         self._cuda = sorted({d.index or 0 for d in devices if d.type == "cuda"})
         with torch.random.fork_rng(devices=self._cuda):
             torch.manual_seed(seeds["init"])
-            self.generator, self.discriminator = (self._adapt(net) for net in build_pair(setup["network"], spec))
+            self.generator, self.discriminator = (self._adapt(net) for net in build_pair(setup.network, spec))
             torch.manual_seed(seeds["dropout"])
             self._global_rng = self._read_global_rng()
         self.generator.to(self.g_device)
         self.discriminator.to(self.d_device)
-        self.loss = LOSSES.get(setup["loss"])
+        self.loss = LOSSES.get(setup.loss)
         self.opt_g = self._optimizer(self.generator)
         self.opt_d = self._optimizer(self.discriminator)
         self.batch_rng = torch.Generator().manual_seed(seeds["batches"])
@@ -212,7 +214,7 @@ class PairTrainer:
         return network
 
     def _optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
-        return make_optimizer(self.task.optimizer, network.parameters(), self.setup["lr"], tuple(self.setup["betas"]))
+        return make_optimizer(self.task.optimizer, network.parameters(), self.setup.lr, self.setup.betas)
 
     def _read_global_rng(self) -> dict[str, Any]:
         return {"cpu": torch.get_rng_state(), "cuda": [torch.cuda.get_rng_state(i) for i in self._cuda]}
@@ -267,8 +269,8 @@ class PairTrainer:
         store = self._store(checkpoint_dir)
         if store is not None:
             self._restore(store)
-        period = self.setup["checkpoint_period"]
-        total = self.setup["iterations"]
+        period = self.setup.checkpoint_period
+        total = self.setup.iterations
         with torch.random.fork_rng(devices=self._cuda):
             self._write_global_rng(self._global_rng)
             for iteration in tqdm(range(self.done, total), desc=self.name, unit="it", disable=None, mininterval=5):
@@ -317,9 +319,9 @@ class PairTrainer:
         # Without periodic checkpoints (checkpoint_period 0) the store still takes a stop signal's one.
         if checkpoint_dir is None:
             return None
-        identity = {"setup": self.setup, "seeds": self.seeds, "name": self.name}
+        identity = {"setup": as_dict(self.setup), "seeds": self.seeds, "name": self.name}
         fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
-        return CheckpointStore(checkpoint_dir / self.name, self.setup["checkpoints_kept"], fingerprint)
+        return CheckpointStore(checkpoint_dir / self.name, self.setup.checkpoints_kept, fingerprint)
 
     def _checkpoint(self, store: CheckpointStore) -> None:
         store.write_part(self.done, "pair", self._state())

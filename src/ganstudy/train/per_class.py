@@ -76,6 +76,6 @@ def train_per_class(context: TrainingContext) -> TrainingResult | None:
         seeds.update({f"class{label}/{name}": seed for name, seed in entry["seeds"].items()})
     mixture = MixtureGenerator([results[label]["generator"] for label in classes], prior, classes)
     return TrainingResult(
-        mixture, setup["network"], spec, history, profile, tables={"classes": table}, seeds=seeds,
+        mixture, setup.network, spec, history, profile, tables={"classes": table}, seeds=seeds,
         facts={"class_assignment": blocks},
     )

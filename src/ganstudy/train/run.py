@@ -31,6 +31,7 @@ from ganstudy.report.images import save_grid, save_shower_pairs, save_triptychs
 from ganstudy.resources import peak_memory
 from ganstudy.seeding import derive_seed
 from ganstudy.train.modes import TrainingContext, get_mode
+from ganstudy.train.settings import TrainingSettings
 
 GRID_SAMPLES = 64
 SAMPLE_ROWS = 8
@@ -81,16 +82,18 @@ def run_training(
 ) -> None:
     started_at = now()
     started = time.perf_counter()
+    # Typed once, before any rank trains: a key the set-up lacks or does not know stops the job here.
+    settings = TrainingSettings.from_config(setup, f"settings of set-up '{setup_name}'")
     world = mpi_world()
     set_cpu_threads(threads)
-    mode = get_mode(setup["mode"])
+    mode = get_mode(settings.mode)
     generator_device, discriminator_device = select_devices(world, device, gpus_per_rank, node_gpus)
     # Before the first CUDA computation: cuBLAS reads its workspace setting when it starts.
     configure_determinism(generator_device, deterministic)
     # Installed before the data is read: a signal that comes early still stops at the first safe point.
     with StopSignal() as stop:
         context = TrainingContext(
-            setup=setup,
+            setup=settings,
             data=load_split(train_path),
             study_seed=study_seed,
             trial=trial,

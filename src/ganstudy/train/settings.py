@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ganstudy.config import training_settings
 from ganstudy.typed import build
 
 
@@ -87,4 +88,11 @@ class TrainingSettings:
 
     @classmethod
     def of(cls, section: dict[str, Any], where: str = "training settings") -> TrainingSettings:
+        """From a job's settings (the JSON of ``--settings``)."""
         return build(cls, section, where)
+
+    @classmethod
+    def from_config(cls, setup: dict[str, Any], where: str = "set-up") -> TrainingSettings:
+        """From a validated ``setups.<name>`` section, as its training job sees it (without the
+        published result it is compared with, and without other networks' keys)."""
+        return cls.of(training_settings(setup), where)

@@ -11,7 +11,7 @@ from ganstudy.train.pair import PairTrainer, network_spec, pair_generator, pair_
 def _one_rank(context: TrainingContext) -> None:
     if context.world.size != 1:
         raise GanstudyError(
-            f"training mode '{context.setup['mode']}' runs on 1 MPI rank, but the job has {context.world.size}; "
+            f"training mode '{context.setup.mode}' runs on 1 MPI rank, but the job has {context.world.size}; "
             "give the set-up 1 task or choose a distributed mode"
         )
 
@@ -25,7 +25,7 @@ def train_single(context: TrainingContext) -> TrainingResult:
     trainer = PairTrainer(setup, spec, context.data.images, None, seeds, context.devices, curve=score_curve(context), conditions=conditions)
     generator = trainer.train(context.checkpoint_dir, context.stop).cpu()
     return TrainingResult(
-        pair_generator(generator, None), setup["network"], spec, trainer.history, profile_rows(trainer.history, "0-0", 0), seeds=seeds
+        pair_generator(generator, None), setup.network, spec, trainer.history, profile_rows(trainer.history, "0-0", 0), seeds=seeds
     )
 
 
@@ -37,6 +37,6 @@ def train_conditional(context: TrainingContext) -> TrainingResult:
     trainer = PairTrainer(setup, spec, data.images, data.labels, seeds, context.devices, curve=score_curve(context))
     generator = trainer.train(context.checkpoint_dir, context.stop).cpu()
     return TrainingResult(
-        pair_generator(generator, data.labels), setup["network"], spec, trainer.history,
+        pair_generator(generator, data.labels), setup.network, spec, trainer.history,
         profile_rows(trainer.history, "0-0", 0), seeds=seeds,
     )

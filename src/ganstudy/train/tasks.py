@@ -37,6 +37,7 @@ from torch import nn
 
 from ganstudy.registry import Registry, subclass_of
 from ganstudy.train.losses import AdversarialLoss
+from ganstudy.train.settings import TrainingSettings
 
 Tensor = torch.Tensor
 
@@ -79,8 +80,8 @@ class Task:
     # given, instead of drawing a new batch and running the generator again.
     reuse_fakes = False
 
-    def __init__(self, setup: dict[str, Any]) -> None:
-        self.latent_dim = setup["latent_dim"]
+    def __init__(self, setup: TrainingSettings) -> None:
+        self.latent_dim = setup.latent_dim
 
     def draw(self, data: TrainingData, rows: Tensor, noise_rng: torch.Generator, g_device: torch.device) -> Batch:
         """One update's batch. Noise is drawn on the CPU for the whole global batch, so the numbers do not
@@ -119,9 +120,9 @@ class PairedTask(Task):
     # discriminator's update and differentiated for the generator's.
     reuse_fakes = True
 
-    def __init__(self, setup: dict[str, Any]) -> None:
+    def __init__(self, setup: TrainingSettings) -> None:
         super().__init__(setup)
-        self.l1_weight = setup["l1_weight"]
+        self.l1_weight = setup.l1_weight
 
     def draw(self, data: TrainingData, rows: Tensor, noise_rng: torch.Generator, g_device: torch.device) -> Batch:
         inputs = data.conditions[rows]
@@ -163,10 +164,10 @@ class EnergyLoop:
     discriminator_fakes: str
 
     @classmethod
-    def from_setup(cls, setup: dict[str, Any]) -> EnergyLoop:
-        loop = setup["energy_loop"]
-        return cls(loop["fake_energies"], tuple(loop["fake_energy_range"]), tuple(loop["sum_fit"]), loop["label_flip"],
-                   loop["split_discriminator_step"], loop["generator_steps"], loop["optimizer"], loop["discriminator_fakes"])
+    def from_setup(cls, setup: TrainingSettings) -> EnergyLoop:
+        loop = setup.energy_loop
+        return cls(loop.fake_energies, loop.fake_energy_range, loop.sum_fit, loop.label_flip,
+                   loop.split_discriminator_step, loop.generator_steps, loop.optimizer, loop.discriminator_fakes)
 
     def expected_sum(self, energy: Tensor) -> Tensor:
         """3DGAN's GetEcalFit: the voxel sum a shower of ``energy`` (100 GeV units) should have, in the
@@ -180,9 +181,9 @@ class EnergyLoop:
 
 
 class EnergyTask(Task):
-    def __init__(self, setup: dict[str, Any]) -> None:
+    def __init__(self, setup: TrainingSettings) -> None:
         super().__init__(setup)
-        self.adversarial, self.energy_weight, self.sum_weight = setup["energy_loss_weights"]
+        self.adversarial, self.energy_weight, self.sum_weight = setup.energy_loss_weights
         self.loop = EnergyLoop.from_setup(setup)
         self.optimizer = self.loop.optimizer
         self.split_discriminator = self.loop.split_discriminator_step

@@ -30,6 +30,7 @@ from ganstudy.train.grid.population import (
     tournament,
 )
 from ganstudy.train.losses import LOSSES, AdversarialLoss
+from ganstudy.train.settings import TrainingSettings
 from ganstudy.train.steps import adam, discriminator_step, generator_step
 from ganstudy.train.tasks import TASKS, Batch
 
@@ -77,7 +78,7 @@ class GridCell:
         self,
         cell: Cell,
         shape: GridShape,
-        setup: dict[str, Any],
+        setup: TrainingSettings,
         spec: NetworkSpec,
         images: torch.Tensor,
         labels: np.ndarray,
@@ -85,17 +86,17 @@ class GridCell:
         streams: CellStreams,
         device: torch.device,
     ) -> None:
-        self.cell, self.setup, self.grid = cell, setup, setup["grid"]
+        self.cell, self.setup, self.grid = cell, setup, setup.grid
         self.spec, self.images, self.scorer = spec, images, scorer
         self.streams, self.device = streams, device
-        self.betas = tuple(setup["betas"])
+        self.betas = setup.betas
         self.neighbourhood = shape.neighbourhood(cell)
-        self.loss = LOSSES.get("bce" if setup["loss"] == "mustangs" else setup["loss"])
+        self.loss = LOSSES.get("bce" if setup.loss == "mustangs" else setup.loss)
         self.task = TASKS.get("noise")(setup)
-        self.only_better = self.grid["replacement"] == "better"
+        self.only_better = self.grid.replacement == "better"
         # A fixed per-cell subset of the training split: its classes, then data dieting.
-        classes = self.grid["cell_classes"][shape.index(cell)] if self.grid["cell_classes"] else None
-        self.subset = torch.from_numpy(cell_subset(labels, self.grid["data_ratio"], classes, setup["batch_size"], streams.data_seed))
+        classes = self.grid.cell_classes[shape.index(cell)] if self.grid.cell_classes else None
+        self.subset = torch.from_numpy(cell_subset(labels, self.grid.data_ratio, classes, setup.batch_size, streams.data_seed))
         self.generators: list[Payload] = []
         self.discriminators: list[Payload] = []
         self.weights = np.full(len(self.neighbourhood), 1.0 / len(self.neighbourhood))
@@ -104,7 +105,7 @@ class GridCell:
 
     # -- networks -----------------------------------------------------------------------------
     def _build(self, kind: int) -> nn.Module:
-        return build_pair(self.setup["network"], self.spec)[kind].to(self.device)
+        return build_pair(self.setup.network, self.spec)[kind].to(self.device)
 
     def _pooled(self, kind: int, slot: int) -> nn.Module:
         """A reusable network: building modules costs more than the small nets' forward passes."""
@@ -122,12 +123,12 @@ class GridCell:
         """Population slots seeded by the cell's init stream: the same networks on every rank layout."""
         label = cell_label(self.cell)
         for kind, population, name in ((0, self.generators, "G"), (1, self.discriminators, "D")):
-            for slot in range(self.grid["population_size"]):
+            for slot in range(self.grid.population_size):
                 with torch.random.fork_rng(devices=[]):
                     torch.manual_seed(derive_seed(self.streams.init_seed, kind, slot))
                     net = self._build(kind)
-                optimizer = adam(net.parameters(), self.setup["lr"], self.betas)
-                population.append(Individual(net, optimizer, self.setup["lr"], float("inf"), f"{label}/{name}{slot}").payload())
+                optimizer = adam(net.parameters(), self.setup.lr, self.betas)
+                population.append(Individual(net, optimizer, self.setup.lr, float("inf"), f"{label}/{name}{slot}").payload())
 
     # -- state --------------------------------------------------------------------------------
     def shared_state(self) -> dict[str, list[Payload]]:
@@ -158,7 +159,7 @@ class GridCell:
 
     def fitness_sample(self) -> tuple[torch.Tensor, torch.Tensor]:
         """This iteration's fitness sample: real images of the cell's subset and a noise batch."""
-        size, stream = self.grid["fitness_sample_size"], self.streams.torch["fitness"]
+        size, stream = self.grid.fitness_sample_size, self.streams.torch["fitness"]
         picks = torch.randint(len(self.subset), (size,), generator=stream)
         real = self.images[self.subset[picks].to(self.device)]
         z = torch.randn(size, self.spec.latent_dim, generator=stream).to(self.device)
@@ -166,18 +167,18 @@ class GridCell:
 
     def aggregate(self, losses: np.ndarray) -> np.ndarray:
         """Fitness of each row's individual from its losses against every opponent (columns)."""
-        return {"average": losses.mean(axis=1), "worst": losses.max(axis=1), "best": losses.min(axis=1)}[self.grid["fitness_mode"]]
+        return {"average": losses.mean(axis=1), "worst": losses.max(axis=1), "best": losses.min(axis=1)}[self.grid.fitness_mode]
 
     def select(self, all_g: list[Payload], all_d: list[Payload], g_fit: np.ndarray, d_fit: np.ndarray) -> tuple[list[Payload], list[Payload]]:
         """Tournament winners from the neighbourhood, as payloads carrying this iteration's fitness."""
-        size, rng = self.grid["population_size"], self.streams.evolution
-        winners_g = tournament(g_fit, size, self.grid["tournament_size"], rng)
-        winners_d = tournament(d_fit, size, self.grid["tournament_size"], rng)
+        size, rng = self.grid.population_size, self.streams.evolution
+        winners_g = tournament(g_fit, size, self.grid.tournament_size, rng)
+        winners_d = tournament(d_fit, size, self.grid.tournament_size, rng)
         return ([{**all_g[i], "fitness": float(g_fit[i])} for i in winners_g],
                 [{**all_d[i], "fitness": float(d_fit[i])} for i in winners_d])
 
     def steps(self) -> int:
-        return len(self.subset) // self.setup["batch_size"]
+        return len(self.subset) // self.setup.batch_size
 
     def batch_order(self) -> torch.Tensor:
         """This iteration's order of the cell's images (its batches stream)."""
@@ -185,11 +186,11 @@ class GridCell:
 
     def noise(self) -> torch.Tensor:
         """One update's noise batch (the cell's noise stream)."""
-        return torch.randn(self.setup["batch_size"], self.spec.latent_dim, generator=self.streams.torch["noise"]).to(self.device)
+        return torch.randn(self.setup.batch_size, self.spec.latent_dim, generator=self.streams.torch["noise"]).to(self.device)
 
     def d_updates(self, step: int) -> bool:
         """Whether the discriminators train at ``step`` (Lipizzaner's discriminator skip)."""
-        skip = self.grid["discriminator_skip"]
+        skip = self.grid.discriminator_skip
         return skip == 0 or step % (skip + 1) == 0
 
     def pick(self, count: int) -> int:
@@ -197,14 +198,14 @@ class GridCell:
         return int(self.streams.evolution.integers(count))
 
     def step_loss(self) -> AdversarialLoss:
-        if self.setup["loss"] != "mustangs":
+        if self.setup.loss != "mustangs":
             return self.loss
         # Mustangs: each update draws its loss at random among Lipizzaner's three.
         return LOSSES.get(MUSTANGS_LOSSES[int(self.streams.evolution.integers(len(MUSTANGS_LOSSES)))])
 
     def mutated_lr(self, lr: float) -> float:
         grid = self.grid
-        return mutate_learning_rate(lr, self.setup["lr"], grid["mutation_rate"], grid["mutation_probability"], self.streams.evolution)
+        return mutate_learning_rate(lr, self.setup.lr, grid.mutation_rate, grid.mutation_probability, self.streams.evolution)
 
     def replace(self, g_fit: np.ndarray, d_fit: np.ndarray, new_g: list[Payload], new_d: list[Payload]) -> None:
         """The worst local individuals give way to the trained ones (grid.replacement decides when)."""
@@ -213,25 +214,25 @@ class GridCell:
         # cell's own). New dicts: other cells on this rank read the old ones in this iteration.
         self.generators = [{**p, "fitness": float(g_fit[k])} for k, p in enumerate(self.generators)]
         self.discriminators = [{**p, "fitness": float(d_fit[k])} for k, p in enumerate(self.discriminators)]
-        self.generators = replace_worst(self.generators, new_g, grid["n_replacements"], self.only_better)
-        self.discriminators = replace_worst(self.discriminators, new_d, grid["n_replacements"], self.only_better)
+        self.generators = replace_worst(self.generators, new_g, grid.n_replacements, self.only_better)
+        self.discriminators = replace_worst(self.discriminators, new_d, grid.n_replacements, self.only_better)
 
     def mixture_step(self, gathered: dict[Cell, dict[str, list[Payload]]], evolve: bool = True) -> MixtureStep:
         """The mixture of the neighbourhood's best generators on fresh noise: its current weights and,
         with ``evolve`` and more than one generator, the (1+1)-ES's mutation of them by N(0, sigma)."""
         # Each neighbour's population arrives best first: its first generator joins the mixture.
         firsts = [gathered[n]["generators"][0] for n in self.neighbourhood]
-        z = torch.randn(self.grid["score_sample_size"], self.spec.latent_dim, generator=self.streams.torch["mixture"])
+        z = torch.randn(self.grid.score_sample_size, self.spec.latent_dim, generator=self.streams.torch["mixture"])
         candidates = [self.weights]
         if evolve and len(firsts) > 1:
-            mutated = np.clip(self.weights + self.streams.evolution.normal(0.0, self.grid["mixture_sigma"], len(self.weights)), 0, None)
+            mutated = np.clip(self.weights + self.streams.evolution.normal(0.0, self.grid.mixture_sigma, len(self.weights)), 0, None)
             if mutated.sum() > 0:
                 candidates.append(mutated / mutated.sum())
         return MixtureStep(firsts, z, candidates)
 
     def span_images(self, step: MixtureStep) -> torch.Tensor:
         """The components' images of their spans of the step's noise, laid end to end (network by network)."""
-        batch = self.setup["batch_size"] * 10
+        batch = self.setup.batch_size * 10
         z = step.z.to(self.device)
         with torch.no_grad():
             return torch.cat([
@@ -275,12 +276,12 @@ class GridCell:
     def loop_train(self, new_g: list[Payload], new_d: list[Payload], beat: Callable[[], None]) -> tuple[list[Payload], list[Payload], float, float]:
         """One pass over the cell's images, network by network; the trained payloads and mean losses."""
         # Pool slots past the fitness views': those nets are reloaded while these train.
-        slots = len(self.neighbourhood) * self.grid["population_size"]
+        slots = len(self.neighbourhood) * self.grid.population_size
         gs = [restore(p, self._pooled(0, slots + k), self.betas) for k, p in enumerate(new_g)]
         ds = [restore(p, self._pooled(1, slots + k), self.betas) for k, p in enumerate(new_d)]
         for individual in gs + ds:
             individual.net.train()
-        order, steps, batch = self.batch_order(), self.steps(), self.setup["batch_size"]
+        order, steps, batch = self.batch_order(), self.steps(), self.setup.batch_size
         g_total, d_total, d_steps = 0.0, 0.0, 0
         for step in range(steps):
             real = self.images[order[step * batch : (step + 1) * batch]]

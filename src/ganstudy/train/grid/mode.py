@@ -31,6 +31,8 @@ from ganstudy.train.grid.iteration import Engine, LoopEngine, iterate_cells, sco
 from ganstudy.train.grid.stacked import StackedEngine
 from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.pair import batches_per_pass, network_spec
+from ganstudy.train.settings import TrainingSettings
+from ganstudy.typed import as_dict
 
 
 def _say(message: str) -> None:
@@ -38,29 +40,29 @@ def _say(message: str) -> None:
 
 
 def _fingerprint(context: TrainingContext, shape: GridShape) -> str:
-    identity = {"setup": context.setup, "seed": context.study_seed, "trial": context.trial, "shape": str(shape)}
+    identity = {"setup": as_dict(context.setup), "seed": context.study_seed, "trial": context.trial, "shape": str(shape)}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
 def _check_settings(context: TrainingContext) -> None:
-    grid = context.setup["grid"]
+    grid = context.setup.grid
     if context.classifier_path is None or context.reference_path is None:
         raise GanstudyError("training mode 'grid' scores its mixtures with the data set's classifier: pass --classifier and --reference")
-    if grid["n_replacements"] > grid["population_size"]:
+    if grid.n_replacements > grid.population_size:
         raise GanstudyError(
-            f"grid.n_replacements={grid['n_replacements']} exceeds grid.population_size={grid['population_size']}"
+            f"grid.n_replacements={grid.n_replacements} exceeds grid.population_size={grid.population_size}"
         )
-    batches_per_pass(len(context.data.images), context.setup["batch_size"])
+    batches_per_pass(len(context.data.images), context.setup.batch_size)
 
 
-def _engine(setup: dict[str, Any], spec: Any, device: torch.device, root: bool) -> Engine:
+def _engine(setup: TrainingSettings, spec: Any, device: torch.device, root: bool) -> Engine:
     """Stacked cells when asked for and possible; otherwise the per-cell loop, said once."""
-    generator, discriminator = build_pair(setup["network"], spec)
+    generator, discriminator = build_pair(setup.network, spec)
     threads = torch.get_num_threads()
-    if not setup["grid"]["batch_cells"]:
+    if not setup.grid.batch_cells:
         return LoopEngine()
     if not (hasattr(generator, "stacked") and hasattr(discriminator, "stacked")):
-        reason = f"network {setup['network']} has no stacked form"
+        reason = f"network {setup.network} has no stacked form"
     elif device.type == "cpu" and threads > 1:
         # Threads split a stack's work at points that depend on the stack's size, i.e. on the layout.
         reason = f"stacked cells give the same bits on any rank count only with one CPU thread per rank, this rank has {threads}"
@@ -98,12 +100,12 @@ def _restore(store: CheckpointStore, cells: dict[Cell, GridCell], control: Any, 
 def train_grid(context: TrainingContext) -> TrainingResult | None:
     from mpi4py import MPI
 
-    grid, world = context.setup["grid"], context.world
+    grid, world = context.setup.grid, context.world
     _check_settings(context)
-    shape = resolve_shape(grid["shape"], world.size, grid["min_cells"], grid["max_cells"])
-    if grid["cell_classes"] and len(grid["cell_classes"]) != shape.size:
+    shape = resolve_shape(grid.shape, world.size, grid.min_cells, grid.max_cells)
+    if grid.cell_classes and len(grid.cell_classes) != shape.size:
         raise GanstudyError(
-            f"grid.cell_classes lists classes for {len(grid['cell_classes'])} cells, the {shape} grid has {shape.size}: "
+            f"grid.cell_classes lists classes for {len(grid.cell_classes)} cells, the {shape} grid has {shape.size}: "
             "give one list per cell, row by row"
         )
     blocks = assign_cells(shape, world.size)
@@ -122,7 +124,7 @@ def train_grid(context: TrainingContext) -> TrainingResult | None:
 def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], comm: Any) -> TrainingResult | None:
     from mpi4py import MPI
 
-    setup, grid = context.setup, context.setup["grid"]
+    setup, grid = context.setup, context.setup.grid
     rank, root = comm.Get_rank(), comm.Get_rank() == 0
     control, heartbeat_comm = comm.Dup(), comm.Dup()
     exchange = NeighbourExchange(comm, shape, blocks)
@@ -137,7 +139,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
     store = None
     # Without periodic checkpoints (checkpoint_period 0) the store still takes a stop signal's one.
     if context.checkpoint_dir is not None:
-        store = CheckpointStore(context.checkpoint_dir, setup["checkpoints_kept"], _fingerprint(context, shape))
+        store = CheckpointStore(context.checkpoint_dir, setup.checkpoints_kept, _fingerprint(context, shape))
     done, shared = _restore(store, cells, control, root) if store else (0, {})
     if done == 0:
         for cell in cells.values():
@@ -150,8 +152,8 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
 
     stopped_at = None
     try:
-        with Heartbeat(heartbeat_comm, grid["heartbeat_timeout"], describe) as heartbeat:
-            iterations = range(done + 1, setup["iterations"] + 1)
+        with Heartbeat(heartbeat_comm, grid.heartbeat_timeout, describe) as heartbeat:
+            iterations = range(done + 1, setup.iterations + 1)
             for iteration in tqdm(iterations, desc=f"grid {shape}", unit="it", disable=not root or None, mininterval=5):
                 started = time.perf_counter()
                 with rank_timer("exchange"), heartbeat.waiting():
@@ -167,8 +169,8 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
                     stopping = context.stop.agreed(control)
                 if root:
                     _record(history, profile, iteration, collected, started)
-                period = setup["checkpoint_period"]
-                due = period and iteration % period == 0 and iteration < setup["iterations"]
+                period = setup.checkpoint_period
+                due = period and iteration % period == 0 and iteration < setup.iterations
                 if store and (stopping or due):
                     with rank_timer("checkpoint"), heartbeat.waiting():
                         _checkpoint(store, iteration, cells, control, root, history, profile, heartbeat.beat)
@@ -209,17 +211,17 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
     payloads, weights = next((part[1][0], part[2]) for part in collected if part[1] is not None)
     components = []
     for payload in payloads:
-        generator, _ = build_pair(setup["network"], spec)
+        generator, _ = build_pair(setup.network, spec)
         generator.load_state_dict(payload["params"])
         components.append(generator.eval())
     # The final exchange and scoring come after the last iteration: they are filed as iteration n+1.
     profile += [
-        {"iteration": setup["iterations"] + 1, "cell": "*", "rank": r, "routine": name, "seconds": s}
+        {"iteration": setup.iterations + 1, "cell": "*", "rank": r, "routine": name, "seconds": s}
         for r, part in enumerate(collected) for name, s in part[3].items()
     ]
     return TrainingResult(
         MixtureGenerator(components, weights.tolist()),
-        setup["network"],
+        setup.network,
         spec,
         history,
         profile,

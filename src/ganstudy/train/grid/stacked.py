@@ -229,14 +229,14 @@ class StackedEngine:
         and Adam moments stay within CPU_CHUNK_BYTES, so that they are still in cache at the next update."""
         if cell.device.type != "cpu":
             return 2**31
-        population = cell.grid["population_size"]
+        population = cell.grid.population_size
         floats = sum(int(np.prod(shape)) for shape in self.g_net.shapes + self.d_net.shapes)
         return max(1, CPU_CHUNK_BYTES // (4 * 4 * floats * population))
 
     def _train_lockstep(self, cells, selections, beat):
         """One pass over each cell's images, every cell's update k in one stacked step."""
         first = cells[0]
-        betas, device, batch, mustangs = first.betas, first.device, first.setup["batch_size"], first.setup["loss"] == "mustangs"
+        betas, device, batch, mustangs = first.betas, first.device, first.setup.batch_size, first.setup.loss == "mustangs"
         gens = StackedPlayers(self.g_net, [p for new_g, _ in selections for p in new_g], betas, device)
         discs = StackedPlayers(self.d_net, [p for _, new_d in selections for p in new_d], betas, device)
         # Row ranges of each cell's copies in the stacks.
