@@ -25,6 +25,7 @@ import torch
 from ganstudy.config import validate_study_config
 from ganstudy.parallel.world import mpi_library_version
 from ganstudy.provenance import git_state, now, package_versions
+from ganstudy.train.job import job_description, write_job
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -52,11 +53,14 @@ def setup(keys: dict[str, Any]) -> dict[str, Any]:
     return validate_study_config(config, SCHEMA)["setups"][SETUP]
 
 
-def train(ranks: int, settings: dict[str, Any], data: Path, out: Path, *extra: str) -> Path:
-    """``mpiexec -n ranks ganstudy train`` of one set-up, 1 torch thread per rank; returns ``out``. A failed
-    run stops the benchmark with the end of its log."""
-    command = ["mpiexec", "-n", str(ranks), "ganstudy", "train", "--setup", SETUP, "--settings", json.dumps(settings),
-               "--train", str(data), "--seed", "1", "--trial", "0", "--out-dir", str(out), "--threads", "1", *extra]
+def train(ranks: int, settings: dict[str, Any], data: Path, out: Path, **inputs: Path) -> Path:
+    """``mpiexec -n ranks ganstudy train`` of one set-up, 1 torch thread per rank, from a job file beside
+    ``out`` (``inputs``: the job's other input files); returns ``out``. A failed run stops the benchmark
+    with the end of its log."""
+    job = out.parent / f"{out.name}.job.json"
+    files = {"train": str(data), **{key: str(path) for key, path in inputs.items()}}
+    write_job(job, job_description(SETUP, settings, 1, files, {"threads": 1}))
+    command = ["mpiexec", "-n", str(ranks), "ganstudy", "train", str(job), "--trial", "0", "--out-dir", str(out)]
     done = subprocess.run(command, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
         sys.stderr.write(done.stderr[-4000:])

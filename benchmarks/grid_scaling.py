@@ -64,8 +64,7 @@ def grid_setup(iterations: int, size: dict, cell: dict | None = None, **grid) ->
 
 def run(ranks: int, settings: dict, folder: Path, out: Path) -> Path:
     """A grid run on ``folder``'s training split, scored with its classifier (the grid always scores)."""
-    return train(ranks, settings, folder / "train.npz", out,
-                 "--classifier", str(folder / "classifier.pt"), "--reference", str(folder / "reference.npz"))
+    return train(ranks, settings, folder / "train.npz", out, classifier=folder / "classifier.pt", reference=folder / "reference.npz")
 
 
 def exchange_fraction(out: Path, skip: int = 1) -> float:

@@ -18,6 +18,23 @@ SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 BIN = Path(sys.executable).parent
 
 
+def train_command(setup: dict, train: Path, out: Path, *, seed: int, trial: int = 0, ranks: int | None = None, name: str = "s",
+                  checkpoints: Path | None = None, classifier: Path | None = None, reference: Path | None = None,
+                  held_out: Path | None = None, **compute) -> list[str]:
+    """``ganstudy train`` of a validated set-up as the workflow runs it: the set-up's job file (written
+    beside ``out``) and the command, under ``mpiexec -n ranks`` when ranks are given."""
+    from ganstudy.train.job import job_description, write_job
+
+    files = {"classifier": classifier, "reference": reference, "held_out": held_out}
+    inputs = {"train": str(train), **{key: str(path) for key, path in files.items() if path is not None}}
+    job = out.parent / f"{out.name}.job.json"
+    write_job(job, job_description(name, setup, seed, inputs, compute))
+    command = ["ganstudy", "train", str(job), "--trial", str(trial), "--out-dir", str(out)]
+    if checkpoints is not None:
+        command += ["--checkpoint-dir", str(checkpoints)]
+    return (["mpiexec", "-n", str(ranks)] if ranks else []) + command
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import REPO, SCHEMA
+from conftest import REPO, SCHEMA, train_command
 from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
@@ -175,8 +175,7 @@ def test_a_resumed_zero_run_gives_the_same_bits(network, tmp_path, env):
 def test_the_mode_writes_a_plain_generator_and_the_shard_timings(digits_dir, tmp_path, env):
     setup = settings(network="dccgan", batch_size=32, iterations=1)
     out = tmp_path / "run"
-    command = ["mpiexec", "-n", "2", "ganstudy", "train", "--setup", "dp", "--settings", json.dumps(setup),
-               "--train", str(digits_dir / "train.npz"), "--seed", "5", "--trial", "0", "--out-dir", str(out)]
+    command = train_command(setup, digits_dir / "train.npz", out, seed=5, ranks=2, name="dp")
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     generator, _ = load_generator(out / "generator.pt")
@@ -193,8 +192,7 @@ def test_a_global_batch_that_does_not_split_is_named(digits_dir, tmp_path, env):
     with pytest.raises(GanstudyError, match="batch_size 30 does not split into 2 rank.* x 2 micro-batch.*multiple of 4"):
         shard_rows(30, 2, 2)
     setup = settings(batch_size=33)
-    command = ["mpiexec", "-n", "2", "ganstudy", "train", "--setup", "dp", "--settings", json.dumps(setup),
-               "--train", str(digits_dir / "train.npz"), "--seed", "5", "--trial", "0", "--out-dir", str(tmp_path / "run")]
+    command = train_command(setup, digits_dir / "train.npz", tmp_path / "run", seed=5, ranks=2, name="dp")
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode != 0 and "batch_size 33 does not split into 2 rank(s)" in done.stderr
     assert "Traceback" not in done.stderr
@@ -202,8 +200,7 @@ def test_a_global_batch_that_does_not_split_is_named(digits_dir, tmp_path, env):
 
 def test_fp16_on_the_cpu_is_refused_with_the_alternative(digits_dir, tmp_path, env):
     setup = settings(data_parallel={"amp": "fp16"})
-    command = ["ganstudy", "train", "--setup", "dp", "--settings", json.dumps(setup), "--train", str(digits_dir / "train.npz"),
-               "--seed", "5", "--trial", "0", "--out-dir", str(tmp_path / "run"), "--device", "cpu"]
+    command = train_command(setup, digits_dir / "train.npz", tmp_path / "run", seed=5, name="dp", device="cpu")
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode != 0 and "amp fp16 needs a GPU" in done.stderr and "use bf16" in done.stderr
 

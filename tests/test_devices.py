@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -10,12 +9,12 @@ import subprocess
 import pytest
 import torch
 
-from conftest import SCHEMA
-from ganstudy.cli import build_parser
+from conftest import SCHEMA, train_command
 from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.parallel.determinism import configure_determinism
 from ganstudy.parallel.world import mpi_world, select_devices
+from ganstudy.train.job import job_description, read_job, write_job
 
 CPU = (torch.device("cpu"), torch.device("cpu"))
 SCHEDULER = ("SLURM_JOB_ID", "LSB_JOBID", "CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "JSM_NAMESPACE_LOCAL_RANK")
@@ -89,8 +88,7 @@ def test_the_train_command_in_a_gpu_job_without_a_gpu_stops_with_the_diagnosis(d
     # An empty CUDA_VISIBLE_DEVICES hides every GPU, so this holds on a GPU node too.
     job = {name: value for name, value in env.items() if name not in SCHEDULER}
     job.update(SLURM_JOB_ID="4242", SLURM_STEP_GPUS="0,1", CUDA_VISIBLE_DEVICES="")
-    command = ["ganstudy", "train", "--setup", "s", "--settings", json.dumps(setup), "--train", str(digits_dir / "train.npz"),
-               "--seed", "1", "--trial", "0", "--out-dir", str(tmp_path / "run"), "--node-gpus", "2"]
+    command = train_command(setup, digits_dir / "train.npz", tmp_path / "run", seed=1, node_gpus=2)
     done = subprocess.run(command, capture_output=True, text=True, env=job, timeout=300)
     assert done.returncode != 0
     assert "ganstudy train: error: rank 0 of 1 on host" in done.stderr
@@ -100,12 +98,14 @@ def test_the_train_command_in_a_gpu_job_without_a_gpu_stops_with_the_diagnosis(d
     assert not (tmp_path / "run").exists()
 
 
-def test_train_options_default_to_no_gpu_promise_and_deterministic_kernels():
-    base = ["train", "--setup", "s", "--settings", "{}", "--train", "t.npz", "--seed", "1", "--trial", "0", "--out-dir", "o"]
-    args = build_parser().parse_args(base)
-    assert args.node_gpus == 0 and args.deterministic is True
-    args = build_parser().parse_args([*base, "--node-gpus", "4", "--no-deterministic"])
-    assert args.node_gpus == 4 and args.deterministic is False
+def test_a_job_s_compute_options_default_to_no_gpu_promise_and_deterministic_kernels(tmp_path):
+    setup = validate_study_config({"setups": {"s": {}}}, SCHEMA)["setups"]["s"]
+    write_job(tmp_path / "plain.json", job_description("s", setup, 1, {"train": "t.npz"}, {}))
+    compute = read_job(tmp_path / "plain.json").compute
+    assert compute.node_gpus == 0 and compute.deterministic is True and compute.device == "auto"
+    write_job(tmp_path / "set.json", job_description("s", setup, 1, {"train": "t.npz"}, {"node_gpus": 4, "deterministic": False}))
+    compute = read_job(tmp_path / "set.json").compute
+    assert compute.node_gpus == 4 and compute.deterministic is False
 
 
 @pytest.fixture()

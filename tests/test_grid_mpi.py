@@ -17,7 +17,7 @@ import torch
 from ganstudy.config import validate_study_config
 from ganstudy.models.artifact import load_generator
 
-from conftest import SCHEMA
+from conftest import SCHEMA, train_command
 from jobs import kill_job, start_job, wait_for
 
 pytestmark = pytest.mark.mpi
@@ -38,10 +38,8 @@ def settings(**keys):
 
 def command(ranks, setup, out, digits_dir, scoring, checkpoints=None):
     classifier, reference = scoring
-    line = ["mpiexec", "-n", str(ranks), "ganstudy", "train", "--setup", "g", "--settings", json.dumps(setup),
-            "--train", str(digits_dir / "train.npz"), "--seed", "11", "--trial", "1", "--out-dir", str(out),
-            "--classifier", str(classifier), "--reference", str(reference)]
-    return line + (["--checkpoint-dir", str(checkpoints)] if checkpoints else [])
+    return train_command(setup, digits_dir / "train.npz", out, seed=11, trial=1, ranks=ranks, name="g", checkpoints=checkpoints,
+                         classifier=classifier, reference=reference)
 
 
 def train(ranks, setup, out, digits_dir, scoring, env, checkpoints=None):

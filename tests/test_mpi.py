@@ -33,14 +33,13 @@ def test_training_under_mpiexec_gives_the_same_bits_as_a_plain_start(digits_dir,
     from ganstudy.config import validate_study_config
     from ganstudy.models.artifact import load_generator
 
-    from conftest import SCHEMA
+    from conftest import SCHEMA, train_command
 
     setup = validate_study_config({"setups": {"s": {"iterations": 2, "score_period": 0}}}, SCHEMA)["setups"]["s"]
     outputs = []
     for launcher in ([], ["mpiexec", "-n", "1"]):
         out = tmp_path / ("mpi" if launcher else "plain")
-        command = [*launcher, "ganstudy", "train", "--setup", "s", "--settings", json.dumps(setup),
-                   "--train", str(digits_dir / "train.npz"), "--seed", "4", "--trial", "2", "--out-dir", str(out)]
+        command = [*launcher, *train_command(setup, digits_dir / "train.npz", out, seed=4, trial=2)]
         subprocess.run(command, check=True, capture_output=True, env=env, timeout=120)
         outputs.append(load_generator(out / "generator.pt")[0].state_dict())
     assert all((outputs[0][k] == outputs[1][k]).all() for k in outputs[0])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import SCHEMA
+from conftest import SCHEMA, train_command
 from ganstudy.config import validate_study_config
 from ganstudy.data.arrays import load_split
 from ganstudy.models.artifact import load_generator, sample_labelled
@@ -30,9 +30,7 @@ def settings(**keys) -> dict:
 
 
 def command(ranks: int, setup: dict, out: Path, digits_dir: Path, checkpoints: Path | None = None) -> list[str]:
-    line = ["mpiexec", "-n", str(ranks), "ganstudy", "train", "--setup", "p", "--settings", json.dumps(setup),
-            "--train", str(digits_dir / "train.npz"), "--seed", "5", "--trial", "0", "--out-dir", str(out)]
-    return line + (["--checkpoint-dir", str(checkpoints)] if checkpoints else [])
+    return train_command(setup, digits_dir / "train.npz", out, seed=5, ranks=ranks, name="p", checkpoints=checkpoints)
 
 
 def train(ranks: int, setup: dict, out: Path, digits_dir: Path, env: dict, checkpoints: Path | None = None):

@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import SCHEMA
+from conftest import SCHEMA, train_command
 from ganstudy.config import validate_study_config
 from ganstudy.parallel.stop import STOPPED_EXIT_CODE
 from jobs import start_job, wait_for
@@ -44,9 +44,8 @@ def line(mode: str, out: Path, checkpoints: Path, digits_dir: Path, grid_scoring
     ranks, setup = SETUPS[mode]
     setup = validate_study_config({"setups": {"s": setup}}, SCHEMA)["setups"]["s"]
     classifier, reference = grid_scoring
-    return ["mpiexec", "-n", str(ranks), "ganstudy", "train", "--setup", "s", "--settings", json.dumps(setup),
-            "--train", str(digits_dir / "train.npz"), "--seed", "3", "--trial", "0", "--out-dir", str(out),
-            "--checkpoint-dir", str(checkpoints), "--classifier", str(classifier), "--reference", str(reference)]
+    return train_command(setup, digits_dir / "train.npz", out, seed=3, ranks=ranks, checkpoints=checkpoints,
+                         classifier=classifier, reference=reference)
 
 
 def ranks_of(job) -> list[psutil.Process]:

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from conftest import SCHEMA
+from conftest import SCHEMA, train_command
 from ganstudy.config import validate_study_config
 from ganstudy.data.arrays import Split, save_split
 from ganstudy.errors import GanstudyError
@@ -121,8 +121,8 @@ def test_modes_of_noise_networks_refuse_a_paired_network(mode: str) -> None:
 
 
 @pytest.mark.parametrize("network, problem", [
-    ("pix2pix", "scores a paired generator on held-out pairs during training: pass --score-split"),
-    ("calo3d", "scores a shower generator on held-out showers during training: pass --score-split"),
+    ("pix2pix", "scores a paired generator on held-out pairs during training: give the job's inputs.held_out"),
+    ("calo3d", "scores a shower generator on held-out showers during training: give the job's inputs.held_out"),
 ])
 def test_an_in_training_score_without_what_it_needs_is_refused(network: str, problem: str) -> None:
     context = TrainingContext(TrainingSettings.from_config(paired_setup(score_period=5, network=network)), Split(np.zeros((1, 1, 8, 8), np.float32), np.zeros(1, np.int64)),
@@ -131,10 +131,9 @@ def test_an_in_training_score_without_what_it_needs_is_refused(network: str, pro
         score_curve(context)
 
 
-def run_train(split: Path, setup: dict, out: Path, ranks: int, env: dict, *extra: str) -> Path:
+def run_train(split: Path, setup: dict, out: Path, ranks: int, env: dict, **files: Path) -> Path:
     """``ganstudy train`` under mpiexec, as the workflow runs it; returns the output folder."""
-    command = ["mpiexec", "-n", str(ranks), "ganstudy", "train", "--setup", "p", "--settings", json.dumps(setup), "--train", str(split),
-               "--seed", "1", "--trial", "0", "--out-dir", str(out), "--threads", "1", *extra]
+    command = train_command(setup, split, out, seed=1, ranks=ranks, name="p", **files)
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return out
@@ -173,7 +172,7 @@ def test_a_paired_generator_s_held_out_l1_is_scored_without_changing_a_training_
     a = rng.uniform(-1, 1, (5, 1, 64, 64)).astype(np.float32)
     save_split(tmp_path / "test.npz", Split(-np.repeat(a, 3, axis=1), np.zeros(5, np.int64), conditions=a))
     scored_setup = paired_setup(mode="single", hidden_units=4, iterations=2, score_period=1, score_samples=3)
-    scored = run_train(tmp_path / "train.npz", scored_setup, tmp_path / "scored", 1, env, "--score-split", str(tmp_path / "test.npz"))
+    scored = run_train(tmp_path / "train.npz", scored_setup, tmp_path / "scored", 1, env, held_out=tmp_path / "test.npz")
     for (name, mine), theirs in zip(*(load_generator(run / "generator.pt")[0].state_dict().items() for run in (plain, scored))):
         assert torch.equal(mine, theirs[1]), name
     losses = pd.read_csv(scored / "losses.csv")
@@ -186,7 +185,7 @@ def test_a_paired_generator_s_held_out_l1_is_scored_without_changing_a_training_
         outputs = torch.cat([generator(torch.from_numpy(a[i : i + 1])) for i in range(3)]).double().numpy()
     assert losses.l1.iloc[-1] == pytest.approx(np.abs(outputs + np.repeat(a[:3], 3, axis=1)).mean() / 2, rel=1e-6)
     two = run_train(tmp_path / "train.npz", {**scored_setup, "mode": "data_parallel"}, tmp_path / "dp2", 2, env,
-                    "--score-split", str(tmp_path / "test.npz"))
+                    held_out=tmp_path / "test.npz")
     assert pd.read_csv(two / "losses.csv").l1.notna().all()
 
 
@@ -318,7 +317,7 @@ def test_a_shower_generator_s_held_out_physics_score_is_scored_without_changing_
     setup = paired_setup(network="calo3d", latent_dim=4, hidden_units=2, iterations=2)
     plain = run_train(tmp_path / "train.npz", setup, tmp_path / "plain", 1, env)
     scored = run_train(tmp_path / "train.npz", {**setup, "score_period": 1, "score_samples": 3}, tmp_path / "scored", 1, env,
-                       "--score-split", str(tmp_path / "test.npz"))
+                       held_out=tmp_path / "test.npz")
     for (name, mine), theirs in zip(*(load_generator(run / "generator.pt")[0].state_dict().items() for run in (plain, scored))):
         assert torch.equal(mine, theirs[1]), name
     losses = pd.read_csv(scored / "losses.csv")

@@ -15,7 +15,7 @@ from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.train.settings import TrainingSettings
 from ganstudy.train.run import run_training
 
-from conftest import SCHEMA
+from conftest import SCHEMA, train_command
 
 
 def _setup(**overrides):
@@ -108,11 +108,7 @@ def test_corrupt_generator_file_names_the_file_and_the_remedy(tmp_path):
 
 
 def test_single_mode_refuses_several_ranks(digits_dir, tmp_path, env):
-    setup = json.dumps(_setup(iterations=1))
-    command = [
-        "mpiexec", "-n", "2", "ganstudy", "train", "--setup", "s", "--settings", setup,
-        "--train", str(digits_dir / "train.npz"), "--seed", "1", "--trial", "0", "--out-dir", str(tmp_path),
-    ]
+    command = train_command(_setup(iterations=1), digits_dir / "train.npz", tmp_path / "run", seed=1, ranks=2)
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode != 0
     assert "training mode 'single' runs on 1 MPI rank, but the job has 2" in done.stderr

@@ -76,13 +76,10 @@ def _reference_stats(args: argparse.Namespace) -> None:
 
 
 def _train(args: argparse.Namespace) -> None:
+    from ganstudy.train.job import read_job
     from ganstudy.train.run import run_training
 
-    run_training(
-        args.setup, args.settings, args.train, args.seed, args.trial, args.out_dir, args.threads, args.device,
-        args.gpus_per_rank, args.classifier, args.reference, args.checkpoint_dir,
-        node_gpus=args.node_gpus, deterministic=args.deterministic, held_out_path=args.score_split,
-    )
+    run_training(read_job(args.job), args.trial, args.out_dir, args.checkpoint_dir)
 
 
 def _evaluate(args: argparse.Namespace) -> None:
@@ -274,31 +271,11 @@ def build_parser() -> argparse.ArgumentParser:
     threads(sub)
 
     sub = command("train", _train, "train one set-up for one trial (run under mpiexec/srun/jsrun)")
-    settings(sub, "set-up")
-    sub.add_argument("--setup", required=True, help="set-up name")
-    sub.add_argument("--train", required=True, help="prepared training split")
-    sub.add_argument("--seed", type=int, required=True, help="study seed")
+    sub.add_argument("job", help="the set-up's training job file (JSON: settings, seed, inputs, compute), as the workflow "
+                     "writes it to results/<study>/jobs/<set-up>.json")
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out-dir", required=True)
-    sub.add_argument("--classifier", help="the data set's classifier (modes that score during training)")
-    sub.add_argument("--reference", help="reference statistics of the real images (with --classifier)")
-    sub.add_argument("--score-split", help="the held-out pairs or showers (the test split) a paired or shower generator is "
-                     "scored on during training")
     sub.add_argument("--checkpoint-dir", help="where to keep checkpoints and resume from them")
-    sub.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: this rank's GPU if any")
-    sub.add_argument(
-        "--gpus-per-rank", type=int, choices=[1, 2], default=1, help="2: generator and discriminator on two GPUs (seed 001)"
-    )
-    sub.add_argument(
-        "--node-gpus", type=int, default=0, metavar="N",
-        help="compute.node_gpus: when more than 0, --device auto in a Slurm/LSF job whose rank sees no GPU fails "
-        "instead of training on the CPU",
-    )
-    sub.add_argument(
-        "--deterministic", action=argparse.BooleanOptionalAction, default=True,
-        help="compute.deterministic: deterministic CUDA kernels (same bits on rerun, slower); no effect on the CPU",
-    )
-    threads(sub)
 
     sub = command("evaluate", _evaluate, "score one trained generator (FID, IS; L1, PSNR, SSIM of a paired one; shower physics)")
     settings(sub, "evaluation section")

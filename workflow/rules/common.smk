@@ -3,12 +3,13 @@ import json
 import math
 import os
 import re
+from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from ganstudy.config import (
-    ConfigError, dataset_settings, evaluation_settings, speedup_baselines, training_settings, validate_study_config,
+    ConfigError, dataset_settings, evaluation_settings, speedup_baselines, validate_study_config,
 )
 from ganstudy.data.sources import CLASS_COUNTS, SOURCES
 from ganstudy.errors import GanstudyError
@@ -17,6 +18,7 @@ from ganstudy.evaluate.weights import check_inception_weights, fid_sample_warnin
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
 from ganstudy.stats.timing import EPOCH_REFERENCES
+from ganstudy.train.job import job_description, write_job
 
 try:
     validate_study_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
@@ -67,10 +69,6 @@ def as_json(section):
 
 # The evaluation section as the scoring jobs get it.
 EVALUATION_SETTINGS = as_json(evaluation_settings(config["evaluation"], config["dataset"]["name"]))
-
-
-def setup_settings(wildcards):
-    return as_json(training_settings(config["setups"][wildcards.setup]))
 
 
 def pairs_of(name):
@@ -209,13 +207,6 @@ def mpi_launch(wildcards, resources):
     return launch
 
 
-def compute_args():
-    """The train command's device options, from the compute section."""
-    compute = config["compute"]
-    return (f"--device {compute['device']} --gpus-per-rank {compute['gpus_per_rank']} --node-gpus {compute['node_gpus']}"
-            f" --{'' if compute['deterministic'] else 'no-'}deterministic")
-
-
 def train_gpus(wildcards):
     """GPUs a training job asks Slurm for in all (its ranks' GPUs; sbatch --gpus)."""
     return setup_tasks(wildcards) * rank_gpus()
@@ -266,6 +257,18 @@ def setup_threads(wildcards):
     return setup_tasks(wildcards) * THREADS
 
 
+def training_job_description(wildcards):
+    """The set-up's job file (ganstudy.train.job): settings, seed, the trials' input files and the
+    compute options. Typed here, so a description the jobs would refuse stops the DAG."""
+    compute = config["compute"]
+    options = {"device": compute["device"], "gpus_per_rank": compute["gpus_per_rank"], "node_gpus": compute["node_gpus"],
+               "deterministic": compute["deterministic"], "threads": THREADS}
+    try:
+        return job_description(wildcards.setup, config["setups"][wildcards.setup], config["seed"], train_inputs(wildcards), options)
+    except GanstudyError as error:
+        raise WorkflowError(str(error)) from None
+
+
 def train_inputs(wildcards):
     """The prepared data, and for set-ups that score during training the classifier and real statistics
     (paired data and showers: the held-out test split)."""
@@ -278,14 +281,6 @@ def train_inputs(wildcards):
         inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"
         inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
     return inputs
-
-
-def scoring_args(wildcards, input):
-    if "held_out" in input.keys():
-        return f"--score-split {input.held_out}"
-    if "classifier" not in input.keys():
-        return ""
-    return f"--classifier {input.classifier} --reference {input.reference}"
 
 
 def evaluate_inputs(wildcards):
@@ -314,7 +309,7 @@ def evaluate_args(wildcards, input):
     if PAIRED:
         return f"--pairs {input.pairs}"
     quality = f" --quality-reference {input.quality}" if "quality" in input.keys() else ""
-    return scoring_args(wildcards, input) + quality
+    return f"--classifier {input.classifier} --reference {input.reference}{quality}"
 
 
 def fetched_files():

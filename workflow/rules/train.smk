@@ -6,9 +6,23 @@
 # profile's retry resumes it with more wall time.
 
 
+rule training_job:
+    output:
+        f"{STUDY_DIR}/jobs/{{setup}}.json",
+    params:
+        job=training_job_description,
+    log:
+        f"{LOG_DIR}/jobs/{{setup}}.log",
+    localrule: True
+    run:
+        write_job(output[0], params.job)
+        Path(log[0]).write_text(f"wrote {output[0]}\n")
+
+
 rule train:
     input:
         unpack(train_inputs),
+        job=f"{STUDY_DIR}/jobs/{{setup}}.json",
     output:
         generator=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/generator.pt",
         losses=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/losses.csv",
@@ -22,15 +36,10 @@ rule train:
         profile=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/profile.csv",
         record=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/run.json",
     params:
-        settings=setup_settings,
-        seed=config["seed"],
         out_dir=subpath(output.record, parent=True),
-        scoring=scoring_args,
         # Outside the declared outputs: Snakemake must not delete them with a failed job.
         checkpoints=lambda wildcards: f"{STUDY_DIR}/checkpoints/{wildcards.setup}/trial{wildcards.trial}",
-        rank_threads=THREADS,
         launch=mpi_launch,
-        compute=compute_args(),
     log:
         f"{LOG_DIR}/train/{{setup}}/trial{{trial}}.log",
     conda:
@@ -52,7 +61,5 @@ rule train:
         slurm_extra=f"--signal=USR1@{WARNING_SECONDS}",
         wall_warning_minutes=config["compute"]["wall_warning_minutes"],
     shell:
-        "{params.launch} ganstudy train --setup {wildcards.setup}"
-        " --settings {params.settings:q} --train {input.train} --seed {params.seed}"
-        " --trial {wildcards.trial} --out-dir {params.out_dir} {params.scoring} --checkpoint-dir {params.checkpoints}"
-        " {params.compute} --threads {params.rank_threads} > {log} 2>&1"
+        "{params.launch} ganstudy train {input.job} --trial {wildcards.trial} --out-dir {params.out_dir}"
+        " --checkpoint-dir {params.checkpoints} > {log} 2>&1"

@@ -144,7 +144,7 @@ def score_curve(context: TrainingContext) -> ScoreCurve | None:
         what, stream, scorer = HELD_OUT_SCORERS[task]
         if context.held_out_path is None:
             raise GanstudyError(f"score_period {setup.score_period} scores {what} during training: "
-                                "pass --score-split (the test split; the workflow does), or set score_period: 0")
+                                "give the job's inputs.held_out (the test split; the workflow does), or set score_period: 0")
         network = build_pair(setup.network, network_spec(setup, context.data, any_task=True))[0]
         seed = derive_seed(context.study_seed, context.trial, stream)
         sizes = {"latent_dim": setup.latent_dim} if scorer is ShowerScorer else {}
@@ -152,7 +152,7 @@ def score_curve(context: TrainingContext) -> ScoreCurve | None:
                           setup.score_period, setup.score_samples)
     if context.classifier_path is None or context.reference_path is None:
         raise GanstudyError(f"score_period {setup.score_period} scores the generator during training with the data set's "
-                            "classifier: pass --classifier and --reference (the workflow does), or set score_period: 0")
+                            "classifier: give the job's inputs.classifier and inputs.reference (the workflow does), or set score_period: 0")
     scorer = FidScorer(context.classifier_path, context.reference_path, context.device)
     return ScoreCurve(scorer, setup.score_period, setup.score_samples)
 

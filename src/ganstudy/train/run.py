@@ -31,7 +31,8 @@ from ganstudy.report.images import save_grid, save_shower_pairs, save_triptychs
 from ganstudy.resources import peak_memory
 from ganstudy.seeding import derive_seed
 from ganstudy.train.modes import TrainingContext, get_mode
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.train.job import TrainingJob
+from ganstudy.typed import as_dict
 
 GRID_SAMPLES = 64
 SAMPLE_ROWS = 8
@@ -64,45 +65,34 @@ def earlier_seconds(checkpoint_dir: Path | None) -> float:
 
 
 def run_training(
-    setup_name: str,
-    setup: dict[str, Any],
-    train_path: str | os.PathLike[str],
-    study_seed: int,
+    job: TrainingJob,
     trial: int,
     out_dir: str | os.PathLike[str],
-    threads: int,
-    device: str = "auto",
-    gpus_per_rank: int = 1,
-    classifier_path: str | os.PathLike[str] | None = None,
-    reference_path: str | os.PathLike[str] | None = None,
     checkpoint_dir: str | os.PathLike[str] | None = None,
-    node_gpus: int = 0,
-    deterministic: bool = True,
-    held_out_path: str | os.PathLike[str] | None = None,
 ) -> None:
+    """Train ``job``'s set-up for one trial on this MPI world; rank 0 writes the outputs to ``out_dir``."""
     started_at = now()
     started = time.perf_counter()
-    # Typed once, before any rank trains: a key the set-up lacks or does not know stops the job here.
-    settings = TrainingSettings.from_config(setup, f"settings of set-up '{setup_name}'")
+    settings, inputs, compute = job.settings, job.inputs, job.compute
     world = mpi_world()
-    set_cpu_threads(threads)
+    set_cpu_threads(compute.threads)
     mode = get_mode(settings.mode)
-    generator_device, discriminator_device = select_devices(world, device, gpus_per_rank, node_gpus)
+    generator_device, discriminator_device = select_devices(world, compute.device, compute.gpus_per_rank, compute.node_gpus)
     # Before the first CUDA computation: cuBLAS reads its workspace setting when it starts.
-    configure_determinism(generator_device, deterministic)
+    configure_determinism(generator_device, compute.deterministic)
     # Installed before the data is read: a signal that comes early still stops at the first safe point.
     with StopSignal() as stop:
         context = TrainingContext(
             setup=settings,
-            data=load_split(train_path),
-            study_seed=study_seed,
+            data=load_split(inputs.train),
+            study_seed=job.seed,
             trial=trial,
             world=world,
             device=generator_device,
             discriminator_device=discriminator_device,
-            classifier_path=Path(classifier_path) if classifier_path else None,
-            reference_path=Path(reference_path) if reference_path else None,
-            held_out_path=Path(held_out_path) if held_out_path else None,
+            classifier_path=Path(inputs.classifier) if inputs.classifier else None,
+            reference_path=Path(inputs.reference) if inputs.reference else None,
+            held_out_path=Path(inputs.held_out) if inputs.held_out else None,
             checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
             stop=stop,
         )
@@ -125,7 +115,7 @@ def run_training(
         return
     out = Path(out_dir)
     task = get_network(result.network).task
-    grid_seed = derive_seed(study_seed, trial, "sample-grid")
+    grid_seed = derive_seed(job.seed, trial, "sample-grid")
     if task == "noise":
         grid = sample_generator(result.generator, result.spec.latent_dim, GRID_SAMPLES, grid_seed, GRID_SAMPLES)
         save_grid(out / "samples.png", grid.numpy())
@@ -154,9 +144,9 @@ def run_training(
         out / "run.json",
         provenance_record(
             "train",
-            setup,
-            setup_name=setup_name,
-            study_seed=study_seed,
+            job.settings_record(),
+            setup_name=job.setup,
+            study_seed=job.seed,
             trial=trial,
             seeds=result.seeds,
             world_size=world.size,
@@ -166,9 +156,10 @@ def run_training(
             discriminator_device=str(context.devices[1]),
             device_names=[rank["devices"] for rank in ranks],
             cuda=cuda_versions(),
-            deterministic=deterministic,
+            deterministic=compute.deterministic,
+            inputs=as_dict(inputs),
             mpi_library=mpi_library_version(),
-            torch_threads=threads,
+            torch_threads=compute.threads,
             started_at=started_at,
             train_seconds=train_seconds,
             # Of train_seconds, the segments before a stop at the wall time (0 when the run was not resumed).

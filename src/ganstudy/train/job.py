@@ -1,0 +1,80 @@
+"""A training job's description: one JSON file per set-up that the workflow writes (rule training_job)
+and every trial's ``ganstudy train`` reads, instead of a dozen options on each shell line.
+
+It holds the set-up's name and typed settings, the study seed, the input files and the compute
+options; the trial and the output folders stay on the command line, since they differ per job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ganstudy.atomic import write_json
+from ganstudy.config import training_settings
+from ganstudy.errors import GanstudyError
+from ganstudy.train.settings import TrainingSettings
+from ganstudy.typed import as_dict, build
+
+
+@dataclass(frozen=True)
+class JobInputs:
+    """The files a training job reads: its training split, and what an in-training score needs (the
+    data set's classifier and real statistics, or the held-out test split of pairs or showers)."""
+
+    train: str
+    classifier: str | None = None
+    reference: str | None = None
+    held_out: str | None = None
+
+
+@dataclass(frozen=True)
+class JobCompute:
+    """The compute section's options for a training job (workflow/schemas/config.schema.yaml)."""
+
+    device: str = "auto"  # auto: this rank's GPU if it has one
+    gpus_per_rank: int = 1  # 2: generator and discriminator on two GPUs (seed 001's layout)
+    node_gpus: int = 0  # more than 0: a Slurm/LSF rank that sees no GPU fails instead of training on the CPU
+    deterministic: bool = True  # deterministic CUDA kernels (same bits on rerun); no effect on a CPU
+    threads: int = 1  # torch threads per rank
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    setup: str
+    seed: int
+    settings: TrainingSettings
+    inputs: JobInputs
+    compute: JobCompute = field(default_factory=JobCompute)
+
+    def settings_record(self) -> dict[str, Any]:
+        """The settings as run.json records them: the set-up's keys, without other networks' keys."""
+        return training_settings(as_dict(self.settings))
+
+
+def job_description(setup: str, section: dict[str, Any], seed: int, inputs: dict[str, str], compute: dict[str, Any]) -> dict[str, Any]:
+    """The JSON a job file holds, from a validated ``setups.<name>`` section; typed here first, so a
+    description that ``read_job`` would refuse is never written."""
+    description = {"setup": setup, "seed": seed, "settings": training_settings(section), "inputs": inputs, "compute": compute}
+    build(TrainingJob, description, f"training job of set-up '{setup}'")
+    return description
+
+
+def write_job(path: str | os.PathLike[str], description: dict[str, Any]) -> None:
+    write_json(Path(path), description)
+
+
+def read_job(path: str | os.PathLike[str]) -> TrainingJob:
+    """The job a file describes; a missing, unreadable or incomplete file names itself and the key."""
+    try:
+        description = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise GanstudyError(f"training job file {path} does not exist: the workflow writes it (rule training_job)") from None
+    except (OSError, ValueError) as exc:
+        raise GanstudyError(f"training job file {path} is unreadable ({exc}): delete it and rerun the workflow") from None
+    if not isinstance(description, dict):
+        raise GanstudyError(f"training job file {path} holds no JSON object: delete it and rerun the workflow")
+    return build(TrainingJob, description, f"training job file {path}")
