@@ -26,7 +26,7 @@ from ganstudy.models import build_pair
 from ganstudy.parallel.world import mpi_world
 from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.train.settings import TrainingSettings
-from ganstudy.train.single import network_spec
+from ganstudy.train.network_spec import network_spec
 
 FULL = {"iterations": 20, "repeats": 5}
 QUICK = {"iterations": 1, "repeats": 1}

@@ -17,7 +17,8 @@ from ganstudy.parallel.process_group import torch_process_group
 from ganstudy.parallel.world import mpi_world
 from ganstudy.train.data_parallel import DataParallelTrainer
 from ganstudy.train.tasks import Batch
-from ganstudy.train.pair import network_spec, pair_seeds
+from ganstudy.train.network_spec import network_spec
+from ganstudy.train.seeds import pair_seeds
 from ganstudy.train.settings import TrainingSettings
 
 CPU = (torch.device("cpu"), torch.device("cpu"))

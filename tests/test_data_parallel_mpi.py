@@ -20,7 +20,7 @@ from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import load_generator
 from ganstudy.parallel.shard_dropout import row_masks, shard_dropout
 from ganstudy.parallel.partition import shard_rows
-from ganstudy.train.pair import pair_seeds
+from ganstudy.train.seeds import pair_seeds
 
 pytestmark = pytest.mark.mpi
 

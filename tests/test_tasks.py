@@ -26,7 +26,10 @@ from ganstudy.models.artifact import load_generator
 from ganstudy.seeding import derive_seed
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.modes import TrainingContext
-from ganstudy.train.pair import PairTrainer, network_spec, pair_seeds, score_curve
+from ganstudy.train.pair import PairTrainer
+from ganstudy.train.network_spec import network_spec
+from ganstudy.train.score_curve import score_curve
+from ganstudy.train.seeds import pair_seeds
 from ganstudy.train.steps import adam, discriminator_step, generator_step, make_optimizer
 from ganstudy.train.settings import TrainingSettings
 from ganstudy.train.tasks import TASKS, TrainingData

@@ -1,5 +1,6 @@
-"""Partitions of a training split: per class (per-class training) and per grid cell (data dieting and
-per-cell label subsets). Pure functions of the labels and a seed, so every rank computes the same."""
+"""Partitions of a training split: per class (per-class training, class priors), per grid cell (data
+dieting and per-cell label subsets) and into batches. Pure functions of the labels and a seed, so every
+rank computes the same."""
 
 from __future__ import annotations
 
@@ -25,3 +26,16 @@ def cell_subset(labels: np.ndarray, ratio: float, classes: Sequence[int] | None,
     keep = min(len(pool), max(minimum, round(ratio * len(pool))))
     order = torch.randperm(len(pool), generator=torch.Generator().manual_seed(seed)).numpy()
     return np.sort(pool[order[:keep]])
+
+
+def class_prior(labels: np.ndarray) -> tuple[list[int], list[float], dict[int, int]]:
+    """The classes present, their share of the split (the prior a labelled generator samples), and counts."""
+    classes, counts = np.unique(labels, return_counts=True)
+    return classes.tolist(), (counts / counts.sum()).tolist(), dict(zip(classes.tolist(), counts.tolist()))
+
+
+def batches_per_pass(size: int, batch_size: int, what: str = "training images") -> int:
+    if batch_size > size:
+        raise GanstudyError(f"batch_size {batch_size} is larger than the {size} {what}; lower batch_size in the set-up")
+    # Full batches only: every step sees the same batch size, as in Lipizzaner.
+    return size // batch_size

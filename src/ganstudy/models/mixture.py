@@ -8,6 +8,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ganstudy.data.partition import class_prior
+
 
 def proportional_counts(weights: Sequence[float], total: int) -> list[int]:
     """Split ``total`` samples over the components in proportion to ``weights`` (largest remainder).
@@ -93,3 +95,12 @@ class ConditionalGenerator(nn.Module):
 
 
 Generator = MixtureGenerator | ConditionalGenerator
+
+
+def pair_generator(generator: torch.nn.Module, labels: np.ndarray | None) -> Generator:
+    """The study's generator made of one trained pair: a conditional pair (trained with ``labels``) draws
+    each class by the training split's prior and labels its samples."""
+    if labels is None:
+        return MixtureGenerator([generator], [1.0])
+    classes, prior, _ = class_prior(labels)
+    return ConditionalGenerator(generator, prior, classes)

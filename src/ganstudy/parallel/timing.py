@@ -6,6 +6,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 class RoutineTimer:
@@ -25,3 +26,14 @@ class RoutineTimer:
     def take(self) -> dict[str, float]:
         seconds, self._seconds = dict(self._seconds), defaultdict(float)
         return seconds
+
+
+def profile_rows(history: list[dict[str, Any]], cell: str, rank: int) -> list[dict[str, Any]]:
+    """profile.csv rows of a pair's training: a ``train`` routine per iteration and a ``score`` routine per
+    in-training FID, from its history."""
+    rows = []
+    for row in history:
+        rows.append({"iteration": row["iteration"], "cell": cell, "rank": rank, "routine": "train", "seconds": row["seconds"]})
+        if row["score_seconds"]:
+            rows.append({"iteration": row["iteration"], "cell": cell, "rank": rank, "routine": "score", "seconds": row["score_seconds"]})
+    return rows

@@ -32,7 +32,12 @@ from ganstudy.parallel.sync_batchnorm import globalise_batchnorm
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.world import World
 from ganstudy.train.modes import TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer, ScoreCurve, network_spec, pair_generator, pair_seeds, profile_rows, score_curve
+from ganstudy.train.pair import PairTrainer
+from ganstudy.models.mixture import pair_generator
+from ganstudy.parallel.timing import profile_rows
+from ganstudy.train.network_spec import network_spec
+from ganstudy.train.score_curve import score_curve, ScoreCurve
+from ganstudy.train.seeds import pair_seeds
 from ganstudy.train.settings import TrainingSettings
 from ganstudy.train.steps import optimizer_class
 from ganstudy.train.tasks import Batch

@@ -9,7 +9,6 @@ import hashlib
 import json
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,143 +17,21 @@ import torch
 from tqdm import tqdm
 
 from ganstudy.checkpoint import CheckpointStore
-from ganstudy.evaluate.fid import FidScorer
-from ganstudy.evaluate.paired import PairScorer
-from ganstudy.evaluate.showers import ShowerScorer
-from ganstudy.errors import GanstudyError
-from ganstudy.data.arrays import Split
+from ganstudy.data.partition import batches_per_pass
 from ganstudy.models import NetworkSpec, build_pair, get_network
-from ganstudy.models.mixture import ConditionalGenerator, Generator, MixtureGenerator
 from ganstudy.parallel.stop import StopSignal
-from ganstudy.seeding import derive_seed
-from ganstudy.train.modes import TrainingContext
 from ganstudy.train.losses import LOSSES
+from ganstudy.train.score_curve import ScoreCurve
 from ganstudy.train.settings import TrainingSettings
-from ganstudy.train.tasks import TASKS, Batch, Task, TrainingData
 from ganstudy.train.steps import call_network, discriminator_step, generator_step, make_optimizer
+from ganstudy.train.tasks import TASKS, Batch, Task, TrainingData
 from ganstudy.typed import as_dict
-
-STREAMS = ("init", "batches", "noise", "dropout", "score")
-
-
-def pair_seeds(study_seed: int, trial: int, prefix: str = "") -> dict[str, int]:
-    """The named random streams of one pair; ``prefix`` (e.g. "class3/") keeps pairs of a run apart."""
-    return {name: derive_seed(study_seed, trial, prefix + name) for name in STREAMS}
-
-
-def network_spec(setup: TrainingSettings, data: Split, conditional: bool = False, any_task: bool = False) -> NetworkSpec:
-    """The set-up's network for this data; ``conditional`` says whether the mode feeds labels, ``any_task``
-    whether it trains networks of every task (single, data_parallel) or of the noise task only."""
-    name = setup.network
-    network = get_network(name)
-    if network.task != "noise" and not any_task:
-        raise GanstudyError(f"mode '{setup.mode}' trains networks of noise only, but network '{name}' maps {network.task} "
-                            "inputs: train it with mode single or data_parallel")
-    if network.conditional != conditional:
-        raise GanstudyError(
-            f"network '{name}' is conditional: train it with mode 'conditional'"
-            if not conditional
-            else f"mode '{setup.mode}' trains a conditional network such as dccgan, not '{name}'"
-        )
-    if network.task != "noise" and data.conditions is None:
-        data_set = {"paired": "a paired data set (dataset.name paired_folder)"}.get(network.task, "a data set with primary energies")
-        raise GanstudyError(f"network '{name}' is trained on data with conditions (task '{network.task}'), but the prepared "
-                            f"split has none: use {data_set} or a noise network")
-    classes = int(data.labels.max()) + 1 if conditional else 0
-    conditions = data.condition_shape if network.task != "noise" else None
-    return NetworkSpec(data.image_shape, setup.latent_dim, setup.hidden_units, classes, conditions)
-
-
-def class_prior(labels: np.ndarray) -> tuple[list[int], list[float], dict[int, int]]:
-    """The classes present, their share of the split (the prior a labelled generator samples), and counts."""
-    classes, counts = np.unique(labels, return_counts=True)
-    return classes.tolist(), (counts / counts.sum()).tolist(), dict(zip(classes.tolist(), counts.tolist()))
-
-
-def batches_per_pass(size: int, batch_size: int, what: str = "training images") -> int:
-    if batch_size > size:
-        raise GanstudyError(f"batch_size {batch_size} is larger than the {size} {what}; lower batch_size in the set-up")
-    # Full batches only: every step sees the same batch size, as in Lipizzaner.
-    return size // batch_size
 
 
 def discriminator_updates(task: Task) -> tuple[tuple[str, ...], ...]:
     """The sides of the batch each of a step's discriminator updates sees: both at once, or (3DGAN) the
     real batch and then the fake batch. The losses of split updates add up to one joint update's."""
     return (("real",), ("fake",)) if task.split_discriminator else (("real", "fake"),)
-
-
-def pair_generator(generator: torch.nn.Module, labels: np.ndarray | None) -> Generator:
-    """The study's generator made of one trained pair: a conditional pair (trained with ``labels``) draws
-    each class by the training split's prior and labels its samples."""
-    if labels is None:
-        return MixtureGenerator([generator], [1.0])
-    classes, prior, _ = class_prior(labels)
-    return ConditionalGenerator(generator, prior, classes)
-
-
-def profile_rows(history: list[dict[str, Any]], cell: str, rank: int) -> list[dict[str, Any]]:
-    """profile.csv rows of a pair's training: a ``train`` routine per iteration and a ``score`` routine per
-    in-training FID, from its history."""
-    rows = []
-    for row in history:
-        rows.append({"iteration": row["iteration"], "cell": cell, "rank": rank, "routine": "train", "seconds": row["seconds"]})
-        if row["score_seconds"]:
-            rows.append({"iteration": row["iteration"], "cell": cell, "rank": rank, "routine": "score", "seconds": row["score_seconds"]})
-    return rows
-
-
-@dataclass(frozen=True)
-class ScoreCurve:
-    """A pair's in-training score every ``period`` iterations (and at the last): the FID of its generator's
-    images of one fixed noise batch of ``samples`` against the real statistics (a class's, for per-class
-    pairs), or for a paired generator the L1 of its outputs for ``samples`` held-out pairs. Scoring draws
-    no random number the training uses and changes no weight or statistic, so it changes none of the
-    training's bits."""
-
-    scorer: FidScorer | PairScorer | ShowerScorer
-    period: int
-    samples: int
-    label: int | None = None
-
-    @property
-    def held_out(self) -> bool:
-        """Whether the scorer runs the generator on the test split (paired and shower generators)."""
-        return isinstance(self.scorer, (PairScorer, ShowerScorer))
-
-    @property
-    def column(self) -> str:
-        """The score's column in losses.csv."""
-        return self.scorer.column if self.held_out else "fid"
-
-
-# Tasks whose generators are scored on the test split during training: what is scored on what, the
-# seed's name, and the scorer.
-HELD_OUT_SCORERS = {"paired": ("a paired generator on held-out pairs", "score-pairs", PairScorer),
-                    "energy": ("a shower generator on held-out showers", "score-showers", ShowerScorer)}
-
-
-def score_curve(context: TrainingContext) -> ScoreCurve | None:
-    """The set-up's score curve (``score_period``, ``score_samples``); None when it is switched off."""
-    setup = context.setup
-    if not setup.score_period:
-        return None
-    task = get_network(setup.network).task
-    if task in HELD_OUT_SCORERS:
-        what, stream, scorer = HELD_OUT_SCORERS[task]
-        if context.held_out_path is None:
-            raise GanstudyError(f"score_period {setup.score_period} scores {what} during training: "
-                                "give the job's inputs.held_out (the test split; the workflow does), or set score_period: 0")
-        network = build_pair(setup.network, network_spec(setup, context.data, any_task=True))[0]
-        seed = derive_seed(context.study_seed, context.trial, stream)
-        sizes = {"latent_dim": setup.latent_dim} if scorer is ShowerScorer else {}
-        return ScoreCurve(scorer(context.held_out_path, setup.score_samples, seed, network, context.device, **sizes),
-                          setup.score_period, setup.score_samples)
-    if context.classifier_path is None or context.reference_path is None:
-        raise GanstudyError(f"score_period {setup.score_period} scores the generator during training with the data set's "
-                            "classifier: give the job's inputs.classifier and inputs.reference (the workflow does), or set score_period: 0")
-    scorer = FidScorer(context.classifier_path, context.reference_path, context.device)
-    return ScoreCurve(scorer, setup.score_period, setup.score_samples)
 
 
 class PairTrainer:

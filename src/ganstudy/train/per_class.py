@@ -18,7 +18,12 @@ from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.parallel.partition import assign_classes
 from ganstudy.parallel.stop import TrainingStopped
 from ganstudy.train.modes import TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer, class_prior, network_spec, pair_seeds, profile_rows, score_curve
+from ganstudy.train.pair import PairTrainer
+from ganstudy.data.partition import class_prior
+from ganstudy.parallel.timing import profile_rows
+from ganstudy.train.network_spec import network_spec
+from ganstudy.train.score_curve import score_curve
+from ganstudy.train.seeds import pair_seeds
 
 
 def train_per_class(context: TrainingContext) -> TrainingResult | None:

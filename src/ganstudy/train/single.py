@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from ganstudy.errors import GanstudyError
 from ganstudy.train.modes import TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer, network_spec, pair_generator, pair_seeds, profile_rows, score_curve
+from ganstudy.train.pair import PairTrainer
+from ganstudy.models.mixture import pair_generator
+from ganstudy.parallel.timing import profile_rows
+from ganstudy.train.network_spec import network_spec
+from ganstudy.train.score_curve import score_curve
+from ganstudy.train.seeds import pair_seeds
 
 
 def _one_rank(context: TrainingContext) -> None:

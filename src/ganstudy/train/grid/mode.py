@@ -30,7 +30,8 @@ from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
 from ganstudy.train.grid.iteration import Engine, LoopEngine, iterate_cells, score_mixtures
 from ganstudy.train.grid.stacked import StackedEngine
 from ganstudy.train.modes import TrainingContext, TrainingResult
-from ganstudy.train.pair import batches_per_pass, network_spec
+from ganstudy.data.partition import batches_per_pass
+from ganstudy.train.network_spec import network_spec
 from ganstudy.train.settings import TrainingSettings
 from ganstudy.typed import as_dict
 
