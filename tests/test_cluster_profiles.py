@@ -49,7 +49,7 @@ def test_each_profile_plans_the_default_study_by_name(profile, env):
     # The default study describes GPU nodes (node_gpus 6): a GPU per rank, bound by srun. Its
     # compute.max_ranks is 1 (a laptop packs its one-core jobs side by side): one rank per job.
     launcher = {"summit": "jsrun -n 1 -r 6 -a 1 -c 7 -g 1 -b packed:7", "slurm": "srun -n 1 --gpus-per-task=1", "local": "mpiexec -n 1"}[profile]
-    assert f"{launcher} ganstudy train --setup grid2x2" in out
+    assert f"{launcher} ganstudy train results/digits_grid/jobs/grid2x2.json" in out
     jobs = _jobs(out, "grid2x2")
     if profile != "local":  # the local executor prints no resources
         assert jobs and all("tasks=1," in j and "gpu=1, tasks_per_gpu=0" in j and "slurm_extra=--signal=USR1@300" in j for j in jobs)
@@ -113,7 +113,7 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
         assert args[args.index("-wa") + 1] == "USR1" and args[args.index("-wt") + 1] == "5"
     assert not any("-wa" in args for name, args in submitted.items() if not name.startswith("train/"))
     jsrun = (fake / "jsrun.log").read_text().splitlines()
-    assert sorted(line.split(" ganstudy train --setup ")[1].split()[0] for line in jsrun) == list(MPI_SETUPS)
+    assert sorted(Path(line.split(" ganstudy train ")[1].split()[0]).stem for line in jsrun) == list(MPI_SETUPS)
     assert all(line.startswith("jsrun -n 2 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train") for line in jsrun)
     for setup in MPI_SETUPS:
         record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
@@ -158,7 +158,7 @@ def test_a_shrunken_study_runs_through_slurm_with_srun_launched_mpi_jobs(slurm, 
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
     assert len(submitted) == 9  # prepare, classifier, reference statistics, 3 trainings, 3 evaluations
     for setup in MPI_SETUPS:
-        assert f"srun -n 2 ganstudy train --setup {setup}" in log
+        assert f"srun -n 2 ganstudy train results/tiny/jobs/{setup}.json" in log
         record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
         assert record["world_size"] == 2
         assert len(record["ranks"]) == 2 and all(rank["rss_mb"] > 100 for rank in record["ranks"])
@@ -170,7 +170,7 @@ def test_gpu_nodes_get_their_gpus_from_slurm_one_per_rank(slurm, tmp_path, env):
     # study trains on the CPU on purpose (device cpu); device auto would stop there, naming what Slurm gave.
     log = slurm_study(tmp_path, env, {"node_gpus": 2, "device": "cpu"})
     for setup in MPI_SETUPS:
-        assert f"srun -n 2 --gpus-per-task=1 ganstudy train --setup {setup}" in log
+        assert f"srun -n 2 --gpus-per-task=1 ganstudy train results/tiny/jobs/{setup}.json" in log
         record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
         given = [rank["scheduler"] for rank in record["ranks"]]
         # Slurm granted the job its GPUs and bound one to each rank, a different one per rank, visible to CUDA.

@@ -29,7 +29,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: torch finds none on this machine"),
 ]
 
-CUDA = ["--device", "cuda"]
+CUDA = {"device": "cuda"}
 
 
 def need_gpus(count: int) -> None:
@@ -79,8 +79,7 @@ def assert_finite_float32(out: Path) -> None:
 ])
 def test_single_and_conditional_train_on_cuda(mode, network, deterministic, digits_dir, tmp_path, env):
     setup = single_settings(mode=mode, network=network, iterations=2, batch_size=64, latent_dim=16, checkpoint_period=0)
-    flag = "--deterministic" if deterministic else "--no-deterministic"
-    run(train_command(1, setup, tmp_path, digits_dir) + CUDA + [flag], env)
+    run(train_command(1, setup, tmp_path, digits_dir, **CUDA, deterministic=deterministic), env)
     assert_ran_on_cuda(tmp_path, deterministic=deterministic)
     assert_finite_float32(tmp_path)
     generator, _ = load_generator(tmp_path / "generator.pt")
@@ -94,7 +93,7 @@ def test_the_grid_on_cuda_gives_the_same_bits_on_1_and_2_ranks(batch_cells, digi
     # that cuBLAS computes each matrix of a batch the same way whatever the batch count.
     setup = grid_settings(batch_cells=batch_cells)
     for ranks in (1, 2):
-        run(grid_command(ranks, setup, tmp_path / f"n{ranks}", digits_dir, scoring) + CUDA, env)
+        run(grid_command(ranks, setup, tmp_path / f"n{ranks}", digits_dir, scoring, **CUDA), env)
         assert_ran_on_cuda(tmp_path / f"n{ranks}", ranks)
     # Two ranks share one GPU, or take one each: deterministic kernels give the same bits either way.
     assert_same(grid_result(tmp_path / "n1"), grid_result(tmp_path / "n2"))
@@ -103,7 +102,7 @@ def test_the_grid_on_cuda_gives_the_same_bits_on_1_and_2_ranks(batch_cells, digi
 def test_per_class_on_cuda_gives_the_same_bits_on_1_and_2_ranks(digits_dir, tmp_path, env):
     setup = per_class_settings()
     for ranks in (1, 2):
-        run(train_command(ranks, setup, tmp_path / f"n{ranks}", digits_dir) + CUDA, env)
+        run(train_command(ranks, setup, tmp_path / f"n{ranks}", digits_dir, **CUDA), env)
         assert_ran_on_cuda(tmp_path / f"n{ranks}", ranks)
     assert_same_generators(tmp_path / "n1", tmp_path / "n2")
 
@@ -111,8 +110,8 @@ def test_per_class_on_cuda_gives_the_same_bits_on_1_and_2_ranks(digits_dir, tmp_
 def test_per_class_with_two_gpus_per_rank_puts_the_discriminator_on_the_second(digits_dir, tmp_path, env):
     need_gpus(2)
     setup = per_class_settings()
-    run(train_command(1, setup, tmp_path / "one", digits_dir) + CUDA, env)
-    run(train_command(1, setup, tmp_path / "two", digits_dir) + CUDA + ["--gpus-per-rank", "2"], env)
+    run(train_command(1, setup, tmp_path / "one", digits_dir, **CUDA), env)
+    run(train_command(1, setup, tmp_path / "two", digits_dir, **CUDA, gpus_per_rank=2), env)
     assert_ran_on_cuda(tmp_path / "two", discriminator="cuda:1")
     # Identical GPUs, deterministic kernels, every random draw from a seeded generator: where the
     # discriminator lives must not change a bit.
@@ -126,12 +125,12 @@ def test_data_parallel_trains_over_nccl(ranks, digits_dir, tmp_path, env):
     # The perceptron: its float32 products stay out of TF32 on the GPU (cuDNN's convolutions would not),
     # and 512 rows make two Adam steps of one pass, few enough that rounding does not grow chaotic.
     setup = dp_settings(batch_size=512, iterations=1)
-    run(train_command(ranks, setup, tmp_path / f"n{ranks}", digits_dir) + CUDA, env)
+    run(train_command(ranks, setup, tmp_path / f"n{ranks}", digits_dir, **CUDA), env)
     assert_ran_on_cuda(tmp_path / f"n{ranks}", ranks)
     assert record(tmp_path / f"n{ranks}")["data_parallel"]["backend"] == "nccl"
     assert_finite_float32(tmp_path / f"n{ranks}")
     if ranks == 2:
-        run(train_command(1, setup, tmp_path / "n1", digits_dir) + CUDA, env)
+        run(train_command(1, setup, tmp_path / "n1", digits_dir, **CUDA), env)
         one, _ = load_generator(tmp_path / "n1" / "generator.pt")
         two, _ = load_generator(tmp_path / "n2" / "generator.pt")
         # As on the CPU (test_data_parallel_mpi): two half-batch gradients summed by nccl differ from
@@ -145,9 +144,9 @@ def test_fp16_with_gradient_scaling_and_zero_trains_float32_weights(ranks, digit
     need_gpus(ranks)
     options = {"zero": True}
     run(train_command(ranks, dp_settings(network="dcgan", batch_size=64, iterations=1, data_parallel=options),
-                      tmp_path / "fp32", digits_dir) + CUDA, env)
+                      tmp_path / "fp32", digits_dir, **CUDA), env)
     fp16 = dp_settings(network="dcgan", batch_size=64, iterations=1, data_parallel={**options, "amp": "fp16"})
-    run(train_command(ranks, fp16, tmp_path / "fp16", digits_dir) + CUDA, env)
+    run(train_command(ranks, fp16, tmp_path / "fp16", digits_dir, **CUDA), env)
     facts = record(tmp_path / "fp16")["data_parallel"]
     assert facts["amp"] == "fp16" and facts["zero"] is True and facts["backend"] == "nccl"
     # Autocast computes in fp16 but the weights, the Adam state and the losses stay float32 and finite
@@ -169,7 +168,7 @@ def cpu_and_cuda(digits_dir, env, tmp_path_factory) -> dict[str, Path]:
     setup = single_settings(iterations=3, checkpoint_period=0)
     outs = {device: folder / device for device in ("cpu", "cuda")}
     for device, out in outs.items():
-        run(train_command(1, setup, out, digits_dir) + ["--device", device], env)
+        run(train_command(1, setup, out, digits_dir, device=device), env)
     return outs
 
 
@@ -196,13 +195,13 @@ def test_a_killed_cuda_run_resumes_to_the_same_bits_as_an_uninterrupted_one(digi
     # non-deterministic run or a badly restored checkpoint would change. Enough passes that the job is
     # still running when its second checkpoint is complete.
     setup = single_settings(network="dcgan", iterations=40, batch_size=32, latent_dim=16, checkpoint_period=1, checkpoints_kept=2)
-    run(train_command(1, setup, tmp_path / "whole", digits_dir) + CUDA, env)
+    run(train_command(1, setup, tmp_path / "whole", digits_dir, **CUDA), env)
     checkpoints = tmp_path / "ckpt"
-    job = start_job(train_command(1, setup, tmp_path / "resumed", digits_dir, checkpoints) + CUDA, env)
+    job = start_job(train_command(1, setup, tmp_path / "resumed", digits_dir, checkpoints, **CUDA), env)
     wait_for(lambda: len(list(checkpoints.glob("pair/iter-*/COMPLETE"))) >= 2, job)
     kill_job(job)
     assert not (tmp_path / "resumed" / "run.json").exists()
-    done = run(train_command(1, setup, tmp_path / "resumed", digits_dir, checkpoints) + CUDA, env)
+    done = run(train_command(1, setup, tmp_path / "resumed", digits_dir, checkpoints, **CUDA), env)
     assert "resumed from the checkpoint of iteration" in done.stderr
     assert_ran_on_cuda(tmp_path / "resumed")
     assert_same_generators(tmp_path / "whole", tmp_path / "resumed")

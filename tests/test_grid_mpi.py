@@ -36,10 +36,10 @@ def settings(**keys):
     return validate_study_config({"setups": {"g": setup}}, SCHEMA)["setups"]["g"]
 
 
-def command(ranks, setup, out, digits_dir, scoring, checkpoints=None):
+def command(ranks, setup, out, digits_dir, scoring, checkpoints=None, **compute):
     classifier, reference = scoring
     return train_command(setup, digits_dir / "train.npz", out, seed=11, trial=1, ranks=ranks, name="g", checkpoints=checkpoints,
-                         classifier=classifier, reference=reference)
+                         classifier=classifier, reference=reference, **compute)
 
 
 def train(ranks, setup, out, digits_dir, scoring, env, checkpoints=None):

@@ -29,8 +29,8 @@ def settings(**keys) -> dict:
     return validate_study_config({"setups": {"p": {**TINY, **keys}}}, SCHEMA)["setups"]["p"]
 
 
-def command(ranks: int, setup: dict, out: Path, digits_dir: Path, checkpoints: Path | None = None) -> list[str]:
-    return train_command(setup, digits_dir / "train.npz", out, seed=5, ranks=ranks, name="p", checkpoints=checkpoints)
+def command(ranks: int, setup: dict, out: Path, digits_dir: Path, checkpoints: Path | None = None, **compute) -> list[str]:
+    return train_command(setup, digits_dir / "train.npz", out, seed=5, ranks=ranks, name="p", checkpoints=checkpoints, **compute)
 
 
 def train(ranks: int, setup: dict, out: Path, digits_dir: Path, env: dict, checkpoints: Path | None = None):

@@ -14,6 +14,7 @@ import yaml
 
 from conftest import REPO, with_user_data
 from ganstudy.stats.reproduction import NOT_COMPARABLE
+from ganstudy.train.job import read_job
 
 pytestmark = pytest.mark.workflow
 
@@ -244,7 +245,7 @@ def test_the_thesis_study_gives_every_18x18_job_one_rank_per_cell(env):
     assert "rule fetch_dataset:" in done.stdout
 
 
-def test_per_class_jobs_get_one_rank_per_class_up_to_max_ranks(env):
+def test_per_class_jobs_get_one_rank_per_class_up_to_max_ranks(env, tmp_path):
     study = REPO / "config" / "studies" / "dcgan_cifar100.yaml"
     done = subprocess.run(["snakemake", "-n", "-p", "--forceall", "--configfile", str(study)], cwd=REPO, capture_output=True, text=True, env=env)
     lines = done.stdout.splitlines()
@@ -254,8 +255,11 @@ def test_per_class_jobs_get_one_rank_per_class_up_to_max_ranks(env):
         if found and "tasks=" in lines[i + 1]:
             tasks.setdefault(found.group(1), set()).add(re.search(r"tasks=(\d+)", lines[i + 1]).group(1))
     assert tasks == {"dcgan": {"1"}, "dccgan": {"1"}, "per_class": {"100"}}
-    # The seed's layout: each rank's generator and discriminator on a GPU of their own.
-    assert "mpiexec -n 100 ganstudy train --setup per_class" in done.stdout and "--gpus-per-rank 2" in done.stdout
+    assert "mpiexec -n 100 ganstudy train results/dcgan_cifar100/jobs/per_class.json" in done.stdout
+    # The seed's layout: each rank's generator and discriminator on a GPU of their own, as the job file says.
+    written = snakemake(tmp_path, yaml.safe_load(study.read_text()), "--cores", "1", "results/dcgan_cifar100/jobs/per_class.json", env=env)
+    assert written.returncode == 0, written.stderr[-3000:]
+    assert read_job(tmp_path / "results" / "dcgan_cifar100" / "jobs" / "per_class.json").compute.gpus_per_rank == 2
 
 
 def test_a_training_job_killed_mid_run_resumes_on_rerun_to_the_same_bits(tmp_path, env):
