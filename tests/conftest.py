@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,17 @@ from ganstudy.config import load_study_config
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 BIN = Path(sys.executable).parent
+
+
+def planned_jobs(out: str, rule: str = "train") -> list[dict[str, str]]:
+    """The jobs of ``rule`` in a dry-run's output (``snakemake -n``; with ``-p`` their shell commands): each
+    job's fields by name (wildcards, resources, Shell command, ...), read from its block of lines."""
+    jobs = []
+    for block in re.split(r"^\[[^\]]+\]$", out, flags=re.MULTILINE):
+        fields = dict(line.strip().partition(": ")[::2] for line in block.splitlines() if ": " in line)
+        if re.search(rf"^(local)?rule {rule}:$", block, re.MULTILINE):
+            jobs.append(fields)
+    return jobs
 
 
 @pytest.fixture(scope="session")
