@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,17 @@ def train_command(setup: dict, train: Path, out: Path, *, seed: int, trial: int 
     if checkpoints is not None:
         command += ["--checkpoint-dir", str(checkpoints)]
     return (["mpiexec", "-n", str(ranks)] if ranks else []) + command
+
+
+def planned_jobs(out: str, rule: str = "train") -> list[dict[str, str]]:
+    """The jobs of ``rule`` in a dry-run's output (``snakemake -n``; with ``-p`` their shell commands): each
+    job's fields by name (wildcards, resources, Shell command, ...), read from its block of lines."""
+    jobs = []
+    for block in re.split(r"^\[[^\]]+\]$", out, flags=re.MULTILINE):
+        fields = dict(line.strip().partition(": ")[::2] for line in block.splitlines() if ": " in line)
+        if re.search(rf"^(local)?rule {rule}:$", block, re.MULTILINE):
+            jobs.append(fields)
+    return jobs
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, with_user_data
+from conftest import REPO, planned_jobs, with_user_data
 
 pytestmark = pytest.mark.workflow
 
@@ -66,8 +66,8 @@ def test_the_cluster_profiles_plan_every_study(study, env, tmp_path):
 
 
 def _jobs(out: str, setup: str) -> list[str]:
-    lines = out.splitlines()
-    return [lines[i + 1] + "\n" + lines[i + 2] for i, line in enumerate(lines) if f"wildcards: setup={setup}," in line and "tasks=" in lines[i + 1]]
+    """Each training job of ``setup``: its resources and shell command."""
+    return [f"{job.get('resources', '')}\n{job.get('Shell command', '')}" for job in planned_jobs(out) if job["wildcards"].startswith(f"setup={setup},")]
 
 
 def test_summit_geometry_follows_the_study(env):

@@ -12,7 +12,7 @@ import pytest
 import torch
 import yaml
 
-from conftest import REPO, with_user_data
+from conftest import REPO, planned_jobs, with_user_data
 from ganstudy.stats.reproduction import NOT_COMPARABLE
 from ganstudy.train.job import read_job
 
@@ -238,9 +238,7 @@ def test_every_study_passes_a_dry_run(study, env, tmp_path):
 def test_the_thesis_study_gives_every_18x18_job_one_rank_per_cell(env):
     study = REPO / "config" / "studies" / "lipizzaner_mnist_4lp.yaml"
     done = subprocess.run(["snakemake", "-n", "--forceall", "--configfile", str(study)], cwd=REPO, capture_output=True, text=True, env=env)
-    lines = done.stdout.splitlines()
-    # Training jobs are the ones with MPI tasks (evaluation jobs of the same wildcards have none).
-    resources = [lines[i + 1] for i, line in enumerate(lines) if "wildcards: setup=grid18x18," in line and "tasks=" in lines[i + 1]]
+    resources = [job["resources"] for job in planned_jobs(done.stdout) if job["wildcards"].startswith("setup=grid18x18,")]
     assert len(resources) == 8 and all("tasks=324," in line for line in resources)
     assert "rule fetch_dataset:" in done.stdout
 
@@ -248,12 +246,10 @@ def test_the_thesis_study_gives_every_18x18_job_one_rank_per_cell(env):
 def test_per_class_jobs_get_one_rank_per_class_up_to_max_ranks(env, tmp_path):
     study = REPO / "config" / "studies" / "dcgan_cifar100.yaml"
     done = subprocess.run(["snakemake", "-n", "-p", "--forceall", "--configfile", str(study)], cwd=REPO, capture_output=True, text=True, env=env)
-    lines = done.stdout.splitlines()
     tasks = {}
-    for i, line in enumerate(lines):
-        found = re.search(r"wildcards: setup=(\w+), trial=\d+", line)
-        if found and "tasks=" in lines[i + 1]:
-            tasks.setdefault(found.group(1), set()).add(re.search(r"tasks=(\d+)", lines[i + 1]).group(1))
+    for job in planned_jobs(done.stdout):
+        setup = re.match(r"setup=(\w+),", job["wildcards"]).group(1)
+        tasks.setdefault(setup, set()).add(re.search(r"tasks=(\d+)", job["resources"]).group(1))
     assert tasks == {"dcgan": {"1"}, "dccgan": {"1"}, "per_class": {"100"}}
     assert "mpiexec -n 100 ganstudy train results/dcgan_cifar100/jobs/per_class.json" in done.stdout
     # The seed's layout: each rank's generator and discriminator on a GPU of their own, as the job file says.
