@@ -96,6 +96,24 @@ def test_a_misspelt_key_stops_the_run_before_any_job_naming_the_key(tmp_path, en
     assert not (tmp_path / "results").exists()
 
 
+def test_an_unknown_network_or_data_set_stops_the_dag_naming_the_key(tmp_path, env):
+    config = {**SHRUNKEN, "dataset": {**SHRUNKEN["dataset"], "name": "digitz"},
+              "setups": {"bce": {**SHRUNKEN["setups"]["bce"], "network": "perceptron5"}}}
+    done = snakemake(tmp_path, config, "-n", env=env)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in output
+    assert "dataset.name: unknown data-set loader 'digitz'; registered data-set loaders: " in output
+    assert "setups.bce.network: unknown network 'perceptron5'; registered networks: calo3d, cnn28" in output
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_study_may_name_its_own_network_as_module_and_attribute(tmp_path, env):
+    (tmp_path / "labnets.py").write_text("from ganstudy.models.perceptron import PERCEPTRON4 as LAB\n")
+    config = {**SHRUNKEN, "setups": {"bce": {**SHRUNKEN["setups"]["bce"], "network": "labnets:LAB"}}}
+    done = snakemake(tmp_path, config, "-n", env={**env, "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 def test_a_global_batch_the_ranks_cannot_share_stops_the_dag_naming_the_set_up(tmp_path, env):
     config = {**SHRUNKEN, "setups": {"dp": {"mode": "data_parallel", "batch_size": 30, "ranks": 4}}}
     done = snakemake(tmp_path, config, "-n", env=env)

@@ -33,8 +33,12 @@ def _settings(text: str) -> dict[str, Any]:
 
 def _validate_config(args: argparse.Namespace) -> None:
     from ganstudy.config import load_study_config
+    from ganstudy.parts import part_problems
 
     config = load_study_config(args.config, args.schema)
+    problems = part_problems(config)
+    if problems:
+        raise GanstudyError(f"{args.config}: " + "; ".join(problems))
     print(f"{args.config}: valid; study '{config['study']}' with set-ups {', '.join(config['setups'])}")
 
 

@@ -16,6 +16,7 @@ from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import metric_problems
 from ganstudy.evaluate.weights import check_inception_weights, fid_sample_warning
 from ganstudy.parallel.partition import shard_rows
+from ganstudy.parts import part_problems
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.train.job import job_description, write_job
@@ -41,6 +42,10 @@ if INCEPTION:
         check_inception_weights(config["evaluation"]["inception_weights"], config["evaluation"]["inception_sha256"])
     except GanstudyError as error:
         raise WorkflowError(str(error)) from None
+# A data set or network that no registry knows, or a plugin that does not import, stops the DAG naming its key.
+problems = part_problems(config)
+if problems:
+    raise WorkflowError("\n".join(problems))
 # Paired data (pix2pix) and calorimeter showers (3DGAN) have no classes, hence no classifier: their
 # generators are scored on the test split's pairs or showers, and a metric that cannot be computed for
 # the study's data stops the DAG before any job.
