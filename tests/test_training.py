@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from ganstudy.config import validate_study_config
+from ganstudy.config import training_settings, validate_study_config
 from ganstudy.data.arrays import Split, load_split
 from ganstudy.errors import GanstudyError
 from ganstudy.models.artifact import load_generator, sample_generator
 from ganstudy.parallel.world import mpi_world
 from ganstudy.train.modes import TrainingContext, get_mode
+from ganstudy.train.job import job_description, read_job, write_job
 from ganstudy.train.settings import TrainingSettings
 from ganstudy.train.run import run_training
 
@@ -79,12 +80,14 @@ def test_training_lowers_fid_against_the_untrained_generator(digits_dir, classif
 
 def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path):
     setup = _setup(iterations=3, loss="mse")
-    run_training("lp_mse", setup, digits_dir / "train.npz", 2026, 1, tmp_path, threads=1)
+    job = tmp_path.parent / f"{tmp_path.name}.job.json"
+    write_job(job, job_description("lp_mse", setup, 2026, {"train": str(digits_dir / "train.npz")}, {"threads": 1}))
+    run_training(read_job(job), 1, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["generator.pt", "losses.csv", "profile.csv", "run.json", "samples.png"]
     losses = np.genfromtxt(tmp_path / "losses.csv", delimiter=",", names=True)
     assert list(losses["iteration"]) == [1, 2, 3] and np.all(np.isfinite(losses["d_loss"]))
     record = json.loads((tmp_path / "run.json").read_text())
-    assert record["settings"] == setup and record["setup_name"] == "lp_mse" and record["trial"] == 1
+    assert record["settings"] == training_settings(setup) and record["setup_name"] == "lp_mse" and record["trial"] == 1
     assert record["world_size"] == 1 and len(record["hosts"]) == 1
     assert "MPICH" in record["mpi_library"] or "MPI" in record["mpi_library"]
     assert set(record["seeds"]) == {"init", "batches", "noise", "dropout", "score", "sample-grid"}
@@ -113,7 +116,7 @@ def test_single_mode_refuses_several_ranks(digits_dir, tmp_path, env):
     assert done.returncode != 0
     assert "training mode 'single' runs on 1 MPI rank, but the job has 2" in done.stderr
     assert "Traceback" not in done.stderr
-    assert list(tmp_path.iterdir()) == []
+    assert not (tmp_path / "run").exists()
 
 
 def test_the_in_training_fid_is_the_fixed_batch_s_fid_and_changes_no_training_bit(digits_dir, classifier_path, tmp_path):
