@@ -73,7 +73,7 @@ def run_training(
     """Train ``job``'s set-up for one trial on this MPI world; rank 0 writes the outputs to ``out_dir``."""
     started_at = now()
     started = time.perf_counter()
-    settings, inputs, compute = job.settings, job.inputs, job.compute
+    settings, compute = job.settings, job.compute
     world = mpi_world()
     set_cpu_threads(compute.threads)
     mode = get_mode(settings.mode)
@@ -84,15 +84,15 @@ def run_training(
     with StopSignal() as stop:
         context = TrainingContext(
             setup=settings,
-            data=load_split(inputs.train),
+            data=load_split(job.inputs.train),
             study_seed=job.seed,
             trial=trial,
             world=world,
             device=generator_device,
             discriminator_device=discriminator_device,
-            classifier_path=Path(inputs.classifier) if inputs.classifier else None,
-            reference_path=Path(inputs.reference) if inputs.reference else None,
-            held_out_path=Path(inputs.held_out) if inputs.held_out else None,
+            classifier_path=Path(job.inputs.classifier) if job.inputs.classifier else None,
+            reference_path=Path(job.inputs.reference) if job.inputs.reference else None,
+            held_out_path=Path(job.inputs.held_out) if job.inputs.held_out else None,
             checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
             stop=stop,
         )
@@ -157,7 +157,7 @@ def run_training(
             device_names=[rank["devices"] for rank in ranks],
             cuda=cuda_versions(),
             deterministic=compute.deterministic,
-            inputs=as_dict(inputs),
+            inputs=as_dict(job.inputs),
             mpi_library=mpi_library_version(),
             torch_threads=compute.threads,
             started_at=started_at,
