@@ -9,7 +9,8 @@ import pytest
 
 from ganstudy.data import calorimeter
 from ganstudy.data.arrays import load_split
-from ganstudy.data.loaders import LoadOptions, get_loader
+from ganstudy.data.calorimeter import load_calorimeter
+from ganstudy.data.loaders import LoadOptions
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.errors import GanstudyError
 
@@ -40,7 +41,7 @@ def expected(ecal: np.ndarray) -> np.ndarray:
 
 def test_a_file_loads_as_3dgan_trains_on_it(tmp_path):
     ecal, energy = write_file(tmp_path / "EleEscan_1_1.h5")
-    raw = get_loader("calorimeter")(str(tmp_path / "EleEscan_1_1.h5"), LoadOptions())
+    raw = load_calorimeter(str(tmp_path / "EleEscan_1_1.h5"), LoadOptions())
     assert raw.images.shape == (6, 1, *SHAPE) and raw.images.dtype == np.float32 and raw.native_units
     np.testing.assert_array_equal(raw.images, expected(ecal))
     assert (raw.images == 0).mean() > 0.2 and raw.images.max() == pytest.approx(ecal.max() * 100, rel=1e-6)
@@ -53,7 +54,7 @@ def test_a_folder_of_files_is_read_in_name_order_a_block_at_a_time(tmp_path, mon
     first = write_file(tmp_path / "a.hdf5", 5, seed=1)
     (tmp_path / "notes.txt").write_text("not a shower file: ignored")
     monkeypatch.setattr(calorimeter, "BLOCK", 2)
-    raw = get_loader("calorimeter")(str(tmp_path), LoadOptions())
+    raw = load_calorimeter(str(tmp_path), LoadOptions())
     np.testing.assert_array_equal(raw.images, np.concatenate([expected(first[0]), expected(second[0])]))
     np.testing.assert_allclose(raw.conditions[:, 0], np.concatenate([first[1], second[1]]) / 100, rtol=1e-6)
     assert raw.source.endswith("a.hdf5, b.h5")
@@ -64,7 +65,7 @@ def test_files_with_an_energy_dataset_instead_of_target(tmp_path, layout):
     energy = np.array([20.0, 40.0, 80.0])
     stored = {"flat": energy, "column": energy[:, None], "older": np.stack([np.zeros(3), energy], axis=1)[:, None, :]}[layout]
     write_file(tmp_path / "s.h5", 3, target=None, energy=stored)
-    raw = get_loader("calorimeter")(str(tmp_path / "s.h5"), LoadOptions())
+    raw = load_calorimeter(str(tmp_path / "s.h5"), LoadOptions())
     np.testing.assert_allclose(raw.conditions[:, 0], energy / 100, rtol=1e-6)
 
 
@@ -86,7 +87,7 @@ def test_prepare_keeps_the_showers_units_and_the_energies_with_their_rows(tmp_pa
 
 
 def test_bad_files_and_settings_are_named(tmp_path):
-    load = get_loader("calorimeter")
+    load = load_calorimeter
     with pytest.raises(GanstudyError, match="needs dataset.path"):
         load(None, LoadOptions())
     with pytest.raises(GanstudyError, match="does not exist"):

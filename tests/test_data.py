@@ -97,8 +97,8 @@ def test_a_single_image_class_cannot_be_split(tmp_path):
         prepare_dataset("npz", path, 0.2, 1, tmp_path / "out")
 
 
-def test_unknown_loader_lists_the_registered_ones(tmp_path):
-    with pytest.raises(GanstudyError, match="unknown data-set loader 'cifar7'; registered data-set loaders: calorimeter, cifar10, cifar100, digits, fashion_mnist, image_folder, mnist, npz, paired_folder"):
+def test_unknown_data_set_lists_the_registered_ones(tmp_path):
+    with pytest.raises(GanstudyError, match="unknown data set 'cifar7'; registered data sets: calorimeter, cifar10, cifar100, digits, fashion_mnist, image_folder, mnist, npz, paired_folder"):
         prepare_dataset("cifar7", None, 0.2, 1, tmp_path)
 
 

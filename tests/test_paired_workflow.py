@@ -71,7 +71,7 @@ def test_a_pix2pix_study_runs_end_to_end_without_a_classifier(tmp_path, env, sta
 
 
 @pytest.mark.parametrize("change, problem", [
-    ({"evaluation": {"metrics": ["l1", "label_tvd"]}}, "['label_tvd'] need class labels, which paired data have not"),
+    ({"evaluation": {"metrics": ["l1", "label_tvd"]}}, "['label_tvd'] do not score paired images (they score images with classes)"),
     ({"evaluation": {"metrics": ["fid"]}}, "set evaluation.extractor to inception"),
 ])
 def test_what_paired_data_cannot_give_stops_the_dag_naming_the_key(tmp_path, env, change, problem):
@@ -82,4 +82,4 @@ def test_what_paired_data_cannot_give_stops_the_dag_naming_the_key(tmp_path, env
 
 def test_paired_metrics_need_paired_data(tmp_path, env):
     done = snakemake(tmp_path, {"evaluation": {"metrics": ["fid", "ssim"]}}, "-n", env=env)
-    assert done.returncode != 0 and "['ssim'] compare a paired generator's outputs with targets" in done.stdout + done.stderr
+    assert done.returncode != 0 and "['ssim'] do not score images with classes (they score paired images)" in done.stdout + done.stderr

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import metric_problems
+from ganstudy.data.kinds import IMAGES, SHOWERS
 from ganstudy.evaluate.showers import mean_profiles, sampling_fraction, shower_scores
 
 SHAPE = (1, 5, 5, 7)
@@ -56,9 +56,11 @@ def test_bins_with_fewer_than_2_showers_are_left_out_and_no_bin_at_all_is_named(
 
 
 def test_metrics_that_do_not_fit_the_data_are_named():
-    assert metric_problems({"metrics": METRICS, "extractor": "classifier"}, "showers") == []
-    assert "do not score calorimeter showers" in metric_problems({"metrics": ["fid", "sf_mean"], "extractor": "classifier"}, "showers")[0]
-    assert "need dataset.name calorimeter" in metric_problems({"metrics": ["fid", "longitudinal"], "extractor": "classifier"}, "images")[0]
+    assert SHOWERS.metric_problems({"metrics": METRICS, "extractor": "classifier"}) == []
+    assert "['fid'] do not score calorimeter showers (they score images with classes or paired images)" in \
+        SHOWERS.metric_problems({"metrics": ["fid", "sf_mean"], "extractor": "classifier"})[0]
+    assert "['longitudinal'] do not score images with classes (they score calorimeter showers)" in \
+        IMAGES.metric_problems({"metrics": ["fid", "longitudinal"], "extractor": "classifier"})[0]
 
 
 def test_a_saved_calo3d_generator_is_scored_against_the_test_showers(tmp_path):

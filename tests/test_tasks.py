@@ -19,6 +19,7 @@ from PIL import Image
 from conftest import SCHEMA, train_command
 from ganstudy.config import validate_study_config
 from ganstudy.data.arrays import Split, save_split
+from ganstudy.data.kinds import PAIRS, SHOWERS, DataKind
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.showers import generate_showers, shower_scores
 from ganstudy.models import NetworkSpec, build_pair
@@ -111,7 +112,7 @@ def test_a_paired_step_runs_the_generator_once_and_reuses_its_output_as_pix2pix_
 def test_a_paired_network_on_data_without_conditions_is_refused() -> None:
     setup = paired_setup()
     data = Split(np.zeros((4, 3, SIZE, SIZE), np.float32), np.zeros(4, np.int64))
-    with pytest.raises(GanstudyError, match="paired_folder"):
+    with pytest.raises(GanstudyError, match="prepared split has none: use a data set of the kind its task learns"):
         network_spec(TrainingSettings.from_config(setup), data, any_task=True)
 
 
@@ -123,13 +124,13 @@ def test_modes_of_noise_networks_refuse_a_paired_network(mode: str) -> None:
         network_spec(TrainingSettings.from_config(paired_setup(mode=mode)), data)
 
 
-@pytest.mark.parametrize("network, problem", [
-    ("pix2pix", "scores a paired generator on held-out pairs during training: give the job's inputs.held_out"),
-    ("calo3d", "scores a shower generator on held-out showers during training: give the job's inputs.held_out"),
+@pytest.mark.parametrize("network, kind, problem", [
+    ("pix2pix", PAIRS, "scores a paired generator on held-out pairs during training: give the job's inputs.held_out"),
+    ("calo3d", SHOWERS, "scores a shower generator on held-out showers during training: give the job's inputs.held_out"),
 ])
-def test_an_in_training_score_without_what_it_needs_is_refused(network: str, problem: str) -> None:
+def test_an_in_training_score_without_what_it_needs_is_refused(network: str, kind: DataKind, problem: str) -> None:
     context = TrainingContext(TrainingSettings.from_config(paired_setup(score_period=5, network=network)), Split(np.zeros((1, 1, 8, 8), np.float32), np.zeros(1, np.int64)),
-                              1, 0, None, torch.device("cpu"))
+                              1, 0, None, torch.device("cpu"), kind=kind)
     with pytest.raises(GanstudyError, match=problem):
         score_curve(context)
 

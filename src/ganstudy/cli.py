@@ -87,23 +87,24 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def _evaluate(args: argparse.Namespace) -> None:
-    from ganstudy.evaluate.paired import evaluate_pairs
+    from ganstudy.data.kinds import get_kind
     from ganstudy.evaluate.scores import evaluate_generator
-    from ganstudy.evaluate.showers import evaluate_showers
 
-    if args.pairs:
-        record = evaluate_pairs(args.generator, args.run_record, args.pairs, args.settings, args.seed, args.trial, args.out, args.threads)
-    elif args.showers:
-        record = evaluate_showers(args.generator, args.run_record, args.showers, args.settings, args.seed, args.trial, args.out,
-                                  args.threads)
+    kind = get_kind(args.kind)
+    if kind.held_out is not None:
+        if not args.held_out:
+            raise GanstudyError(f"evaluate of data kind '{kind.name}' scores {kind.held_out.what}: pass --held-out (the "
+                                "prepared test split)")
+        evaluate = kind.part(kind.held_out.evaluate)
+        record = evaluate(args.generator, args.run_record, args.held_out, args.settings, args.seed, args.trial, args.out, args.threads)
     elif args.classifier and args.reference:
         record = evaluate_generator(
             args.generator, args.run_record, args.classifier, args.reference, args.settings, args.seed, args.trial,
             args.out, args.threads, args.quality_reference,
         )
     else:
-        raise GanstudyError("evaluate needs --classifier and --reference (a generator of noise), --pairs (a paired generator) "
-                            "or --showers (an energy generator)")
+        raise GanstudyError(f"evaluate of data kind '{kind.name}' scores with the data set's classifier: pass --classifier "
+                            "and --reference")
     print(json.dumps(record["scores"]))
 
 
@@ -285,11 +286,11 @@ def build_parser() -> argparse.ArgumentParser:
     settings(sub, "evaluation section")
     sub.add_argument("--generator", required=True)
     sub.add_argument("--run-record", required=True, help="the training run's run.json")
-    sub.add_argument("--classifier", help="the data set's classifier (generators of noise)")
-    sub.add_argument("--reference", help="reference statistics of the real images (generators of noise)")
+    sub.add_argument("--classifier", help="the data set's classifier (kind images)")
+    sub.add_argument("--reference", help="reference statistics of the real images (kind images)")
     sub.add_argument("--quality-reference", help="reference statistics of evaluation.extractor when it is not the classifier")
-    sub.add_argument("--pairs", help="a prepared split of pairs that a paired generator is scored on (inputs and targets)")
-    sub.add_argument("--showers", help="a prepared split of showers that an energy generator is scored on (with their energies)")
+    sub.add_argument("--kind", default="images", help="the study's data kind (images, pairs, showers or a plugin's)")
+    sub.add_argument("--held-out", help="the prepared test split that generators of a held-out kind (pairs, showers) are scored on")
     sub.add_argument("--seed", type=int, required=True, help="study seed")
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out", required=True)
@@ -396,7 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--out", required=True)
 
     sub = command("shower-plot", _shower_plot, "mean shower profiles and sampling fraction per energy bin, real vs generated")
-    sub.add_argument("--scores", nargs="+", required=True, help="evaluate --showers outputs, one per set-up")
+    sub.add_argument("--scores", nargs="+", required=True, help="evaluate outputs of shower generators (--kind showers), one per set-up")
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--out", required=True)
 

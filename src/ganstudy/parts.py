@@ -1,26 +1,40 @@
 """The pluggable parts a study names (its data set, each set-up's network), looked up in their registries
-when the study is read: a name that no registry knows, or a plugin that does not import or is of the
-wrong type, stops the study before any job, naming the key that named it. (Modes and losses are the
-schema's fixed choices.)"""
+when the study is read: a name that no registry knows, a plugin that does not import or is of the
+wrong type, a network that cannot learn the data set's kind, or a metric that cannot score it stops the study before any job, naming
+the key that named it. (Modes and losses are the schema's fixed choices.)"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ganstudy.data.loaders import LOADERS
+from ganstudy.data.kinds import DataKind, get_kind
+from ganstudy.data.loaders import get_dataset
 from ganstudy.errors import GanstudyError
-from ganstudy.models import NETWORKS
-from ganstudy.registry import Registry
+from ganstudy.models import get_network
+
+
+def study_kind(config: dict[str, Any]) -> DataKind:
+    """The kind of the study's data, by its data set's entry."""
+    return get_kind(get_dataset(config["dataset"]["name"]).kind)
 
 
 def part_problems(config: dict[str, Any]) -> list[str]:
     """One line per named part that cannot be used, for a validated study config."""
-    named: list[tuple[Registry, str, str]] = [(LOADERS, config["dataset"]["name"], "dataset.name")]
-    named += [(NETWORKS, setup["network"], f"setups.{name}.network") for name, setup in config["setups"].items()]
-    problems = []
-    for registry, part, key in named:
+    name = config["dataset"]["name"]
+    try:
+        kind = study_kind(config)
+    except GanstudyError as error:
+        return [f"dataset.name: {error}"]
+    problems = kind.metric_problems(config["evaluation"])
+    for setup_name, setup in config["setups"].items():
+        key = f"setups.{setup_name}.network"
         try:
-            registry.get(part)
+            network = get_network(setup["network"])
         except GanstudyError as error:
             problems.append(f"{key}: {error}")
+            continue
+        if network.task != kind.task:
+            problems.append(f"{key}: network '{setup['network']}' is trained by task '{network.task}', but dataset '{name}' "
+                            f"holds {kind.description}, whose networks are trained by task '{kind.task}': choose a network "
+                            "of that task or another data set")
     return problems

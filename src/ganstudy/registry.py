@@ -47,6 +47,26 @@ def _distribution(point: EntryPoint) -> tuple[str | None, str | None]:
     return (dist.name, dist.version) if dist is not None else (None, None)
 
 
+def resolve(reference: str, what: str) -> object:
+    """The object a ``module:attribute`` reference names (the attribute may be dotted), imported now;
+    ``what`` names the part in the message when it cannot be."""
+    module_name, _, attribute = reference.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # a plugin's import may fail in any way; name the plugin either way
+        raise GanstudyError(
+            f"{what}: module '{module_name}' does not import ({type(exc).__name__}: {exc}); "
+            "install its package in the environment the jobs run in"
+        ) from exc
+    try:
+        value = module
+        for part in attribute.split("."):
+            value = getattr(value, part)
+    except AttributeError:
+        raise GanstudyError(f"{what}: module '{module_name}' has no attribute '{attribute}'") from None
+    return value
+
+
 class Registry(Generic[T]):
     """The parts of one kind: the entry points of ``group`` by name, loaded on first use and checked
     with ``check`` (a description of what is wrong with a loaded object, or None)."""
@@ -104,22 +124,7 @@ class Registry(Generic[T]):
             ) from exc
 
     def _import(self, reference: str) -> tuple[object, Origin]:
-        module_name, _, attribute = reference.partition(":")
-        origin = Origin(reference, None, None)
-        try:
-            module = importlib.import_module(module_name)
-        except Exception as exc:
-            raise GanstudyError(
-                f"{self.kind} '{reference}': module '{module_name}' does not import ({type(exc).__name__}: {exc}); "
-                "install its package in the environment the jobs run in"
-            ) from exc
-        try:
-            value = module
-            for part in attribute.split("."):
-                value = getattr(value, part)
-        except AttributeError:
-            raise GanstudyError(f"{self.kind} '{reference}': module '{module_name}' has no attribute '{attribute}'") from None
-        return value, origin
+        return resolve(reference, f"{self.kind} '{reference}'"), Origin(reference, None, None)
 
     def _unknown(self, name: str) -> str:
         known = self.names()

@@ -11,12 +11,12 @@ from snakemake.logging import logger
 from ganstudy.config import (
     ConfigError, dataset_settings, evaluation_settings, speedup_baselines, validate_study_config,
 )
-from ganstudy.data.sources import CLASS_COUNTS, SOURCES
+from ganstudy.data.loaders import get_dataset
+from ganstudy.data.sources import SOURCES
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import metric_problems
 from ganstudy.evaluate.weights import check_inception_weights, fid_sample_warning
 from ganstudy.parallel.partition import shard_rows
-from ganstudy.parts import part_problems
+from ganstudy.parts import part_problems, study_kind
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.train.job import job_description, write_job
@@ -42,21 +42,18 @@ if INCEPTION:
         check_inception_weights(config["evaluation"]["inception_weights"], config["evaluation"]["inception_sha256"])
     except GanstudyError as error:
         raise WorkflowError(str(error)) from None
-# A data set or network that no registry knows, or a plugin that does not import, stops the DAG naming its key.
+# A data set or network that no registry knows, a plugin that does not import, a network that cannot
+# learn the data's kind or a metric that cannot score it stops the DAG naming its key.
 problems = part_problems(config)
 if problems:
     raise WorkflowError("\n".join(problems))
-# Paired data (pix2pix) and calorimeter showers (3DGAN) have no classes, hence no classifier: their
-# generators are scored on the test split's pairs or showers, and a metric that cannot be computed for
-# the study's data stops the DAG before any job.
-DATA = {"paired_folder": "pairs", "calorimeter": "showers"}.get(config["dataset"]["name"], "images")
-PAIRED, SHOWERS = DATA == "pairs", DATA == "showers"
-problems = metric_problems(config["evaluation"], DATA)
-if problems:
-    raise WorkflowError("; ".join(problems))
+# What the data are (ganstudy.data.kinds): images with classes are scored with the data set's classifier;
+# paired images (pix2pix) and calorimeter showers (3DGAN) have no classes, and their generators are
+# scored on the test split.
+KIND = study_kind(config)
 # Inception FID on fewer samples than its 2,048 features is strongly biased: say so before any job runs
 # (a paired study's sample count is its test split's, which its scores' notes judge).
-FID_WARNING = fid_sample_warning(config["evaluation"]) if DATA == "images" else None
+FID_WARNING = fid_sample_warning(config["evaluation"]) if KIND.held_out is None else None
 if FID_WARNING:
     logger.warning(f"warning: {FID_WARNING}")
 
@@ -117,14 +114,15 @@ def train_priority(wildcards):
 
 
 def dataset_classes(setup_name):
-    """Classes of the study's data set, known before it is read for the standard sets."""
+    """Classes of the study's data set, where its entry knows them before it is read."""
     name = config["dataset"]["name"]
-    if name not in CLASS_COUNTS:
+    classes = get_dataset(name).classes
+    if classes is None:
         raise WorkflowError(
             f"set-up '{setup_name}' trains per class on dataset '{name}', whose number of classes is known only "
             f"once it is read: set setups.{setup_name}.ranks"
         )
-    return CLASS_COUNTS[name]
+    return classes
 
 
 def known_tasks():
@@ -269,20 +267,21 @@ def training_job_description(wildcards):
     options = {"device": compute["device"], "gpus_per_rank": compute["gpus_per_rank"], "node_gpus": compute["node_gpus"],
                "deterministic": compute["deterministic"], "threads": THREADS}
     try:
-        return job_description(wildcards.setup, config["setups"][wildcards.setup], config["seed"], train_inputs(wildcards), options)
+        return job_description(wildcards.setup, config["setups"][wildcards.setup], config["seed"], train_inputs(wildcards), options,
+                               KIND.name)
     except GanstudyError as error:
         raise WorkflowError(str(error)) from None
 
 
 def train_inputs(wildcards):
     """The prepared data, and for set-ups that score during training the classifier and real statistics
-    (paired data and showers: the held-out test split)."""
+    (kinds scored on the test split: that split)."""
     inputs = {"train": f"{STUDY_DIR}/data/train.npz"}
     setup = config["setups"][wildcards.setup]
-    if PAIRED or SHOWERS:
+    if KIND.held_out is not None:
         if setup["score_period"]:
             inputs["held_out"] = f"{STUDY_DIR}/data/test.npz"
-    elif DATA == "images" and (setup["mode"] == "grid" or setup["score_period"]):
+    elif setup["mode"] == "grid" or setup["score_period"]:
         inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"
         inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
     return inputs
@@ -291,12 +290,9 @@ def train_inputs(wildcards):
 def evaluate_inputs(wildcards):
     run = f"{STUDY_DIR}/runs/{wildcards.setup}/trial{wildcards.trial}"
     inputs = {"generator": f"{run}/generator.pt", "record": f"{run}/run.json"}
-    if SHOWERS:
-        inputs["showers"] = f"{STUDY_DIR}/data/test.npz"
-        return inputs
-    if PAIRED:
-        inputs["pairs"] = f"{STUDY_DIR}/data/test.npz"
-        if INCEPTION:
+    if KIND.held_out is not None:
+        inputs["held_out"] = f"{STUDY_DIR}/data/test.npz"
+        if INCEPTION and KIND.inception_metrics:
             inputs["weights"] = config["evaluation"]["inception_weights"]
         return inputs
     inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"
@@ -307,12 +303,10 @@ def evaluate_inputs(wildcards):
 
 
 def evaluate_args(wildcards, input):
-    """What the evaluate command scores against: the test split's pairs or showers, or the classifier's
-    statistics (and Inception's when it is evaluation.extractor)."""
-    if SHOWERS:
-        return f"--showers {input.showers}"
-    if PAIRED:
-        return f"--pairs {input.pairs}"
+    """What the evaluate command scores against: the test split, or the classifier's statistics (and
+    Inception's when it is evaluation.extractor)."""
+    if KIND.held_out is not None:
+        return f"--kind {KIND.name} --held-out {input.held_out}"
     quality = f" --quality-reference {input.quality}" if "quality" in input.keys() else ""
     return f"--classifier {input.classifier} --reference {input.reference}{quality}"
 

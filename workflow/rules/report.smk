@@ -184,5 +184,5 @@ rule figures:
         rules.grid_size_plot.output if len(GRID_SIZES) > 1 else [],
         rules.speedup_plot.output if BASELINES else [],
         rules.smote_samples.output if SMOTE else [],
-        rules.shower_plot.output if SHOWERS else [],
+        rules.shower_plot.output if "showers" in KIND.figures else [],
     localrule: True

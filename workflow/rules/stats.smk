@@ -184,8 +184,8 @@ rule tables:
     input:
         rules.stats.output,
         rules.timing.output,
-        # Pairs and showers are one class: nothing to compare classes of.
-        rules.anova.output if DATA == "images" else [],
+        # Only data of several classes have classes to compare.
+        rules.anova.output if KIND.classes else [],
         # Only studies whose set-ups carry a paper's published result.
         rules.reproduction.output if REFERENCES else [],
     localrule: True

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ganstudy.data.loaders import LOADERS, LoadOptions, RawDataset
+from ganstudy.data.loaders import DataSet, LoadOptions, RawDataset
 from ganstudy.errors import GanstudyError
 
 DEPOSIT_SCALE = 100.0
@@ -110,3 +110,6 @@ def load_calorimeter(path: str | None, options: LoadOptions = LoadOptions()) -> 
     conditions = (energy / ENERGY_SCALE).astype(np.float32)[:, None]
     return RawDataset(showers, np.zeros(len(showers), np.int64), f"3DGAN HDF5 showers: {', '.join(f.name for f in files)}",
                       conditions=conditions, native_units=True)
+
+
+CALORIMETER = DataSet(load_calorimeter, kind="showers", classes=1)

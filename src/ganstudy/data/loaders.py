@@ -1,6 +1,6 @@
-"""Registered data-set loaders: ``loader(path, options)`` returns images as float32 (N, C, H, W) in
-[0, 1] and int64 labels. Only the image folders, whose files differ, read the options themselves;
-prepare_dataset brings every other set to the configured size and channels afterwards."""
+"""Registered data sets: each a ``DataSet`` whose loader, ``load(path, options)``, returns images as
+float32 (N, C, H, W) in [0, 1] and int64 labels. Only the image folders, whose files differ, read the
+options themselves; prepare_dataset brings every other set to the configured size and channels afterwards."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from ganstudy.data.conform import conform
-from ganstudy.data.sources import CLASS_COUNTS
+from ganstudy.data.kinds import get_kind
 from ganstudy.errors import GanstudyError
-from ganstudy.registry import Registry, is_callable
+from ganstudy.registry import Registry, instance_of
 
 
 @dataclass(frozen=True)
@@ -46,11 +46,50 @@ class LoadOptions:
     direction: str = "AtoB"
 
 
-LOADERS: Registry[Callable[[str | None, LoadOptions], RawDataset]] = Registry("data-set loader", "ganstudy.datasets", is_callable)
+@dataclass(frozen=True)
+class DataSet:
+    """A data set a study names: its loader, the kind of its data (ganstudy.data.kinds: what trains and
+    scores on it) and its number of classes where that is known before it is read (per-class set-ups
+    are sized by it while the workflow plans; None: counted once read, and such a set-up names its ranks)."""
+
+    load: Callable[[str | None, LoadOptions], RawDataset]
+    kind: str = "images"
+    classes: int | None = None
+
+    def read(self, name: str, path: str | None, options: LoadOptions) -> RawDataset:
+        """The loader's data, checked against the contract, so that a plugin's loader that breaks it is
+        named here and not by a shape error deep in training."""
+        raw = self.load(path, options)
+        problem = _contract_problem(raw, self, get_kind(self.kind).conditions)
+        if problem:
+            raise GanstudyError(f"data set '{name}' (loader {getattr(self.load, '__module__', '?')}."
+                                f"{getattr(self.load, '__qualname__', self.load)}) {problem}; fix its loader")
+        return raw
 
 
-def get_loader(name: str) -> Callable[[str | None, LoadOptions], RawDataset]:
-    return LOADERS.get(name)
+def _contract_problem(raw: object, data_set: DataSet, conditions: bool) -> str | None:
+    if not isinstance(raw, RawDataset):
+        return f"returned {type(raw).__name__}, not a RawDataset"
+    images, labels = raw.images, raw.labels
+    if not isinstance(images, np.ndarray) or images.dtype != np.float32 or images.ndim < 4:
+        return f"returned images of {getattr(images, 'dtype', type(images).__name__)} {getattr(images, 'shape', '')}, not float32 (N, C, H, W)"
+    if not isinstance(labels, np.ndarray) or labels.dtype != np.int64 or labels.shape != images.shape[:1]:
+        return f"returned labels of {getattr(labels, 'dtype', type(labels).__name__)} {getattr(labels, 'shape', '')}, not {len(images)} int64"
+    if labels.size and (labels.min() < 0 or (data_set.classes is not None and labels.max() >= data_set.classes)):
+        return f"returned labels {labels.min()}..{labels.max()}, outside its declared classes 0..{(data_set.classes or 0) - 1}"
+    if conditions != (raw.conditions is not None):
+        have = "no conditions" if raw.conditions is None else "conditions"
+        return f"returned {have}, but its kind '{data_set.kind}' {'has' if conditions else 'has none'}"
+    if raw.conditions is not None and len(raw.conditions) != len(images):
+        return f"returned {len(raw.conditions)} condition rows for {len(images)} images"
+    return None
+
+
+DATASETS: Registry[DataSet] = Registry("data set", "ganstudy.datasets", instance_of(DataSet))
+
+
+def get_dataset(name: str) -> DataSet:
+    return DATASETS.get(name)
 
 
 def load_digits(path: str | None = None, options: LoadOptions = LoadOptions()) -> RawDataset:
@@ -122,7 +161,7 @@ def _idx_file(folder: Path, stem: str) -> Path:
     raise GanstudyError(f"{folder / stem}.gz (or the unpacked {stem}) does not exist; run the fetch_dataset rule or place it there")
 
 
-def _load_idx_set(path: str | None, name: str) -> RawDataset:
+def _load_idx_set(path: str | None, name: str, classes: int) -> RawDataset:
     """The four IDX files of MNIST-like sets (train and t10k images and labels), read together."""
     if path is None:
         raise GanstudyError(f"dataset '{name}' needs dataset.path: the folder that holds (or will hold) its IDX files")
@@ -134,8 +173,8 @@ def _load_idx_set(path: str | None, name: str) -> RawDataset:
         y = _read_idx(label_file, 2049, 1)
         if len(x) != len(y):
             raise GanstudyError(f"{folder}: {len(x)} {prefix} images but {len(y)} labels")
-        if y.size and y.max() >= CLASS_COUNTS[name]:
-            raise GanstudyError(f"{label_file}: label {y.max()} is outside 0..{CLASS_COUNTS[name] - 1}")
+        if y.size and y.max() >= classes:
+            raise GanstudyError(f"{label_file}: label {y.max()} is outside 0..{classes - 1}")
         images.append(x)
         labels.append(y)
     pixels = np.concatenate(images).astype(np.float32)[:, None] / 255.0
@@ -144,12 +183,12 @@ def _load_idx_set(path: str | None, name: str) -> RawDataset:
 
 def load_mnist(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """MNIST's four IDX files, training and test sets together."""
-    return _load_idx_set(path, "mnist")
+    return _load_idx_set(path, "mnist", 10)
 
 
 def load_fashion_mnist(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """Fashion-MNIST: MNIST's format and file names, ten kinds of clothing."""
-    return _load_idx_set(path, "fashion_mnist")
+    return _load_idx_set(path, "fashion_mnist", 10)
 
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg"}
@@ -278,3 +317,12 @@ def load_cifar10(path: str | None, options: LoadOptions = LoadOptions()) -> RawD
 def load_cifar100(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """CIFAR-100's python files with the 100 fine labels, read from the archive."""
     return _load_cifar(path, "cifar100", "cifar-100-python", ("train", "test"), "fine_labels", 100)
+
+
+DIGITS = DataSet(load_digits, classes=10)
+NPZ = DataSet(load_npz)
+MNIST = DataSet(load_mnist, classes=10)
+FASHION_MNIST = DataSet(load_fashion_mnist, classes=10)
+IMAGE_FOLDER = DataSet(load_image_folder)
+CIFAR10 = DataSet(load_cifar10, classes=10)
+CIFAR100 = DataSet(load_cifar100, classes=100)

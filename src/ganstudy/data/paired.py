@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ganstudy.data.loaders import (
-    LOADERS, LoadOptions, RawDataset, check_same_size, image_files, read_image, stack_images,
+    DataSet, LoadOptions, RawDataset, check_same_size, image_files, read_image, stack_images,
 )
 from ganstudy.errors import GanstudyError
 
@@ -59,3 +59,6 @@ def load_paired_folder(path: str | None, options: LoadOptions = LoadOptions()) -
     return RawDataset(
         images, np.zeros(len(files), dtype=np.int64), str(root), conditions=conditions, split=np.array(split)
     )
+
+
+PAIRED_FOLDER = DataSet(load_paired_folder, kind="pairs", classes=1)

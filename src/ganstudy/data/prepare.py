@@ -14,7 +14,7 @@ from sklearn.model_selection import train_test_split
 from ganstudy.atomic import atomic_path, write_json
 from ganstudy.data.arrays import Split, save_split, file_digest
 from ganstudy.data.conform import conform
-from ganstudy.data.loaders import LoadOptions, get_loader
+from ganstudy.data.loaders import LoadOptions, get_dataset
 from ganstudy.data.partition import class_partitions
 from ganstudy.data.smote import oversample
 from ganstudy.errors import GanstudyError
@@ -65,7 +65,7 @@ def prepare_dataset(
 ) -> dict[str, Any]:
     """``smote``: the config's dataset.smote section (strategy none / balance / factor). A source with its
     own split (RawDataset.split) keeps it and ``test_fraction`` is not used."""
-    raw = get_loader(name)(path, options)
+    raw = get_dataset(name).read(name, path, options)
     counts = _class_counts(raw.labels)
     if raw.split is None:
         seed = derive_seed(study_seed, "dataset-split") % 2**32

@@ -14,10 +14,6 @@ class RemoteFiles:
     extract: bool = False
 
 
-# Classes of the standard data sets, for sizing per-class jobs before the data are read (a paired
-# folder's pairs and calorimeter showers are always one class).
-CLASS_COUNTS = {"digits": 10, "mnist": 10, "fashion_mnist": 10, "cifar10": 10, "cifar100": 100, "paired_folder": 1, "calorimeter": 1}
-
 SOURCES: dict[str, RemoteFiles] = {
     "mnist": RemoteFiles(
         mirrors=("https://ossci-datasets.s3.amazonaws.com/mnist/", "http://yann.lecun.com/exdb/mnist/"),

@@ -24,9 +24,10 @@ from torch_fidelity.metric_fid import fid_featuresdict_to_statistics
 
 from ganstudy.atomic import read_json
 from ganstudy.data.arrays import load_split, to_uint8
+from ganstudy.data.kinds import PAIRS
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.fid import Reference
-from ganstudy.evaluate.metrics import QUALITY, require_metrics
+from ganstudy.evaluate.metrics import QUALITY
 from ganstudy.evaluate.scores import quality_extractor, quality_scores, write_scores
 from ganstudy.evaluate.weights import fid_sample_warning
 from ganstudy.models.artifact import load_generator
@@ -102,7 +103,10 @@ class PairScorer:
 
     column = "l1"
 
-    def __init__(self, pairs_path: str | os.PathLike[str], count: int, seed: int, network: nn.Module, device: torch.device) -> None:
+    def __init__(self, pairs_path: str | os.PathLike[str], count: int, seed: int, network: nn.Module, device: torch.device,
+                 latent_dim: int = 0) -> None:
+        # latent_dim is the held-out scorers' common signature (ganstudy.data.kinds.HeldOut); a paired
+        # generator draws no noise.
         pairs = load_split(pairs_path)
         if pairs.conditions is None:
             raise GanstudyError(f"{pairs_path} holds no input images: the in-training score of a paired generator needs the "
@@ -130,7 +134,7 @@ def evaluate_pairs(
     images the targets): L1, PSNR and SSIM, and the quality metrics against the targets' Inception
     features, which the study's data (one class of pairs) gives no classifier for."""
     set_cpu_threads(threads)
-    require_metrics(settings, "pairs")
+    PAIRS.require_metrics(settings)
     metrics = set(settings["metrics"])
     generator, spec = load_generator(generator_path)
     pairs = load_split(pairs_path)

@@ -16,10 +16,11 @@ from torch_fidelity.metric_isc import KEY_METRIC_ISC_MEAN, KEY_METRIC_ISC_STD, i
 
 from ganstudy.atomic import atomic_path, read_json, write_json
 from ganstudy.data.arrays import load_split, to_uint8
+from ganstudy.data.kinds import IMAGES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.extractor import Extractor, classifier_extractor, inception_extractor
 from ganstudy.evaluate.fid import Reference, frechet_distance, load_reference
-from ganstudy.evaluate.metrics import LABELLED, QUALITY, require_metrics
+from ganstudy.evaluate.metrics import LABELLED, QUALITY
 from ganstudy.evaluate.weights import fid_sample_warning
 from ganstudy.models.artifact import load_generator, sample_labelled
 from ganstudy.parallel.world import set_cpu_threads
@@ -100,14 +101,14 @@ def evaluate_generator(
     """Scores of one generator. FID, IS, KID, precision and recall use evaluation.extractor (the
     classifier, or Inception with ``quality_reference_path``); class_fid and label_tvd always use the
     data set's classifier, whose classes are the data's."""
-    require_metrics(settings, "images")
+    IMAGES.require_metrics(settings)
     set_cpu_threads(threads)
     generator, spec = load_generator(generator_path)
     if spec.condition_shape is not None:
         raise GanstudyError(
             f"{generator_path} maps inputs of shape {spec.condition_shape} (a paired or energy network), not noise: it is "
-            "scored on a split of pairs or showers (ganstudy evaluate --pairs or --showers; the workflow does so for "
-            "paired_folder and calorimeter data)"
+            "scored on the held-out test split (ganstudy evaluate --kind pairs or showers --held-out SPLIT; the workflow "
+            "does so for data of those kinds)"
         )
     run = read_json(run_record_path)
     seed = derive_seed(study_seed, trial, "evaluate")

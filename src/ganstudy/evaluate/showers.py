@@ -23,8 +23,8 @@ import torch
 from ganstudy.atomic import read_json
 from ganstudy.data.arrays import load_split
 from ganstudy.data.calorimeter import DEPOSIT_SCALE, ENERGY_SCALE
+from ganstudy.data.kinds import SHOWERS
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import require_metrics
 from ganstudy.evaluate.scores import write_scores
 from ganstudy.models.artifact import load_generator
 from ganstudy.parallel.world import set_cpu_threads
@@ -129,7 +129,7 @@ def evaluate_showers(
     threads: int,
 ) -> dict[str, Any]:
     """Scores of one energy generator on the split ``showers_path`` (its conditions are the primary energies)."""
-    require_metrics(settings, "showers")
+    SHOWERS.require_metrics(settings)
     set_cpu_threads(threads)
     generator, spec = load_generator(generator_path)
     split = load_split(showers_path)

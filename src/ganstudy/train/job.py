@@ -1,8 +1,8 @@
 """A training job's description: one JSON file per set-up that the workflow writes (rule training_job)
 and every trial's ``ganstudy train`` reads, instead of a dozen options on each shell line.
 
-It holds the set-up's name and typed settings, the study seed, the input files and the compute
-options; the trial and the output folders stay on the command line, since they differ per job.
+It holds the set-up's name and typed settings, the study seed, the input files, the compute options
+and the data's kind; the trial and the output folders stay on the command line, since they differ per job.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from typing import Any
 
 from ganstudy.atomic import write_json
 from ganstudy.config import training_settings
+from ganstudy.data.kinds import kind_for_task
 from ganstudy.errors import GanstudyError
+from ganstudy.models import get_network
 from ganstudy.train.settings import TrainingSettings
 from ganstudy.typed import as_dict, build
 
@@ -49,16 +51,24 @@ class TrainingJob:
     settings: TrainingSettings
     inputs: JobInputs
     compute: JobCompute = field(default_factory=JobCompute)
+    # The kind of the study's data (ganstudy.data.kinds): what scores the generator in training and
+    # draws the run's sample figure.
+    kind: str = "images"
 
     def settings_record(self) -> dict[str, Any]:
         """The settings as run.json records them: the set-up's keys, without other networks' keys."""
         return training_settings(as_dict(self.settings))
 
 
-def job_description(setup: str, section: dict[str, Any], seed: int, inputs: dict[str, str], compute: dict[str, Any]) -> dict[str, Any]:
+def job_description(setup: str, section: dict[str, Any], seed: int, inputs: dict[str, str], compute: dict[str, Any],
+                    kind: str | None = None) -> dict[str, Any]:
     """The JSON a job file holds, from a validated ``setups.<name>`` section; typed here first, so a
-    description that ``read_job`` would refuse is never written."""
-    description = {"setup": setup, "seed": seed, "settings": training_settings(section), "inputs": inputs, "compute": compute}
+    description that ``read_job`` would refuse is never written. Without ``kind`` (the study's data
+    kind; the workflow gives it), the kind that the set-up's network learns."""
+    if kind is None:
+        kind = kind_for_task(get_network(section["network"]).task).name
+    description = {"setup": setup, "seed": seed, "settings": training_settings(section), "inputs": inputs, "compute": compute,
+                   "kind": kind}
     build(TrainingJob, description, f"training job of set-up '{setup}'")
     return description
 

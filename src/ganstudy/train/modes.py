@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from ganstudy.data.arrays import Split
+from ganstudy.data.kinds import IMAGES, DataKind
 from ganstudy.models import NetworkSpec
 from ganstudy.models.mixture import Generator
 from ganstudy.parallel.stop import StopSignal
@@ -28,6 +29,8 @@ class TrainingContext:
     trial: int
     world: World
     device: torch.device
+    # What the data are: what scores the generator in training, and its sample figure.
+    kind: DataKind = IMAGES
     # Seed 001's layout puts a rank's discriminator on a second GPU; None = the generator's device.
     discriminator_device: torch.device | None = None
     classifier_path: Path | None = None

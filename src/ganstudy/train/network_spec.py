@@ -23,9 +23,8 @@ def network_spec(setup: TrainingSettings, data: Split, conditional: bool = False
             else f"mode '{setup.mode}' trains a conditional network such as dccgan, not '{name}'"
         )
     if network.task != "noise" and data.conditions is None:
-        data_set = {"paired": "a paired data set (dataset.name paired_folder)"}.get(network.task, "a data set with primary energies")
         raise GanstudyError(f"network '{name}' is trained on data with conditions (task '{network.task}'), but the prepared "
-                            f"split has none: use {data_set} or a noise network")
+                            "split has none: use a data set of the kind its task learns, or a network of task 'noise'")
     classes = int(data.labels.max()) + 1 if conditional else 0
     conditions = data.condition_shape if network.task != "noise" else None
     return NetworkSpec(data.image_shape, setup.latent_dim, setup.hidden_units, classes, conditions)

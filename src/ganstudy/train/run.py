@@ -19,24 +19,17 @@ import torch
 
 from ganstudy.atomic import read_json, write_json, write_text
 from ganstudy.data.arrays import load_split
-from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.showers import generate_showers
-from ganstudy.models import get_network
-from ganstudy.models.artifact import sample_generator, save_generator
+from ganstudy.data.kinds import get_kind
+from ganstudy.models.artifact import save_generator
 from ganstudy.parallel.stop import StopSignal, TrainingStopped
 from ganstudy.parallel.determinism import configure_determinism
 from ganstudy.parallel.world import GPU_ENVIRONMENT, device_names, mpi_library_version, mpi_world, select_devices, set_cpu_threads
 from ganstudy.provenance import cuda_versions, now, provenance_record
-from ganstudy.report.images import save_grid, save_shower_pairs, save_triptychs
 from ganstudy.resources import peak_memory
 from ganstudy.seeding import derive_seed
 from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.train.job import TrainingJob
 from ganstudy.typed import as_dict
-
-GRID_SAMPLES = 64
-SAMPLE_ROWS = 8
-
 
 def rows_to_csv(rows: list[dict[str, Any]]) -> str:
     buffer = io.StringIO()
@@ -74,6 +67,7 @@ def run_training(
     started_at = now()
     started = time.perf_counter()
     settings, compute = job.settings, job.compute
+    kind = get_kind(job.kind)
     world = mpi_world()
     set_cpu_threads(compute.threads)
     mode = get_mode(settings.mode)
@@ -85,6 +79,7 @@ def run_training(
         context = TrainingContext(
             setup=settings,
             data=load_split(job.inputs.train),
+            kind=kind,
             study_seed=job.seed,
             trial=trial,
             world=world,
@@ -114,25 +109,8 @@ def run_training(
     if not world.is_root:
         return
     out = Path(out_dir)
-    task = get_network(result.network).task
     grid_seed = derive_seed(job.seed, trial, "sample-grid")
-    if task == "noise":
-        grid = sample_generator(result.generator, result.spec.latent_dim, GRID_SAMPLES, grid_seed, GRID_SAMPLES)
-        save_grid(out / "samples.png", grid.numpy())
-    elif task == "paired":
-        # A paired generator maps inputs, not noise: the first training pairs as input | output | target.
-        inputs = context.data.conditions[:SAMPLE_ROWS]
-        with torch.no_grad():
-            outputs = result.generator(torch.from_numpy(inputs)).numpy()
-        save_triptychs(out / "samples.png", inputs, outputs, context.data.images[:SAMPLE_ROWS])
-    elif task == "energy":
-        # Showers of the first training rows' energies beside the real ones.
-        showers = generate_showers(result.generator.components[0], result.spec.latent_dim, context.data.conditions[:SAMPLE_ROWS],
-                                   grid_seed, SAMPLE_ROWS)
-        save_shower_pairs(out / "samples.png", context.data.images[:SAMPLE_ROWS], showers)
-    else:
-        raise GanstudyError(f"no sample figure for networks of task '{task}'")
-    if task != "paired":
+    if context.kind.part(context.kind.sample_figure)(result.generator, result.spec, context.data, grid_seed, out / "samples.png"):
         result.seeds["sample-grid"] = grid_seed
     write_text(out / "losses.csv", rows_to_csv(result.history))
     write_text(out / "profile.csv", rows_to_csv(result.profile))

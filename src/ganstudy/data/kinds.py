@@ -1,0 +1,131 @@
+"""Data kinds: what a study's data are (images with classes, paired images, calorimeter showers), and
+so which training task feeds its networks, what scores its generators, which metrics apply, which
+figures show them and which inputs the workflow plans for its jobs.
+
+One object per kind, registered like every other part (entry-point group ``ganstudy.kinds``); a data
+set names its kind (``DataSet.kind``), and adding a kind touches its object only. Free of torch, so
+that the workflow reads kinds while it builds the DAG: the parts that need torch are named as
+``module:attribute`` and imported by the job that runs them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.metrics import LABELLED, PAIRED, QUALITY, SHOWER
+from ganstudy.registry import Registry, instance_of, resolve
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """Scoring on the test split, for kinds whose data train no classifier: ``scorer`` is the in-training
+    score's class, called as ``scorer(split, count, seed, network, device, latent_dim=...)`` with a
+    ``column`` and a ``score(generator)``; ``evaluate`` the final scoring, called as ``evaluate(generator,
+    run_record, split, settings, seed, trial, out, threads)`` (both ``module:attribute``)."""
+
+    what: str  # what is scored on what, for messages
+    stream: str  # the seed stream of the in-training score
+    scorer: str
+    evaluate: str
+
+
+@dataclass(frozen=True)
+class DataKind:
+    name: str
+    description: str  # for messages: "images with classes"
+    task: str  # the training task (ganstudy.tasks) of the networks that learn this kind
+    metrics: frozenset[str]  # evaluation.metrics that can score its generators
+    # module:attribute of the run's sample figure, called as figure(generator, spec, data, seed, path); it
+    # returns True when it drew from ``seed`` (run.json then records the seed).
+    sample_figure: str
+    # Of ``metrics``, those computed on Inception features only (evaluation.extractor inception).
+    inception_metrics: frozenset[str] = frozenset()
+    # None: scored with the data set's classifier (FID on its features, against the real statistics).
+    held_out: HeldOut | None = None
+    # The data carry a condition row per image (pix2pix's input image, a shower's primary energy).
+    conditions: bool = False
+    # Per-class statistics apply (ANOVA of per-class scores): the data have several classes.
+    classes: bool = True
+    # Study figures beyond every study's, by the rule that draws them (workflow/rules/report.smk).
+    figures: tuple[str, ...] = ()
+
+    def metric_problems(self, evaluation: dict[str, Any]) -> list[str]:
+        """Why evaluation.metrics cannot score generators of this kind (empty: they can)."""
+        metrics = set(evaluation["metrics"])
+        problems = []
+        wrong = metrics - self.metrics
+        if wrong:
+            others = sorted({kind.description for kind in all_kinds() if kind.metrics & wrong and kind is not self})
+            scored = f" (they score {' or '.join(others)})" if others else ""
+            problems.append(f"evaluation.metrics {sorted(wrong)} do not score {self.description}{scored}: this study's data "
+                            f"are of kind '{self.name}', whose metrics are {sorted(self.metrics)}; remove them")
+        needs = metrics & self.inception_metrics
+        if needs and evaluation["extractor"] != "inception":
+            problems.append(f"evaluation.metrics {sorted(needs)} of {self.description} are computed on Inception features "
+                            f"(data of kind '{self.name}' train no classifier): set evaluation.extractor to inception with "
+                            "evaluation.inception_weights, or remove them")
+        return problems
+
+    def require_metrics(self, evaluation: dict[str, Any]) -> None:
+        """Raise, naming every problem, when evaluation.metrics cannot score generators of this kind."""
+        problems = self.metric_problems(evaluation)
+        if problems:
+            raise GanstudyError("; ".join(problems))
+
+    def part(self, reference: str) -> Any:
+        """One of the kind's torch parts (a scorer, a figure), imported now."""
+        return resolve(reference, f"data kind '{self.name}'")
+
+
+IMAGES = DataKind(
+    name="images",
+    description="images with classes",
+    task="noise",
+    metrics=frozenset(QUALITY | LABELLED),
+    sample_figure="ganstudy.report.samples:noise_samples",
+)
+PAIRS = DataKind(
+    name="pairs",
+    description="paired images",
+    task="paired",
+    metrics=frozenset(PAIRED | QUALITY),
+    inception_metrics=frozenset(QUALITY),
+    sample_figure="ganstudy.report.samples:paired_samples",
+    held_out=HeldOut("a paired generator on held-out pairs", "score-pairs",
+                     "ganstudy.evaluate.paired:PairScorer", "ganstudy.evaluate.paired:evaluate_pairs"),
+    conditions=True,
+    classes=False,
+)
+SHOWERS = DataKind(
+    name="showers",
+    description="calorimeter showers",
+    task="energy",
+    metrics=frozenset(SHOWER),
+    sample_figure="ganstudy.report.samples:shower_samples",
+    held_out=HeldOut("a shower generator on held-out showers", "score-showers",
+                     "ganstudy.evaluate.showers:ShowerScorer", "ganstudy.evaluate.showers:evaluate_showers"),
+    conditions=True,
+    classes=False,
+    figures=("showers",),
+)
+
+KINDS: Registry[DataKind] = Registry("data kind", "ganstudy.kinds", instance_of(DataKind))
+
+
+def get_kind(name: str) -> DataKind:
+    return KINDS.get(name)
+
+
+def all_kinds() -> list[DataKind]:
+    return [KINDS.get(name) for name in KINDS]
+
+
+def kind_for_task(task: str) -> DataKind:
+    """The one kind whose networks ``task`` trains, for a job written by hand without its data's kind."""
+    found = [kind for kind in all_kinds() if kind.task == task]
+    if len(found) != 1:
+        names = ", ".join(kind.name for kind in found) or "none"
+        raise GanstudyError(f"data kinds of networks trained by task '{task}': {names}; name the job's kind")
+    return found[0]

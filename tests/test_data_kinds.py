@@ -1,0 +1,107 @@
+"""Data kinds and data-set entries: every data set names a registered kind, a study whose network cannot
+learn its data stops before any job, and a loader that breaks the data-set contract is named."""
+
+from __future__ import annotations
+
+import copy
+import textwrap
+
+import numpy as np
+import pytest
+
+from ganstudy.data.kinds import IMAGES, PAIRS, SHOWERS, all_kinds, get_kind, kind_for_task
+from ganstudy.data.loaders import DATASETS, LoadOptions, get_dataset
+from ganstudy.data.prepare import prepare_dataset
+from ganstudy.errors import GanstudyError
+from ganstudy.models import get_network
+from ganstudy.parts import part_problems
+from test_workflow import SHRUNKEN, snakemake
+
+
+def test_every_data_set_names_a_registered_kind_and_every_kind_a_task():
+    kinds = {kind.name for kind in all_kinds()}
+    assert kinds >= {"images", "pairs", "showers"}
+    assert {name: get_dataset(name).kind for name in DATASETS} == {
+        "calorimeter": "showers", "cifar10": "images", "cifar100": "images", "digits": "images", "fashion_mnist": "images",
+        "image_folder": "images", "mnist": "images", "npz": "images", "paired_folder": "pairs",
+    }
+    # Classes known before reading size per-class jobs; folders and user arrays are counted once read.
+    assert get_dataset("cifar100").classes == 100 and get_dataset("image_folder").classes is None
+    assert [kind_for_task(task) for task in ("noise", "paired", "energy")] == [IMAGES, PAIRS, SHOWERS]
+    assert kind_for_task(get_network("pix2pix").task) is get_kind("pairs")
+    with pytest.raises(GanstudyError, match="data kinds of networks trained by task 'hinge': none; name the job's kind"):
+        kind_for_task("hinge")
+
+
+def test_only_held_out_kinds_are_scored_on_the_test_split():
+    # Held-out kinds name importable parts with the scorers' common signature.
+    for kind in (PAIRS, SHOWERS):
+        scorer = kind.part(kind.held_out.scorer)
+        assert "latent_dim" in scorer.__init__.__code__.co_varnames and callable(kind.part(kind.held_out.evaluate))
+    assert IMAGES.held_out is None and IMAGES.classes and not PAIRS.classes
+    assert IMAGES.metric_problems({"metrics": ["fid", "class_fid"], "extractor": "classifier"}) == []
+    assert PAIRS.metric_problems({"metrics": ["l1", "fid"], "extractor": "inception"}) == []
+
+
+def test_a_network_that_cannot_learn_the_data_is_refused_before_any_job(tmp_path, env):
+    config = copy.deepcopy(SHRUNKEN)
+    config["setups"]["bce"]["network"] = "pix2pix"
+    done = snakemake(tmp_path, config, "-n", env=env)
+    problem = ("setups.bce.network: network 'pix2pix' is trained by task 'paired', but dataset 'digits' holds images with "
+               "classes, whose networks are trained by task 'noise'")
+    assert done.returncode != 0 and problem in done.stdout + done.stderr, (done.stdout + done.stderr)[-2000:]
+    assert not (tmp_path / "results").exists()
+
+
+def test_part_problems_name_each_key(default_config):
+    config = copy.deepcopy(default_config)
+    config["dataset"]["name"] = "cifar7"
+    assert part_problems(config)[0].startswith("dataset.name: unknown data set 'cifar7'")
+    config["dataset"]["name"] = "calorimeter"
+    problems = part_problems(config)
+    assert any(p.startswith("evaluation.metrics ['fid'") and "do not score calorimeter showers" in p for p in problems)
+    assert any(p.startswith("setups.") and "network 'perceptron4' is trained by task 'noise'" in p for p in problems)
+
+
+LOADERS = textwrap.dedent("""
+    import numpy as np
+    from ganstudy.data.loaders import DataSet, RawDataset
+
+    def _images(n=20):
+        return np.random.default_rng(0).uniform(0, 1, (n, 1, 8, 8)).astype(np.float32)
+
+    def no_conditions(path, options):
+        return RawDataset(_images(), np.zeros(20, np.int64), "test")
+
+    def float64(path, options):
+        return RawDataset(_images().astype(np.float64), np.zeros(20, np.int64), "test")
+
+    def too_many_classes(path, options):
+        return RawDataset(_images(), np.arange(20, dtype=np.int64) % 4, "test")
+
+    def not_raw(path, options):
+        return {"images": _images()}
+
+    PAIRS_WITHOUT_CONDITIONS = DataSet(no_conditions, kind="pairs", classes=1)
+    DOUBLES = DataSet(float64)
+    THREE_CLASSES = DataSet(too_many_classes, classes=3)
+    DICT = DataSet(not_raw)
+    NOT_A_DATA_SET = no_conditions
+""")
+
+
+@pytest.mark.parametrize("attribute, problem", [
+    ("PAIRS_WITHOUT_CONDITIONS", "returned no conditions, but its kind 'pairs' has"),
+    ("DOUBLES", "returned images of float64 (20, 1, 8, 8), not float32 (N, C, H, W)"),
+    ("THREE_CLASSES", "returned labels 0..3, outside its declared classes 0..2"),
+    ("DICT", "returned dict, not a RawDataset"),
+    ("NOT_A_DATA_SET", "is of type function, not DataSet"),
+])
+def test_a_loader_that_breaks_the_contract_is_named(tmp_path, monkeypatch, attribute, problem):
+    (tmp_path / "lab_loaders.py").write_text(LOADERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name = f"lab_loaders:{attribute}"
+    with pytest.raises(GanstudyError) as error:
+        prepare_dataset(name, None, 0.25, 1, tmp_path / "out", LoadOptions())
+    assert problem in str(error.value) and name in str(error.value)
+    assert not (tmp_path / "out").exists()
