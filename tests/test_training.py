@@ -11,6 +11,7 @@ from ganstudy.data.arrays import Split, load_split
 from ganstudy.errors import GanstudyError
 from ganstudy.models.artifact import load_generator, sample_generator
 from ganstudy.parallel.world import mpi_world
+from ganstudy.registry import source_sha256
 from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.train.job import job_description, read_job, write_job
 from ganstudy.train.settings import TrainingSettings
@@ -92,6 +93,11 @@ def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path):
     assert "MPICH" in record["mpi_library"] or "MPI" in record["mpi_library"]
     assert set(record["seeds"]) == {"init", "batches", "noise", "dropout", "score", "sample-grid"}
     assert record["versions"]["torch"] and record["train_seconds"] > 0
+    # Where each part came from: ganstudy's own, with the hash of the source that trained it.
+    assert record["parts"]["network"]["reference"] == "ganstudy.models.perceptron:PERCEPTRON4"
+    assert record["parts"]["kind"]["reference"] == "ganstudy.data.kinds:IMAGES"
+    assert {part["distribution"] for part in record["parts"].values()} == {"ganstudy"}
+    assert {part["source_sha256"] for part in record["parts"].values()} == {source_sha256("ganstudy")}
     # What decides the GPU kernels, recorded on the CPU too: there the rank's device is "cpu", torch's CUDA
     # version is that of its build (None for a CPU-only wheel) and no NVIDIA driver answers.
     assert record["device_names"] == [["cpu"]] and record["deterministic"] is True

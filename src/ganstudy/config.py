@@ -75,6 +75,17 @@ def validate_study_config(config: dict[str, Any], schema_path: str | os.PathLike
     return config
 
 
+def section_problems(section: dict[str, Any], schema: dict[str, Any], where: str) -> list[str]:
+    """Check one section in place against a part's own schema (a plugin's options), filling its
+    defaults; one line per problem, each key named from ``where``."""
+    try:
+        _Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return [f"{where}: its schema is not a valid JSON schema ({exc.message})"]
+    errors = sorted(_Validator(schema).iter_errors(section), key=lambda e: list(map(str, e.absolute_path)))
+    return [f"{where}: {_describe(error)}" for error in errors]
+
+
 def load_study_config(config_path: str | os.PathLike[str], schema_path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a YAML study config, validate it and fill its defaults."""
     try:

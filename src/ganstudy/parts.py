@@ -1,7 +1,8 @@
 """The pluggable parts a study names (its data set, each set-up's network), looked up in their registries
 when the study is read: a name that no registry knows, a plugin that does not import or is of the
-wrong type, a network that cannot learn the data set's kind, or a metric that cannot score it stops the study before any job, naming
-the key that named it. (Modes and losses are the schema's fixed choices.)"""
+wrong type, a network that cannot learn the data set's kind, options that fail a network's own
+schema, or a metric that cannot score the data stops the study before any job, naming the key that
+named it. (Modes and losses are the schema's fixed choices.)"""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any
 from ganstudy.data.kinds import DataKind, get_kind
 from ganstudy.data.loaders import get_dataset
 from ganstudy.errors import GanstudyError
-from ganstudy.models import get_network
+from ganstudy.config import section_problems
+from ganstudy.models import NETWORKS, Network, get_network
 
 
 def study_kind(config: dict[str, Any]) -> DataKind:
@@ -33,8 +35,19 @@ def part_problems(config: dict[str, Any]) -> list[str]:
         except GanstudyError as error:
             problems.append(f"{key}: {error}")
             continue
+        problems += _option_problems(setup_name, setup, network)
         if network.task != kind.task:
             problems.append(f"{key}: network '{setup['network']}' is trained by task '{network.task}', but dataset '{name}' "
                             f"holds {kind.description}, whose networks are trained by task '{kind.task}': choose a network "
                             "of that task or another data set")
     return problems
+
+
+def _option_problems(setup_name: str, setup: dict[str, Any], network: Network) -> list[str]:
+    key = f"setups.{setup_name}.network_options"
+    options = setup.setdefault("network_options", {})
+    if network.options is None:
+        return [f"{key}: network '{setup['network']}' takes no options, got {sorted(options)}; remove them"] if options else []
+    origin = NETWORKS.origin(setup["network"])
+    return [f"{problem} (the options schema of network '{setup['network']}', {origin})"
+            for problem in section_problems(options, network.options, key)]

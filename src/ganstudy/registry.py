@@ -8,10 +8,14 @@ registries import none of the parts and no part's module has to import another's
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from ganstudy.errors import GanstudyError
@@ -34,6 +38,32 @@ class Origin:
         if self.distribution is None:
             return self.reference
         return f"{self.reference} (from {self.distribution} {self.version})"
+
+    def record(self) -> dict[str, str | None]:
+        """For provenance: the reference, its package and version, and the sha256 of the source of the
+        top-level package (or module) that defines it, so that an edited plugin is told apart from
+        the one a result came from even when its version number stayed."""
+        return {"reference": self.reference, "distribution": self.distribution, "version": self.version,
+                "source_sha256": source_sha256(self.reference.partition(":")[0])}
+
+
+@functools.cache
+def source_sha256(module_name: str) -> str | None:
+    """sha256 over the .py files (relative path and bytes, in sorted order) of the top-level package of
+    an imported module; None for a module without source files."""
+    top = sys.modules.get(module_name.partition(".")[0])
+    if top is None:
+        return None
+    roots = [Path(path) for path in getattr(top, "__path__", [])]
+    files = [(root, file) for root in roots for file in sorted(root.rglob("*.py"))]
+    if not roots and getattr(top, "__file__", None):
+        files = [(Path(top.__file__).parent, Path(top.__file__))]
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for root, file in files:
+        digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
 
 
 def _group(group: str) -> tuple[EntryPoint, ...]:

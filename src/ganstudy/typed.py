@@ -1,8 +1,8 @@
 """Frozen dataclasses built from validated config sections: a stage reads attributes, never string keys.
 
 ``build(cls, section, where)`` makes a ``cls`` from a mapping whose keys are exactly the dataclass's
-fields (optional ones may be missing), nested sections into nested dataclasses and JSON lists into
-tuples; ``as_dict`` is its inverse, for the job description and provenance. A key the dataclass does
+fields (optional ones may be missing), nested sections into nested dataclasses, other JSON objects
+into FrozenMappings and JSON lists into tuples; ``as_dict`` is its inverse, for the job description and provenance. A key the dataclass does
 not know, or a required one that is missing, names itself and ``where`` it was read from.
 """
 
@@ -29,10 +29,38 @@ def _dataclass_in(annotation: Any) -> type | None:
     return None
 
 
+class FrozenMapping(Mapping[str, Any]):
+    """A JSON object that cannot change and can be hashed (a plugin network's options in settings)."""
+
+    def __init__(self, items: Mapping[str, Any] | None = None) -> None:
+        self._items = {key: _frozen(value) for key, value in (items or {}).items()}
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> typing.Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._items.items())))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and dict(self._items) == dict(other)
+
+    def __repr__(self) -> str:
+        return repr(self._items)
+
+
 def _frozen(value: Any) -> Any:
-    """JSON lists as tuples, so that a settings object is hashable and cannot change."""
+    """JSON lists as tuples and objects as FrozenMappings, so that a settings object is hashable and
+    cannot change."""
     if isinstance(value, list):
         return tuple(_frozen(item) for item in value)
+    if isinstance(value, Mapping):
+        return FrozenMapping(value)
     return value
 
 
@@ -56,12 +84,12 @@ def build(cls: type[T], section: Mapping[str, Any], where: str) -> T:
 
 
 def as_dict(settings: Any) -> dict[str, Any]:
-    """The mapping ``build`` takes, with tuples as lists (JSON's form)."""
+    """The mapping ``build`` takes, with tuples as lists and mappings as dicts (JSON's form)."""
 
     def plain(value: Any) -> Any:
         if isinstance(value, (tuple, list)):
             return [plain(item) for item in value]
-        if isinstance(value, dict):
+        if isinstance(value, Mapping):
             return {key: plain(item) for key, item in value.items()}
         return value
 

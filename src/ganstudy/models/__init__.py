@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from torch import nn
 
 from ganstudy.registry import Registry, instance_of
+from ganstudy.typed import FrozenMapping
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,8 @@ class NetworkSpec:
     hidden_units: int
     num_classes: int = 0
     condition_shape: tuple[int, ...] | None = None
+    # The set-up's network_options, validated against the network's ``options`` schema, defaults filled.
+    options: Mapping[str, Any] = field(default_factory=FrozenMapping)
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,8 @@ class Network:
     # What the generator maps from: "noise" (a latent vector), "paired" (an input image, pix2pix) or
     # "energy" (noise and a primary energy, calo3d); the training task of that name feeds it.
     task: str = "noise"
+    # A JSON schema of the set-up's network_options (None: the network takes none).
+    options: dict[str, Any] | None = None
 
 
 NETWORKS: Registry[Network] = Registry("network", "ganstudy.networks", instance_of(Network))

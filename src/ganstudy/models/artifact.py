@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
 from typing import Any
 
 import torch
@@ -12,6 +11,7 @@ from ganstudy.checkpoint import load_state, save_state
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import ConditionalGenerator, Generator, MixtureGenerator
+from ganstudy.typed import as_dict
 
 FORMAT = "ganstudy-generator/3"
 # Format 2 (before labelled generators) is an unlabelled mixture: still readable, so finished runs
@@ -20,10 +20,8 @@ READABLE = {FORMAT, "ganstudy-generator/2"}
 
 
 def save_generator(path: str | os.PathLike[str], generator: Generator, network: str, spec: NetworkSpec) -> None:
-    spec_fields = asdict(spec)
-    spec_fields["image_shape"] = list(spec.image_shape)
-    if spec.condition_shape is not None:
-        spec_fields["condition_shape"] = list(spec.condition_shape)
+    # Plain lists and dicts (JSON's form): weights-only loading refuses the options' FrozenMapping.
+    spec_fields = as_dict(spec)
     save_state(
         path,
         {

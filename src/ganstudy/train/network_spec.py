@@ -5,6 +5,7 @@ from __future__ import annotations
 from ganstudy.data.arrays import Split
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, get_network
+from ganstudy.train.network_check import check_pair
 from ganstudy.train.settings import TrainingSettings
 
 
@@ -27,4 +28,6 @@ def network_spec(setup: TrainingSettings, data: Split, conditional: bool = False
                             "split has none: use a data set of the kind its task learns, or a network of task 'noise'")
     classes = int(data.labels.max()) + 1 if conditional else 0
     conditions = data.condition_shape if network.task != "noise" else None
-    return NetworkSpec(data.image_shape, setup.latent_dim, setup.hidden_units, classes, conditions)
+    spec = NetworkSpec(data.image_shape, setup.latent_dim, setup.hidden_units, classes, conditions, setup.network_options)
+    check_pair(setup, spec)
+    return spec

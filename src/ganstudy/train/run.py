@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import torch
 
 from ganstudy.atomic import read_json, write_json, write_text
 from ganstudy.data.arrays import load_split
-from ganstudy.data.kinds import get_kind
+from ganstudy.data.kinds import KINDS, get_kind
+from ganstudy.models import NETWORKS, get_network
 from ganstudy.models.artifact import save_generator
 from ganstudy.parallel.stop import StopSignal, TrainingStopped
 from ganstudy.parallel.determinism import configure_determinism
@@ -27,7 +27,9 @@ from ganstudy.parallel.world import GPU_ENVIRONMENT, device_names, mpi_library_v
 from ganstudy.provenance import cuda_versions, now, provenance_record
 from ganstudy.resources import peak_memory
 from ganstudy.seeding import derive_seed
-from ganstudy.train.modes import TrainingContext, get_mode
+from ganstudy.train.modes import TRAINING_MODES, TrainingContext, get_mode
+from ganstudy.train.settings import TrainingSettings
+from ganstudy.train.tasks import TASKS
 from ganstudy.train.job import TrainingJob
 from ganstudy.typed import as_dict
 
@@ -55,6 +57,14 @@ def earlier_seconds(checkpoint_dir: Path | None) -> float:
         print(f"ganstudy: warning: {checkpoint_dir / ELAPSED_FILE} is unreadable; earlier segments' time is not counted",
               file=sys.stderr, flush=True)
         return 0.0
+
+
+def part_records(settings: TrainingSettings, kind: str) -> dict[str, dict[str, str | None]]:
+    """Where the run's pluggable parts came from: reference, package, version and source hash."""
+    network = get_network(settings.network)
+    named = {"network": (NETWORKS, settings.network), "task": (TASKS, network.task), "mode": (TRAINING_MODES, settings.mode),
+             "kind": (KINDS, kind)}
+    return {part: registry.origin(name).record() for part, (registry, name) in named.items()}
 
 
 def run_training(
@@ -136,6 +146,7 @@ def run_training(
             cuda=cuda_versions(),
             deterministic=compute.deterministic,
             inputs=as_dict(job.inputs),
+            parts=part_records(settings, job.kind),
             mpi_library=mpi_library_version(),
             torch_threads=compute.threads,
             started_at=started_at,

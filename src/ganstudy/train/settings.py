@@ -4,11 +4,12 @@ when a training job starts. tests/test_settings.py checks that the fields are th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ganstudy.config import training_settings
-from ganstudy.typed import build
+from ganstudy.typed import FrozenMapping, build
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class TrainingSettings:
     checkpoints_kept: int
     ranks: int | None = None
     trials: int | None = None
+    network_options: Mapping[str, Any] = field(default_factory=FrozenMapping)
     data_parallel: DataParallelSettings = field(default_factory=DataParallelSettings)
     grid: GridSettings = field(default_factory=GridSettings)
     l1_weight: float | None = None
