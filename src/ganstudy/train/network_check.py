@@ -1,6 +1,7 @@
 """The network contract, checked on one tiny batch when a training job starts: a network's builder
 returns two torch modules; the generator, called as its training task calls it, returns images of the
-data's shape; the discriminator's answer gives a finite loss whose gradient reaches the generator.
+data's shape; the discriminator answers in the shape the task takes (one logit per row for noise
+networks), and its answer gives a finite loss whose gradient reaches the generator.
 A plugin that breaks it is named here, not by a shape error deep in a training loop."""
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def check_pair(setup: TrainingSettings, spec: NetworkSpec) -> None:
 def _problem(setup: TrainingSettings, spec: NetworkSpec, task_name: str) -> str | None:
     try:
         pair = build_pair(setup.network, spec)
+    except GanstudyError:
+        raise  # the builder's own refusal (an image size it cannot take) already says what to do
     except Exception as exc:  # a plugin's builder may fail in any way; name the plugin either way
         return f"did not build for {spec}: {type(exc).__name__}: {exc}"
     if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(net, nn.Module) for net in pair)):
@@ -58,9 +61,16 @@ def _problem(setup: TrainingSettings, spec: NetworkSpec, task_name: str) -> str 
         return f"generator returned {found} for {ROWS} rows, not images of shape {(ROWS, *spec.image_shape)}"
     try:
         answer = task.judge(discriminator, fake, batch)
+    except Exception as exc:
+        return f"discriminator failed on a batch of {ROWS} as task '{task_name}' calls it: {type(exc).__name__}: {exc}"
+    shape = task.answer_shape(ROWS)
+    if shape is not None and (not isinstance(answer, torch.Tensor) or tuple(answer.shape) != shape):
+        found = tuple(answer.shape) if isinstance(answer, torch.Tensor) else type(answer).__name__
+        return f"discriminator answered {found} for {ROWS} rows, not {shape} (what task '{task_name}' takes)"
+    try:
         loss = task.generator_loss(LOSSES.get("bce"), answer, fake, batch).mean()
     except Exception as exc:
-        return f"discriminator's answer on a batch of {ROWS} gave no loss as task '{task_name}' computes it: {type(exc).__name__}: {exc}"
+        return f"discriminator's answer gave no loss as task '{task_name}' computes it: {type(exc).__name__}: {exc}"
     if not torch.isfinite(loss):
         return f"gave a non-finite generator loss ({float(loss)}) on a batch of {ROWS}"
     loss.backward()

@@ -103,6 +103,11 @@ class Task:
     def judge(self, discriminator: nn.Module, images: Tensor, batch: Batch) -> Tensor:
         return discriminator(images, *batch.context)
 
+    def answer_shape(self, rows: int) -> tuple[int, ...] | None:
+        """The shape of ``judge``'s answer for ``rows`` rows, which a network's discriminator must give
+        (ganstudy.train.network_check); None: any. Here one logit per row."""
+        return (rows,)
+
     def real_loss(self, loss: AdversarialLoss, d_real: Tensor, batch: Batch) -> Tensor:
         """The discriminator's loss on the real rows."""
         return loss.real_term(d_real).mean(-1)
@@ -131,6 +136,9 @@ class PairedTask(Task):
     def judge(self, discriminator: nn.Module, images: Tensor, batch: Batch) -> Tensor:
         # A PatchGAN judges every patch: its (N, patches) outputs count as N * patches samples of the loss.
         return discriminator(batch.context[0], images).reshape(-1)
+
+    def answer_shape(self, rows: int) -> tuple[int, ...] | None:
+        return None  # any number of patches per row, flattened by judge
 
     # Halved, as pix2pix does, to slow the discriminator relative to the generator.
     def real_loss(self, loss: AdversarialLoss, d_real: Tensor, batch: Batch) -> Tensor:
@@ -213,6 +221,9 @@ class EnergyTask(Task):
             return self.fake(generator, batch)
         finally:
             generator.train()
+
+    def answer_shape(self, rows: int) -> tuple[int, ...] | None:
+        return (rows, 3)  # per row: the real/fake logit, the energy, the voxel sum
 
     def _errors(self, judged: Tensor, energy: Tensor, target_sum: Tensor) -> Tensor:
         return self.energy_weight * percentage_error(judged[:, 1], energy.reshape(-1)) + self.sum_weight * percentage_error(judged[:, 2], target_sum)

@@ -1,0 +1,190 @@
+"""The example plugin (examples/sngan-plugin), installed as a user installs a package, runs its study
+through the workflow in modes single, grid and data_parallel; a plugin that breaks its contract is
+named, with its package and what to fix, before any job or when its job starts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from ganstudy.config import validate_study_config
+from ganstudy.errors import GanstudyError
+from ganstudy.train.network_check import check_pair
+from ganstudy.train.settings import TrainingSettings
+from test_workflow import snakemake
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "sngan-plugin"
+ORIGIN = "sngan_plugin.networks:SNDCGAN (from ganstudy-sngan-plugin 0.1.0)"
+
+
+@pytest.fixture(scope="module")
+def plugin_site(tmp_path_factory) -> Path:
+    """The example installed by pip from a copy of its folder (pip builds in the source tree), into a
+    folder of its own: the jobs find it on PYTHONPATH, and the venv the other tests see stays as it was."""
+    root = tmp_path_factory.mktemp("plugin")
+    source = shutil.copytree(EXAMPLE, root / "source")
+    site = root / "site"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                           "--disable-pip-version-check", "--target", str(site), str(source)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return site
+
+
+@pytest.fixture(scope="module")
+def plugin_env(env, plugin_site) -> dict:
+    return {**env, "PYTHONPATH": str(plugin_site)}
+
+
+def example_study(**evaluation) -> dict:
+    """The example's study, shrunken to seconds per job (same set-ups, modes and plugin parts)."""
+    config = yaml.safe_load((EXAMPLE / "study.yaml").read_text())
+    config["trials"] = 2
+    config["classifier"] = {"epochs": 3, "min_accuracy": 0.0}
+    for setup in config["setups"].values():
+        setup.update(iterations=2, score_period=1, score_samples=50)
+        if setup.get("mode") == "grid":
+            setup["grid"].update(fitness_sample_size=50, score_sample_size=50)
+    config["evaluation"] = {"samples": 100, "batch_size": 50, "isc_splits": 2, "metrics": ["fid", "isc", "class_fid"], **evaluation}
+    return config
+
+
+def package_sha256(package: Path) -> str:
+    """The source hash run.json should carry, computed here over the installed package's files."""
+    digest = hashlib.sha256()
+    for file in sorted(package.rglob("*.py")):
+        digest.update(str(file.relative_to(package)).encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.mark.workflow
+def test_the_example_plugin_s_study_runs_in_three_modes(tmp_path, plugin_env, plugin_site):
+    config = example_study()
+    done = snakemake(tmp_path, config, "--cores", "2", env=plugin_env, timeout=1200)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    study = tmp_path / "results" / config["study"]
+    scores = pd.read_csv(study / "scores.csv")
+    assert sorted(set(zip(scores["setup"], scores["trial"]))) == [(s, t) for s in ("data_parallel", "grid2x2", "single") for t in (0, 1)]
+    assert scores.query("metric == 'fid'")["value"].notna().all()
+    for setup, ranks in (("single", 1), ("grid2x2", 2), ("data_parallel", 2)):
+        record = json.loads((study / "runs" / setup / "trial0" / "run.json").read_text())
+        assert record["world_size"] == ranks
+        # The options as the plugin's schema completed them, and where the network came from.
+        assert record["settings"]["network_options"] == {"base_channels": 32, "spectral_norm": True}
+        network = record["parts"]["network"]
+        assert (network["distribution"], network["version"]) == ("ganstudy-sngan-plugin", "0.1.0")
+        assert network["source_sha256"] == package_sha256(plugin_site / "sngan_plugin")
+        assert (study / "runs" / setup / "trial0" / "samples.png").read_bytes()[:4] == b"\x89PNG"
+    # The plugin's network has no stacked form: the grid trains its cells one by one and says so once.
+    log = (study / "logs" / "train" / "grid2x2" / "trial0.log").read_text()
+    assert log.count("network sndcgan has no stacked form: each rank trains its cells one after another") == 1
+    manifest = json.loads((study / "data" / "manifest.json").read_text())
+    assert "sngan_plugin.shapes" in json.dumps(manifest)
+
+
+@pytest.mark.parametrize("options, network, problem", [
+    ({"base_channel": 8}, "sndcgan",
+     "setups.single.network_options: unknown key 'base_channel' (did you mean 'base_channels'?); allowed here: base_channels, "
+     f"spectral_norm (the options schema of network 'sndcgan', {ORIGIN})"),
+    ({"base_channels": 2}, "sndcgan", "setups.single.network_options: 'base_channels': 2 is less than the minimum of 4"),
+    ({"base_channels": 8}, "perceptron4", "setups.single.network_options: network 'perceptron4' takes no options, got ['base_channels']"),
+])
+def test_options_that_fail_the_plugin_s_schema_stop_the_dag(tmp_path, plugin_env, options, network, problem):
+    config = example_study()
+    config["setups"]["single"].update(network=network, network_options=options)
+    done = snakemake(tmp_path, config, "-n", env=plugin_env)
+    assert done.returncode != 0 and problem in done.stdout + done.stderr, (done.stdout + done.stderr)[-2000:]
+    assert not (tmp_path / "results").exists()
+
+
+BROKEN = textwrap.dedent("""
+    import torch
+    from torch import nn
+    from ganstudy.models import Network
+
+    class Flat(nn.Module):
+        def __init__(self, spec):
+            super().__init__()
+            self.layer = nn.Linear(spec.latent_dim, 64)
+        def forward(self, z):
+            return self.layer(z)
+
+    class Image(Flat):
+        def forward(self, z):
+            return torch.tanh(self.layer(z)).view(-1, 1, 8, 8)
+
+    class Detached(Image):
+        def forward(self, z):
+            return super().forward(z).detach()
+
+    class Critic(nn.Module):
+        def __init__(self, spec):
+            super().__init__()
+            self.layer = nn.Linear(64, 1)
+        def forward(self, images):
+            return self.layer(images.flatten(1)).squeeze(1)
+
+    class Columns(Critic):
+        def forward(self, images):
+            return self.layer(images.flatten(1))
+
+    ONE_MODULE = Network(lambda spec: Image(spec))
+    FLAT = Network(lambda spec: (Flat(spec), Critic(spec)))
+    DETACHED = Network(lambda spec: (Detached(spec), Critic(spec)))
+    COLUMNS = Network(lambda spec: (Image(spec), Columns(spec)))
+    FAILS = Network(lambda spec: (Image(spec), Critic(spec).missing))
+    NOT_A_NETWORK = Image
+""")
+
+
+@pytest.mark.parametrize("attribute, problem", [
+    ("ONE_MODULE", "built Image, not a (generator, discriminator) tuple of torch modules"),
+    ("FLAT", "generator returned (2, 64) for 2 rows, not images of shape (2, 1, 8, 8)"),
+    ("COLUMNS", "discriminator answered (2, 1) for 2 rows, not (2,) (what task 'noise' takes)"),
+    ("DETACHED", "gave a generator loss whose gradient does not reach the generator's parameters"),
+    ("FAILS", "did not build for NetworkSpec("),
+    ("NOT_A_NETWORK", "is of type type, not Network"),
+])
+def test_a_network_that_breaks_the_contract_is_named_when_its_job_starts(tmp_path, monkeypatch, attribute, problem):
+    from ganstudy.models import NetworkSpec
+
+    (tmp_path / "lab_networks.py").write_text(BROKEN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    name = f"lab_networks:{attribute}"
+    config = validate_study_config({"setups": {"s": {"network": name}}}, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    setup = TrainingSettings.from_config(config["setups"]["s"])
+    state = torch.random.get_rng_state()
+    with pytest.raises(GanstudyError) as error:
+        check_pair(setup, NetworkSpec((1, 8, 8), setup.latent_dim, setup.hidden_units))
+    assert problem in str(error.value) and f"'{name}'" in str(error.value), str(error.value)
+    # The check draws from a stream of its own: the training's random numbers are untouched.
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+
+@pytest.mark.parametrize("network, spec", [
+    ("perceptron4", dict(image_shape=(1, 8, 8))),
+    ("dcgan", dict(image_shape=(1, 8, 8))),
+    ("dccgan", dict(image_shape=(1, 8, 8), num_classes=3)),
+    ("cnn28", dict(image_shape=(1, 28, 28))),
+    ("cnn64", dict(image_shape=(3, 64, 64))),
+    ("pix2pix", dict(image_shape=(3, 16, 16), condition_shape=(1, 16, 16))),
+    ("calo3d", dict(image_shape=(1, 13, 13, 7), condition_shape=(1,))),
+])
+def test_every_built_in_network_keeps_the_contract_plugins_are_held_to(network, spec):
+    from ganstudy.models import NetworkSpec
+
+    config = validate_study_config({"setups": {"s": {"network": network, "hidden_units": 8, "latent_dim": 8}}},
+                                   REPO / "workflow" / "schemas" / "config.schema.yaml")
+    setup = TrainingSettings.from_config(config["setups"]["s"])
+    check_pair(setup, NetworkSpec(latent_dim=8, hidden_units=8, **spec))
