@@ -24,14 +24,14 @@ SHRUNKEN = {
     "dataset": {"smote": {"strategy": "balance"}},
     "classifier": {"epochs": 3, "min_accuracy": 0.0},
     "setups": {
-        "bce": {"loss": "bce", "iterations": 2, "reference": {"isc": {"mean": 2.54, "sd": 0.54, "source": "seed 001 table 5"}}},
+        "bce": {"loss": "bce", "iterations": 2, "reference": {"isc": {"mean": 2.54, "sd": 0.54, "source": "Lupo Pasini et al. (2021) table 5"}}},
         "grid": {"mode": "grid", "iterations": 2, "hidden_units": 32, "checkpoint_period": 1,
                  "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
         # The same grid on one rank: the grid's speed-up baseline (only ranks and trials differ).
         "grid_seq": {"mode": "grid", "iterations": 2, "hidden_units": 32, "checkpoint_period": 1, "ranks": 1, "trials": 1,
                      "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
         "per_class": {"mode": "per_class", "network": "dcgan", "iterations": 1, "batch_size": 32, "latent_dim": 16,
-                      "reference": {"isc": {"mean": 2.71, "sd": 0.04, "source": "seed 001 table 5"}}},
+                      "reference": {"isc": {"mean": 2.71, "sd": 0.04, "source": "Lupo Pasini et al. (2021) table 5"}}},
         "dp": {"mode": "data_parallel", "network": "dcgan", "iterations": 2, "batch_size": 32, "latent_dim": 16, "ranks": 2},
     },
     "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2, "metrics": ["fid", "isc", "class_fid", "label_tvd"]},
@@ -214,13 +214,13 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     assert directions.paper_better.tolist() == ["per_class"] and directions.ours_better[0] in ("bce", "per_class")
     # Correcting a published number reruns its table only, never a training.
     corrected = {**restyled, "setups": {**SHRUNKEN["setups"], "bce": {**SHRUNKEN["setups"]["bce"], "reference": {
-        "isc": {"mean": 2.6, "sd": 0.5, "source": "seed 001 table 5"}}}}}
+        "isc": {"mean": 2.6, "sd": 0.5, "source": "Lupo Pasini et al. (2021) table 5"}}}}}
     plan = snakemake(tmp_path, corrected, "-n", "--cores", "2", env=env)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout.split("Job stats:")[1], re.MULTILINE))
     assert plan.returncode == 0 and set(jobs) == {"reproduction", "all", "total"}, plan.stdout[-2000:]
 
     captions = report_captions(tmp_path, restyled, env)
-    assert "seed 000" in captions["results/tiny/tables/timing.md"]
+    assert "(2020) summary of execution times" in captions["results/tiny/tables/timing.md"]
     assert "which direction is better" in captions["results/tiny/tables/results.tex"]
 
 

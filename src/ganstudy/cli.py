@@ -311,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--baselines", nargs="*", default=[], metavar="SETUP=BASELINE",
                          help="each multi-rank set-up's one-rank run of the same work")
 
-    sub = command("timing", _timing, "training time, speed-up and seconds-per-routine tables (seed 000), epoch times (seed 004)")
+    sub = command("timing", _timing, "training time, speed-up and seconds-per-routine tables (Pérez et al. (2020)), epoch times (Conjevaram Sai Narayan et al.)")
     sub.add_argument("--timings", required=True, help="aggregate-timings --out")
     sub.add_argument("--runs", required=True, help="aggregate-timings --runs-out")
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
