@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ganstudy.config import section_problems
 from ganstudy.data.kinds import DataKind, get_kind
 from ganstudy.data.loaders import get_dataset
 from ganstudy.errors import GanstudyError
-from ganstudy.config import section_problems
 from ganstudy.models import NETWORKS, Network, get_network
 
 

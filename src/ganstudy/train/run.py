@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-
 from ganstudy.atomic import read_json, write_json, write_text
 from ganstudy.data.arrays import load_split
 from ganstudy.data.kinds import KINDS, get_kind
@@ -27,11 +26,12 @@ from ganstudy.parallel.world import GPU_ENVIRONMENT, device_names, mpi_library_v
 from ganstudy.provenance import cuda_versions, now, provenance_record
 from ganstudy.resources import peak_memory
 from ganstudy.seeding import derive_seed
+from ganstudy.train.job import TrainingJob
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, get_mode
 from ganstudy.train.settings import TrainingSettings
 from ganstudy.train.tasks import TASKS
-from ganstudy.train.job import TrainingJob
 from ganstudy.typed import as_dict
+
 
 def rows_to_csv(rows: list[dict[str, Any]]) -> str:
     buffer = io.StringIO()
