@@ -102,7 +102,7 @@ def test_an_unknown_network_or_data_set_stops_the_dag_naming_the_key(tmp_path, e
     done = snakemake(tmp_path, config, "-n", env=env)
     output = done.stdout + done.stderr
     assert done.returncode != 0 and "Traceback" not in output
-    assert "dataset.name: unknown data-set loader 'digitz'; registered data-set loaders: " in output
+    assert "dataset.name: unknown data set 'digitz'; registered data sets: " in output
     assert "setups.bce.network: unknown network 'perceptron5'; registered networks: calo3d, cnn28" in output
     assert not (tmp_path / "results").exists()
 

@@ -23,11 +23,13 @@ def study_kind(config: dict[str, Any]) -> DataKind:
 def part_problems(config: dict[str, Any]) -> list[str]:
     """One line per named part that cannot be used, for a validated study config."""
     name = config["dataset"]["name"]
+    kind: DataKind | None = None
     try:
         kind = study_kind(config)
     except GanstudyError as error:
-        return [f"dataset.name: {error}"]
-    problems = kind.metric_problems(config["evaluation"])
+        problems = [f"dataset.name: {error}"]
+    else:
+        problems = kind.metric_problems(config["evaluation"])
     for setup_name, setup in config["setups"].items():
         key = f"setups.{setup_name}.network"
         try:
@@ -36,7 +38,7 @@ def part_problems(config: dict[str, Any]) -> list[str]:
             problems.append(f"{key}: {error}")
             continue
         problems += _option_problems(setup_name, setup, network)
-        if network.task != kind.task:
+        if kind is not None and network.task != kind.task:
             problems.append(f"{key}: network '{setup['network']}' is trained by task '{network.task}', but dataset '{name}' "
                             f"holds {kind.description}, whose networks are trained by task '{kind.task}': choose a network "
                             "of that task or another data set")
