@@ -47,11 +47,16 @@ class Origin:
                 "source_sha256": source_sha256(self.reference.partition(":")[0])}
 
 
-@functools.cache
 def source_sha256(module_name: str) -> str | None:
     """sha256 over the .py files (relative path and bytes, in sorted order) of the top-level package of
     an imported module; None for a module without source files."""
-    top = sys.modules.get(module_name.partition(".")[0])
+    return _package_sha256(module_name.partition(".")[0])
+
+
+@functools.cache
+def _package_sha256(top_name: str) -> str | None:
+    # Cached by package: a run's parts mostly share one (ganstudy's own), which is hashed once.
+    top = sys.modules.get(top_name)
     if top is None:
         return None
     roots = [Path(path) for path in getattr(top, "__path__", [])]
