@@ -83,7 +83,7 @@ def _last(out: Path) -> int:
 
 def score_inputs(folder: Path, epochs: int) -> None:
     """The classifier and reference statistics the grid scores its cells with."""
-    settings = {"epochs": epochs, "batch_size": 100, "lr": 1e-3, "min_accuracy": 0.0}
+    settings = ClassifierSettings(epochs=epochs, batch_size=100, lr=1e-3, min_accuracy=0.0)
     classifier, train_split = folder / "classifier.pt", folder / "train.npz"
     train_classifier(train_split, folder / "test.npz", settings, 1, classifier, folder / "classifier.json", 2)
     reference_statistics(train_split, classifier_extractor(classifier), "logits", 1000, folder / "reference.npz", 2)

@@ -75,8 +75,9 @@ def digits_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def classifier_path(digits_dir: Path) -> Path:
     from ganstudy.evaluate.classifier import train_classifier
+    from ganstudy.evaluate.settings import ClassifierSettings
 
-    settings = {"epochs": 40, "batch_size": 64, "lr": 1e-3, "min_accuracy": 0.0}
+    settings = ClassifierSettings(epochs=40, batch_size=64, lr=1e-3, min_accuracy=0.0)
     model = digits_dir / "classifier.pt"
     train_classifier(digits_dir / "train.npz", digits_dir / "test.npz", settings, 2026, model, digits_dir / "classifier.json", 1)
     return model

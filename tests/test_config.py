@@ -131,11 +131,3 @@ def test_default_study_settings_carry_no_key_of_other_networks_or_data_sets(defa
     assert evaluation_settings(default_config["evaluation"], "calorimeter")["energy_bins"][-1] == 500
     paired = dict(default_config["dataset"], name="paired_folder", direction="BtoA")
     assert dataset_settings(paired)["direction"] == "BtoA"
-
-
-def test_every_metric_of_the_schema_has_a_better_direction():
-    from ganstudy.stats.summary import BETTER
-
-    schema = yaml.safe_load(SCHEMA.read_text())
-    metrics = schema["properties"]["evaluation"]["properties"]["metrics"]["items"]["enum"]
-    assert set(metrics) == set(BETTER)

@@ -41,8 +41,8 @@ def test_only_held_out_kinds_are_scored_on_the_test_split():
         scorer = kind.part(kind.held_out.scorer)
         assert "latent_dim" in scorer.__init__.__code__.co_varnames and callable(kind.part(kind.held_out.evaluate))
     assert IMAGES.held_out is None and IMAGES.classes and not PAIRS.classes
-    assert IMAGES.metric_problems({"metrics": ["fid", "class_fid"], "extractor": "classifier"}) == []
-    assert PAIRS.metric_problems({"metrics": ["l1", "fid"], "extractor": "inception"}) == []
+    assert IMAGES.metric_problems(["fid", "class_fid"], "classifier") == []
+    assert PAIRS.metric_problems(["l1", "fid"], "inception") == []
 
 
 def test_a_network_that_cannot_learn_the_data_is_refused_before_any_job(tmp_path, env):

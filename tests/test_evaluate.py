@@ -10,6 +10,7 @@ from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.classifier import load_classifier
 from ganstudy.evaluate.extractor import classifier_extractor
 from ganstudy.evaluate.scores import evaluate_generator, label_tvd, reference_statistics
+from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import sample_generator, sample_labelled, save_generator
 from ganstudy.models.mixture import MixtureGenerator
@@ -29,8 +30,9 @@ def test_classifier_is_accurate_on_digits(classifier_path):
 
 def test_low_accuracy_stops_the_classifier_job(digits_dir, tmp_path):
     from ganstudy.evaluate.classifier import train_classifier
+    from ganstudy.evaluate.settings import ClassifierSettings
 
-    settings = {"epochs": 1, "batch_size": 64, "lr": 1e-6, "min_accuracy": 0.99}
+    settings = ClassifierSettings(epochs=1, batch_size=64, lr=1e-6, min_accuracy=0.99)
     with pytest.raises(GanstudyError, match="below classifier.min_accuracy=0.99"):
         train_classifier(digits_dir / "train.npz", digits_dir / "test.npz", settings, 1, tmp_path / "c.pt", tmp_path / "c.json", 1)
     assert not (tmp_path / "c.pt").exists()
@@ -68,7 +70,7 @@ def test_fid_and_is_match_an_independent_numpy_scipy_computation(digits_dir, cla
     settings = {**SETTINGS, "fid_features": layer}
     reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), settings["fid_features"], 500, tmp_path / "ref.npz", 1)
     record = evaluate_generator(
-        out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", settings, 2026, 3,
+        out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", EvaluationSettings.of(settings), 2026, 3,
         tmp_path / "scores.json", 1,
     )
     real = torch.from_numpy(to_uint8(load_split(digits_dir / "train.npz").images))
@@ -93,7 +95,7 @@ def test_real_test_split_scores_far_better_than_an_untrained_generator(digits_di
         fid_test = _independent_fid(real_test, _independent_features(classifier_path, torch.from_numpy(to_uint8(load_split(digits_dir / "train.npz").images)), "logits"))
         assert int(ref["count"]) == 1437
     out, _, _ = generator_run
-    record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", SETTINGS, 1, 0, tmp_path / "s.json", 1)
+    record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", EvaluationSettings.of(SETTINGS), 1, 0, tmp_path / "s.json", 1)
     assert fid_test < 0.1 * record["scores"]["fid"]
 
 
@@ -101,7 +103,7 @@ def test_stale_reference_statistics_are_refused(digits_dir, classifier_path, gen
     reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), "penultimate", 500, tmp_path / "ref.npz", 1)
     out, _, _ = generator_run
     with pytest.raises(GanstudyError, match="delete the file and rerun"):
-        evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", SETTINGS, 1, 0, tmp_path / "s.json", 1)
+        evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", EvaluationSettings.of(SETTINGS), 1, 0, tmp_path / "s.json", 1)
     assert not (tmp_path / "s.json").exists()
 
 
@@ -140,7 +142,7 @@ def test_per_class_fid_and_label_tvd_of_a_labelled_generator_match_independent_c
     settings = {**SETTINGS, "samples": 1000, "metrics": ["fid", "class_fid", "label_tvd"]}
     reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), settings["fid_features"], 500, tmp_path / "ref.npz", 1)
     record = evaluate_generator(
-        tmp_path / "generator.pt", tmp_path / "run.json", classifier_path, tmp_path / "ref.npz", settings, 7, 2,
+        tmp_path / "generator.pt", tmp_path / "run.json", classifier_path, tmp_path / "ref.npz", EvaluationSettings.of(settings), 7, 2,
         tmp_path / "scores.json", 1,
     )
     images, sample_labels = sample_labelled(mixture, spec.latent_dim, 1000, derive_seed(7, 2, "evaluate"), 500)
@@ -159,7 +161,7 @@ def test_an_unlabelled_generator_gets_no_class_fid_and_a_note_why(digits_dir, cl
     out, _, _ = generator_run
     settings = {**SETTINGS, "metrics": ["fid", "class_fid"]}
     reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), settings["fid_features"], 500, tmp_path / "ref.npz", 1)
-    record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", settings, 1, 0, tmp_path / "s.json", 1)
+    record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", EvaluationSettings.of(settings), 1, 0, tmp_path / "s.json", 1)
     assert set(record["scores"]) == {"fid"}
     assert "does not label its samples" in record["notes"]["class_fid"]
     # 600 samples are plenty for the classifier's 10 logits: no FID warning.
@@ -169,15 +171,13 @@ def test_an_unlabelled_generator_gets_no_class_fid_and_a_note_why(digits_dir, cl
 def test_inception_fid_below_2049_samples_is_flagged_when_the_dag_is_built():
     from ganstudy.evaluate.weights import fid_sample_warning
 
-    inception = {**SETTINGS, "extractor": "inception", "metrics": ["fid", "isc"]}
     # 2048 samples still give a covariance of rank 2047 < 2048: the first full-rank count is 2049.
-    assert "evaluation.samples is 2048, fewer than the 2049" in fid_sample_warning({**inception, "samples": 2048})
-    assert fid_sample_warning({**inception, "samples": 2049}) is None
-    assert fid_sample_warning({**inception, "samples": 10000}, reference_count=10000) is None
-    assert "reference statistics hold 1437 real images" in fid_sample_warning({**inception, "samples": 10000}, reference_count=1437)
-    # No Inception, or no FID among the metrics: nothing to warn about.
-    assert fid_sample_warning({**SETTINGS, "samples": 100}) is None
-    assert fid_sample_warning({**inception, "samples": 100, "metrics": ["isc", "kid"]}) is None
+    assert "evaluation.samples is 2048, fewer than the 2049" in fid_sample_warning("inception", 2048)
+    assert fid_sample_warning("inception", 2049) is None
+    assert fid_sample_warning("inception", 10000, reference_count=10000) is None
+    assert "reference statistics hold 1437 real images" in fid_sample_warning("inception", 10000, reference_count=1437)
+    # The classifier's few logits need no such count.
+    assert fid_sample_warning("classifier", 100) is None
 
 
 def _independent_kid(generated, real):
@@ -213,7 +213,7 @@ def test_kid_precision_and_recall_match_independent_computations(digits_dir, cla
 
     save_split(small, Split(split.images[:300], split.labels[:300]))
     reference_statistics(small, classifier_extractor(classifier_path), settings["fid_features"], 500, tmp_path / "ref.npz", 1)
-    record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", settings, 4, 1,
+    record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", EvaluationSettings.of(settings), 4, 1,
                                 tmp_path / "s.json", 1)
     fake = _independent_features(classifier_path, torch.from_numpy(to_uint8(
         sample_generator(generator, spec.latent_dim, 300, derive_seed(4, 1, "evaluate"), 128).numpy())), "logits")
@@ -239,7 +239,7 @@ def test_the_inception_path_scores_with_local_weights_and_checks_their_hash(digi
     reference_statistics(tmp_path / "real.npz", extractor, "2048", 16, tmp_path / "inception.npz", 1)
     reference_statistics(tmp_path / "real.npz", classifier_extractor(classifier_path), "logits", 20, tmp_path / "ref.npz", 1)
     out, generator, spec = generator_run
-    record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", settings, 2, 0,
+    record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", EvaluationSettings.of(settings), 2, 0,
                                 tmp_path / "s.json", 1, tmp_path / "inception.npz")
     assert record["extractor"] == f"ganstudy-inception-{digest[:16]}" and record["extractor_sha256"] == digest
     # 16 samples and 16 real images for 2048 features: the score record says FID is unreliable, and why.

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ganstudy.config import NETWORK_KEYS, training_settings, validate_study_config
+from ganstudy.config import EVALUATION_KEYS, NETWORK_KEYS, evaluation_settings, training_settings, validate_study_config
 from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.settings import ClassifierSettings, EvaluationSettings
 from ganstudy.train.settings import GridSettings, TrainingSettings
 from ganstudy.typed import _dataclass_in, as_dict, build
 
@@ -24,7 +25,7 @@ def setup_schema() -> dict:
     return setups.get("additionalProperties") or next(iter(setups["patternProperties"].values()))
 
 
-def compare(cls: type, properties: dict, where: str) -> None:
+def compare(cls: type, properties: dict, where: str, only: dict = NETWORK_KEYS) -> None:
     fields = {field.name: field for field in dataclasses.fields(cls)}
     assert set(fields) == set(properties) - {"reference"}, where
     hints = typing.get_type_hints(cls)
@@ -35,8 +36,8 @@ def compare(cls: type, properties: dict, where: str) -> None:
             continue
         if field.default is dataclasses.MISSING:
             continue
-        # A network-only key is None for the networks that do not read it; the schema's default is theirs.
-        expected = None if name in NETWORK_KEYS else properties[name].get("default")
+        # A key only some networks (data sets) read is None for the others; the schema's default is theirs.
+        expected = None if name in only else properties[name].get("default")
         assert as_dict_value(field.default) == expected, f"{where}.{name}"
 
 
@@ -67,3 +68,18 @@ def test_an_unknown_or_missing_key_is_named_with_where_it_was_read():
     without = {key: value for key, value in section.items() if key != "lr"}
     with pytest.raises(GanstudyError, match=r"job\.json: missing key\(s\) lr"):
         build(TrainingSettings, without, "job.json")
+
+
+def test_the_scoring_stage_s_settings_are_the_schema_s_sections_with_its_defaults():
+    properties = yaml.safe_load(SCHEMA.read_text())["properties"]
+    compare(EvaluationSettings, properties["evaluation"]["properties"], "evaluation", EVALUATION_KEYS)
+    compare(ClassifierSettings, properties["classifier"]["properties"], "classifier", {})
+    config = validate_study_config({}, SCHEMA)
+    for dataset in ("digits", "calorimeter"):
+        section = evaluation_settings(config["evaluation"], dataset)
+        settings = EvaluationSettings.of(json.loads(json.dumps(section)))
+        assert as_dict(settings) == {**section, "energy_bins": section.get("energy_bins")}
+    assert EvaluationSettings.of(evaluation_settings(config["evaluation"], "calorimeter")).energy_bins[-1] == 500
+    assert ClassifierSettings.of(config["classifier"]) == ClassifierSettings()
+    with pytest.raises(GanstudyError, match=r"--settings: unknown key\(s\) metric; known: samples"):
+        EvaluationSettings.of({"metric": ["fid"]}, "--settings")

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.data.kinds import IMAGES, SHOWERS
 from ganstudy.evaluate.showers import mean_profiles, sampling_fraction, shower_scores
 
@@ -56,11 +57,11 @@ def test_bins_with_fewer_than_2_showers_are_left_out_and_no_bin_at_all_is_named(
 
 
 def test_metrics_that_do_not_fit_the_data_are_named():
-    assert SHOWERS.metric_problems({"metrics": METRICS, "extractor": "classifier"}) == []
+    assert SHOWERS.metric_problems(METRICS, "classifier") == []
     assert "['fid'] do not score calorimeter showers (they score images with classes or paired images)" in \
-        SHOWERS.metric_problems({"metrics": ["fid", "sf_mean"], "extractor": "classifier"})[0]
+        SHOWERS.metric_problems(["fid", "sf_mean"], "classifier")[0]
     assert "['longitudinal'] do not score images with classes (they score calorimeter showers)" in \
-        IMAGES.metric_problems({"metrics": ["fid", "longitudinal"], "extractor": "classifier"})[0]
+        IMAGES.metric_problems(["fid", "longitudinal"], "classifier")[0]
 
 
 def test_a_saved_calo3d_generator_is_scored_against_the_test_showers(tmp_path):
@@ -79,7 +80,7 @@ def test_a_saved_calo3d_generator_is_scored_against_the_test_showers(tmp_path):
     real, energy = showers(12, seed=4)
     save_split(tmp_path / "test.npz", Split(real, np.zeros(12, np.int64), conditions=energy))
     settings = {"metrics": ["sf_mean", "longitudinal"], "batch_size": 5, "energy_bins": [0, 250, 500]}
-    record = evaluate_showers(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", settings, 3, 1, tmp_path / "s.json", 1)
+    record = evaluate_showers(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", EvaluationSettings.of(settings), 3, 1, tmp_path / "s.json", 1)
     assert set(record["scores"]) == {"sf_mean", "longitudinal"} and record["showers"] == 12 and record["setup_name"] == "calo"
     # Independent: the generator called once on all rows, noise from the trial's seed, scores in numpy.
     generator = load_generator(tmp_path / "generator.pt")[0].components[0]
@@ -97,8 +98,8 @@ def test_a_saved_calo3d_generator_is_scored_against_the_test_showers(tmp_path):
     assert record["scores"]["longitudinal"] == pytest.approx(np.abs(z_fake - z_real).sum() / z_real.sum(), rel=1e-5)
     assert len(record["profiles"]["longitudinal"]["fake"]) == 7
     with pytest.raises(GanstudyError, match=r"do not score calorimeter showers"):
-        evaluate_showers(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", {**settings, "metrics": ["fid"]}, 3, 1,
+        evaluate_showers(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", EvaluationSettings.of({**settings, "metrics": ["fid"]}), 3, 1,
                          tmp_path / "t.json", 1)
     save_split(tmp_path / "other.npz", Split(real[:, :, :4], np.zeros(12, np.int64), conditions=energy))
     with pytest.raises(GanstudyError, match=r"holds showers of shape \(1, 4, 5, 7\) .* makes \(1, 5, 5, 7\) showers"):
-        evaluate_showers(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "other.npz", settings, 3, 1, tmp_path / "u.json", 1)
+        evaluate_showers(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "other.npz", EvaluationSettings.of(settings), 3, 1, tmp_path / "u.json", 1)

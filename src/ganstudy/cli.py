@@ -63,20 +63,25 @@ def _fetch(args: argparse.Namespace) -> None:
 def _train_classifier(args: argparse.Namespace) -> None:
     from ganstudy.evaluate.classifier import train_classifier
 
-    record = train_classifier(args.train, args.test, args.settings, args.seed, args.model, args.metrics, args.threads)
+    from ganstudy.evaluate.settings import ClassifierSettings
+
+    settings = ClassifierSettings.of(args.settings, "--settings")
+    record = train_classifier(args.train, args.test, settings, args.seed, args.model, args.metrics, args.threads)
     print(f"classifier test accuracy {record['test_accuracy']:.4f}")
 
 
 def _reference_stats(args: argparse.Namespace) -> None:
     from ganstudy.evaluate.extractor import classifier_extractor
-    from ganstudy.evaluate.scores import quality_extractor, reference_statistics
+    from ganstudy.evaluate.scores import reference_statistics
+    from ganstudy.evaluate.scoring import quality_extractor
+    from ganstudy.evaluate.settings import EvaluationSettings
 
-    s = args.settings
+    settings = EvaluationSettings.of(args.settings, "--settings")
     if args.extractor == "classifier":
-        extractor, layer = classifier_extractor(args.classifier), s["fid_features"]
+        extractor, layer = classifier_extractor(args.classifier), settings.fid_features
     else:
-        extractor, layer, _ = quality_extractor(s, args.classifier)
-    reference_statistics(args.split, extractor, layer, s["batch_size"], args.out, args.threads)
+        extractor, layer, _ = quality_extractor(settings, args.classifier)
+    reference_statistics(args.split, extractor, layer, settings.batch_size, args.out, args.threads)
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -89,17 +94,19 @@ def _train(args: argparse.Namespace) -> None:
 def _evaluate(args: argparse.Namespace) -> None:
     from ganstudy.data.kinds import get_kind
     from ganstudy.evaluate.scores import evaluate_generator
+    from ganstudy.evaluate.settings import EvaluationSettings
 
     kind = get_kind(args.kind)
+    settings = EvaluationSettings.of(args.settings, "--settings")
     if kind.held_out is not None:
         if not args.held_out:
             raise GanstudyError(f"evaluate of data kind '{kind.name}' scores {kind.held_out.what}: pass --held-out (the "
                                 "prepared test split)")
         evaluate = kind.part(kind.held_out.evaluate)
-        record = evaluate(args.generator, args.run_record, args.held_out, args.settings, args.seed, args.trial, args.out, args.threads)
+        record = evaluate(args.generator, args.run_record, args.held_out, settings, args.seed, args.trial, args.out, args.threads)
     elif args.classifier and args.reference:
         record = evaluate_generator(
-            args.generator, args.run_record, args.classifier, args.reference, args.settings, args.seed, args.trial,
+            args.generator, args.run_record, args.classifier, args.reference, settings, args.seed, args.trial,
             args.out, args.threads, args.quality_reference,
         )
     else:

@@ -29,7 +29,7 @@ def part_problems(config: dict[str, Any]) -> list[str]:
     except GanstudyError as error:
         problems = [f"dataset.name: {error}"]
     else:
-        problems = kind.metric_problems(config["evaluation"])
+        problems = kind.metric_problems(config["evaluation"]["metrics"], config["evaluation"]["extractor"])
     for setup_name, setup in config["setups"].items():
         key = f"setups.{setup_name}.network"
         try:

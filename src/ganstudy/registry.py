@@ -104,12 +104,15 @@ def resolve(reference: str, what: str) -> object:
 
 class Registry(Generic[T]):
     """The parts of one kind: the entry points of ``group`` by name, loaded on first use and checked
-    with ``check`` (a description of what is wrong with a loaded object, or None)."""
+    with ``check`` (a description of what is wrong with a loaded object, or None). With ``by_reference``
+    False a part may not be named as ``module:attribute`` (``why`` says why not)."""
 
-    def __init__(self, kind: str, group: str, check: Callable[[object], str | None]) -> None:
+    def __init__(self, kind: str, group: str, check: Callable[[object], str | None], by_reference: bool = True,
+                 why: str = "") -> None:
         self.kind = kind
         self.group = group
         self._check = check
+        self._by_reference, self._why = by_reference, why
         self._loaded: dict[str, tuple[T, Origin]] = {}
 
     def names(self) -> list[str]:
@@ -123,7 +126,7 @@ class Registry(Generic[T]):
         return self._load(name)[1]
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and (":" in name or name in self.names())
+        return isinstance(name, str) and ((":" in name and self._by_reference) or name in self.names())
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
@@ -159,6 +162,9 @@ class Registry(Generic[T]):
             ) from exc
 
     def _import(self, reference: str) -> tuple[object, Origin]:
+        if not self._by_reference:
+            raise GanstudyError(f"{self.kind} '{reference}' is named as module:attribute, but {self._why}: register it as an "
+                                f"entry point of group '{self.group}' in its package (docs/plugins.md)")
         return resolve(reference, f"{self.kind} '{reference}'"), Origin(reference, None, None)
 
     def _unknown(self, name: str) -> str:
@@ -170,7 +176,7 @@ class Registry(Generic[T]):
             )
         return (
             f"unknown {self.kind} '{name}'; registered {self.kind}s: {', '.join(known)} (entry-point group "
-            f"'{self.group}'), or name one as module:attribute"
+            f"'{self.group}')" + (", or name one as module:attribute" if self._by_reference else "")
         )
 
 

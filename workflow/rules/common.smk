@@ -53,7 +53,8 @@ if problems:
 KIND = study_kind(config)
 # Inception FID on fewer samples than its 2,048 features is strongly biased: say so before any job runs
 # (a paired study's sample count is its test split's, which its scores' notes judge).
-FID_WARNING = fid_sample_warning(config["evaluation"]) if KIND.held_out is None else None
+FID_WARNING = (fid_sample_warning(config["evaluation"]["extractor"], config["evaluation"]["samples"])
+               if KIND.held_out is None and "fid" in METRICS else None)
 if FID_WARNING:
     logger.warning(f"warning: {FID_WARNING}")
 
@@ -292,7 +293,7 @@ def evaluate_inputs(wildcards):
     inputs = {"generator": f"{run}/generator.pt", "record": f"{run}/run.json"}
     if KIND.held_out is not None:
         inputs["held_out"] = f"{STUDY_DIR}/data/test.npz"
-        if INCEPTION and KIND.inception_metrics:
+        if INCEPTION and KIND.inception_metrics(METRICS):
             inputs["weights"] = config["evaluation"]["inception_weights"]
         return inputs
     inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"

@@ -10,11 +10,13 @@ that the workflow reads kinds while it builds the DAG: the parts that need torch
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import LABELLED, PAIRED, QUALITY, SHOWER
+from ganstudy.evaluate.metrics import METRICS, get_metric
+from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.registry import Registry, instance_of, resolve
 
 
@@ -36,12 +38,9 @@ class DataKind:
     name: str
     description: str  # for messages: "images with classes"
     task: str  # the training task (ganstudy.tasks) of the networks that learn this kind
-    metrics: frozenset[str]  # evaluation.metrics that can score its generators
     # module:attribute of the run's sample figure, called as figure(generator, spec, data, seed, path); it
     # returns True when it drew from ``seed`` (run.json then records the seed).
     sample_figure: str
-    # Of ``metrics``, those computed on Inception features only (evaluation.extractor inception).
-    inception_metrics: frozenset[str] = frozenset()
     # None: scored with the data set's classifier (FID on its features, against the real statistics).
     held_out: HeldOut | None = None
     # The data carry a condition row per image (pix2pix's input image, a shower's primary energy).
@@ -51,26 +50,52 @@ class DataKind:
     # Study figures beyond every study's, by the rule that draws them (workflow/rules/report.smk).
     figures: tuple[str, ...] = ()
 
-    def metric_problems(self, evaluation: dict[str, Any]) -> list[str]:
-        """Why evaluation.metrics cannot score generators of this kind (empty: they can)."""
-        metrics = set(evaluation["metrics"])
-        problems = []
-        wrong = metrics - self.metrics
+    def metrics(self) -> list[str]:
+        """The registered metrics that score this kind's generators (each metric names its kinds). A metric
+        that does not load is left out: a broken plugin the study does not use must not stop it (one it
+        uses is named by metric_problems)."""
+        names = []
+        for name in METRICS:
+            try:
+                if self.name in METRICS.get(name).kinds:
+                    names.append(name)
+            except GanstudyError:
+                continue
+        return names
+
+    def metric_problems(self, metrics: Iterable[str], extractor: str) -> list[str]:
+        """Why ``metrics`` (evaluation.metrics) with ``extractor`` (evaluation.extractor) cannot score
+        generators of this kind (empty: they can)."""
+        problems, found = [], {}
+        for name in metrics:
+            try:
+                found[name] = get_metric(name)
+            except GanstudyError as error:
+                problems.append(f"evaluation.metrics: {error}")
+        wrong = sorted(name for name, metric in found.items() if self.name not in metric.kinds)
         if wrong:
-            others = sorted({kind.description for kind in all_kinds() if kind.metrics & wrong and kind is not self})
+            others = sorted({kind.description for kind in all_kinds() if kind is not self and any(kind.name in found[n].kinds for n in wrong)})
             scored = f" (they score {' or '.join(others)})" if others else ""
-            problems.append(f"evaluation.metrics {sorted(wrong)} do not score {self.description}{scored}: this study's data "
-                            f"are of kind '{self.name}', whose metrics are {sorted(self.metrics)}; remove them")
-        needs = metrics & self.inception_metrics
-        if needs and evaluation["extractor"] != "inception":
-            problems.append(f"evaluation.metrics {sorted(needs)} of {self.description} are computed on Inception features "
+            problems.append(f"evaluation.metrics {wrong} do not score {self.description}{scored}: this study's data "
+                            f"are of kind '{self.name}', whose metrics are {sorted(self.metrics())}; remove them")
+        needs = sorted(self.inception_metrics(found))
+        if needs and extractor != "inception":
+            problems.append(f"evaluation.metrics {needs} of {self.description} are computed on Inception features "
                             f"(data of kind '{self.name}' train no classifier): set evaluation.extractor to inception with "
                             "evaluation.inception_weights, or remove them")
         return problems
 
-    def require_metrics(self, evaluation: dict[str, Any]) -> None:
+    def inception_metrics(self, names: Iterable[str]) -> list[str]:
+        """Of the metrics ``names`` that score this kind, those computed on Inception features: the feature
+        metrics, for a kind whose data train no classifier."""
+        if self.held_out is None:
+            return []
+        found = [(name, METRICS.get(name)) for name in names]
+        return [name for name, metric in found if metric.features and self.name in metric.kinds]
+
+    def require_metrics(self, settings: EvaluationSettings) -> None:
         """Raise, naming every problem, when evaluation.metrics cannot score generators of this kind."""
-        problems = self.metric_problems(evaluation)
+        problems = self.metric_problems(settings.metrics, settings.extractor)
         if problems:
             raise GanstudyError("; ".join(problems))
 
@@ -83,15 +108,12 @@ IMAGES = DataKind(
     name="images",
     description="images with classes",
     task="noise",
-    metrics=frozenset(QUALITY | LABELLED),
     sample_figure="ganstudy.report.samples:noise_samples",
 )
 PAIRS = DataKind(
     name="pairs",
     description="paired images",
     task="paired",
-    metrics=frozenset(PAIRED | QUALITY),
-    inception_metrics=frozenset(QUALITY),
     sample_figure="ganstudy.report.samples:paired_samples",
     held_out=HeldOut("a paired generator on held-out pairs", "score-pairs",
                      "ganstudy.evaluate.paired:PairScorer", "ganstudy.evaluate.paired:evaluate_pairs"),
@@ -102,7 +124,6 @@ SHOWERS = DataKind(
     name="showers",
     description="calorimeter showers",
     task="energy",
-    metrics=frozenset(SHOWER),
     sample_figure="ganstudy.report.samples:shower_samples",
     held_out=HeldOut("a shower generator on held-out showers", "score-showers",
                      "ganstudy.evaluate.showers:ShowerScorer", "ganstudy.evaluate.showers:evaluate_showers"),

@@ -14,10 +14,12 @@ from ganstudy.atomic import write_json
 from ganstudy.checkpoint import load_state, save_state
 from ganstudy.data.arrays import Split, load_split, file_digest
 from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.settings import ClassifierSettings
 from ganstudy.models.classifier import ImageClassifier
 from ganstudy.parallel.world import set_cpu_threads
 from ganstudy.provenance import provenance_record
 from ganstudy.seeding import derive_seed
+from ganstudy.typed import as_dict
 
 FORMAT = "ganstudy-classifier/1"
 
@@ -80,7 +82,7 @@ def load_classifier(path: str | os.PathLike[str]) -> ImageClassifier:
 def train_classifier(
     train_path: str | os.PathLike[str],
     test_path: str | os.PathLike[str],
-    settings: dict[str, Any],
+    settings: ClassifierSettings,
     study_seed: int,
     model_path: str | os.PathLike[str],
     metrics_path: str | os.PathLike[str],
@@ -90,18 +92,18 @@ def train_classifier(
     train, test = load_split(train_path), load_split(test_path)
     seed = derive_seed(study_seed, "classifier")
     started = time.perf_counter()
-    model = fit_classifier(train, settings["epochs"], settings["batch_size"], settings["lr"], seed)
+    model = fit_classifier(train, settings.epochs, settings.batch_size, settings.lr, seed)
     seconds = time.perf_counter() - started
     test_accuracy = accuracy(model, test)
-    if test_accuracy < settings["min_accuracy"]:
+    if test_accuracy < settings.min_accuracy:
         raise GanstudyError(
             f"the classifier reached test accuracy {test_accuracy:.4f}, below classifier.min_accuracy="
-            f"{settings['min_accuracy']}; FID/IS from it would be meaningless: raise classifier.epochs or lr"
+            f"{settings.min_accuracy}; FID/IS from it would be meaningless: raise classifier.epochs or lr"
         )
     save_classifier(model_path, model)
     record = provenance_record(
         "train_classifier",
-        settings,
+        as_dict(settings),
         study_seed=study_seed,
         seed=seed,
         train_accuracy=accuracy(model, train),

@@ -1,14 +1,123 @@
-"""The metrics by what they score; each data kind (ganstudy.data.kinds) says which of them score its generators.
-Free of torch, so that the workflow refuses a metric that cannot be computed while it builds the DAG, before any job."""
+"""Metrics, registered like every other part (entry-point group ``ganstudy.metrics``): ganstudy's own are
+entry points of its pyproject.toml, a lab's are entry points of its package. A metric's entry-point
+name is its column in scores.csv and the name of its tables, so metrics are not named as
+``module:attribute`` (networks and data sets may be). Free of torch, so that the workflow refuses a metric that does not exist
+or cannot score the study's data while it builds the DAG, before any job; ``compute`` is imported by
+the scoring job only.
+"""
 
 from __future__ import annotations
 
-# Of any generator's outputs, on evaluation.extractor's features.
-QUALITY = {"fid", "isc", "kid", "precision", "recall"}
-# Of labelled generators, always on the data set's classifier (its classes are the data's).
-LABELLED = {"class_fid", "label_tvd"}
-# Of paired generators (pix2pix) against their targets.
-PAIRED = {"l1", "psnr", "ssim"}
-# Of energy-conditioned shower generators (calo3d) against the real showers: 3DGAN's physics.
-SHOWER = {"sf_mean", "sf_width", "longitudinal", "transverse_x", "transverse_y"}
+from collections.abc import Mapping
+from dataclasses import dataclass
+from numbers import Real
+from typing import Any
 
+from ganstudy.errors import GanstudyError
+from ganstudy.registry import Registry, resolve
+
+DIRECTIONS = ("lower", "higher")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A score of generators. ``compute`` (``module:attribute``) is called by the scoring job with the
+    scoring of the generator's data kind (ganstudy.evaluate.scoring: ImageScoring, PairScoring,
+    ShowerScoring) and returns the metric's columns, ``{column: number}``, usually ``{name: value}``; a
+    metric may add columns (isc_std beside isc), or return none and leave a note saying why
+    (``scoring.notes``)."""
+
+    description: str
+    better: str  # "lower" or "higher"
+    kinds: frozenset[str]  # the data kinds (ganstudy.data.kinds) whose generators it scores
+    compute: str
+    # Computed on evaluation.extractor's features (ImageScoring/PairScoring.quality_features): for a kind
+    # whose data train no classifier, that extractor must be Inception.
+    features: bool = False
+
+
+def _check(value: object) -> str | None:
+    if not isinstance(value, Metric):
+        return f"is of type {type(value).__name__}, not Metric"
+    if value.better not in DIRECTIONS:
+        return f"says better is '{value.better}', not one of {', '.join(DIRECTIONS)}"
+    if not value.kinds or ":" not in value.compute:
+        return "names no data kind or no compute as module:attribute"
+    return None
+
+
+METRICS: Registry[Metric] = Registry("metric", "ganstudy.metrics", _check, by_reference=False,
+                                     why="a metric's name is its column in scores.csv and in the tables")
+
+
+def get_metric(name: str) -> Metric:
+    return METRICS.get(name)
+
+
+def better(name: str) -> str:
+    """Which way a metric's column is better ("?" for a column no metric is named after, e.g. isc_std)."""
+    return METRICS.get(name).better if name in METRICS else "?"
+
+
+def compute_columns(name: str, scoring: Any) -> dict[str, float]:
+    """The columns of metric ``name`` for one generator's ``scoring``, checked against the contract."""
+    metric, origin = get_metric(name), METRICS.origin(name)
+    columns = resolve(metric.compute, f"metric '{name}' ({origin})")(scoring)
+    where = f"metric '{name}' ({origin}) compute"
+    if not isinstance(columns, Mapping):
+        raise GanstudyError(f"{where} returned {type(columns).__name__}, not a mapping of column name to number; fix it in its package")
+    checked = {}
+    for column, value in columns.items():
+        if not isinstance(column, str) or not isinstance(value, Real) or isinstance(value, bool):
+            raise GanstudyError(f"{where} returned {column!r}: {value!r}; columns are names (str) with numbers; fix it in its package")
+        checked[column] = float(value)
+    if not checked and name not in scoring.notes:
+        raise GanstudyError(f"{where} returned no column and left no note in scoring.notes['{name}'] saying why; fix it in its package")
+    return checked
+
+
+def score_all(names: list[str] | tuple[str, ...], scoring: Any) -> dict[str, float]:
+    """Every named metric's columns; two metrics writing one column is an error, not an overwrite."""
+    scores: dict[str, float] = {}
+    for name in names:
+        columns = compute_columns(name, scoring)
+        clash = sorted(set(columns) & set(scores))
+        if clash:
+            raise GanstudyError(f"metric '{name}' ({METRICS.origin(name)}) writes column(s) {clash} that another of "
+                                f"evaluation.metrics {list(names)} wrote: rename its columns in its package")
+        scores |= columns
+    return scores
+
+
+QUALITY_KINDS = frozenset({"images", "pairs"})
+
+FID = Metric("Frechet distance of the samples' and the real images' features", "lower", QUALITY_KINDS,
+             "ganstudy.evaluate.quality:fid", features=True)
+ISC = Metric("Inception-style score of the extractor's class probabilities (and its spread over splits, isc_std)",
+             "higher", QUALITY_KINDS, "ganstudy.evaluate.quality:isc", features=True)
+KID = Metric("kernel distance (unbiased MMD^2, cubic polynomial kernel) over subsets (and its spread, kid_std)",
+             "lower", QUALITY_KINDS, "ganstudy.evaluate.quality:kid", features=True)
+PRECISION = Metric("share of samples inside the real images' k-nearest-neighbour manifold", "higher", QUALITY_KINDS,
+                   "ganstudy.evaluate.quality:precision", features=True)
+RECALL = Metric("share of real images inside the samples' k-nearest-neighbour manifold", "higher", QUALITY_KINDS,
+                "ganstudy.evaluate.quality:recall", features=True)
+CLASS_FID = Metric("mean over classes of the FID of a class's samples against its real images (labelled generators)",
+                   "lower", frozenset({"images"}), "ganstudy.evaluate.scores:class_fid")
+LABEL_TVD = Metric("total variation distance of the classifier's label histogram of the samples and the real one",
+                   "lower", frozenset({"images"}), "ganstudy.evaluate.scores:label_tvd_metric")
+L1 = Metric("mean absolute difference of output and target in [0, 1]", "lower", frozenset({"pairs"}),
+            "ganstudy.evaluate.paired:l1")
+PSNR = Metric("peak signal-to-noise ratio of output against target, dB", "higher", frozenset({"pairs"}),
+              "ganstudy.evaluate.paired:psnr")
+SSIM = Metric("structural similarity of output and target (Wang et al. 2004)", "higher", frozenset({"pairs"}),
+              "ganstudy.evaluate.paired:ssim_metric")
+SF_MEAN = Metric("mean over energy bins of the relative error of the mean sampling fraction", "lower",
+                 frozenset({"showers"}), "ganstudy.evaluate.showers:sf_mean")
+SF_WIDTH = Metric("mean over energy bins of the relative error of the sampling fraction's spread", "lower",
+                  frozenset({"showers"}), "ganstudy.evaluate.showers:sf_width")
+LONGITUDINAL = Metric("relative L1 distance of the mean energy profile along z", "lower", frozenset({"showers"}),
+                      "ganstudy.evaluate.showers:longitudinal")
+TRANSVERSE_X = Metric("relative L1 distance of the mean energy profile along x", "lower", frozenset({"showers"}),
+                      "ganstudy.evaluate.showers:transverse_x")
+TRANSVERSE_Y = Metric("relative L1 distance of the mean energy profile along y", "lower", frozenset({"showers"}),
+                      "ganstudy.evaluate.showers:transverse_y")

@@ -20,16 +20,15 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch_fidelity.metric_fid import fid_featuresdict_to_statistics
 
 from ganstudy.atomic import read_json
-from ganstudy.data.arrays import load_split, to_uint8
+from ganstudy.data.arrays import load_split
 from ganstudy.data.kinds import PAIRS
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.fid import Reference
-from ganstudy.evaluate.metrics import QUALITY
-from ganstudy.evaluate.scores import quality_extractor, quality_scores, write_scores
-from ganstudy.evaluate.weights import fid_sample_warning
+from ganstudy.evaluate.metrics import score_all
+from ganstudy.evaluate.scores import write_scores
+from ganstudy.evaluate.scoring import PairScoring
+from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models.artifact import load_generator
 from ganstudy.parallel.world import set_cpu_threads
 from ganstudy.seeding import derive_seed
@@ -124,18 +123,17 @@ def evaluate_pairs(
     generator_path: str | os.PathLike[str],
     run_record_path: str | os.PathLike[str],
     pairs_path: str | os.PathLike[str],
-    settings: dict[str, Any],
+    settings: EvaluationSettings,
     study_seed: int,
     trial: int,
     out_path: str | os.PathLike[str],
     threads: int,
 ) -> dict[str, Any]:
     """Scores of one paired generator on the split ``pairs_path`` (its conditions are the inputs, its
-    images the targets): L1, PSNR and SSIM, and the quality metrics against the targets' Inception
-    features, which the study's data (one class of pairs) gives no classifier for."""
+    images the targets) by evaluation.metrics: l1, psnr and ssim, and the quality metrics against the
+    targets' Inception features, which the study's data (one class of pairs) gives no classifier for."""
     set_cpu_threads(threads)
     PAIRS.require_metrics(settings)
-    metrics = set(settings["metrics"])
     generator, spec = load_generator(generator_path)
     pairs = load_split(pairs_path)
     if pairs.conditions is None or tuple(pairs.conditions.shape[1:]) != spec.condition_shape:
@@ -144,21 +142,26 @@ def evaluate_pairs(
                             f"of shape {spec.condition_shape}: score it on a split of the data set it was trained on")
     run = read_json(run_record_path)
     seed = derive_seed(study_seed, trial, "evaluate")
-    targets = torch.from_numpy(pairs.images)
-    outputs = translate(generator.components[0], torch.from_numpy(pairs.conditions), seed)
-    scores = {key: value for key, value in paired_scores(outputs, targets).items() if key in metrics}
-    extractor, notes = None, {}
-    if metrics & QUALITY:
-        extractor, fid_layer, isc_layer = quality_extractor(settings, None)
-        layers, batch = sorted({fid_layer, isc_layer}), settings["batch_size"]
-        made = extractor.features(torch.from_numpy(to_uint8(outputs.numpy())), layers, batch)
-        real = extractor.features(torch.from_numpy(to_uint8(pairs.images)), [fid_layer], batch)
-        reference = Reference(fid_featuresdict_to_statistics(real, fid_layer), fid_layer, {}, {}, real[fid_layer].numpy())
-        scores.update(quality_scores(made, reference, fid_layer, isc_layer, metrics, settings, seed))
-        # The outputs are as many as the pairs, whatever evaluation.samples says.
-        warning = fid_sample_warning({**settings, "samples": len(targets)}, len(targets))
-        if warning:
-            notes["fid"] = warning
-    return write_scores(out_path, settings, run, trial, seed, scores, notes=notes, pairs=len(targets),
+    inputs, targets = torch.from_numpy(pairs.conditions), torch.from_numpy(pairs.images)
+    scoring = PairScoring(settings, seed, inputs, translate(generator.components[0], inputs, seed), targets)
+    scores = score_all(settings.metrics, scoring)
+    extractor = scoring.extractor_used()
+    return write_scores(out_path, settings, run, trial, seed, scores, notes=scoring.notes, pairs=len(targets), **scoring.facts,
                         extractor=None if extractor is None else extractor.name,
                         extractor_sha256=None if extractor is None else extractor.sha256)
+
+
+def _paired(scoring: PairScoring) -> dict[str, float]:
+    return scoring.once("paired scores", lambda: paired_scores(scoring.outputs, scoring.targets))
+
+
+def l1(scoring: PairScoring) -> dict[str, float]:
+    return {"l1": _paired(scoring)["l1"]}
+
+
+def psnr(scoring: PairScoring) -> dict[str, float]:
+    return {"psnr": _paired(scoring)["psnr"]}
+
+
+def ssim_metric(scoring: PairScoring) -> dict[str, float]:
+    return {"ssim": _paired(scoring)["ssim"]}

@@ -25,7 +25,10 @@ from ganstudy.data.arrays import load_split
 from ganstudy.data.calorimeter import DEPOSIT_SCALE, ENERGY_SCALE
 from ganstudy.data.kinds import SHOWERS
 from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.metrics import score_all
 from ganstudy.evaluate.scores import write_scores
+from ganstudy.evaluate.scoring import ShowerScoring
+from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models.artifact import load_generator
 from ganstudy.parallel.world import set_cpu_threads
 from ganstudy.seeding import derive_seed
@@ -122,13 +125,14 @@ def evaluate_showers(
     generator_path: str | os.PathLike[str],
     run_record_path: str | os.PathLike[str],
     showers_path: str | os.PathLike[str],
-    settings: dict[str, Any],
+    settings: EvaluationSettings,
     study_seed: int,
     trial: int,
     out_path: str | os.PathLike[str],
     threads: int,
 ) -> dict[str, Any]:
-    """Scores of one energy generator on the split ``showers_path`` (its conditions are the primary energies)."""
+    """Scores of one energy generator on the split ``showers_path`` (its conditions are the primary
+    energies) by evaluation.metrics."""
     SHOWERS.require_metrics(settings)
     set_cpu_threads(threads)
     generator, spec = load_generator(generator_path)
@@ -140,7 +144,37 @@ def evaluate_showers(
                             "a split of the data set it was trained on")
     run = read_json(run_record_path)
     seed = derive_seed(study_seed, trial, "evaluate")
-    fake = generate_showers(generator.components[0], spec.latent_dim, split.conditions, seed, settings["batch_size"])
-    scores, details = shower_scores(split.images, fake, split.conditions, settings["energy_bins"])
-    wanted = {name: value for name, value in scores.items() if name in settings["metrics"]}
-    return write_scores(out_path, settings, run, trial, seed, wanted, showers=len(fake), **details)
+    fake = generate_showers(generator.components[0], spec.latent_dim, split.conditions, seed, settings.batch_size)
+    scoring = ShowerScoring(settings, seed, split.images, fake, split.conditions)
+    scores = score_all(settings.metrics, scoring)
+    return write_scores(out_path, settings, run, trial, seed, scores, showers=len(fake), **_physics(scoring)[1], **scoring.facts)
+
+
+def _physics(scoring: ShowerScoring) -> tuple[dict[str, float], dict[str, Any]]:
+    """The five scores and what they were computed from, once per scoring (the score file records the
+    bins and profiles whichever of the five are asked for)."""
+    if scoring.settings.energy_bins is None:
+        raise GanstudyError("evaluation.energy_bins is not set: the shower scores bin the primary energies; give the "
+                            "edges in GeV (the study config fills in 3DGAN's 0-500 GeV bins)")
+    edges = list(scoring.settings.energy_bins)
+    return scoring.once("physics", lambda: shower_scores(scoring.real, scoring.fake, scoring.energy, edges))
+
+
+def sf_mean(scoring: ShowerScoring) -> dict[str, float]:
+    return {"sf_mean": _physics(scoring)[0]["sf_mean"]}
+
+
+def sf_width(scoring: ShowerScoring) -> dict[str, float]:
+    return {"sf_width": _physics(scoring)[0]["sf_width"]}
+
+
+def longitudinal(scoring: ShowerScoring) -> dict[str, float]:
+    return {"longitudinal": _physics(scoring)[0]["longitudinal"]}
+
+
+def transverse_x(scoring: ShowerScoring) -> dict[str, float]:
+    return {"transverse_x": _physics(scoring)[0]["transverse_x"]}
+
+
+def transverse_y(scoring: ShowerScoring) -> dict[str, float]:
+    return {"transverse_y": _physics(scoring)[0]["transverse_y"]}

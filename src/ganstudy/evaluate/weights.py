@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from ganstudy.data.arrays import file_digest
 from ganstudy.errors import GanstudyError
@@ -33,19 +32,20 @@ def check_inception_weights(path: str | os.PathLike[str] | None, expected_sha256
 INCEPTION_FEATURES = 2048
 
 
-def fid_sample_warning(evaluation: dict[str, Any], reference_count: int | None = None) -> str | None:
-    """Why FID on Inception features would be unreliable with these evaluation settings, or None.
+def fid_sample_warning(extractor: str, samples: int, reference_count: int | None = None) -> str | None:
+    """Why FID of ``samples`` generated images in ``extractor``'s features (evaluation.extractor) would be
+    unreliable, or None.
 
     The covariance of n samples has rank at most n - 1: below 2049 samples that of 2048 features is
     singular, its matrix square root is ill-defined and FID is inflated by an amount that depends on n,
     so the scores are not comparable with FIDs computed from other sample counts. ``reference_count``
     (the real images of the reference statistics) is checked too when given."""
-    if evaluation.get("extractor") != "inception" or "fid" not in evaluation.get("metrics", ["fid"]):
+    if extractor != "inception":
         return None
     needed = INCEPTION_FEATURES + 1
     short, remedies = [], []
-    if evaluation["samples"] < needed:
-        short.append(f"evaluation.samples is {evaluation['samples']}")
+    if samples < needed:
+        short.append(f"evaluation.samples is {samples}")
         remedies.append("set evaluation.samples to 10000 or more (50000 for FIDs comparable with the literature)")
     if reference_count is not None and reference_count < needed:
         short.append(f"the reference statistics hold {reference_count} real images")

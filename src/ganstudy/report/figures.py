@@ -15,8 +15,8 @@ import pandas as pd  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from ganstudy.atomic import atomic_path, read_json  # noqa: E402
+from ganstudy.evaluate.metrics import better  # noqa: E402
 from ganstudy.stats.convergence import WINDOW, setup_curves, window_trend  # noqa: E402
-from ganstudy.stats.summary import BETTER  # noqa: E402
 from ganstudy.stats.timing import OVERALL, routine_table, timing_table  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def box_plot(scores_path: str | os.PathLike[str], metric: str, setups: list[str]
     rng = np.random.default_rng(0)
     for position, values in enumerate(groups, start=1):
         axes.scatter(position + rng.uniform(-0.12, 0.12, len(values)), values, s=14, alpha=0.7, zorder=3)
-    axes.set_ylabel(f"{metric.upper()} ({BETTER.get(metric, '?')} is better)")
+    axes.set_ylabel(f"{metric.upper()} ({better(metric)} is better)")
     axes.set_title(f"{metric.upper()} over trials")
     axes.grid(axis="y", alpha=0.3)
     _save(figure, out_path)
@@ -119,7 +119,7 @@ def grid_size_plot(scores_path: str | os.PathLike[str], metrics: list[str], setu
                             color=points.get_facecolor()[0], ecolor="black", capsize=4, zorder=3)
         ax.set_xticks(range(len(sizes)), [f"{labels[n]}\n({n} cell{'s' if n > 1 else ''})" for n in sizes])
         ax.set_xlim(-0.5, len(sizes) - 0.5)
-        ax.set_ylabel(f"{metric.upper()} ({BETTER.get(metric, '?')} is better)")
+        ax.set_ylabel(f"{metric.upper()} ({better(metric)} is better)")
         ax.set_title(f"{metric.upper()} by grid size")
         ax.grid(axis="y", alpha=0.3)
     axes[0][-1].legend(fontsize=8)

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from ganstudy.atomic import atomic_path, write_text
-from ganstudy.stats.summary import BETTER, _values, latex_table, markdown_table
+from ganstudy.evaluate.metrics import better
+from ganstudy.stats.summary import _values, latex_table, markdown_table
 from ganstudy.stats.tests import ranksum_pvalue, welch_pvalue
 
 SETUP_COLUMNS = ["setup", "metric", "source", "paper_mean", "paper_sd", "paper_trials", "ours_mean", "ours_sd", "ours_trials",
@@ -38,7 +39,7 @@ def _ours(scores: pd.DataFrame, metric: str, setup: str) -> tuple[float, float, 
 def _better(metric: str, a: str, b: str, mean_a: float, mean_b: float) -> str:
     if not (np.isfinite(mean_a) and np.isfinite(mean_b)) or mean_a == mean_b:
         return "–"
-    return a if (mean_a > mean_b) == (BETTER[metric] == "higher") else b
+    return a if (mean_a > mean_b) == (better(metric) == "higher") else b
 
 
 def reproduction_table(scores: pd.DataFrame, references: dict[str, dict[str, Any]], setups: list[str]) -> pd.DataFrame:

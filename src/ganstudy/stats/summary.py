@@ -12,13 +12,9 @@ import numpy as np
 import pandas as pd
 
 from ganstudy.atomic import atomic_path, write_text
+from ganstudy.evaluate.metrics import better
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.tests import a12, a12_magnitude, holm, kruskal_wallis, ranksum_pvalue
-
-# Which way is better, so that readers of a table need not remember it.
-BETTER = {"fid": "lower", "isc": "higher", "class_fid": "lower", "label_tvd": "lower", "kid": "lower", "precision": "higher",
-          "recall": "higher", "l1": "lower", "psnr": "higher", "ssim": "higher", "sf_mean": "lower", "sf_width": "lower",
-          "longitudinal": "lower", "transverse_x": "lower", "transverse_y": "lower"}
 
 SUMMARY_COLUMNS = ["setup", "trials", "mean", "sd", "min", "max", "median", "iqr", "mean_train_minutes", "note"]
 PAIR_COLUMNS = ["setup_a", "setup_b", "n_a", "n_b", "p_value", "p_holm", "a12", "effect", "better", "note"]
@@ -74,20 +70,21 @@ def pairwise_table(scores: pd.DataFrame, metric: str, setups: list[str], min_tri
     """Every pair: tie-corrected rank-sum p-value, Holm-adjusted over the metric's pairs, A12 of a over b
     with its magnitude, and which set-up the data favour given the metric's direction."""
     values = {s: _values(scores, metric, s)[0] for s in setups}
+    higher = better(metric) == "higher"
     rows = []
     for i, a in enumerate(setups):
         for b in setups[i + 1 :]:
             effect = a12(values[a], values[b])
             if np.isnan(effect) or effect == 0.5:
-                better = "–"
+                favoured = "–"
             else:
-                better = a if (effect > 0.5) == (BETTER[metric] == "higher") else b
+                favoured = a if (effect > 0.5) == higher else b
             short = [s for s in (a, b) if len(values[s]) < min_trials]
             rows.append(
                 {
                     "setup_a": a, "setup_b": b, "n_a": len(values[a]), "n_b": len(values[b]),
                     "p_value": ranksum_pvalue(values[a], values[b]), "a12": effect,
-                    "effect": a12_magnitude(effect), "better": better,
+                    "effect": a12_magnitude(effect), "better": favoured,
                     "note": f"underpowered: {', '.join(short)} < {min_trials} trials" if short else "",
                 }
             )
@@ -113,7 +110,7 @@ def results_table(scores: pd.DataFrame, metrics: list[str], setups: list[str], d
         for metric in metrics:
             values = _values(scores, metric, setup)[0]
             sd = _fmt(values.std(ddof=1), digits) if len(values) > 1 else "–"
-            row[f"{metric} ({BETTER[metric]} is better)"] = f"{_fmt(values.mean(), digits)} ± {sd}" if len(values) else "–"
+            row[f"{metric} ({better(metric)} is better)"] = f"{_fmt(values.mean(), digits)} ± {sd}" if len(values) else "–"
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -182,7 +179,7 @@ def write_stats(
     out = Path(out_dir)
     written = []
     for metric in metrics:
-        direction = f"{BETTER[metric]} is better"
+        direction = f"{better(metric)} is better"
         written += write_table(out, f"summary_{metric}", summary_table(scores, metric, setups, min_trials, notes),
                                f"{metric.upper()} per set-up ({direction})", False, digits)
         written += write_table(out, f"pvalues_{metric}", pvalue_matrix(scores, metric, setups),

@@ -1,0 +1,61 @@
+"""The quality metrics of generated images against real ones, through torch-fidelity on a QualityScoring's
+features (the classifier's or Inception's): fid, isc, kid, precision and recall. Randomised parts (IS
+splits, KID subsets) are seeded from the scoring's seed."""
+
+from __future__ import annotations
+
+import torch
+from torch_fidelity.metric_fid import fid_featuresdict_to_statistics
+from torch_fidelity.metric_isc import KEY_METRIC_ISC_MEAN, KEY_METRIC_ISC_STD, isc_featuresdict_to_metric
+from torch_fidelity.metric_kid import KEY_METRIC_KID_MEAN, KEY_METRIC_KID_STD, kid_features_to_metric
+from torch_fidelity.metric_prc import prc_features_to_metric
+
+from ganstudy.evaluate.fid import frechet_distance
+from ganstudy.evaluate.scoring import QualityScoring
+from ganstudy.evaluate.weights import fid_sample_warning
+
+
+def fid(scoring: QualityScoring) -> dict[str, float]:
+    reference = scoring.quality_reference()
+    warning = fid_sample_warning(scoring.settings.extractor, scoring.sample_count, len(reference.features))
+    if warning:
+        scoring.notes["fid"] = warning
+    statistics = fid_featuresdict_to_statistics(scoring.quality_features(), scoring.fid_layer)
+    return {"fid": frechet_distance(statistics, reference.statistics)}
+
+
+def isc(scoring: QualityScoring) -> dict[str, float]:
+    result = isc_featuresdict_to_metric(scoring.quality_features(), scoring.isc_layer, isc_splits=scoring.settings.isc_splits,
+                                        samples_shuffle=True, rng_seed=scoring.seed % 2**32, verbose=False)
+    return {"isc": result[KEY_METRIC_ISC_MEAN], "isc_std": result[KEY_METRIC_ISC_STD]}
+
+
+def _pair(scoring: QualityScoring) -> tuple[torch.Tensor, torch.Tensor]:
+    return scoring.quality_features()[scoring.fid_layer], torch.from_numpy(scoring.quality_reference().features)
+
+
+def kid(scoring: QualityScoring) -> dict[str, float]:
+    generated, real = _pair(scoring)
+    subset = min(scoring.settings.kid_subset_size, len(real), len(generated))
+    result = kid_features_to_metric(generated, real, kid_subsets=scoring.settings.kid_subsets, kid_subset_size=subset,
+                                    rng_seed=scoring.seed % 2**32, verbose=False)
+    return {"kid": result[KEY_METRIC_KID_MEAN], "kid_std": result[KEY_METRIC_KID_STD]}
+
+
+def _precision_recall(scoring: QualityScoring) -> dict[str, float]:
+    def compute() -> dict[str, float]:
+        generated, real = _pair(scoring)
+        # torch-fidelity's convention: generated first, real second.
+        result = prc_features_to_metric(generated, real, prc_neighborhood=scoring.settings.prc_neighborhood,
+                                        prc_batch_size=10000, save_cpu_ram=True, verbose=False)
+        return {name: float(result[name]) for name in ("precision", "recall")}
+
+    return scoring.once("precision and recall", compute)
+
+
+def precision(scoring: QualityScoring) -> dict[str, float]:
+    return {"precision": _precision_recall(scoring)["precision"]}
+
+
+def recall(scoring: QualityScoring) -> dict[str, float]:
+    return {"recall": _precision_recall(scoring)["recall"]}

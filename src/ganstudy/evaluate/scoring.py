@@ -1,0 +1,183 @@
+"""What a metric's ``compute`` receives (ganstudy.evaluate.metrics): one generator's data, by data kind, with
+the evaluation settings and the scoring seed. A metric reads what it needs; features and references are
+computed on first use and shared by the metrics of one scoring (each extractor runs once over the
+samples, for every layer any metric reads from it).
+
+- ImageScoring (images with classes): ``samples`` (uint8 (N, C, H, W)), ``labels`` (the class each sample
+  was drawn for, or None for generators that do not label them), ``quality_features()`` /
+  ``quality_reference()`` of evaluation.extractor, ``classifier_features()`` / ``classifier_reference()``
+  of the data set's classifier.
+- PairScoring (paired images): ``outputs`` and ``targets`` (float (N, C, H, W) in [-1, 1]), ``inputs``,
+  and the quality features of the outputs against the targets' (Inception).
+- ShowerScoring (calorimeter showers): ``fake`` and ``real`` showers (N, 1, X, Y, Z) and ``energy`` (N, 1)
+  in the prepared units.
+
+Every scoring has ``settings`` (EvaluationSettings), ``seed`` (derive from it for any randomness),
+``notes`` (a metric that reports nothing says why under its name) and ``facts`` (extra findings for the
+score file), and ``once(key, compute)`` for work several metrics share.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+import torch
+from torch_fidelity.metric_fid import fid_featuresdict_to_statistics
+
+from ganstudy.data.arrays import to_uint8
+from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.extractor import Extractor, classifier_extractor, inception_extractor
+from ganstudy.evaluate.fid import Reference, load_reference
+from ganstudy.evaluate.settings import EvaluationSettings
+
+T = TypeVar("T")
+
+
+class Scoring:
+    def __init__(self, settings: EvaluationSettings, seed: int) -> None:
+        self.settings, self.seed = settings, seed
+        self.notes: dict[str, str] = {}
+        self.facts: dict[str, Any] = {}
+        self._once: dict[str, Any] = {}
+
+    def once(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()`` the first time ``key`` is asked for, its result after (e.g. precision and recall
+        from one neighbourhood computation)."""
+        if key not in self._once:
+            self._once[key] = compute()
+        return self._once[key]
+
+
+def quality_extractor(settings: EvaluationSettings, classifier_path: str | os.PathLike[str] | None) -> tuple[Extractor, str, str]:
+    """The extractor of FID, IS, KID, precision and recall, with its FID and IS layers (Inception needs
+    no classifier)."""
+    if settings.extractor == "inception":
+        return inception_extractor(settings.inception_weights, settings.inception_sha256), "2048", "logits_unbiased"
+    return classifier_extractor(classifier_path), settings.fid_features, "logits"
+
+
+def checked_reference(path: str | os.PathLike[str], extractor: Extractor, layer: str) -> Reference:
+    reference = load_reference(path, extractor)
+    if reference.layer != layer:
+        raise GanstudyError(
+            f"reference statistics {path} are of layer {reference.layer}, not {layer} (evaluation.fid_features); "
+            "delete the file and rerun"
+        )
+    return reference
+
+
+class QualityScoring(Scoring):
+    """A scoring whose generated images the quality metrics (fid, isc, kid, precision, recall) compare with
+    real ones in ``extractor``'s features: layer ``fid_layer`` for FID, KID, precision and recall,
+    ``isc_layer`` (class logits) for IS. The extractor is made on first use (Inception's weights are
+    hashed when it is)."""
+
+    def __init__(self, settings: EvaluationSettings, seed: int, classifier_path: str | os.PathLike[str] | None) -> None:
+        super().__init__(settings, seed)
+        self._classifier_path = classifier_path
+
+    def _quality(self) -> tuple[Extractor, str, str]:
+        return self.once("quality extractor", lambda: quality_extractor(self.settings, self._classifier_path))
+
+    @property
+    def extractor(self) -> Extractor:
+        return self._quality()[0]
+
+    @property
+    def fid_layer(self) -> str:
+        return self._quality()[1]
+
+    @property
+    def isc_layer(self) -> str:
+        return self._quality()[2]
+
+    def extractor_used(self) -> Extractor | None:
+        """The quality extractor if a metric used it."""
+        return self._once["quality extractor"][0] if "quality extractor" in self._once else None
+
+    @property
+    def sample_count(self) -> int:
+        raise NotImplementedError
+
+    def quality_features(self) -> dict[str, torch.Tensor]:
+        """The generated images' features, by layer (at least ``fid_layer`` and ``isc_layer``)."""
+        raise NotImplementedError
+
+    def quality_reference(self) -> Reference:
+        """The real images' statistics and features of ``fid_layer``."""
+        raise NotImplementedError
+
+
+class ImageScoring(QualityScoring):
+    def __init__(self, settings: EvaluationSettings, seed: int, samples: torch.Tensor, labels: np.ndarray | None,
+                 classifier_path: str | os.PathLike[str], reference_path: str | os.PathLike[str],
+                 quality_reference_path: str | os.PathLike[str] | None) -> None:
+        super().__init__(settings, seed, classifier_path)
+        self.samples, self.labels = samples, labels
+        self.classifier = classifier_extractor(classifier_path)
+        self._reference_path, self._quality_reference_path = reference_path, quality_reference_path or reference_path
+        self.facts["class_fid"] = {}
+
+    @property
+    def sample_count(self) -> int:
+        return len(self.samples)
+
+    def _features(self, extractor: Extractor) -> dict[str, torch.Tensor]:
+        def extract() -> dict[str, torch.Tensor]:
+            # When the classifier is evaluation.extractor, one pass serves the quality and the class metrics.
+            layers = set()
+            if extractor.name == self.extractor.name:
+                layers |= {self.fid_layer, self.isc_layer}
+            if extractor.name == self.classifier.name:
+                layers |= {self.settings.fid_features, "logits"}
+            return extractor.features(self.samples, sorted(layers), self.settings.batch_size)
+
+        return self.once(f"features:{extractor.name}", extract)
+
+    def quality_features(self) -> dict[str, torch.Tensor]:
+        return self._features(self.extractor)
+
+    def quality_reference(self) -> Reference:
+        return self.once("reference:quality", lambda: checked_reference(self._quality_reference_path, self.extractor, self.fid_layer))
+
+    def classifier_features(self) -> dict[str, torch.Tensor]:
+        """The data set's classifier's features of the samples: layers evaluation.fid_features and logits."""
+        return self._features(self.classifier)
+
+    def classifier_reference(self) -> Reference:
+        """The real images' statistics in the classifier's evaluation.fid_features layer, per class too."""
+        return self.once("reference:classifier",
+                         lambda: checked_reference(self._reference_path, self.classifier, self.settings.fid_features))
+
+
+class PairScoring(QualityScoring):
+    def __init__(self, settings: EvaluationSettings, seed: int, inputs: torch.Tensor, outputs: torch.Tensor,
+                 targets: torch.Tensor) -> None:
+        # The paired data train no classifier: their quality metrics are on Inception (metric_problems).
+        super().__init__(settings, seed, None)
+        self.inputs, self.outputs, self.targets = inputs, outputs, targets
+
+    @property
+    def sample_count(self) -> int:
+        return len(self.outputs)
+
+    def quality_features(self) -> dict[str, torch.Tensor]:
+        layers = sorted({self.fid_layer, self.isc_layer})
+        return self.once("features:outputs", lambda: self.extractor.features(
+            torch.from_numpy(to_uint8(self.outputs.numpy())), layers, self.settings.batch_size))
+
+    def quality_reference(self) -> Reference:
+        def targets() -> Reference:
+            real = self.extractor.features(torch.from_numpy(to_uint8(self.targets.numpy())), [self.fid_layer], self.settings.batch_size)
+            return Reference(fid_featuresdict_to_statistics(real, self.fid_layer), self.fid_layer, {}, {}, real[self.fid_layer].numpy())
+
+        return self.once("reference:targets", targets)
+
+
+class ShowerScoring(Scoring):
+    def __init__(self, settings: EvaluationSettings, seed: int, real: np.ndarray, fake: np.ndarray, energy: np.ndarray) -> None:
+        super().__init__(settings, seed)
+        self.real, self.fake, self.energy = real, fake, energy

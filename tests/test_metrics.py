@@ -1,0 +1,116 @@
+"""Metrics are registered parts: ganstudy's own are entry points like a lab's, every data kind's metrics
+come from the registry, and a metric plugin that breaks its contract (wrong type, a direction that is
+not one, a result that is not columns of numbers, a column another metric wrote, a name given as
+module:attribute) is named with its package and what to fix."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from ganstudy.data.kinds import IMAGES, PAIRS, SHOWERS, all_kinds
+from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.metrics import METRICS, Metric, better, get_metric, score_all
+from ganstudy.evaluate.scoring import Scoring
+from ganstudy.evaluate.settings import EvaluationSettings
+from ganstudy.registry import resolve
+from test_registry import install, site  # noqa: F401  (the fixture)
+
+BUILT_IN = {"fid", "isc", "kid", "precision", "recall", "class_fid", "label_tvd", "l1", "psnr", "ssim", "sf_mean", "sf_width",
+            "longitudinal", "transverse_x", "transverse_y"}
+
+
+def test_built_in_metrics_are_entry_points_of_ganstudy_with_a_direction_a_kind_and_a_compute():
+    assert BUILT_IN <= set(METRICS)
+    kinds = {kind.name for kind in all_kinds()}
+    for name in BUILT_IN:
+        metric = get_metric(name)
+        assert METRICS.origin(name).distribution == "ganstudy"
+        assert metric.better in ("lower", "higher") and metric.kinds <= kinds and callable(resolve(metric.compute, name))
+    assert [better(name) for name in ("fid", "isc", "ssim", "sf_mean")] == ["lower", "higher", "higher", "lower"]
+    assert better("isc_std") == "?"
+    # Each kind's metrics are the registered ones that name it.
+    assert set(IMAGES.metrics()) == {"fid", "isc", "kid", "precision", "recall", "class_fid", "label_tvd"}
+    assert set(PAIRS.metrics()) == {"fid", "isc", "kid", "precision", "recall", "l1", "psnr", "ssim"}
+    assert set(SHOWERS.metrics()) == {"sf_mean", "sf_width", "longitudinal", "transverse_x", "transverse_y"}
+    assert PAIRS.inception_metrics(["l1", "fid", "kid"]) == ["fid", "kid"] and IMAGES.inception_metrics(["fid"]) == []
+
+
+LAB = textwrap.dedent("""
+    from ganstudy.evaluate.metrics import Metric
+
+    def sharpness(scoring):
+        return {"sharpness": scoring.seed % 7, "sharpness_sd": 0.5}
+
+    def words(scoring):
+        return ["sharp"]
+
+    def text(scoring):
+        return {"sharp": "very"}
+
+    def silent(scoring):
+        return {}
+
+    def quiet(scoring):
+        scoring.notes["quiet"] = "not reported: nothing to say"
+        return {}
+
+    def clash(scoring):
+        return {"sharpness": 1.0}
+
+    SHARPNESS = Metric("a lab's sharpness", "higher", frozenset({"images"}), "lab_metrics:sharpness")
+    WORDS = Metric("a list", "lower", frozenset({"images"}), "lab_metrics:words")
+    TEXT = Metric("a string", "lower", frozenset({"images"}), "lab_metrics:text")
+    SILENT = Metric("nothing", "lower", frozenset({"images"}), "lab_metrics:silent")
+    QUIET = Metric("nothing, said so", "lower", frozenset({"images"}), "lab_metrics:quiet")
+    CLASH = Metric("another's column", "lower", frozenset({"images"}), "lab_metrics:clash")
+    SIDEWAYS = Metric("no direction", "smaller", frozenset({"images"}), "lab_metrics:sharpness")
+""")
+
+POINTS = "[ganstudy.metrics]\n" + "".join(f"{name} = lab_metrics:{name.upper()}\n" for name in (
+    "sharpness", "words", "text", "silent", "quiet", "clash", "sideways"))
+
+
+@pytest.fixture
+def lab(site):  # noqa: F811
+    install(site, "lab-metrics", POINTS, "lab_metrics", LAB)
+    return Scoring(EvaluationSettings(), 15)
+
+
+def test_a_lab_metric_registers_like_the_built_ins_and_its_columns_are_scores(lab):
+    assert get_metric("sharpness").better == "higher" and better("sharpness") == "higher"
+    assert str(METRICS.origin("sharpness")) == "lab_metrics:SHARPNESS (from lab-metrics 1.2)"
+    assert score_all(["sharpness", "quiet"], lab) == {"sharpness": 1.0, "sharpness_sd": 0.5}
+    assert lab.notes == {"quiet": "not reported: nothing to say"}
+    assert IMAGES.metric_problems(["fid", "sharpness"], "classifier") == []
+    problem = PAIRS.metric_problems(["sharpness"], "inception")[0]
+    assert "evaluation.metrics ['sharpness'] do not score paired images (they score images with classes)" in problem
+
+
+@pytest.mark.parametrize("name, problem", [
+    ("words", "metric 'words' (lab_metrics:WORDS (from lab-metrics 1.2)) compute returned list, not a mapping of column name to number"),
+    ("text", "metric 'text' (lab_metrics:TEXT (from lab-metrics 1.2)) compute returned 'sharp': 'very'; columns are names (str) with numbers"),
+    ("silent", "metric 'silent' (lab_metrics:SILENT (from lab-metrics 1.2)) compute returned no column and left no note in scoring.notes['silent']"),
+    ("sideways", "metric 'sideways' (lab_metrics:SIDEWAYS (from lab-metrics 1.2)) says better is 'smaller', not one of lower, higher; fix it in its package"),
+])
+def test_a_metric_that_breaks_its_contract_is_named_with_its_package(lab, name, problem):
+    with pytest.raises(GanstudyError) as error:
+        score_all([name], lab)
+    assert problem in str(error.value)
+
+
+def test_two_metrics_writing_one_column_is_an_error_not_an_overwrite(lab):
+    with pytest.raises(GanstudyError, match=r"metric 'clash' \(lab_metrics:CLASH \(from lab-metrics 1.2\)\) writes column\(s\) "
+                                            r"\['sharpness'\] that another of evaluation.metrics"):
+        score_all(["sharpness", "clash"], lab)
+
+
+def test_a_metric_named_as_module_and_attribute_is_refused_with_why(lab):
+    problems = IMAGES.metric_problems(["lab_metrics:SHARPNESS", "sharpnes"], "classifier")
+    assert problems[0] == ("evaluation.metrics: metric 'lab_metrics:SHARPNESS' is named as module:attribute, but a metric's name "
+                           "is its column in scores.csv and in the tables: register it as an entry point of group "
+                           "'ganstudy.metrics' in its package (docs/plugins.md)")
+    assert problems[1].startswith("evaluation.metrics: unknown metric 'sharpnes'; registered metrics: ")
+    assert "sharpness" in problems[1] and "module:attribute" not in problems[1]
+    assert isinstance(get_metric("quiet"), Metric)
