@@ -45,6 +45,7 @@ from common import emit, median_seconds, parser, setup, train
 from ganstudy.data.arrays import Split, save_split
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.evaluate.classifier import train_classifier
+from ganstudy.evaluate.settings import ClassifierSettings
 from ganstudy.evaluate.extractor import classifier_extractor
 from ganstudy.evaluate.scores import reference_statistics
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ganstudy.data import calorimeter
+from ganstudy.data.settings import SmoteSettings
 from ganstudy.data.arrays import load_split
 from ganstudy.data.calorimeter import load_calorimeter
 from ganstudy.data.loaders import LoadOptions
@@ -82,8 +83,7 @@ def test_prepare_keeps_the_showers_units_and_the_energies_with_their_rows(tmp_pa
             row = int(np.argmin(np.abs(energy / 100 - condition[0])))
             np.testing.assert_array_equal(image, expected(ecal)[row])
     with pytest.raises(GanstudyError, match="showers' primary energies"):
-        prepare_dataset("calorimeter", str(tmp_path / "s.h5"), 0.2, 7, tmp_path / "smote", smote={"strategy": "balance", "factor": 2,
-                                                                                                      "k_neighbors": 1})
+        prepare_dataset("calorimeter", str(tmp_path / "s.h5"), 0.2, 7, tmp_path / "smote", smote=SmoteSettings("balance", 2, 1))
 
 
 def test_bad_files_and_settings_are_named(tmp_path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import textwrap
 
-import numpy as np
 import pytest
 
 from ganstudy.data.kinds import IMAGES, PAIRS, SHOWERS, all_kinds, get_kind, kind_for_task

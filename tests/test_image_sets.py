@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from ganstudy.data.arrays import load_split
+from ganstudy.data.settings import SmoteSettings
 from ganstudy.data.loaders import LoadOptions, load_fashion_mnist, load_image_folder
 from ganstudy.data.partition import cell_subset, class_partitions
 from ganstudy.data.prepare import prepare_dataset
@@ -85,10 +86,10 @@ def test_image_folder_problems_name_the_file_or_folder(tmp_path):
         load_image_folder(str(root), LoadOptions(image_size=8))
 
 
-SMOTE = {"strategy": "balance", "factor": 15, "k_neighbors": 5}
+SMOTE = SmoteSettings("balance", 15, 5)
 
 
-def _prepare(root, out, smote=None, size=8):
+def _prepare(root, out, smote=SmoteSettings(), size=8):
     return prepare_dataset("image_folder", str(root), 0.25, 3, out, LoadOptions(image_size=size, channels=1), smote)
 
 
@@ -122,7 +123,7 @@ def test_smote_balances_the_training_split_only(tmp_path, capfd):
 
 def test_smote_factor_grows_every_class_even_a_single_one(tmp_path):
     root = _folder(tmp_path / "set", {"positive": 8})
-    manifest = _prepare(root, tmp_path / "out", {**SMOTE, "strategy": "factor", "factor": 15})
+    manifest = _prepare(root, tmp_path / "out", SmoteSettings("factor", 15, 5))
     assert manifest["class_counts"]["train_after_smote"] == {"0": 90}
     assert manifest["smote"]["synthetic_images"] == 84
 

@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 
 from ganstudy.cli import main
+from ganstudy.data.settings import SmoteSettings
 from ganstudy.config import ConfigError, validate_study_config
 from ganstudy.data.arrays import file_digest, load_split
 from ganstudy.data.fetch import extract_tar, fetch_dataset
@@ -171,7 +172,7 @@ def test_bad_folders_and_files_are_named(tmp_path):
 
 def test_smote_would_invent_pairs_and_is_refused(tmp_path):
     root = paired_root(tmp_path / "pairs")
-    smote = {"strategy": "balance", "factor": 15, "k_neighbors": 5}
+    smote = SmoteSettings("balance", 15, 5)
     with pytest.raises(GanstudyError, match="SMOTE cannot oversample a data set with conditions"):
         prepare_dataset("paired_folder", str(root), 0.2, 1, tmp_path / "out", smote=smote)
     assert not (tmp_path / "out").exists()

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ganstudy.config import EVALUATION_KEYS, NETWORK_KEYS, evaluation_settings, training_settings, validate_study_config
+from ganstudy.config import (DATASET_KEYS, EVALUATION_KEYS, NETWORK_KEYS, dataset_settings, evaluation_settings, training_settings,
+                             validate_study_config)
+from ganstudy.data.settings import DatasetSettings, SmoteSettings
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import ClassifierSettings, EvaluationSettings
 from ganstudy.train.settings import GridSettings, TrainingSettings
@@ -70,8 +72,9 @@ def test_an_unknown_or_missing_key_is_named_with_where_it_was_read():
         build(TrainingSettings, without, "job.json")
 
 
-def test_the_scoring_stage_s_settings_are_the_schema_s_sections_with_its_defaults():
+def test_the_preparing_and_scoring_stages_settings_are_the_schema_s_sections_with_its_defaults():
     properties = yaml.safe_load(SCHEMA.read_text())["properties"]
+    compare(DatasetSettings, properties["dataset"]["properties"], "dataset", DATASET_KEYS)
     compare(EvaluationSettings, properties["evaluation"]["properties"], "evaluation", EVALUATION_KEYS)
     compare(ClassifierSettings, properties["classifier"]["properties"], "classifier", {})
     config = validate_study_config({}, SCHEMA)
@@ -81,5 +84,8 @@ def test_the_scoring_stage_s_settings_are_the_schema_s_sections_with_its_default
         assert as_dict(settings) == {**section, "energy_bins": section.get("energy_bins")}
     assert EvaluationSettings.of(evaluation_settings(config["evaluation"], "calorimeter")).energy_bins[-1] == 500
     assert ClassifierSettings.of(config["classifier"]) == ClassifierSettings()
+    paired = DatasetSettings.of(dataset_settings({**config["dataset"], "name": "paired_folder", "direction": "BtoA"}))
+    assert paired.load_options().direction == "BtoA" and paired.smote == SmoteSettings()
+    assert DatasetSettings.of(dataset_settings(config["dataset"])).load_options().direction == "AtoB"
     with pytest.raises(GanstudyError, match=r"--settings: unknown key\(s\) metric; known: samples"):
         EvaluationSettings.of({"metric": ["fid"]}, "--settings")

@@ -12,7 +12,6 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import fields
 from typing import Any
 
 from ganstudy.errors import GanstudyError
@@ -43,13 +42,11 @@ def _validate_config(args: argparse.Namespace) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> None:
-    from ganstudy.data.loaders import LoadOptions
     from ganstudy.data.prepare import prepare_dataset
+    from ganstudy.data.settings import DatasetSettings
 
-    s = args.settings
-    # Keys the study config fills in; a hand-written call may leave the optional ones out.
-    options = LoadOptions(**{f.name: s[f.name] for f in fields(LoadOptions) if f.name in s})
-    manifest = prepare_dataset(s["name"], s["path"], s["test_fraction"], args.seed, args.out_dir, options, s.get("smote"))
+    s = DatasetSettings.of(args.settings, "--settings")
+    manifest = prepare_dataset(s.name, s.path, s.test_fraction, args.seed, args.out_dir, s.load_options(), s.smote)
     print(json.dumps(manifest["class_counts"]))
 
 

@@ -16,6 +16,7 @@ from ganstudy.data.arrays import Split, save_split, file_digest
 from ganstudy.data.conform import conform
 from ganstudy.data.loaders import LoadOptions, get_dataset
 from ganstudy.data.partition import class_partitions
+from ganstudy.data.settings import SmoteSettings
 from ganstudy.data.smote import oversample
 from ganstudy.errors import GanstudyError
 from ganstudy.seeding import derive_seed
@@ -61,7 +62,7 @@ def prepare_dataset(
     study_seed: int,
     out_dir: str | os.PathLike[str],
     options: LoadOptions = LoadOptions(),
-    smote: dict[str, Any] | None = None,
+    smote: SmoteSettings = SmoteSettings(),
 ) -> dict[str, Any]:
     """``smote``: the config's dataset.smote section (strategy none / balance / factor). A source with its
     own split (RawDataset.split) keeps it and ``test_fraction`` is not used."""
@@ -104,11 +105,9 @@ def prepare_dataset(
     splits = {"train": subset(train_idx), "test": subset(test_idx)}
     for split_name, split in splits.items():
         manifest["class_counts"][split_name] = _class_counts(split.labels)
-    if smote and smote["strategy"] != "none":
+    if smote.strategy != "none":
         smote_seed = derive_seed(study_seed, "smote") % 2**32
-        splits["train"], manifest["smote"] = oversample(
-            splits["train"], smote["strategy"], smote["factor"], smote["k_neighbors"], smote_seed
-        )
+        splits["train"], manifest["smote"] = oversample(splits["train"], smote.strategy, smote.factor, smote.k_neighbors, smote_seed)
         manifest["class_counts"]["train_after_smote"] = _class_counts(splits["train"].labels)
     for split_name, split in splits.items():
         file = out / f"{split_name}.npz"

@@ -30,7 +30,7 @@ every rank sees the rows (and noise) one process would.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 from torch import nn
