@@ -18,6 +18,7 @@ from ganstudy.evaluate.weights import check_inception_weights, fid_sample_warnin
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.parts import part_problems, study_kind
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
+from ganstudy.site import read_site, with_site
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.train.job import job_description, write_job
 
@@ -25,6 +26,16 @@ try:
     validate_study_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
+
+# The site (ganstudy.site): what a node is, from the profile's site file; study keys override it on purpose.
+try:
+    SITE = read_site(config["site"], workflow.basedir)
+except GanstudyError as error:
+    raise WorkflowError(str(error)) from None
+config["compute"], site_overrides = with_site(config["compute"], SITE)
+logger.info(f"site '{SITE['name']}': {SITE['node_cores']} cores and {SITE['node_gpus']} GPUs per node")
+for line in site_overrides:
+    logger.warning(f"warning: {line}")
 
 STUDY_DIR = f"{config['results_dir']}/{config['study']}"
 LOG_DIR = f"{STUDY_DIR}/logs"
@@ -232,7 +243,12 @@ def train_memory(wildcards, input):
     if per_rank is None:
         device = "cpu" if compute["device"] == "cpu" or not rank_gpus() else "cuda"
         per_rank = rank_memory_mb(os.path.getsize(input.train), device)
-    return node_memory_mb(min(setup_tasks(wildcards), ranks_per_node()), per_rank)
+    memory = node_memory_mb(min(setup_tasks(wildcards), ranks_per_node()), per_rank)
+    if compute["node_mem_mb"] is not None and memory > compute["node_mem_mb"]:
+        raise WorkflowError(f"set-up {wildcards.setup}: its ranks on one node need {memory} MB, more than a node's "
+                            f"{compute['node_mem_mb']} MB (node_mem_mb, site '{SITE['name']}'): the job could never start; "
+                            "lower compute.mem_mb_per_rank or the ranks per node (compute.threads_per_job)")
+    return memory
 
 
 def check_compute():
