@@ -83,9 +83,11 @@ def _reference_stats(args: argparse.Namespace) -> None:
 
 def _train(args: argparse.Namespace) -> None:
     from ganstudy.train.job import read_job
+    from ganstudy.train.progress import configure_logging
     from ganstudy.train.run import run_training
 
-    run_training(read_job(args.job), args.trial, args.out_dir, args.checkpoint_dir)
+    configure_logging()
+    run_training(read_job(args.job), args.trial, args.out_dir, args.checkpoint_dir, args.progress_seconds)
 
 
 def _evaluate(args: argparse.Namespace) -> None:
@@ -285,6 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out-dir", required=True)
     sub.add_argument("--checkpoint-dir", help="where to keep checkpoints and resume from them")
+    sub.add_argument("--progress-seconds", type=float, default=30.0,
+                     help="most seconds between two progress lines of a trainer in the log (default 30; first and last "
+                     "iteration always)")
 
     sub = command("evaluate", _evaluate, "score one trained generator (FID, IS; L1, PSNR, SSIM of a paired one; shower physics)")
     settings(sub, "evaluation section")
