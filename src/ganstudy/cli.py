@@ -12,6 +12,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ganstudy.errors import GanstudyError
@@ -28,6 +29,15 @@ def _settings(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("--settings must be a JSON object")
     return value
+
+
+def _status(args: argparse.Namespace) -> None:
+    from ganstudy.status import status_table, study_status
+
+    folder = Path(args.study)
+    if not folder.is_dir():
+        folder = Path(args.results_dir) / args.study
+    print(status_table(study_status(folder)))
 
 
 def _validate_config(args: argparse.Namespace) -> None:
@@ -245,6 +255,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     def threads(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
+
+    sub = command("status", _status, "where a study stands: per set-up and trial done, running, failed or waiting, "
+                  "iteration, latest score, ETA (reads only results/<study>/)")
+    sub.add_argument("study", help="the study's name (under --results-dir) or its folder")
+    sub.add_argument("--results-dir", default="results")
 
     sub = command("validate-config", _validate_config, "check a study config against the schema")
     sub.add_argument("config")

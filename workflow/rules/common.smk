@@ -19,6 +19,7 @@ from ganstudy.parallel.partition import shard_rows
 from ganstudy.parts import part_problems, study_kind
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
 from ganstudy.site import read_site, with_site
+from ganstudy.status import write_plan
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.train.job import job_description, write_job
 
