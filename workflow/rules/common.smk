@@ -22,6 +22,7 @@ from ganstudy.site import read_site, with_site
 from ganstudy.status import write_plan
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.train.job import job_description, write_job
+from ganstudy.user_inputs import missing_user_inputs
 
 try:
     validate_study_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
@@ -47,9 +48,18 @@ METRICS = config["evaluation"]["metrics"]
 THREADS = config["compute"]["threads_per_job"]
 SMOTE = config["dataset"]["smote"]["strategy"] != "none"
 TABLE_FORMATS = ["csv", "md", "tex"]
-# Inception features for FID/IS/KID/PRC: a missing or wrong weights file stops the DAG before any job.
 INCEPTION = config["evaluation"]["extractor"] == "inception"
-if INCEPTION:
+# What the user must provide (their data, the Inception weights): a dry-run plans the whole study without
+# them and lists them once; a real run stops here, before any job, until they are there.
+DRY_RUN = workflow.output_settings.dryrun
+MISSING = missing_user_inputs(config)
+if MISSING:
+    needs = "this study needs files that are not here yet:\n" + "\n".join(f"  - {line}" for line in MISSING)
+    if not DRY_RUN:
+        raise WorkflowError(needs)
+    logger.warning(f"warning: {needs}\nThe plan below assumes them; a real run stops before any job until they are there.")
+# A weights file that is there but is not the expected one stops the DAG, dry-run or not.
+if INCEPTION and config["evaluation"]["inception_weights"] and os.path.isfile(config["evaluation"]["inception_weights"]):
     try:
         check_inception_weights(config["evaluation"]["inception_weights"], config["evaluation"]["inception_sha256"])
     except GanstudyError as error:
@@ -311,7 +321,7 @@ def evaluate_inputs(wildcards):
     if KIND.held_out is not None:
         inputs["held_out"] = f"{STUDY_DIR}/data/test.npz"
         if INCEPTION and KIND.inception_metrics(METRICS):
-            inputs["weights"] = config["evaluation"]["inception_weights"]
+            inputs["weights"] = user_file(config["evaluation"]["inception_weights"])
         return inputs
     inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"
     inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
@@ -339,8 +349,11 @@ def fetched_files():
     return [os.path.join(path, file) for file in SOURCES[name].md5]
 
 
+def user_file(path):
+    """A file the user provides, as a rule's input: none while a dry-run plans without it (MISSING says so)."""
+    return [path] if path and (os.path.exists(path) or not DRY_RUN) else []
+
+
 def dataset_files():
-    """What prepare_dataset reads: fetched files, or the user's data file, so that a missing one
-    stops the DAG before any job, naming the path."""
-    path = config["dataset"]["path"]
-    return fetched_files() or ([path] if path else [])
+    """What prepare_dataset reads: fetched files, or the user's data file or folder."""
+    return fetched_files() or user_file(config["dataset"]["path"])
