@@ -40,6 +40,15 @@ def _status(args: argparse.Namespace) -> None:
     print(status_table(study_status(folder)))
 
 
+def _config_reference(args: argparse.Namespace) -> None:
+    from ganstudy.config_reference import write_reference
+
+    gaps = write_reference(args.schemas, args.out)
+    if gaps:
+        raise GanstudyError("the schemas leave keys undocumented: " + "; ".join(gaps) + "; add them to the schema")
+    print(f"wrote {args.out}")
+
+
 def _validate_config(args: argparse.Namespace) -> None:
     from ganstudy.config import load_study_config
     from ganstudy.parts import part_problems
@@ -260,6 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
                   "iteration, latest score, ETA (reads only results/<study>/)")
     sub.add_argument("study", help="the study's name (under --results-dir) or its folder")
     sub.add_argument("--results-dir", default="results")
+
+    sub = command("config-reference", _config_reference, "write the configuration reference (Markdown) from the schemas")
+    sub.add_argument("--schemas", default="workflow/schemas")
+    sub.add_argument("--out", default="docs/config-reference.md")
 
     sub = command("validate-config", _validate_config, "check a study config against the schema")
     sub.add_argument("config")
