@@ -52,7 +52,9 @@ def test_the_study_fills_what_it_leaves_null_from_the_site_and_its_overrides_are
     compute = {"max_ranks": 6, "node_cores": None, "node_gpus": None, "gpus_per_rank": 2, "node_mem_mb": None, "modules": None}
     merged, overrides = with_site(compute, site)
     assert (merged["node_cores"], merged["node_gpus"], merged["gpus_per_rank"], merged["max_ranks"]) == (42, 6, 2, 6)
-    assert overrides == ["compute.gpus_per_rank: the study sets 2 where the site 'summit' says 1; the study's value is used"]
+    assert overrides == ["compute.gpus_per_rank: the study sets 2 where the site 'summit' says 1; the study's value is used (node "
+                         "hardware belongs in the site file, profiles/<name>/site.yaml: remove the key from the study unless the "
+                         "study needs it)"]
     # A study value equal to the site's is no override.
     assert with_site({**compute, "gpus_per_rank": 1}, site)[1] == []
 

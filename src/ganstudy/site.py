@@ -59,5 +59,6 @@ def with_site(compute: dict[str, Any], site: dict[str, Any]) -> tuple[dict[str, 
             merged[key] = site[key]
         elif compute[key] != site[key]:
             overrides.append(f"compute.{key}: the study sets {compute[key]!r} where the site '{site['name']}' says {site[key]!r}; "
-                             "the study's value is used")
+                             "the study's value is used (node hardware belongs in the site file, profiles/<name>/site.yaml: "
+                             "remove the key from the study unless the study needs it)")
     return merged, overrides
