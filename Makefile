@@ -16,7 +16,7 @@ export PATH := $(BIN):$(PATH)
 # mirrors; they say nothing about this install.
 PIP_QUIET := { grep -v --line-buffered "^WARNING: Location" || true; }
 
-.PHONY: setup run test test-gpu dry-run lint report tables figures bench clean
+.PHONY: setup run status test test-gpu dry-run lint report tables figures bench clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 run: setup
 	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG)
+
+# Where the study of CONFIG stands (runs done, running, failed, waiting); also while it runs on a cluster.
+status: setup
+	$(BIN)/ganstudy status $$($(BIN)/python -c "import yaml; c = yaml.safe_load(open('$(CONFIG)')); print(c.get('results_dir', 'results') + '/' + c['study'])")
 
 test: setup
 	$(BIN)/python -m pytest

@@ -23,6 +23,11 @@ include: "workflow/rules/report.smk"
 report: "workflow/report/workflow.rst"
 
 
+# What `ganstudy status` reads to list every run, waiting ones included (not on dry-runs).
+onstart:
+    write_plan(STUDY_DIR, config["study"], config["setups"], config["trials"])
+
+
 rule all:
     default_target: True
     input:

@@ -42,17 +42,31 @@ def dry_run(profile: str, config: Path | None, env: dict) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("profile", ["summit", "slurm", "local"])
-def test_each_profile_plans_the_default_study_by_name(profile, env):
+@pytest.mark.parametrize("profile", ["summit", "slurm", "slurm-gpu", "local"])
+def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env):
     # By name, from the repository root, as README says (the root links each name to profiles/<name>).
     out = dry_run(profile, None, env)
-    # The default study describes GPU nodes (node_gpus 6): a GPU per rank, bound by srun. Its
+    # The study names no hardware: the site does. Summit's and slurm-gpu's nodes have GPUs (a GPU per
+    # rank, bound by jsrun or srun); the slurm site's are CPU nodes, whose jobs ask for no GPU. Its
     # compute.max_ranks is 1 (a laptop packs its one-core jobs side by side): one rank per job.
-    launcher = {"summit": "jsrun -n 1 -r 6 -a 1 -c 7 -g 1 -b packed:7", "slurm": "srun -n 1 --gpus-per-task=1", "local": "mpiexec -n 1"}[profile]
+    launcher = {"summit": "jsrun -n 1 -r 6 -a 1 -c 7 -g 1 -b packed:7", "slurm": "srun -n 1", "slurm-gpu": "srun -n 1 --gpus-per-task=1",
+                "local": "mpiexec -n 1"}[profile]
     assert f"{launcher} ganstudy train results/digits_grid/jobs/grid2x2.json" in out
+    site = {"summit": "summit", "slurm": "slurm", "slurm-gpu": "slurm-gpu", "local": "this machine"}[profile]
+    assert f"site '{site}': " in out
     jobs = _jobs(out, "grid2x2")
+    gpus = {"summit": 1, "slurm": 0, "slurm-gpu": 1}.get(profile)
     if profile != "local":  # the local executor prints no resources
-        assert jobs and all("tasks=1," in j and "gpu=1, tasks_per_gpu=0" in j and "slurm_extra=--signal=USR1@300" in j for j in jobs)
+        assert jobs and all("tasks=1," in j and f"gpu={gpus}, tasks_per_gpu=0" in j and "slurm_extra=--signal=USR1@300" in j for j in jobs)
+    if profile == "slurm":
+        assert "--gpus-per-task" not in out
+
+
+def test_no_embedded_study_describes_node_hardware():
+    # Node hardware is the site's; a study may override gpus_per_rank on purpose (Lupo Pasini et al.'s layout).
+    for study in [REPO / "config" / "config.yaml", *STUDIES]:
+        compute = (yaml.safe_load(study.read_text()) or {}).get("compute", {})
+        assert not {"node_cores", "node_gpus", "node_mem_mb", "modules"} & set(compute), study.name
 
 
 @pytest.mark.parametrize("study", STUDIES, ids=lambda p: p.stem)

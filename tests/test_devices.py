@@ -45,13 +45,13 @@ def test_auto_in_a_slurm_gpu_job_without_cuda_names_rank_host_and_what_the_sched
         select_devices(mpi_world(), "auto", 1, node_gpus=2)
     message = str(caught.value)
     assert f"rank 0 of 1 on host {socket.gethostname()}" in message
-    assert "compute.device is 'auto' and compute.node_gpus is 2 in Slurm job 4242" in message
+    assert "compute.device is 'auto' and the site's node_gpus is 2 in Slurm job 4242" in message
     for shown in ("CUDA_VISIBLE_DEVICES unset", "SLURM_JOB_ID=4242", "SLURM_STEP_ID=0", "SLURM_STEP_GPUS=0,1",
                   "SLURM_NODELIST=gpu[01-02]", "SLURM_TRES_PER_TASK=gres/gpu:1", "SLURM_GPUS_ON_NODE unset",
                   "LSB_JOBID unset", "JSM_NAMESPACE_LOCAL_RANK unset", "OMPI_COMM_WORLD_LOCAL_RANK"):
         assert shown in message, shown
     assert "Ask the scheduler for GPUs" in message and "partition" in message
-    assert "compute.device: cpu" in message and "compute.node_gpus: 0" in message
+    assert "compute.device: cpu" in message and "a site with node_gpus: 0" in message
 
 
 def test_auto_in_an_lsf_gpu_job_without_cuda_names_the_jsrun_variables(no_cuda):

@@ -310,9 +310,13 @@ def test_a_training_job_killed_mid_run_resumes_on_rerun_to_the_same_bits(tmp_pat
 def test_the_inception_extractor_needs_its_weights_file_before_any_job(tmp_path, env):
     config = {**SHRUNKEN, "evaluation": {**SHRUNKEN["evaluation"], "extractor": "inception",
                                          "inception_weights": str(tmp_path / "weights-inception.pth")}}
-    done = snakemake(tmp_path, config, "-n", env=env)
-    assert done.returncode != 0
-    assert "weights-inception.pth' is not a file: on a machine with internet download" in done.stdout + done.stderr
+    # A dry-run plans without it and says what to get; a real run stops before any job.
+    planned = snakemake(tmp_path, config, "-n", env=env)
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    assert "weights-inception.pth: torch-fidelity's Inception weights; on a machine with internet download" in planned.stdout
+    done = snakemake(tmp_path, config, "--cores", "1", env=env)
+    assert done.returncode != 0 and "this study needs files that are not here yet" in done.stdout + done.stderr
+    assert not (tmp_path / "results").exists()
     (tmp_path / "weights-inception.pth").write_bytes(b"stand-in")
     planned = snakemake(tmp_path, config, "-n", "-p", env=env)
     assert planned.returncode == 0, planned.stderr[-2000:]

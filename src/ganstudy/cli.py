@@ -12,6 +12,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ganstudy.errors import GanstudyError
@@ -28,6 +29,24 @@ def _settings(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("--settings must be a JSON object")
     return value
+
+
+def _status(args: argparse.Namespace) -> None:
+    from ganstudy.status import status_table, study_status
+
+    folder = Path(args.study)
+    if not folder.is_dir():
+        folder = Path(args.results_dir) / args.study
+    print(status_table(study_status(folder)))
+
+
+def _config_reference(args: argparse.Namespace) -> None:
+    from ganstudy.config_reference import write_reference
+
+    gaps = write_reference(args.schemas, args.out)
+    if gaps:
+        raise GanstudyError("the schemas leave keys undocumented: " + "; ".join(gaps) + "; add them to the schema")
+    print(f"wrote {args.out}")
 
 
 def _validate_config(args: argparse.Namespace) -> None:
@@ -83,9 +102,11 @@ def _reference_stats(args: argparse.Namespace) -> None:
 
 def _train(args: argparse.Namespace) -> None:
     from ganstudy.train.job import read_job
+    from ganstudy.train.progress import configure_logging
     from ganstudy.train.run import run_training
 
-    run_training(read_job(args.job), args.trial, args.out_dir, args.checkpoint_dir)
+    configure_logging()
+    run_training(read_job(args.job), args.trial, args.out_dir, args.checkpoint_dir, args.progress_seconds)
 
 
 def _evaluate(args: argparse.Namespace) -> None:
@@ -244,6 +265,15 @@ def build_parser() -> argparse.ArgumentParser:
     def threads(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
 
+    sub = command("status", _status, "where a study stands: per set-up and trial done, running, failed or waiting, "
+                  "iteration, latest score, ETA (reads only results/<study>/)")
+    sub.add_argument("study", help="the study's name (under --results-dir) or its folder")
+    sub.add_argument("--results-dir", default="results")
+
+    sub = command("config-reference", _config_reference, "write the configuration reference (Markdown) from the schemas")
+    sub.add_argument("--schemas", default="workflow/schemas")
+    sub.add_argument("--out", default="docs/config-reference.md")
+
     sub = command("validate-config", _validate_config, "check a study config against the schema")
     sub.add_argument("config")
     sub.add_argument("--schema", default="workflow/schemas/config.schema.yaml")
@@ -285,6 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out-dir", required=True)
     sub.add_argument("--checkpoint-dir", help="where to keep checkpoints and resume from them")
+    sub.add_argument("--progress-seconds", type=float, default=30.0,
+                     help="most seconds between two progress lines of a trainer in the log (default 30; first and last "
+                     "iteration always)")
 
     sub = command("evaluate", _evaluate, "score one trained generator (FID, IS; L1, PSNR, SSIM of a paired one; shower physics)")
     settings(sub, "evaluation section")

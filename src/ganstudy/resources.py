@@ -2,7 +2,7 @@
 
 The estimate sizes Slurm's ``--mem`` (per node) before the job runs; the peaks every run records in
 run.json let users check it and size their own jobs. Figures measured on this project's CPU machines
-(torch 2.13, MPICH 4; see the README): a rank that has imported torch, mpi4py and the data loaders and
+(torch 2.13, MPICH 4; see docs/guide.md, Clusters): a rank that has imported torch, mpi4py and the data loaders and
 trained a small GAN peaks at about 600-700 MB of resident memory, of which the training split is a
 small part for the embedded digits; the split is held once as a NumPy array and viewed by torch, plus
 one transient copy while it is read.

@@ -18,13 +18,26 @@ from ganstudy.evaluate.weights import check_inception_weights, fid_sample_warnin
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.parts import part_problems, study_kind
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
+from ganstudy.site import read_site, with_site
+from ganstudy.status import write_plan
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.train.job import job_description, write_job
+from ganstudy.user_inputs import missing_user_inputs
 
 try:
     validate_study_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
+
+# The site (ganstudy.site): what a node is, from the profile's site file; study keys override it on purpose.
+try:
+    SITE = read_site(config["site"], workflow.basedir)
+except GanstudyError as error:
+    raise WorkflowError(str(error)) from None
+config["compute"], site_overrides = with_site(config["compute"], SITE)
+logger.info(f"site '{SITE['name']}': {SITE['node_cores']} cores and {SITE['node_gpus']} GPUs per node")
+for line in site_overrides:
+    logger.warning(f"warning: {line}")
 
 STUDY_DIR = f"{config['results_dir']}/{config['study']}"
 LOG_DIR = f"{STUDY_DIR}/logs"
@@ -35,9 +48,18 @@ METRICS = config["evaluation"]["metrics"]
 THREADS = config["compute"]["threads_per_job"]
 SMOTE = config["dataset"]["smote"]["strategy"] != "none"
 TABLE_FORMATS = ["csv", "md", "tex"]
-# Inception features for FID/IS/KID/PRC: a missing or wrong weights file stops the DAG before any job.
 INCEPTION = config["evaluation"]["extractor"] == "inception"
-if INCEPTION:
+# What the user must provide (their data, the Inception weights): a dry-run plans the whole study without
+# them and lists them once; a real run stops here, before any job, until they are there.
+DRY_RUN = workflow.output_settings.dryrun
+MISSING = missing_user_inputs(config)
+if MISSING:
+    needs = "this study needs files that are not here yet:\n" + "\n".join(f"  - {line}" for line in MISSING)
+    if not DRY_RUN:
+        raise WorkflowError(needs)
+    logger.warning(f"warning: {needs}\nThe plan below assumes them; a real run stops before any job until they are there.")
+# A weights file that is there but is not the expected one stops the DAG, dry-run or not.
+if INCEPTION and config["evaluation"]["inception_weights"] and os.path.isfile(config["evaluation"]["inception_weights"]):
     try:
         check_inception_weights(config["evaluation"]["inception_weights"], config["evaluation"]["inception_sha256"])
     except GanstudyError as error:
@@ -232,7 +254,12 @@ def train_memory(wildcards, input):
     if per_rank is None:
         device = "cpu" if compute["device"] == "cpu" or not rank_gpus() else "cuda"
         per_rank = rank_memory_mb(os.path.getsize(input.train), device)
-    return node_memory_mb(min(setup_tasks(wildcards), ranks_per_node()), per_rank)
+    memory = node_memory_mb(min(setup_tasks(wildcards), ranks_per_node()), per_rank)
+    if compute["node_mem_mb"] is not None and memory > compute["node_mem_mb"]:
+        raise WorkflowError(f"set-up {wildcards.setup}: its ranks on one node need {memory} MB, more than a node's "
+                            f"{compute['node_mem_mb']} MB (node_mem_mb, site '{SITE['name']}'): the job could never start; "
+                            "lower compute.mem_mb_per_rank or the ranks per node (compute.threads_per_job)")
+    return memory
 
 
 def check_compute():
@@ -294,7 +321,7 @@ def evaluate_inputs(wildcards):
     if KIND.held_out is not None:
         inputs["held_out"] = f"{STUDY_DIR}/data/test.npz"
         if INCEPTION and KIND.inception_metrics(METRICS):
-            inputs["weights"] = config["evaluation"]["inception_weights"]
+            inputs["weights"] = user_file(config["evaluation"]["inception_weights"])
         return inputs
     inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"
     inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
@@ -322,8 +349,11 @@ def fetched_files():
     return [os.path.join(path, file) for file in SOURCES[name].md5]
 
 
+def user_file(path):
+    """A file the user provides, as a rule's input: none while a dry-run plans without it (MISSING says so)."""
+    return [path] if path and (os.path.exists(path) or not DRY_RUN) else []
+
+
 def dataset_files():
-    """What prepare_dataset reads: fetched files, or the user's data file, so that a missing one
-    stops the DAG before any job, naming the path."""
-    path = config["dataset"]["path"]
-    return fetched_files() or ([path] if path else [])
+    """What prepare_dataset reads: fetched files, or the user's data file or folder."""
+    return fetched_files() or user_file(config["dataset"]["path"])

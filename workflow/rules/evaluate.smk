@@ -57,7 +57,7 @@ rule inception_statistics:
     input:
         split=f"{STUDY_DIR}/data/{config['evaluation']['reference_split']}.npz",
         classifier=rules.train_classifier.output.model,
-        weights=config["evaluation"]["inception_weights"] or [],
+        weights=user_file(config["evaluation"]["inception_weights"]),
     output:
         f"{STUDY_DIR}/classifier/reference_inception.npz",
     params:

@@ -112,4 +112,7 @@ def load_calorimeter(path: str | None, options: LoadOptions = LoadOptions()) -> 
                       conditions=conditions, native_units=True)
 
 
-CALORIMETER = DataSet(load_calorimeter, kind="showers", classes=1)
+CALORIMETER = DataSet(load_calorimeter, kind="showers", classes=1, provide=(
+    "3DGAN's HDF5 shower files (EleEscan_*.h5: dataset ECAL of (N, 25, 25, 25) cell energies and target of (N, 2) or "
+    "energy of (N,) primary energies in GeV), as CERN openlab's 3DGAN trained on (svalleco/3Dgan names the "
+    "electron data it used); a single file or a folder of them"))

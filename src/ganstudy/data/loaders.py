@@ -55,6 +55,9 @@ class DataSet:
     load: Callable[[str | None, LoadOptions], RawDataset]
     kind: str = "images"
     classes: int | None = None
+    # What the user puts at dataset.path, and where to get it: said while the workflow plans a study whose
+    # data are not there yet (empty: the data ship with a package or are fetched by the workflow).
+    provide: str = ""
 
     def read(self, name: str, path: str | None, options: LoadOptions) -> RawDataset:
         """The loader's data, checked against the contract, so that a plugin's loader that breaks it is
@@ -320,9 +323,12 @@ def load_cifar100(path: str | None, options: LoadOptions = LoadOptions()) -> Raw
 
 
 DIGITS = DataSet(load_digits, classes=10)
-NPZ = DataSet(load_npz)
+NPZ = DataSet(load_npz, provide="a .npz file with arrays 'images' (N, H, W or N, C, H, W; uint8 or float in [0, 1]) and "
+               "'labels' (N integers from 0), saved with numpy.savez")
 MNIST = DataSet(load_mnist, classes=10)
 FASHION_MNIST = DataSet(load_fashion_mnist, classes=10)
-IMAGE_FOLDER = DataSet(load_image_folder)
+IMAGE_FOLDER = DataSet(load_image_folder, provide="a folder with one subfolder of PNG or JPEG images per class (one subfolder "
+                       "for a single class), e.g. the COVID-19 positive chest x-rays of Cohen et al.'s covid-chestxray-dataset "
+                       "(github.com/ieee8023/covid-chestxray-dataset) that Flores (2021) used")
 CIFAR10 = DataSet(load_cifar10, classes=10)
 CIFAR100 = DataSet(load_cifar100, classes=100)

@@ -61,4 +61,6 @@ def load_paired_folder(path: str | None, options: LoadOptions = LoadOptions()) -
     )
 
 
-PAIRED_FOLDER = DataSet(load_paired_folder, kind="pairs", classes=1)
+PAIRED_FOLDER = DataSet(load_paired_folder, kind="pairs", classes=1, provide=(
+    "pix2pix's layout: train/ and test/ (or val/) folders of images with the two sides of a pair side by side "
+    "(A left, B right); facades: ganstudy fetch --name facades --folder data (it unpacks to data/facades)"))

@@ -108,10 +108,11 @@ def select_devices(
         if choice == "auto":
             raise _no_cuda_error(
                 world,
-                f"compute.device is 'auto' and compute.node_gpus is {node_gpus} in {job}",
+                f"compute.device is 'auto' and the site's node_gpus is {node_gpus} in {job}",
                 "Ask the scheduler for GPUs (Slurm: --gpus-per-task or --gres=gpu:N on a GPU partition; LSF: "
                 "jsrun -g / bsub -gpu) and check that the partition or queue has GPU nodes; or set "
-                "compute.device: cpu to train on the CPU on purpose, or compute.node_gpus: 0 for a CPU cluster.",
+                "compute.device: cpu to train on the CPU on purpose, or use a site with node_gpus: 0 for a CPU cluster "
+                "(profiles/<name>/site.yaml).",
             )
         raise _no_cuda_error(
             world,

@@ -241,7 +241,8 @@ def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
     with torch_process_group(world, context.device):
         trainer = DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, seeds, context.devices, world,
                                       score_curve(context), data.conditions if spec.condition_shape is not None else None)
-        trained = trainer.train(context.checkpoint_dir, context.stop)
+        report = trainer.report(context.progress) if context.world.is_root else None
+        trained = trainer.train(context.checkpoint_dir, context.stop, report=report)
         profiles = world.comm.gather(trainer.profile, root=0)
     if not world.is_root:
         return None

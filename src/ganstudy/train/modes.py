@@ -16,6 +16,7 @@ from ganstudy.models.mixture import Generator
 from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.world import World
 from ganstudy.registry import Registry, is_callable
+from ganstudy.train.progress import Progress
 from ganstudy.train.settings import TrainingSettings
 
 
@@ -41,6 +42,8 @@ class TrainingContext:
     checkpoint_dir: Path | None = None
     # The scheduler's end-of-wall-time signal, seen by the training loops between iterations.
     stop: StopSignal = field(default_factory=StopSignal)
+    # Progress lines in the job's log and live rows of losses.csv (ganstudy.train.progress).
+    progress: Progress = field(default_factory=lambda: Progress(None, 0))
 
     @property
     def devices(self) -> tuple[torch.device, torch.device]:

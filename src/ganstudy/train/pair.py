@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from ganstudy.checkpoint import CheckpointStore
 from ganstudy.data.partition import batches_per_pass
 from ganstudy.models import NetworkSpec, build_pair, get_network
 from ganstudy.parallel.stop import StopSignal
+from ganstudy.train.progress import Progress, TrainerReport
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.score_curve import ScoreCurve
 from ganstudy.train.settings import TrainingSettings
@@ -137,28 +137,43 @@ class PairTrainer:
         totals = self._pass_totals()
         return float(totals[0]) / self.steps, float(totals[1]) / self.steps
 
-    def train(self, checkpoint_dir: Path | None = None, stop: StopSignal | None = None, final_checkpoint: bool = False) -> torch.nn.Module:
+    @property
+    def score_column(self) -> str:
+        """The in-training score's column in losses.csv."""
+        return "fid" if self.curve is None else self.curve.column
+
+    def report(self, progress: Progress, fixed: dict[str, Any] | None = None) -> TrainerReport:
+        """This trainer's progress report: its losses and its in-training score."""
+        return progress.trainer(self.name, self.setup.iterations, ("d_loss", "g_loss", self.score_column), fixed)
+
+    def train(self, checkpoint_dir: Path | None = None, stop: StopSignal | None = None, final_checkpoint: bool = False,
+              report: TrainerReport | None = None) -> torch.nn.Module:
         """Run the set-up's iterations (resuming from the newest readable checkpoint in
         ``checkpoint_dir``); returns the generator in eval mode, on its device. When ``stop`` has seen a
         scheduler's signal, a checkpoint is written after the current iteration and TrainingStopped
         raised. ``final_checkpoint`` keeps the finished state too (per-class runs: a restarted job
-        skips the classes it finished)."""
+        skips the classes it finished). ``report`` gets every iteration's row (progress lines, live
+        losses.csv)."""
         store = self._store(checkpoint_dir)
         if store is not None:
             self._restore(store)
+        if report is not None:
+            report.restored(self.history)
         period = self.setup.checkpoint_period
         total = self.setup.iterations
+        column = self.score_column
         with torch.random.fork_rng(devices=self._cuda):
             self._write_global_rng(self._global_rng)
-            for iteration in tqdm(range(self.done, total), desc=self.name, unit="it", disable=None, mininterval=5):
+            for iteration in range(self.done, total):
                 started = time.perf_counter()
                 d_loss, g_loss = self._one_pass()
                 self.done = iteration + 1
                 seconds = time.perf_counter() - started
                 score, score_seconds = self._score(total)
-                column = "fid" if self.curve is None else self.curve.column
                 self.history.append({"iteration": self.done, "d_loss": d_loss, "g_loss": g_loss, column: score, "seconds": seconds,
                                      "score_seconds": score_seconds})
+                if report is not None:
+                    report.row(self.history[-1])
                 stopping = stop is not None and self._stop_agreed(stop)
                 due = (period and self.done % period == 0 and self.done < total) or (final_checkpoint and self.done == total)
                 if store is not None and (stopping or due):

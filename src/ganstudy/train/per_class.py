@@ -47,7 +47,8 @@ def train_per_class(context: TrainingContext) -> TrainingResult | None:
                               curve=curve and replace(curve, label=label))
         try:
             # A finished class keeps its checkpoint: a job stopped later resumes without retraining it.
-            generator = trainer.train(context.checkpoint_dir, context.stop, final_checkpoint=True).cpu()
+            report = trainer.report(context.progress, {"class": label})
+            generator = trainer.train(context.checkpoint_dir, context.stop, final_checkpoint=True, report=report).cpu()
         except TrainingStopped as exc:
             stopped = exc
             break

@@ -28,6 +28,7 @@ from ganstudy.resources import peak_memory
 from ganstudy.seeding import derive_seed
 from ganstudy.train.job import TrainingJob
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, get_mode
+from ganstudy.train.progress import INTERVAL, Progress, remove_rank_tables
 from ganstudy.train.settings import TrainingSettings
 from ganstudy.train.tasks import TASKS
 from ganstudy.typed import as_dict
@@ -72,8 +73,11 @@ def run_training(
     trial: int,
     out_dir: str | os.PathLike[str],
     checkpoint_dir: str | os.PathLike[str] | None = None,
+    progress_seconds: float = INTERVAL,
 ) -> None:
-    """Train ``job``'s set-up for one trial on this MPI world; rank 0 writes the outputs to ``out_dir``."""
+    """Train ``job``'s set-up for one trial on this MPI world; rank 0 writes the outputs to ``out_dir``.
+    While it runs, progress lines go to the log at most every ``progress_seconds`` per trainer, and the
+    rows of losses.csv into ``out_dir`` as they come."""
     started_at = now()
     started = time.perf_counter()
     settings, compute = job.settings, job.compute
@@ -100,6 +104,7 @@ def run_training(
             held_out_path=Path(job.inputs.held_out) if job.inputs.held_out else None,
             checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
             stop=stop,
+            progress=Progress(Path(out_dir), world.rank, progress_seconds),
         )
         hosts = world.hosts()
         earlier = earlier_seconds(context.checkpoint_dir)
@@ -107,9 +112,11 @@ def run_training(
         try:
             result = mode(context)
         except TrainingStopped:
+            context.progress.close()
             if world.is_root and context.checkpoint_dir is not None:
                 write_json(context.checkpoint_dir / ELAPSED_FILE, {"seconds": earlier + time.perf_counter() - train_started})
             raise
+        context.progress.close()
         train_seconds = earlier + time.perf_counter() - train_started
         # Per rank, in one collective: its devices, what it used (to size jobs by) and the GPUs the scheduler gave it.
         ranks = world.comm.gather({
@@ -123,6 +130,7 @@ def run_training(
     if context.kind.part(context.kind.sample_figure)(result.generator, result.spec, context.data, grid_seed, out / "samples.png"):
         result.seeds["sample-grid"] = grid_seed
     write_text(out / "losses.csv", rows_to_csv(result.history))
+    remove_rank_tables(out)
     write_text(out / "profile.csv", rows_to_csv(result.profile))
     for name, rows in result.tables.items():
         write_text(out / f"{name}.csv", rows_to_csv(rows))

@@ -28,7 +28,7 @@ def train_single(context: TrainingContext) -> TrainingResult:
     seeds = pair_seeds(context.study_seed, context.trial)
     conditions = context.data.conditions if spec.condition_shape is not None else None
     trainer = PairTrainer(setup, spec, context.data.images, None, seeds, context.devices, curve=score_curve(context), conditions=conditions)
-    generator = trainer.train(context.checkpoint_dir, context.stop).cpu()
+    generator = trainer.train(context.checkpoint_dir, context.stop, report=trainer.report(context.progress)).cpu()
     return TrainingResult(
         pair_generator(generator, None), setup.network, spec, trainer.history, profile_rows(trainer.history, "0-0", 0), seeds=seeds
     )
@@ -40,7 +40,7 @@ def train_conditional(context: TrainingContext) -> TrainingResult:
     spec = network_spec(setup, data, conditional=True)
     seeds = pair_seeds(context.study_seed, context.trial)
     trainer = PairTrainer(setup, spec, data.images, data.labels, seeds, context.devices, curve=score_curve(context))
-    generator = trainer.train(context.checkpoint_dir, context.stop).cpu()
+    generator = trainer.train(context.checkpoint_dir, context.stop, report=trainer.report(context.progress)).cpu()
     return TrainingResult(
         pair_generator(generator, data.labels), setup.network, spec, trainer.history,
         profile_rows(trainer.history, "0-0", 0), seeds=seeds,

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from ganstudy.checkpoint import CheckpointStore
 from ganstudy.errors import GanstudyError
@@ -151,11 +150,14 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
     rank_timer = RoutineTimer()
     describe = lambda r: "cells " + ", ".join(cell_label(c) for c in blocks[r])  # noqa: E731
 
+    report = None
+    if root:
+        report = context.progress.trainer(f"grid {shape}", setup.iterations, ("d_loss", "g_loss", "fid_best", "fid_mean"))
+        report.restored(history)
     stopped_at = None
     try:
         with Heartbeat(heartbeat_comm, grid.heartbeat_timeout, describe) as heartbeat:
-            iterations = range(done + 1, setup.iterations + 1)
-            for iteration in tqdm(iterations, desc=f"grid {shape}", unit="it", disable=not root or None, mininterval=5):
+            for iteration in range(done + 1, setup.iterations + 1):
                 started = time.perf_counter()
                 with rank_timer("exchange"), heartbeat.waiting():
                     gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
@@ -170,6 +172,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
                     stopping = context.stop.agreed(control)
                 if root:
                     _record(history, profile, iteration, collected, started)
+                    report.row(history[-1], _slowest_rank(collected))
                 period = setup.checkpoint_period
                 due = period and iteration % period == 0 and iteration < setup.iterations
                 if store and (stopping or due):
@@ -247,6 +250,14 @@ def _record(history, profile, iteration, collected, started) -> None:
         "g_lr_mean": float(np.mean([r.g_lr for r in reports])),
         "seconds": time.perf_counter() - started,
     })
+
+
+def _slowest_rank(collected) -> str:
+    """Which rank spent the most time in this iteration, for the progress line (the rank that holds the
+    grid back)."""
+    seconds = [sum(row["seconds"] for row in part[1]) for part in collected]
+    slowest = int(np.argmax(seconds))
+    return f"slowest rank {slowest} ({seconds[slowest]:.3g} s)"
 
 
 def _checkpoint(store, iteration, cells, control, root, history, profile, beat) -> None:

@@ -1,0 +1,64 @@
+"""The site a study runs on: what a node is (cores, GPUs, memory) and what every job loads. Each profile
+carries a site file (profiles/<name>/site.yaml) and names it in its ``config: [site=...]``, so the site
+travels with the profile while ``--configfile`` stays the study's. A study's ``compute`` section may
+still set a site key on purpose: its value wins, and the workflow says so when it builds the DAG.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ganstudy.config import section_problems
+from ganstudy.errors import GanstudyError
+
+# The keys a site describes; a study's compute section has the same keys, null meaning "the site's".
+SITE_KEYS = ("node_cores", "node_gpus", "gpus_per_rank", "node_mem_mb", "modules")
+
+
+def read_site(reference: str | None, base: str | os.PathLike[str]) -> dict[str, Any]:
+    """The site file ``reference`` (relative to the working directory, or else to ``base``, the workflow's
+    folder), validated against workflow/schemas/site.schema.yaml with its defaults filled in; no
+    reference: the schema's defaults (this machine, no GPU)."""
+    if reference is None:
+        site: dict[str, Any] = {}
+        where = "site (none given: the defaults)"
+    else:
+        path = Path(reference)
+        if not path.is_file() and not path.is_absolute() and (Path(base) / path).is_file():
+            path = Path(base) / path
+        if not path.is_file():
+            raise GanstudyError(f"site file {reference} (config key site, set by the profile) is not a file: give a "
+                                "site description such as profiles/slurm/site.yaml (profiles/README.md)")
+        try:
+            site = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as error:
+            raise GanstudyError(f"site file {path} is not YAML: {error}") from None
+        if not isinstance(site, dict):
+            raise GanstudyError(f"site file {path} must map keys to values, got {type(site).__name__}")
+        where = f"site file {path}"
+    schema = yaml.safe_load((Path(base) / "workflow" / "schemas" / "site.schema.yaml").read_text())
+    problems = section_problems(site, schema, where)
+    if problems:
+        raise GanstudyError("; ".join(problems))
+    if site["node_cores"] is None:
+        site["node_cores"] = os.cpu_count() or 1
+    return site
+
+
+def with_site(compute: dict[str, Any], site: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The study's compute section completed from the site: a key the study leaves null takes the site's
+    value. Also one line per key the study sets to a value other than the site's (an override on purpose
+    is fine; an old study file that still carries another site's hardware is worth a look)."""
+    merged, overrides = dict(compute), []
+    for key in SITE_KEYS:
+        if compute.get(key) is None:
+            merged[key] = site[key]
+        elif compute[key] != site[key]:
+            overrides.append(f"compute.{key}: the study sets {compute[key]!r} where the site '{site['name']}' says {site[key]!r}; "
+                             "the study's value is used (node hardware belongs in the site file, profiles/<name>/site.yaml: "
+                             "remove the key from the study unless the study needs it)")
+    return merged, overrides

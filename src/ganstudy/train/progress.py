@@ -1,0 +1,146 @@
+"""Live progress of a training job, for a user watching a cluster job: progress lines in the job's log
+(through ``logging``, so they are written also when the output is a file) and the rows of losses.csv
+appended as the run goes.
+
+A line is written for the first and the last iteration of a trainer and otherwise at most every
+``interval`` seconds (a 10,000-iteration job's log stays readable): time stamp, trainer, iteration /
+total, seconds per iteration, ETA, the latest losses and the latest in-training score. Rows go to the
+rank's live table (rank 0: losses.csv; another rank that trains pairs of its own, as per_class ranks
+do: losses.rank<r>.csv), one whole line per write; a reader ignores a last line without its newline.
+The job's final losses.csv replaces the live one when it ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+LOGGER = logging.getLogger("ganstudy.train")
+# Seconds between two progress lines of one trainer.
+INTERVAL = 30.0
+
+
+def live_table_name(rank: int) -> str:
+    return "losses.csv" if rank == 0 else f"losses.rank{rank}.csv"
+
+
+class LiveTable:
+    """A CSV file that rows are appended to while a job runs; started empty with each job (a resumed
+    trainer appends the rows its checkpoint restored first), its header from the first row."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._columns: list[str] | None = None
+        self._handle = path.open("w", encoding="utf-8")
+
+    def append(self, rows: Iterable[dict[str, Any]]) -> None:
+        lines = []
+        for row in rows:
+            if self._columns is None:
+                self._columns = list(row)
+                lines.append(",".join(self._columns))
+            lines.append(",".join(_cell(row.get(column)) for column in self._columns))
+        if lines:
+            # One write per batch of whole lines, flushed: a reader on another node sees whole lines.
+            self._handle.write("".join(line + "\n" for line in lines))
+            self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+class TrainerReport:
+    """One trainer's progress: ``row`` after every iteration."""
+
+    def __init__(self, name: str, total: int, show: tuple[str, ...], table: LiveTable | None, fixed: dict[str, Any],
+                 interval: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.name, self.total, self.show, self.table, self.fixed = name, total, show, table, fixed
+        self.interval, self.clock = interval, clock
+        self._started: tuple[int, float] | None = None
+        self._logged = -math.inf
+        self._latest: dict[str, tuple[int, float]] = {}
+
+    def restored(self, rows: list[dict[str, Any]]) -> None:
+        """Called as the trainer's loop starts, with the rows its checkpoint restored (none for a fresh
+        run): they go into the live table before the new ones, and the clock of seconds per iteration
+        starts now."""
+        self._started = (rows[-1]["iteration"] if rows else 0, self.clock())
+        if self.table is not None:
+            self.table.append({**self.fixed, **row} for row in rows)
+        for row in rows:
+            self._remember(row)
+
+    def _remember(self, row: dict[str, Any]) -> None:
+        for key in self.show:
+            value = row.get(key)
+            if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                self._latest[key] = (row["iteration"], value)
+
+    def row(self, row: dict[str, Any], note: str = "") -> None:
+        now, iteration = self.clock(), row["iteration"]
+        if self._started is None:
+            self._started = (iteration - 1, now)
+        if self.table is not None:
+            self.table.append([{**self.fixed, **row}])
+        self._remember(row)
+        if iteration - 1 == self._started[0] or iteration == self.total or now - self._logged >= self.interval:
+            self._logged = now
+            LOGGER.info(self.line(iteration, now) + (f"; {note}" if note else ""))
+
+    def line(self, iteration: int, now: float) -> str:
+        first, began = self._started
+        rate = (now - began) / max(iteration - first, 1)
+        values = ", ".join(f"{key} {value:.4g}" + (f" (at {at})" if at != iteration else "")
+                           for key, (at, value) in self._latest.items())
+        return (f"{self.name}: iteration {iteration}/{self.total} ({100 * iteration / self.total:.0f}%), {rate:.3g} s/it, "
+                f"ETA {_duration(rate * (self.total - iteration))}" + (f"; {values}" if values else ""))
+
+
+class Progress:
+    """A job's progress on one rank: its trainers' reports and the rank's live table in ``out_dir``."""
+
+    def __init__(self, out_dir: Path | None, rank: int, interval: float = INTERVAL) -> None:
+        self.out_dir, self.rank, self.interval = out_dir, rank, interval
+        self._table: LiveTable | None = None
+
+    def trainer(self, name: str, total: int, show: tuple[str, ...], fixed: dict[str, Any] | None = None) -> TrainerReport:
+        if self._table is None and self.out_dir is not None:
+            self._table = LiveTable(self.out_dir / live_table_name(self.rank))
+        return TrainerReport(name, total, show, self._table, fixed or {}, self.interval)
+
+    def close(self) -> None:
+        if self._table is not None:
+            self._table.close()
+
+
+def remove_rank_tables(out_dir: Path) -> None:
+    """The per-rank live tables, once the job's losses.csv holds every row."""
+    for path in out_dir.glob("losses.rank*.csv"):
+        os.unlink(path)
+
+
+def configure_logging() -> None:
+    """Progress lines to stderr (the job's log), time-stamped, whatever the output is."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
+    LOGGER.addHandler(handler)
+    LOGGER.setLevel(logging.INFO)
+    LOGGER.propagate = False

@@ -1,0 +1,83 @@
+"""The site (what a node is) comes with the profile, not the study: a study leaves node hardware to it,
+may override a key on purpose (the DAG warns, naming both values), and a missing or bad site file is
+named before any job."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+import yaml
+
+from conftest import REPO, planned_jobs
+from ganstudy.errors import GanstudyError
+from ganstudy.site import SITE_KEYS, read_site, with_site
+from test_workflow import SHRUNKEN, snakemake
+
+SCHEMA = REPO / "workflow" / "schemas" / "site.schema.yaml"
+
+
+def test_every_profile_carries_a_valid_site_and_names_it():
+    for profile in ("local", "slurm", "slurm-gpu", "summit"):
+        options = yaml.safe_load((REPO / "profiles" / profile / "config.v8+.yaml").read_text())
+        assert options["config"] == [f"site=profiles/{profile}/site.yaml"]
+        site = read_site(f"profiles/{profile}/site.yaml", REPO)
+        assert set(SITE_KEYS) <= set(site) and site["node_cores"] >= 1
+    assert read_site("profiles/slurm-gpu/site.yaml", REPO)["node_gpus"] > 0
+    assert read_site("profiles/slurm/site.yaml", REPO)["node_gpus"] == 0
+
+
+def test_no_site_is_this_machine_without_gpus():
+    site = read_site(None, REPO)
+    assert site == {"name": "this machine", "node_cores": os.cpu_count(), "node_gpus": 0, "gpus_per_rank": 1,
+                    "node_mem_mb": None, "modules": []}
+    # The schema's defaults are what the site description documents.
+    described = yaml.safe_load(SCHEMA.read_text())["properties"]
+    assert set(described) == {"name", *SITE_KEYS}
+
+
+def test_a_missing_or_bad_site_file_is_named(tmp_path):
+    with pytest.raises(GanstudyError, match=r"site file profiles/nowhere/site.yaml \(config key site, set by the profile\) is not a file"):
+        read_site("profiles/nowhere/site.yaml", REPO)
+    bad = tmp_path / "site.yaml"
+    bad.write_text("node_gpu: 4\nnode_cores: 0\n")
+    with pytest.raises(GanstudyError) as error:
+        read_site(str(bad), REPO)
+    assert f"site file {bad}" in str(error.value) and "node_gpu" in str(error.value) and "node_cores" in str(error.value)
+
+
+def test_the_study_fills_what_it_leaves_null_from_the_site_and_its_overrides_are_listed():
+    site = read_site("profiles/summit/site.yaml", REPO)
+    compute = {"max_ranks": 6, "node_cores": None, "node_gpus": None, "gpus_per_rank": 2, "node_mem_mb": None, "modules": None}
+    merged, overrides = with_site(compute, site)
+    assert (merged["node_cores"], merged["node_gpus"], merged["gpus_per_rank"], merged["max_ranks"]) == (42, 6, 2, 6)
+    assert overrides == ["compute.gpus_per_rank: the study sets 2 where the site 'summit' says 1; the study's value is used (node "
+                         "hardware belongs in the site file, profiles/<name>/site.yaml: remove the key from the study unless the "
+                         "study needs it)"]
+    # A study value equal to the site's is no override.
+    assert with_site({**compute, "gpus_per_rank": 1}, site)[1] == []
+
+
+def _gpus(out: str) -> list[int]:
+    """The GPUs each planned training job asks Slurm for (resource gpu)."""
+    return [int(re.search(r"(?<![a-z_])gpu=(\d+)", job["resources"]).group(1)) for job in planned_jobs(out)]
+
+
+@pytest.mark.workflow
+def test_one_study_asks_for_gpus_only_on_a_gpu_site_and_an_override_is_said(tmp_path, env):
+    config = {**SHRUNKEN, "compute": {"max_ranks": 2}}
+    cpu = snakemake(tmp_path, config, "-n", "--executor", "slurm", "--jobs", "4", "--config", "site=profiles/slurm/site.yaml", env=env)
+    assert cpu.returncode == 0, cpu.stderr[-3000:]
+    assert "site 'slurm': " in cpu.stdout and set(_gpus(cpu.stdout)) == {0}
+    gpu = snakemake(tmp_path, config, "-n", "--executor", "slurm", "--jobs", "4", "--config", "site=profiles/slurm-gpu/site.yaml", env=env)
+    assert gpu.returncode == 0, gpu.stderr[-3000:]
+    # Each job asks for a GPU per rank: one-rank set-ups 1, the 2-rank ones 2.
+    assert "site 'slurm-gpu': " in gpu.stdout and set(_gpus(gpu.stdout)) == {1, 2}
+    # A study that still carries another site's hardware runs, with a warning naming both values.
+    old = {**config, "compute": {"max_ranks": 2, "node_gpus": 6, "node_cores": 42}}
+    done = snakemake(tmp_path, old, "-n", "--executor", "slurm", "--jobs", "4", "--config", "site=profiles/slurm/site.yaml", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = done.stdout + done.stderr
+    assert "compute.node_gpus: the study sets 6 where the site 'slurm' says 0; the study's value is used" in said
+    assert set(_gpus(done.stdout)) == {1, 2}
