@@ -58,7 +58,7 @@ def test_auto_in_an_lsf_gpu_job_without_cuda_names_the_jsrun_variables(no_cuda):
     no_cuda.setenv("LSB_JOBID", "777")
     no_cuda.setenv("JSM_NAMESPACE_LOCAL_RANK", "3")
     no_cuda.setenv("CUDA_VISIBLE_DEVICES", "")
-    with pytest.raises(GanstudyError, match=r"compute.node_gpus is 6 in LSF job 777.*CUDA_VISIBLE_DEVICES=,.*JSM_NAMESPACE_LOCAL_RANK=3"):
+    with pytest.raises(GanstudyError, match=r"the site's node_gpus is 6 in LSF job 777.*CUDA_VISIBLE_DEVICES=,.*JSM_NAMESPACE_LOCAL_RANK=3"):
         select_devices(mpi_world(), "auto", 1, node_gpus=6)
 
 
@@ -92,7 +92,7 @@ def test_the_train_command_in_a_gpu_job_without_a_gpu_stops_with_the_diagnosis(d
     done = subprocess.run(command, capture_output=True, text=True, env=job, timeout=300)
     assert done.returncode != 0
     assert "ganstudy train: error: rank 0 of 1 on host" in done.stderr
-    assert "compute.node_gpus is 2 in Slurm job 4242" in done.stderr
+    assert "the site's node_gpus is 2 in Slurm job 4242" in done.stderr
     assert "CUDA_VISIBLE_DEVICES=," in done.stderr and "SLURM_STEP_GPUS=0,1" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "run").exists()

@@ -135,7 +135,8 @@ def test_a_missing_dataset_file_stops_the_run_naming_the_path(tmp_path, env):
     config = {**SHRUNKEN, "dataset": {"name": "npz", "path": "data/cells.npz"}}
     done = snakemake(tmp_path, config, "--cores", "1", env=env)
     assert done.returncode != 0
-    assert "Missing input files" in done.stderr and "data/cells.npz" in done.stderr
+    # Stopped while planning, before any job, naming the key, the path and what to put there.
+    assert "this study needs files that are not here yet" in done.stderr and "dataset.path data/cells.npz (data set 'npz')" in done.stderr
     assert not (tmp_path / "results").exists()
 
 
