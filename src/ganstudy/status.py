@@ -21,11 +21,11 @@ from typing import Any
 
 from ganstudy.atomic import read_json, write_json
 from ganstudy.errors import GanstudyError
+from ganstudy.train.progress import LINE
 
 PLAN = "plan.json"
 # The score columns of losses.csv, by mode and kind: the pair trainer's and the grid's best cell.
 SCORE_COLUMNS = ("fid_best", "fid", "l1", "showers")
-PROGRESS = re.compile(r"^(\S+ \S+) (.+?): iteration (\d+)/(\d+) \(\d+%\), (\S+) s/it, ETA (\S+)(?:; (.*))?$")
 ERROR = re.compile(r"(ganstudy [\w-]+: error: .*|^\w*(?:Error|Exception): .*|^.*Killed.*$|MPI_ABORT.*)")
 STOPPED = re.compile(r"^ganstudy train: .*(stopped|signal).*", re.IGNORECASE)
 
@@ -77,7 +77,7 @@ def trial_status(study_dir: Path, setup: str, trial: int, iterations: int, now: 
     if not log.is_file():
         return TrialStatus(setup, trial, "waiting", None, iterations, score, "", "")
     lines = log.read_text(errors="replace").splitlines()
-    progress = [(index, match) for index, line in enumerate(lines) if (match := PROGRESS.match(line))]
+    progress = [(index, match) for index, line in enumerate(lines) if (match := LINE.match(line))]
     last_index, last = progress[-1] if progress else (-1, None)
     iteration = int(last.group(3)) if last else None
     after = lines[last_index + 1 :]

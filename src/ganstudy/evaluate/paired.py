@@ -27,7 +27,7 @@ from ganstudy.data.kinds import PAIRS
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import score_all
 from ganstudy.evaluate.scores import write_scores
-from ganstudy.evaluate.scoring import PairScoring
+from ganstudy.evaluate.scoring import PairScoring, column_of
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models.artifact import load_generator
 from ganstudy.parallel.world import set_cpu_threads
@@ -155,13 +155,6 @@ def _paired(scoring: PairScoring) -> dict[str, float]:
     return scoring.once("paired scores", lambda: paired_scores(scoring.outputs, scoring.targets))
 
 
-def l1(scoring: PairScoring) -> dict[str, float]:
-    return {"l1": _paired(scoring)["l1"]}
-
-
-def psnr(scoring: PairScoring) -> dict[str, float]:
-    return {"psnr": _paired(scoring)["psnr"]}
-
-
-def ssim_metric(scoring: PairScoring) -> dict[str, float]:
-    return {"ssim": _paired(scoring)["ssim"]}
+l1 = column_of(_paired, "l1")
+psnr = column_of(_paired, "psnr")
+ssim_metric = column_of(_paired, "ssim")

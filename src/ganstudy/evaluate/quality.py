@@ -11,7 +11,7 @@ from torch_fidelity.metric_kid import KEY_METRIC_KID_MEAN, KEY_METRIC_KID_STD, k
 from torch_fidelity.metric_prc import prc_features_to_metric
 
 from ganstudy.evaluate.fid import frechet_distance
-from ganstudy.evaluate.scoring import QualityScoring
+from ganstudy.evaluate.scoring import QualityScoring, column_of
 from ganstudy.evaluate.weights import fid_sample_warning
 
 
@@ -53,9 +53,5 @@ def _precision_recall(scoring: QualityScoring) -> dict[str, float]:
     return scoring.once("precision and recall", compute)
 
 
-def precision(scoring: QualityScoring) -> dict[str, float]:
-    return {"precision": _precision_recall(scoring)["precision"]}
-
-
-def recall(scoring: QualityScoring) -> dict[str, float]:
-    return {"recall": _precision_recall(scoring)["recall"]}
+precision = column_of(_precision_recall, "precision")
+recall = column_of(_precision_recall, "recall")

@@ -51,6 +51,12 @@ class Scoring:
         return self._once[key]
 
 
+def column_of(shared: Callable[[Any], dict[str, float]], column: str) -> Callable[[Any], dict[str, float]]:
+    """The compute of a metric that reports one column of work several metrics share (``shared`` does it
+    once per scoring, through ``Scoring.once``): precision and recall, the paired scores, the shower physics."""
+    return lambda scoring: {column: shared(scoring)[column]}
+
+
 def quality_extractor(settings: EvaluationSettings, classifier_path: str | os.PathLike[str] | None) -> tuple[Extractor, str, str]:
     """The extractor of FID, IS, KID, precision and recall, with its FID and IS layers (Inception needs
     no classifier)."""

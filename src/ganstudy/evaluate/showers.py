@@ -27,7 +27,7 @@ from ganstudy.data.kinds import SHOWERS
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import score_all
 from ganstudy.evaluate.scores import write_scores
-from ganstudy.evaluate.scoring import ShowerScoring
+from ganstudy.evaluate.scoring import ShowerScoring, column_of
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models.artifact import load_generator
 from ganstudy.parallel.world import set_cpu_threads
@@ -160,21 +160,12 @@ def _physics(scoring: ShowerScoring) -> tuple[dict[str, float], dict[str, Any]]:
     return scoring.once("physics", lambda: shower_scores(scoring.real, scoring.fake, scoring.energy, edges))
 
 
-def sf_mean(scoring: ShowerScoring) -> dict[str, float]:
-    return {"sf_mean": _physics(scoring)[0]["sf_mean"]}
+def _physics_scores(scoring: ShowerScoring) -> dict[str, float]:
+    return _physics(scoring)[0]
 
 
-def sf_width(scoring: ShowerScoring) -> dict[str, float]:
-    return {"sf_width": _physics(scoring)[0]["sf_width"]}
-
-
-def longitudinal(scoring: ShowerScoring) -> dict[str, float]:
-    return {"longitudinal": _physics(scoring)[0]["longitudinal"]}
-
-
-def transverse_x(scoring: ShowerScoring) -> dict[str, float]:
-    return {"transverse_x": _physics(scoring)[0]["transverse_x"]}
-
-
-def transverse_y(scoring: ShowerScoring) -> dict[str, float]:
-    return {"transverse_y": _physics(scoring)[0]["transverse_y"]}
+sf_mean = column_of(_physics_scores, "sf_mean")
+sf_width = column_of(_physics_scores, "sf_width")
+longitudinal = column_of(_physics_scores, "longitudinal")
+transverse_x = column_of(_physics_scores, "transverse_x")
+transverse_y = column_of(_physics_scores, "transverse_y")

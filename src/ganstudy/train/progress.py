@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -23,6 +24,9 @@ from typing import Any
 LOGGER = logging.getLogger("ganstudy.train")
 # Seconds between two progress lines of one trainer.
 INTERVAL = 30.0
+# A progress line as TrainerReport.line writes it under the log's time stamp (ganstudy status reads it):
+# time stamp, trainer, iteration, total, s/it, ETA, and the latest values and note.
+LINE = re.compile(r"^(\S+ \S+) (.+?): iteration (\d+)/(\d+) \(\d+%\), (\S+) s/it, ETA (\S+)(?:; (.*))?$")
 
 
 def live_table_name(rank: int) -> str:
