@@ -78,7 +78,6 @@ def _fetch(args: argparse.Namespace) -> None:
 
 def _train_classifier(args: argparse.Namespace) -> None:
     from ganstudy.evaluate.classifier import train_classifier
-
     from ganstudy.evaluate.settings import ClassifierSettings
 
     settings = ClassifierSettings.of(args.settings, "--settings")

@@ -112,11 +112,11 @@ def run_training(
         try:
             result = mode(context)
         except TrainingStopped:
-            context.progress.close()
             if world.is_root and context.checkpoint_dir is not None:
                 write_json(context.checkpoint_dir / ELAPSED_FILE, {"seconds": earlier + time.perf_counter() - train_started})
             raise
-        context.progress.close()
+        finally:
+            context.progress.close()
         train_seconds = earlier + time.perf_counter() - train_started
         # Per rank, in one collective: its devices, what it used (to size jobs by) and the GPUs the scheduler gave it.
         ranks = world.comm.gather({
