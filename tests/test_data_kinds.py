@@ -106,3 +106,18 @@ def test_a_loader_that_breaks_the_contract_is_named(tmp_path, monkeypatch, attri
         prepare_dataset(name, None, 0.25, 1, tmp_path / "out", LoadOptions())
     assert problem in str(error.value) and name in str(error.value)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_network_that_cannot_build_for_a_standard_data_set_s_images_is_named_while_planning(default_config):
+    config = copy.deepcopy(default_config)
+    config["setups"] = {"cnn": {**config["setups"]["grid1x1"], "network": "cnn28"},
+                        "dc": {**config["setups"]["grid1x1"], "network": "dcgan"}}
+    assert part_problems(config) == [
+        "setups.cnn.network: network cnn28 makes 28x28 images, the data are 8x8: set dataset.image_size to 28 (dataset 'digits' "
+        "gives 8x8 images with 1 channel(s))"]
+    # Resized as the message says, both fit; a size the DC-GAN cannot upsample to is named.
+    config["dataset"]["image_size"] = 28
+    assert part_problems(config) == []
+    config["dataset"]["image_size"] = 30
+    assert part_problems(config)[0].startswith("setups.cnn.network: network cnn28 makes 28x28 images, the data are 30x30")
+    assert "setups.dc.network: the DC-GAN networks upsample twice by 2" in part_problems(config)[1]

@@ -12,7 +12,8 @@ from ganstudy.config import section_problems
 from ganstudy.data.kinds import DataKind, get_kind
 from ganstudy.data.loaders import get_dataset
 from ganstudy.errors import GanstudyError
-from ganstudy.models import NETWORKS, Network, get_network
+from ganstudy.models import NETWORKS, Network, NetworkSpec, get_network
+from ganstudy.typed import FrozenMapping
 
 
 def study_kind(config: dict[str, Any]) -> DataKind:
@@ -38,6 +39,7 @@ def part_problems(config: dict[str, Any]) -> list[str]:
             problems.append(f"{key}: {error}")
             continue
         problems += _option_problems(setup_name, setup, network)
+        problems += _shape_problems(setup_name, setup, network, config["dataset"])
         if kind is not None and network.task != kind.task:
             problems.append(f"{key}: network '{setup['network']}' is trained by task '{network.task}', but dataset '{name}' "
                             f"holds {kind.description}, whose networks are trained by task '{kind.task}': choose a network "
@@ -53,3 +55,25 @@ def _option_problems(setup_name: str, setup: dict[str, Any], network: Network) -
     origin = NETWORKS.origin(setup["network"])
     return [f"{problem} (the options schema of network '{setup['network']}', {origin})"
             for problem in section_problems(options, network.options, key)]
+
+
+def _shape_problems(setup_name: str, setup: dict[str, Any], network: Network, dataset: dict[str, Any]) -> list[str]:
+    """A network that cannot build for the data set's images, where their shape is known before they are
+    read (standard data sets; after dataset.image_size and channels)."""
+    try:
+        data_set = get_dataset(dataset["name"])
+    except GanstudyError:
+        return []  # named by part_problems
+    if data_set.image_shape is None or network.fits is None or network.task != "noise":
+        return []
+    channels, height, width = data_set.image_shape
+    size = dataset.get("image_size")
+    shape = (dataset.get("channels") or channels, size or height, size or width)
+    classes = (data_set.classes or 0) if network.conditional else 0
+    spec = NetworkSpec(shape, setup["latent_dim"], setup["hidden_units"], classes, None, FrozenMapping(setup.get("network_options")))
+    try:
+        network.fits(spec)
+    except GanstudyError as error:
+        return [f"setups.{setup_name}.network: {error} (dataset '{dataset['name']}' gives {shape[1]}x{shape[2]} images with "
+                f"{shape[0]} channel(s))"]
+    return []

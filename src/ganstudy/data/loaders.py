@@ -58,6 +58,9 @@ class DataSet:
     # What the user puts at dataset.path, and where to get it: said while the workflow plans a study whose
     # data are not there yet (empty: the data ship with a package or are fetched by the workflow).
     provide: str = ""
+    # The images' (C, H, W) as stored, where known before reading: the workflow checks each set-up's
+    # network against it (after dataset.image_size and channels) while it plans.
+    image_shape: tuple[int, int, int] | None = None
 
     def read(self, name: str, path: str | None, options: LoadOptions) -> RawDataset:
         """The loader's data, checked against the contract, so that a plugin's loader that breaks it is
@@ -322,13 +325,13 @@ def load_cifar100(path: str | None, options: LoadOptions = LoadOptions()) -> Raw
     return _load_cifar(path, "cifar100", "cifar-100-python", ("train", "test"), "fine_labels", 100)
 
 
-DIGITS = DataSet(load_digits, classes=10)
+DIGITS = DataSet(load_digits, classes=10, image_shape=(1, 8, 8))
 NPZ = DataSet(load_npz, provide="a .npz file with arrays 'images' (N, H, W or N, C, H, W; uint8 or float in [0, 1]) and "
                "'labels' (N integers from 0), saved with numpy.savez")
-MNIST = DataSet(load_mnist, classes=10)
-FASHION_MNIST = DataSet(load_fashion_mnist, classes=10)
+MNIST = DataSet(load_mnist, classes=10, image_shape=(1, 28, 28))
+FASHION_MNIST = DataSet(load_fashion_mnist, classes=10, image_shape=(1, 28, 28))
 IMAGE_FOLDER = DataSet(load_image_folder, provide="a folder with one subfolder of PNG or JPEG images per class (one subfolder "
                        "for a single class), e.g. the COVID-19 positive chest x-rays of Cohen et al.'s covid-chestxray-dataset "
                        "(github.com/ieee8023/covid-chestxray-dataset) that Flores (2021) used")
-CIFAR10 = DataSet(load_cifar10, classes=10)
-CIFAR100 = DataSet(load_cifar100, classes=100)
+CIFAR10 = DataSet(load_cifar10, classes=10, image_shape=(3, 32, 32))
+CIFAR100 = DataSet(load_cifar100, classes=100, image_shape=(3, 32, 32))

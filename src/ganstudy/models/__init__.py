@@ -37,6 +37,9 @@ class Network:
     task: str = "noise"
     # A JSON schema of the set-up's network_options (None: the network takes none).
     options: dict[str, Any] | None = None
+    # The shapes it can build for, checked without building: raises GanstudyError saying what to change.
+    # The workflow calls it while it plans, for data sets whose shape is known before they are read.
+    fits: Callable[[NetworkSpec], None] | None = None
 
 
 NETWORKS: Registry[Network] = Registry("network", "ganstudy.networks", instance_of(Network))

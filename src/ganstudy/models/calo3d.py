@@ -189,4 +189,4 @@ def build(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
     return generator, discriminator
 
 
-CALO3D = Network(build, task="energy")
+CALO3D = Network(build, task="energy", fits=_check)

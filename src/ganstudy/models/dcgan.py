@@ -14,6 +14,7 @@ logits, as table 4's raw output: the registered losses apply the sigmoid inside 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 from torch import nn
@@ -97,5 +98,5 @@ def _pair(conditional: bool):
     return build
 
 
-DCGAN = Network(_pair(conditional=False))
-DCCGAN = Network(_pair(conditional=True), conditional=True)
+DCGAN = Network(_pair(conditional=False), fits=partial(_check_size, conditional=False))
+DCCGAN = Network(_pair(conditional=True), conditional=True, fits=partial(_check_size, conditional=True))

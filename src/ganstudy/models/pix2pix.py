@@ -168,4 +168,4 @@ def build(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
     return generator, discriminator
 
 
-PIX2PIX = Network(build, task="paired")
+PIX2PIX = Network(build, task="paired", fits=_check_shapes)

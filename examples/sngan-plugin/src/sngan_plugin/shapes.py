@@ -39,4 +39,6 @@ def load_shapes(path: str | None, options: LoadOptions = LoadOptions()) -> RawDa
     return RawDataset(images, labels, f"sngan_plugin.shapes (seed {SEED})", class_names=CLASS_NAMES)
 
 
-SHAPES = DataSet(load_shapes, kind="images", classes=len(CLASS_NAMES))
+# One channel, 8x8 unless dataset.image_size says otherwise: the workflow checks each set-up's network
+# against that shape while it plans.
+SHAPES = DataSet(load_shapes, kind="images", classes=len(CLASS_NAMES), image_shape=(1, 8, 8))
