@@ -228,24 +228,3 @@ def test_global_batch_norm_in_one_process_is_torch_s_batch_norm():
         torch.testing.assert_close(getattr(ours, key), getattr(theirs, key), **TOLERANCE)
     ours.eval(), theirs.eval()
     torch.testing.assert_close(ours(x.detach()), theirs(x.detach()), **TOLERANCE)
-
-
-def test_shard_dropout_masks_do_not_depend_on_how_the_batch_is_split():
-    net = shard_dropout(torch.nn.Sequential(torch.nn.Identity(), torch.nn.Dropout(0.25), torch.nn.Dropout(0.25)))
-    x = torch.ones(8, 500)
-    with row_masks(net, 42, 0):
-        whole = net(x)
-    with row_masks(net, 42, 0):
-        first = net(x[:3])
-    with row_masks(net, 42, 3):
-        rest = net(x[3:])
-    assert torch.equal(torch.cat([first, rest]), whole)
-    # Two layers of p=0.25 keep 9/16 of the units, scaled by 1/0.75 each.
-    kept = (whole > 0).float().mean().item()
-    assert kept == pytest.approx(9 / 16, abs=0.02) and whole.max().item() == pytest.approx(1 / 0.75**2)
-    with row_masks(net, 43, 0):
-        assert not torch.equal(net(x), whole)  # another call, other masks
-    with pytest.raises(GanstudyError, match="outside row_masks"):
-        net(x)
-    net.eval()
-    assert torch.equal(net(x), x)

@@ -16,6 +16,7 @@ import torch
 from ganstudy.config import validate_study_config
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.models.artifact import load_generator, sample_generator
+from ganstudy.parallel.shard_dropout import scaled_mask
 from jobs import kill_job, start_job, wait_for
 from conftest import SCHEMA
 from test_data_parallel_mpi import settings as dp_settings
@@ -207,6 +208,15 @@ def test_a_killed_cuda_run_resumes_to_the_same_bits_as_an_uninterrupted_one(digi
     assert_same_generators(tmp_path / "whole", tmp_path / "resumed")
     untimed = lambda out: [{k: v for k, v in row.items() if k != "seconds"} for row in losses(out)]  # noqa: E731
     assert untimed(tmp_path / "whole") == untimed(tmp_path / "resumed")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_dropout_masks_on_cuda_are_the_cpu_s_bit_for_bit(dtype):
+    """Hashed on the GPU in one go, on the CPU in blocks of columns: the same kept units, the same scale."""
+    shape = torch.Size([48, 8, 25, 25, 25])  # calo3d's discriminator maps, a rank's share of a batch
+    cpu = scaled_mask(0xC0FFEE << 20, 96, shape, 0.8, dtype, torch.device("cpu"))
+    cuda = scaled_mask(0xC0FFEE << 20, 96, shape, 0.8, dtype, torch.device("cuda"))
+    assert cuda.device.type == "cuda" and torch.equal(cuda.cpu(), cpu)
 
 
 # --- scoring with the classifier (no Inception) on the GPU -------------------------------------------

@@ -7,7 +7,9 @@ takes rows [r*B/W, (r+1)*B/W), optionally in ``accumulation_steps`` micro-batche
 noise are drawn for the whole global batch from generators every rank seeds alike; batch norm uses the
 statistics of the global batch (parallel/sync_batchnorm.py) and dropout a mask fixed by each row's
 global place (parallel/shard_dropout.py). So W ranks give one rank's result up to the order of
-floating-point sums. Options (``data_parallel:`` of the set-up): mixed precision, gradient
+floating-point sums, with one micro-batch per rank. With ``accumulation_steps`` > 1 and batch norm they
+do not: micro-batch m's statistics are then those of the m-th micro-batch of every rank's share (rows
+spread over the global batch), not of one rank's m-th contiguous quarter, half, ... of it. Options (``data_parallel:`` of the set-up): mixed precision, gradient
 accumulation, clipping by norm and ZeRO-1 optimiser-state sharding.
 """
 
