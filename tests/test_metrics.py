@@ -18,7 +18,7 @@ from ganstudy.registry import resolve
 from test_registry import install, site  # noqa: F401  (the fixture)
 
 BUILT_IN = {"fid", "isc", "kid", "precision", "recall", "class_fid", "label_tvd", "l1", "psnr", "ssim", "sf_mean", "sf_width",
-            "longitudinal", "transverse_x", "transverse_y"}
+            "longitudinal", "transverse_x", "transverse_y", "gan3d"}
 
 
 def test_built_in_metrics_are_entry_points_of_ganstudy_with_a_direction_a_kind_and_a_compute():
@@ -33,7 +33,7 @@ def test_built_in_metrics_are_entry_points_of_ganstudy_with_a_direction_a_kind_a
     # Each kind's metrics are the registered ones that name it.
     assert set(IMAGES.metrics()) == {"fid", "isc", "kid", "precision", "recall", "class_fid", "label_tvd"}
     assert set(PAIRS.metrics()) == {"fid", "isc", "kid", "precision", "recall", "l1", "psnr", "ssim"}
-    assert set(SHOWERS.metrics()) == {"sf_mean", "sf_width", "longitudinal", "transverse_x", "transverse_y"}
+    assert set(SHOWERS.metrics()) == {"sf_mean", "sf_width", "longitudinal", "transverse_x", "transverse_y", "gan3d"}
     assert PAIRS.inception_metrics(["l1", "fid", "kid"]) == ["fid", "kid"] and IMAGES.inception_metrics(["fid"]) == []
 
 

@@ -13,6 +13,7 @@ from scipy.ndimage import gaussian_filter
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.evaluate.paired import paired_scores, ssim
+from test_data_parallel_mpi import settings as dp_settings
 
 
 def reference_ssim(x: np.ndarray, y: np.ndarray) -> float:
@@ -67,6 +68,12 @@ def test_bad_shapes_are_named() -> None:
         ssim(torch.zeros(1, 1, 8, 8), torch.zeros(1, 1, 8, 8))
 
 
+def pix2pix_settings(**keys) -> dict:
+    """A pix2pix set-up as run.json records it."""
+    from ganstudy.config import training_settings
+    return training_settings(dp_settings(network="pix2pix", latent_dim=1, hidden_units=8, l1_weight=100, **keys))
+
+
 @pytest.fixture(scope="module")
 def pix2pix_run(tmp_path_factory):
     """An untrained 64x64 pix2pix generator (the smallest with a dropout block) saved as a run, and a split
@@ -82,7 +89,7 @@ def pix2pix_run(tmp_path_factory):
     torch.manual_seed(0)
     generator, _ = build_pair("pix2pix", spec)
     save_generator(out / "generator.pt", MixtureGenerator([generator], [1.0]), "pix2pix", spec)
-    write_json(out / "run.json", {"setup_name": "p2p", "train_seconds": 1.5, "settings": {"network": "pix2pix"}})
+    write_json(out / "run.json", {"setup_name": "p2p", "train_seconds": 1.5, "settings": pix2pix_settings(batch_size=1)})
     rng = np.random.default_rng(1)
     inputs = rng.uniform(-1, 1, (6, 3, 64, 64)).astype(np.float32)
     save_split(out / "test.npz", Split(np.flip(inputs, 3).copy(), np.zeros(6, np.int64), conditions=inputs))
@@ -118,6 +125,35 @@ def test_a_paired_generator_is_scored_on_its_outputs_for_the_test_inputs(pix2pix
     other = evaluate_pairs(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 2,
                            tmp_path / "u.json", 1)
     assert again["scores"] == record["scores"] and other["scores"]["l1"] != record["scores"]["l1"]
+    assert record["batch_norm_rows"] == 1
+
+
+@pytest.mark.parametrize("keys, rows", [({"batch_size": 2}, 2), ({"batch_size": 8, "data_parallel": {"accumulation_steps": 2}}, 4)])
+def test_a_generator_trained_on_batches_is_scored_on_groups_of_as_many_inputs(pix2pix_run, tmp_path, keys, rows):
+    """Batch norm runs on the inputs' statistics when scored: as many inputs at once as it normalised
+    together in training (a data-parallel global batch, or one micro-batch of every rank)."""
+    from ganstudy.atomic import read_json, write_json
+    from ganstudy.data.arrays import load_split
+    from ganstudy.evaluate.paired import evaluate_pairs
+    from ganstudy.models.artifact import load_generator
+    from ganstudy.seeding import derive_seed
+
+    run = {**read_json(pix2pix_run / "run.json"), "settings": pix2pix_settings(**keys)}
+    write_json(tmp_path / "run.json", run)
+    record = evaluate_pairs(pix2pix_run / "generator.pt", tmp_path / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 1,
+                            tmp_path / "s.json", 1)
+    assert record["batch_norm_rows"] == rows
+    generator = load_generator(pix2pix_run / "generator.pt")[0].components[0].train()
+    conditions, targets = (torch.from_numpy(a) for a in (load_split(pix2pix_run / "test.npz").conditions, load_split(pix2pix_run / "test.npz").images))
+    torch.manual_seed(derive_seed(7, 1, "evaluate"))
+    with torch.no_grad():
+        # 6 pairs: groups of 2, 2, 2 or of 4 and the remaining 2.
+        outputs = torch.cat([generator(conditions[i : i + rows]) for i in range(0, 6, rows)]).double()
+    assert record["scores"]["l1"] == pytest.approx(float((outputs - targets.double()).abs().mean() / 2), rel=1e-6)
+    one = read_json(pix2pix_run / "run.json")
+    assert one["settings"]["batch_size"] == 1 and record["scores"]["l1"] != evaluate_pairs(
+        pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 1,
+        tmp_path / "one.json", 1)["scores"]["l1"]
 
 
 def test_fid_of_outputs_against_targets_uses_inception_features(pix2pix_run, stand_in_inception, tmp_path):
@@ -135,7 +171,7 @@ def test_fid_of_outputs_against_targets_uses_inception_features(pix2pix_run, sta
     assert "the reference statistics hold 6 real images" in record["notes"]["fid"]
     pairs = load_split(pix2pix_run / "test.npz")
     outputs = translate(load_generator(pix2pix_run / "generator.pt")[0].components[0], torch.from_numpy(pairs.conditions),
-                        derive_seed(7, 1, "evaluate"))
+                        derive_seed(7, 1, "evaluate"), 1)
     with torch.no_grad():
         made = model(torch.from_numpy(to_uint8(outputs.numpy())))[0].double().numpy()
         real = model(torch.from_numpy(to_uint8(pairs.images)))[0].double().numpy()

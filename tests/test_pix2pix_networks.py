@@ -156,3 +156,24 @@ def test_bad_shapes_are_named(output, condition, words):
     with pytest.raises(GanstudyError) as raised:
         build_pair("pix2pix", _spec(output, condition))
     assert all(word in str(raised.value) for word in words)
+
+
+def test_instance_norm_normalises_each_image_alone_with_biased_convolutions():
+    """The original's --norm instance: InstanceNorm2d without affine parameters or running statistics,
+    and use_bias on the convolutions it follows; in training an image's output no longer depends on
+    the other images of its batch (32x32: no dropout block)."""
+    spec = NetworkSpec((3, 32, 32), 1, 4, condition_shape=(3, 32, 32), options={"norm": "instance"})
+    generator, discriminator = build_pair("pix2pix", spec)
+    for network in (generator, discriminator):
+        assert not _layers(network, nn.BatchNorm2d)
+        norms = _layers(network, nn.InstanceNorm2d)
+        assert norms and all(not n.affine and not n.track_running_stats for n in norms)
+        assert all(conv.bias is not None for conv in _layers(network, nn.Conv2d) + _layers(network, nn.ConvTranspose2d))
+    batch_normed, _ = _pair(32, ngf=4)
+    x = torch.randn(4, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(generator(x)[:1], generator(x[:1]))
+        torch.testing.assert_close(discriminator(x, x)[:1], discriminator(x[:1], x[:1]))
+        assert not torch.allclose(batch_normed(x)[:1], batch_normed(x[:1]))
+    # Batch norm stays the default, so studies that name no norm keep their networks.
+    assert _layers(build_pair("pix2pix", NetworkSpec((3, 32, 32), 1, 4, condition_shape=(3, 32, 32)))[0], nn.BatchNorm2d)

@@ -81,7 +81,7 @@ def test_the_preparing_and_scoring_stages_settings_are_the_schema_s_sections_wit
     for dataset in ("digits", "calorimeter"):
         section = evaluation_settings(config["evaluation"], dataset)
         settings = EvaluationSettings.of(json.loads(json.dumps(section)))
-        assert as_dict(settings) == {**section, "energy_bins": section.get("energy_bins")}
+        assert as_dict(settings) == {**section, **{key: section.get(key) for key in EVALUATION_KEYS}}
     assert EvaluationSettings.of(evaluation_settings(config["evaluation"], "calorimeter")).energy_bins[-1] == 500
     assert ClassifierSettings.of(config["classifier"]) == ClassifierSettings()
     paired = DatasetSettings.of(dataset_settings({**config["dataset"], "name": "paired_folder", "direction": "BtoA"}))

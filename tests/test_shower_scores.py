@@ -103,3 +103,67 @@ def test_a_saved_calo3d_generator_is_scored_against_the_test_showers(tmp_path):
     save_split(tmp_path / "other.npz", Split(real[:, :, :4], np.zeros(12, np.int64), conditions=energy))
     with pytest.raises(GanstudyError, match=r"holds showers of shape \(1, 4, 5, 7\) .* makes \(1, 5, 5, 7\) showers"):
         evaluate_showers(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "other.npz", EvaluationSettings.of(settings), 3, 1, tmp_path / "u.json", 1)
+
+
+def hand_showers() -> tuple[np.ndarray, np.ndarray]:
+    """Two real and two generated 2x2x2 showers of one bin, the case worked by hand below."""
+    r1, r2, g1, g2 = np.ones((2, 2, 2)), np.zeros((2, 2, 2)), np.zeros((2, 2, 2)), np.full((2, 2, 2), 2.0)
+    r2[:, :, 0] = 2  # all its energy in the first layer along z
+    g1[0] = 1  # all its energy in the first cell along x
+    return np.stack([r1, r2])[:, None], np.stack([g1, g2])[:, None]
+
+
+def test_gan3d_metric_by_hand():
+    """Per shower [mu, central second moment] along (x, y, z): R1 (.5, .25) on every axis, R2 (0, 0) along z;
+    G1 (0, 0) along x, G2 (.5, .25) everywhere. Mean moments real x (.5, .25), y (.5, .25), z (.25, .125),
+    generated x (.25, .125), y (.5, .25), z (.5, .25): relative errors x .5, y 0, z 1 for both moments, so
+    the moment error is (.5 + 0 + 1) / 3 = .5. Mean profiles real x [4, 4], y [4, 4], z [6, 2], generated
+    x [6, 4], y [5, 5], z [5, 5]: mean relative errors .25, .25 and (1/6 + 3/2) / 2 = 5/6, so the profile
+    error is 4/9, and gan3d 1/2 + 4/9 = 17/18."""
+    from ganstudy.evaluate.showers import gan3d_metric
+    real, fake = hand_showers()
+    scores, rows, note = gan3d_metric(real, fake, np.array([100.0, 102.0]), (100, 200), 5)
+    assert note is None and rows == [{"energy_gev": 100, "showers": 2, "moments": 0.5, "profiles": pytest.approx(4 / 9)}]
+    assert scores == {"gan3d": pytest.approx(17 / 18), "gan3d_moments": 0.5, "gan3d_profiles": pytest.approx(4 / 9)}
+    # A bin is the open interval (E - 5, E + 5): a shower at 95 GeV falls in none, and a metric with no bin says so.
+    scores, rows, note = gan3d_metric(real, fake, np.array([95.0, 105.0]), (100,), 5)
+    assert scores == {} and rows == [] and "no test shower lies within 5 GeV of evaluation.gan3d_energies [100]" in note
+    # A layer no real shower reaches is a division by 0 in 3DGAN's quotient: left out, with the bin and axis named.
+    real[:, :, 1] = 0
+    scores, _, note = gan3d_metric(real, fake, np.array([100.0, 102.0]), (100,), 5)
+    assert scores == {} and "100 GeV bin" in note and "along x" in note
+
+
+def test_gan3d_moments_guard_showers_without_energy_as_3dgan_does():
+    from ganstudy.evaluate.showers import gan3d_moments
+    sums = np.array([[1.0, 3.0], [2.0, 2.0]])
+    np.testing.assert_allclose(gan3d_moments(sums, sums.sum(1)), [[0.75, 0.1875], [0.5, 0.25]])
+    assert not gan3d_moments(np.array([[1.0, 3.0], [0.0, 0.0]]), np.array([4.0, 0.0])).any()
+
+
+def test_gan3d_is_scored_per_bin_beside_our_physics(tmp_path):
+    from ganstudy.atomic import write_json
+    from ganstudy.data.arrays import Split, save_split
+    from ganstudy.evaluate.showers import evaluate_showers, gan3d_metric
+    from ganstudy.models import NetworkSpec, build_pair
+    from ganstudy.models.artifact import save_generator
+    from ganstudy.models.mixture import MixtureGenerator
+
+    spec = NetworkSpec(SHAPE, 4, 2, condition_shape=(1,))
+    torch.manual_seed(0)
+    save_generator(tmp_path / "generator.pt", MixtureGenerator([build_pair("calo3d", spec)[0]], [1.0]), "calo3d", spec)
+    write_json(tmp_path / "run.json", {"setup_name": "calo", "train_seconds": 2.0})
+    real, energy = showers(40, seed=4)
+    energy[:20] = 1.0 + np.linspace(-0.04, 0.04, 20, dtype=np.float32)[:, None]  # 96-104 GeV
+    save_split(tmp_path / "test.npz", Split(real, np.zeros(40, np.int64), conditions=energy))
+    settings = EvaluationSettings.of({"metrics": ["gan3d", "sf_mean"], "batch_size": 8, "energy_bins": [0, 250, 500],
+                                      "gan3d_energies": [100, 300], "gan3d_half_width": 5})
+    record = evaluate_showers(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", settings, 3, 1, tmp_path / "s.json", 1)
+    assert set(record["scores"]) == {"gan3d", "gan3d_moments", "gan3d_profiles", "sf_mean"}
+    bins = record["gan3d_bins"]
+    assert bins[0]["energy_gev"] == 100 and bins[0]["showers"] == 20
+    assert record["scores"]["gan3d_moments"] == pytest.approx(np.mean([b["moments"] for b in bins]))
+    assert record["scores"]["gan3d"] == pytest.approx(record["scores"]["gan3d_moments"] + record["scores"]["gan3d_profiles"])
+    assert record["scores"]["gan3d"] > 0
+    # A perfect generator scores 0.
+    assert gan3d_metric(real, real, energy[:, 0] * 100.0, (100,), 5)[0]["gan3d"] == 0

@@ -13,7 +13,7 @@ from test_workflow import report_captions, snakemake
 
 pytestmark = pytest.mark.workflow
 
-METRICS = ["sf_mean", "sf_width", "longitudinal", "transverse_x", "transverse_y"]
+METRICS = ["sf_mean", "sf_width", "longitudinal", "transverse_x", "transverse_y", "gan3d"]
 
 
 def shower_files(root):
@@ -37,7 +37,7 @@ def test_a_calo3d_study_runs_end_to_end_without_a_classifier(tmp_path, env):
         "trials": 2,
         "dataset": {"name": "calorimeter", "path": str(shower_files(tmp_path / "calorimeter")), "test_fraction": 0.2},
         "setups": {"one": {**setup, "ranks": 1}, "two": {**setup, "ranks": 2}},
-        "evaluation": {"metrics": METRICS, "batch_size": 4, "energy_bins": [0, 600]},
+        "evaluation": {"metrics": METRICS, "batch_size": 4, "energy_bins": [0, 600], "gan3d_energies": [255], "gan3d_half_width": 250},
         "compute": {"max_ranks": 2},
     }
     done = snakemake(tmp_path, config, "--cores", "2", env=env)
@@ -47,9 +47,13 @@ def test_a_calo3d_study_runs_end_to_end_without_a_classifier(tmp_path, env):
     manifest = json.loads((out / "data" / "manifest.json").read_text())
     assert manifest["image_shape"] == [1, 5, 5, 7] and manifest["condition_shape"] == [1] and manifest["files"]["test"]["images"] == 6
     scores = pd.read_csv(out / "scores.csv")
-    assert set(scores.metric) == set(METRICS) and len(scores) == 2 * 2 * 5 and (scores.value >= 0).all()
+    # gan3d's two parts are columns of their own.
+    assert set(scores.metric) == {*METRICS, "gan3d_moments", "gan3d_profiles"} and len(scores) == 2 * 2 * 8 and (scores.value >= 0).all()
     record = json.loads((out / "scores" / "two" / "trial0.json").read_text())
     assert record["showers"] == 6 and record["energy_bins"][0]["showers"] == 6 and len(record["profiles"]["longitudinal"]["real"]) == 7
+    # 3DGAN's own metric beside ours: one bin of all 6 test showers, its parts in the record.
+    assert [row["showers"] for row in record["gan3d_bins"]] == [6]
+    assert record["scores"]["gan3d"] == record["scores"]["gan3d_moments"] + record["scores"]["gan3d_profiles"]
     run = json.loads((out / "runs" / "two" / "trial0" / "run.json").read_text())
     assert run["world_size"] == 2 and "energy_loss_weights" in run["settings"] and "l1_weight" not in run["settings"]
     # The in-training physics score on the 6 held-out events, every iteration, feeds the convergence check.

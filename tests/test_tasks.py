@@ -143,14 +143,14 @@ def run_train(split: Path, setup: dict, out: Path, ranks: int, env: dict, **file
     return out
 
 
-def train_paired(tmp: Path, env: dict, ranks: int, mode: str, size: int = 64) -> Path:
-    """A tiny pix2pix run; returns its output folder."""
+def train_paired(tmp: Path, env: dict, ranks: int, mode: str, size: int = 64, name: str = "", **keys) -> Path:
+    """A tiny pix2pix run (set-up keys ``keys``); returns its output folder."""
     split = tmp / "train.npz"
     if not split.exists():
         a = np.random.default_rng(5).uniform(-1, 1, (8, 1, size, size)).astype(np.float32)
         save_split(split, Split(-np.repeat(a, 3, axis=1), np.zeros(8, np.int64), conditions=a))
     # 64x64 gives the U-Net one dropout block: data parallelism must give its rows the masks one rank would.
-    return run_train(split, paired_setup(mode=mode, hidden_units=4, iterations=2), tmp / f"{mode}{ranks}", ranks, env)
+    return run_train(split, paired_setup(mode=mode, hidden_units=4, iterations=2, **keys), tmp / f"{name}{mode}{ranks}", ranks, env)
 
 
 @pytest.mark.mpi
@@ -170,6 +170,74 @@ def test_a_paired_run_writes_triptychs_and_data_parallel_ranks_agree(tmp_path: P
 
 
 @pytest.mark.mpi
+def test_pix2pix_s_jitter_and_lr_decay_give_the_same_training_on_1_and_2_ranks(tmp_path: Path, env: dict) -> None:
+    recipe = {"jitter": {"load_size": 72, "flip": True}, "lr_decay_iterations": 2}
+    one, two = (load_generator(train_paired(tmp_path, env, ranks, "data_parallel", name="recipe", **recipe) / "generator.pt")[0]
+                for ranks in (1, 2))
+    plain = load_generator(train_paired(tmp_path, env, 1, "data_parallel") / "generator.pt")[0]
+    for (name, mine), theirs, unjittered in zip(one.state_dict().items(), two.state_dict().values(), plain.state_dict().values()):
+        torch.testing.assert_close(theirs, mine, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
+    assert any(not torch.allclose(a, b) for a, b in zip(one.state_dict().values(), plain.state_dict().values()))
+
+
+def test_jitter_resizes_crops_and_mirrors_input_and_target_alike() -> None:
+    from ganstudy.train.tasks import Jitter
+    pairs = torch.rand(6, 4, 16, 16) * 2 - 1
+    assert torch.equal(Jitter(16, False)(pairs, torch.Generator().manual_seed(0)), pairs)  # resized to its own side
+    jittered = Jitter(20, True)(pairs, torch.Generator().manual_seed(1))
+    # Independent: the same draws, then each row by hand (bicubic to 20, clamp, crop, mirror).
+    rng = torch.Generator().manual_seed(1)
+    corners, mirrored = torch.randint(5, (6, 2), generator=rng), torch.rand(6, generator=rng) < 0.5
+    large = F.interpolate(pairs, size=20, mode="bicubic", align_corners=False).clamp(-1, 1)
+    for row, ((y, x), flip) in enumerate(zip(corners.tolist(), mirrored.tolist())):
+        expected = large[row, :, y : y + 16, x : x + 16]
+        assert torch.equal(jittered[row], expected.flip(-1) if flip else expected)
+    assert 0 < mirrored.sum() < 6 and len({tuple(c) for c in corners.tolist()}) > 1
+    with pytest.raises(GanstudyError, match="load_size 12 is smaller than the training images' side 16"):
+        Jitter(12, False)(pairs, rng)
+
+
+def test_lr_decay_is_pix2pix_s_linear_policy() -> None:
+    """Against torch's LambdaLR with the original's rule (epoch_count 1, scheduler stepped after each epoch)."""
+    for iterations, decay in ((200, 100), (10, 3), (5, 0)):
+        task = TASKS.get("paired")(TrainingSettings.from_config(paired_setup(iterations=iterations, lr_decay_iterations=decay)))
+        optimizer = torch.optim.Adam([torch.zeros(1, requires_grad=True)], lr=0.0002)
+        n_epochs = iterations - decay
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: 1.0 - max(0, epoch + 1 - n_epochs) / float(decay + 1))
+        for iteration in range(1, iterations + 1):
+            assert 0.0002 * task.lr_factor(iteration) == pytest.approx(optimizer.param_groups[0]["lr"], rel=1e-12), iteration
+            optimizer.step()
+            scheduler.step()
+    assert task.lr_factor(5) == 1.0
+    assert TASKS.get("paired")(TrainingSettings.from_config(paired_setup(iterations=200, lr_decay_iterations=100))).lr_factor(200) == pytest.approx(1 / 101)
+    assert TASKS.get("noise")(TrainingSettings.from_config(paired_setup(network="dcgan"))).lr_factor(2) == 1.0
+    # The trainer sets both optimisers' rate before each pass: after 3 of 3 iterations with 2 of decay, lr / 3.
+    setup = TrainingSettings.from_config(paired_setup(iterations=3, lr_decay_iterations=2, lr=0.003))
+    a, b = paired_data(8)
+    data = Split(b.numpy(), np.zeros(8, dtype=np.int64), conditions=a.numpy())
+    trainer = PairTrainer(setup, network_spec(setup, data, any_task=True), data.images, None, pair_seeds(1, 0),
+                          (torch.device("cpu"),) * 2, conditions=data.conditions)
+    trainer.train()
+    assert [group["lr"] for opt in (trainer.opt_g, trainer.opt_d) for group in opt.param_groups] == [pytest.approx(0.001)] * 2
+
+
+@pytest.mark.parametrize("keys, problem", [
+    ({"iterations": 10, "lr_decay_iterations": 11}, "setups.p.lr_decay_iterations: 11 is more than the set-up's 10 iterations"),
+    ({"mode": "grid", "lr_decay_iterations": 1}, "setups.p.lr_decay_iterations: mode grid mutates each cell's learning rate"),
+    ({"jitter": {"load_size": 60}}, "setups.p.jitter.load_size: 60 is smaller than the images' side (dataset.image_size 64)"),
+])
+def test_a_recipe_the_set_up_cannot_follow_stops_the_plan(keys, problem) -> None:
+    from ganstudy.parts import part_problems
+    config = validate_study_config({"dataset": {"name": "paired_folder", "path": "x", "image_size": 64},
+                                    "setups": {"p": {**paired_setup(), **keys}}, "evaluation": {"metrics": ["l1"]}}, SCHEMA)
+    lines = [line for line in part_problems(config) if "lr_decay" in line or "jitter" in line]
+    assert len(lines) == 1 and lines[0].startswith(problem)
+    # The same keys on a network that does not read them plan (its jobs never see them).
+    config["setups"]["p"]["network"] = "dcgan"
+    assert not [line for line in part_problems(config) if "lr_decay" in line or "jitter" in line]
+
+
+@pytest.mark.mpi
 def test_a_paired_generator_s_held_out_l1_is_scored_without_changing_a_training_bit(tmp_path: Path, env: dict) -> None:
     plain = train_paired(tmp_path, env, 1, "single")
     rng = np.random.default_rng(6)
@@ -181,12 +249,12 @@ def test_a_paired_generator_s_held_out_l1_is_scored_without_changing_a_training_
         assert torch.equal(mine, theirs[1]), name
     losses = pd.read_csv(scored / "losses.csv")
     assert losses.l1.notna().all() and "fid" not in losses
-    # Independent: the final generator on the first 3 held-out inputs, one at a time in training mode,
-    # dropout from the trial's score seed, L1 measured in [0, 1].
+    # Independent: the final generator on the first 3 held-out inputs in training mode, together as batch
+    # norm saw batches of 4 in training, dropout from the trial's score seed, L1 measured in [0, 1].
     generator = load_generator(scored / "generator.pt")[0].components[0].train()
     torch.manual_seed(derive_seed(1, 0, "score-pairs"))
     with torch.no_grad():
-        outputs = torch.cat([generator(torch.from_numpy(a[i : i + 1])) for i in range(3)]).double().numpy()
+        outputs = generator(torch.from_numpy(a[:3])).double().numpy()
     assert losses.l1.iloc[-1] == pytest.approx(np.abs(outputs + np.repeat(a[:3], 3, axis=1)).mean() / 2, rel=1e-6)
     two = run_train(tmp_path / "train.npz", {**scored_setup, "mode": "data_parallel"}, tmp_path / "dp2", 2, env,
                     held_out=tmp_path / "test.npz")

@@ -106,10 +106,12 @@ _NOT_WORK = ("ranks", "trials", "reference")
 # settings leave them out everywhere else: a key of this kind added to the schema changes no finished
 # job's settings, so Snakemake reruns nothing (tests/test_config.py checks the networks' entries
 # against the keys their registered training tasks read).
-NETWORK_KEYS: dict[str, tuple[str, ...]] = {"l1_weight": ("pix2pix",), "energy_loss_weights": ("calo3d",), "energy_loop": ("calo3d",)}
+NETWORK_KEYS: dict[str, tuple[str, ...]] = {"l1_weight": ("pix2pix",), "lr_decay_iterations": ("pix2pix",), "jitter": ("pix2pix",),
+                                             "energy_loss_weights": ("calo3d",), "energy_loop": ("calo3d",)}
 DATASET_KEYS: dict[str, tuple[str, ...]] = {"direction": ("paired_folder",)}
 # Evaluation keys that only the scores of some data sets read.
-EVALUATION_KEYS: dict[str, tuple[str, ...]] = {"energy_bins": ("calorimeter",)}
+EVALUATION_KEYS: dict[str, tuple[str, ...]] = {"energy_bins": ("calorimeter",), "gan3d_energies": ("calorimeter",),
+                                                "gan3d_half_width": ("calorimeter",)}
 
 
 def _read_by(section: dict[str, Any], owner: str | None, only: dict[str, tuple[str, ...]]) -> dict[str, Any]:

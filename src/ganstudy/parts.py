@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ganstudy.config import section_problems
+from ganstudy.config import section_problems, training_settings
 from ganstudy.data.kinds import DataKind, get_kind
 from ganstudy.data.loaders import get_dataset
 from ganstudy.errors import GanstudyError
@@ -40,6 +40,7 @@ def part_problems(config: dict[str, Any]) -> list[str]:
             continue
         problems += _option_problems(setup_name, setup, network)
         problems += _shape_problems(setup_name, setup, network, config["dataset"])
+        problems += _recipe_problems(setup_name, setup, config["dataset"])
         if kind is not None and network.task != kind.task:
             problems.append(f"{key}: network '{setup['network']}' is trained by task '{network.task}', but dataset '{name}' "
                             f"holds {kind.description}, whose networks are trained by task '{kind.task}': choose a network "
@@ -77,3 +78,22 @@ def _shape_problems(setup_name: str, setup: dict[str, Any], network: Network, da
         return [f"setups.{setup_name}.network: {error} (dataset '{dataset['name']}' gives {shape[1]}x{shape[2]} images with "
                 f"{shape[0]} channel(s))"]
     return []
+
+
+def _recipe_problems(setup_name: str, setup: dict[str, Any], dataset: dict[str, Any]) -> list[str]:
+    """pix2pix's schedule and jitter where the set-up cannot follow them (keys of other networks are
+    dropped from their jobs' settings, so only the networks that read them are checked)."""
+    settings, key = training_settings(setup), f"setups.{setup_name}"
+    problems = []
+    decay = settings.get("lr_decay_iterations") or 0
+    if decay > settings["iterations"]:
+        problems.append(f"{key}.lr_decay_iterations: {decay} is more than the set-up's {settings['iterations']} iterations: "
+                        "decay over at most all of them (pix2pix's recipe: iterations 200, lr_decay_iterations 100)")
+    if decay and settings["mode"] == "grid":
+        problems.append(f"{key}.lr_decay_iterations: mode grid mutates each cell's learning rate (Lipizzaner's), so it "
+                        "follows no schedule: set lr_decay_iterations 0 or use mode single or data_parallel")
+    load_size, side = (settings.get("jitter") or {}).get("load_size"), dataset.get("image_size")
+    if load_size is not None and side is not None and load_size < side:
+        problems.append(f"{key}.jitter.load_size: {load_size} is smaller than the images' side (dataset.image_size {side}): "
+                        "resize to at least that side before cropping back to it (pix2pix: 286 for 256)")
+    return problems

@@ -23,9 +23,10 @@ from ganstudy.registry import Registry, instance_of, resolve
 @dataclass(frozen=True)
 class HeldOut:
     """Scoring on the test split, for kinds whose data train no classifier: ``scorer`` is the in-training
-    score's class, called as ``scorer(split, count, seed, network, device, latent_dim=...)`` with a
-    ``column`` and a ``score(generator)``; ``evaluate`` the final scoring, called as ``evaluate(generator,
-    run_record, split, settings, seed, trial, out, threads)`` (both ``module:attribute``)."""
+    score's class, called as ``scorer(split, count, seed, network, device, setup)`` (``setup``: the
+    set-up's TrainingSettings) with a ``column`` and a ``score(generator)``; ``evaluate`` the final
+    scoring, called as ``evaluate(generator, run_record, split, settings, seed, trial, out, threads)``
+    (both ``module:attribute``)."""
 
     what: str  # what is scored on what, for messages
     stream: str  # the seed stream of the in-training score

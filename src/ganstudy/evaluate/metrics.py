@@ -119,5 +119,8 @@ LONGITUDINAL = Metric("relative L1 distance of the mean energy profile along z",
                       "ganstudy.evaluate.showers:longitudinal")
 TRANSVERSE_X = Metric("relative L1 distance of the mean energy profile along x", "lower", frozenset({"showers"}),
                       "ganstudy.evaluate.showers:transverse_x")
+GAN3D = Metric("3DGAN's optimisation metric: per primary-energy bin, the relative errors of the showers' mean first and "
+               "second moments along x, y, z plus those of their mean per-cell energies, averaged over bins (and its two "
+               "parts, gan3d_moments and gan3d_profiles)", "lower", frozenset({"showers"}), "ganstudy.evaluate.showers:gan3d")
 TRANSVERSE_Y = Metric("relative L1 distance of the mean energy profile along y", "lower", frozenset({"showers"}),
                       "ganstudy.evaluate.showers:transverse_y")

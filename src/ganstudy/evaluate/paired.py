@@ -2,9 +2,12 @@
 SSIM, on images in [0, 1] (data range 1), each the mean over images; and FID, IS, KID, precision and
 recall of its outputs against the targets with Inception features.
 
-The outputs are pix2pix's test.py's (without --eval): one input at a time, batch norm on that image's
-own statistics and dropout on, since dropout is the generator's only noise; the dropout masks come
-from a seeded stream, so a rerun gives the same outputs.
+The outputs are pix2pix's test.py's (without --eval): batch norm on the inputs' own statistics and
+dropout on, since dropout is the generator's only noise; the dropout masks come from a seeded stream,
+so a rerun gives the same outputs. test.py translates one input at a time, which matches a generator
+trained at batch size 1; a generator whose batch norm saw more rows at once (a data-parallel global
+batch of 2 synchronised over 2 ranks) translates its inputs in groups of that many
+(TrainingSettings.batch_norm_rows), so that every set-up is scored with the statistics it trained with.
 
 SSIM is Wang et al. (2004) as scikit-image's ``structural_similarity(gaussian_weights=True,
 sigma=1.5, use_sample_covariance=False, data_range=1)`` computes it: an 11x11 Gaussian window
@@ -32,6 +35,7 @@ from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models.artifact import load_generator
 from ganstudy.parallel.world import set_cpu_threads
 from ganstudy.seeding import derive_seed
+from ganstudy.train.settings import TrainingSettings
 
 SIGMA = 1.5
 RADIUS = int(3.5 * SIGMA + 0.5)
@@ -80,13 +84,14 @@ def paired_scores(outputs: torch.Tensor, targets: torch.Tensor) -> dict[str, flo
 
 
 @torch.no_grad()
-def translate(generator: nn.Module, inputs: torch.Tensor, seed: int) -> torch.Tensor:
-    """The generator's output for each input, one at a time in training mode (pix2pix's test.py), with
-    dropout masks from ``seed``; the caller's random state is left as it was."""
+def translate(generator: nn.Module, inputs: torch.Tensor, seed: int, rows: int) -> torch.Tensor:
+    """The generator's output for each input in training mode (pix2pix's test.py), ``rows`` inputs at a
+    time (the last group may be smaller), with dropout masks from ``seed``; the caller's random state is
+    left as it was."""
     generator.train()
     with torch.random.fork_rng(devices=[inputs.device.index or 0] if inputs.device.type == "cuda" else []):
         torch.manual_seed(seed)
-        return torch.cat([generator(inputs[row : row + 1]) for row in range(len(inputs))])
+        return torch.cat([generator(group) for group in inputs.split(rows)])
 
 
 def mean_l1(outputs: torch.Tensor, targets: torch.Tensor) -> float:
@@ -103,20 +108,18 @@ class PairScorer:
     column = "l1"
 
     def __init__(self, pairs_path: str | os.PathLike[str], count: int, seed: int, network: nn.Module, device: torch.device,
-                 latent_dim: int = 0) -> None:
-        # latent_dim is the held-out scorers' common signature (ganstudy.data.kinds.HeldOut); a paired
-        # generator draws no noise.
+                 setup: TrainingSettings) -> None:
         pairs = load_split(pairs_path)
         if pairs.conditions is None:
             raise GanstudyError(f"{pairs_path} holds no input images: the in-training score of a paired generator needs the "
                                 "test split of a paired data set")
         self.inputs = torch.from_numpy(pairs.conditions[:count]).to(device)
         self.targets = torch.from_numpy(pairs.images[:count]).to(device)
-        self.seed, self.network = seed, network.to(device)
+        self.seed, self.network, self.rows = seed, network.to(device), setup.batch_norm_rows
 
     def score(self, generator: nn.Module) -> float:
         self.network.load_state_dict(generator.state_dict())
-        return mean_l1(translate(self.network, self.inputs, self.seed), self.targets)
+        return mean_l1(translate(self.network, self.inputs, self.seed, self.rows), self.targets)
 
 
 def evaluate_pairs(
@@ -142,11 +145,13 @@ def evaluate_pairs(
                             f"of shape {spec.condition_shape}: score it on a split of the data set it was trained on")
     run = read_json(run_record_path)
     seed = derive_seed(study_seed, trial, "evaluate")
+    rows = TrainingSettings.of(run["settings"], f"{run_record_path}'s settings").batch_norm_rows
     inputs, targets = torch.from_numpy(pairs.conditions), torch.from_numpy(pairs.images)
-    scoring = PairScoring(settings, seed, inputs, translate(generator.components[0], inputs, seed), targets)
+    scoring = PairScoring(settings, seed, inputs, translate(generator.components[0], inputs, seed, rows), targets)
     scores = score_all(settings.metrics, scoring)
     extractor = scoring.extractor_used()
-    return write_scores(out_path, settings, run, trial, seed, scores, notes=scoring.notes, pairs=len(targets), **scoring.facts,
+    return write_scores(out_path, settings, run, trial, seed, scores, notes=scoring.notes, pairs=len(targets),
+                        batch_norm_rows=rows, **scoring.facts,
                         extractor=None if extractor is None else extractor.name,
                         extractor_sha256=None if extractor is None else extractor.sha256)
 

@@ -14,8 +14,8 @@ from ganstudy.typed import build
 
 @dataclass(frozen=True)
 class EvaluationSettings:
-    """``evaluation`` as the scoring jobs see it (config.evaluation_settings): ``energy_bins`` only for
-    the data sets whose scores read it (None for the others)."""
+    """``evaluation`` as the scoring jobs see it (config.evaluation_settings): ``energy_bins`` and the
+    gan3d keys only for the data sets whose scores read them (None for the others)."""
 
     samples: int = 2000
     batch_size: int = 500
@@ -30,6 +30,8 @@ class EvaluationSettings:
     isc_splits: int = 10
     reference_split: str = "train"
     energy_bins: tuple[float, ...] | None = None
+    gan3d_energies: tuple[float, ...] | None = None
+    gan3d_half_width: float | None = None
 
     @classmethod
     def of(cls, section: Mapping[str, Any], where: str = "evaluation settings") -> EvaluationSettings:

@@ -10,6 +10,21 @@ split, as 3DGAN's validation reads them (svalleco/3Dgan, keras/analysis):
 
 All are lower-is-better and 0 for a perfect generator. The generated shower of a test row has that row's
 primary energy and noise from the trial's seed.
+
+Beside them, ``gan3d`` is 3DGAN's own optimisation metric as its analysis utilities compute it
+(keras/analysis/utils/GANutils.py: sortEnergy, get_sums, get_moments, metric, OptAnalysisShort; the
+version of svalleco/3Dgan commit 204a25e), so that our numbers can be put beside theirs. Showers are
+binned by primary energy, E - 5 < E_primary < E + 5 GeV around 100, 200, 300 and 400 GeV
+(evaluation.gan3d_energies, gan3d_half_width). Per bin and axis (x, y transverse; z longitudinal) the
+energy per cell index i = 0, 1, ... of a shower, summed over the other two axes, gives its first moment
+mu = sum i S_i / E and its central second moment sum (i - mu)^2 S_i / E (E: the shower's total; a bin
+holding a shower of no energy gets moments of 0, as 204a25e guards it). The moment error of a bin is
+the mean over the two moments of the mean over the axes of |A - G| / A, A and G the real and generated
+showers' mean moment; its profile error the mean over the axes of the mean over cells of |P - Q| / P,
+P and Q the real and generated mean energy per cell. ``gan3d_moments`` and ``gan3d_profiles`` are their
+means over the bins and ``gan3d`` their sum. (The later sc18 branch adds the moment error twice per
+bin, a slip that 204a25e had removed.) A real mean of 0 (a layer no real shower reaches) makes the
+original's quotient infinite; the metric is then left out with a note saying which bin and axis.
 """
 
 from __future__ import annotations
@@ -32,6 +47,7 @@ from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models.artifact import load_generator
 from ganstudy.parallel.world import set_cpu_threads
 from ganstudy.seeding import derive_seed
+from ganstudy.train.settings import TrainingSettings
 
 # Axes of (N, X, Y, Z) cells summed for each profile.
 AXES = {"transverse_x": (2, 3), "transverse_y": (1, 3), "longitudinal": (1, 2)}
@@ -84,6 +100,53 @@ def shower_scores(real: np.ndarray, fake: np.ndarray, energy: np.ndarray, edges:
     return scores, details
 
 
+GAN3D_AXES = {"x": (2, 3), "y": (1, 3), "z": (1, 2)}
+GAN3D_MOMENTS = 2
+
+
+def gan3d_moments(sums: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """get_moments: per shower, the first and central second moment of its per-cell energies ``sums``
+    (N, cells) about the cell index; all 0 when a shower holds no energy (204a25e's guard)."""
+    if (totals == 0).any():
+        return np.zeros((len(sums), GAN3D_MOMENTS))
+    index = np.arange(sums.shape[1], dtype=np.float64)
+    mean = (sums * index).sum(1) / totals
+    second = (sums * (index - mean[:, None]) ** 2).sum(1) / totals
+    return np.stack([mean, second], 1)
+
+
+def gan3d_metric(real: np.ndarray, fake: np.ndarray, energy_gev: np.ndarray, energies: tuple[float, ...],
+                 half_width: float) -> tuple[dict[str, float], list[dict[str, Any]], str | None]:
+    """3DGAN's optimisation metric of (N, 1, X, Y, Z) showers, row i of ``fake`` generated at the primary
+    energy of row i of ``real``: ({gan3d, gan3d_moments, gan3d_profiles}, one row per bin holding
+    showers, a note when the metric cannot be computed (then no scores))."""
+    rows = []
+    for centre in energies:
+        inside = (energy_gev > centre - half_width) & (energy_gev < centre + half_width)
+        if not inside.any():
+            continue
+        moments, profiles = [], []
+        for axis, summed in GAN3D_AXES.items():
+            real_sums = real[inside, 0].astype(np.float64).sum(axis=summed)
+            fake_sums = fake[inside, 0].astype(np.float64).sum(axis=summed)
+            real_moments = gan3d_moments(real_sums, real_sums.sum(1)).mean(0)
+            fake_moments = gan3d_moments(fake_sums, fake_sums.sum(1)).mean(0)
+            real_profile, fake_profile = real_sums.mean(0), fake_sums.mean(0)
+            if (real_moments == 0).any() or (real_profile == 0).any():
+                return {}, rows, (f"gan3d: the real showers of the {centre:g} GeV bin have a mean moment or a mean cell "
+                                  f"energy of 0 along {axis}, which 3DGAN's metric divides by (its value would be infinite)")
+            moments.append(np.abs((real_moments - fake_moments) / real_moments))
+            profiles.append(np.abs((real_profile - fake_profile) / real_profile).mean())
+        rows.append({"energy_gev": centre, "showers": int(inside.sum()), "moments": float(np.mean(moments, 0).mean()),
+                     "profiles": float(np.mean(profiles))})
+    if not rows:
+        return {}, rows, (f"gan3d: no test shower lies within {half_width:g} GeV of evaluation.gan3d_energies {list(energies)}; "
+                          f"the test split spans {energy_gev.min():.1f} to {energy_gev.max():.1f} GeV")
+    moment_error = float(np.mean([row["moments"] for row in rows]))
+    profile_error = float(np.mean([row["profiles"] for row in rows]))
+    return {"gan3d": moment_error + profile_error, "gan3d_moments": moment_error, "gan3d_profiles": profile_error}, rows, None
+
+
 @torch.no_grad()
 def generate_showers(generator: torch.nn.Module, latent_dim: int, energy: np.ndarray, seed: int, batch_size: int) -> np.ndarray:
     """A shower for each primary energy (N, 1), from standard-normal noise of the given seed (drawn on the
@@ -105,7 +168,7 @@ class ShowerScorer:
     column = "showers"
 
     def __init__(self, showers_path: str | os.PathLike[str], count: int, seed: int, network: torch.nn.Module, device: torch.device,
-                 latent_dim: int) -> None:
+                 setup: TrainingSettings) -> None:
         held_out = load_split(showers_path)
         if held_out.conditions is None:
             raise GanstudyError(f"{showers_path} holds no primary energies: the in-training score of a shower generator needs "
@@ -113,7 +176,7 @@ class ShowerScorer:
         self.real, self.energy = held_out.images[:count], held_out.conditions[:count]
         gev = self.energy * ENERGY_SCALE
         self.edges = [float(gev.min()), float(np.nextafter(gev.max(), np.inf))]
-        self.seed, self.network, self.latent_dim = seed, network.to(device).eval(), latent_dim
+        self.seed, self.network, self.latent_dim = seed, network.to(device).eval(), setup.latent_dim
 
     def score(self, generator: torch.nn.Module) -> float:
         self.network.load_state_dict(generator.state_dict())
@@ -169,3 +232,14 @@ sf_width = column_of(_physics_scores, "sf_width")
 longitudinal = column_of(_physics_scores, "longitudinal")
 transverse_x = column_of(_physics_scores, "transverse_x")
 transverse_y = column_of(_physics_scores, "transverse_y")
+
+
+def gan3d(scoring: ShowerScoring) -> dict[str, float]:
+    """3DGAN's optimisation metric, with its per-bin rows in the score file's facts (gan3d_bins)."""
+    settings = scoring.settings
+    scores, rows, note = gan3d_metric(scoring.real, scoring.fake, scoring.energy.reshape(-1) * ENERGY_SCALE,
+                                      settings.gan3d_energies, settings.gan3d_half_width)
+    scoring.facts["gan3d_bins"] = rows
+    if note is not None:
+        scoring.notes["gan3d"] = note
+    return scores

@@ -1,6 +1,8 @@
 """pix2pix (Isola et al. 2017) as in junyanz/pytorch-CycleGAN-and-pix2pix: the U-Net generator and the
 70x70 PatchGAN discriminator, with the repository's pix2pix defaults (batch norm, dropout 0.5, N(0, 0.02)
-weights).
+weights), or with its ``--norm instance`` (network_options ``norm: instance``): instance norm without
+affine parameters or running statistics, and biases on the convolutions it follows, as the original's
+use_bias.
 
 The generator is the original's UnetGenerator for any square power-of-two size >= 16, with
 num_downs = log2(size) so that the innermost block reaches 1x1 (unet_256 for 256x256). The
@@ -21,6 +23,18 @@ from ganstudy.errors import GanstudyError
 from ganstudy.models import Network, NetworkSpec
 
 MIN_SIZE = 16
+OPTIONS = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "norm": {"enum": ["batch", "instance"], "default": "batch",
+                 "description": "The original's --norm: batch (pix2pix's default; statistics over the rows normalised together) "
+                                "or instance (each image's own statistics, no affine parameters; CycleGAN's default)."},
+    },
+}
+Norm = type[nn.BatchNorm2d] | type[nn.InstanceNorm2d]
+# The original's get_norm_layer: instance norm is affine=False, track_running_stats=False (its defaults).
+NORMS: dict[str, Norm] = {"batch": nn.BatchNorm2d, "instance": nn.InstanceNorm2d}
 # The original's PatchGAN depth: three stride-2 convolutions give the 70x70 receptive field.
 PATCH_LAYERS = 3
 
@@ -33,14 +47,15 @@ def _filters(base: int, level: int) -> int:
 class UnetBlock(nn.Module):
     """The original's UnetSkipConnectionBlock: down, the inner block, up, and the skip by concatenation."""
 
-    def __init__(self, outer: int, inner: int, submodule: nn.Module | None, inputs: int | None = None,
+    def __init__(self, outer: int, inner: int, submodule: nn.Module | None, norm: Norm, inputs: int | None = None,
                  outermost: bool = False, dropout: bool = False) -> None:
         super().__init__()
         self.outermost = outermost
         inputs = outer if inputs is None else inputs
-        # No bias, even on the outermost down convolution that no norm follows: the original's use_bias is
-        # False for batch norm on every down convolution, and the parameter counts depend on it.
-        down_conv = nn.Conv2d(inputs, inner, 4, stride=2, padding=1, bias=False)
+        # No bias under batch norm, even on the outermost down convolution that no norm follows: the
+        # original's use_bias holds for every down convolution, and the parameter counts depend on it.
+        bias = norm is nn.InstanceNorm2d
+        down_conv = nn.Conv2d(inputs, inner, 4, stride=2, padding=1, bias=bias)
         # In place as in the original: the LeakyReLU overwrites this block's input, so the skip
         # connection concatenated in forward() carries LeakyReLU(x), which is what pix2pix trains with.
         down_relu = nn.LeakyReLU(0.2, inplace=True)
@@ -50,11 +65,11 @@ class UnetBlock(nn.Module):
             layers = [down_conv, submodule, up_relu, up_conv, nn.Tanh()]
         elif submodule is None:
             # Innermost: no norm on the 1x1 down map (a batch norm there would see one value per map).
-            up_conv = nn.ConvTranspose2d(inner, outer, 4, stride=2, padding=1, bias=False)
-            layers = [down_relu, down_conv, up_relu, up_conv, nn.BatchNorm2d(outer)]
+            up_conv = nn.ConvTranspose2d(inner, outer, 4, stride=2, padding=1, bias=bias)
+            layers = [down_relu, down_conv, up_relu, up_conv, norm(outer)]
         else:
-            up_conv = nn.ConvTranspose2d(inner * 2, outer, 4, stride=2, padding=1, bias=False)
-            layers = [down_relu, down_conv, nn.BatchNorm2d(inner), submodule, up_relu, up_conv, nn.BatchNorm2d(outer)]
+            up_conv = nn.ConvTranspose2d(inner * 2, outer, 4, stride=2, padding=1, bias=bias)
+            layers = [down_relu, down_conv, norm(inner), submodule, up_relu, up_conv, norm(outer)]
             if dropout:
                 layers.append(nn.Dropout(0.5))
         self.model = nn.Sequential(*layers)
@@ -68,7 +83,7 @@ class UnetBlock(nn.Module):
 class UnetGenerator(nn.Module):
     """Maps an input image (N, C_in, S, S) to an output image (N, C_out, S, S) in [-1, 1]."""
 
-    def __init__(self, inputs: int, outputs: int, size: int, ngf: int) -> None:
+    def __init__(self, inputs: int, outputs: int, size: int, ngf: int, norm: Norm = nn.BatchNorm2d) -> None:
         super().__init__()
         num_downs = int(math.log2(size))
         block: UnetBlock | None = None
@@ -84,6 +99,7 @@ class UnetGenerator(nn.Module):
                 outer=outputs if outermost else _filters(ngf, level - 1),
                 inner=_filters(ngf, level),
                 submodule=block,
+                norm=norm,
                 inputs=inputs if outermost else None,
                 outermost=outermost,
                 dropout=4 <= level < num_downs - 1,
@@ -97,7 +113,7 @@ class UnetGenerator(nn.Module):
 class PatchDiscriminator(nn.Module):
     """The original's NLayerDiscriminator on (input, output) pairs: one logit per patch, (N, patches)."""
 
-    def __init__(self, inputs: int, outputs: int, size: int, ndf: int) -> None:
+    def __init__(self, inputs: int, outputs: int, size: int, ndf: int, norm: Norm = nn.BatchNorm2d) -> None:
         super().__init__()
         # With k4 p1 convolutions the patch map is size / 2^n_layers - 2 wide: 30 for 256 (the original's
         # 30x30) but 0 for 16x16 with three stride-2 layers, so 16x16 images get two (a 2x2 map of
@@ -110,8 +126,8 @@ class PatchDiscriminator(nn.Module):
             # The last of these keeps the resolution (stride 1), as the original's.
             stride = 2 if n < n_layers else 1
             layers += [
-                nn.Conv2d(ndf * previous, ndf * mult, 4, stride=stride, padding=1, bias=False),
-                nn.BatchNorm2d(ndf * mult),
+                nn.Conv2d(ndf * previous, ndf * mult, 4, stride=stride, padding=1, bias=norm is nn.InstanceNorm2d),
+                norm(ndf * mult),
                 nn.LeakyReLU(0.2, inplace=True),
             ]
         layers.append(nn.Conv2d(ndf * mult, 1, 4, stride=1, padding=1))
@@ -161,11 +177,12 @@ def _check_shapes(spec: NetworkSpec) -> None:
 def build(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
     _check_shapes(spec)
     inputs, outputs, size = spec.condition_shape[0], spec.image_shape[0], spec.image_shape[1]
-    generator = UnetGenerator(inputs, outputs, size, spec.hidden_units)
-    discriminator = PatchDiscriminator(inputs, outputs, size, spec.hidden_units)
+    norm = NORMS[spec.options.get("norm", "batch")]
+    generator = UnetGenerator(inputs, outputs, size, spec.hidden_units, norm)
+    discriminator = PatchDiscriminator(inputs, outputs, size, spec.hidden_units, norm)
     generator.apply(_init_weights)
     discriminator.apply(_init_weights)
     return generator, discriminator
 
 
-PIX2PIX = Network(build, task="paired", fits=_check_shapes)
+PIX2PIX = Network(build, task="paired", options=OPTIONS, fits=_check_shapes)

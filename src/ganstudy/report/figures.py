@@ -177,10 +177,12 @@ def speedup_plot(
 
 def shower_profiles(score_paths: list[str], setups: list[str], out_path: str | os.PathLike[str]) -> None:
     """3DGAN's validation plots from the score records of each set-up's first trial: the mean
-    longitudinal and transverse profiles of real and generated showers, and the mean sampling fraction per
-    energy bin with its width as error bars."""
+    longitudinal and transverse profiles of real and generated showers, the mean sampling fraction per
+    energy bin with its width as error bars, and, where the study scores it, 3DGAN's optimisation metric
+    (gan3d) per energy bin in its two parts."""
     records = {setup: read_json(path) for setup, path in zip(setups, score_paths)}
-    figure, axes = plt.subplots(1, 4, figsize=(16, 3.6), gridspec_kw={"wspace": 0.35})
+    gan3d = {setup: record["gan3d_bins"] for setup, record in records.items() if record.get("gan3d_bins")}
+    figure, axes = plt.subplots(1, 5 if gan3d else 4, figsize=(20 if gan3d else 16, 3.6), gridspec_kw={"wspace": 0.35})
     first = next(iter(records.values()))
     for ax, name in zip(axes, ("longitudinal", "transverse_x", "transverse_y")):
         ax.plot(first["profiles"][name]["real"], color="black", linestyle="--", label="real (test split)")
@@ -202,6 +204,16 @@ def shower_profiles(score_paths: list[str], setups: list[str], out_path: str | o
     ax.set_xlabel("primary energy (GeV)")
     ax.set_ylabel("sampling fraction (deposited / primary)")
     ax.set_title("sampling fraction per energy bin")
+    if gan3d:
+        ax = axes[4]
+        for setup, rows in gan3d.items():
+            energies = [row["energy_gev"] for row in rows]
+            line, = ax.plot(energies, [row["moments"] for row in rows], "o-", label=f"{setup}: moments")
+            ax.plot(energies, [row["profiles"] for row in rows], "s--", color=line.get_color(), label=f"{setup}: profiles")
+        ax.set_xlabel("primary energy (GeV)")
+        ax.set_ylabel("relative error (lower is better)")
+        ax.set_title("3DGAN's metric per energy bin")
+        ax.legend(fontsize=7)
     for ax in axes:
         ax.grid(alpha=0.3)
     axes[3].legend(fontsize=8)

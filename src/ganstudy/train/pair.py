@@ -93,6 +93,13 @@ class PairTrainer:
     def _optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
         return make_optimizer(self.task.optimizer, network.parameters(), self.setup.lr, self.setup.betas)
 
+    def _set_lr(self, iteration: int) -> None:
+        # A function of the iteration alone, so a resumed run continues the schedule without saving it.
+        lr = self.setup.lr * self.task.lr_factor(iteration)
+        for optimizer in (self.opt_g, self.opt_d):
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+
     def _read_global_rng(self) -> dict[str, Any]:
         return {"cpu": torch.get_rng_state(), "cuda": [torch.cuda.get_rng_state(i) for i in self._cuda]}
 
@@ -166,6 +173,7 @@ class PairTrainer:
             self._write_global_rng(self._global_rng)
             for iteration in range(self.done, total):
                 started = time.perf_counter()
+                self._set_lr(iteration + 1)
                 d_loss, g_loss = self._one_pass()
                 self.done = iteration + 1
                 seconds = time.perf_counter() - started

@@ -47,6 +47,14 @@ class DataParallelSettings:
 
 
 @dataclass(frozen=True)
+class JitterSettings:
+    """``jitter``: pix2pix's resize-and-crop and flip of training pairs (pix2pix only)."""
+
+    load_size: int | None = None
+    flip: bool = False
+
+
+@dataclass(frozen=True)
 class EnergyLoopSettings:
     """``energy_loop``: 3DGAN's training step (calo3d only)."""
 
@@ -85,8 +93,18 @@ class TrainingSettings:
     data_parallel: DataParallelSettings = field(default_factory=DataParallelSettings)
     grid: GridSettings = field(default_factory=GridSettings)
     l1_weight: float | None = None
+    lr_decay_iterations: int | None = None
+    jitter: JitterSettings | None = None
     energy_loss_weights: tuple[float, float, float] | None = None
     energy_loop: EnergyLoopSettings | None = None
+
+    @property
+    def batch_norm_rows(self) -> int:
+        """Rows that batch norm normalises together in one training forward: the global batch, or with
+        data_parallel's accumulation one micro-batch of every rank (synchronised batch norm). A paired
+        generator, whose batch norm runs on its input's statistics also when scored, is scored in groups
+        of this size so that its scores see the statistics it trained with."""
+        return self.batch_size // self.data_parallel.accumulation_steps
 
     @classmethod
     def of(cls, section: dict[str, Any], where: str = "training settings") -> TrainingSettings:

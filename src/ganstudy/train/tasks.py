@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
+from ganstudy.errors import GanstudyError
 from ganstudy.registry import Registry, subclass_of
 from ganstudy.train.losses import AdversarialLoss
 from ganstudy.train.settings import TrainingSettings
@@ -83,6 +85,10 @@ class Task:
     def __init__(self, setup: TrainingSettings) -> None:
         self.latent_dim = setup.latent_dim
 
+    def lr_factor(self, iteration: int) -> float:
+        """The learning rate of 1-based ``iteration`` over the set-up's lr: constant."""
+        return 1.0
+
     def draw(self, data: TrainingData, rows: Tensor, noise_rng: torch.Generator, g_device: torch.device) -> Batch:
         """One update's batch. Noise is drawn on the CPU for the whole global batch, so the numbers do not
         depend on the device or on how ranks split the rows."""
@@ -120,6 +126,36 @@ class Task:
         return loss.generator(d_fake)
 
 
+@dataclass(frozen=True)
+class Jitter:
+    """pix2pix's aligned-data augmentation (its --preprocess resize_and_crop and flip): one resize, crop
+    and mirror per pair, applied to input and target alike."""
+
+    load_size: int | None
+    flip: bool
+
+    def __call__(self, pairs: Tensor, rng: torch.Generator) -> Tensor:
+        """(N, C, S, S) pairs (input and target stacked on channels) in [-1, 1], jittered. The random
+        draws are made on the CPU for every row of the global batch, the same on every rank."""
+        rows, side = len(pairs), pairs.shape[-1]
+        if self.load_size is not None and self.load_size < side:
+            raise GanstudyError(f"jitter.load_size {self.load_size} is smaller than the training images' side {side}: "
+                                "resize to at least that side before cropping back to it (pix2pix: 286 for 256)")
+        if self.load_size is not None:
+            corners = torch.randint(self.load_size - side + 1, (rows, 2), generator=rng).to(pairs.device)
+            # PIL's bicubic writes 8-bit pixels, so the original's values stay in range: clamp alike.
+            large = F.interpolate(pairs, size=self.load_size, mode="bicubic", align_corners=False).clamp_(-1, 1)
+            span = torch.arange(side, device=pairs.device)
+            y = (corners[:, 0, None] + span)[:, None, :, None]
+            x = (corners[:, 1, None] + span)[:, None, None, :]
+            pairs = large[torch.arange(rows, device=pairs.device)[:, None, None, None],
+                          torch.arange(pairs.shape[1], device=pairs.device)[None, :, None, None], y, x]
+        if self.flip:
+            mirrored = (torch.rand(rows, generator=rng) < 0.5).to(pairs.device)
+            pairs = torch.where(mirrored[:, None, None, None], pairs.flip(-1), pairs)
+        return pairs
+
+
 class PairedTask(Task):
     # pix2pix's optimize_parameters: one forward of the generator per step, its output detached for the
     # discriminator's update and differentiated for the generator's.
@@ -128,10 +164,20 @@ class PairedTask(Task):
     def __init__(self, setup: TrainingSettings) -> None:
         super().__init__(setup)
         self.l1_weight = setup.l1_weight
+        jitter = setup.jitter
+        self.jitter = Jitter(jitter.load_size, jitter.flip) if jitter and (jitter.load_size or jitter.flip) else None
+        self.iterations, self.lr_decay = setup.iterations, setup.lr_decay_iterations or 0
+
+    def lr_factor(self, iteration: int) -> float:
+        """pix2pix's 'linear' policy with its scheduler stepped after each epoch: 1, then a linear decay
+        over the last lr_decay_iterations."""
+        return 1.0 - max(0, iteration - (self.iterations - self.lr_decay)) / (self.lr_decay + 1)
 
     def draw(self, data: TrainingData, rows: Tensor, noise_rng: torch.Generator, g_device: torch.device) -> Batch:
-        inputs = data.conditions[rows]
-        return Batch(data.images[rows], (inputs.to(g_device),), (inputs,))
+        inputs, targets = data.conditions[rows], data.images[rows]
+        if self.jitter is not None:
+            inputs, targets = self.jitter(torch.cat([inputs, targets], 1), noise_rng).split([inputs.shape[1], targets.shape[1]], 1)
+        return Batch(targets, (inputs.to(g_device),), (inputs,))
 
     def judge(self, discriminator: nn.Module, images: Tensor, batch: Batch) -> Tensor:
         # A PatchGAN judges every patch: its (N, patches) outputs count as N * patches samples of the loss.
