@@ -150,6 +150,24 @@ def test_two_ranks_train_what_one_rank_trains(tmp_path, env):
         assert a["d_loss"] == pytest.approx(b["d_loss"], rel=1e-5) and a["g_loss"] == pytest.approx(b["g_loss"], rel=1e-5)
 
 
+def test_weak_scaling_is_strong_scaling_of_the_per_rank_batch_times_the_ranks_at_the_rate_times_the_ranks(tmp_path, env):
+    """Horovod's recipe (Hesam et al.): batch_size rows per rank and lr x ranks."""
+    weak = probe("train", 2, settings(network="dcgan", batch_size=8, lr=0.0002, data_parallel={"scaling": "weak"}), tmp_path / "weak.pt", env)
+    strong = probe("train", 2, settings(network="dcgan", batch_size=16, lr=0.0004), tmp_path / "strong.pt", env)
+    assert_close_dicts(weak["generator"], strong["generator"], rtol=1e-6, atol=1e-7)
+    assert_close_dicts(weak["discriminator"], strong["discriminator"], rtol=1e-6, atol=1e-7)
+
+
+def test_per_rank_batch_norm_is_horovod_s_and_differs_from_the_global_one_on_two_ranks(tmp_path, env):
+    per_rank = {"data_parallel": {"batch_norm": "per_rank"}}
+    one = probe("train", 1, settings(network="dcgan", **per_rank), tmp_path / "one.pt", env)
+    # On one rank both normalise the same rows; only the kernels differ (torch's layer vs the synchronised one).
+    assert_close_dicts(one["generator"], probe("train", 1, settings(network="dcgan"), tmp_path / "g1.pt", env)["generator"], rtol=1e-4, atol=1e-5)
+    two = probe("train", 2, settings(network="dcgan", **per_rank), tmp_path / "two.pt", env)
+    two_global = probe("train", 2, settings(network="dcgan"), tmp_path / "g2.pt", env)
+    assert any(not torch.allclose(two["generator"][key], two_global["generator"][key], rtol=1e-3, atol=1e-4) for key in two["generator"])
+
+
 def test_bf16_autocast_changes_the_numbers_a_little(tmp_path, env):
     setup = settings(network="dcgan", data_parallel={"amp": "bf16"})
     got = probe("steps", 2, setup, tmp_path / "steps.pt", env)
@@ -182,7 +200,7 @@ def test_the_mode_writes_a_plain_generator_and_the_shard_timings(digits_dir, tmp
     assert type(generator).__name__ == "ConditionalGenerator"
     record = json.loads((out / "run.json").read_text())
     assert record["world_size"] == 2 and record["data_parallel"]["backend"] == "gloo"
-    assert record["data_parallel"]["rows_per_micro_batch"] == 16
+    assert record["data_parallel"]["rows_per_micro_batch"] == 16 and record["data_parallel"]["global_batch"] == 32
     profile = (out / "profile.csv").read_text().splitlines()
     assert {line.split(",")[1] for line in profile[1:]} == {"shard0", "shard1"}
     assert {line.split(",")[3] for line in profile[1:]} == {"compute", "allreduce", "step"}

@@ -89,3 +89,17 @@ def test_the_preparing_and_scoring_stages_settings_are_the_schema_s_sections_wit
     assert DatasetSettings.of(dataset_settings(config["dataset"])).load_options().direction == "AtoB"
     with pytest.raises(GanstudyError, match=r"--settings: unknown key\(s\) metric; known: samples"):
         EvaluationSettings.of({"metric": ["fid"]}, "--settings")
+
+
+def test_global_batch_rate_and_batch_norm_rows_follow_the_scaling_and_batch_norm_options():
+    from ganstudy.train.settings import TrainingSettings
+    config = validate_study_config({"setups": {"p": {"mode": "data_parallel", "batch_size": 8, "lr": 0.001}}}, SCHEMA)
+    strong = TrainingSettings.from_config(config["setups"]["p"])
+    assert (strong.global_batch(4), strong.rank_lr(4), strong.batch_norm_rows(4)) == (8, 0.001, 8)
+    weak = dataclasses.replace(strong, data_parallel=dataclasses.replace(strong.data_parallel, scaling="weak", accumulation_steps=2))
+    assert (weak.global_batch(4), weak.rank_lr(4), weak.batch_norm_rows(4)) == (32, 0.004, 16)
+    per_rank = dataclasses.replace(weak, data_parallel=dataclasses.replace(weak.data_parallel, batch_norm="per_rank"))
+    assert per_rank.batch_norm_rows(4) == 4  # one rank's micro-batch of 8 / 2
+    # Other modes train one batch_size at lr whatever the options say.
+    single = dataclasses.replace(weak, mode="single")
+    assert (single.global_batch(4), single.rank_lr(4)) == (8, 0.001)

@@ -22,6 +22,7 @@ from ganstudy.site import read_site, with_site
 from ganstudy.status import write_plan
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.train.job import job_description, write_job
+from ganstudy.train.settings import TrainingSettings
 from ganstudy.user_inputs import missing_user_inputs
 
 try:
@@ -170,7 +171,9 @@ def check_data_parallel_batches():
     for name, setup in config["setups"].items():
         if setup["mode"] == "data_parallel":
             try:
-                shard_rows(setup["batch_size"], KNOWN_TASKS[name], setup["data_parallel"]["accumulation_steps"])
+                ranks = KNOWN_TASKS[name]
+                global_batch = TrainingSettings.from_config(setup, f"set-up '{name}'").global_batch(ranks)
+                shard_rows(global_batch, ranks, setup["data_parallel"]["accumulation_steps"])
             except GanstudyError as error:
                 raise WorkflowError(f"set-up '{name}': {error}") from None
 

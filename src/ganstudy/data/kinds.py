@@ -23,8 +23,8 @@ from ganstudy.registry import Registry, instance_of, resolve
 @dataclass(frozen=True)
 class HeldOut:
     """Scoring on the test split, for kinds whose data train no classifier: ``scorer`` is the in-training
-    score's class, called as ``scorer(split, count, seed, network, device, setup)`` (``setup``: the
-    set-up's TrainingSettings) with a ``column`` and a ``score(generator)``; ``evaluate`` the final
+    score's class, called as ``scorer(split, count, seed, network, device, setup, ranks)`` (``setup``:
+    the set-up's TrainingSettings; ``ranks``: the training's rank count) with a ``column`` and a ``score(generator)``; ``evaluate`` the final
     scoring, called as ``evaluate(generator, run_record, split, settings, seed, trial, out, threads)``
     (both ``module:attribute``)."""
 

@@ -108,14 +108,14 @@ class PairScorer:
     column = "l1"
 
     def __init__(self, pairs_path: str | os.PathLike[str], count: int, seed: int, network: nn.Module, device: torch.device,
-                 setup: TrainingSettings) -> None:
+                 setup: TrainingSettings, ranks: int) -> None:
         pairs = load_split(pairs_path)
         if pairs.conditions is None:
             raise GanstudyError(f"{pairs_path} holds no input images: the in-training score of a paired generator needs the "
                                 "test split of a paired data set")
         self.inputs = torch.from_numpy(pairs.conditions[:count]).to(device)
         self.targets = torch.from_numpy(pairs.images[:count]).to(device)
-        self.seed, self.network, self.rows = seed, network.to(device), setup.batch_norm_rows
+        self.seed, self.network, self.rows = seed, network.to(device), setup.batch_norm_rows(ranks)
 
     def score(self, generator: nn.Module) -> float:
         self.network.load_state_dict(generator.state_dict())
@@ -145,7 +145,7 @@ def evaluate_pairs(
                             f"of shape {spec.condition_shape}: score it on a split of the data set it was trained on")
     run = read_json(run_record_path)
     seed = derive_seed(study_seed, trial, "evaluate")
-    rows = TrainingSettings.of(run["settings"], f"{run_record_path}'s settings").batch_norm_rows
+    rows = TrainingSettings.of(run["settings"], f"{run_record_path}'s settings").batch_norm_rows(run.get("world_size", 1))
     inputs, targets = torch.from_numpy(pairs.conditions), torch.from_numpy(pairs.images)
     scoring = PairScoring(settings, seed, inputs, translate(generator.components[0], inputs, seed, rows), targets)
     scores = score_all(settings.metrics, scoring)

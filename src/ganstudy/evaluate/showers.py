@@ -168,7 +168,7 @@ class ShowerScorer:
     column = "showers"
 
     def __init__(self, showers_path: str | os.PathLike[str], count: int, seed: int, network: torch.nn.Module, device: torch.device,
-                 setup: TrainingSettings) -> None:
+                 setup: TrainingSettings, ranks: int) -> None:
         held_out = load_split(showers_path)
         if held_out.conditions is None:
             raise GanstudyError(f"{showers_path} holds no primary energies: the in-training score of a shower generator needs "

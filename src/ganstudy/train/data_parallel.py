@@ -67,7 +67,8 @@ class DataParallelTrainer(PairTrainer):
         options = setup.data_parallel
         self.world, self.zero = world, options.zero
         self.accumulation, self.clip_norm = options.accumulation_steps, options.clip_norm
-        self.rows = shard_rows(setup.batch_size, world.size, self.accumulation)
+        self.rows = shard_rows(setup.global_batch(world.size), world.size, self.accumulation)
+        self.batch_norm = options.batch_norm
         self.amp = AMP_TYPES[options.amp]
         if self.amp is torch.float16 and devices[0].type != "cuda":
             raise GanstudyError("data_parallel.amp fp16 needs a GPU (compute.device cuda); on the CPU use bf16")
@@ -82,8 +83,11 @@ class DataParallelTrainer(PairTrainer):
         self.timer = RoutineTimer()
         self.profile: list[dict[str, Any]] = []
 
+    def _ranks(self) -> int:
+        return self.world.size
+
     def _adapt(self, network: torch.nn.Module) -> torch.nn.Module:
-        return shard_dropout(globalise_batchnorm(network))
+        return shard_dropout(globalise_batchnorm(network) if self.batch_norm == "global" else network)
 
     def _optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
         if not self.zero:
@@ -92,7 +96,7 @@ class DataParallelTrainer(PairTrainer):
         from torch.distributed.optim import ZeroRedundancyOptimizer
 
         kind, options = optimizer_class(self.task.optimizer, self.setup.betas)
-        return ZeroRedundancyOptimizer(network.parameters(), optimizer_class=kind, lr=self.setup.lr, **options)
+        return ZeroRedundancyOptimizer(network.parameters(), optimizer_class=kind, lr=self.lr, **options)
 
     def _autocast(self, device: torch.device) -> contextlib.AbstractContextManager:
         if self.amp is None:
@@ -254,6 +258,6 @@ def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
         generator, setup.network, spec, trainer.history,
         [row for part in profiles for row in part] + [r for r in profile_rows(trainer.history, "shard0", 0) if r["routine"] == "score"],
         seeds=seeds,
-        facts={"data_parallel": {**as_dict(options), "global_batch": setup.batch_size, "rows_per_micro_batch": trainer.rows,
+        facts={"data_parallel": {**as_dict(options), "global_batch": trainer.batch_size, "lr": trainer.lr, "rows_per_micro_batch": trainer.rows,
                                  "backend": backend_for(context.device)}},
     )

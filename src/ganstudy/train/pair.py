@@ -57,7 +57,8 @@ class PairTrainer:
     ) -> None:
         self.setup, self.spec, self.seeds, self.name = setup, spec, seeds, name
         self.g_device, self.d_device = devices
-        self.batch_size = setup.batch_size
+        self.batch_size = setup.global_batch(self._ranks())
+        self.lr = setup.rank_lr(self._ranks())
         self.steps = batches_per_pass(len(images), self.batch_size, f"training images of {name}")
         self.images = torch.from_numpy(images).to(self.d_device)
         self.labels = None if labels is None else torch.from_numpy(labels).to(self.d_device)
@@ -86,16 +87,20 @@ class PairTrainer:
         self.done = 0
         self.history: list[dict[str, float]] = []
 
+    def _ranks(self) -> int:
+        """Ranks training this pair together (data parallelism shares it out)."""
+        return 1
+
     def _adapt(self, network: torch.nn.Module) -> torch.nn.Module:
         """A freshly initialised network as this trainer trains it (data parallelism swaps layers)."""
         return network
 
     def _optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
-        return make_optimizer(self.task.optimizer, network.parameters(), self.setup.lr, self.setup.betas)
+        return make_optimizer(self.task.optimizer, network.parameters(), self.lr, self.setup.betas)
 
     def _set_lr(self, iteration: int) -> None:
         # A function of the iteration alone, so a resumed run continues the schedule without saving it.
-        lr = self.setup.lr * self.task.lr_factor(iteration)
+        lr = self.lr * self.task.lr_factor(iteration)
         for optimizer in (self.opt_g, self.opt_d):
             for group in optimizer.param_groups:
                 group["lr"] = lr

@@ -47,7 +47,7 @@ def score_curve(context: TrainingContext) -> ScoreCurve | None:
         network = build_pair(setup.network, network_spec(setup, context.data, any_task=True))[0]
         seed = derive_seed(context.study_seed, context.trial, held_out.stream)
         scorer = context.kind.part(held_out.scorer)
-        return ScoreCurve(scorer(context.held_out_path, setup.score_samples, seed, network, context.device, setup),
+        return ScoreCurve(scorer(context.held_out_path, setup.score_samples, seed, network, context.device, setup, context.world.size),
                           setup.score_period, setup.score_samples, held_out=True)
     if context.classifier_path is None or context.reference_path is None:
         raise GanstudyError(f"score_period {setup.score_period} scores the generator during training with the data set's "

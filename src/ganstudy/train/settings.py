@@ -44,6 +44,8 @@ class DataParallelSettings:
     accumulation_steps: int = 1
     clip_norm: float | None = None
     zero: bool = False
+    scaling: str = "strong"
+    batch_norm: str = "global"
 
 
 @dataclass(frozen=True)
@@ -98,13 +100,26 @@ class TrainingSettings:
     energy_loss_weights: tuple[float, float, float] | None = None
     energy_loop: EnergyLoopSettings | None = None
 
-    @property
-    def batch_norm_rows(self) -> int:
-        """Rows that batch norm normalises together in one training forward: the global batch, or with
-        data_parallel's accumulation one micro-batch of every rank (synchronised batch norm). A paired
-        generator, whose batch norm runs on its input's statistics also when scored, is scored in groups
-        of this size so that its scores see the statistics it trained with."""
-        return self.batch_size // self.data_parallel.accumulation_steps
+    def global_batch(self, ranks: int) -> int:
+        """Rows of one optimiser step on ``ranks`` ranks: batch_size, or batch_size per rank when
+        data_parallel.scaling is weak (Horovod's recipe)."""
+        weak = self.mode == "data_parallel" and self.data_parallel.scaling == "weak"
+        return self.batch_size * ranks if weak else self.batch_size
+
+    def rank_lr(self, ranks: int) -> float:
+        """The learning rate on ``ranks`` ranks: lr, or lr times the rank count under weak scaling."""
+        weak = self.mode == "data_parallel" and self.data_parallel.scaling == "weak"
+        return self.lr * ranks if weak else self.lr
+
+    def batch_norm_rows(self, ranks: int) -> int:
+        """Rows that batch norm normalises together in one training forward on ``ranks`` ranks: the
+        global batch; with data_parallel's accumulation one micro-batch of every rank (synchronised
+        batch norm); with its per-rank batch norm one rank's micro-batch. A paired generator, whose batch
+        norm runs on its input's statistics also when scored, is scored in groups of this size so that
+        its scores see the statistics it trained with."""
+        rows = self.global_batch(ranks) // self.data_parallel.accumulation_steps
+        per_rank = self.mode == "data_parallel" and self.data_parallel.batch_norm == "per_rank"
+        return rows // ranks if per_rank else rows
 
     @classmethod
     def of(cls, section: dict[str, Any], where: str = "training settings") -> TrainingSettings:
