@@ -4,9 +4,10 @@
 
 efficiency: strong scaling from 1 to 2 ranks, epoch seconds on 1 rank / (2 x epoch seconds on 2 ranks)
   (ideal 1.0; seed 003 reached 0.989 from 1 to 12 GPUs).
-<option>_ratio (accumulation_4, clip_2, zero, amp_bf16): epoch seconds of data parallelism on 2 ranks
-  with one option (4 micro-batches, clipping to norm 2, ZeRO-1, bf16 autocast) / without it (seed 004's
-  table 1 as ratios).
+<option>_ratio (accumulation_4, clip_2, zero, zero3_offload, amp_bf16): epoch seconds of data
+  parallelism on 2 ranks with one option (4 micro-batches, clipping to norm 2, ZeRO-1, ZeRO-3 with CPU
+  offload, bf16 autocast) / without it (seed 004's table 1 as ratios). On a CPU, offload moves nothing:
+  zero3_offload is the cost of sharding (gathering weights per layer, reduce-scattering gradients).
 epoch_seconds_<run> (ranks1, ranks2, the options): the medians behind them; steps_per_epoch: global
   batches per epoch.
 An epoch's seconds are the median over its epochs after the first (losses.csv, the training loop's own
@@ -28,7 +29,8 @@ from ganstudy.data.prepare import prepare_dataset
 
 FULL = {"images": 640, "batch_size": 128, "iterations": 3, "repeats": 3}
 QUICK = {"images": 8, "batch_size": 8, "iterations": 2, "repeats": 1}
-OPTIONS = {"accumulation_4": {"accumulation_steps": 4}, "clip_2": {"clip_norm": 2.0}, "zero": {"zero": True}}
+OPTIONS = {"accumulation_4": {"accumulation_steps": 4}, "clip_2": {"clip_norm": 2.0}, "zero": {"zero": True},
+           "zero3_offload": {"zero": 3, "offload": "cpu"}}
 
 
 def settings(options: dict, size: dict, iterations: int) -> dict:

@@ -89,8 +89,20 @@ def main() -> None:
             saved["g_grads"] = grads(second.generator)
         elif action == "train":
             pair = trainer(setup, world)
-            generator = pair.train(None)
-            saved = {"generator": generator.state_dict(), "discriminator": pair.discriminator.state_dict(), "history": pair.history}
+            pair.train(None)
+            saved = {"generator": pair.full_state(pair.generator), "discriminator": pair.full_state(pair.discriminator),
+                     "history": pair.history}
+        elif action == "layout":
+            # What each rank holds of each parameter: its shard's elements and device, against the whole's.
+            pair = trainer(setup, world)
+            from torch.distributed.tensor import DTensor
+            layout = {}
+            for net in ("generator", "discriminator"):
+                for name, p in getattr(pair, net).named_parameters():
+                    local = p.to_local() if isinstance(p, DTensor) else p
+                    layout[f"{net}.{name}"] = (local.numel(), p.numel(), str(local.device), type(p).__name__)
+            units = sum(type(m).__name__.startswith("FSDP") for m in pair.generator.modules())
+            saved = {"layouts": world.comm.gather(layout, root=0), "units": units}
         elif action == "resume":
             # A run that keeps its checkpoints, then a fresh start resuming from the older one of the two.
             folder = out.parent / f"{out.stem}-checkpoints"
@@ -102,8 +114,8 @@ def main() -> None:
             world.comm.Barrier()
             resumed = trainer(setup, world)
             resumed.train(folder)
-            saved = {"whole": whole.generator.state_dict(), "resumed": resumed.generator.state_dict(),
-                     "whole_d": whole.discriminator.state_dict(), "resumed_d": resumed.discriminator.state_dict()}
+            saved = {"whole": whole.full_state(whole.generator), "resumed": resumed.full_state(resumed.generator),
+                     "whole_d": whole.full_state(whole.discriminator), "resumed_d": resumed.full_state(resumed.discriminator)}
     if world.is_root:
         torch.save(saved, out)
 

@@ -20,8 +20,8 @@ RESULT_KEYS = {
     "per_class_scaling": {"weak_scaling_ratio", "strong_speedup", "seconds_1_class_1_rank", "seconds_2_classes_2_ranks",
                           "seconds_10_classes_1_rank", "seconds_10_classes_2_ranks", "images_per_class_weak"},
     "data_parallel": {"efficiency", "steps_per_epoch"}
-    | {f"{option}_ratio" for option in ("accumulation_4", "clip_2", "zero", "amp_bf16")}
-    | {f"epoch_seconds_{run}" for run in ("ranks1", "ranks2", "accumulation_4", "clip_2", "zero", "amp_bf16")},
+    | {f"{option}_ratio" for option in ("accumulation_4", "clip_2", "zero", "zero3_offload", "amp_bf16")}
+    | {f"epoch_seconds_{run}" for run in ("ranks1", "ranks2", "accumulation_4", "clip_2", "zero", "zero3_offload", "amp_bf16")},
     "data_parallel_networks": {f"{case}_{key}" for case in ("calo3d", "pix2pix", "pix2pix256")
                                for key in ("efficiency", "epoch_seconds_1", "epoch_seconds_2", "global_batch")},
     "grid_scaling": {"speedup", "iteration_seconds_1_rank_digits", "iteration_seconds_2_ranks_digits", "weak_efficiency",

@@ -141,6 +141,32 @@ def test_zero_sharded_adam_trains_the_same_weights_as_plain_adam(tmp_path, env):
     assert_close_dicts(zero["discriminator"], plain["discriminator"], **TOLERANCE)
 
 
+@pytest.mark.parametrize("zero", [{"zero": 2}, {"zero": 3}, {"zero": 3, "offload": "cpu"}], ids=["stage2", "stage3", "stage3-offload"])
+@pytest.mark.parametrize("network", ["dcgan", "calo3d"])
+def test_sharded_weights_gradients_and_state_train_the_same_weights_as_plain_data_parallelism(network, zero, tmp_path, env):
+    """ZeRO stages 2 and 3 (torch's fully_shard), with and without CPU offload: on 2 ranks the same
+    weights as one replica per rank, after two steps of each player (calo3d: RMSprop, split updates)."""
+    sizes = {"latent_dim": 4, "hidden_units": 2} if network == "calo3d" else {}
+    plain = probe("train", 2, settings(network=network, **sizes), tmp_path / "plain.pt", env)
+    sharded = probe("train", 2, settings(network=network, data_parallel=zero, **sizes), tmp_path / "sharded.pt", env)
+    assert_close_dicts(sharded["generator"], plain["generator"], **TOLERANCE)
+    assert_close_dicts(sharded["discriminator"], plain["discriminator"], **TOLERANCE)
+    for a, b in zip(plain["history"], sharded["history"]):
+        assert a["d_loss"] == pytest.approx(b["d_loss"], rel=1e-5) and a["g_loss"] == pytest.approx(b["g_loss"], rel=1e-5)
+
+
+def test_zero_3_leaves_each_rank_its_shard_of_every_parameter(tmp_path, env):
+    got = probe("layout", 2, settings(network="dcgan", data_parallel={"zero": 3, "offload": "cpu"}), tmp_path / "layout.pt", env)
+    first, second = got["layouts"]
+    assert first.keys() == second.keys()
+    for name, (local, whole, device, kind) in first.items():
+        # Sharded along dim 0: rank 0 holds the first ceil(n/2) rows, rank 1 the rest, in host memory.
+        assert kind == "DTensor" and device == "cpu", name
+        assert local + second[name][0] == whole and local >= whole / 2, name
+    # dcgan's generator: its linear layer and three convolutions are units of their own, and the rest one.
+    assert got["units"] == 5
+
+
 def test_two_ranks_train_what_one_rank_trains(tmp_path, env):
     one = probe("train", 1, settings(network="dcgan"), tmp_path / "one.pt", env)
     two = probe("train", 2, settings(network="dcgan"), tmp_path / "two.pt", env)
@@ -179,10 +205,11 @@ def test_bf16_autocast_changes_the_numbers_a_little(tmp_path, env):
 
 
 # calo3d: 3DGAN's loop (split discriminator updates, two generator updates, label flips) with RMSprop.
+@pytest.mark.parametrize("zero", [{"zero": True}, {"zero": 3, "offload": "cpu"}], ids=["stage1", "stage3-offload"])
 @pytest.mark.parametrize("network", ["dcgan", "calo3d"])
-def test_a_resumed_zero_run_gives_the_same_bits(network, tmp_path, env):
+def test_a_resumed_zero_run_gives_the_same_bits(network, zero, tmp_path, env):
     sizes = {"latent_dim": 4, "hidden_units": 2} if network == "calo3d" else {}
-    setup = settings(network=network, iterations=3, checkpoint_period=1, data_parallel={"zero": True}, **sizes)
+    setup = settings(network=network, iterations=3, checkpoint_period=1, data_parallel=zero, **sizes)
     got = probe("resume", 2, setup, tmp_path / "resume.pt", env)
     for net in ("", "_d"):
         whole, resumed = got[f"whole{net}"], got[f"resumed{net}"]

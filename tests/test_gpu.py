@@ -159,6 +159,23 @@ def test_fp16_with_gradient_scaling_and_zero_trains_float32_weights(ranks, digit
     assert any(not torch.equal(half.state_dict()[k], v) for k, v in full.state_dict().items() if v.is_floating_point())
 
 
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_zero_3_with_cpu_offload_trains_what_plain_data_parallelism_trains_on_cuda(ranks, digits_dir, tmp_path, env):
+    """fully_shard over nccl with the shards in pinned host memory, copied to the GPU layer by layer."""
+    need_gpus(ranks)
+    setup = dp_settings(batch_size=512, iterations=1)
+    offload = dp_settings(batch_size=512, iterations=1, data_parallel={"zero": 3, "offload": "cpu"})
+    for name, section in (("plain", setup), ("offload", offload)):
+        run(train_command(ranks, section, tmp_path / name, digits_dir, **CUDA), env)
+    assert_ran_on_cuda(tmp_path / "offload", ranks)
+    facts = record(tmp_path / "offload")["data_parallel"]
+    assert (facts["zero"], facts["offload"], facts["backend"]) == (3, "cpu", "nccl")
+    plain, _ = load_generator(tmp_path / "plain" / "generator.pt")
+    sharded, _ = load_generator(tmp_path / "offload" / "generator.pt")
+    for key, value in plain.state_dict().items():
+        torch.testing.assert_close(sharded.state_dict()[key], value, rtol=1e-4, atol=1e-5, msg=lambda m: f"{key}: {m}")
+
+
 # --- CUDA against the CPU, and against itself ------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ganstudy.config import (DATASET_KEYS, EVALUATION_KEYS, NETWORK_KEYS, dataset_settings, evaluation_settings, training_settings,
+from ganstudy.config import (DATASET_KEYS, ConfigError, EVALUATION_KEYS, NETWORK_KEYS, dataset_settings, evaluation_settings, training_settings,
                              validate_study_config)
 from ganstudy.data.settings import DatasetSettings, SmoteSettings
 from ganstudy.errors import GanstudyError
@@ -103,3 +103,15 @@ def test_global_batch_rate_and_batch_norm_rows_follow_the_scaling_and_batch_norm
     # Other modes train one batch_size at lr whatever the options say.
     single = dataclasses.replace(weak, mode="single")
     assert (single.global_batch(4), single.rank_lr(4)) == (8, 0.001)
+
+
+def test_zero_stages_and_offload():
+    from ganstudy.train.settings import DataParallelSettings
+    # zero: true is stage 1, as the key meant before stages 2 and 3.
+    assert [DataParallelSettings(zero=z).zero_stage for z in (False, True, 0, 2, 3)] == [0, 1, 0, 2, 3]
+    assert DataParallelSettings(zero=3, offload="cpu").offload == "cpu"
+    for stage in (False, True, 1):
+        with pytest.raises(GanstudyError, match=r"data_parallel.offload cpu .* set data_parallel.zero to 2 or 3"):
+            DataParallelSettings(zero=stage, offload="cpu")
+    with pytest.raises(ConfigError, match="zero"):
+        validate_study_config({"setups": {"p": {"mode": "data_parallel", "data_parallel": {"zero": 4}}}}, SCHEMA)

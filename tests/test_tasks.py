@@ -150,7 +150,9 @@ def train_paired(tmp: Path, env: dict, ranks: int, mode: str, size: int = 64, na
         a = np.random.default_rng(5).uniform(-1, 1, (8, 1, size, size)).astype(np.float32)
         save_split(split, Split(-np.repeat(a, 3, axis=1), np.zeros(8, np.int64), conditions=a))
     # 64x64 gives the U-Net one dropout block: data parallelism must give its rows the masks one rank would.
-    return run_train(split, paired_setup(mode=mode, hidden_units=4, iterations=2, **keys), tmp / f"{name}{mode}{ranks}", ranks, env)
+    # An in-training score reads held-out pairs: the training pairs serve.
+    files = {"held_out": split} if keys.get("score_period") else {}
+    return run_train(split, paired_setup(mode=mode, hidden_units=4, iterations=2, **keys), tmp / f"{name}{mode}{ranks}", ranks, env, **files)
 
 
 @pytest.mark.mpi
@@ -178,6 +180,23 @@ def test_pix2pix_s_jitter_and_lr_decay_give_the_same_training_on_1_and_2_ranks(t
     for (name, mine), theirs, unjittered in zip(one.state_dict().items(), two.state_dict().values(), plain.state_dict().values()):
         torch.testing.assert_close(theirs, mine, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
     assert any(not torch.allclose(a, b) for a, b in zip(one.state_dict().values(), plain.state_dict().values()))
+
+
+@pytest.mark.mpi
+def test_pix2pix_under_zero_3_with_offload_trains_and_scores_what_plain_data_parallelism_does(tmp_path: Path, env: dict) -> None:
+    """A reused generator forward (its graph kept across the discriminator's update), dropout in the
+    U-Net and the in-training score, which gathers the sharded generator to rank 0."""
+    scored = {"score_period": 1, "score_samples": 4}
+    runs = {name: train_paired(tmp_path, env, 2, "data_parallel", name=name, data_parallel=options, **scored)
+            for name, options in (("plain", {}), ("zero3", {"zero": 3, "offload": "cpu"}))}
+    plain, sharded = (load_generator(run / "generator.pt")[0] for run in runs.values())
+    for (key, mine), theirs in zip(plain.state_dict().items(), sharded.state_dict().values()):
+        torch.testing.assert_close(theirs, mine, rtol=1e-4, atol=1e-5, msg=lambda m: f"{key}: {m}")
+    scores = [pd.read_csv(run / "losses.csv").l1.to_numpy() for run in runs.values()]
+    assert len(scores[0]) == 2 and np.isfinite(scores[0]).all()
+    np.testing.assert_allclose(scores[1], scores[0], rtol=1e-4)
+    facts = json.loads((runs["zero3"] / "run.json").read_text())["data_parallel"]
+    assert (facts["zero"], facts["offload"]) == (3, "cpu")
 
 
 def test_jitter_resizes_crops_and_mirrors_input_and_target_alike() -> None:

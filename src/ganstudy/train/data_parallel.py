@@ -10,7 +10,9 @@ global place (parallel/shard_dropout.py). So W ranks give one rank's result up t
 floating-point sums, with one micro-batch per rank. With ``accumulation_steps`` > 1 and batch norm they
 do not: micro-batch m's statistics are then those of the m-th micro-batch of every rank's share (rows
 spread over the global batch), not of one rank's m-th contiguous quarter, half, ... of it. Options (``data_parallel:`` of the set-up): mixed precision, gradient
-accumulation, clipping by norm and ZeRO-1 optimiser-state sharding.
+accumulation, clipping by norm and ZeRO: stage 1 shards the optimiser state (torch's
+ZeroRedundancyOptimizer), stages 2 and 3 also the gradients and weights, optionally offloaded to the
+host (parallel/sharding.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ganstudy.parallel.partition import shard_rows
 from ganstudy.parallel.process_group import backend_for, torch_process_group
 from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.shard_dropout import ShardDropout, row_masks, shard_dropout
+from ganstudy.parallel.sharding import Sharding, full_optimizer_state, full_state, load_full_state
 from ganstudy.parallel.sync_batchnorm import globalise_batchnorm
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.world import World
@@ -65,7 +68,8 @@ class DataParallelTrainer(PairTrainer):
                  seeds: dict[str, int], devices: tuple[torch.device, torch.device], world: World,
                  curve: ScoreCurve | None = None, conditions: np.ndarray | None = None) -> None:
         options = setup.data_parallel
-        self.world, self.zero = world, options.zero
+        self.world, self.zero = world, options.zero_stage == 1
+        self.sharding = Sharding(options.zero_stage, options.offload == "cpu") if options.zero_stage >= 2 else None
         self.accumulation, self.clip_norm = options.accumulation_steps, options.clip_norm
         self.rows = shard_rows(setup.global_batch(world.size), world.size, self.accumulation)
         self.batch_norm = options.batch_norm
@@ -82,12 +86,21 @@ class DataParallelTrainer(PairTrainer):
         self.dropout_rng = torch.Generator().manual_seed(seeds["dropout"])
         self.timer = RoutineTimer()
         self.profile: list[dict[str, Any]] = []
+        self.scoring_copy = None
+        if self.sharding is not None and curve is not None:
+            # The scorer reads whole weights on rank 0: a plain copy that each score gathers them into.
+            with torch.random.fork_rng(devices=self._cuda):
+                self.scoring_copy = self._adapt(build_pair(setup.network, spec)[0]).to(self.g_device)
 
     def _ranks(self) -> int:
         return self.world.size
 
     def _adapt(self, network: torch.nn.Module) -> torch.nn.Module:
         return shard_dropout(globalise_batchnorm(network) if self.batch_norm == "global" else network)
+
+    def _place(self, network: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+        network = network.to(device)
+        return network if self.sharding is None else self.sharding.shard(network, device)
 
     def _optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
         if not self.zero:
@@ -108,8 +121,10 @@ class DataParallelTrainer(PairTrainer):
 
     def _update(self, network: torch.nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler) -> None:
         parameters = list(network.parameters())
-        with self.timer("allreduce"):
-            allreduce_mean(parameters, self.world.size)
+        if self.sharding is None:
+            # (Sharded networks reduce-scatter their gradients' mean during the backward pass.)
+            with self.timer("allreduce"):
+                allreduce_mean(parameters, self.world.size)
         with self.timer("step"):
             if self.clip_norm is not None:
                 scaler.unscale_(optimizer)
@@ -208,14 +223,49 @@ class DataParallelTrainer(PairTrainer):
         # Every rank holds the same generator; eval-mode batch norm and dropout need no other rank.
         return self.world.is_root
 
-    def _state(self) -> dict[str, Any]:
+    def _score(self, total: int) -> tuple[float | None, float]:
+        if self.scoring_copy is not None and self._score_due(total):
+            state = self.full_state(self.generator)  # every rank takes part
+            if self.world.is_root:
+                self.scoring_copy.load_state_dict(state)
+        return super()._score(total)
+
+    def _scoring_generator(self) -> torch.nn.Module:
+        return self.generator if self.scoring_copy is None else self.scoring_copy
+
+    def full_state(self, network: torch.nn.Module) -> dict[str, torch.Tensor]:
+        """``network``'s whole state, in host memory; a collective when it is sharded (then only rank 0 gets it)."""
+        if self.sharding is not None:
+            return full_state(network)
+        return {key: value.cpu() for key, value in network.state_dict().items()}
+
+    def _network_state(self) -> dict[str, Any]:
+        # A collective on every rank; only rank 0's is written.
+        if self.sharding is not None:
+            pairs = {"generator": (self.generator, self.opt_g), "discriminator": (self.discriminator, self.opt_d)}
+            state = {}
+            for name, (network, optimizer) in pairs.items():
+                state[name] = full_state(network)
+                state[f"opt_{name[0]}"] = full_optimizer_state(network, optimizer)
+            return state
         if self.zero:
-            # Each rank holds a shard of the optimiser state; rank 0 gathers the whole (collective).
+            # Each rank holds a shard of the optimiser state; rank 0 gathers the whole.
             for optimizer in (self.opt_g, self.opt_d):
                 optimizer.consolidate_state_dict(to=0)
+        return super()._network_state() if self.world.is_root else {}
+
+    def _load_network_state(self, state: dict[str, Any]) -> None:
+        if self.sharding is None:
+            super()._load_network_state(state)
+            return
+        load_full_state(self.generator, self.opt_g, state["generator"], state["opt_g"])
+        load_full_state(self.discriminator, self.opt_d, state["discriminator"], state["opt_d"])
+
+    def _state(self) -> dict[str, Any]:
+        state = super()._state()
         if not self.world.is_root:
             return {}
-        return {**super()._state(), "dropout_rng": self.dropout_rng.get_state(), "profile": self.profile}
+        return {**state, "dropout_rng": self.dropout_rng.get_state(), "profile": self.profile}
 
     def _checkpoint(self, store: CheckpointStore) -> None:
         state = self._state()
@@ -231,11 +281,11 @@ class DataParallelTrainer(PairTrainer):
         self.profile = state["profile"] if self.world.is_root else []
 
 
-def _plain_generator(trained: torch.nn.Module, network: str, spec: NetworkSpec) -> torch.nn.Module:
+def _plain_generator(trained: dict[str, torch.Tensor], network: str, spec: NetworkSpec) -> torch.nn.Module:
     """The trained weights in the registered network (plain batch norm and dropout layers), so that the
     generator artifact loads like any other mode's."""
     generator, _ = build_pair(network, spec)
-    generator.load_state_dict(trained.state_dict())
+    generator.load_state_dict(trained)
     return generator.eval()
 
 
@@ -248,11 +298,12 @@ def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
         trainer = DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, seeds, context.devices, world,
                                       score_curve(context), data.conditions if spec.condition_shape is not None else None)
         report = trainer.report(context.progress) if context.world.is_root else None
-        trained = trainer.train(context.checkpoint_dir, context.stop, report=report)
+        trainer.train(context.checkpoint_dir, context.stop, report=report)
+        trained = trainer.full_state(trainer.generator)
         profiles = world.comm.gather(trainer.profile, root=0)
     if not world.is_root:
         return None
-    generator = pair_generator(_plain_generator(trained.cpu(), setup.network, spec), data.labels if conditional else None)
+    generator = pair_generator(_plain_generator(trained, setup.network, spec), data.labels if conditional else None)
     options = setup.data_parallel
     return TrainingResult(
         generator, setup.network, spec, trainer.history,

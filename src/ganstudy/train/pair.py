@@ -70,8 +70,8 @@ class PairTrainer:
             self.generator, self.discriminator = (self._adapt(net) for net in build_pair(setup.network, spec))
             torch.manual_seed(seeds["dropout"])
             self._global_rng = self._read_global_rng()
-        self.generator.to(self.g_device)
-        self.discriminator.to(self.d_device)
+        self.generator = self._place(self.generator, self.g_device)
+        self.discriminator = self._place(self.discriminator, self.d_device)
         self.loss = LOSSES.get(setup.loss)
         self.opt_g = self._optimizer(self.generator)
         self.opt_d = self._optimizer(self.discriminator)
@@ -94,6 +94,10 @@ class PairTrainer:
     def _adapt(self, network: torch.nn.Module) -> torch.nn.Module:
         """A freshly initialised network as this trainer trains it (data parallelism swaps layers)."""
         return network
+
+    def _place(self, network: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+        """The network on the device it trains on (data parallelism may also shard it there)."""
+        return network.to(device)
 
     def _optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
         return make_optimizer(self.task.optimizer, network.parameters(), self.lr, self.setup.betas)
@@ -201,19 +205,29 @@ class PairTrainer:
         """Whether this process scores (ranks training one pair together leave it to one)."""
         return True
 
+    def _score_due(self, total: int) -> bool:
+        """Whether the score curve takes a point after this iteration (on every rank alike)."""
+        curve = self.curve
+        return curve is not None and (self.done % curve.period == 0 or self.done == total)
+
+    def _scoring_generator(self) -> torch.nn.Module:
+        """The generator as the scorer reads it."""
+        return self.generator
+
     def _score(self, total: int) -> tuple[float | None, float]:
         """(score, seconds) after this iteration when one is due, else (None, 0): an empty cell in
         losses.csv."""
         curve = self.curve
-        if curve is None or not self._scores_here() or (self.done % curve.period and self.done != total):
+        if not self._score_due(total) or not self._scores_here():
             return None, 0.0
         started = time.perf_counter()
+        generator = self._scoring_generator()
         if curve.held_out:
-            return curve.scorer.score(self.generator), time.perf_counter() - started
-        self.generator.eval()
+            return curve.scorer.score(generator), time.perf_counter() - started
+        generator.eval()
         with torch.no_grad():
-            images = call_network(self.generator, self.score_noise, self.score_labels)
-        self.generator.train()
+            images = call_network(generator, self.score_noise, self.score_labels)
+        generator.train()
         return curve.scorer.fid(images, curve.label), time.perf_counter() - started
 
     def _stop_agreed(self, stop: StopSignal) -> bool:
@@ -232,14 +246,26 @@ class PairTrainer:
         store.write_part(self.done, "pair", self._state())
         store.complete(self.done)
 
-    def _state(self) -> dict[str, Any]:
+    def _network_state(self) -> dict[str, Any]:
+        """The networks' and optimisers' states as a checkpoint holds them."""
         return {
-            "done": self.done,
-            "history": self.history,
             "generator": self.generator.state_dict(),
             "discriminator": self.discriminator.state_dict(),
             "opt_g": self.opt_g.state_dict(),
             "opt_d": self.opt_d.state_dict(),
+        }
+
+    def _load_network_state(self, state: dict[str, Any]) -> None:
+        self.generator.load_state_dict(state["generator"])
+        self.discriminator.load_state_dict(state["discriminator"])
+        self.opt_g.load_state_dict(state["opt_g"])
+        self.opt_d.load_state_dict(state["opt_d"])
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "done": self.done,
+            "history": self.history,
+            **self._network_state(),
             "batch_rng": self.batch_rng.get_state(),
             "noise_rng": self.noise_rng.get_state(),
             "global_rng": self._global_rng,
@@ -257,10 +283,7 @@ class PairTrainer:
             return
 
     def _load(self, state: dict[str, Any]) -> None:
-        self.generator.load_state_dict(state["generator"])
-        self.discriminator.load_state_dict(state["discriminator"])
-        self.opt_g.load_state_dict(state["opt_g"])
-        self.opt_d.load_state_dict(state["opt_d"])
+        self._load_network_state(state)
         self.batch_rng.set_state(state["batch_rng"])
         self.noise_rng.set_state(state["noise_rng"])
         self._global_rng = state["global_rng"]

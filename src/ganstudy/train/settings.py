@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ganstudy.config import training_settings
+from ganstudy.errors import GanstudyError
 from ganstudy.typed import FrozenMapping, build
 
 
@@ -43,9 +44,21 @@ class DataParallelSettings:
     amp: str = "none"
     accumulation_steps: int = 1
     clip_norm: float | None = None
-    zero: bool = False
+    zero: bool | int = False
+    offload: str = "none"
     scaling: str = "strong"
     batch_norm: str = "global"
+
+    def __post_init__(self) -> None:
+        if self.offload != "none" and self.zero_stage < 2:
+            raise GanstudyError(f"data_parallel.offload {self.offload} moves sharded weights, gradients and optimiser state "
+                                f"to the host, which ZeRO stage {self.zero_stage} does not shard: set data_parallel.zero to 2 or 3, "
+                                "or offload to none")
+
+    @property
+    def zero_stage(self) -> int:
+        """0 (no sharding) to 3; ``zero: true`` is stage 1, as before stages 2 and 3 existed."""
+        return int(self.zero)
 
 
 @dataclass(frozen=True)
