@@ -9,7 +9,11 @@ hidden_units 2, pix2pix ngf = ndf = 8), 2 epochs, 1 repeat.
   reached 0.989 from 1 to 12 GPUs). The global batch is the same on both rank counts, large enough that
   each rank's share keeps a core busy (pix2pix at 64x64 and a global batch of 8 measured 0.51 here: its
   512-channel inner layers cost about the same for 4 rows as for 8).
-<case>_epoch_seconds_1, <case>_epoch_seconds_2: the medians behind it; <case>_global_batch: the batch.
+<case>_epoch_seconds_1, <case>_epoch_seconds_2: the medians behind it; <case>_global_batch: the batch;
+<case>_d_loss, <case>_g_loss: the losses of the last epoch on 2 ranks (the same data and seeds in every
+case of a network, so pix2pix_bf16's compare with pix2pix's).
+Case pix2pix_bf16 is pix2pix under bf16 autocast (Conjevaram Sai Narayan et al.'s AMP row on a CPU;
+their fp16 needs a GPU): one repeat, since on CPUs without AVX512-BF16/AMX its kernels are emulated.
 An epoch's seconds are the median over its epochs after the first (losses.csv, the training loop's own
 clock, without start-up); each figure is the median of interleaved repeats. Prints one JSON record last
 (benchmarks/common.py).
@@ -23,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from common import emit, interleaved_medians, median_seconds, parser, setup, train
 
 from ganstudy.data.arrays import Split, save_split
@@ -36,6 +41,7 @@ CASES = {
     "calo3d": ("calo3d", {"latent_dim": 200, "hidden_units": 8, "batch_size": 32}, 25),
     "pix2pix": ("pix2pix", {"latent_dim": 1, "hidden_units": 64, "batch_size": 32}, 64),
     "pix2pix256": ("pix2pix", {"latent_dim": 1, "hidden_units": 64, "batch_size": 8}, 256),
+    "pix2pix_bf16": ("pix2pix", {"latent_dim": 1, "hidden_units": 64, "batch_size": 32, "data_parallel": {"amp": "bf16"}}, 64),
 }
 
 
@@ -80,10 +86,13 @@ def main() -> None:
             def epoch_seconds(ranks: str, repeat: int) -> float:
                 return median_seconds(train(int(ranks), case_settings, train_split, folder / f"{case}-{ranks}-{repeat}"))
 
-            median = interleaved_medians(epoch_seconds, ("1", "2"), size["repeats"])
+            amp = case_settings["data_parallel"]["amp"] != "none"
+            median = interleaved_medians(epoch_seconds, ("1", "2"), 1 if amp else size["repeats"])
             one, two = median["1"], median["2"]
+            last = pd.read_csv(folder / f"{case}-2-0" / "losses.csv").iloc[-1]
             results |= {f"{case}_efficiency": round(one / (2 * two), 3), f"{case}_epoch_seconds_1": round(one, 3),
-                        f"{case}_epoch_seconds_2": round(two, 3), f"{case}_global_batch": case_settings["batch_size"]}
+                        f"{case}_epoch_seconds_2": round(two, 3), f"{case}_global_batch": case_settings["batch_size"],
+                        f"{case}_d_loss": round(float(last.d_loss), 4), f"{case}_g_loss": round(float(last.g_loss), 4)}
     emit("data_parallel_networks", results, args)
 
 
