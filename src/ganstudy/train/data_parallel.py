@@ -68,7 +68,7 @@ class DataParallelTrainer(PairTrainer):
                  seeds: dict[str, int], devices: tuple[torch.device, torch.device], world: World,
                  curve: ScoreCurve | None = None, conditions: np.ndarray | None = None) -> None:
         options = setup.data_parallel
-        self.world, self.zero = world, options.zero_stage == 1
+        self.world, self.zero1 = world, options.zero_stage == 1
         self.sharding = Sharding(options.zero_stage, options.offload == "cpu") if options.zero_stage >= 2 else None
         self.accumulation, self.clip_norm = options.accumulation_steps, options.clip_norm
         self.rows = shard_rows(setup.global_batch(world.size), world.size, self.accumulation)
@@ -103,7 +103,7 @@ class DataParallelTrainer(PairTrainer):
         return network if self.sharding is None else self.sharding.shard(network, device)
 
     def _optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
-        if not self.zero:
+        if not self.zero1:
             return super()._optimizer(network)
         # Imported here: torch.distributed.optim pulls in TorchScript, slow and noisy to import.
         from torch.distributed.optim import ZeroRedundancyOptimizer
@@ -248,7 +248,7 @@ class DataParallelTrainer(PairTrainer):
                 state[name] = full_state(network)
                 state[f"opt_{name[0]}"] = full_optimizer_state(network, optimizer)
             return state
-        if self.zero:
+        if self.zero1:
             # Each rank holds a shard of the optimiser state; rank 0 gathers the whole.
             for optimizer in (self.opt_g, self.opt_d):
                 optimizer.consolidate_state_dict(to=0)
