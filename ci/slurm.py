@@ -1,5 +1,5 @@
 """A single-node Slurm on this machine, for the real-Slurm test (Debian packages slurmctld, slurmd,
-munge, slurm-client; see .ci/run).
+munge, slurm-client; see .ci/run). ci/slurm_nodes.py builds a two-node one beside it from the same parts.
 
     python ci/slurm.py install   # apt-get the packages (root)
     python ci/slurm.py start     # write slurm.conf, start munged, slurmctld, slurmd; print their PIDs as JSON
@@ -30,7 +30,8 @@ GRES_CONF = Path("/etc/slurm/gres.conf")
 # device with /dev/null's numbers (1, 3): harmless whatever opens it.
 GPUS = 4
 FAKE_GPUS = Path("/run/ganstudy-gpus")
-PACKAGES = ["slurmctld", "slurmd", "munge", "slurm-client"]
+# iproute2: the network namespaces of the two-node Slurm (ci/slurm_nodes.py).
+PACKAGES = ["slurmctld", "slurmd", "munge", "slurm-client", "iproute2"]
 PARTITION = "debug"
 
 
@@ -92,23 +93,42 @@ def _running(daemon: str) -> int | None:
     return pid if psutil.pid_exists(pid) else None
 
 
-def start() -> dict[str, int]:
-    """Start the daemons that are not running; the PIDs of those this call started."""
+def check_installed() -> None:
     missing = [tool for tool in ("munged", "slurmctld", "slurmd", "sinfo") if shutil.which(tool) is None]
     if missing:
         raise RuntimeError(f"Slurm is not installed (no {', '.join(missing)}): run `python ci/slurm.py install` as root")
-    for folder in ("/var/lib/slurm/slurmctld", "/var/lib/slurm/slurmd", "/var/log/slurm", "/run/munge"):
-        Path(folder).mkdir(parents=True, exist_ok=True)
-    shutil.chown("/run/munge", "munge", "munge")
-    CONF.write_text(config_text())
-    FAKE_GPUS.mkdir(parents=True, exist_ok=True)
-    for index in range(GPUS):
-        device = FAKE_GPUS / f"nvidia{index}"
+
+
+def make_fake_gpus(folder: Path, count: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for index in range(count):
+        device = folder / f"nvidia{index}"
         if not device.exists():
             os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+
+
+def start_munged() -> dict[str, int]:
+    """Start munged unless it runs (one munged serves every Slurm cluster of this machine); {"munged": PID}
+    when this call started it."""
+    Path("/run/munge").mkdir(parents=True, exist_ok=True)
+    shutil.chown("/run/munge", "munge", "munge")
+    if _running("munged") is not None:
+        return {}
+    subprocess.run(["runuser", "-u", "munge", "--", "munged"], check=True)
+    _wait(lambda: _running("munged") is not None, "munged")
+    return {"munged": _running("munged")}
+
+
+def start() -> dict[str, int]:
+    """Start the daemons that are not running; the PIDs of those this call started."""
+    check_installed()
+    for folder in ("/var/lib/slurm/slurmctld", "/var/lib/slurm/slurmd", "/var/log/slurm"):
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    CONF.write_text(config_text())
+    make_fake_gpus(FAKE_GPUS, GPUS)
     GRES_CONF.write_text(f"# Written by ci/slurm.py: GPUs for the scheduler only.\nName=gpu File={FAKE_GPUS}/nvidia[0-{GPUS - 1}]\n")
-    started = {}
-    commands = {"munged": ["runuser", "-u", "munge", "--", "munged"], "slurmctld": ["slurmctld"], "slurmd": ["slurmd"]}
+    started = start_munged()
+    commands = {"slurmctld": ["slurmctld"], "slurmd": ["slurmd"]}
     for daemon, command in commands.items():
         if _running(daemon) is None:
             subprocess.run(command, check=True)

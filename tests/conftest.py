@@ -47,6 +47,33 @@ def planned_jobs(out: str, rule: str = "train") -> list[dict[str, str]]:
     return jobs
 
 
+def require_slurm(why: str) -> None:
+    """CI sets GANSTUDY_REQUIRE_SLURM=1: then a missing Slurm fails the test instead of skipping it."""
+    if os.environ.get("GANSTUDY_REQUIRE_SLURM") == "1":
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def generator_state(out: Path):
+    """A run's generator as it was saved: weights, mixture weights and class labels."""
+    from ganstudy.models.artifact import load_generator
+
+    mixture, _ = load_generator(out / "generator.pt")
+    return mixture.state_dict(), mixture.weights, mixture.labels
+
+
+def assert_same_generators(a: Path, b: Path) -> None:
+    """The runs in folders ``a`` and ``b`` saved the same generator, bit for bit."""
+    import torch
+
+    state_a, weights_a, labels_a = generator_state(a)
+    state_b, weights_b, labels_b = generator_state(b)
+    assert weights_a == weights_b and labels_a == labels_b
+    assert state_a.keys() == state_b.keys()
+    for key in state_a:
+        assert torch.equal(state_a[key], state_b[key]), key
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

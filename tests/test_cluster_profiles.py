@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, planned_jobs, with_user_data
+from conftest import REPO, planned_jobs, require_slurm, with_user_data
 
 pytestmark = pytest.mark.workflow
 
@@ -149,11 +149,8 @@ def test_lsf_status_maps_bjobs_states(tmp_path, env, monkeypatch):
 
 @pytest.fixture()
 def slurm(slurm_daemons):
-    """CI sets GANSTUDY_REQUIRE_SLURM=1: then a missing Slurm fails the test instead of skipping it."""
     if not slurm_daemons["available"]:
-        if os.environ.get("GANSTUDY_REQUIRE_SLURM") == "1":
-            pytest.fail(slurm_daemons["why"])
-        pytest.skip(slurm_daemons["why"])
+        require_slurm(slurm_daemons["why"])
 
 
 def slurm_study(tmp_path: Path, env: dict, compute: dict) -> str:

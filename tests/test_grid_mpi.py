@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -235,7 +236,7 @@ def test_a_dead_or_stalled_rank_ends_the_job_within_the_heartbeat_timeout(how, d
     assert job.returncode != 0
     assert time.monotonic() - started < 4 + 15
     if how == "stall":
-        assert "rank 1 (cells 1-0, 1-1) stopped first" in stderr
+        assert f"rank 1 (host {socket.gethostname()}, cells 1-0, 1-1) stopped first" in stderr
 
 
 @pytest.mark.parametrize("replacement", ["always", "better"])

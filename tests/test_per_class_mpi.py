@@ -10,9 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
-from conftest import SCHEMA, train_command
+from conftest import SCHEMA, assert_same_generators, train_command
 from ganstudy.config import validate_study_config
 from ganstudy.data.arrays import load_split
 from ganstudy.models.artifact import load_generator, sample_labelled
@@ -44,18 +43,6 @@ def classes_table(out: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
-def generator_state(out: Path):
-    mixture, _ = load_generator(out / "generator.pt")
-    return mixture.state_dict(), mixture.weights, mixture.labels
-
-
-def assert_same_generators(a: Path, b: Path) -> None:
-    state_a, weights_a, labels_a = generator_state(a)
-    state_b, weights_b, labels_b = generator_state(b)
-    assert weights_a == weights_b and labels_a == labels_b
-    assert state_a.keys() == state_b.keys()
-    for key in state_a:
-        assert torch.equal(state_a[key], state_b[key]), key
 
 
 @pytest.fixture(scope="module")

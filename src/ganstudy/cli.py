@@ -31,13 +31,25 @@ def _settings(text: str) -> dict[str, Any]:
     return value
 
 
+def _study_folder(args: argparse.Namespace) -> Path:
+    """A study named by its folder, or by its name under --results-dir."""
+    folder = Path(args.study)
+    return folder if folder.is_dir() else Path(args.results_dir) / args.study
+
+
 def _status(args: argparse.Namespace) -> None:
     from ganstudy.status import status_table, study_status
 
-    folder = Path(args.study)
-    if not folder.is_dir():
-        folder = Path(args.results_dir) / args.study
-    print(status_table(study_status(folder)))
+    print(status_table(study_status(_study_folder(args))))
+
+
+def _placement(args: argparse.Namespace) -> None:
+    from ganstudy.placement import placement_report
+
+    text, problems = placement_report(_study_folder(args))
+    print(text)
+    if problems:
+        raise SystemExit(f"ganstudy placement: {problems} problem(s) with where ranks ran (listed above)")
 
 
 def _config_reference(args: argparse.Namespace) -> None:
@@ -266,6 +278,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("status", _status, "where a study stands: per set-up and trial done, running, failed or waiting, "
                   "iteration, latest score, ETA (reads only results/<study>/)")
+    sub.add_argument("study", help="the study's name (under --results-dir) or its folder")
+    sub.add_argument("--results-dir", default="results")
+
+    sub = command("placement", _placement, "where every rank of a study's finished runs ran: host, node rank, GPUs "
+                  "given, device; exits non-zero naming what is wrong (reads only results/<study>/runs)")
     sub.add_argument("study", help="the study's name (under --results-dir) or its folder")
     sub.add_argument("--results-dir", default="results")
 

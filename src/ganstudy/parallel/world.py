@@ -27,6 +27,17 @@ class World:
         """Host name of every rank, in rank order (collective: every rank must call it)."""
         return self.comm.allgather(socket.gethostname())
 
+    def node_rank(self) -> int:
+        """This rank's index among the ranks of its node, as MPI groups them (shared memory), which picks
+        its GPUs (collective: every rank must call it)."""
+        from mpi4py import MPI
+
+        node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
+        try:
+            return node.Get_rank()
+        finally:
+            node.Free()
+
 
 def mpi_world() -> World:
     """The job's MPI_COMM_WORLD; a plain ``python`` start is a singleton world of one rank."""
@@ -120,12 +131,7 @@ def select_devices(
             "Run on a node with a GPU (and in a scheduler job ask for GPUs: Slurm --gpus-per-task or --gres=gpu:N, "
             "LSF jsrun -g), install a CUDA build of torch, or set compute.device: cpu (or auto) to train on the CPU.",
         )
-    from mpi4py import MPI
-
-    node = world.comm.Split_type(MPI.COMM_TYPE_SHARED)
-    local_rank = node.Get_rank()
-    node.Free()
-    indices = gpu_indices(local_rank, gpus_per_rank, torch.cuda.device_count())
+    indices = gpu_indices(world.node_rank(), gpus_per_rank, torch.cuda.device_count())
     return torch.device("cuda", indices[0]), torch.device("cuda", indices[-1])
 
 

@@ -118,9 +118,11 @@ def run_training(
         finally:
             context.progress.close()
         train_seconds = earlier + time.perf_counter() - train_started
-        # Per rank, in one collective: its devices, what it used (to size jobs by) and the GPUs the scheduler gave it.
+        # Per rank, in one collective: its devices, what it used (to size jobs by), its place among its node's
+        # ranks (which picks its GPUs) and the GPUs the scheduler gave it.
+        node_rank = world.node_rank()
         ranks = world.comm.gather({
-            "devices": device_names(context.devices), **peak_memory(),
+            "devices": device_names(context.devices), **peak_memory(), "node_rank": node_rank,
             "scheduler": {name: os.environ[name] for name in GPU_ENVIRONMENT if name in os.environ},
         }, root=0)
     if not world.is_root:
@@ -157,6 +159,7 @@ def run_training(
             parts=part_records(settings, job.kind),
             mpi_library=mpi_library_version(),
             torch_threads=compute.threads,
+            gpus_per_rank=compute.gpus_per_rank,
             started_at=started_at,
             train_seconds=train_seconds,
             # Of train_seconds, the segments before a stop at the wall time (0 when the run was not resumed).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import sys
 import time
 from typing import Any
@@ -148,7 +149,8 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
     profile: list[dict[str, Any]] = shared.get("profile", [])
     engine = _engine(setup, spec, context.device, root)
     rank_timer = RoutineTimer()
-    describe = lambda r: "cells " + ", ".join(cell_label(c) for c in blocks[r])  # noqa: E731
+    hosts = comm.allgather(socket.gethostname())
+    describe = lambda r: f"host {hosts[r]}, cells " + ", ".join(cell_label(c) for c in blocks[r])  # noqa: E731
 
     report = None
     if root:

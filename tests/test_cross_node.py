@@ -1,0 +1,244 @@
+"""Across nodes, through a real two-node Slurm (ci/slurm_nodes.py: two network namespaces, each a host
+with its own name, address, slurmd and GPUs; one controller; the file system shared): a shrunken study's
+MPI jobs placed on both nodes by srun give the one-rank bits, bind each node's GPUs by node-local rank,
+and ask Slurm for what the nodes hold."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, assert_same_generators, planned_jobs, require_slurm
+from ganstudy.parallel.world import gpu_indices
+from ganstudy.placement import placement_problems
+
+pytestmark = pytest.mark.workflow
+
+SCRIPT = REPO / "ci" / "slurm_nodes.py"
+GPUS_PER_NODE = 2
+# Four ranks on two nodes of two GPUs (two ranks per node), and a grid of three ranks that leaves the
+# second node half empty. (A 2x2 grid with one rank per node is the lost-node test's.)
+STUDY = {
+    "study": "nodes",
+    "trials": 1,
+    "classifier": {"epochs": 3, "min_accuracy": 0.0},
+    "setups": {
+        "grid3": {"mode": "grid", "iterations": 2, "hidden_units": 32, "grid": {"shape": "3x1", "fitness_sample_size": 50, "score_sample_size": 50}},
+        "per_class": {"mode": "per_class", "network": "dcgan", "iterations": 2, "batch_size": 32, "latent_dim": 16},
+        "dp": {"mode": "data_parallel", "network": "dcgan", "iterations": 2, "batch_size": 32, "latent_dim": 16},
+    },
+    "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2},
+    # Slurm's GPUs here are device files without a GPU: the ranks train on the CPU on purpose.
+    "compute": {"max_ranks": 4, "device": "cpu", "train_minutes": 10},
+}
+RANKS = {"grid3": 3, "per_class": 4, "dp": 4}
+
+
+def cluster_command(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *arguments], capture_output=True, text=True, timeout=300)
+
+
+def namespaces_and_links() -> list[str]:
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
+    return re.findall(r"ganstudy-gsnode\d", listed) + re.findall(r"^(gsbr0|gsv\d)\b", links, re.MULTILINE)
+
+
+def cluster_daemons() -> list[str]:
+    import psutil
+
+    return [" ".join(p.cmdline()) for p in psutil.process_iter() if re.search(r"slurm-nodes|slurmd -N gsnode", " ".join(p.cmdline()))]
+
+
+@pytest.fixture(scope="module")
+def nodes(slurm_daemons, env):
+    """The two-node cluster for this module; its clients' environment (SLURM_CONF names it)."""
+    if not slurm_daemons["available"]:
+        require_slurm(slurm_daemons["why"])
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        require_slurm("the two-node Slurm needs root and iproute2 (network namespaces)")
+    started = cluster_command("start")
+    if started.returncode != 0:
+        require_slurm(f"the two-node Slurm did not start: {started.stderr.strip()[-2000:]}")
+    try:
+        yield {**env, "SLURM_CONF": "/etc/slurm-nodes/slurm.conf"}
+    finally:
+        stopped = cluster_command("stop", started.stdout.strip())
+        assert stopped.returncode == 0, stopped.stderr
+        assert namespaces_and_links() == [] and cluster_daemons() == []
+
+
+def study_command(folder: Path, study: dict, node_gpus: int, targets: list[str]) -> list[str]:
+    """Snakemake on ``study``'s ``targets`` with --profile slurm-gpu and a site of two-core nodes of ``node_gpus`` GPUs."""
+    site = {"name": "two namespaces", "node_cores": os.cpu_count(), "node_gpus": node_gpus, "gpus_per_rank": 1}
+    (folder / "site.yaml").write_text(yaml.safe_dump(site))
+    (folder / "study.yaml").write_text(yaml.safe_dump(study))
+    return ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(folder), "--configfile", str(folder / "study.yaml"),
+            "--profile", str(REPO / "profiles" / "slurm-gpu"), "--config", f"site={folder / 'site.yaml'}", "--jobs", "2",
+            "--latency-wait", "5", *targets]
+
+
+def run_targets(study: dict, setups) -> list[str]:
+    return [f"results/{study['study']}/runs/{setup}/trial0/run.json" for setup in setups]
+
+
+def slurm_jobs(log: str, env: dict) -> dict[str, dict]:
+    """Each training job's record as Slurm holds it (scontrol show job -d), by set-up."""
+    jobs = {}
+    for job_id in re.findall(r"has been submitted with SLURM jobid (\d+)", log):
+        shown = subprocess.run(["scontrol", "show", "job", "-d", job_id], capture_output=True, text=True, env=env, check=True).stdout
+        fields = dict(re.findall(r"(\S+?)=(\S*)", shown))
+        setup = re.search(r"rule_train_wildcards_(\w+?)_\d+$", fields["Comment"])
+        if setup:
+            jobs[setup.group(1)] = {**fields, "per_node": re.findall(r"Nodes=(\S+) CPU_IDs=(\S+) Mem=(\d+)", shown)}
+    return jobs
+
+
+def hostnames(hostlist: str, env: dict) -> list[str]:
+    return subprocess.run(["scontrol", "show", "hostnames", hostlist], capture_output=True, text=True, env=env, check=True).stdout.split()
+
+
+@pytest.fixture(scope="module")
+def study_on_two_nodes(nodes, tmp_path_factory):
+    """STUDY's trainings on the two nodes (through the data, classifier and reference statistics they
+    need): its folder and Snakemake's output."""
+    folder = tmp_path_factory.mktemp("nodes")
+    done = subprocess.run(study_command(folder, STUDY, GPUS_PER_NODE, run_targets(STUDY, RANKS)), capture_output=True, text=True,
+                          env=nodes, timeout=1500)
+    assert done.returncode == 0, done.stderr[-5000:]
+    return folder, done.stdout + done.stderr
+
+
+def run_record(folder: Path, setup: str) -> dict:
+    return json.loads((folder / "results" / "nodes" / "runs" / setup / "trial0" / "run.json").read_text())
+
+
+@pytest.mark.parametrize("setup", sorted(RANKS))
+def test_ranks_run_on_both_nodes_and_give_the_one_rank_bits(setup, study_on_two_nodes, env, tmp_path):
+    folder, log = study_on_two_nodes
+    assert f"srun -n {RANKS[setup]} --gpus-per-task=1 ganstudy train results/nodes/jobs/{setup}.json" in log
+    record = run_record(folder, setup)
+    assert record["world_size"] == RANKS[setup]
+    # srun's block distribution: two ranks on the first node, the rest on the second.
+    assert record["hosts"] == ["gsnode1", "gsnode1", "gsnode2", "gsnode2"][: RANKS[setup]]
+    # The same job file in this machine's own namespace: one rank (data parallelism: as many ranks as on
+    # the nodes, since its sums' order follows the rank count; see tests/test_data_parallel_mpi.py).
+    ranks = ["mpiexec", "-n", str(RANKS[setup])] if setup == "dp" else []
+    done = subprocess.run([*ranks, "ganstudy", "train", f"results/nodes/jobs/{setup}.json", "--trial", "0", "--out-dir", str(tmp_path)],
+                          cwd=folder, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_same_generators(folder / "results" / "nodes" / "runs" / setup / "trial0", tmp_path)
+
+
+@pytest.mark.parametrize("setup", sorted(RANKS))
+def test_each_node_binds_its_own_gpus_by_node_local_rank(setup, study_on_two_nodes):
+    folder, _ = study_on_two_nodes
+    record = run_record(folder, setup)
+    for host, rank in zip(record["hosts"], record["ranks"]):
+        given = rank["scheduler"]
+        visible = given["CUDA_VISIBLE_DEVICES"].split(",")
+        # The device select_devices trains on when CUDA is there: node-local rank 0 gets its node's first GPU.
+        device = visible[gpu_indices(rank["node_rank"], 1, len(visible))[0]]
+        assert device == str(rank["node_rank"]) == given["SLURM_STEP_GPUS"], (host, rank)
+    assert [rank["node_rank"] for rank in record["ranks"]] == [0, 1, 0, 1][: RANKS[setup]]
+    # ganstudy placement finds nothing wrong but the CPU this test trains on on purpose.
+    assert {problem.split(" trained on the CPU")[0] for problem in placement_problems(record)} == {
+        f"rank {rank} on {host}" for rank, host in enumerate(record["hosts"])}
+
+
+def test_slurm_gives_each_training_job_the_nodes_tasks_gpus_and_memory_it_asked_for(study_on_two_nodes, nodes):
+    folder, log = study_on_two_nodes
+    jobs = slurm_jobs(log, nodes)
+    assert sorted(jobs) == sorted(RANKS)
+    asked = {re.search(r"setup=(\w+)", job["wildcards"]).group(1): dict(re.findall(r"(\w+)=([^,]+)", job["resources"]))
+             for job in planned_jobs(log)}
+    for setup, job in jobs.items():
+        tasks, memory = RANKS[setup], int(asked[setup]["mem_mb"])
+        assert (job["NumNodes"], job["NumTasks"], job["JOB_GRES"], job["MinMemoryNode"]) == ("2", str(tasks), f"gpu:{tasks}", f"{memory}M"), job
+        # Per node as Slurm placed it (a line may name several nodes: gsnode[1-2]); the three-rank grid
+        # leaves one core of the second node free.
+        per_node = {node: (cpus, int(mem)) for nodes_, cpus, mem in job["per_node"] for node in hostnames(nodes_, nodes)}
+        assert per_node == {
+            "gsnode1": ("0-1", memory), "gsnode2": ("0-1" if tasks == 4 else "0", memory)}, job
+        # And the GPUs on each node, as Slurm told the ranks there.
+        record = run_record(folder, setup)
+        on_node = {host: rank["scheduler"]["SLURM_GPUS_ON_NODE"] for host, rank in zip(record["hosts"], record["ranks"])}
+        assert on_node == {"gsnode1": "2", "gsnode2": str(tasks - 2)}
+
+
+# One rank per node (nodes of one GPU), a grid long enough to lose a node in the middle, checkpointed at
+# every iteration, with a heartbeat that notices a lost rank within seconds. It joins the study above
+# (same data, classifier and reference statistics), whose finished trainings must survive untouched.
+HEARTBEAT_S = 10
+LOST = {
+    **STUDY,
+    "setups": {"lost": {"mode": "grid", "iterations": 100, "hidden_units": 32, "checkpoint_period": 1,
+                        "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50, "heartbeat_timeout": HEARTBEAT_S}}},
+    "compute": {**STUDY["compute"], "max_ranks": 2},
+}
+
+
+def wait_until(predicate, study: subprocess.Popen, output: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if study.poll() is not None:
+            pytest.fail(f"Snakemake ended early: {output.read_text()[-5000:]}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out; Snakemake says: {output.read_text()[-5000:]}")
+        time.sleep(0.2)
+
+
+def text(path: Path) -> str:
+    return path.read_text() if path.is_file() else ""
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file of the study's results, (modification time, content), but plan.json: every start of
+    the workflow writes the plan of what it was asked to run, for `ganstudy status`."""
+    return {str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())
+            for path in (folder / "results").rglob("*") if path.is_file() and path.name != "plan.json"}
+
+
+def test_a_lost_node_stops_the_job_by_heartbeat_and_the_retry_resumes_bit_identical(study_on_two_nodes, nodes, tmp_path, env):
+    folder, _ = study_on_two_nodes
+    finished = snapshot(folder)
+    run = folder / "results" / "nodes" / "runs" / "lost" / "trial0"
+    checkpoints = folder / "results" / "nodes" / "checkpoints" / "lost" / "trial0"
+    train_log = folder / "results" / "nodes" / "logs" / "train" / "lost" / "trial0.log"
+    out = tmp_path / "snakemake.out"
+    with out.open("w") as output:
+        study = subprocess.Popen(study_command(folder, LOST, 1, run_targets(LOST, ["lost"])), stdout=output, stderr=subprocess.STDOUT,
+                                 text=True, env=nodes)
+        try:
+            wait_until(lambda: len(list(checkpoints.glob("iter-*/COMPLETE"))) >= 2, study, out, timeout=600)
+            cluster_command("fail", "gsnode2").check_returncode()
+            # The surviving rank (rank 0, on gsnode1) names the lost one and its host within the heartbeat timeout.
+            wait_until(lambda: "stopped first" in text(train_log), study, out, timeout=HEARTBEAT_S * 3 + 60)
+            assert "rank 1 (host gsnode2, cells " in text(train_log)
+            assert not (run / "run.json").exists()
+            revived = cluster_command("revive", "gsnode2")
+            assert revived.returncode == 0, revived.stderr
+            assert study.wait(timeout=900) == 0, out.read_text()[-5000:]
+        finally:
+            if study.poll() is None:
+                study.kill()
+    assert "resumed from the checkpoint of iteration" in text(train_log)
+    assert "Trying to restart job" in out.read_text()  # Snakemake's retry, not Slurm's requeue
+    assert run_record(folder, "lost")["hosts"] == ["gsnode1", "gsnode2"]
+    # Nothing finished before the failure was rewritten or lost.
+    after = snapshot(folder)
+    assert {name: after.get(name) for name in finished} == finished
+    # The resumed grid holds the bits of an uninterrupted run of its job file.
+    done = subprocess.run(["ganstudy", "train", "results/nodes/jobs/lost.json", "--trial", "0", "--out-dir", str(tmp_path / "whole")],
+                          cwd=folder, capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_same_generators(run, tmp_path / "whole")
