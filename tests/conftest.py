@@ -18,6 +18,21 @@ REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 BIN = Path(sys.executable).parent
 
+# Per-class, grid and data-parallel jobs on 2 ranks each, as small as a study gets (the Slurm tests' study).
+TINY = {
+    "study": "tiny",
+    "trials": 1,
+    "classifier": {"epochs": 3, "min_accuracy": 0.0},
+    "setups": {
+        "grid": {"mode": "grid", "iterations": 1, "hidden_units": 32, "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
+        "per_class": {"mode": "per_class", "network": "dcgan", "iterations": 1, "batch_size": 32, "latent_dim": 16},
+        # torch.distributed must come up from the launcher's MPI world (jsrun, srun) like the others.
+        "dp": {"mode": "data_parallel", "network": "dcgan", "iterations": 1, "batch_size": 32, "latent_dim": 16},
+    },
+    "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2},
+    "compute": {"max_ranks": 2},
+}
+
 
 def train_command(setup: dict, train: Path, out: Path, *, seed: int, trial: int = 0, ranks: int | None = None, name: str = "s",
                   checkpoints: Path | None = None, classifier: Path | None = None, reference: Path | None = None,

@@ -12,25 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, planned_jobs, require_slurm, with_user_data
+from conftest import REPO, TINY, planned_jobs, require_slurm, with_user_data
 
 pytestmark = pytest.mark.workflow
 
 STUDIES = sorted((REPO / "config" / "studies").glob("*.yaml"))
-# Per-class, grid and data-parallel jobs on 2 ranks each, as small as a study gets.
-TINY = {
-    "study": "tiny",
-    "trials": 1,
-    "classifier": {"epochs": 3, "min_accuracy": 0.0},
-    "setups": {
-        "grid": {"mode": "grid", "iterations": 1, "hidden_units": 32, "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
-        "per_class": {"mode": "per_class", "network": "dcgan", "iterations": 1, "batch_size": 32, "latent_dim": 16},
-        # torch.distributed must come up from the launcher's MPI world (jsrun, srun) like the others.
-        "dp": {"mode": "data_parallel", "network": "dcgan", "iterations": 1, "batch_size": 32, "latent_dim": 16},
-    },
-    "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2},
-    "compute": {"max_ranks": 2},
-}
 MPI_SETUPS = ("dp", "grid", "per_class")
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, assert_same_generators, planned_jobs, require_slurm
+from conftest import REPO, TINY, assert_same_generators, planned_jobs, require_slurm
 from ganstudy.parallel.world import gpu_indices
 from ganstudy.placement import placement_problems
 
@@ -28,15 +28,13 @@ GPUS_PER_NODE = 2
 # Four ranks on two nodes of two GPUs (two ranks per node), and a grid of three ranks that leaves the
 # second node half empty. (A 2x2 grid with one rank per node is the lost-node test's.)
 STUDY = {
+    **TINY,
     "study": "nodes",
-    "trials": 1,
-    "classifier": {"epochs": 3, "min_accuracy": 0.0},
     "setups": {
-        "grid3": {"mode": "grid", "iterations": 2, "hidden_units": 32, "grid": {"shape": "3x1", "fitness_sample_size": 50, "score_sample_size": 50}},
-        "per_class": {"mode": "per_class", "network": "dcgan", "iterations": 2, "batch_size": 32, "latent_dim": 16},
-        "dp": {"mode": "data_parallel", "network": "dcgan", "iterations": 2, "batch_size": 32, "latent_dim": 16},
+        "grid3": {**TINY["setups"]["grid"], "iterations": 2, "grid": {**TINY["setups"]["grid"]["grid"], "shape": "3x1"}},
+        "per_class": {**TINY["setups"]["per_class"], "iterations": 2},
+        "dp": {**TINY["setups"]["dp"], "iterations": 2},
     },
-    "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2},
     # Slurm's GPUs here are device files without a GPU: the ranks train on the CPU on purpose.
     "compute": {"max_ranks": 4, "device": "cpu", "train_minutes": 10},
 }

@@ -32,10 +32,11 @@ def _gpu_in_use(row: dict[str, Any], gpus_per_rank: int) -> str | None:
     return visible[gpu_indices(row["node_rank"], gpus_per_rank, len(visible))[0]]
 
 
-def placement_problems(record: dict[str, Any], gpus_per_rank: int = 1) -> list[str]:
+def placement_problems(record: dict[str, Any]) -> list[str]:
     """What is wrong with where a run's ranks ran: ranks of one host that MPI did not group as one node,
     ranks that trained on one GPU, ranks that trained on the CPU while the scheduler gave them GPUs."""
     rows = rank_rows(record)
+    gpus_per_rank = record.get("gpus_per_rank", 1)
     problems = []
     by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
@@ -70,7 +71,7 @@ def placement_report(study_dir: str | Path) -> tuple[str, int]:
         lines.append("  rank  host                  node rank  GPUs given  device")
         lines += [f"  {row['rank']:>4}  {row['host']:<20}  {row['node_rank'] if row['node_rank'] is not None else '?':>9}  "
                   f"{row['gpus'] or '-':<10}  {row['devices']}" for row in rows]
-        problems = placement_problems(record, record.get("gpus_per_rank", 1))
+        problems = placement_problems(record)
         lines += [f"  problem: {problem}" for problem in problems]
         count += len(problems)
     return "\n".join(lines), count
