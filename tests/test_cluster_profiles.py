@@ -70,10 +70,15 @@ SUMMIT_GEOMETRY = {
 
 @pytest.mark.parametrize("study", STUDIES, ids=lambda p: p.stem)
 def test_the_cluster_profiles_plan_every_study(study, env, tmp_path):
+    config = yaml.safe_load(study.read_text())
+    runs = sum(setup.get("trials", config["trials"]) for setup in config["setups"].values())
     for profile in ("summit", "slurm"):
         out = dry_run(profile, with_user_data(study, tmp_path / profile), env)
+        assert re.search(rf"^train\s+{runs}$", out, re.MULTILINE)
+        if config["dataset"].get("smote", {}).get("strategy", "none") != "none":
+            assert re.search(r"^smote_samples\s+1$", out, re.MULTILINE)
         # The preparing job asks for the memory the study sets (3DGAN's showers: 40 GB), else 2 GB.
-        wanted = yaml.safe_load(study.read_text()).get("compute", {}).get("prepare_mem_mb", 2000)
+        wanted = config.get("compute", {}).get("prepare_mem_mb", 2000)
         job = out.split("rule prepare_dataset:")[1].split("\n\n")[0]
         assert f"mem_mb={wanted}," in job, job
         geometry = SUMMIT_GEOMETRY.get(study.stem, []) if profile == "summit" else []
