@@ -10,6 +10,7 @@ efficiency: strong scaling from 1 to 2 ranks, epoch seconds on 1 rank / (2 x epo
   zero3_offload is the cost of sharding (gathering weights per layer, reduce-scattering gradients).
 epoch_seconds_<run> (ranks1, ranks2, the options): the medians behind them; steps_per_epoch: global
   batches per epoch.
+device: where both rank counts trained: cuda with two GPUs or more (nccl needs one per rank), else cpu.
 An epoch's seconds are the median over its epochs after the first (losses.csv, the training loop's own
 clock, without start-up); each figure is the median of interleaved repeats, except bf16: on a CPU
 without AVX512-BF16/AMX its kernels are emulated and one run of one timed epoch has to do. Prints one
@@ -21,7 +22,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from common import emit, interleaved_medians, median_seconds, parser, setup, train
+from common import data_parallel_device, emit, interleaved_medians, median_seconds, parser, setup, train
 
 from ganstudy.data.arrays import Split, load_split, save_split
 from ganstudy.data.conform import conform
@@ -41,6 +42,7 @@ def settings(options: dict, size: dict, iterations: int) -> dict:
 def main() -> None:
     args = parser(__doc__).parse_args()
     size = QUICK if args.quick else FULL
+    device = data_parallel_device()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         prepare_dataset("digits", None, 0.2, 1, folder)
@@ -53,14 +55,15 @@ def main() -> None:
 
         def epoch_seconds(name: str, repeat: int) -> float:
             ranks, run_settings = runs[name]
-            return median_seconds(train(ranks, run_settings, data, folder / f"{name}-{repeat}"))
+            return median_seconds(train(ranks, run_settings, data, folder / f"{name}-{repeat}", device))
 
         median = interleaved_medians(epoch_seconds, runs, size["repeats"])
-        median["amp_bf16"] = median_seconds(train(2, settings({"amp": "bf16"}, size, 2), data, folder / "amp_bf16"))
+        median["amp_bf16"] = median_seconds(train(2, settings({"amp": "bf16"}, size, 2), data, folder / "amp_bf16", device))
     results = {"efficiency": round(median["ranks1"] / (2 * median["ranks2"]), 3)}
     results |= {f"{name}_ratio": round(median[name] / median["ranks2"], 3) for name in [*OPTIONS, "amp_bf16"]}
     results |= {f"epoch_seconds_{name}": round(seconds, 3) for name, seconds in median.items()}
     results["steps_per_epoch"] = size["images"] // size["batch_size"]
+    results["device"] = device
     emit("data_parallel", results, args)
 
 

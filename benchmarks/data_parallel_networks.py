@@ -12,6 +12,7 @@ hidden_units 2, pix2pix ngf = ndf = 8), 2 epochs, 1 repeat.
 <case>_epoch_seconds_1, <case>_epoch_seconds_2: the medians behind it; <case>_global_batch: the batch;
 <case>_d_loss, <case>_g_loss: the losses of the last epoch on 2 ranks (the same data and seeds in every
 case of a network, so pix2pix_bf16's compare with pix2pix's).
+device: where every case trained: cuda with two GPUs or more (nccl needs one per rank), else cpu.
 Case pix2pix_bf16 is pix2pix under bf16 autocast (Conjevaram Sai Narayan et al.'s AMP row on a CPU;
 their fp16 needs a GPU): one repeat, since on CPUs without AVX512-BF16/AMX its kernels are emulated.
 An epoch's seconds are the median over its epochs after the first (losses.csv, the training loop's own
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from common import emit, interleaved_medians, median_seconds, parser, setup, train
+from common import data_parallel_device, emit, interleaved_medians, median_seconds, parser, setup, train
 
 from ganstudy.data.arrays import Split, save_split
 
@@ -76,7 +77,8 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown case(s) {sorted(unknown)}; the cases are {list(CASES)}")
     size = QUICK if args.quick else FULL
-    results: dict[str, float] = {}
+    device = data_parallel_device()
+    results: dict[str, float | str] = {"device": device}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for case in cases:
@@ -84,7 +86,7 @@ def main() -> None:
             train_split = data(case, 2 * case_settings["batch_size"], folder)
 
             def epoch_seconds(ranks: str, repeat: int) -> float:
-                return median_seconds(train(int(ranks), case_settings, train_split, folder / f"{case}-{ranks}-{repeat}"))
+                return median_seconds(train(int(ranks), case_settings, train_split, folder / f"{case}-{ranks}-{repeat}", device))
 
             amp = case_settings["data_parallel"]["amp"] != "none"
             median = interleaved_medians(epoch_seconds, ("1", "2"), 1 if amp else size["repeats"])

@@ -19,11 +19,12 @@ RESULT_KEYS = {
     "training_loop": {"ours_samples_per_s", "bare_samples_per_s", "ratio", "iterations", "repeats", "threads"},
     "per_class_scaling": {"weak_scaling_ratio", "strong_speedup", "seconds_1_class_1_rank", "seconds_2_classes_2_ranks",
                           "seconds_10_classes_1_rank", "seconds_10_classes_2_ranks", "images_per_class_weak"},
-    "data_parallel": {"efficiency", "steps_per_epoch"}
+    "data_parallel": {"efficiency", "steps_per_epoch", "device"}
     | {f"{option}_ratio" for option in ("accumulation_4", "clip_2", "zero", "zero3_offload", "amp_bf16")}
     | {f"epoch_seconds_{run}" for run in ("ranks1", "ranks2", "accumulation_4", "clip_2", "zero", "zero3_offload", "amp_bf16")},
     "data_parallel_networks": {f"{case}_{key}" for case in ("calo3d", "pix2pix", "pix2pix256", "pix2pix_bf16")
-                               for key in ("efficiency", "epoch_seconds_1", "epoch_seconds_2", "global_batch", "d_loss", "g_loss")},
+                               for key in ("efficiency", "epoch_seconds_1", "epoch_seconds_2", "global_batch", "d_loss", "g_loss")}
+    | {"device"},
     "grid_scaling": {"speedup", "iteration_seconds_1_rank_digits", "iteration_seconds_2_ranks_digits", "weak_efficiency",
                      "iteration_seconds_4x2_2_ranks_digits", "strong_speedup_28x28", "iteration_seconds_2x2_1_rank",
                      "iteration_seconds_2x2", "exchange_fraction", f"iteration_seconds_thesis_{THESIS_SHAPE}",

@@ -4,10 +4,12 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair, get_network
+from ganstudy.models.calo3d import BlockMean3d
 
 # The full suite shares the machine: keep these to one thread.
 torch.set_num_threads(1)
@@ -84,6 +86,20 @@ def test_layers_match_the_original(pair_25):
     assert [m.p for m in _layers(discriminator, nn.Dropout)] == [0.2] * 4
     # 25 -> 23 after the padding-1 convolution -> 11 after the average pooling.
     assert discriminator.auxiliary.in_features == 8 * 11**3
+
+
+def test_the_pooling_is_keras_average_pooling_with_a_gradient_cuda_can_compute_deterministically(pair_25):
+    (pooling,) = _layers(pair_25[1], BlockMean3d)
+    # Odd sizes as the 25-cube's 23: Keras and torch drop the last plane of each axis.
+    maps = torch.randn(2, 3, 23, 9, 7, dtype=torch.float64, requires_grad=True)
+    pooled, reference = pooling(maps), F.avg_pool3d(maps, 2)
+    # float64: only the order of the 8 additions may differ.
+    torch.testing.assert_close(pooled, reference, rtol=0, atol=1e-14)
+    (gradient,) = torch.autograd.grad(pooled.sum(), maps)
+    (expected,) = torch.autograd.grad(reference.sum(), maps)
+    assert torch.equal(gradient, expected)
+    # torch.use_deterministic_algorithms refuses avg_pool3d's CUDA backward: none may be left.
+    assert not _layers(pair_25[1], nn.AvgPool3d)
 
 
 def test_hidden_units_scale_every_filter_count():

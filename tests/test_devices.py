@@ -13,6 +13,7 @@ from conftest import SCHEMA, train_command
 from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.parallel.determinism import configure_determinism
+from ganstudy.parallel.process_group import check_one_gpu_per_rank
 from ganstudy.parallel.world import mpi_world, select_devices
 from ganstudy.train.job import job_description, read_job, write_job
 
@@ -147,3 +148,14 @@ def test_the_cpu_leaves_torch_s_switches_alone(torch_flags):
     configure_determinism(torch.device("cpu"), False)
     assert _flags() == before
     assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+
+
+def test_two_ranks_on_one_gpu_are_refused_before_nccl_with_the_ranks_and_the_remedy():
+    # Seen on a 1-GPU H100 node: 2 data-parallel ranks both took cuda:0 and nccl stopped in the first
+    # synchronised batch norm with "Duplicate GPU detected". One GPU per rank on each host is fine.
+    check_one_gpu_per_rank([("a", 0), ("a", 1), ("b", 0), ("b", 1)])
+    with pytest.raises(GanstudyError) as error:
+        check_one_gpu_per_rank([("a", 0), ("a", 1), ("b", 0), ("b", 0)])
+    message = str(error.value)
+    assert "ranks 2 and 3 both train on cuda:0 of host b (2 ranks there, 1 GPU(s) among them)" in message
+    assert "--gpus-per-task=1" in message and "compute.device: cpu" in message

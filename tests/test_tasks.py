@@ -295,6 +295,17 @@ def showers(count: int = 8) -> tuple[np.ndarray, np.ndarray]:
     return (rng.exponential(1.0, (count, *SHOWER)) * energy[:, :, None, None, None] / 20).astype(np.float32), energy
 
 
+def save_tiny_split(network: str, path: Path) -> dict:
+    """4 pix2pix pairs or 4 showers saved at ``path``; returns the set-up keys that keep ``network`` tiny."""
+    if network == "pix2pix":
+        a, b = paired_data(4)
+        save_split(path, Split(b.numpy(), np.zeros(4, np.int64), conditions=a.numpy()))
+        return {"hidden_units": 4}
+    images, energy = showers(4)
+    save_split(path, Split(images, np.zeros(4, np.int64), conditions=energy))
+    return {"latent_dim": 4, "hidden_units": 2}
+
+
 def get_ecal_fit(energy: np.ndarray) -> np.ndarray:
     """3DGAN's GetEcalFit (mod 1, electrons, xscale 100), written out with numpy."""
     return np.polyval([0.0018, -0.023, 0.11, -0.28, 2.21], energy) * energy * 100
@@ -426,13 +437,7 @@ def test_a_shower_generator_s_held_out_physics_score_is_scored_without_changing_
 @pytest.mark.mpi
 @pytest.mark.parametrize("network", ["pix2pix", "calo3d"])
 def test_paired_and_energy_networks_train_under_bf16_autocast(network: str, tmp_path: Path, env: dict) -> None:
-    if network == "pix2pix":
-        a, b = paired_data(4)
-        data, keys = Split(b.numpy(), np.zeros(4, np.int64), conditions=a.numpy()), {"hidden_units": 4}
-    else:
-        images, energy = showers(4)
-        data, keys = Split(images, np.zeros(4, np.int64), conditions=energy), {"latent_dim": 4, "hidden_units": 2}
-    save_split(tmp_path / "train.npz", data)
+    keys = save_tiny_split(network, tmp_path / "train.npz")
     setup = paired_setup(mode="data_parallel", network=network, data_parallel={"amp": "bf16"}, **keys)
     out = run_train(tmp_path / "train.npz", setup, tmp_path / "out", 1, env)
     losses = [float(x) for line in (out / "losses.csv").read_text().splitlines()[1:] for x in line.split(",")[1:3]]

@@ -133,6 +133,18 @@ class Calo3DGenerator(nn.Module):
         return self.convolutions(self.dense(scaled).view(z.shape[0], *self.start))
 
 
+class BlockMean3d(nn.Module):
+    """Keras' AveragePooling3D(2): the mean of each 2x2x2 block, a trailing odd plane dropped. Not
+    nn.AvgPool3d: CUDA has no deterministic backward for it, and compute.deterministic must not stop
+    the GPU runs that the CPU trains; a mean over a reshaped view backpropagates by broadcasting."""
+
+    def forward(self, maps: torch.Tensor) -> torch.Tensor:
+        batch, channels, *sizes = maps.shape
+        halves = [n // 2 for n in sizes]
+        even = maps[..., : 2 * halves[0], : 2 * halves[1], : 2 * halves[2]]
+        return even.reshape(batch, channels, halves[0], 2, halves[1], 2, halves[2], 2).mean(dim=(3, 5, 7))
+
+
 class Calo3DDiscriminator(nn.Module):
     """showers (N, 1, X, Y, Z) -> (N, 3): real/fake logit, energy estimate, voxel sum."""
 
@@ -147,7 +159,7 @@ class Calo3DDiscriminator(nn.Module):
                 _batch_norm(outputs),
                 nn.Dropout(DROPOUT),
             ]
-        layers += [nn.AvgPool3d(2), nn.Flatten()]
+        layers += [BlockMean3d(), nn.Flatten()]
         self.features = nn.Sequential(*layers)
         # Sizes kept by the first three convolutions, the last's padding 1 takes 2, the pooling halves
         # (rounding down): 25 -> 23 -> 11.

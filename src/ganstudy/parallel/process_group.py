@@ -34,6 +34,25 @@ def _store_address(world: World) -> str:
     return "127.0.0.1" if len(set(hosts)) == 1 else hosts[0]
 
 
+def check_one_gpu_per_rank(placements: list[tuple[str, int]]) -> None:
+    """nccl refuses two ranks on one GPU ("Duplicate GPU detected"), and only at its first collective,
+    deep in training: say so before, naming the ranks and what to change. ``placements``: every rank's
+    (host, GPU index), in rank order."""
+    first: dict[tuple[str, int], int] = {}
+    for rank, placement in enumerate(placements):
+        if placement in first:
+            host, gpu = placement
+            gpus = len({index for name, index in placements if name == host})
+            ranks = sum(name == host for name, _ in placements)
+            raise GanstudyError(
+                f"data parallelism over nccl needs a GPU of its own per rank, but ranks {first[placement]} and {rank} "
+                f"both train on cuda:{gpu} of host {host} ({ranks} ranks there, {gpus} GPU(s) among them). Launch at "
+                "most one rank per GPU (Slurm --gpus-per-task=1, LSF jsrun -g 1; locally fewer ranks: compute.max_ranks "
+                "or the set-up's ranks), or set compute.device: cpu to train over gloo."
+            )
+        first[placement] = rank
+
+
 @contextmanager
 def torch_process_group(world: World, device: torch.device) -> Iterator[None]:
     """The default torch.distributed group over the MPI world, for the duration of the block."""
@@ -41,6 +60,7 @@ def torch_process_group(world: World, device: torch.device) -> Iterator[None]:
         raise GanstudyError("a torch.distributed process group is already open in this process")
     if device.type == "cuda":
         # nccl binds a process to one GPU: the one this rank trains on.
+        check_one_gpu_per_rank(world.comm.allgather((socket.gethostname(), device.index)))
         torch.cuda.set_device(device)
     host = _store_address(world)
     store = None
