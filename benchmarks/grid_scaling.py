@@ -21,7 +21,7 @@ figure is the median of a run's iteration seconds after the first (losses.csv), 
      grid of the thesis's work twice the ranks;
    - exchange_fraction: exchange seconds / iteration seconds per rank, of the 2x2 grid on 2 ranks;
    - the thesis's grid (--thesis-shape, 18x18 on a GPU; 4x4 on a CPU, where 18x18 takes a quarter of an
-     hour per iteration) on --thesis-ranks ranks with the device found: iteration_seconds_thesis_<shape>
+     hour per iteration, and in --quick) on --thesis-ranks ranks with the device found: iteration_seconds_thesis_<shape>
      and, per cell, cell_iteration_seconds_thesis (iteration seconds x ranks / cells); thesis_ranks,
      device.
 --quick runs the same grids and rank counts with 2 iterations each, 4LP networks of 16 hidden units and
@@ -161,9 +161,11 @@ def thesis_work(size: dict, folder: Path, tmp: str, thesis_shape: str, thesis_ra
 
 def main() -> None:
     arguments = parser(__doc__)
-    arguments.add_argument("--thesis-shape", default="18x18" if torch.cuda.is_available() else "4x4")
+    arguments.add_argument("--thesis-shape", help="the thesis's grid: 18x18 on a GPU, 4x4 on a CPU or with --quick")
     arguments.add_argument("--thesis-ranks", type=int, default=1, help="ranks for the thesis's grid (one per GPU)")
     args = arguments.parse_args()
+    # 324 cells take minutes per iteration even at --quick's sizes: quick checks the code path, not the scale.
+    args.thesis_shape = args.thesis_shape or ("18x18" if torch.cuda.is_available() and not args.quick else "4x4")
     size = QUICK if args.quick else FULL
     with tempfile.TemporaryDirectory() as tmp:
         small, large = Path(tmp, "digits"), Path(tmp, "mnist_like")
