@@ -100,6 +100,13 @@ def env() -> dict[str, str]:
     return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
 
 
+def with_pythonpath(env: dict[str, str], folder: Path) -> dict[str, str]:
+    """``env`` with ``folder`` first on PYTHONPATH, keeping what is there (a cluster's module system may
+    put the project's packages on it)."""
+    path = [str(folder), *filter(None, [env.get("PYTHONPATH")])]
+    return {**env, "PYTHONPATH": os.pathsep.join(path)}
+
+
 @pytest.fixture()
 def default_config() -> dict:
     return load_study_config(REPO / "config" / "config.yaml", SCHEMA)

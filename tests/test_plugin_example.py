@@ -22,9 +22,9 @@ from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.train.network_check import check_pair
 from ganstudy.train.settings import TrainingSettings
+from conftest import REPO, with_pythonpath
 from test_workflow import snakemake
 
-REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "sngan-plugin"
 ORIGIN = "sngan_plugin.networks:SNDCGAN (from ganstudy-sngan-plugin 0.1.0)"
 
@@ -44,7 +44,7 @@ def plugin_site(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def plugin_env(env, plugin_site) -> dict:
-    return {**env, "PYTHONPATH": str(plugin_site)}
+    return with_pythonpath(env, plugin_site)
 
 
 def example_study(**evaluation) -> dict:

@@ -10,6 +10,8 @@ import pytest
 
 from ganstudy.errors import GanstudyError
 from ganstudy.status import status_table, study_status, trial_status, write_plan
+
+from conftest import with_pythonpath
 from test_plugin_example import BROKEN
 from test_workflow import snakemake
 
@@ -26,7 +28,7 @@ def test_status_of_a_real_run_names_the_failed_job_and_its_error(tmp_path, env):
         },
         "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2},
     }
-    done = snakemake(tmp_path, config, "--cores", "2", "--keep-going", env={**env, "PYTHONPATH": str(tmp_path)})
+    done = snakemake(tmp_path, config, "--cores", "2", "--keep-going", env=with_pythonpath(env, tmp_path))
     assert done.returncode != 0
     study = tmp_path / "results" / "tiny"
     rows = {(row.setup, row.trial): row for row in study_status(study)}
