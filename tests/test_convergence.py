@@ -91,6 +91,21 @@ def test_a_rise_after_the_best_is_degraded(seed):
     assert verdict(trend, 0.05, 0.6) == "yes"
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_a_steady_rise_after_the_best_is_degraded_before_its_median_climbs_the_tolerance(seed):
+    # Flat at 2 to iteration 300, then rising steadily by 40% to the end (as the thesis's 3x3 grid trained
+    # past 550 did), 10% noise: the window's median is about 20% above the best level, its end 40%.
+    rng = np.random.default_rng(seed)
+    clean = np.where(ITERATIONS <= 300, 2.0, 2.0 * 1.4 ** ((ITERATIONS - 300) / 100))
+    clean[:80] = np.interp(ITERATIONS[:80], [1, 80], [40, 2])
+    trend = window_trend(_curve(clean * np.exp(rng.normal(0, 0.1, len(ITERATIONS)))))
+    assert trend["level_change"] < 0.25 < trend["level_change_at_end"] < 0.5, trend
+    assert verdict(trend, 0.05, 0.25) == "degraded"
+    # Carried at the slowest rise its interval allows, never beyond the curve's own trend.
+    assert trend["level_at_end"] == pytest.approx(trend["level_in_window"] * math.exp(trend["slope_low"] * 99 / 2))
+    assert trend["level_at_end"] < trend["level_in_window"] * math.exp(trend["slope"] * 99 / 2)
+
+
 def test_a_window_with_fewer_than_three_points_is_not_judged():
     curve = pd.Series([5.0, 4.0, 3.0, 2.0, 1.0], index=[10, 20, 30, 40, 50])
     assert window_trend(curve)["points"] == 2 and verdict(window_trend(curve), 0.05, 0.25) == "–"
@@ -108,7 +123,9 @@ def test_a_set_up_still_improving_is_flagged_and_a_flat_one_is_not(tmp_path):
     paths += [_losses(tmp_path, "grid", 0, plateau, column="fid_best")]
     rising = np.interp(ITERATIONS, [1, 80, 200, 260, 400], [400, 50, 50, 80, 80])
     paths += [_losses(tmp_path, "rising", 0, rising)]
-    setups = ["short", "long", "pc", "grid", "none", "rising"]
+    climbing = np.where(ITERATIONS <= 300, 50.0, 50.0 * 1.4 ** ((ITERATIONS - 300) / 100))
+    paths += [_losses(tmp_path, "climbing", 0, climbing)]
+    setups = ["short", "long", "pc", "grid", "none", "rising", "climbing"]
     table = write_convergence(paths, setups, 0.05, 0.25, tmp_path / "convergence.csv").set_index("setup")
     assert table.loc["short", "converged"] == "no" and table.loc["short", "trials"] == 3
     # The window of the mean over 3 trials (falling + t, t = 0, 1, 2): its Theil-Sen slope against
@@ -124,10 +141,13 @@ def test_a_set_up_still_improving_is_flagged_and_a_flat_one_is_not(tmp_path):
     looser = write_convergence(paths, setups, 0.05, 0.65, tmp_path / "looser.csv").set_index("setup")
     assert looser.loc["rising", "converged"] == "yes"
     notes = convergence_notes(tmp_path / "convergence.csv")
-    assert list(notes) == ["short", "rising"]
+    assert list(notes) == ["short", "rising", "climbing"]
     assert notes["short"].startswith("not converged: in-training FID still falling from iteration 301 on, 39% better by the end")
     assert notes["rising"] == ("degraded: median in-training FID from iteration 301 on 60% worse than its best level before "
                                "(trained past its best)")
+    # Noiseless: carried from the median (mid-window, 19% up) at its own slope to the end, 40% up.
+    assert notes["climbing"] == ("degraded: in-training FID rising from iteration 301 on, at least 40% worse than its best level "
+                                 "before by the end (median 19%; trained past its best)")
     scores = pd.DataFrame([{"setup": s, "trial": 0, "metric": "fid", "value": 1.0, "train_seconds": 1.0} for s in ("short", "long")])
     summary = summary_table(scores, "fid", ["short", "long"], 1, notes).set_index("setup")
     assert "not converged" in summary.loc["short", "note"] and summary.loc["long", "note"] == ""

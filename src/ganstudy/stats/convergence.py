@@ -16,9 +16,12 @@ can neither fake nor hide a trend:
   ``tolerance`` and the interval excludes zero (a fall both material and beyond the noise): more
   iterations would have given a better generator, and its scores describe an unfinished run.
 - level: the window's median against the best level before it, the lowest running median of as many
-  consecutive points as the window has. A window median worse than that by more than ``degradation``
-  has **degraded**: training went on past its best (a discriminator that overfits a small data set, too
-  high a learning rate), and its scores describe that, not the method.
+  consecutive points as the window has. The median sits mid-window, so for a curve that is still rising
+  it is carried to the window's end at the slowest rise the slope's interval allows (not at all when the
+  interval includes a fall, so a noisy flat window stays where it is). A level at the window's end worse
+  than the best before by more than ``degradation`` has **degraded**: training went on past its best (a
+  discriminator that overfits a small data set, too high a learning rate), and its scores describe that,
+  not the method.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ CONFIDENCE = 0.95
 MIN_POINTS = 3
 # What window_trend gives besides the window's point count.
 TREND_COLUMNS = ["window_from", "intercept", "slope", "slope_low", "slope_high", "projected_change", "projected_change_low",
-                 "projected_change_high", "level_before", "level_in_window", "level_change"]
+                 "projected_change_high", "level_before", "level_in_window", "level_change", "level_at_end",
+                 "level_change_at_end"]
 COLUMNS = ["setup", "trials", "iterations", "score", "first", "points", *TREND_COLUMNS, "converged"]
 
 
@@ -79,11 +83,13 @@ def window_trend(curve: pd.Series, window: float = WINDOW) -> dict[str, float]:
     span = x[-1] - x[0]
     level_before = float(before.rolling(min(points, len(before))).median().min())
     level_inside = float(inside.median())
+    level_at_end = level_inside * float(np.exp(max(low, 0.0) * span / 2))
     return result | {
         "window_from": float(x[0]), "intercept": intercept, "slope": slope, "slope_low": low, "slope_high": high,
         "projected_change": float(np.expm1(slope * span)), "projected_change_low": float(np.expm1(low * span)),
         "projected_change_high": float(np.expm1(high * span)),
         "level_before": level_before, "level_in_window": level_inside, "level_change": level_inside / level_before - 1,
+        "level_at_end": level_at_end, "level_change_at_end": level_at_end / level_before - 1,
     }
 
 
@@ -93,7 +99,7 @@ def verdict(trend: dict[str, float], tolerance: float, degradation: float) -> st
         return "–"
     if -trend["projected_change"] > tolerance and trend["slope_high"] < 0:
         return "no"
-    return "degraded" if trend["level_change"] > degradation else "yes"
+    return "degraded" if trend["level_change_at_end"] > degradation else "yes"
 
 
 def convergence_table(loss_paths: list[str], setups: list[str], tolerance: float, degradation: float,
@@ -136,7 +142,11 @@ def convergence_notes(convergence_path: str | os.PathLike[str]) -> dict[str, str
             notes[row.setup] = (f"not converged: in-training {_name(row.score)} still falling from iteration {row.window_from:.0f} "
                                 f"on, {-row.projected_change:.0%} better by the end (95% interval {-row.projected_change_high:.0%} "
                                 f"to {-row.projected_change_low:.0%})")
-        elif row.converged == "degraded":
+        elif row.converged == "degraded" and row.slope_low <= 0:
             notes[row.setup] = (f"degraded: median in-training {_name(row.score)} from iteration {row.window_from:.0f} on "
                                 f"{row.level_change:.0%} worse than its best level before (trained past its best)")
+        elif row.converged == "degraded":
+            notes[row.setup] = (f"degraded: in-training {_name(row.score)} rising from iteration {row.window_from:.0f} on, "
+                                f"at least {row.level_change_at_end:.0%} worse than its best level before by the end "
+                                f"(median {row.level_change:.0%}; trained past its best)")
     return notes
