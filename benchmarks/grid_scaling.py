@@ -21,9 +21,9 @@ figure is the median of a run's iteration seconds after the first (losses.csv), 
      grid of the thesis's work twice the ranks;
    - exchange_fraction: exchange seconds / iteration seconds per rank, of the 2x2 grid on 2 ranks;
    - the thesis's grid (--thesis-shape, 18x18 on a GPU; 4x4 on a CPU, where 18x18 takes a quarter of an
-     hour per iteration, and in --quick) on --thesis-ranks ranks with the device found: iteration_seconds_thesis_<shape>
-     and, per cell, cell_iteration_seconds_thesis (iteration seconds x ranks / cells); thesis_ranks,
-     device.
+     hour per iteration, and with --quick) on --thesis-ranks ranks with the device found:
+     iteration_seconds_thesis_<shape> and, per cell, cell_iteration_seconds_thesis (iteration seconds x
+     ranks / cells); thesis_ranks, device.
 --quick runs the same grids and rank counts with 2 iterations each, 4LP networks of 16 hidden units and
 latent 8, one batch of data per cell (grid.data_ratio 0.01), 50 to 100 samples for fitness and scores,
 200 28x28 images and 1-epoch classifiers. Prints one JSON record last (benchmarks/common.py).
@@ -164,7 +164,7 @@ def main() -> None:
     arguments.add_argument("--thesis-shape", help="the thesis's grid: 18x18 on a GPU, 4x4 on a CPU or with --quick")
     arguments.add_argument("--thesis-ranks", type=int, default=1, help="ranks for the thesis's grid (one per GPU)")
     args = arguments.parse_args()
-    # 324 cells take minutes per iteration even at --quick's sizes: quick checks the code path, not the scale.
+    # --quick checks the code path in minutes on any device; the 18x18 grid's 324 cells are for the measurement.
     args.thesis_shape = args.thesis_shape or ("18x18" if torch.cuda.is_available() and not args.quick else "4x4")
     size = QUICK if args.quick else FULL
     with tempfile.TemporaryDirectory() as tmp:

@@ -10,7 +10,6 @@ import pytest
 
 from ganstudy.errors import GanstudyError
 from ganstudy.status import status_table, study_status, trial_status, write_plan
-
 from conftest import with_pythonpath
 from test_plugin_example import BROKEN
 from test_workflow import snakemake
