@@ -40,6 +40,11 @@ def _plateau_after(level: float, rng: np.random.Generator, noise: float) -> np.n
     return clean * np.exp(rng.normal(0, noise, len(ITERATIONS)))
 
 
+def _climbing_after_300(level: float) -> np.ndarray:
+    """Flat at ``level`` to iteration 300, then rising steadily (log-linear) by 40% to iteration 400."""
+    return np.where(ITERATIONS <= 300, level, level * 1.4 ** ((ITERATIONS - 300) / 100))
+
+
 def test_a_noiseless_exponential_decay_gives_its_own_slope_and_projected_change():
     # log score falls 0.002 per iteration: over the window (iterations 301-400, a span of 99) the score
     # changes by exp(-0.002 * 99) - 1 = -18%; its level falls below the best before, so not degraded.
@@ -96,7 +101,7 @@ def test_a_steady_rise_after_the_best_is_degraded_before_its_median_climbs_the_t
     # Flat at 2 to iteration 300, then rising steadily by 40% to the end (as the thesis's 3x3 grid trained
     # past 550 did), 10% noise: the window's median is about 20% above the best level, its end 40%.
     rng = np.random.default_rng(seed)
-    clean = np.where(ITERATIONS <= 300, 2.0, 2.0 * 1.4 ** ((ITERATIONS - 300) / 100))
+    clean = _climbing_after_300(2.0)
     clean[:80] = np.interp(ITERATIONS[:80], [1, 80], [40, 2])
     trend = window_trend(_curve(clean * np.exp(rng.normal(0, 0.1, len(ITERATIONS)))))
     assert trend["level_change"] < 0.25 < trend["level_change_at_end"] < 0.5, trend
@@ -123,7 +128,7 @@ def test_a_set_up_still_improving_is_flagged_and_a_flat_one_is_not(tmp_path):
     paths += [_losses(tmp_path, "grid", 0, plateau, column="fid_best")]
     rising = np.interp(ITERATIONS, [1, 80, 200, 260, 400], [400, 50, 50, 80, 80])
     paths += [_losses(tmp_path, "rising", 0, rising)]
-    climbing = np.where(ITERATIONS <= 300, 50.0, 50.0 * 1.4 ** ((ITERATIONS - 300) / 100))
+    climbing = _climbing_after_300(50.0)
     paths += [_losses(tmp_path, "climbing", 0, climbing)]
     setups = ["short", "long", "pc", "grid", "none", "rising", "climbing"]
     table = write_convergence(paths, setups, 0.05, 0.25, tmp_path / "convergence.csv").set_index("setup")
