@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import REPO, SCHEMA, train_command
+from conftest import REPO, SCHEMA, assert_trained_alike, train_command
 from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
@@ -170,8 +170,8 @@ def test_zero_3_leaves_each_rank_its_shard_of_every_parameter(tmp_path, env):
 def test_two_ranks_train_what_one_rank_trains(tmp_path, env):
     one = probe("train", 1, settings(network="dcgan"), tmp_path / "one.pt", env)
     two = probe("train", 2, settings(network="dcgan"), tmp_path / "two.pt", env)
-    # Six Adam steps per player: the last-bit differences of each step's sums stay far below 1e-4.
-    assert_close_dicts(two["generator"], one["generator"], rtol=1e-4, atol=1e-5)
+    # Six Adam steps per player: last-bit differences of each step's sums, amplified only where a gradient cancels.
+    assert_trained_alike(one["generator"], two["generator"])
     for a, b in zip(one["history"], two["history"]):
         assert a["d_loss"] == pytest.approx(b["d_loss"], rel=1e-5) and a["g_loss"] == pytest.approx(b["g_loss"], rel=1e-5)
 
@@ -188,7 +188,7 @@ def test_per_rank_batch_norm_is_horovod_s_and_differs_from_the_global_one_on_two
     per_rank = {"data_parallel": {"batch_norm": "per_rank"}}
     one = probe("train", 1, settings(network="dcgan", **per_rank), tmp_path / "one.pt", env)
     # On one rank both normalise the same rows; only the kernels differ (torch's layer vs the synchronised one).
-    assert_close_dicts(one["generator"], probe("train", 1, settings(network="dcgan"), tmp_path / "g1.pt", env)["generator"], rtol=1e-4, atol=1e-5)
+    assert_trained_alike(one["generator"], probe("train", 1, settings(network="dcgan"), tmp_path / "g1.pt", env)["generator"])
     two = probe("train", 2, settings(network="dcgan", **per_rank), tmp_path / "two.pt", env)
     two_global = probe("train", 2, settings(network="dcgan"), tmp_path / "g2.pt", env)
     assert any(not torch.allclose(two["generator"][key], two_global["generator"][key], rtol=1e-3, atol=1e-4) for key in two["generator"])

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from conftest import SCHEMA, train_command
+from conftest import SCHEMA, assert_trained_alike, train_command
 from ganstudy.config import validate_study_config
 from ganstudy.data.arrays import Split, save_split
 from ganstudy.data.kinds import PAIRS, SHOWERS, DataKind
@@ -167,8 +167,7 @@ def test_a_paired_run_writes_triptychs_and_data_parallel_ranks_agree(tmp_path: P
     with torch.no_grad():
         assert generator(torch.zeros(2, 1, 64, 64)).shape == (2, 3, 64, 64)
     one, two = (load_generator(train_paired(tmp_path, env, ranks, "data_parallel") / "generator.pt")[0] for ranks in (1, 2))
-    for (name, mine), theirs in zip(one.state_dict().items(), two.state_dict().values()):
-        torch.testing.assert_close(theirs, mine, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
+    assert_trained_alike(one.state_dict(), two.state_dict())
 
 
 @pytest.mark.mpi
@@ -177,9 +176,10 @@ def test_pix2pix_s_jitter_and_lr_decay_give_the_same_training_on_1_and_2_ranks(t
     one, two = (load_generator(train_paired(tmp_path, env, ranks, "data_parallel", name="recipe", **recipe) / "generator.pt")[0]
                 for ranks in (1, 2))
     plain = load_generator(train_paired(tmp_path, env, 1, "data_parallel") / "generator.pt")[0]
-    for (name, mine), theirs, unjittered in zip(one.state_dict().items(), two.state_dict().values(), plain.state_dict().values()):
-        torch.testing.assert_close(theirs, mine, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
-    assert any(not torch.allclose(a, b) for a, b in zip(one.state_dict().values(), plain.state_dict().values()))
+    assert_trained_alike(one.state_dict(), two.state_dict())
+    # The comparison tells training with and without the recipe apart: most elements differ.
+    with pytest.raises(AssertionError, match="elements differ"):
+        assert_trained_alike(one.state_dict(), plain.state_dict())
 
 
 @pytest.mark.mpi
@@ -190,8 +190,7 @@ def test_pix2pix_under_zero_3_with_offload_trains_and_scores_what_plain_data_par
     runs = {name: train_paired(tmp_path, env, 2, "data_parallel", name=name, data_parallel=options, **scored)
             for name, options in (("plain", {}), ("zero3", {"zero": 3, "offload": "cpu"}))}
     plain, sharded = (load_generator(run / "generator.pt")[0] for run in runs.values())
-    for (key, mine), theirs in zip(plain.state_dict().items(), sharded.state_dict().values()):
-        torch.testing.assert_close(theirs, mine, rtol=1e-4, atol=1e-5, msg=lambda m: f"{key}: {m}")
+    assert_trained_alike(plain.state_dict(), sharded.state_dict())
     scores = [pd.read_csv(run / "losses.csv").l1.to_numpy() for run in runs.values()]
     assert len(scores[0]) == 2 and np.isfinite(scores[0]).all()
     np.testing.assert_allclose(scores[1], scores[0], rtol=1e-4)
@@ -407,8 +406,7 @@ def test_an_energy_run_writes_shower_pairs_and_data_parallel_ranks_agree(tmp_pat
     generator, spec = load_generator(single / "generator.pt")
     assert spec.condition_shape == (1,) and spec.image_shape == SHOWER
     one, two = (load_generator(train("data_parallel", ranks) / "generator.pt")[0] for ranks in (1, 2))
-    for (name, mine), theirs in zip(one.state_dict().items(), two.state_dict().values()):
-        torch.testing.assert_close(theirs, mine, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
+    assert_trained_alike(one.state_dict(), two.state_dict())
 
 
 def test_a_shower_generator_s_held_out_physics_score_is_scored_without_changing_a_training_bit(tmp_path: Path, env: dict) -> None:
