@@ -287,20 +287,20 @@ def keras_mape(predicted: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 SHOWER = (1, 5, 5, 7)
 
 
-def showers(count: int = 8) -> tuple[np.ndarray, np.ndarray]:
+def showers(count: int = 8, shape: tuple[int, ...] = SHOWER) -> tuple[np.ndarray, np.ndarray]:
     """Tiny calorimeter-like data: non-negative depositions whose sum grows with the primary energy."""
     rng = np.random.default_rng(9)
     energy = rng.uniform(0.1, 5, (count, 1)).astype(np.float32)
-    return (rng.exponential(1.0, (count, *SHOWER)) * energy[:, :, None, None, None] / 20).astype(np.float32), energy
+    return (rng.exponential(1.0, (count, *shape)) * energy[:, :, None, None, None] / 20).astype(np.float32), energy
 
 
-def save_tiny_split(network: str, path: Path) -> dict:
+def save_tiny_split(network: str, path: Path, shower: tuple[int, ...] = SHOWER) -> dict:
     """4 pix2pix pairs or 4 showers saved at ``path``; returns the set-up keys that keep ``network`` tiny."""
     if network == "pix2pix":
         a, b = paired_data(4)
         save_split(path, Split(b.numpy(), np.zeros(4, np.int64), conditions=a.numpy()))
         return {"hidden_units": 4}
-    images, energy = showers(4)
+    images, energy = showers(4, shower)
     save_split(path, Split(images, np.zeros(4, np.int64), conditions=energy))
     return {"latent_dim": 4, "hidden_units": 2}
 
@@ -435,7 +435,11 @@ def test_a_shower_generator_s_held_out_physics_score_is_scored_without_changing_
 @pytest.mark.mpi
 @pytest.mark.parametrize("network", ["pix2pix", "calo3d"])
 def test_paired_and_energy_networks_train_under_bf16_autocast(network: str, tmp_path: Path, env: dict) -> None:
-    keys = save_tiny_split(network, tmp_path / "train.npz")
+    # Showers 9x9x7, not 5x5x7: at X = 5 the generator's second convolution (kernel 6x5x8) reads a 4x4x10
+    # map, and oneDNN 3.12's avx512_core_bf16 kernel (AVX512-BF16 without AMX, e.g. AMD Zen 4) computes
+    # that kernel-larger-than-input case's weight gradient wrong: NaN after one step, caught by the
+    # trainer's finite-loss check (test_training.py). Not ganstudy's arithmetic, so not what this tests.
+    keys = save_tiny_split(network, tmp_path / "train.npz", shower=(1, 9, 9, 7))
     setup = paired_setup(mode="data_parallel", network=network, data_parallel={"amp": "bf16"}, **keys)
     out = run_train(tmp_path / "train.npz", setup, tmp_path / "out", 1, env)
     losses = [float(x) for line in (out / "losses.csv").read_text().splitlines()[1:] for x in line.split(",")[1:3]]

@@ -1,4 +1,5 @@
 import json
+import re
 import shutil
 import subprocess
 
@@ -149,3 +150,17 @@ def test_the_in_training_fid_is_the_fixed_batch_s_fid_and_changes_no_training_bi
         expected = FidScorer(classifier_path, reference, torch.device("cpu")).fid(generator(noise))
     assert fids[-1] == pytest.approx(expected, rel=1e-6)
     assert any(row["routine"] == "score" for row in scored.profile)
+
+
+@pytest.mark.parametrize("keys, advice", [
+    ({"mode": "single"}, r"look for non-finite values in the training data$"),
+    ({"mode": "data_parallel", "data_parallel": {"amp": "bf16"}}, r"or train without data_parallel.amp: .*docs/guide.md"),
+])
+def test_losses_that_stop_being_finite_stop_the_run_naming_the_iteration_and_what_to_check(digits_dir, keys, advice):
+    data = load_split(digits_dir / "train.npz")
+    images = data.images.copy()
+    images[7, 0, 3, 3] = np.nan  # one pixel: every pass draws every row, so the first iteration's losses are NaN
+    with pytest.raises(GanstudyError, match=r"pair: the losses are not finite after iteration 1 of 5 \(d_loss nan, g_loss nan\), "
+                                            r"so the weights are lost to NaN or inf: lower the set-up's lr \(now 0.0002\)") as raised:
+        _train(_setup(iterations=5, **keys), Split(images, data.labels), 1, 0)
+    assert re.search(advice, str(raised.value)), raised.value

@@ -116,6 +116,16 @@ class DataParallelTrainer(PairTrainer):
             return contextlib.nullcontext()
         return torch.autocast(device.type, dtype=self.amp)
 
+    def _diverged(self, d_loss: float, g_loss: float) -> str:
+        message = super()._diverged(d_loss, g_loss)
+        if self.amp is None:
+            return message
+        # Seen on an AMD EPYC with AVX512-BF16 and no AMX (torch 2.13, oneDNN 3.12): calo3d at 5x5x7 went NaN
+        # after one step because oneDNN's avx512_core_bf16 kernel got a 3D convolution's weight gradient wrong.
+        return (f"{message}; or train without data_parallel.amp: low precision can overflow, and on some CPUs "
+                "oneDNN's bf16 kernels compute wrong gradients for convolutions whose kernel is larger than their "
+                "input (docs/guide.md, Modes)")
+
     def _call_seed(self) -> int:
         return int(torch.randint(0, 2**62, (1,), generator=self.dropout_rng))
 

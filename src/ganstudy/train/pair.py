@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ import torch
 
 from ganstudy.checkpoint import CheckpointStore
 from ganstudy.data.partition import batches_per_pass
+from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair, get_network
 from ganstudy.parallel.stop import StopSignal
 from ganstudy.train.progress import Progress, TrainerReport
@@ -185,6 +187,9 @@ class PairTrainer:
                 self._set_lr(iteration + 1)
                 d_loss, g_loss = self._one_pass()
                 self.done = iteration + 1
+                if not (math.isfinite(d_loss) and math.isfinite(g_loss)):
+                    # Every later step would only spread the NaN: stop before scoring or checkpointing it.
+                    raise GanstudyError(self._diverged(d_loss, g_loss))
                 seconds = time.perf_counter() - started
                 score, score_seconds = self._score(total)
                 self.history.append({"iteration": self.done, "d_loss": d_loss, "g_loss": g_loss, column: score, "seconds": seconds,
@@ -200,6 +205,12 @@ class PairTrainer:
                     raise stop.stopped(self.name, self.done, str(store.directory) if store else None)
         self.generator.eval()
         return self.generator
+
+    def _diverged(self, d_loss: float, g_loss: float) -> str:
+        """The message for losses that are no longer finite."""
+        return (f"{self.name}: the losses are not finite after iteration {self.done} of {self.setup.iterations} "
+                f"(d_loss {d_loss}, g_loss {g_loss}), so the weights are lost to NaN or inf: lower the set-up's lr "
+                f"(now {self.lr:g}) or look for non-finite values in the training data")
 
     def _scores_here(self) -> bool:
         """Whether this process scores (ranks training one pair together leave it to one)."""
