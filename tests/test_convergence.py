@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from scipy.stats import theilslopes
 
+from ganstudy.report import figures as figure_module
 from ganstudy.report.figures import score_curves
 from ganstudy.stats.convergence import convergence_notes, verdict, window_trend, write_convergence
 from ganstudy.stats.summary import summary_table
@@ -158,3 +159,33 @@ def test_a_set_up_still_improving_is_flagged_and_a_flat_one_is_not(tmp_path):
     assert "not converged" in summary.loc["short", "note"] and summary.loc["long", "note"] == ""
     score_curves(paths, ["short", "long", "pc", "grid"], tmp_path / "curves.png")
     assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_short_curve_still_falling_under_noise_is_inconclusive(tmp_path, monkeypatch):
+    # 30 iterations still falling 10% per iteration under 25% noise: the window (iterations 23-30, 8
+    # points) projects a fall of about half, far beyond the tolerance, but its 95% interval reaches a
+    # small rise, so the check can neither confirm the fall nor call the curve converged.
+    rng = np.random.default_rng(5)
+    iterations = np.arange(1, 31)
+    falling = 40 * np.exp(-iterations / 10.4) * np.exp(rng.normal(0, 0.25, 30))
+    trend = window_trend(pd.Series(falling, index=iterations))
+    assert trend["points"] == 8 and trend["projected_change_low"] < trend["projected_change"] < -0.4 < 0 < trend["projected_change_high"]
+    assert trend["level_change"] < -0.05
+    assert verdict(trend, 0.05, 0.25) == "inconclusive"
+    # A tolerance beyond the projected fall lets it pass: the verdict follows the setting.
+    assert verdict(trend, 0.6, 0.25) == "yes"
+
+    paths = [_losses(tmp_path, "short", 0, falling)]
+    table = write_convergence(paths, ["short"], 0.05, 0.25, tmp_path / "convergence.csv").set_index("setup")
+    assert table.loc["short", "converged"] == "inconclusive"
+    notes = convergence_notes(tmp_path / "convergence.csv")
+    assert notes["short"].startswith("inconclusive: in-training FID from iteration 23 on 54% better by the end")
+    assert notes["short"].endswith("includes no change (train longer or score more often)")
+    scores = pd.DataFrame([{"setup": "short", "trial": 0, "metric": "fid", "value": 1.0, "train_seconds": 1.0}])
+    assert summary_table(scores, "fid", ["short"], 1, notes).loc[0, "note"] == notes["short"]
+
+    figures = []
+    monkeypatch.setattr(figure_module, "_save", lambda figure, path: figures.append(figure))
+    score_curves(paths, ["short"], tmp_path / "curves.png", tolerance=0.05, degradation=0.25)
+    legend = [text.get_text() for text in figures[0].axes[0].get_legend().get_texts()]
+    assert legend == ["short (1 trials, converged: inconclusive)"]

@@ -16,7 +16,7 @@ from PIL import Image  # noqa: E402
 
 from ganstudy.atomic import atomic_path, read_json  # noqa: E402
 from ganstudy.evaluate.metrics import better  # noqa: E402
-from ganstudy.stats.convergence import WINDOW, setup_curves, window_trend  # noqa: E402
+from ganstudy.stats.convergence import WINDOW, setup_curves, verdict, window_trend  # noqa: E402
 from ganstudy.stats.timing import OVERALL, routine_table, timing_table  # noqa: E402
 
 
@@ -72,19 +72,23 @@ def training_curves(loss_paths: list[str], setups: list[str], out_path: str | os
     _save(figure, out_path)
 
 
-def score_curves(loss_paths: list[str], setups: list[str], out_path: str | os.PathLike[str], window: float = WINDOW) -> None:
+def score_curves(loss_paths: list[str], setups: list[str], out_path: str | os.PathLike[str], window: float = WINDOW,
+                 tolerance: float | None = None, degradation: float | None = None) -> None:
     """In-training score per iteration: each set-up's mean over trials and the band from its best to its
     worst trial (pair modes' fixed-batch FID, the grid's best cell, a paired generator's held-out L1),
-    and the convergence check's Theil-Sen trend over the last ``window`` of the iterations (dashed)."""
+    and the convergence check's Theil-Sen trend over the last ``window`` of the iterations (dashed). Given
+    ``tolerance`` and ``degradation``, each legend entry ends with the check's verdict."""
     figure, ax = plt.subplots(figsize=(6.5, 3.8))
     columns = set()
     for setup, (column, frame) in setup_curves(loss_paths, setups).items():
         columns.add(column)
         mean = frame.mean(axis=1)
-        line, = ax.plot(mean.index, mean, marker="." if len(mean) < 40 else None,
-                        label=f"{setup} ({frame.shape[1]} trials{', best cell' if column == 'fid_best' else ''})")
-        ax.fill_between(mean.index, frame.min(axis=1), frame.max(axis=1), color=line.get_color(), alpha=0.2, linewidth=0)
         trend = window_trend(mean, window)
+        details = [f"{frame.shape[1]} trials"] + (["best cell"] if column == "fid_best" else [])
+        judged = "–" if tolerance is None or degradation is None else verdict(trend, tolerance, degradation)
+        details += [f"converged: {judged}"] if judged != "–" else []
+        line, = ax.plot(mean.index, mean, marker="." if len(mean) < 40 else None, label=f"{setup} ({', '.join(details)})")
+        ax.fill_between(mean.index, frame.min(axis=1), frame.max(axis=1), color=line.get_color(), alpha=0.2, linewidth=0)
         if np.isfinite(trend["slope"]):
             x = np.array([trend["window_from"], mean.index.max()], float)
             ax.plot(x, np.exp(trend["intercept"] + trend["slope"] * x), "--", color="black", linewidth=1.2)

@@ -22,6 +22,18 @@ can neither fake nor hide a trend:
   than the best before by more than ``degradation`` has **degraded**: training went on past its best (a
   discriminator that overfits a small data set, too high a learning rate), and its scores describe that,
   not the method.
+- inconclusive: the projected improvement exceeds ``tolerance`` but the interval includes no change (too
+  few or too noisy points to confirm the fall), while the window's median lies more than ``tolerance``
+  below the best level before it: the curve still reaches new lows, and its trend projects a material
+  fall that the noise neither confirms nor rules out. The level is the second witness because a flat
+  window's median sits at or above the lowest running median before it, so a noisy plateau rarely gives
+  both at once (of 200 plateaus with 25% noise and outliers, 1 scored every iteration and 10 scored
+  every 5th; an interval that merely reaches beyond the tolerance, on one side or both, would flag
+  almost all of them). Its scores may describe an unfinished run: train longer or score more often.
+
+The verdicts are checked in that order: not converged, degraded, inconclusive, else converged (``yes``).
+Degraded and inconclusive exclude each other (a level above the best before against one below it); the
+order only says which wins should that ever change.
 """
 
 from __future__ import annotations
@@ -94,12 +106,20 @@ def window_trend(curve: pd.Series, window: float = WINDOW) -> dict[str, float]:
 
 
 def verdict(trend: dict[str, float], tolerance: float, degradation: float) -> str:
-    """"no" (still improving), "degraded", "yes", or "–" when the curve is too short to judge."""
+    """"no" (still improving), "degraded", "inconclusive", "yes", or "–" when the curve is too short to
+    judge (see the module's doc)."""
     if np.isnan(trend["slope"]):
         return "–"
-    if -trend["projected_change"] > tolerance and trend["slope_high"] < 0:
+    falling = -trend["projected_change"] > tolerance
+    if falling and trend["slope_high"] < 0:
         return "no"
-    return "degraded" if trend["level_change_at_end"] > degradation else "yes"
+    if trend["level_change_at_end"] > degradation:
+        return "degraded"
+    # The slope alone cannot tell a short falling curve from a noisy plateau; a median below every
+    # level before it is a second witness that a plateau rarely gives.
+    if falling and trend["level_change"] < -tolerance:
+        return "inconclusive"
+    return "yes"
 
 
 def convergence_table(loss_paths: list[str], setups: list[str], tolerance: float, degradation: float,
@@ -132,21 +152,27 @@ def _name(column: str) -> str:
     return {"l1": "L1", "showers": "shower score"}.get(column, "FID")
 
 
+def _note(row) -> str | None:
+    """The summary tables' note for one row of convergence.csv; None when it had converged or was not judged."""
+    score, since = _name(row.score), f"from iteration {row.window_from:.0f} on"
+    interval = f"95% interval {-row.projected_change_high:.0%} to {-row.projected_change_low:.0%}"
+    if row.converged == "no":
+        return f"not converged: in-training {score} still falling {since}, {-row.projected_change:.0%} better by the end ({interval})"
+    if row.converged == "inconclusive":
+        return (f"inconclusive: in-training {score} {since} {-row.projected_change:.0%} better by the end and its median "
+                f"{-row.level_change:.0%} below its best level before, but the {interval} includes no change "
+                f"(train longer or score more often)")
+    if row.converged == "degraded" and row.slope_low <= 0:
+        return (f"degraded: median in-training {score} {since} {row.level_change:.0%} worse than its best level before "
+                f"(trained past its best)")
+    if row.converged == "degraded":
+        return (f"degraded: in-training {score} rising {since}, at least {row.level_change_at_end:.0%} worse than its best "
+                f"level before by the end (median {row.level_change:.0%}; trained past its best)")
+    return None
+
+
 def convergence_notes(convergence_path: str | os.PathLike[str]) -> dict[str, str]:
-    """The summary tables' note for each set-up whose curve was still improving or had degraded (from
-    convergence.csv)."""
-    table = pd.read_csv(convergence_path)
-    notes = {}
-    for row in table.itertuples():
-        if row.converged == "no":
-            notes[row.setup] = (f"not converged: in-training {_name(row.score)} still falling from iteration {row.window_from:.0f} "
-                                f"on, {-row.projected_change:.0%} better by the end (95% interval {-row.projected_change_high:.0%} "
-                                f"to {-row.projected_change_low:.0%})")
-        elif row.converged == "degraded" and row.slope_low <= 0:
-            notes[row.setup] = (f"degraded: median in-training {_name(row.score)} from iteration {row.window_from:.0f} on "
-                                f"{row.level_change:.0%} worse than its best level before (trained past its best)")
-        elif row.converged == "degraded":
-            notes[row.setup] = (f"degraded: in-training {_name(row.score)} rising from iteration {row.window_from:.0f} on, "
-                                f"at least {row.level_change_at_end:.0%} worse than its best level before by the end "
-                                f"(median {row.level_change:.0%}; trained past its best)")
-    return notes
+    """The summary tables' note for each set-up whose curve was still improving, inconclusive or had degraded
+    (from convergence.csv)."""
+    notes = {row.setup: _note(row) for row in pd.read_csv(convergence_path).itertuples()}
+    return {setup: note for setup, note in notes.items() if note is not None}

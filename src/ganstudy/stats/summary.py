@@ -173,7 +173,8 @@ def write_stats(
     min_trials: int = 1, digits: int = 4, convergence_path: str | os.PathLike[str] | None = None,
 ) -> list[Path]:
     """Per metric: summary_, pvalues_ and pairs_<metric>.{csv,md,tex}; across metrics: results (mean ± sd) and
-    kruskal.{csv,md,tex}. Set-ups that had not converged (``convergence_path``) are flagged in the summaries."""
+    kruskal.{csv,md,tex}. Set-ups that had not converged, had degraded or were inconclusive (``convergence_path``)
+    are flagged in the summaries."""
     notes = convergence_notes(convergence_path) if convergence_path else {}
     scores = pd.read_csv(scores_path)
     out = Path(out_dir)
