@@ -1,16 +1,22 @@
 """``ganstudy status`` tells done, running, stopped, failed and waiting runs apart from the files of
-results/<study>/ alone, on a real workflow run with a failing set-up and on the files a running job
-leaves."""
+results/<study>/ alone, on a real workflow run with a failing set-up, on real training jobs killed or
+crashed, and on the files a running job leaves; it finds a study by its config file too."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
+import yaml
 
+from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
-from ganstudy.status import status_table, study_status, trial_status, write_plan
-from conftest import with_pythonpath
+from ganstudy.status import CONFIG_DEFAULTS, STALE_SECONDS, status_table, study_status, trial_status, write_plan
+from ganstudy.train.progress import HEARTBEAT
+from conftest import SCHEMA, train_command, with_pythonpath
 from test_plugin_example import BROKEN
 from test_workflow import snakemake
 
@@ -64,7 +70,8 @@ def test_status_reads_a_running_a_stopped_and_a_waiting_run_from_their_files(tmp
     rows = study_status(study)
     assert [row.state for row in rows] == ["running", "stopped", "waiting"]
     running = rows[0]
-    assert (running.iteration, running.iterations, running.eta, running.score) == (21, 300, "6m56s", "fid_best 19.9 (at 21)")
+    # Iteration and score of losses.csv's last whole row: the torn one does not count.
+    assert (running.iteration, running.iterations, running.eta, running.score) == (21, 300, "6m56s", "fid_best 19.9")
     assert running.note.endswith("ago; slowest rank 1 (1.4 s)")
     assert "resumes when rerun" in rows[1].note and rows[2].iteration is None
     assert status_table(rows).splitlines()[-1] == "3 runs: 1 running, 1 stopped, 1 waiting"
@@ -74,3 +81,122 @@ def test_status_reads_a_running_a_stopped_and_a_waiting_run_from_their_files(tmp
 def test_status_of_a_study_never_run_says_so(tmp_path):
     with pytest.raises(GanstudyError, match="plan.json is missing: the study has not been run yet"):
         study_status(tmp_path)
+
+
+def study_with_one_run(tmp_path: Path, iterations: int = 300) -> tuple[Path, Path, Path]:
+    """A planned study of one single-mode set-up "s" with one trial: its folder, the run's folder, its log."""
+    study = tmp_path / "results" / "s"
+    write_plan(study, "s", {"s": {"mode": "single", "trials": 1, "iterations": iterations}}, trials=1)
+    log = study / "logs" / "train" / "s" / "trial0.log"
+    log.parent.mkdir(parents=True)
+    return study, study / "runs" / "s" / "trial0", log
+
+
+def start_training(train: Path, run: Path, log: Path, env: dict[str, str]) -> subprocess.Popen:
+    """A real ``ganstudy train`` job of the study's set-up, its output going to its log as the workflow's does."""
+    setup = validate_study_config({"setups": {"s": {"iterations": 100000, "score_period": 0, "hidden_units": 64}}},
+                                  SCHEMA)["setups"]["s"]
+    command = train_command(setup, train, run, seed=3) + ["--progress-seconds", "0.2"]
+    with log.open("w") as handle:
+        return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env)
+
+
+@pytest.mark.workflow
+def test_a_killed_training_job_is_failed_not_running(digits_dir, tmp_path, env):
+    study, run, log = study_with_one_run(tmp_path, iterations=100000)
+    job = start_training(digits_dir / "train.npz", run, log, env)
+    try:
+        deadline = time.monotonic() + 120
+        while "pair: iteration " not in log.read_text():
+            assert job.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.1)
+        assert study_status(study)[0].state == "running"
+    finally:
+        job.kill()
+        job.wait(timeout=60)
+    (row,) = study_status(study)
+    assert row.state == "failed" and f"process {job.pid} on this host is gone, without an error line" in row.note, row
+    # The iteration is that of losses.csv's last row: the column and the table agree.
+    assert row.iteration == int((run / "losses.csv").read_text().splitlines()[-1].split(",")[0])
+
+
+@pytest.mark.workflow
+def test_a_crashed_training_job_is_failed_with_its_exception_line(digits_dir, tmp_path, env):
+    study, run, log = study_with_one_run(tmp_path)
+    truncated = tmp_path / "train.npz"
+    data = (digits_dir / "train.npz").read_bytes()
+    truncated.write_bytes(data[: len(data) // 2])
+    job = start_training(truncated, run, log, env)
+    assert job.wait(timeout=120) != 0
+    (row,) = study_status(study)
+    assert (row.state, row.note) == ("failed", f"zipfile.BadZipFile: File is not a zip file (log {log})"), log.read_text()[-2000:]
+
+
+def test_a_log_ending_in_a_bare_exception_is_failed(tmp_path):
+    study, _, log = study_with_one_run(tmp_path)
+    log.write_text(LOG + "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n    assert False\n"
+                   "AssertionError\n")
+    (row,) = study_status(study)
+    assert (row.state, row.iteration, row.note) == ("failed", 21, f"AssertionError (log {log})")
+
+
+def test_a_signalled_job_killed_before_its_checkpoint_is_stopped(tmp_path):
+    study, _, log = study_with_one_run(tmp_path)
+    log.write_text(LOG + "ganstudy: SIGTERM received: stopping at the next checkpoint-safe point\n")
+    (row,) = study_status(study)
+    assert row.state == "stopped" and "SIGTERM received" in row.note
+
+
+def test_a_job_on_another_host_runs_while_its_heartbeat_is_fresh(tmp_path):
+    study, run, log = study_with_one_run(tmp_path)
+    log.write_text("2026-11-25 10:00:00 training process 4242 on host elsewhere.example\n" + LOG)
+    run.mkdir(parents=True)
+    (run / HEARTBEAT).write_text("elsewhere.example 4242\n")
+    assert study_status(study)[0].state == "running"
+    stale = time.time() - STALE_SECONDS - 60
+    os.utime(run / HEARTBEAT, (stale, stale))
+    (row,) = study_status(study)
+    assert row.state == "failed" and "no heartbeat from process 4242 on elsewhere.example since 11m" in row.note, row
+
+
+def test_a_silent_log_without_a_process_is_failed_once_stale(tmp_path):
+    study, _, log = study_with_one_run(tmp_path)
+    log.write_text(LOG)
+    stale = time.time() - STALE_SECONDS - 60
+    os.utime(log, (stale, stale))
+    (row,) = study_status(study)
+    assert row.state == "failed" and "the log was last written 11m" in row.note, row
+
+
+def test_iteration_and_score_come_from_the_same_row(tmp_path):
+    study, run, log = study_with_one_run(tmp_path)
+    log.write_text(LOG)
+    run.mkdir(parents=True)
+    # Scores come every few iterations: the last row has none, the score is the latest before it, marked so.
+    (run / "losses.csv").write_text("iteration,g_loss,fid\n1,0.7,40.1\n2,0.8,\n3,0.8,\n4,0.")
+    (row,) = study_status(study)
+    assert (row.iteration, row.score) == (3, "fid 40.1 (at 1)")
+    # Without a table (Snakemake deletes a failed job's outputs), both come from the last progress line.
+    (run / "losses.csv").unlink()
+    (row,) = study_status(study)
+    assert (row.iteration, row.score) == (21, "fid_best 20.4")
+
+
+def test_status_finds_a_study_by_its_config_file(tmp_path, env):
+    study, _, log = study_with_one_run(tmp_path)
+    log.write_text(LOG)
+    (tmp_path / "config").mkdir()
+    config = tmp_path / "config" / "s.yaml"
+    config.write_text(yaml.safe_dump({"study": "s", "seed": 1}))
+    for given in ("config/s.yaml", str(config)):
+        shown = subprocess.run(["ganstudy", "status", given], capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.splitlines()[-1] == "1 runs: 1 running"
+    config.write_text(yaml.safe_dump({"study": "s", "results_dir": "elsewhere"}))
+    shown = subprocess.run(["ganstudy", "status", str(config)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert shown.returncode != 0 and "elsewhere/s/plan.json is missing" in shown.stderr
+
+
+def test_the_config_defaults_status_uses_are_the_schema_s():
+    properties = yaml.safe_load(SCHEMA.read_text())["properties"]
+    assert CONFIG_DEFAULTS == {key: properties[key]["default"] for key in CONFIG_DEFAULTS}

@@ -22,12 +22,13 @@ ABORT_GRACE_SECONDS = 1.0
 
 
 def _settings(text: str) -> dict[str, Any]:
+    """A JSON object argument (argparse names the option in its message)."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"--settings is not valid JSON: {exc}") from None
+        raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError("--settings must be a JSON object")
+        raise argparse.ArgumentTypeError("must be a JSON object")
     return value
 
 
@@ -38,9 +39,9 @@ def _study_folder(args: argparse.Namespace) -> Path:
 
 
 def _status(args: argparse.Namespace) -> None:
-    from ganstudy.status import status_table, study_status
+    from ganstudy.status import config_study_folder, status_table, study_status
 
-    print(status_table(study_status(_study_folder(args))))
+    print(status_table(study_status(config_study_folder(args.study) or _study_folder(args))))
 
 
 def _placement(args: argparse.Namespace) -> None:
@@ -112,12 +113,15 @@ def _reference_stats(args: argparse.Namespace) -> None:
 
 
 def _train(args: argparse.Namespace) -> None:
-    from ganstudy.train.job import read_job
+    from ganstudy.train.job import read_job, with_compute
     from ganstudy.train.progress import configure_logging
     from ganstudy.train.run import run_training
 
     configure_logging()
-    run_training(read_job(args.job), args.trial, args.out_dir, args.checkpoint_dir, args.progress_seconds)
+    job = read_job(args.job)
+    if args.compute is not None:
+        job = with_compute(job, args.compute, "--compute")
+    run_training(job, args.trial, args.out_dir, args.checkpoint_dir, args.progress_seconds)
 
 
 def _evaluate(args: argparse.Namespace) -> None:
@@ -229,7 +233,7 @@ def _convergence(args: argparse.Namespace) -> None:
     from ganstudy.stats.convergence import write_convergence
 
     write_convergence(args.losses, args.setups, args.tolerance, args.degradation, args.out, args.window)
-    score_curves(args.losses, args.setups, args.figure, args.window)
+    score_curves(args.losses, args.setups, args.figure, args.window, args.tolerance, args.degradation)
 
 
 def _reproduction(args: argparse.Namespace) -> None:
@@ -276,9 +280,10 @@ def build_parser() -> argparse.ArgumentParser:
     def threads(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
 
-    sub = command("status", _status, "where a study stands: per set-up and trial done, running, failed or waiting, "
-                  "iteration, latest score, ETA (reads only results/<study>/)")
-    sub.add_argument("study", help="the study's name (under --results-dir) or its folder")
+    sub = command("status", _status, "where a study stands: per set-up and trial done, running, stopped, failed or "
+                  "waiting, iteration, latest score, ETA (reads only results/<study>/)")
+    sub.add_argument("study", help="the study's name (under --results-dir), its folder or its config file (.yaml: its "
+                     "results_dir/study)")
     sub.add_argument("--results-dir", default="results")
 
     sub = command("placement", _placement, "where every rank of a study's finished runs ran: host, node rank, GPUs "
@@ -326,8 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
     threads(sub)
 
     sub = command("train", _train, "train one set-up for one trial (run under mpiexec/srun/jsrun)")
-    sub.add_argument("job", help="the set-up's training job file (JSON: settings, seed, inputs, compute), as the workflow "
+    sub.add_argument("job", help="the set-up's training job file (JSON: settings, seed, inputs, kind), as the workflow "
                      "writes it to results/<study>/jobs/<set-up>.json")
+    sub.add_argument("--compute", type=_settings, metavar="JSON", help="device, gpus_per_rank, node_gpus, deterministic, threads")
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out-dir", required=True)
     sub.add_argument("--checkpoint-dir", help="where to keep checkpoints and resume from them")

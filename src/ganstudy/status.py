@@ -1,11 +1,18 @@
 """``ganstudy status``: where a study stands, from the files in results/<study>/ alone (so it works on a
 login node while the jobs run on compute nodes): per set-up and trial, done / running / stopped /
-failed / waiting, the iteration reached, the latest in-training score, the ETA and the age of the
+failed / waiting, the iteration reached with the score of that moment, the ETA and the age of the
 latest progress line, and for a failed job its log's last error line.
 
 It reads plan.json (written by the workflow when a run starts: the set-ups, their trials and
-iterations), each training job's log (the progress lines of ganstudy.train.progress) and the run's
-files (run.json marks a finished run; losses.csv, live while the job runs, gives the latest score).
+iterations), each training job's log (the progress lines of ganstudy.train.progress, the line naming
+rank 0's process, error and stop lines) and the run's files (run.json marks a finished run; losses.csv,
+live while the job runs, gives the iteration and score; the heartbeat file says the process lives).
+
+A job without run.json is running only while its process is alive: on this host, the process the log
+names must exist; from another host, its heartbeat file must be younger than ``STALE_SECONDS``; before
+the log names a process (the job is still reading its data) or after its training ended, the log must
+have no error or stop line and be younger than ``STALE_SECONDS``. A job not running is stopped or
+failed by the last error or stop line of its log, and failed when there is none (killed outright).
 """
 
 from __future__ import annotations
@@ -14,20 +21,29 @@ import csv
 import io
 import os
 import re
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ganstudy.atomic import read_json, write_json
 from ganstudy.errors import GanstudyError
-from ganstudy.train.progress import LINE
+from ganstudy.train.progress import HEARTBEAT, HEARTBEAT_SECONDS, LINE, PROCESS
 
 PLAN = "plan.json"
 # The score columns of losses.csv, by mode and kind: the pair trainer's and the grid's best cell.
 SCORE_COLUMNS = ("fid_best", "fid", "l1", "showers")
-ERROR = re.compile(r"(ganstudy [\w-]+: error: .*|^\w*(?:Error|Exception): .*|^.*Killed.*$|MPI_ABORT.*)")
-STOPPED = re.compile(r"^ganstudy train: .*(stopped|signal).*", re.IGNORECASE)
+ERROR = re.compile(r"(ganstudy [\w-]+: error: .*|ganstudy heartbeat: .*|^\w*(?:Error|Exception): .*|^.*Killed.*$|MPI_ABORT.*)")
+# The job's own end on a scheduler's signal (parallel.stop) and the signal's receipt, for a job killed before it.
+STOPPED = re.compile(r"^ganstudy(?: [\w-]+)?: (?:.* stopped by .*|SIG\w+ received.*)")
+TRACEBACK = "Traceback (most recent call last):"
+# Ten missed heartbeats: clocks of a login node and a file server that disagree by minutes still agree on this.
+STALE_SECONDS = 10 * HEARTBEAT_SECONDS
+# config.schema.yaml's defaults of the keys that place a study's folder (a test holds them to the schema).
+CONFIG_DEFAULTS = {"results_dir": "results", "study": "digits_baseline"}
 
 
 def write_plan(study_dir: str | os.PathLike[str], study: str, setups: dict[str, dict[str, Any]], trials: int) -> None:
@@ -49,18 +65,44 @@ class TrialStatus:
     note: str
 
 
-def _latest_score(run: Path) -> str:
-    """The latest in-training score of a run's losses.csv (live or final), ignoring a torn last line."""
-    found = ""
-    for table in sorted(run.glob("losses*.csv")):
-        text = table.read_text(errors="replace")
-        text = text[: text.rfind("\n") + 1]
-        for row in csv.DictReader(io.StringIO(text)):
-            for column in SCORE_COLUMNS:
-                if row.get(column):
-                    found = f"{column} {float(row[column]):.4g} (at {row['iteration']})"
-                    break
-    return found
+def _score_cell(row: dict[str, str]) -> str:
+    for column in SCORE_COLUMNS:
+        if row.get(column):
+            return f"{column} {float(row[column]):.4g}"
+    return ""
+
+
+def _reached_in_table(table: Path) -> tuple[int, str] | None:
+    """The iteration of a losses.csv's last whole row and the latest score up to it, marked with its own
+    iteration when older (scores come every score_period): one moment, not two."""
+    text = table.read_text(errors="replace")
+    # A live table's last line may be torn: only whole lines count.
+    rows = list(csv.DictReader(io.StringIO(text[: text.rfind("\n") + 1])))
+    if not rows:
+        return None
+    score, at = "", None
+    for row in rows:
+        if cell := _score_cell(row):
+            score, at = cell, row["iteration"]
+    iteration = int(rows[-1]["iteration"])
+    return iteration, score + (f" (at {at})" if score and int(at) != iteration else "")
+
+
+def _reached_in_line(line: re.Match[str]) -> tuple[int, str]:
+    """The iteration of a progress line and the score it shows (already marked "(at n)" when older)."""
+    values = (line.group(7) or "").split("; ")[0].split(", ")
+    score = next((value for column in SCORE_COLUMNS for value in values if value.startswith(f"{column} ")), "")
+    return int(line.group(3)), score
+
+
+def _reached(run: Path, line: re.Match[str] | None) -> tuple[int | None, str]:
+    """Iteration and score from the same row: rank 0's losses.csv (appended every iteration), else the
+    log's last progress line (a failed job's losses.csv is deleted by Snakemake)."""
+    table = run / "losses.csv"
+    reached = _reached_in_table(table) if table.is_file() else None
+    if reached is None and line is not None:
+        reached = _reached_in_line(line)
+    return reached or (None, "")
 
 
 def _age(seconds: float) -> str:
@@ -68,30 +110,94 @@ def _age(seconds: float) -> str:
     return f"{minutes // 60}h{minutes % 60:02d}m ago" if minutes >= 60 else f"{minutes}m{int(seconds % 60):02d}s ago"
 
 
+def _last_event(lines: list[str]) -> tuple[str, str] | None:
+    """The log's last error or stop line, as ("failed" or "stopped", line); a traceback counts by its
+    exception line (the first unindented line after its header), whatever the exception is called."""
+    event, in_traceback = None, False
+    for line in lines:
+        if line.startswith(TRACEBACK):
+            in_traceback = True
+        elif in_traceback:
+            if line.strip() and not line[0].isspace():
+                event, in_traceback = ("failed", line.strip()), False
+        elif ERROR.search(line):
+            event = ("failed", line.strip())
+        elif STOPPED.match(line):
+            event = ("stopped", line.strip())
+    return event
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process exists
+    proc = Path(f"/proc/{pid}")
+    if not proc.is_dir():
+        return True  # no /proc (macOS): the signal's answer is all there is
+    try:
+        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        command = (proc / "cmdline").read_bytes()
+    except (OSError, IndexError):
+        return False  # gone since the signal
+    # A zombie has ended (its parent has not reaped it yet); another command line means a reused process id.
+    return state != "Z" and b"ganstudy" in command
+
+
+def _liveness(lines: list[str], log: Path, run: Path, ended: bool, now: float) -> tuple[bool, str]:
+    """Whether the job's process is alive, and the evidence when it is not (see the module's rules)."""
+    named = [match for line in lines if (match := PROCESS.match(line))]
+    if named:
+        pid, host = int(named[-1].group(1)), named[-1].group(2)
+        if host == socket.gethostname():
+            return _process_alive(pid), f"process {pid} on this host is gone"
+        heartbeat = run / HEARTBEAT
+        if heartbeat.is_file():
+            age = now - heartbeat.stat().st_mtime
+            return age < STALE_SECONDS, f"no heartbeat from process {pid} on {host} since {_age(age)}"
+    age = now - log.stat().st_mtime
+    return not ended and age < STALE_SECONDS, f"the log was last written {_age(age)}"
+
+
 def trial_status(study_dir: Path, setup: str, trial: int, iterations: int, now: float | None = None) -> TrialStatus:
+    now = time.time() if now is None else now
     run = study_dir / "runs" / setup / f"trial{trial}"
     log = study_dir / "logs" / "train" / setup / f"trial{trial}.log"
-    score = _latest_score(run) if run.is_dir() else ""
     if (run / "run.json").is_file():
-        return TrialStatus(setup, trial, "done", iterations, iterations, score, "", "")
+        return TrialStatus(setup, trial, "done", iterations, iterations, _reached(run, None)[1], "", "")
     if not log.is_file():
-        return TrialStatus(setup, trial, "waiting", None, iterations, score, "", "")
+        return TrialStatus(setup, trial, "waiting", None, iterations, _reached(run, None)[1], "", "")
     lines = log.read_text(errors="replace").splitlines()
-    progress = [(index, match) for index, line in enumerate(lines) if (match := LINE.match(line))]
-    last_index, last = progress[-1] if progress else (-1, None)
-    iteration = int(last.group(3)) if last else None
-    after = lines[last_index + 1 :]
-    errors = [line.strip() for line in after if ERROR.search(line)]
-    stopped = [line.strip() for line in after if STOPPED.match(line)]
-    age = _age((now or time.time()) - log.stat().st_mtime)
-    if stopped and not errors:
-        return TrialStatus(setup, trial, "stopped", iteration, iterations, score, "", f"{stopped[-1]} (resumes when rerun)")
-    if errors:
-        return TrialStatus(setup, trial, "failed", iteration, iterations, score, "", f"{errors[-1]} (log {log})")
-    note = f"last line {age}"
-    if last and last.group(7) and "slowest rank" in last.group(7):
-        note += "; " + last.group(7).split("; ")[-1]
-    return TrialStatus(setup, trial, "running", iteration, iterations, score, last.group(6) if last else "", note)
+    last = next((match for line in reversed(lines) if (match := LINE.match(line))), None)
+    iteration, score = _reached(run, last)
+    event = _last_event(lines)
+    alive, evidence = _liveness(lines, log, run, event is not None, now)
+    if alive:
+        note = f"last line {_age(now - log.stat().st_mtime)}"
+        if last and last.group(7) and "slowest rank" in last.group(7):
+            note += "; " + last.group(7).split("; ")[-1]
+        return TrialStatus(setup, trial, "running", iteration, iterations, score, last.group(6) if last else "", note)
+    if event and event[0] == "stopped":
+        return TrialStatus(setup, trial, "stopped", iteration, iterations, score, "", f"{event[1]} (resumes when rerun)")
+    cause = event[1] if event else f"{evidence}, without an error line (killed: out of memory, wall time?)"
+    return TrialStatus(setup, trial, "failed", iteration, iterations, score, "", f"{cause} (log {log})")
+
+
+def config_study_folder(argument: str) -> Path | None:
+    """The folder of the study a config file describes: results_dir/study relative to the working
+    directory, as the workflow places it; None when ``argument`` is no YAML file's name."""
+    path = Path(argument)
+    if path.suffix not in (".yaml", ".yml"):
+        return None
+    if not path.is_file():
+        raise GanstudyError(f"{path}: no such study config")
+    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(config, dict):
+        raise GanstudyError(f"{path}: a study config is a mapping of keys to values")
+    settings = {**CONFIG_DEFAULTS, **config}
+    return Path(settings["results_dir"]) / settings["study"]
 
 
 def study_status(study_dir: str | os.PathLike[str]) -> list[TrialStatus]:

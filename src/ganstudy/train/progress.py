@@ -8,6 +8,11 @@ total, seconds per iteration, ETA, the latest losses and the latest in-training 
 rank's live table (rank 0: losses.csv; another rank that trains pairs of its own, as per_class ranks
 do: losses.rank<r>.csv), one whole line per write; a reader ignores a last line without its newline.
 The job's final losses.csv replaces the live one when it ends.
+
+Rank 0 also names its process in the log (``PROCESS``) and, while it trains, touches a heartbeat file
+beside the outputs every ``HEARTBEAT_SECONDS`` (removed when the training ends), so that ``ganstudy
+status`` can tell a running job from one whose process is gone: by the process id on the same host,
+by the heartbeat's age from another (a login node).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import logging
 import math
 import os
 import re
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -27,6 +34,10 @@ INTERVAL = 30.0
 # A progress line as TrainerReport.line writes it under the log's time stamp (ganstudy status reads it):
 # time stamp, trainer, iteration, total, s/it, ETA, and the latest values and note.
 LINE = re.compile(r"^(\S+ \S+) (.+?): iteration (\d+)/(\d+) \(\d+%\), (\S+) s/it, ETA (\S+)(?:; (.*))?$")
+# Rank 0's line naming its process, as Progress writes it under the log's time stamp: process id, host.
+PROCESS = re.compile(r"^\S+ \S+ training process (\d+) on host (\S+)")
+HEARTBEAT = "heartbeat"
+HEARTBEAT_SECONDS = 60.0
 
 
 def live_table_name(rank: int) -> str:
@@ -118,12 +129,44 @@ class TrainerReport:
                 f"ETA {_duration(rate * (self.total - iteration))}" + (f"; {values}" if values else ""))
 
 
+class HeartbeatFile:
+    """Touches ``path`` every ``interval`` seconds from a thread of its own until closed, then removes it:
+    the file's age says how long ago the process was last alive, also to a reader on another node,
+    whatever the training is busy with (not the MPI heartbeat of ganstudy.parallel.heartbeat)."""
+
+    def __init__(self, path: Path, interval: float = HEARTBEAT_SECONDS) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{socket.gethostname()} {os.getpid()}\n", encoding="utf-8")
+        self.path, self.interval = path, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="ganstudy-progress-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                os.utime(self.path)
+            except OSError:
+                return  # the run's folder is gone: nobody is left to read the heartbeat
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.path.unlink(missing_ok=True)
+
+
 class Progress:
-    """A job's progress on one rank: its trainers' reports and the rank's live table in ``out_dir``."""
+    """A job's progress on one rank: its trainers' reports and the rank's live table in ``out_dir``, and
+    on rank 0 the line naming its process and the heartbeat file."""
 
     def __init__(self, out_dir: Path | None, rank: int, interval: float = INTERVAL) -> None:
         self.out_dir, self.rank, self.interval = out_dir, rank, interval
         self._table: LiveTable | None = None
+        self._heartbeat: HeartbeatFile | None = None
+        if out_dir is not None and rank == 0:
+            # The file first: once the log names the process, the heartbeat file is this job's, not an earlier try's.
+            self._heartbeat = HeartbeatFile(out_dir / HEARTBEAT)
+            LOGGER.info(f"training process {os.getpid()} on host {socket.gethostname()}")
 
     def trainer(self, name: str, total: int, show: tuple[str, ...], fixed: dict[str, Any] | None = None) -> TrainerReport:
         if self._table is None and self.out_dir is not None:
@@ -133,6 +176,8 @@ class Progress:
     def close(self) -> None:
         if self._table is not None:
             self._table.close()
+        if self._heartbeat is not None:
+            self._heartbeat.close()
 
 
 def remove_rank_tables(out_dir: Path) -> None:
