@@ -118,11 +118,15 @@ def _read_by(section: dict[str, Any], owner: str | None, only: dict[str, tuple[s
     return {key: value for key, value in section.items() if key not in only or owner in only[key]}
 
 
+# Set-up keys that change no run's result: the published result it is compared with (adding or
+# correcting one reruns the reporting only) and how many trials run (raising it trains the new trials only).
+_NOT_A_RUN = ("reference", "trials")
+
+
 def training_settings(setup: dict[str, Any]) -> dict[str, Any]:
-    """A set-up as its training and scoring jobs see it: without the published result it is compared
-    with, so that adding or correcting a reference reruns the reporting only, never a training, and
-    without the keys of other networks."""
-    return _read_by({key: value for key, value in setup.items() if key != "reference"}, setup.get("network"), NETWORK_KEYS)
+    """A set-up as its training and scoring jobs see it: without the keys that change no run's result
+    (``_NOT_A_RUN``) and without the keys of other networks."""
+    return _read_by({key: value for key, value in setup.items() if key not in _NOT_A_RUN}, setup.get("network"), NETWORK_KEYS)
 
 
 def dataset_settings(dataset: dict[str, Any]) -> dict[str, Any]:

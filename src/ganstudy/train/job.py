@@ -1,15 +1,18 @@
 """A training job's description: one JSON file per set-up that the workflow writes (rule training_job)
 and every trial's ``ganstudy train`` reads, instead of a dozen options on each shell line.
 
-It holds the set-up's name and typed settings, the study seed, the input files, the compute options
-and the data's kind; the trial and the output folders stay on the command line, since they differ per job.
+It holds what decides a run's results: the set-up's name and typed settings, the study seed, the input
+files and the data's kind. Where and how the ranks compute (device, GPUs, threads) is not in it: the
+workflow passes those on the command line (``--compute``), so that moving a study to another site
+rewrites no job file and so retrains nothing. The trial and the output folders stay on the command line
+too, since they differ per job.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,17 +63,24 @@ class TrainingJob:
         return training_settings(as_dict(self.settings))
 
 
-def job_description(setup: str, section: dict[str, Any], seed: int, inputs: dict[str, str], compute: dict[str, Any],
+def job_description(setup: str, section: dict[str, Any], seed: int, inputs: dict[str, str], compute: dict[str, Any] | None = None,
                     kind: str | None = None) -> dict[str, Any]:
     """The JSON a job file holds, from a validated ``setups.<name>`` section; typed here first, so a
     description that ``read_job`` would refuse is never written. Without ``kind`` (the study's data
-    kind; the workflow gives it), the kind that the set-up's network learns."""
+    kind; the workflow gives it), the kind that the set-up's network learns. ``compute`` is for a job
+    file written by hand; the workflow gives it on the command line instead (see the module's doc)."""
     if kind is None:
         kind = kind_for_task(get_network(section["network"]).task).name
-    description = {"setup": setup, "seed": seed, "settings": training_settings(section), "inputs": inputs, "compute": compute,
-                   "kind": kind}
+    description = {"setup": setup, "seed": seed, "settings": training_settings(section), "inputs": inputs, "kind": kind}
+    if compute is not None:
+        description["compute"] = compute
     build(TrainingJob, description, f"training job of set-up '{setup}'")
     return description
+
+
+def with_compute(job: TrainingJob, compute: dict[str, Any], where: str) -> TrainingJob:
+    """The job with the compute options a command line gives (``ganstudy train --compute``)."""
+    return replace(job, compute=build(JobCompute, compute, where))
 
 
 def write_job(path: str | os.PathLike[str], description: dict[str, Any]) -> None:
