@@ -161,6 +161,16 @@ def test_a_network_with_no_stacked_form_trains_cell_by_cell_and_says_so(digits_d
     assert (tmp_path / "out" / "generator.pt").exists()
 
 
+def test_a_dcgan_grid_with_dropout_is_bit_identical_twice_and_on_1_and_2_ranks(digits_dir, scoring, env, tmp_path):
+    # dcgan's discriminator drops units: each cell must draw its masks from its own stream, never from the
+    # process's global generator, whose state depends on the process and on the cells it ran before.
+    setup = {**settings(fitness_sample_size=32, score_sample_size=64, data_ratio=0.1), "network": "dcgan", "iterations": 2}
+    for run, ranks in (("first", 1), ("again", 1), ("two", 2)):
+        train(ranks, setup, tmp_path / run, digits_dir, scoring, env)
+    assert_same(result(tmp_path / "first"), result(tmp_path / "again"))
+    assert_same(result(tmp_path / "first"), result(tmp_path / "two"))
+
+
 def test_surplus_ranks_idle_and_say_so(digits_dir, scoring, env, tmp_path):
     done = train(3, settings(shape="auto"), tmp_path / "out", digits_dir, scoring, env)
     assert "1 of 3 ranks have no cell of the 1x2 grid and stay idle" in done.stderr

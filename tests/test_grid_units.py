@@ -8,6 +8,7 @@ from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import MixtureGenerator, proportional_counts
 from ganstudy.parallel.topology import GridShape, assign_cells, resolve_shape
+from ganstudy.train.grid.cell import CellStreams
 from ganstudy.train.grid.population import mutate_learning_rate, replace_worst, tournament
 
 # Hand-written: cell -> [self, W, N, E, S] without repeats, rows wrap top-bottom, columns left-right.
@@ -142,3 +143,40 @@ def test_which_component_makes_which_sample_does_not_depend_on_the_batch_size():
     # Component k makes its share of z in order: the first 20 rows come from component 0.
     with torch.no_grad():
         torch.testing.assert_close(whole[:20], mixture.components[0](z[:20]), rtol=0, atol=1e-6)
+
+
+def _masks(streams: CellStreams, count: int = 2) -> list[torch.Tensor]:
+    """``count`` dropout masks of the cell, each in its own spell of the cell's work."""
+    masks = []
+    for _ in range(count):
+        with streams.dropout.active():
+            masks.append(torch.nn.functional.dropout(torch.ones(64), 0.5) > 0)
+    return masks
+
+
+def test_a_cells_dropout_stream_goes_on_from_spell_to_spell_whatever_ran_between():
+    cpu = torch.device("cpu")
+    alone = _masks(CellStreams(5, 1, (0, 1), cpu))
+    assert not torch.equal(alone[0], alone[1])  # the second spell goes on, it does not start over
+    ours, other = CellStreams(5, 1, (0, 1), cpu), CellStreams(5, 1, (1, 0), cpu)
+    torch.manual_seed(123)
+    # Another cell's spell and a draw from the global generator between this cell's spells.
+    first, theirs = _masks(ours, 1)[0], _masks(other, 1)[0]
+    torch.rand(3)
+    second = _masks(ours, 1)[0]
+    assert torch.equal(first, alone[0]) and torch.equal(second, alone[1]) and not torch.equal(theirs, first)
+    # The spells leave the global generator as they found it.
+    after = torch.get_rng_state()
+    torch.manual_seed(123)
+    torch.rand(3)
+    assert torch.equal(after, torch.get_rng_state())
+
+
+def test_a_cells_dropout_stream_resumes_from_its_checkpoint_state():
+    cpu = torch.device("cpu")
+    whole = _masks(CellStreams(5, 1, (0, 1), cpu), 3)
+    first = CellStreams(5, 1, (0, 1), cpu)
+    _masks(first, 1)
+    resumed = CellStreams(5, 1, (0, 1), cpu)
+    resumed.load(first.state())
+    assert all(torch.equal(a, b) for a, b in zip(_masks(resumed), whole[1:]))

@@ -5,7 +5,8 @@ stacked form, its training and fitness network by network. ``iteration.py`` runs
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,25 +42,62 @@ def cell_label(cell: Cell) -> str:
     return f"{cell[0]}-{cell[1]}"
 
 
+class GlobalStream:
+    """A cell's stream for the draws torch takes from its global generators (nn.Dropout's masks, on the
+    CPU or on the cell's GPU), which take no generator argument: the cell's state is swapped in around
+    the cell's work and read back after it. A rank's global state depends on the process and on the
+    cells it ran before; the cell's does not."""
+
+    def __init__(self, seed: int, device: torch.device) -> None:
+        self.cuda = [device.index or 0] if device.type == "cuda" else []
+        with torch.random.fork_rng(devices=self.cuda):
+            torch.manual_seed(seed)
+            self._state = self._read()
+
+    def _read(self) -> dict[str, Any]:
+        return {"cpu": torch.get_rng_state(), "cuda": [torch.cuda.get_rng_state(i) for i in self.cuda]}
+
+    def state(self) -> dict[str, Any]:
+        return self._state
+
+    def load(self, state: dict[str, Any]) -> None:
+        self._state = state
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        with torch.random.fork_rng(devices=self.cuda):
+            torch.set_rng_state(self._state["cpu"])
+            for index, cuda_state in zip(self.cuda, self._state["cuda"]):
+                torch.cuda.set_rng_state(cuda_state, index)
+            yield
+            self._state = self._read()
+
+
 class CellStreams:
     """The cell's random streams, each derived from (study seed, trial, cell, stream name)."""
 
     TORCH = ("batches", "noise", "fitness", "mixture")
 
-    def __init__(self, study_seed: int, trial: int, cell: Cell) -> None:
+    def __init__(self, study_seed: int, trial: int, cell: Cell, device: torch.device) -> None:
         seed = lambda name: derive_seed(study_seed, trial, "cell", cell[0], cell[1], name)  # noqa: E731
         self.torch = {name: torch.Generator().manual_seed(seed(name)) for name in self.TORCH}
         self.evolution = np.random.default_rng(seed("evolution"))
+        self.dropout = GlobalStream(seed("dropout"), device)
         self.data_seed = seed("data")
         self.init_seed = seed("init")
 
     def state(self) -> dict[str, Any]:
-        return {"torch": {k: g.get_state() for k, g in self.torch.items()}, "evolution": self.evolution.bit_generator.state}
+        return {"torch": {k: g.get_state() for k, g in self.torch.items()}, "evolution": self.evolution.bit_generator.state,
+                "dropout": self.dropout.state()}
 
     def load(self, state: dict[str, Any]) -> None:
         for name, generator in self.torch.items():
             generator.set_state(state["torch"][name])
         self.evolution.bit_generator.state = state["evolution"]
+        # A checkpoint from before cells had this stream: its run's masks came from the process's
+        # generator and were never reproducible, so the fresh stream serves as well as any.
+        if "dropout" in state:
+            self.dropout.load(state["dropout"])
 
 
 @dataclass
@@ -105,7 +143,10 @@ class GridCell:
 
     # -- networks -----------------------------------------------------------------------------
     def _build(self, kind: int) -> nn.Module:
-        return build_pair(self.setup.network, self.spec)[kind].to(self.device)
+        # Forked: a pooled network's initial weights are overwritten, and its draws must not advance
+        # whichever stream is active (the cell's dropout stream while it trains).
+        with torch.random.fork_rng(devices=[]):
+            return build_pair(self.setup.network, self.spec)[kind].to(self.device)
 
     def _pooled(self, kind: int, slot: int) -> nn.Module:
         """A reusable network: building modules costs more than the small nets' forward passes."""
@@ -234,7 +275,7 @@ class GridCell:
         """The components' images of their spans of the step's noise, laid end to end (network by network)."""
         batch = self.setup.batch_size * 10
         z = step.z.to(self.device)
-        with torch.no_grad():
+        with torch.no_grad(), self.streams.dropout.active():
             return torch.cat([
                 self._net(p, 0, slot)(z[offset : min(offset + batch, end)])
                 for slot, (p, (start, end)) in enumerate(zip(step.generators, step.spans))
@@ -260,7 +301,7 @@ class GridCell:
         None when the case wants the generators' alone)."""
         g_nets = [self._net(p, 0, slot) for slot, p in enumerate(case.generators)]
         d_nets = [self._net(p, 1, slot) for slot, p in enumerate(case.discriminators)]
-        with torch.no_grad():
+        with torch.no_grad(), self.streams.dropout.active():
             d_real = [None if case.generators_only else d(case.real) for d in d_nets]
             g_losses = np.zeros((len(g_nets), len(d_nets)))
             d_losses = np.zeros((len(d_nets), len(g_nets)))
@@ -281,6 +322,14 @@ class GridCell:
         ds = [restore(p, self._pooled(1, slots + k), self.betas) for k, p in enumerate(new_d)]
         for individual in gs + ds:
             individual.net.train()
+        with self.streams.dropout.active():
+            g_loss, d_loss = self._train_pass(gs, ds, beat)
+        for individual in gs + ds:
+            individual.net.eval()
+        return [i.payload() for i in gs], [i.payload() for i in ds], g_loss, d_loss
+
+    def _train_pass(self, gs: list[Individual], ds: list[Individual], beat: Callable[[], None]) -> tuple[float, float]:
+        """The updates of one pass over the cell's images; the mean G and D losses."""
         order, steps, batch = self.batch_order(), self.steps(), self.setup.batch_size
         g_total, d_total, d_steps = 0.0, 0.0, 0
         for step in range(steps):
@@ -296,10 +345,7 @@ class GridCell:
                     d_total += float(discriminator_step(self.task, attacker.net, defender.net, attacker.optimizer, loss, Batch(real, (self.noise(),))))
                 d_steps += 1
             beat()
-        for individual in gs + ds:
-            individual.net.eval()
-        return ([i.payload() for i in gs], [i.payload() for i in ds],
-                g_total / max(1, steps * len(gs)), d_total / max(1, d_steps * len(ds)))
+        return g_total / max(1, steps * len(gs)), d_total / max(1, d_steps * len(ds))
 
     def _mutate(self, individual: Individual) -> None:
         individual.lr = self.mutated_lr(individual.lr)

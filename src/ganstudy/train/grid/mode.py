@@ -134,7 +134,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
     scorer = FidScorer(context.classifier_path, context.reference_path, context.device)
     cells = {
         cell: GridCell(cell, shape, setup, spec, images, context.data.labels, scorer,
-                       CellStreams(context.study_seed, context.trial, cell), context.device)
+                       CellStreams(context.study_seed, context.trial, cell, context.device), context.device)
         for cell in blocks[rank]
     }
     store = None

@@ -4,7 +4,9 @@ The networks of every cell on the rank are held as stacked parameters and run wi
 products (``StackedMLP``): one kernel call per layer serves every cell, where the per-cell loop pays
 Python, autograd and optimizer overhead once per cell and per update. Each cell still draws from its
 own random streams in the same order as the loop, and every row's arithmetic is independent of the
-other rows in its stack, so results do not depend on how cells are spread over ranks.
+other rows in its stack, so results do not depend on how cells are spread over ranks. Stacked networks
+are Linear layers and activations: they draw nothing from torch's global generator, which the loop
+swaps per cell for networks with dropout (``GlobalStream`` in cell.py).
 """
 
 from __future__ import annotations
