@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO, SCHEMA
 from ganstudy.config import training_settings, validate_study_config
 from ganstudy.errors import GanstudyError
-from ganstudy.train.job import job_description, read_job, write_job
+from ganstudy.train.job import job_description, read_job, with_compute, write_job
 from ganstudy.typed import as_dict
 
 
@@ -30,6 +30,23 @@ def test_a_job_file_round_trips_the_set_up_inputs_and_compute(tmp_path):
     assert (job.compute.device, job.compute.threads, job.compute.gpus_per_rank) == ("cpu", 2, 1)
     # run.json records the set-up's keys as the study gave them: no other network's keys, no reference.
     assert job.settings_record() == json.loads(json.dumps(training_settings(section)))
+
+
+def test_the_compute_options_come_from_their_own_file_and_no_run_record_holds_them(tmp_path):
+    section = setup(iterations=2)
+    write_job(tmp_path / "job.json", job_description("s", section, 7, {"train": "t.npz"}, {"device": "cpu"}, sources={"dataset": {"name": "digits"}}))
+    (tmp_path / "compute.json").write_text(json.dumps({"device": "auto", "node_gpus": 4, "gpus_per_rank": 2, "threads": 3}))
+    job = with_compute(read_job(tmp_path / "job.json"), tmp_path / "compute.json")
+    assert (job.compute.device, job.compute.node_gpus, job.compute.gpus_per_rank, job.compute.threads) == ("auto", 4, 2, 3)
+    # A run is the same run on any site: its record has the settings, seed, inputs, kind and sources only.
+    record = job.record()
+    assert set(record) == {"setup", "seed", "settings", "inputs", "kind", "sources"} and record["sources"] == {"dataset": {"name": "digits"}}
+    assert "trials" not in record["settings"]
+    with pytest.raises(GanstudyError, match="compute options file .*missing.json does not exist: the workflow writes it"):
+        with_compute(job, tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text(json.dumps({"gpus": 1}))
+    with pytest.raises(GanstudyError, match=r"compute options file .*bad.json: unknown key\(s\) gpus"):
+        with_compute(job, tmp_path / "bad.json")
 
 
 @pytest.mark.parametrize("content, problem", [
@@ -66,7 +83,8 @@ def test_the_train_rule_s_shell_line_is_short_and_its_help_fits_a_screen(env):
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if re.search(r"ganstudy train ", line)]
     assert lines and all(len(line.removeprefix("Shell command: ")) < 300 for line in lines), max(lines, key=len)
-    assert all(re.search(r"ganstudy train results/digits_grid/jobs/grid\dx\d\.json --trial \d", line) for line in lines)
+    assert all(re.search(r"ganstudy train results/digits_grid/jobs/grid\dx\d\.json --compute results/digits_grid/site/compute.json "
+                         r"--trial \d", line) for line in lines)
     help_text = subprocess.run(["ganstudy", "train", "--help"], capture_output=True, text=True, env=env).stdout
     assert len(help_text.splitlines()) <= 24
 

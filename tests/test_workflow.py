@@ -14,7 +14,6 @@ import yaml
 
 from conftest import REPO, planned_jobs, with_pythonpath
 from ganstudy.stats.reproduction import NOT_COMPARABLE
-from ganstudy.train.job import read_job
 
 pytestmark = pytest.mark.workflow
 
@@ -259,10 +258,11 @@ def test_per_class_jobs_get_one_rank_per_class_up_to_max_ranks(env, tmp_path):
         tasks.setdefault(setup, set()).add(re.search(r"tasks=(\d+)", job["resources"]).group(1))
     assert tasks == {"dcgan": {"1"}, "dccgan": {"1"}, "per_class": {"100"}}
     assert "mpiexec -n 100 ganstudy train results/dcgan_cifar100/jobs/per_class.json" in done.stdout
-    # The seed's layout: each rank's generator and discriminator on a GPU of their own, as the job file says.
-    written = snakemake(tmp_path, yaml.safe_load(study.read_text()), "--cores", "1", "results/dcgan_cifar100/jobs/per_class.json", env=env)
+    # The seed's layout: each rank's generator and discriminator on a GPU of their own, as the compute options
+    # the training jobs read say (beside the job files, which hold what decides the results only).
+    written = snakemake(tmp_path, yaml.safe_load(study.read_text()), "--cores", "1", "results/dcgan_cifar100/site/compute.json", env=env)
     assert written.returncode == 0, written.stderr[-3000:]
-    assert read_job(tmp_path / "results" / "dcgan_cifar100" / "jobs" / "per_class.json").compute.gpus_per_rank == 2
+    assert json.loads((tmp_path / "results" / "dcgan_cifar100" / "site" / "compute.json").read_text())["gpus_per_rank"] == 2
 
 
 def test_a_training_job_killed_mid_run_resumes_on_rerun_to_the_same_bits(tmp_path, env):

@@ -78,7 +78,7 @@ def _prepare(args: argparse.Namespace) -> None:
     from ganstudy.data.settings import DatasetSettings
 
     s = DatasetSettings.of(args.settings, "--settings")
-    manifest = prepare_dataset(s.name, s.path, s.test_fraction, args.seed, args.out_dir, s.load_options(), s.smote)
+    manifest = prepare_dataset(s.name, s.path, s.test_fraction, args.seed, args.out_dir, s.load_options(), s.smote, args.settings)
     print(json.dumps(manifest["class_counts"]))
 
 
@@ -120,7 +120,7 @@ def _train(args: argparse.Namespace) -> None:
     configure_logging()
     job = read_job(args.job)
     if args.compute is not None:
-        job = with_compute(job, args.compute, "--compute")
+        job = with_compute(job, args.compute)
     run_training(job, args.trial, args.out_dir, args.checkpoint_dir, args.progress_seconds)
 
 
@@ -333,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("train", _train, "train one set-up for one trial (run under mpiexec/srun/jsrun)")
     sub.add_argument("job", help="the set-up's training job file (JSON: settings, seed, inputs, kind), as the workflow "
                      "writes it to results/<study>/jobs/<set-up>.json")
-    sub.add_argument("--compute", type=_settings, metavar="JSON", help="device, gpus_per_rank, node_gpus, deterministic, threads")
+    sub.add_argument("--compute", metavar="FILE", help="JSON: device, gpus_per_rank, node_gpus, deterministic, threads")
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out-dir", required=True)
     sub.add_argument("--checkpoint-dir", help="where to keep checkpoints and resume from them")

@@ -57,6 +57,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
         return f"'{where}' must be of type {error.validator_value}, got {error.instance!r}"
     if error.validator == "enum":
         return f"'{where}' must be one of {error.validator_value}, got {error.instance!r}"
+    if error.validator == "pattern" and error.schema.get("description"):
+        return f"'{where}': {error.instance!r} is not allowed here. {error.schema['description']}"
     if error.validator == "pattern" or (error.validator == "propertyNames"):
         return f"'{where}': {error.message}"
     return f"'{where}': {error.message}"
@@ -86,16 +88,38 @@ def section_problems(section: dict[str, Any], schema: dict[str, Any], where: str
     return [f"{where}: {_describe(error)}" for error in errors]
 
 
+class _NoDuplicatesLoader(yaml.SafeLoader):
+    """YAML that refuses a key twice in one mapping: the plain loader keeps the last one silently, so a
+    set-up written twice under one name would vanish from the study."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # "<<: *defaults": the keys written beside it override the merged ones on purpose
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise ConfigError(f"{key_node.start_mark.name}: key '{key}' appears twice in one mapping (lines {seen[key]} "
+                                  f"and {line}); YAML would keep only the second: rename or merge them")
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_yaml(path: str | os.PathLike[str], what: str = "study config") -> Any:
+    """A YAML file's content; a missing file, invalid YAML or a key given twice raise ConfigError naming it."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.load(handle, Loader=_NoDuplicatesLoader)  # noqa: S506 (a SafeLoader)
+    except FileNotFoundError:
+        raise ConfigError(f"{what} {path} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{what} {path} is not valid YAML: {exc}") from None
+
+
 def load_study_config(config_path: str | os.PathLike[str], schema_path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a YAML study config, validate it and fill its defaults."""
-    try:
-        with open(config_path, encoding="utf-8") as handle:
-            config = yaml.safe_load(handle) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"study config {config_path} does not exist") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"study config {config_path} is not valid YAML: {exc}") from None
-    return validate_study_config(config, schema_path)
+    return validate_study_config(read_yaml(config_path) or {}, schema_path)
 
 
 # What a set-up may change without changing the work it does: the speed-up compares such set-ups.

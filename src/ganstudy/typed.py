@@ -84,7 +84,8 @@ def build(cls: type[T], section: Mapping[str, Any], where: str) -> T:
 
 
 def as_dict(settings: Any) -> dict[str, Any]:
-    """The mapping ``build`` takes, with tuples as lists and mappings as dicts (JSON's form)."""
+    """The mapping ``build`` takes (from a dataclass or a FrozenMapping), with tuples as lists and mappings
+    as dicts (JSON's form)."""
 
     def plain(value: Any) -> Any:
         if isinstance(value, (tuple, list)):
@@ -93,4 +94,5 @@ def as_dict(settings: Any) -> dict[str, Any]:
             return {key: plain(item) for key, item in value.items()}
         return value
 
-    return {key: plain(value) for key, value in dataclasses.asdict(settings).items()}
+    items = settings.items() if isinstance(settings, Mapping) else dataclasses.asdict(settings).items()
+    return {key: plain(value) for key, value in items}

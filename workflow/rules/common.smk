@@ -1,15 +1,23 @@
 # Config validation and the helpers every stage's rules share. No rules here.
+import atexit
+import datetime
 import json
 import math
 import os
 import re
+import sys
 from pathlib import Path
 
+import yaml
+
+from snakemake.cli import get_profile_dir
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
+from ganstudy.atomic import write_json
+from ganstudy.changed_runs import archive_run, changed_runs
 from ganstudy.config import (
-    ConfigError, dataset_settings, evaluation_settings, speedup_baselines, validate_study_config,
+    ConfigError, dataset_settings, evaluation_settings, read_yaml, speedup_baselines, validate_study_config,
 )
 from ganstudy.data.loaders import get_dataset
 from ganstudy.data.sources import SOURCES
@@ -19,17 +27,42 @@ from ganstudy.parallel.partition import shard_rows
 from ganstudy.parts import part_problems, study_kind
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
 from ganstudy.site import read_site, with_site
-from ganstudy.status import write_plan
 from ganstudy.stats.timing import EPOCH_REFERENCES
-from ganstudy.train.job import job_description, write_job
+from ganstudy.status import write_plan
+from ganstudy.study_lock import acquire as acquire_study_lock, release as release_study_lock
+from ganstudy.train.job import job_description, job_record, write_job
 from ganstudy.train.settings import TrainingSettings
 from ganstudy.user_inputs import missing_user_inputs
 
 try:
+    # Snakemake's own YAML reading keeps the last of two equal keys silently.
+    for configfile in workflow.configfiles:
+        read_yaml(configfile)
     validate_study_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
 
+def profile_site():
+    """The site= entry of the profile this Snakemake was started with (--profile, or SNAKEMAKE_PROFILE), if any."""
+    profile = os.environ.get("SNAKEMAKE_PROFILE")
+    for flag, value in zip(sys.argv, sys.argv[1:] + [""]):
+        if flag == "--profile":
+            profile = value
+        elif flag.startswith("--profile="):
+            profile = flag.split("=", 1)[1]
+    found = get_profile_dir(profile) if profile else None
+    if found is None:
+        return None
+    entries = (yaml.safe_load(Path(found[1]).read_text()) or {}).get("config") or []
+    return next((entry.split("=", 1)[1] for entry in entries if isinstance(entry, str) and entry.startswith("site=")), None)
+
+
+# --config on the command line replaces the profile's config list, and with it the profile's site: a GPU
+# cluster run would plan for this machine and train on the CPU. Stop before any job instead.
+if config["site"] is None and workflow.is_main_process and (lost_site := profile_site()):
+    raise WorkflowError(f"the profile names its site (site={lost_site}) in its config list, which --config on the command line "
+                        f"replaced: the study would plan for this machine, without GPUs. Add it to your --config, e.g. "
+                        f"--config site={lost_site} <your keys>")
 # The site (ganstudy.site): what a node is, from the profile's site file; study keys override it on purpose.
 try:
     SITE = read_site(config["site"], workflow.basedir)
@@ -42,6 +75,22 @@ for line in site_overrides:
 
 STUDY_DIR = f"{config['results_dir']}/{config['study']}"
 LOG_DIR = f"{STUDY_DIR}/logs"
+
+
+def check_results_dir():
+    """A results folder that is a file, or that this user cannot write, stops the DAG before any job."""
+    for folder in (config["results_dir"], STUDY_DIR):
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise WorkflowError(f"results_dir: {folder} is a file, not a folder: move it away or set results_dir to a folder")
+    existing = STUDY_DIR
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing) or "."
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise WorkflowError(f"results_dir: {os.path.abspath(existing)} is not writable for you: set results_dir to a folder "
+                            "you can write (a project space), or ask for write access")
+
+
+check_results_dir()
 SETUPS = list(config["setups"])
 # (set-up, trial) of every training run: set-ups may run more or fewer trials than the study.
 RUNS = [(s, t) for s in SETUPS for t in range(config["setups"][s]["trials"] or config["trials"])]
@@ -53,6 +102,22 @@ INCEPTION = config["evaluation"]["extractor"] == "inception"
 # What the user must provide (their data, the Inception weights): a dry-run plans the whole study without
 # them and lists them once; a real run stops here, before any job, until they are there.
 DRY_RUN = workflow.output_settings.dryrun
+# Snakemake's options that build no job: they read the study and must change nothing in it.
+NOT_EXECUTING = {"--report", "--lint", "--list", "-l", "--list-target-rules", "--lt", "--list-rules", "--list-changes", "--lc",
+                 "--list-code-changes", "--list-input-changes", "--li", "--list-params-changes", "--lp", "--list-untracked", "--lu",
+                 "--summary", "-S", "--detailed-summary", "-D", "--dag", "--rulegraph", "--filegraph", "--d3dag", "--unlock",
+                 "--cleanup-metadata", "--cm", "--archive", "--delete-all-output", "--delete-temp-output", "--touch", "-t",
+                 "--containerize", "--export-cwl", "--print-compilation", "--generate-unit-tests", "--conda-create-envs-only",
+                 "--conda-cleanup-envs", "--cleanup-shadow", "--version", "-v", "--help", "-h"}
+EXECUTING = workflow.is_main_process and not DRY_RUN and not {arg.split("=")[0] for arg in sys.argv} & NOT_EXECUTING
+# One run per study at a time (ganstudy.study_lock): taken before this Snakemake changes anything in the
+# study (it rewrites the spec files the config has changed and archives changed runs, below) and let go
+# when it exits. Dry-runs and the options above never take it.
+if EXECUTING:
+    try:
+        atexit.register(release_study_lock, acquire_study_lock(STUDY_DIR, logger.warning))
+    except GanstudyError as error:
+        raise WorkflowError(str(error)) from None
 MISSING = missing_user_inputs(config)
 if MISSING:
     needs = "this study needs files that are not here yet:\n" + "\n".join(f"  - {line}" for line in MISSING)
@@ -85,6 +150,7 @@ if FID_WARNING:
 wildcard_constraints:
     setup="|".join(re.escape(name) for name in SETUPS),
     trial=r"\d+",
+    spec="data|classifier|reference|evaluation",
     metric="|".join(METRICS),
 
 
@@ -161,6 +227,50 @@ def known_tasks():
     return known
 
 
+def check_ranks():
+    """A grid or per-class set-up given more ranks than it has cells or classes would queue ranks that idle
+    (and nodes for them): stop the DAG naming the set-up and the most it can use."""
+    problems = []
+    for name, setup in config["setups"].items():
+        if setup["mode"] in ("grid", "per_class") and setup["ranks"]:
+            try:
+                most = pairs_of(name)
+            except WorkflowError:
+                continue  # classes known only once read: the job refuses
+            if setup["ranks"] > most:
+                what = "classes" if setup["mode"] == "per_class" else "grid cells"
+                problems.append(f"setups.{name}.ranks: {setup['ranks']} ranks for {most} {what}; a rank holds at least one: "
+                                f"set ranks to at most {most}")
+    if problems:
+        raise WorkflowError("\n".join(problems))
+
+
+def training_images():
+    """Images of the training split where they are known before any job: the prepared split's manifest,
+    or a built-in data set's size split by test_fraction (without SMOTE, which only adds images)."""
+    manifest = Path(f"{STUDY_DIR}/data/manifest.json")
+    if manifest.is_file():
+        try:
+            return json.loads(manifest.read_text())["files"]["train"]["images"]
+        except (OSError, ValueError, KeyError):
+            return None
+    images = get_dataset(config["dataset"]["name"]).images
+    if images is None or SMOTE:
+        return None
+    return images - math.ceil(config["dataset"]["test_fraction"] * images)
+
+
+def check_batches():
+    """A set-up whose batch is larger than the training split stops the DAG, not its training jobs."""
+    images = training_images()
+    problems = [f"setups.{name}.batch_size: {setup['batch_size']} is larger than the training split's {images} images: "
+                "lower batch_size" for name, setup in config["setups"].items() if images is not None and setup["batch_size"] > images]
+    if problems:
+        raise WorkflowError("\n".join(problems))
+
+
+check_ranks()
+check_batches()
 KNOWN_TASKS = known_tasks()
 # Multi-rank set-up -> its one-rank run of the same work: the speed-up tables and plot compare them.
 BASELINES = speedup_baselines(config["setups"], KNOWN_TASKS)
@@ -219,6 +329,17 @@ def rank_gpus():
     return compute["gpus_per_rank"] if compute["node_gpus"] else 0
 
 
+class Untracked:
+    """A param that is no rerun trigger: Snakemake compares only params of builtin types, so a launch line
+    that changes with the site reruns nothing."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __str__(self):
+        return self.text
+
+
 def mpi_launch(wildcards, resources):
     """The launch prefix of a training job for the profile's launcher (resources.mpi): jsrun gets
     Summit's resource sets (1 rank, its cores and its GPUs each), srun its GPUs per task (so that each
@@ -226,14 +347,14 @@ def mpi_launch(wildcards, resources):
     if resources.mpi == "jsrun":
         per_node = ranks_per_node()
         cores = config["compute"]["node_cores"] // per_node
-        return f"jsrun -n {resources.tasks} -r {per_node} -a 1 -c {cores} -g {rank_gpus()} -b packed:{cores}"
+        return Untracked(f"jsrun -n {resources.tasks} -r {per_node} -a 1 -c {cores} -g {rank_gpus()} -b packed:{cores}")
     launch = f"{resources.mpi} -n {resources.tasks}"
     # Inside a Snakemake Slurm job the allocation's SLURM_* defaults are cleared: srun is told everything.
     if resources.mpi == "srun" and rank_gpus():
         launch += f" --gpus-per-task={rank_gpus()}"
     if resources.mpi == "srun" and THREADS > 1:
         launch += f" --cpus-per-task={THREADS}"
-    return launch
+    return Untracked(launch)
 
 
 def train_gpus(wildcards):
@@ -291,24 +412,11 @@ def setup_threads(wildcards):
     return setup_tasks(wildcards) * THREADS
 
 
-def training_job_description(wildcards):
-    """The set-up's job file (ganstudy.train.job): settings, seed, the trials' input files and the
-    compute options. Typed here, so a description the jobs would refuse stops the DAG."""
-    compute = config["compute"]
-    options = {"device": compute["device"], "gpus_per_rank": compute["gpus_per_rank"], "node_gpus": compute["node_gpus"],
-               "deterministic": compute["deterministic"], "threads": THREADS}
-    try:
-        return job_description(wildcards.setup, config["setups"][wildcards.setup], config["seed"], train_inputs(wildcards), options,
-                               KIND.name)
-    except GanstudyError as error:
-        raise WorkflowError(str(error)) from None
-
-
-def train_inputs(wildcards):
+def train_inputs(setup_name):
     """The prepared data, and for set-ups that score during training the classifier and real statistics
     (kinds scored on the test split: that split)."""
     inputs = {"train": f"{STUDY_DIR}/data/train.npz"}
-    setup = config["setups"][wildcards.setup]
+    setup = config["setups"][setup_name]
     if KIND.held_out is not None:
         if setup["score_period"]:
             inputs["held_out"] = f"{STUDY_DIR}/data/test.npz"
@@ -318,9 +426,130 @@ def train_inputs(wildcards):
     return inputs
 
 
+def input_sources(inputs):
+    """The config sections that make a training job's input files: recorded in its job, they tell a
+    finished run made from other data or another classifier (ganstudy.changed_runs)."""
+    sources = {"dataset": dataset_settings(config["dataset"])}
+    if "reference" in inputs:
+        sources["classifier"] = config["classifier"]
+        sources["reference"] = {key: config["evaluation"][key] for key in ("fid_features", "reference_split")}
+    return sources
+
+
+def training_jobs():
+    """Set-up -> its job file's description (ganstudy.train.job): settings, seed, the trials' input files,
+    the data's kind and the sections that made the inputs. Typed here, so a description the jobs would
+    refuse stops the DAG."""
+    jobs = {}
+    for name, setup in config["setups"].items():
+        inputs = train_inputs(name)
+        try:
+            jobs[name] = job_description(name, setup, config["seed"], inputs, kind=KIND.name, sources=input_sources(inputs))
+        except GanstudyError as error:
+            raise WorkflowError(str(error)) from None
+    return jobs
+
+
+JOBS = training_jobs()
+# Where and how the training ranks compute: in a file of its own (rule compute_options), so that moving the
+# study to another site rewrites it without retraining anything.
+COMPUTE_OPTIONS = {"device": config["compute"]["device"], "gpus_per_rank": config["compute"]["gpus_per_rank"],
+                   "node_gpus": config["compute"]["node_gpus"], "deterministic": config["compute"]["deterministic"], "threads": THREADS}
+# What decides each stage's outputs, as the canonical JSON of a small file that the stage reads
+# (results/<study>/specs/<name>.json; the training jobs' own are jobs/<set-up>.json): a file rewritten
+# because the config changed is newer than the outputs it made, so Snakemake redoes them by modification
+# time alone, with or without its metadata (.snakemake/), and the order of keys in the config never matters.
+SPECS = {
+    "data": {"dataset": dataset_settings(config["dataset"]), "seed": config["seed"]},
+    "classifier": {"classifier": config["classifier"], "seed": config["seed"]},
+    "reference": {"fid_features": config["evaluation"]["fid_features"]},
+    "evaluation": {"evaluation": json.loads(EVALUATION_SETTINGS), "seed": config["seed"]},
+}
+
+
+def spec_file(name):
+    return f"{STUDY_DIR}/specs/{name}.json"
+
+
+def spec_files():
+    """Every spec file and job file, with what it must say."""
+    files = {Path(spec_file(name)): spec for name, spec in SPECS.items()}
+    return files | {Path(f"{STUDY_DIR}/jobs/{name}.json"): description for name, description in JOBS.items()}
+
+
+def out_of_date(path, content):
+    """Whether a spec or job file that is there says something else than ``content``."""
+    try:
+        return json.loads(path.read_text()) != json.loads(as_json(content))
+    except (OSError, ValueError):
+        return False
+
+
+def refresh_specs():
+    """Before any job of a real run: rewrite each spec and job file that no longer says what the config
+    does (its stage is then redone). A spec missing beside outputs made before specs existed is written
+    dated 1970, so that those outputs are kept, as they were before."""
+    for path, content in spec_files().items():
+        if path.is_file() and not out_of_date(path, content):
+            continue
+        new = not path.is_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, json.loads(as_json(content)))
+        if new and path.parent.name == "specs" and any(Path(STUDY_DIR).glob("*/*")):
+            os.utime(path, (0, 0))
+        elif not new:
+            logger.info(f"rewrote {path}: the config has changed what it describes")
+
+
+STALE = [path for path, content in spec_files().items() if out_of_date(path, content)]
+# A dry-run rewrites nothing, so it lists the stages of stale spec files and changed runs by giving them
+# the study's config file as an input: the edit made it newer than what they made.
+EDITED = [os.path.abspath(path) for path in workflow.configfiles if os.path.isfile(path)] if DRY_RUN else []
+
+
+def spec_inputs(name):
+    """A stage's spec file as its input (and in a dry-run the edited config, where the spec is stale)."""
+    return [spec_file(name)] + (EDITED if Path(spec_file(name)) in STALE else [])
+
+
+# Finished runs whose run.json records another job than the config's (ganstudy.changed_runs), by (set-up,
+# trial). A run that executes jobs moves them into the study's archive here, before the DAG is built, so
+# that Snakemake plans them as missing; a dry-run (and --report, --lint, ...) only says so.
+CHANGED = {(changed.setup, changed.trial): changed for changed in changed_runs(
+    STUDY_DIR, {name: job_record(description) for name, description in JOBS.items()},
+    {name: sum(1 for s, _ in RUNS if s == name) for name in SETUPS})}
+if EXECUTING:
+    refresh_specs()
+if workflow.is_main_process and CHANGED:
+    logger.warning(f"warning: {len(CHANGED)} finished run(s) no longer match the config; "
+                   + ("they move" if EXECUTING else "a run moves them") + f" to {STUDY_DIR}/archive/ and train again:\n"
+                   + "\n".join(f"  - {changed.line()}" for changed in CHANGED.values()))
+if EXECUTING:
+    planned_at = datetime.datetime.now(datetime.timezone.utc)
+    for changed in CHANGED.values():
+        for path in archive_run(STUDY_DIR, changed, planned_at):
+            logger.info(f"archived: {path}")
+if workflow.is_main_process and DRY_RUN and STALE:
+    logger.warning("warning: the config has changed what " + ", ".join(map(str, STALE)) + " describe: a real run rewrites them "
+                   "before any job and redoes those stages")
+
+
+def train_rule_inputs(wildcards):
+    """A training job's inputs. For a run that matches the config the data, the job file and the compute
+    options are ancient: whether a finished run is redone is decided by the comparison of its record with
+    the config (CHANGED, archived before the DAG is built), not by a file rewritten in a new form or with a
+    site's options. A changed run's are not, and in a dry-run it also has the edited config as an input, so
+    that the plan lists its training (a real run has archived it)."""
+    changed = (wildcards.setup, int(wildcards.trial)) in CHANGED
+    kept = (lambda path: path) if changed else ancient
+    inputs = {name: kept(path) for name, path in train_inputs(wildcards.setup).items()}
+    return inputs | {"job": kept(f"{STUDY_DIR}/jobs/{wildcards.setup}.json"), "compute": ancient(rules.compute_options.output[0]),
+                     "edited": EDITED if changed else []}
+
+
 def evaluate_inputs(wildcards):
     run = f"{STUDY_DIR}/runs/{wildcards.setup}/trial{wildcards.trial}"
-    inputs = {"generator": f"{run}/generator.pt", "record": f"{run}/run.json"}
+    inputs = {"generator": f"{run}/generator.pt", "record": f"{run}/run.json", "spec": spec_inputs("evaluation")}
     if KIND.held_out is not None:
         inputs["held_out"] = f"{STUDY_DIR}/data/test.npz"
         if INCEPTION and KIND.inception_metrics(METRICS):

@@ -19,9 +19,25 @@ if fetched_files():
             "ganstudy fetch --name {params.name} --folder {params.folder} {params.mirror} > {log} 2>&1"
 
 
+# What decides a stage's outputs (SPECS, common.smk), written where missing; a real run rewrites a spec the
+# config has changed before any job, so its stage is redone with or without Snakemake's metadata.
+rule spec:
+    output:
+        f"{STUDY_DIR}/specs/{{spec}}.json",
+    params:
+        content=lambda wildcards: as_json(SPECS[wildcards.spec]),
+    log:
+        f"{LOG_DIR}/specs/{{spec}}.log",
+    localrule: True
+    run:
+        Path(output[0]).write_text(f"{params.content}\n")
+        Path(log[0]).write_text(f"wrote {output[0]}\n")
+
+
 rule prepare_dataset:
     input:
         dataset_files(),
+        spec=spec_inputs("data"),
     output:
         train=f"{STUDY_DIR}/data/train.npz",
         test=f"{STUDY_DIR}/data/test.npz",

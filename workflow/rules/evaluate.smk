@@ -5,6 +5,7 @@ rule train_classifier:
     input:
         train=rules.prepare_dataset.output.train,
         test=rules.prepare_dataset.output.test,
+        spec=spec_inputs("classifier"),
     output:
         model=f"{STUDY_DIR}/classifier/classifier.pt",
         metrics=report(
@@ -34,10 +35,13 @@ rule reference_statistics:
     input:
         split=f"{STUDY_DIR}/data/{config['evaluation']['reference_split']}.npz",
         classifier=rules.train_classifier.output.model,
+        spec=spec_inputs("reference"),
     output:
         f"{STUDY_DIR}/classifier/reference_stats.npz",
     params:
-        settings=EVALUATION_SETTINGS,
+        # Only the layer: training scores with these statistics, so an evaluation edit (metrics, samples,
+        # batch size) must not rewrite them (they are computed in the schema's default batches).
+        settings=as_json({"fid_features": config["evaluation"]["fid_features"]}),
     log:
         f"{LOG_DIR}/reference_statistics.log",
     conda:
@@ -58,6 +62,7 @@ rule inception_statistics:
         split=f"{STUDY_DIR}/data/{config['evaluation']['reference_split']}.npz",
         classifier=rules.train_classifier.output.model,
         weights=user_file(config["evaluation"]["inception_weights"]),
+        spec=spec_inputs("evaluation"),
     output:
         f"{STUDY_DIR}/classifier/reference_inception.npz",
     params:

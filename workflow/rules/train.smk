@@ -10,19 +10,32 @@ rule training_job:
     output:
         f"{STUDY_DIR}/jobs/{{setup}}.json",
     params:
-        job=training_job_description,
+        # Canonical JSON: the order of a set-up's keys in the config is no change.
+        job=lambda wildcards: as_json(JOBS[wildcards.setup]),
     log:
         f"{LOG_DIR}/jobs/{{setup}}.log",
     localrule: True
     run:
-        write_job(output[0], params.job)
+        write_job(output[0], json.loads(params.job))
+        Path(log[0]).write_text(f"wrote {output[0]}\n")
+
+
+rule compute_options:
+    output:
+        f"{STUDY_DIR}/site/compute.json",
+    params:
+        compute=as_json(COMPUTE_OPTIONS),
+    log:
+        f"{LOG_DIR}/site/compute.log",
+    localrule: True
+    run:
+        Path(output[0]).write_text(f"{params.compute}\n")
         Path(log[0]).write_text(f"wrote {output[0]}\n")
 
 
 rule train:
     input:
-        unpack(train_inputs),
-        job=f"{STUDY_DIR}/jobs/{{setup}}.json",
+        unpack(train_rule_inputs),
     output:
         generator=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/generator.pt",
         losses=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/losses.csv",
@@ -61,5 +74,5 @@ rule train:
         slurm_extra=f"--signal=USR1@{WARNING_SECONDS}",
         wall_warning_minutes=config["compute"]["wall_warning_minutes"],
     shell:
-        "{params.launch} ganstudy train {input.job} --trial {wildcards.trial} --out-dir {params.out_dir}"
+        "{params.launch} ganstudy train {input.job} --compute {input.compute} --trial {wildcards.trial} --out-dir {params.out_dir}"
         " --checkpoint-dir {params.checkpoints} > {log} 2>&1"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,14 +40,30 @@ def save_split(path: str | os.PathLike[str], split: Split) -> None:
         np.savez(tmp, images=split.images, labels=split.labels, **extra)
 
 
+def check_against_manifest(path: str | os.PathLike[str]) -> None:
+    """A prepared split whose sha256 is not the one the manifest beside it records (truncated by a full
+    disk, copied in part, changed by hand) names itself; a split without a manifest is not checked."""
+    path = Path(path)
+    try:
+        files = json.loads((path.parent / "manifest.json").read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    recorded = next((entry.get("sha256") for entry in files.values() if isinstance(entry, dict) and entry.get("path") == path.name), None)
+    if recorded and path.is_file() and file_digest(path) != recorded:
+        raise GanstudyError(f"prepared split {path} is not the file its manifest ({path.parent / 'manifest.json'}) records: its "
+                            f"sha256 differs (truncated or changed since it was prepared). Delete {path.parent} and rerun: "
+                            "the workflow prepares the data again")
+
+
 def load_split(path: str | os.PathLike[str]) -> Split:
+    check_against_manifest(path)
     try:
         with np.load(path, allow_pickle=False) as arrays:
             optional = {name: arrays[name] if name in arrays.files else None for name in ("synthetic", "conditions")}
             return Split(arrays["images"], arrays["labels"], **optional)
     except FileNotFoundError:
         raise GanstudyError(f"prepared split {path} does not exist; run the prepare_dataset rule first") from None
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
         raise GanstudyError(f"prepared split {path} is unreadable ({exc}); delete it and rerun prepare_dataset") from None
 
 

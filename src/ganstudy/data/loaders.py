@@ -61,6 +61,9 @@ class DataSet:
     # The images' (C, H, W) as stored, where known before reading: the workflow checks each set-up's
     # network against it (after dataset.image_size and channels) while it plans.
     image_shape: tuple[int, int, int] | None = None
+    # Images as stored, where known before reading and split by dataset.test_fraction: the workflow
+    # refuses a batch larger than the training split while it plans.
+    images: int | None = None
 
     def read(self, name: str, path: str | None, options: LoadOptions) -> RawDataset:
         """The loader's data, checked against the contract, so that a plugin's loader that breaks it is
@@ -325,7 +328,7 @@ def load_cifar100(path: str | None, options: LoadOptions = LoadOptions()) -> Raw
     return _load_cifar(path, "cifar100", "cifar-100-python", ("train", "test"), "fine_labels", 100)
 
 
-DIGITS = DataSet(load_digits, classes=10, image_shape=(1, 8, 8))
+DIGITS = DataSet(load_digits, classes=10, image_shape=(1, 8, 8), images=1797)
 NPZ = DataSet(load_npz, provide="a .npz file with arrays 'images' (N, H, W or N, C, H, W; uint8 or float in [0, 1]) and "
                "'labels' (N integers from 0), saved with numpy.savez")
 MNIST = DataSet(load_mnist, classes=10, image_shape=(1, 28, 28))

@@ -63,9 +63,12 @@ def prepare_dataset(
     out_dir: str | os.PathLike[str],
     options: LoadOptions = LoadOptions(),
     smote: SmoteSettings = SmoteSettings(),
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``smote``: the config's dataset.smote section (strategy none / balance / factor). A source with its
-    own split (RawDataset.split) keeps it and ``test_fraction`` is not used."""
+    own split (RawDataset.split) keeps it and ``test_fraction`` is not used. ``settings``: the dataset
+    section these arguments come from, recorded with the seed in the manifest, so that the workflow can
+    tell prepared data that no longer match the config (ganstudy.changed_runs)."""
     raw = get_dataset(name).read(name, path, options)
     counts = _class_counts(raw.labels)
     if raw.split is None:
@@ -87,6 +90,8 @@ def prepare_dataset(
         "class_counts": {"all": counts},
         "files": {},
     }
+    if settings is not None:
+        manifest |= {"settings": settings, "study_seed": study_seed}
     if raw.class_names is not None:
         manifest["class_names"] = list(raw.class_names)
     conditions = None

@@ -22,7 +22,7 @@ from ganstudy.data.kinds import kind_for_task
 from ganstudy.errors import GanstudyError
 from ganstudy.models import get_network
 from ganstudy.train.settings import TrainingSettings
-from ganstudy.typed import as_dict, build
+from ganstudy.typed import FrozenMapping, as_dict, build
 
 
 @dataclass(frozen=True)
@@ -57,30 +57,55 @@ class TrainingJob:
     # The kind of the study's data (ganstudy.data.kinds): what scores the generator in training and
     # draws the run's sample figure.
     kind: str = "images"
+    # The config sections that made the input files (dataset; classifier and the FID layer where it
+    # scores in training): not read by the training, recorded so that a finished run can be compared
+    # with the config that names it (ganstudy.changed_runs).
+    sources: FrozenMapping = field(default_factory=FrozenMapping)
 
     def settings_record(self) -> dict[str, Any]:
         """The settings as run.json records them: the set-up's keys, without other networks' keys."""
         return training_settings(as_dict(self.settings))
 
+    def record(self) -> dict[str, Any]:
+        """What decides this job's results, as run.json records it (``job``), in JSON types: the
+        compute options are left out, since a run is the same run on any site."""
+        return json.loads(json.dumps({"setup": self.setup, "seed": self.seed, "settings": self.settings_record(),
+                                      "inputs": as_dict(self.inputs), "kind": self.kind, "sources": as_dict(self.sources)}))
+
 
 def job_description(setup: str, section: dict[str, Any], seed: int, inputs: dict[str, str], compute: dict[str, Any] | None = None,
-                    kind: str | None = None) -> dict[str, Any]:
+                    kind: str | None = None, sources: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON a job file holds, from a validated ``setups.<name>`` section; typed here first, so a
     description that ``read_job`` would refuse is never written. Without ``kind`` (the study's data
     kind; the workflow gives it), the kind that the set-up's network learns. ``compute`` is for a job
     file written by hand; the workflow gives it on the command line instead (see the module's doc)."""
     if kind is None:
         kind = kind_for_task(get_network(section["network"]).task).name
-    description = {"setup": setup, "seed": seed, "settings": training_settings(section), "inputs": inputs, "kind": kind}
+    description = {"setup": setup, "seed": seed, "settings": training_settings(section), "inputs": inputs, "kind": kind,
+                   "sources": sources or {}}
     if compute is not None:
         description["compute"] = compute
     build(TrainingJob, description, f"training job of set-up '{setup}'")
     return description
 
 
-def with_compute(job: TrainingJob, compute: dict[str, Any], where: str) -> TrainingJob:
-    """The job with the compute options a command line gives (``ganstudy train --compute``)."""
-    return replace(job, compute=build(JobCompute, compute, where))
+def with_compute(job: TrainingJob, path: str | os.PathLike[str]) -> TrainingJob:
+    """The job with the compute options of a file (``ganstudy train --compute``; the workflow's
+    jobs/compute.json, rewritten when the site changes without retraining anything)."""
+    try:
+        compute = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise GanstudyError(f"compute options file {path} does not exist: the workflow writes it (rule compute_options)") from None
+    except (OSError, ValueError) as exc:
+        raise GanstudyError(f"compute options file {path} is unreadable ({exc}): delete it and rerun the workflow") from None
+    if not isinstance(compute, dict):
+        raise GanstudyError(f"compute options file {path} holds no JSON object: delete it and rerun the workflow")
+    return replace(job, compute=build(JobCompute, compute, f"compute options file {path}"))
+
+
+def job_record(description: dict[str, Any]) -> dict[str, Any]:
+    """What a job described so records in its runs' run.json (``TrainingJob.record``)."""
+    return build(TrainingJob, description, f"training job of set-up '{description['setup']}'").record()
 
 
 def write_job(path: str | os.PathLike[str], description: dict[str, Any]) -> None:

@@ -146,6 +146,7 @@ def run_training(
             setup_name=job.setup,
             study_seed=job.seed,
             trial=trial,
+            job=job.record(),
             seeds=result.seeds,
             world_size=world.size,
             hosts=hosts,

@@ -1,0 +1,111 @@
+"""Finished runs against the config that names them, and the archive that keeps a run which is redone.
+
+A finished run's ``run.json`` records its job (``TrainingJob.record``: settings, seed, inputs, data kind and
+the config sections that made its input files). At plan time the workflow compares every finished run
+with the job the config describes now, from the records alone, so that an edit is caught whatever
+Snakemake's metadata says (after ``make clean``, in a copied results folder, from another working
+directory). A run that no longer matches is moved into ``archive/<time>-<hash>/`` inside the study, in
+the study's own layout (run folder, score, training log), with a record of why, and trained again:
+nothing finished is deleted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ganstudy.atomic import write_json
+
+# Keys of a record that change no result: runs recorded before the job was recorded whole still carry
+# their set-up's trial count in their settings.
+_IGNORED = {"settings.trials"}
+# Most differences a line names; the archive's record keeps them all.
+_SHOWN = 4
+
+
+@dataclass(frozen=True)
+class Changed:
+    """A finished run whose record differs from the config."""
+
+    setup: str
+    trial: int
+    changes: tuple[str, ...]  # "settings.lr: 0.0002 -> 0.0001", one per differing key
+    recorded: str  # a hash of the job it records: the runs of one former set-up share an archive folder
+
+    def line(self) -> str:
+        more = len(self.changes) - _SHOWN
+        return f"{self.setup} trial {self.trial}: " + "; ".join(self.changes[:_SHOWN]) + (f"; and {more} more" if more > 0 else "")
+
+
+def _flat(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat = {}
+    for key, value in record.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            flat.update(_flat(value, f"{path}."))
+        else:
+            flat[path] = value
+    return flat
+
+
+def differences(recorded: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
+    """Each key whose value differs, as 'key: recorded -> expected' (a missing key reads "absent")."""
+    old, new = _flat(recorded), _flat(expected)
+    changed = sorted(key for key in old.keys() | new.keys() if key not in _IGNORED and old.get(key, "absent") != new.get(key, "absent"))
+    return [f"{key}: {json.dumps(old.get(key, 'absent'))} -> {json.dumps(new.get(key, 'absent'))}" for key in changed]
+
+
+def _read(path: Path) -> Any:
+    """A JSON record, or a string naming why it cannot be read."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        return f"unreadable ({exc.__class__.__name__})"
+
+
+def changed_runs(study_dir: str | os.PathLike[str], expected: Mapping[str, Mapping[str, Any]], trials: Mapping[str, int]) -> list[Changed]:
+    """The finished runs of the set-ups' ``trials`` whose run.json records another job than
+    ``expected[setup]`` (a ``TrainingJob.record``; a run written before the job was recorded whole is
+    compared on its settings and seed). Unfinished runs are not listed: their checkpoints carry a
+    fingerprint of their settings and are not resumed under other ones."""
+    found = []
+    for setup, count in trials.items():
+        for trial in range(count):
+            path = Path(study_dir) / "runs" / setup / f"trial{trial}" / "run.json"
+            if not path.is_file():
+                continue
+            recorded = _read(path)
+            if isinstance(recorded, dict):
+                recorded = recorded.get("job") or {"seed": recorded.get("study_seed"), "settings": recorded.get("settings")}
+                changes = differences(recorded, {key: value for key, value in expected[setup].items() if key in recorded})
+            else:
+                changes = [f"run.json: {recorded if isinstance(recorded, str) else 'not a JSON object'}"]
+            if changes:
+                digest = hashlib.sha256(json.dumps(recorded, sort_keys=True).encode()).hexdigest()[:8]
+                found.append(Changed(setup, trial, tuple(changes), digest))
+    return found
+
+
+def archive_run(study_dir: str | os.PathLike[str], changed: Changed, now: dt.datetime) -> list[str]:
+    """Move a changed run (its folder, score and training log) into ``archive/<now>-<hash of its job>/`` in
+    the study's layout, with ``archived/<set-up>/trial<k>.json`` saying why and when; returns the moved paths."""
+    study, setup, trial = Path(study_dir), changed.setup, changed.trial
+    folder = study / "archive" / f"{now.strftime('%Y%m%dT%H%M%S')}-{changed.recorded}"
+    moved = []
+    for part in (Path("runs") / setup / f"trial{trial}", Path("scores") / setup / f"trial{trial}.json",
+                 Path("logs") / "train" / setup / f"trial{trial}.log"):
+        if (study / part).exists():
+            (folder / part).parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(study / part, folder / part)
+            moved.append(str(folder / part))
+    write_json(folder / "archived" / setup / f"trial{trial}.json", {
+        "setup": setup, "trial": trial, "changes": list(changed.changes), "moved": moved,
+        "archived_at": now.isoformat(timespec="seconds")})
+    return moved

@@ -1,0 +1,234 @@
+"""A study a lab lives with (issue 45): every edit reruns exactly what it changes, with or without Snakemake's
+metadata; a run that must be redone is archived, not deleted; one run per study at a time; the profile's
+site survives --config; bad names, files and rank counts stop the plan before any job."""
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO
+from ganstudy.changed_runs import differences
+from ganstudy.errors import GanstudyError
+from ganstudy.study_lock import acquire, release
+
+pytestmark = pytest.mark.workflow
+
+LIVING = {
+    "study": "living",
+    "trials": 2,
+    "classifier": {"epochs": 2, "min_accuracy": 0.0},
+    "setups": {
+        "bce": {"loss": "bce", "iterations": 2},
+        "grid": {"mode": "grid", "iterations": 2, "hidden_units": 32, "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
+    },
+    "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2, "metrics": ["fid", "isc"]},
+    "compute": {"max_ranks": 2},
+}
+
+
+def snakemake(workdir: Path, config: dict | str, *args: str, env: dict, sort_keys: bool = True, timeout: int = 900) -> subprocess.CompletedProcess:
+    """Snakemake on ``workdir`` with ``config`` (a mapping, or YAML text as a user wrote it)."""
+    text = config if isinstance(config, str) else yaml.safe_dump(config, sort_keys=sort_keys)
+    (workdir / "study.yaml").write_text(text)
+    command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(workdir / "study.yaml"), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def said(done: subprocess.CompletedProcess) -> str:
+    return done.stdout + done.stderr
+
+
+def planned(done: subprocess.CompletedProcess) -> dict[str, int]:
+    """Rule -> jobs of a dry-run's plan; {} for "Nothing to be done"."""
+    assert done.returncode == 0, done.stderr[-3000:]
+    if "Job stats:" not in done.stdout:
+        assert "Nothing to be done" in done.stdout + done.stderr, done.stdout[-2000:]
+        return {}
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", said(done).split("Job stats:")[1], re.MULTILINE))
+    return {rule: int(count) for rule, count in jobs.items() if rule != "total"}
+
+
+@pytest.fixture(scope="session")
+def living(tmp_path_factory, env) -> Path:
+    """A finished tiny study (2 set-ups x 2 trials), shared by the tests that only plan on it."""
+    workdir = tmp_path_factory.mktemp("living")
+    done = snakemake(workdir, LIVING, "--cores", "2", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return workdir
+
+
+def _with(setups: dict | None = None, **keys) -> dict:
+    config = {**LIVING, **keys}
+    if setups is not None:
+        config["setups"] = setups
+    return config
+
+
+TRAINING = {"training_job", "train", "prepare_dataset", "train_classifier", "reference_statistics"}
+EDITS = {
+    # edit name: (config, rules that must be planned with their counts, rules that must not be planned)
+    "metric added": (_with(evaluation={**LIVING["evaluation"], "metrics": ["fid", "isc", "kid"], "kid_subset_size": 50}),
+                     {"evaluate": 4}, TRAINING),
+    "samples changed": (_with(evaluation={**LIVING["evaluation"], "samples": 120}), {"evaluate": 4}, TRAINING),
+    "lr of one set-up": (_with({**LIVING["setups"], "bce": {**LIVING["setups"]["bce"], "lr": 1e-4}}),
+                         {"train": 2, "evaluate": 2}, {"prepare_dataset", "train_classifier", "reference_statistics"}),
+    "set-up added": (_with({**LIVING["setups"], "mse": {"loss": "mse", "iterations": 2}}),
+                     {"train": 2, "training_job": 1, "evaluate": 2}, {"prepare_dataset"}),
+    "set-up removed": (_with({"grid": LIVING["setups"]["grid"]}), {"stats": 1}, TRAINING | {"evaluate"}),
+    "trials raised": (_with(trials=3), {"train": 2, "evaluate": 2}, {"training_job", "prepare_dataset"}),
+    "seed changed": (_with(seed=7), {"prepare_dataset": 1, "train_classifier": 1, "train": 4}, set()),
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_each_edit_of_a_finished_study_plans_exactly_what_it_changes(living, env, edit):
+    config, wanted, unwanted = EDITS[edit]
+    jobs = planned(snakemake(living, config, "-n", env=env))
+    assert {rule: jobs.get(rule, 0) for rule in wanted} == wanted, jobs
+    assert not set(jobs) & unwanted, jobs
+
+
+def test_key_order_and_the_site_change_nothing(living, env):
+    assert planned(snakemake(living, LIVING, "-n", env=env)) == {}
+    # The same study as a user may write it: every mapping's keys in another order, but the set-ups' own order,
+    # which is the order of the tables' rows.
+    def reversed_keys(value):
+        return {key: reversed_keys(value[key]) for key in reversed(list(value))} if isinstance(value, dict) else value
+    reordered = {**reversed_keys(LIVING), "setups": {name: reversed_keys(setup) for name, setup in LIVING["setups"].items()}}
+    assert list(reordered)[0] != "study" and list(reordered["setups"]["grid"])[0] != "mode"
+    assert planned(snakemake(living, reordered, "-n", env=env, sort_keys=False)) == {}
+    # Another site (GPU nodes): the launch line and the compute options change, no training reruns.
+    jobs = planned(snakemake(living, LIVING, "-n", "--config", "site=profiles/slurm-gpu/site.yaml", env=env))
+    assert not set(jobs) & (TRAINING | {"evaluate"}), jobs
+
+
+def test_a_changed_set_up_is_seen_without_snakemake_s_metadata_and_its_runs_are_archived(living, tmp_path, env):
+    # A copy of the results without .snakemake/: as after `make clean` or in a fresh clone of the results.
+    shutil.copytree(living / "results", tmp_path / "results")
+    study = tmp_path / "results" / "living"
+    changed = _with({**LIVING["setups"], "bce": {**LIVING["setups"]["bce"], "lr": 1e-4}})
+    plan = snakemake(tmp_path, changed, "-n", env=env)
+    assert plan.returncode == 0 and "2 finished run(s) no longer match the config; a run moves them" in said(plan), said(plan)[-2000:]
+    assert "bce trial 0: settings.lr: 0.0002 -> 0.0001" in said(plan) and "grid trial" not in said(plan)
+    assert not (study / "archive").exists()  # a dry-run moves nothing
+    old_run = (study / "runs" / "bce" / "trial0" / "run.json").read_text()
+    grid_before = (study / "runs" / "grid" / "trial1" / "generator.pt").read_bytes()
+    done = snakemake(tmp_path, changed, "--cores", "2", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", said(done).split("Job stats:")[1], re.MULTILINE))
+    assert jobs["train"] == "2" and jobs["evaluate"] == "2", jobs
+    # The old runs are readable in the archive, in the study's layout, with a record of why they moved.
+    [archive] = list((study / "archive").iterdir())
+    assert (archive / "runs" / "bce" / "trial0" / "run.json").read_text() == old_run
+    assert (archive / "runs" / "bce" / "trial1" / "generator.pt").is_file() and (archive / "scores" / "bce" / "trial1.json").is_file()
+    assert (archive / "logs" / "train" / "bce" / "trial0.log").is_file()
+    record = json.loads((archive / "archived" / "bce" / "trial0.json").read_text())
+    assert record["changes"] == ["settings.lr: 0.0002 -> 0.0001"]
+    # The new runs were trained with the new lr (the job file was rewritten too), the grid's were not touched.
+    for trial in (0, 1):
+        assert json.loads((study / "runs" / "bce" / f"trial{trial}" / "run.json").read_text())["job"]["settings"]["lr"] == 1e-4
+    assert json.loads((study / "jobs" / "bce.json").read_text())["settings"]["lr"] == 1e-4
+    assert (study / "runs" / "grid" / "trial1" / "generator.pt").read_bytes() == grid_before
+    assert planned(snakemake(tmp_path, changed, "-n", env=env)) == {}
+
+
+@pytest.mark.parametrize("edit, problem", [
+    ({"study": ".."}, "'study': '..' is not allowed here"),
+    ({"setups": {"grid": {**LIVING["setups"]["grid"], "ranks": 8}}}, "setups.grid.ranks: 8 ranks for 4 grid cells; a rank holds at least one: set ranks to at most 4"),
+    ({"setups": {"pc": {"mode": "per_class", "network": "dcgan", "ranks": 12}}}, "setups.pc.ranks: 12 ranks for 10 classes"),
+    ({"setups": {"big": {"batch_size": 5000}}}, "setups.big.batch_size: 5000 is larger than the training split's 1437 images"),
+    ({"results_dir": "taken"}, "is a file, not a folder"),
+])
+def test_bad_names_files_and_rank_counts_stop_the_plan_before_any_job(tmp_path, env, edit, problem):
+    (tmp_path / "taken").write_text("a file where the results would go")
+    done = snakemake(tmp_path, {**LIVING, **edit}, "-n", env=env)
+    assert done.returncode != 0 and problem in said(done) and "Traceback" not in said(done), said(done)[-2000:]
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_set_up_written_twice_stops_the_plan_naming_the_key_and_both_lines(tmp_path, env):
+    text = "study: twice\nsetups:\n  a:\n    iterations: 2\n  b:\n    iterations: 3\n  a:\n    iterations: 4\n"
+    done = snakemake(tmp_path, text, "-n", env=env)
+    assert done.returncode != 0 and "key 'a' appears twice in one mapping (lines 3 and 7)" in said(done), said(done)[-2000:]
+    # A merge key is no duplicate: the keys beside it override the merged ones on purpose.
+    merged = "study: merged\ntrials: 2\nsetups:\n  a: &base\n    iterations: 2\n  b:\n    <<: *base\n    iterations: 3\n"
+    assert planned(snakemake(tmp_path, merged, "-n", env=env))["train"] == 2 * 2
+
+
+def test_the_profile_s_site_is_not_lost_to_config_on_the_command_line(env):
+    command = ["snakemake", "--profile", str(REPO / "profiles" / "slurm-gpu"), "-n"]
+    lost = subprocess.run([*command, "--config", "trials=1"], cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
+    assert lost.returncode != 0 and "--config site=profiles/slurm-gpu/site.yaml" in said(lost), said(lost)[-2000:]
+    kept = subprocess.run([*command, "--config", "trials=1", "site=profiles/slurm-gpu/site.yaml"], cwd=REPO, capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert kept.returncode == 0 and "site 'slurm-gpu'" in said(kept), said(kept)[-2000:]
+
+
+def test_a_second_run_on_the_same_results_stops_at_once_and_the_first_finishes(tmp_path, env):
+    shared = tmp_path / "shared-results"
+    config = _with({"bce": {"loss": "bce", "iterations": 80}}, trials=1, results_dir=str(shared))
+    first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+    first_dir.mkdir(), second_dir.mkdir()
+    (first_dir / "study.yaml").write_text(yaml.safe_dump(config))
+    first = subprocess.Popen(["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(first_dir), "--configfile", str(first_dir / "study.yaml"),
+                              "--cores", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lock = shared / "living" / ".lock"
+    deadline = time.monotonic() + 240
+    while not (shared / "living" / "runs").exists() and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(1)  # the training job has started: the first run is deep in its work
+    assert lock.is_file() and json.loads(lock.read_text())["pid"] == first.pid
+    started = time.monotonic()
+    second = snakemake(second_dir, config, "--cores", "1", env=env)
+    assert second.returncode != 0 and time.monotonic() - started < 60
+    assert f"is being run by pid {first.pid} on host {socket.gethostname()}" in said(second), said(second)[-2000:]
+    assert first.wait(timeout=600) == 0, first.stdout.read()[-3000:]
+    study = shared / "living"
+    assert json.loads((study / "runs" / "bce" / "trial0" / "run.json").read_text())["job"]["settings"]["iterations"] == 80
+    assert (study / "tables" / "summary_fid.csv").is_file() and not lock.exists()
+    # A dry-run and ganstudy status never need the lock.
+    assert planned(snakemake(second_dir, config, "-n", env=env)) == {}
+
+
+def test_a_lock_left_by_a_dead_process_is_taken_over_and_one_from_another_host_says_how_to_clear_it(tmp_path):
+    child = subprocess.Popen(["true"])  # a pid that is gone once it has exited
+    child.wait()
+    (tmp_path / ".lock").write_text(json.dumps({"host": socket.gethostname(), "pid": child.pid, "started_at": "then"}))
+    warned = []
+    path = acquire(tmp_path, warned.append)
+    assert warned and "took over the lock" in warned[0] and json.loads(path.read_text())["pid"] == os.getpid()
+    with pytest.raises(GanstudyError, match=f"is being run by pid {os.getpid()} on host"):
+        acquire(tmp_path, warned.append)
+    release(path)
+    assert not path.exists()
+    (tmp_path / ".lock").write_text(json.dumps({"host": "login2", "pid": 1, "started_at": "then"}))
+    with pytest.raises(GanstudyError, match=r"on host login2 .*remove .*\.lock and start again"):
+        acquire(tmp_path, warned.append)
+    release(tmp_path / ".lock")  # not ours: left alone
+    assert (tmp_path / ".lock").exists()
+
+
+def test_differences_name_each_changed_key_whatever_the_order():
+    old = {"seed": 1, "settings": {"lr": 2e-4, "iterations": 5, "grid": {"shape": "2x2"}}}
+    new = {"settings": {"grid": {"shape": "3x3"}, "iterations": 5, "lr": 2e-4}, "seed": 1}
+    assert differences(old, dict(reversed(list(old.items())))) == []
+    assert differences(old, new) == ['settings.grid.shape: "2x2" -> "3x3"']
+    assert differences({"settings": {"trials": 3, "lr": 1.0}}, {"settings": {"lr": 1.0}}) == []  # trials change no run
+
+
+def test_a_truncated_split_is_named_by_its_manifest_s_sha256(digits_dir, tmp_path):
+    from ganstudy.data.arrays import load_split
+
+    data = shutil.copytree(digits_dir, tmp_path / "data")
+    assert len(load_split(data / "train.npz").labels) == 1437
+    content = (data / "train.npz").read_bytes()
+    (data / "train.npz").write_bytes(content[: len(content) // 2])
+    with pytest.raises(GanstudyError, match=r"train.npz is not the file its manifest .* records: its sha256 differs .* Delete .*data and rerun"):
+        load_split(data / "train.npz")
