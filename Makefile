@@ -31,7 +31,7 @@ run: setup
 
 # Where the study of CONFIG stands (runs done, running, failed, waiting); also while it runs on a cluster.
 status: setup
-	$(BIN)/ganstudy status $$($(BIN)/python -c "import yaml; c = yaml.safe_load(open('$(CONFIG)')); print(c.get('results_dir', 'results') + '/' + c['study'])")
+	$(BIN)/ganstudy status $(CONFIG)
 
 test: setup
 	$(BIN)/python -m pytest

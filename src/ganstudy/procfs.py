@@ -1,7 +1,11 @@
-"""This process's own entry of Linux's /proc: facts no portable call gives as safely (the umask without
-changing it, the peak resident memory of this process image rather than of its exec chain)."""
+"""Linux's /proc: facts no portable call gives as safely (the umask without changing it, the peak
+resident memory of this process image rather than of its exec chain, whether a process id is still the
+program that wrote it down)."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 
 def status_field(name: str) -> str | None:
@@ -15,3 +19,23 @@ def status_field(name: str) -> str | None:
     except OSError:
         pass
     return None
+
+
+def pid_alive(pid: int, program: bytes) -> bool:
+    """Whether process ``pid`` on this host is alive and still runs ``program`` (a word of its command
+    line): a zombie has ended (its parent has not reaped it yet), another command line is a reused id."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process exists
+    proc = Path(f"/proc/{pid}")
+    if not proc.is_dir():
+        return True  # no /proc (macOS): the signal's answer is all there is
+    try:
+        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        command = (proc / "cmdline").read_bytes()
+    except (OSError, IndexError):
+        return False  # gone since the signal
+    return state != "Z" and program in command

@@ -31,6 +31,7 @@ import yaml
 
 from ganstudy.atomic import read_json, write_json
 from ganstudy.errors import GanstudyError
+from ganstudy.procfs import pid_alive
 from ganstudy.train.progress import HEARTBEAT, HEARTBEAT_SECONDS, LINE, PROCESS
 
 PLAN = "plan.json"
@@ -127,32 +128,13 @@ def _last_event(lines: list[str]) -> tuple[str, str] | None:
     return event
 
 
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's process exists
-    proc = Path(f"/proc/{pid}")
-    if not proc.is_dir():
-        return True  # no /proc (macOS): the signal's answer is all there is
-    try:
-        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        command = (proc / "cmdline").read_bytes()
-    except (OSError, IndexError):
-        return False  # gone since the signal
-    # A zombie has ended (its parent has not reaped it yet); another command line means a reused process id.
-    return state != "Z" and b"ganstudy" in command
-
-
 def _liveness(lines: list[str], log: Path, run: Path, ended: bool, now: float) -> tuple[bool, str]:
     """Whether the job's process is alive, and the evidence when it is not (see the module's rules)."""
     named = [match for line in lines if (match := PROCESS.match(line))]
     if named:
         pid, host = int(named[-1].group(1)), named[-1].group(2)
         if host == socket.gethostname():
-            return _process_alive(pid), f"process {pid} on this host is gone"
+            return pid_alive(pid, b"ganstudy"), f"process {pid} on this host is gone"
         heartbeat = run / HEARTBEAT
         if heartbeat.is_file():
             age = now - heartbeat.stat().st_mtime

@@ -21,18 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ganstudy.errors import GanstudyError
+from ganstudy.procfs import pid_alive
 
 LOCK_NAME = ".lock"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 def _holder(path: Path) -> dict[str, Any]:
@@ -63,10 +54,13 @@ def acquire(study_dir: str | os.PathLike[str], warn: Callable[[str], None]) -> P
                 raise GanstudyError(
                     f"study {study_dir} is being run by {_describe(holder)}; one run per study at a time. If that run "
                     f"is over (its host crashed), remove {path} and start again") from None
-            if isinstance(holder.get("pid"), int) and _alive(holder["pid"]):
+            # Any live process with that id counts (its command line may be a wrapper's): a reused id only
+            # costs a clear message.
+            if isinstance(holder.get("pid"), int) and pid_alive(holder["pid"], b""):
                 raise GanstudyError(
                     f"study {study_dir} is being run by {_describe(holder)}; one run per study at a time: wait for it "
-                    "to finish or stop it (ganstudy status shows where it stands)") from None
+                    f"to finish or stop it (ganstudy status shows where it stands). If process {holder['pid']} is no "
+                    f"Snakemake of this study, remove {path}") from None
             warn(f"warning: took over the lock {path} of a run that is gone ({_describe(holder)})")
             path.unlink(missing_ok=True)
             continue

@@ -451,8 +451,9 @@ def training_jobs():
 
 
 JOBS = training_jobs()
-# Where and how the training ranks compute: in a file of its own (rule compute_options), so that moving the
-# study to another site rewrites it without retraining anything.
+# Where and how the training ranks compute: in a file of its own (rule compute_options), which training reads
+# but which is no rerun trigger, so that moving the study to another site rewrites it and retrains nothing.
+COMPUTE_FILE = f"{STUDY_DIR}/site/compute.json"
 COMPUTE_OPTIONS = {"device": config["compute"]["device"], "gpus_per_rank": config["compute"]["gpus_per_rank"],
                    "node_gpus": config["compute"]["node_gpus"], "deterministic": config["compute"]["deterministic"], "threads": THREADS}
 # What decides each stage's outputs, as the canonical JSON of a small file that the stage reads
@@ -472,9 +473,10 @@ def spec_file(name):
 
 
 def spec_files():
-    """Every spec file and job file, with what it must say."""
+    """Every spec file, job file and the compute options' file, with what it must say."""
     files = {Path(spec_file(name)): spec for name, spec in SPECS.items()}
-    return files | {Path(f"{STUDY_DIR}/jobs/{name}.json"): description for name, description in JOBS.items()}
+    files |= {Path(f"{STUDY_DIR}/jobs/{name}.json"): description for name, description in JOBS.items()}
+    return files | {Path(COMPUTE_FILE): COMPUTE_OPTIONS}
 
 
 def out_of_date(path, content):
@@ -489,19 +491,21 @@ def refresh_specs():
     """Before any job of a real run: rewrite each spec and job file that no longer says what the config
     does (its stage is then redone). A spec missing beside outputs made before specs existed is written
     dated 1970, so that those outputs are kept, as they were before."""
+    made_before = Path(f"{STUDY_DIR}/data/manifest.json").is_file()
     for path, content in spec_files().items():
         if path.is_file() and not out_of_date(path, content):
             continue
         new = not path.is_file()
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, json.loads(as_json(content)))
-        if new and path.parent.name == "specs" and any(Path(STUDY_DIR).glob("*/*")):
+        if new and path.parent.name == "specs" and made_before:
             os.utime(path, (0, 0))
         elif not new:
             logger.info(f"rewrote {path}: the config has changed what it describes")
 
 
-STALE = [path for path, content in spec_files().items() if out_of_date(path, content)]
+# (The compute options' file is left out: rewriting it redoes nothing.)
+STALE = [path for path, content in spec_files().items() if path != Path(COMPUTE_FILE) and out_of_date(path, content)]
 # A dry-run rewrites nothing, so it lists the stages of stale spec files and changed runs by giving them
 # the study's config file as an input: the edit made it newer than what they made.
 EDITED = [os.path.abspath(path) for path in workflow.configfiles if os.path.isfile(path)] if DRY_RUN else []
@@ -543,7 +547,7 @@ def train_rule_inputs(wildcards):
     changed = (wildcards.setup, int(wildcards.trial)) in CHANGED
     kept = (lambda path: path) if changed else ancient
     inputs = {name: kept(path) for name, path in train_inputs(wildcards.setup).items()}
-    return inputs | {"job": kept(f"{STUDY_DIR}/jobs/{wildcards.setup}.json"), "compute": ancient(rules.compute_options.output[0]),
+    return inputs | {"job": kept(f"{STUDY_DIR}/jobs/{wildcards.setup}.json"), "compute": ancient(COMPUTE_FILE),
                      "edited": EDITED if changed else []}
 
 

@@ -22,7 +22,7 @@ rule training_job:
 
 rule compute_options:
     output:
-        f"{STUDY_DIR}/site/compute.json",
+        COMPUTE_FILE,
     params:
         compute=as_json(COMPUTE_OPTIONS),
     log:

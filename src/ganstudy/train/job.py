@@ -89,17 +89,23 @@ def job_description(setup: str, section: dict[str, Any], seed: int, inputs: dict
     return description
 
 
+def _json_object(path: str | os.PathLike[str], what: str, rule: str) -> dict[str, Any]:
+    """A JSON object the workflow writes (rule ``rule``); a missing or unreadable file names itself."""
+    try:
+        content = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise GanstudyError(f"{what} {path} does not exist: the workflow writes it (rule {rule})") from None
+    except (OSError, ValueError) as exc:
+        raise GanstudyError(f"{what} {path} is unreadable ({exc}): delete it and rerun the workflow") from None
+    if not isinstance(content, dict):
+        raise GanstudyError(f"{what} {path} holds no JSON object: delete it and rerun the workflow")
+    return content
+
+
 def with_compute(job: TrainingJob, path: str | os.PathLike[str]) -> TrainingJob:
     """The job with the compute options of a file (``ganstudy train --compute``; the workflow's
-    jobs/compute.json, rewritten when the site changes without retraining anything)."""
-    try:
-        compute = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise GanstudyError(f"compute options file {path} does not exist: the workflow writes it (rule compute_options)") from None
-    except (OSError, ValueError) as exc:
-        raise GanstudyError(f"compute options file {path} is unreadable ({exc}): delete it and rerun the workflow") from None
-    if not isinstance(compute, dict):
-        raise GanstudyError(f"compute options file {path} holds no JSON object: delete it and rerun the workflow")
+    site/compute.json, rewritten when the site changes without retraining anything)."""
+    compute = _json_object(path, "compute options file", "compute_options")
     return replace(job, compute=build(JobCompute, compute, f"compute options file {path}"))
 
 
@@ -114,12 +120,4 @@ def write_job(path: str | os.PathLike[str], description: dict[str, Any]) -> None
 
 def read_job(path: str | os.PathLike[str]) -> TrainingJob:
     """The job a file describes; a missing, unreadable or incomplete file names itself and the key."""
-    try:
-        description = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise GanstudyError(f"training job file {path} does not exist: the workflow writes it (rule training_job)") from None
-    except (OSError, ValueError) as exc:
-        raise GanstudyError(f"training job file {path} is unreadable ({exc}): delete it and rerun the workflow") from None
-    if not isinstance(description, dict):
-        raise GanstudyError(f"training job file {path} holds no JSON object: delete it and rerun the workflow")
-    return build(TrainingJob, description, f"training job file {path}")
+    return build(TrainingJob, _json_object(path, "training job file", "training_job"), f"training job file {path}")
