@@ -28,6 +28,15 @@ onstart:
     write_plan(STUDY_DIR, config["study"], config["setups"], config["trials"])
 
 
+# The study's lock goes when the run ends, whatever the executor does with this process afterwards.
+onsuccess:
+    release_study_lock(STUDY_LOCK)
+
+
+onerror:
+    release_study_lock(STUDY_LOCK)
+
+
 rule all:
     default_target: True
     input:

@@ -200,10 +200,12 @@ def text(path: Path) -> str:
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
-    """Every file of the study's results, (modification time, content), but plan.json: every start of
-    the workflow writes the plan of what it was asked to run, for `ganstudy status`."""
+    """Every file of the study's results, (modification time, content), but plan.json (every start of
+    the workflow writes the plan of what it was asked to run, for `ganstudy status`) and the site's compute
+    options (site/compute.json: how the ranks compute on this site, rewritten when the site changes, as
+    it does here from 2 GPUs per node to 1)."""
     return {str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())
-            for path in (folder / "results").rglob("*") if path.is_file() and path.name != "plan.json"}
+            for path in (folder / "results").rglob("*") if path.is_file() and path.name != "plan.json" and path.parent.name != "site"}
 
 
 def test_a_lost_node_stops_the_job_by_heartbeat_and_the_retry_resumes_bit_identical(study_on_two_nodes, nodes, tmp_path, env):
@@ -230,6 +232,7 @@ def test_a_lost_node_stops_the_job_by_heartbeat_and_the_retry_resumes_bit_identi
             if study.poll() is None:
                 study.kill()
     assert "resumed from the checkpoint of iteration" in text(train_log)
+    assert not (folder / "results" / "nodes" / ".lock").exists()  # the study's lock went with the run
     assert "Trying to restart job" in out.read_text()  # Snakemake's retry, not Slurm's requeue
     assert run_record(folder, "lost")["hosts"] == ["gsnode1", "gsnode2"]
     # Nothing finished before the failure was rewritten or lost.

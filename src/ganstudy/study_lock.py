@@ -70,8 +70,10 @@ def acquire(study_dir: str | os.PathLike[str], warn: Callable[[str], None]) -> P
     raise GanstudyError(f"could not take the lock {path}: another run took it at the same moment; start again")
 
 
-def release(path: str | os.PathLike[str]) -> None:
-    """Remove the lock if this process still holds it (never another run's)."""
+def release(path: str | os.PathLike[str] | None) -> None:
+    """Remove the lock if this process still holds it (never another run's); None: no lock was taken."""
+    if path is None:
+        return
     path = Path(path)
     holder = _holder(path)
     if holder.get("pid") == os.getpid() and holder.get("host") == socket.gethostname():

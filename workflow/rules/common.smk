@@ -110,14 +110,6 @@ NOT_EXECUTING = {"--report", "--lint", "--list", "-l", "--list-target-rules", "-
                  "--containerize", "--export-cwl", "--print-compilation", "--generate-unit-tests", "--conda-create-envs-only",
                  "--conda-cleanup-envs", "--cleanup-shadow", "--version", "-v", "--help", "-h"}
 EXECUTING = workflow.is_main_process and not DRY_RUN and not {arg.split("=")[0] for arg in sys.argv} & NOT_EXECUTING
-# One run per study at a time (ganstudy.study_lock): taken before this Snakemake changes anything in the
-# study (it rewrites the spec files the config has changed and archives changed runs, below) and let go
-# when it exits. Dry-runs and the options above never take it.
-if EXECUTING:
-    try:
-        atexit.register(release_study_lock, acquire_study_lock(STUDY_DIR, logger.warning))
-    except GanstudyError as error:
-        raise WorkflowError(str(error)) from None
 MISSING = missing_user_inputs(config)
 if MISSING:
     needs = "this study needs files that are not here yet:\n" + "\n".join(f"  - {line}" for line in MISSING)
@@ -522,7 +514,17 @@ def spec_inputs(name):
 CHANGED = {(changed.setup, changed.trial): changed for changed in changed_runs(
     STUDY_DIR, {name: job_record(description) for name, description in JOBS.items()},
     {name: sum(1 for s, _ in RUNS if s == name) for name in SETUPS})}
+# One run per study at a time (ganstudy.study_lock): taken once every check above has passed and before this
+# Snakemake changes anything in the study (it rewrites the spec files the config has changed and archives
+# changed runs), let go when the run ends (Snakefile) or this process exits. Dry-runs and the options
+# above never take it.
+STUDY_LOCK = None
 if EXECUTING:
+    try:
+        STUDY_LOCK = acquire_study_lock(STUDY_DIR, logger.warning)
+    except GanstudyError as error:
+        raise WorkflowError(str(error)) from None
+    atexit.register(release_study_lock, STUDY_LOCK)
     refresh_specs()
 if workflow.is_main_process and CHANGED:
     logger.warning(f"warning: {len(CHANGED)} finished run(s) no longer match the config; "

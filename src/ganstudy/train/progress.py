@@ -135,7 +135,6 @@ class HeartbeatFile:
     whatever the training is busy with (not the MPI heartbeat of ganstudy.parallel.heartbeat)."""
 
     def __init__(self, path: Path, interval: float = HEARTBEAT_SECONDS) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"{socket.gethostname()} {os.getpid()}\n", encoding="utf-8")
         self.path, self.interval = path, interval
         self._stop = threading.Event()
@@ -165,7 +164,9 @@ class Progress:
         self._heartbeat: HeartbeatFile | None = None
         if out_dir is not None and rank == 0:
             # The file first: once the log names the process, the heartbeat file is this job's, not an earlier try's.
-            self._heartbeat = HeartbeatFile(out_dir / HEARTBEAT)
+            # Only in a folder that is there (the workflow makes it): a job refused before training leaves none.
+            if out_dir.is_dir():
+                self._heartbeat = HeartbeatFile(out_dir / HEARTBEAT)
             LOGGER.info(f"training process {os.getpid()} on host {socket.gethostname()}")
 
     def trainer(self, name: str, total: int, show: tuple[str, ...], fixed: dict[str, Any] | None = None) -> TrainerReport:
