@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,26 +70,26 @@ def _read(path: Path) -> Any:
         return f"unreadable ({exc.__class__.__name__})"
 
 
-def changed_runs(study_dir: str | os.PathLike[str], expected: Mapping[str, Mapping[str, Any]], trials: Mapping[str, int]) -> list[Changed]:
-    """The finished runs of the set-ups' ``trials`` whose run.json records another job than
+def changed_runs(study_dir: str | os.PathLike[str], expected: Mapping[str, Mapping[str, Any]],
+                 runs: Iterable[tuple[str, int]]) -> list[Changed]:
+    """The finished ones of the (set-up, trial) ``runs`` whose run.json records another job than
     ``expected[setup]`` (a ``TrainingJob.record``; a run written before the job was recorded whole is
     compared on its settings and seed). Unfinished runs are not listed: their checkpoints carry a
     fingerprint of their settings and are not resumed under other ones."""
     found = []
-    for setup, count in trials.items():
-        for trial in range(count):
-            path = Path(study_dir) / "runs" / setup / f"trial{trial}" / "run.json"
-            if not path.is_file():
-                continue
-            recorded = _read(path)
-            if isinstance(recorded, dict):
-                recorded = recorded.get("job") or {"seed": recorded.get("study_seed"), "settings": recorded.get("settings")}
-                changes = differences(recorded, {key: value for key, value in expected[setup].items() if key in recorded})
-            else:
-                changes = [f"run.json: {recorded if isinstance(recorded, str) else 'not a JSON object'}"]
-            if changes:
-                digest = hashlib.sha256(json.dumps(recorded, sort_keys=True).encode()).hexdigest()[:8]
-                found.append(Changed(setup, trial, tuple(changes), digest))
+    for setup, trial in runs:
+        path = Path(study_dir) / "runs" / setup / f"trial{trial}" / "run.json"
+        if not path.is_file():
+            continue
+        recorded = _read(path)
+        if isinstance(recorded, dict):
+            recorded = recorded.get("job") or {"seed": recorded.get("study_seed"), "settings": recorded.get("settings")}
+            changes = differences(recorded, {key: value for key, value in expected[setup].items() if key in recorded})
+        else:
+            changes = [f"run.json: {recorded if isinstance(recorded, str) else 'not a JSON object'}"]
+        if changes:
+            digest = hashlib.sha256(json.dumps(recorded, sort_keys=True).encode()).hexdigest()[:8]
+            found.append(Changed(setup, trial, tuple(changes), digest))
     return found
 
 

@@ -510,10 +510,10 @@ def spec_inputs(name):
 
 # Finished runs whose run.json records another job than the config's (ganstudy.changed_runs), by (set-up,
 # trial). A run that executes jobs moves them into the study's archive here, before the DAG is built, so
-# that Snakemake plans them as missing; a dry-run (and --report, --lint, ...) only says so.
+# that Snakemake plans them as missing; a dry-run (and --report, --lint, ...) only says so. Read by the main
+# process only: a job's own Snakemake (a cluster job step) starts after the move.
 CHANGED = {(changed.setup, changed.trial): changed for changed in changed_runs(
-    STUDY_DIR, {name: job_record(description) for name, description in JOBS.items()},
-    {name: sum(1 for s, _ in RUNS if s == name) for name in SETUPS})}
+    STUDY_DIR, {name: job_record(description) for name, description in JOBS.items()}, RUNS)} if workflow.is_main_process else {}
 # One run per study at a time (ganstudy.study_lock): taken once every check above has passed and before this
 # Snakemake changes anything in the study (it rewrites the spec files the config has changed and archives
 # changed runs), let go when the run ends (Snakefile) or this process exits. Dry-runs and the options
