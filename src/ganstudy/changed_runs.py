@@ -56,10 +56,15 @@ def _flat(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def differences(recorded: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
-    """Each key whose value differs, as 'key: recorded -> expected' (a missing key reads "absent")."""
+    """Each key whose value differs, as 'key: recorded -> expected' (a missing key reads "absent"). A key
+    recorded as null is no change from an absent one: an optional field added later, unset, is the same run."""
     old, new = _flat(recorded), _flat(expected)
-    changed = sorted(key for key in old.keys() | new.keys() if key not in _IGNORED and old.get(key, "absent") != new.get(key, "absent"))
-    return [f"{key}: {json.dumps(old.get(key, 'absent'))} -> {json.dumps(new.get(key, 'absent'))}" for key in changed]
+
+    def value(record: dict[str, Any], key: str) -> Any:
+        return "absent" if record.get(key) is None else record[key]
+
+    changed = sorted(key for key in old.keys() | new.keys() if key not in _IGNORED and value(old, key) != value(new, key))
+    return [f"{key}: {json.dumps(value(old, key))} -> {json.dumps(value(new, key))}" for key in changed]
 
 
 def _read(path: Path) -> Any:

@@ -95,7 +95,11 @@ def _train_classifier(args: argparse.Namespace) -> None:
 
     settings = ClassifierSettings.of(args.settings, "--settings")
     record = train_classifier(args.train, args.test, settings, args.seed, args.model, args.metrics, args.threads)
-    print(f"classifier test accuracy {record['test_accuracy']:.4f}")
+    if record["test_accuracy"] is None:
+        shares = ", ".join(f"{share:.3f}" for share in record["test_predicted_shares"])
+        print(f"classifier {record['weights']}: its classes are not the data's; test images per class it assigns: {shares}")
+    else:
+        print(f"classifier test accuracy {record['test_accuracy']:.4f}")
 
 
 def _reference_stats(args: argparse.Namespace) -> None:
@@ -106,6 +110,8 @@ def _reference_stats(args: argparse.Namespace) -> None:
 
     settings = EvaluationSettings.of(args.settings, "--settings")
     if args.extractor == "classifier":
+        if not args.classifier:
+            raise GanstudyError("reference-stats --extractor classifier needs --classifier: the data set's classifier")
         extractor, layer = classifier_extractor(args.classifier), settings.fid_features
     else:
         extractor, layer, _ = quality_extractor(settings, args.classifier)
@@ -137,14 +143,14 @@ def _evaluate(args: argparse.Namespace) -> None:
                                 "prepared test split)")
         evaluate = kind.part(kind.held_out.evaluate)
         record = evaluate(args.generator, args.run_record, args.held_out, settings, args.seed, args.trial, args.out, args.threads)
-    elif args.classifier and args.reference:
+    elif (args.classifier and args.reference) or args.quality_reference:
         record = evaluate_generator(
             args.generator, args.run_record, args.classifier, args.reference, settings, args.seed, args.trial,
             args.out, args.threads, args.quality_reference,
         )
     else:
-        raise GanstudyError(f"evaluate of data kind '{kind.name}' scores with the data set's classifier: pass --classifier "
-                            "and --reference")
+        raise GanstudyError(f"evaluate of data kind '{kind.name}' scores with the data set's classifier or Inception: pass "
+                            "--classifier and --reference, or --quality-reference (evaluation.extractor inception)")
     print(json.dumps(record["scores"]))
 
 
@@ -321,7 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("reference-stats", _reference_stats, "FID statistics of the real images")
     settings(sub, "evaluation section")
     sub.add_argument("--split", required=True)
-    sub.add_argument("--classifier", required=True)
+    # Given without a file by the workflow on data of one class, which train no classifier.
+    sub.add_argument("--classifier", nargs="?", help="the data set's classifier (needed unless --extractor quality is Inception)")
     sub.add_argument(
         "--extractor", choices=["classifier", "quality"], default="classifier",
         help="classifier: the classifier's statistics (per-class scores, in-training FID); quality: those of "

@@ -158,6 +158,14 @@ def dataset_settings(dataset: dict[str, Any]) -> dict[str, Any]:
     return _read_by(dataset, dataset["name"], DATASET_KEYS)
 
 
+def classifier_settings(classifier: dict[str, Any]) -> dict[str, Any]:
+    """The classifier section as its job sees it: a trained classifier's keys, or a given one's (weights,
+    sha256, min_accuracy). Keys the job does not use change nothing (a study made before weights existed
+    keeps its classifier and its runs)."""
+    unused = ("weights", "sha256") if classifier["weights"] is None else ("epochs", "batch_size", "lr")
+    return {key: value for key, value in classifier.items() if key not in unused}
+
+
 def evaluation_settings(evaluation: dict[str, Any], dataset_name: str) -> dict[str, Any]:
     """The evaluation section as the scoring jobs see it: without the keys of other data sets' scores."""
     return _read_by(evaluation, dataset_name, EVALUATION_KEYS)

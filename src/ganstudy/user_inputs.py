@@ -1,5 +1,5 @@
 """What a study needs from its user before it can run: the data set's files where the workflow cannot
-fetch them, and the Inception weights where FID is on Inception features. Free of torch: the workflow
+fetch them, the Inception weights where FID is on Inception features, and a classifier the study names. Free of torch: the workflow
 lists them while it plans, so that a dry-run shows the whole study and what to provide."""
 
 from __future__ import annotations
@@ -26,4 +26,8 @@ def missing_user_inputs(config: dict[str, Any]) -> list[str]:
         checksum = f" (sha256 starting {evaluation['inception_sha256']})" if evaluation["inception_sha256"] else ""
         missing.append(f"evaluation.inception_weights {weights}: torch-fidelity's Inception weights{checksum}; on a machine "
                        f"with internet download {INCEPTION_URL} and copy it there (nothing is downloaded at run time)")
+    classifier = config["classifier"]["weights"]
+    if classifier and not os.path.isfile(classifier):
+        missing.append(f"classifier.weights {classifier}: the classifier to score with, a classifier.pt that `ganstudy "
+                       "train-classifier` wrote (e.g. another study's results/<study>/classifier/classifier.pt)")
     return missing

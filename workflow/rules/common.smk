@@ -16,8 +16,9 @@ from snakemake.logging import logger
 
 from ganstudy.atomic import write_json
 from ganstudy.changed_runs import archive_run, changed_runs
+from ganstudy.classes import class_problems
 from ganstudy.config import (
-    ConfigError, dataset_settings, evaluation_settings, read_yaml, speedup_baselines, validate_study_config,
+    ConfigError, classifier_settings, dataset_settings, evaluation_settings, read_yaml, speedup_baselines, validate_study_config,
 )
 from ganstudy.data.loaders import get_dataset
 from ganstudy.data.sources import SOURCES
@@ -155,6 +156,29 @@ def as_json(section):
 EVALUATION_SETTINGS = as_json(evaluation_settings(config["evaluation"], config["dataset"]["name"]))
 
 
+def prepared_manifest():
+    """The prepared data's manifest where they were made from this config's dataset section, else None."""
+    try:
+        manifest = json.loads(Path(f"{STUDY_DIR}/data/manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return manifest if manifest.get("settings") == json.loads(as_json(dataset_settings(config["dataset"]))) else None
+
+
+# The data's classes where known before any job (prepared, declared by the data set or counted at its
+# path; None: once read). Data of one class train no classifier: what needs one is refused here
+# (ganstudy.classes) unless classifier.weights gives one, and the per-class ANOVA is left out.
+DATA_CLASSES = (prepared_manifest() or {}).get("num_classes") or get_dataset(config["dataset"]["name"]).classes_at(config["dataset"]["path"])
+problems = class_problems(config, KIND, DATA_CLASSES)
+if problems:
+    raise WorkflowError("\n".join(problems))
+CLASSIFIER = KIND.held_out is None and (DATA_CLASSES != 1 or config["classifier"]["weights"] is not None)
+CLASSIFIER_SETTINGS = classifier_settings(config["classifier"])
+ANOVA = KIND.classes and DATA_CLASSES != 1
+if KIND.classes and not ANOVA:
+    logger.info("the data have one class: no classifier is trained and the per-class ANOVA is left out")
+
+
 def pairs_of(name):
     """Generator-discriminator pairs a set-up trains: one per grid cell or per class, else one."""
     setup = config["setups"][name]
@@ -196,15 +220,13 @@ def train_priority(wildcards):
 
 
 def dataset_classes(setup_name):
-    """Classes of the study's data set, where its entry knows them before it is read."""
-    name = config["dataset"]["name"]
-    classes = get_dataset(name).classes
-    if classes is None:
+    """Classes of the study's data, where known before they are read."""
+    if DATA_CLASSES is None:
         raise WorkflowError(
-            f"set-up '{setup_name}' trains per class on dataset '{name}', whose number of classes is known only "
-            f"once it is read: set setups.{setup_name}.ranks"
+            f"set-up '{setup_name}' trains per class on dataset '{config['dataset']['name']}', whose number of classes is "
+            f"known only once it is read: set setups.{setup_name}.ranks"
         )
-    return classes
+    return DATA_CLASSES
 
 
 def known_tasks():
@@ -240,12 +262,9 @@ def check_ranks():
 def training_images():
     """Images of the training split where they are known before any job: the prepared split's manifest,
     or a built-in data set's size split by test_fraction (without SMOTE, which only adds images)."""
-    manifest = Path(f"{STUDY_DIR}/data/manifest.json")
-    if manifest.is_file():
-        try:
-            return json.loads(manifest.read_text())["files"]["train"]["images"]
-        except (OSError, ValueError, KeyError):
-            return None
+    manifest = prepared_manifest()
+    if manifest is not None:
+        return manifest.get("files", {}).get("train", {}).get("images")
     images = get_dataset(config["dataset"]["name"]).images
     if images is None or SMOTE:
         return None
@@ -406,15 +425,18 @@ def setup_threads(wildcards):
 
 def train_inputs(setup_name):
     """The prepared data, and for set-ups that score during training the classifier and real statistics
-    (kinds scored on the test split: that split)."""
+    (data of one class without a classifier: Inception's; kinds scored on the test split: that split)."""
     inputs = {"train": f"{STUDY_DIR}/data/train.npz"}
     setup = config["setups"][setup_name]
     if KIND.held_out is not None:
         if setup["score_period"]:
             inputs["held_out"] = f"{STUDY_DIR}/data/test.npz"
-    elif setup["mode"] == "grid" or setup["score_period"]:
+    elif (setup["mode"] == "grid" or setup["score_period"]) and CLASSIFIER:
         inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"
         inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
+    elif setup["mode"] == "grid" or setup["score_period"]:
+        inputs["inception"] = config["evaluation"]["inception_weights"]
+        inputs["reference"] = f"{STUDY_DIR}/classifier/reference_inception.npz"
     return inputs
 
 
@@ -422,9 +444,11 @@ def input_sources(inputs):
     """The config sections that make a training job's input files: recorded in its job, they tell a
     finished run made from other data or another classifier (ganstudy.changed_runs)."""
     sources = {"dataset": dataset_settings(config["dataset"])}
-    if "reference" in inputs:
-        sources["classifier"] = config["classifier"]
+    if "classifier" in inputs:
+        sources["classifier"] = CLASSIFIER_SETTINGS
         sources["reference"] = {key: config["evaluation"][key] for key in ("fid_features", "reference_split")}
+    elif "inception" in inputs:
+        sources["reference"] = {key: config["evaluation"][key] for key in ("extractor", "inception_sha256", "reference_split")}
     return sources
 
 
@@ -454,7 +478,7 @@ COMPUTE_OPTIONS = {"device": config["compute"]["device"], "gpus_per_rank": confi
 # time alone, with or without its metadata (.snakemake/), and the order of keys in the config never matters.
 SPECS = {
     "data": {"dataset": dataset_settings(config["dataset"]), "seed": config["seed"]},
-    "classifier": {"classifier": config["classifier"], "seed": config["seed"]},
+    "classifier": {"classifier": CLASSIFIER_SETTINGS, "seed": config["seed"]},
     "reference": {"fid_features": config["evaluation"]["fid_features"]},
     "evaluation": {"evaluation": json.loads(EVALUATION_SETTINGS), "seed": config["seed"]},
 }
@@ -548,7 +572,8 @@ def train_rule_inputs(wildcards):
     that the plan lists its training (a real run has archived it)."""
     changed = (wildcards.setup, int(wildcards.trial)) in CHANGED
     kept = (lambda path: path) if changed else ancient
-    inputs = {name: kept(path) for name, path in train_inputs(wildcards.setup).items()}
+    # The Inception weights reach the job through its reference statistics, whose rule reads and checks them.
+    inputs = {name: kept(path) for name, path in train_inputs(wildcards.setup).items() if name != "inception"}
     return inputs | {"job": kept(f"{STUDY_DIR}/jobs/{wildcards.setup}.json"), "compute": ancient(COMPUTE_FILE),
                      "edited": EDITED if changed else []}
 
@@ -561,8 +586,9 @@ def evaluate_inputs(wildcards):
         if INCEPTION and KIND.inception_metrics(METRICS):
             inputs["weights"] = user_file(config["evaluation"]["inception_weights"])
         return inputs
-    inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"
-    inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
+    if CLASSIFIER:
+        inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"
+        inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
     if INCEPTION:
         inputs["quality"] = f"{STUDY_DIR}/classifier/reference_inception.npz"
     return inputs
@@ -573,8 +599,10 @@ def evaluate_args(wildcards, input):
     Inception's when it is evaluation.extractor)."""
     if KIND.held_out is not None:
         return f"--kind {KIND.name} --held-out {input.held_out}"
-    quality = f" --quality-reference {input.quality}" if "quality" in input.keys() else ""
-    return f"--classifier {input.classifier} --reference {input.reference}{quality}"
+    quality = f"--quality-reference {input.quality}" if "quality" in input.keys() else ""
+    if not CLASSIFIER:
+        return quality
+    return f"--classifier {input.classifier} --reference {input.reference} {quality}".rstrip()
 
 
 def fetched_files():

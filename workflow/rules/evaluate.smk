@@ -1,10 +1,12 @@
-# Stage 3: the dataset's classifier (FID/IS features), real-data statistics, scores per run.
+# Stage 3: the dataset's classifier (FID/IS features; trained, or the user's classifier.weights), real-data
+# statistics, scores per run.
 
 
 rule train_classifier:
     input:
         train=rules.prepare_dataset.output.train,
         test=rules.prepare_dataset.output.test,
+        weights=user_file(config["classifier"]["weights"]),
         spec=spec_inputs("classifier"),
     output:
         model=f"{STUDY_DIR}/classifier/classifier.pt",
@@ -14,7 +16,7 @@ rule train_classifier:
             category="2. Classifier",
         ),
     params:
-        settings=as_json(config["classifier"]),
+        settings=as_json(CLASSIFIER_SETTINGS),
         seed=config["seed"],
     log:
         f"{LOG_DIR}/train_classifier.log",
@@ -60,7 +62,8 @@ rule reference_statistics:
 rule inception_statistics:
     input:
         split=f"{STUDY_DIR}/data/{config['evaluation']['reference_split']}.npz",
-        classifier=rules.train_classifier.output.model,
+        # Data of one class train none: then --classifier is given without a file.
+        classifier=rules.train_classifier.output.model if CLASSIFIER else [],
         weights=user_file(config["evaluation"]["inception_weights"]),
         spec=spec_inputs("evaluation"),
     output:

@@ -185,7 +185,7 @@ rule tables:
         rules.stats.output,
         rules.timing.output,
         # Only data of several classes have classes to compare.
-        rules.anova.output if KIND.classes else [],
+        rules.anova.output if ANOVA else [],
         # Only studies whose set-ups carry a paper's published result.
         rules.reproduction.output if REFERENCES else [],
     localrule: True

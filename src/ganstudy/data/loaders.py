@@ -64,6 +64,18 @@ class DataSet:
     # Images as stored, where known before reading and split by dataset.test_fraction: the workflow
     # refuses a batch larger than the training split while it plans.
     images: int | None = None
+    # The number of classes at dataset.path, told without reading the data (an image folder's subfolders),
+    # for a data set whose entry cannot declare it: the workflow sizes per-class set-ups by it and refuses
+    # what needs several classes on data of one, while it plans.
+    count_classes: Callable[[str], int | None] | None = None
+
+    def classes_at(self, path: str | None) -> int | None:
+        """The data's classes where known before they are read: declared, or counted at ``path``."""
+        if self.classes is not None:
+            return self.classes
+        if self.count_classes is None or path is None or not Path(path).exists():
+            return None
+        return self.count_classes(path)
 
     def read(self, name: str, path: str | None, options: LoadOptions) -> RawDataset:
         """The loader's data, checked against the contract, so that a plugin's loader that breaks it is
@@ -243,6 +255,28 @@ def image_files(folder: Path, what: str = "") -> list[Path]:
     return found
 
 
+def class_folders(root: Path) -> list[str]:
+    """An image folder's class subfolders in label order (sorted names; hidden folders are no class)."""
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def count_folder_classes(path: str) -> int | None:
+    if not Path(path).is_dir():
+        return None
+    return len(class_folders(Path(path))) or None
+
+
+def count_npz_classes(path: str) -> int | None:
+    """Classes 0..K-1 of a .npz file's 'labels' (read alone: the images stay on disk); None when unreadable
+    (its loader names the problem)."""
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            labels = arrays["labels"]
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        return None
+    return int(labels.max()) + 1 if labels.size and np.issubdtype(labels.dtype, np.integer) else None
+
+
 def load_image_folder(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     """One subfolder per class (class labels 0.. in sorted folder-name order) of PNG/JPEG files, grey
     or colour, each resized to options.image_size (the COVID-19 x-ray set's layout)."""
@@ -251,7 +285,7 @@ def load_image_folder(path: str | None, options: LoadOptions = LoadOptions()) ->
     root = Path(path)
     if not root.is_dir():
         raise GanstudyError(f"image folder {root} does not exist; set dataset.path to a folder with one subfolder per class")
-    classes = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    classes = class_folders(root)
     if not classes:
         raise GanstudyError(f"image folder {root} has no class subfolders; put each class's images in a subfolder of its own")
     files: list[Path] = []
@@ -329,11 +363,11 @@ def load_cifar100(path: str | None, options: LoadOptions = LoadOptions()) -> Raw
 
 
 DIGITS = DataSet(load_digits, classes=10, image_shape=(1, 8, 8), images=1797)
-NPZ = DataSet(load_npz, provide="a .npz file with arrays 'images' (N, H, W or N, C, H, W; uint8 or float in [0, 1]) and "
+NPZ = DataSet(load_npz, count_classes=count_npz_classes, provide="a .npz file with arrays 'images' (N, H, W or N, C, H, W; uint8 or float in [0, 1]) and "
                "'labels' (N integers from 0), saved with numpy.savez")
 MNIST = DataSet(load_mnist, classes=10, image_shape=(1, 28, 28))
 FASHION_MNIST = DataSet(load_fashion_mnist, classes=10, image_shape=(1, 28, 28))
-IMAGE_FOLDER = DataSet(load_image_folder, provide="a folder with one subfolder of PNG or JPEG images per class (one subfolder "
+IMAGE_FOLDER = DataSet(load_image_folder, count_classes=count_folder_classes, provide="a folder with one subfolder of PNG or JPEG images per class (one subfolder "
                        "for a single class), e.g. the COVID-19 positive chest x-rays of Cohen et al.'s covid-chestxray-dataset "
                        "(github.com/ieee8023/covid-chestxray-dataset) that Flores (2021) used")
 CIFAR10 = DataSet(load_cifar10, classes=10, image_shape=(3, 32, 32))

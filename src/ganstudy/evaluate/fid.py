@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch_fidelity.metric_fid import KEY_METRIC_FID, fid_features_to_statistics, fid_statistics_to_metric
+from torch_fidelity.utils import create_feature_extractor
 
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.classifier import load_classifier
@@ -59,17 +60,28 @@ def load_reference(reference_path: str | os.PathLike[str], expected: Extractor) 
 
 
 class FidScorer:
-    def __init__(
-        self, classifier_path: str | os.PathLike[str], reference_path: str | os.PathLike[str], device: torch.device
-    ) -> None:
-        reference = load_reference(reference_path, classifier_extractor(classifier_path))
+    """FID of generated images (in [-1, 1]) in an extractor's features: the data set's classifier (given
+    by its path), or Inception-v3 on data of one class that have none."""
+
+    def __init__(self, extractor: Extractor | str | os.PathLike[str], reference_path: str | os.PathLike[str], device: torch.device) -> None:
+        extractor = extractor if isinstance(extractor, Extractor) else classifier_extractor(extractor)
+        reference = load_reference(reference_path, extractor)
         self.reference, self.layer, self.classes = reference.statistics, reference.layer, reference.classes
-        self.classifier = load_classifier(classifier_path).to(device)
         self.device = device
+        if extractor.kind == "inception":
+            options = dict(cuda=False, verbose=False, feature_extractor_weights_path=str(extractor.weights))
+            self.inception = create_feature_extractor("inception-v3-compat", [self.layer], **options).to(device)
+        else:
+            self.classifier = load_classifier(extractor.weights).to(device)
+        self.kind = extractor.kind
 
     @torch.no_grad()
     def features(self, images: torch.Tensor) -> torch.Tensor:
         quantised = ((images.to(self.device) + 1.0) * 127.5).round().clamp(0, 255)
+        if self.kind == "inception":
+            # As the scoring job reads them: uint8, a grey image the same grey in each channel.
+            rgb = quantised.to(torch.uint8).expand(-1, 3, -1, -1) if quantised.shape[1] == 1 else quantised.to(torch.uint8)
+            return self.inception(rgb)[0].cpu()
         hidden, logits = self.classifier.features(quantised / 127.5 - 1.0)
         return (logits if self.layer == "logits" else hidden).cpu()
 

@@ -34,6 +34,11 @@ class Metric:
     # Computed on evaluation.extractor's features (ImageScoring/PairScoring.quality_features): for a kind
     # whose data train no classifier, that extractor must be Inception.
     features: bool = False
+    # Reads the data set's classifier (ImageScoring.classifier_features / classifier_reference): data of
+    # one class train none, so such a metric needs classifier.weights there.
+    classifier: bool = False
+    # Compares the classes of samples and data: refused for data of one class.
+    classes: bool = False
 
 
 def _check(value: object) -> str | None:
@@ -62,7 +67,11 @@ def better(name: str) -> str:
 def compute_columns(name: str, scoring: Any) -> dict[str, float]:
     """The columns of metric ``name`` for one generator's ``scoring``, checked against the contract."""
     metric, origin = get_metric(name), METRICS.origin(name)
-    columns = resolve(metric.compute, f"metric '{name}' ({origin})")(scoring)
+    compute = resolve(metric.compute, f"metric '{name}' ({origin})")
+    try:
+        columns = compute(scoring)
+    except GanstudyError as error:
+        raise GanstudyError(f"metric '{name}' ({origin}): {error}") from None
     where = f"metric '{name}' ({origin}) compute"
     if not isinstance(columns, Mapping):
         raise GanstudyError(f"{where} returned {type(columns).__name__}, not a mapping of column name to number; fix it in its package")
@@ -102,9 +111,9 @@ PRECISION = Metric("share of samples inside the real images' k-nearest-neighbour
 RECALL = Metric("share of real images inside the samples' k-nearest-neighbour manifold", "higher", QUALITY_KINDS,
                 "ganstudy.evaluate.quality:recall", features=True)
 CLASS_FID = Metric("mean over classes of the FID of a class's samples against its real images (labelled generators)",
-                   "lower", frozenset({"images"}), "ganstudy.evaluate.scores:class_fid")
+                   "lower", frozenset({"images"}), "ganstudy.evaluate.scores:class_fid", classifier=True, classes=True)
 LABEL_TVD = Metric("total variation distance of the classifier's label histogram of the samples and the real one",
-                   "lower", frozenset({"images"}), "ganstudy.evaluate.scores:label_tvd_metric")
+                   "lower", frozenset({"images"}), "ganstudy.evaluate.scores:label_tvd_metric", classifier=True, classes=True)
 L1 = Metric("mean absolute difference of output and target in [0, 1]", "lower", frozenset({"pairs"}),
             "ganstudy.evaluate.paired:l1")
 PSNR = Metric("peak signal-to-noise ratio of output against target, dB", "higher", frozenset({"pairs"}),

@@ -70,8 +70,8 @@ def label_tvd(predicted: np.ndarray, real_counts: dict[int, int]) -> float:
 def evaluate_generator(
     generator_path: str | os.PathLike[str],
     run_record_path: str | os.PathLike[str],
-    classifier_path: str | os.PathLike[str],
-    reference_path: str | os.PathLike[str],
+    classifier_path: str | os.PathLike[str] | None,
+    reference_path: str | os.PathLike[str] | None,
     settings: EvaluationSettings,
     study_seed: int,
     trial: int,
@@ -81,7 +81,8 @@ def evaluate_generator(
 ) -> dict[str, Any]:
     """Scores of one generator by evaluation.metrics (ganstudy.evaluate.metrics). The quality metrics use
     evaluation.extractor (the classifier, or Inception with ``quality_reference_path``); class_fid and
-    label_tvd always use the data set's classifier, whose classes are the data's."""
+    label_tvd always use the data set's classifier, whose classes are the data's. Data of one class have
+    no classifier unless the study gives one (``classifier_path`` and ``reference_path`` None)."""
     IMAGES.require_metrics(settings)
     set_cpu_threads(threads)
     generator, spec = load_generator(generator_path)

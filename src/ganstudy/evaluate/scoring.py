@@ -62,7 +62,14 @@ def quality_extractor(settings: EvaluationSettings, classifier_path: str | os.Pa
     no classifier)."""
     if settings.extractor == "inception":
         return inception_extractor(settings.inception_weights, settings.inception_sha256), "2048", "logits_unbiased"
-    return classifier_extractor(classifier_path), settings.fid_features, "logits"
+    return classifier_extractor(_classifier(classifier_path, "evaluation.extractor classifier")), settings.fid_features, "logits"
+
+
+def _classifier(path: str | os.PathLike[str] | None, needed_by: str) -> str | os.PathLike[str]:
+    if path is None:
+        raise GanstudyError(f"{needed_by} scores with the data set's classifier, and this scoring has none (data of one "
+                            "class train none): give the study classifier.weights, or pass --classifier and --reference")
+    return path
 
 
 def checked_reference(path: str | os.PathLike[str], extractor: Extractor, layer: str) -> Reference:
@@ -119,13 +126,17 @@ class QualityScoring(Scoring):
 
 class ImageScoring(QualityScoring):
     def __init__(self, settings: EvaluationSettings, seed: int, samples: torch.Tensor, labels: np.ndarray | None,
-                 classifier_path: str | os.PathLike[str], reference_path: str | os.PathLike[str],
+                 classifier_path: str | os.PathLike[str] | None, reference_path: str | os.PathLike[str] | None,
                  quality_reference_path: str | os.PathLike[str] | None) -> None:
         super().__init__(settings, seed, classifier_path)
         self.samples, self.labels = samples, labels
-        self.classifier = classifier_extractor(classifier_path)
         self._reference_path, self._quality_reference_path = reference_path, quality_reference_path or reference_path
         self.facts["class_fid"] = {}
+
+    @property
+    def classifier(self) -> Extractor:
+        """The data set's classifier; a metric that reads it on data of one class without one is named."""
+        return self.once("classifier", lambda: classifier_extractor(_classifier(self._classifier_path, "a metric")))
 
     @property
     def sample_count(self) -> int:
@@ -137,7 +148,7 @@ class ImageScoring(QualityScoring):
             layers = set()
             if extractor.name == self.extractor.name:
                 layers |= {self.fid_layer, self.isc_layer}
-            if extractor.name == self.classifier.name:
+            if self._classifier_path is not None and extractor.name == self.classifier.name:
                 layers |= {self.settings.fid_features, "logits"}
             return extractor.features(self.samples, sorted(layers), self.settings.batch_size)
 

@@ -41,12 +41,14 @@ class EvaluationSettings:
 
 @dataclass(frozen=True)
 class ClassifierSettings:
-    """``classifier``: the CNN trained on the data set to score its generators."""
+    """``classifier``: the CNN trained on the data set to score its generators, or the user's own (``weights``)."""
 
     epochs: int = 40
     batch_size: int = 64
     lr: float = 0.001
     min_accuracy: float = 0.9
+    weights: str | None = None
+    sha256: str | None = None
 
     @classmethod
     def of(cls, section: Mapping[str, Any], where: str = "classifier settings") -> ClassifierSettings:

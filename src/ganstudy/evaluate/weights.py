@@ -19,12 +19,14 @@ def check_inception_weights(path: str | os.PathLike[str] | None, expected_sha256
             f"evaluation.inception_weights {str(path) if path else None!r} is not a file: on a machine with internet "
             f"download\n  {INCEPTION_URL}\ncopy it to the cluster and set evaluation.inception_weights to its path"
         )
+    return checked_digest(path, expected_sha256, "evaluation.inception_sha256", "download it again")
+
+
+def checked_digest(path: str | os.PathLike[str], expected_sha256: str | None, key: str, remedy: str) -> str:
+    """A user's weights file's sha256, refused when it does not start with ``expected_sha256`` (config key ``key``)."""
     digest = file_digest(path)
     if expected_sha256 and not digest.startswith(expected_sha256.lower()):
-        raise GanstudyError(
-            f"{path} has sha256 {digest}, not evaluation.inception_sha256={expected_sha256}: another or a damaged "
-            "file; download it again"
-        )
+        raise GanstudyError(f"{path} has sha256 {digest}, not {key}={expected_sha256}: another or a damaged file; {remedy}")
     return digest
 
 

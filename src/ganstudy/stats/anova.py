@@ -40,10 +40,18 @@ def pixel_anova(split: Split) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+COLUMNS = ["channel", "F", "p_value", "df_between", "df_within", "images"]
+
+
 def write_anova(split_path: str | os.PathLike[str], csv_path: str | os.PathLike[str], md_path: str | os.PathLike[str]) -> pd.DataFrame:
-    table = pixel_anova(load_split(split_path))
+    """The ANOVA's tables; data of one class (known only once read, else the workflow leaves the ANOVA
+    out) get a table without rows and a line saying why."""
+    split = load_split(split_path)
+    classes = len(np.unique(split.labels))
+    table = pixel_anova(split) if classes > 1 else pd.DataFrame(columns=COLUMNS)
     with atomic_path(csv_path) as tmp:
         table.to_csv(tmp, index=False)
     title = "One-way ANOVA of per-image mean pixel intensity between vs within classes"
-    write_text(md_path, f"### {title}\n\n" + markdown_table(table))
+    body = markdown_table(table) if classes > 1 else f"Not computed: the training split has {classes} class, and the ANOVA compares classes.\n"
+    write_text(md_path, f"### {title}\n\n" + body)
     return table

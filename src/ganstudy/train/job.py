@@ -28,12 +28,14 @@ from ganstudy.typed import FrozenMapping, as_dict, build
 @dataclass(frozen=True)
 class JobInputs:
     """The files a training job reads: its training split, and what an in-training score needs (the
-    data set's classifier and real statistics, or the held-out test split of pairs or showers)."""
+    data set's classifier and real statistics; on data of one class without a classifier, the Inception
+    weights and their real statistics; or the held-out test split of pairs or showers)."""
 
     train: str
     classifier: str | None = None
     reference: str | None = None
     held_out: str | None = None
+    inception: str | None = None
 
 
 @dataclass(frozen=True)

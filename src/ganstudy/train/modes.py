@@ -36,6 +36,8 @@ class TrainingContext:
     discriminator_device: torch.device | None = None
     classifier_path: Path | None = None
     reference_path: Path | None = None
+    # FID during training on Inception instead (data of one class without a classifier).
+    inception_path: Path | None = None
     # The test split a paired or shower generator's in-training score runs on: held-out pairs, or the
     # energies and showers of held-out events.
     held_out_path: Path | None = None

@@ -101,6 +101,7 @@ def run_training(
             discriminator_device=discriminator_device,
             classifier_path=Path(job.inputs.classifier) if job.inputs.classifier else None,
             reference_path=Path(job.inputs.reference) if job.inputs.reference else None,
+            inception_path=Path(job.inputs.inception) if job.inputs.inception else None,
             held_out_path=Path(job.inputs.held_out) if job.inputs.held_out else None,
             checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
             stop=stop,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.extractor import inception_extractor
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.models import build_pair
 from ganstudy.seeding import derive_seed
@@ -49,8 +50,16 @@ def score_curve(context: TrainingContext) -> ScoreCurve | None:
         scorer = context.kind.part(held_out.scorer)
         return ScoreCurve(scorer(context.held_out_path, setup.score_samples, seed, network, context.device, setup, context.world.size),
                           setup.score_period, setup.score_samples, held_out=True)
-    if context.classifier_path is None or context.reference_path is None:
-        raise GanstudyError(f"score_period {setup.score_period} scores the generator during training with the data set's "
-                            "classifier: give the job's inputs.classifier and inputs.reference (the workflow does), or set score_period: 0")
-    scorer = FidScorer(context.classifier_path, context.reference_path, context.device)
-    return ScoreCurve(scorer, setup.score_period, setup.score_samples)
+    why = f"score_period {setup.score_period} scores the generator during training"
+    return ScoreCurve(training_scorer(context, f"{why}, or set score_period: 0"), setup.score_period, setup.score_samples)
+
+
+def training_scorer(context: TrainingContext, why: str) -> FidScorer:
+    """The FID of training (score curves, the grid's selection): in the data set's classifier's features,
+    or on data of one class without one in Inception's. ``why`` says what needs it when the job lacks it."""
+    if context.reference_path is None or (context.classifier_path is None and context.inception_path is None):
+        raise GanstudyError(f"{why} with the data set's classifier (or Inception, for data of one class): give the job's "
+                            "inputs.classifier or inputs.inception, and inputs.reference (the workflow does)")
+    if context.classifier_path is not None:
+        return FidScorer(context.classifier_path, context.reference_path, context.device)
+    return FidScorer(inception_extractor(context.inception_path, None), context.reference_path, context.device)

@@ -19,7 +19,6 @@ import torch
 
 from ganstudy.checkpoint import CheckpointStore
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.fid import FidScorer
 from ganstudy.models import build_pair
 from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.parallel.exchange import NeighbourExchange
@@ -32,6 +31,7 @@ from ganstudy.train.grid.stacked import StackedEngine
 from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.data.partition import batches_per_pass
 from ganstudy.train.network_spec import network_spec
+from ganstudy.train.score_curve import training_scorer
 from ganstudy.train.settings import TrainingSettings
 from ganstudy.typed import as_dict
 
@@ -47,8 +47,6 @@ def _fingerprint(context: TrainingContext, shape: GridShape) -> str:
 
 def _check_settings(context: TrainingContext) -> None:
     grid = context.setup.grid
-    if context.classifier_path is None or context.reference_path is None:
-        raise GanstudyError("training mode 'grid' scores its mixtures with the data set's classifier: pass --classifier and --reference")
     if grid.n_replacements > grid.population_size:
         raise GanstudyError(
             f"grid.n_replacements={grid.n_replacements} exceeds grid.population_size={grid.population_size}"
@@ -131,7 +129,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
     exchange = NeighbourExchange(comm, shape, blocks)
     spec = network_spec(setup, context.data)
     images = torch.from_numpy(context.data.images).to(context.device)
-    scorer = FidScorer(context.classifier_path, context.reference_path, context.device)
+    scorer = training_scorer(context, "training mode 'grid' scores its mixtures")
     cells = {
         cell: GridCell(cell, shape, setup, spec, images, context.data.labels, scorer,
                        CellStreams(context.study_seed, context.trial, cell, context.device), context.device)
