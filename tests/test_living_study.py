@@ -221,6 +221,9 @@ def test_differences_name_each_changed_key_whatever_the_order():
     assert differences(old, dict(reversed(list(old.items())))) == []
     assert differences(old, new) == ['settings.grid.shape: "2x2" -> "3x3"']
     assert differences({"settings": {"trials": 3, "lr": 1.0}}, {"settings": {"lr": 1.0}}) == []  # trials change no run
+    # An optional input added later and unset (inputs.inception) is the same run as one recorded before it.
+    assert differences({"inputs": {"train": "t"}}, {"inputs": {"train": "t", "inception": None}}) == []
+    assert differences({"inputs": {"train": "t"}}, {"inputs": {"train": "t", "inception": "w"}}) == ['inputs.inception: "absent" -> "w"']
 
 
 def test_a_truncated_split_is_named_by_its_manifest_s_sha256(digits_dir, tmp_path):

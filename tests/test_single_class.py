@@ -5,6 +5,7 @@ or left out while the workflow plans, naming the key and what to do."""
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -72,9 +73,12 @@ def test_what_needs_several_classes_stops_the_plan_naming_key_and_remedy(tmp_pat
     for reader in ("evaluation.extractor: classifier (metrics fid)", "setups.grid (mode grid selects its mixtures by FID during training)",
                    "setups.curve.score_period (FID during training)"):
         assert f"{reader}: scores with a classifier, but {data}, so none can be trained" in said, reader
-    # Every set-up that scores in training is named (score_period is on by default), each with both remedies.
-    assert said.count("set classifier.weights") == said.count("or set evaluation.extractor: inception") == 7
+    # Every set-up that scores in training (score_period is on by default) and is not refused for its mode is
+    # named, each with both remedies: single, dp, grid, curve and the extractor.
+    assert said.count("set classifier.weights") == said.count("or set evaluation.extractor: inception") == 5
     assert "Traceback" not in said and not (tmp_path / "results").exists()
+    checked = subprocess.run(["ganstudy", "validate-config", str(tmp_path / "study.yaml")], capture_output=True, text=True, env=env)
+    assert checked.returncode != 0 and f"setups.per_class.mode: per_class learns the classes, but {data}" in checked.stderr
 
 
 def test_a_one_class_study_on_inception_runs_without_a_classifier(tmp_path, env, zeros_folder, stand_in_inception):
@@ -122,13 +126,13 @@ def test_fid_during_training_on_inception_reads_what_the_scoring_job_reads(tmp_p
 
     extractor = inception_extractor(stand_in_inception[0], None)
     real = load_split(digits_dir / "test.npz")
-    save_split(tmp_path / "real.npz", Split(real.images[:40], real.labels[:40]))
-    reference_statistics(tmp_path / "real.npz", extractor, "2048", 20, tmp_path / "ref.npz", 1)
+    save_split(tmp_path / "real.npz", Split(real.images[:8], real.labels[:8]))
+    reference_statistics(tmp_path / "real.npz", extractor, "2048", 8, tmp_path / "ref.npz", 1)
     scorer = FidScorer(extractor, tmp_path / "ref.npz", torch.device("cpu"))
-    generated = torch.from_numpy(load_split(digits_dir / "train.npz").images[:24])
+    generated = torch.from_numpy(load_split(digits_dir / "train.npz").images[:6])
     during = scorer.features(generated)
     scored = extractor.features(torch.from_numpy(to_uint8(generated.numpy())), ["2048"], 8)["2048"]
-    assert during.shape == (24, 2048) and during.abs().sum() > 0
+    assert during.shape == (6, 2048) and during.abs().sum() > 0
     torch.testing.assert_close(during, scored.to(during.dtype), rtol=1e-5, atol=1e-6)
 
 

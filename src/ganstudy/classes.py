@@ -17,6 +17,10 @@ from ganstudy.evaluate.metrics import Metric, get_metric
 from ganstudy.models import get_network
 
 
+# Training modes that learn the classes.
+LEARN_CLASSES = ("per_class", "conditional")
+
+
 def _metrics(config: dict[str, Any]) -> dict[str, Metric]:
     metrics = {}
     for name in config["evaluation"]["metrics"]:
@@ -42,6 +46,8 @@ def _classifier_readers(config: dict[str, Any]) -> list[tuple[str, str]]:
         readers.append((f"evaluation.metrics {', '.join(own)}", ""))
     # Training scores on Inception where the study scores on it (ganstudy.train.score_curve.training_scorer).
     for name, setup in config["setups"].items() if on_classifier else ():
+        if setup["mode"] in LEARN_CLASSES:
+            continue  # refused for its mode
         if setup["mode"] == "grid":
             readers.append((f"setups.{name} (mode grid selects its mixtures by FID during training)", inception))
         elif setup["score_period"]:
@@ -66,7 +72,7 @@ def class_problems(config: dict[str, Any], kind: DataKind, classes: int | None) 
     if classes > 1:
         return problems
     for name, setup in config["setups"].items():
-        if setup["mode"] in ("per_class", "conditional"):
+        if setup["mode"] in LEARN_CLASSES:
             problems.append(f"setups.{name}.mode: {setup['mode']} learns the classes, but {data} has one class: use mode "
                             "single, grid or data_parallel")
             continue

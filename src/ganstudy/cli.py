@@ -63,11 +63,16 @@ def _config_reference(args: argparse.Namespace) -> None:
 
 
 def _validate_config(args: argparse.Namespace) -> None:
+    from ganstudy.classes import class_problems
     from ganstudy.config import load_study_config
-    from ganstudy.parts import part_problems
+    from ganstudy.data.loaders import get_dataset
+    from ganstudy.parts import part_problems, study_kind
 
     config = load_study_config(args.config, args.schema)
     problems = part_problems(config)
+    if not problems:
+        dataset = config["dataset"]
+        problems = class_problems(config, study_kind(config), get_dataset(dataset["name"]).classes_at(dataset["path"]))
     if problems:
         raise GanstudyError(f"{args.config}: " + "; ".join(problems))
     print(f"{args.config}: valid; study '{config['study']}' with set-ups {', '.join(config['setups'])}")
