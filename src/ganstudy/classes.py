@@ -31,10 +31,9 @@ def _metrics(config: dict[str, Any]) -> dict[str, Metric]:
     return metrics
 
 
-def _classifier_readers(config: dict[str, Any]) -> list[tuple[str, str]]:
-    """What in a validated study of images scores with the data set's classifier, each as the config key
-    that asks for it and the other way to have it (empty: none but classifier.weights)."""
-    metrics = _metrics(config)
+def _classifier_readers(config: dict[str, Any], metrics: dict[str, Metric]) -> list[tuple[str, str]]:
+    """What in a validated study of images scores with the data set's classifier (its ``metrics`` among them),
+    each as the config key that asks for it and the other way to have it (empty: none but classifier.weights)."""
     inception = " or set evaluation.extractor: inception (with evaluation.inception_weights)"
     on_classifier = config["evaluation"]["extractor"] == "classifier"
     readers = []
@@ -83,12 +82,13 @@ def class_problems(config: dict[str, Any], kind: DataKind, classes: int | None) 
         if conditional:
             problems.append(f"setups.{name}.network: '{setup['network']}' is conditional (it learns the class labels), but "
                             f"{data} has one class: choose an unconditional network")
-    compared = sorted(name for name, metric in _metrics(config).items() if metric.classes)
+    metrics = _metrics(config)
+    compared = sorted(name for name, metric in metrics.items() if metric.classes)
     if compared:
         problems.append(f"evaluation.metrics {', '.join(compared)}: compare the classes of samples and data, but {data} has "
                         "one class: remove them")
     if config["classifier"]["weights"] is None:
-        for reader, otherwise in _classifier_readers(config):
+        for reader, otherwise in _classifier_readers(config, metrics):
             problems.append(f"{reader}: scores with a classifier, but {data} has one class, so none can be trained "
                             f"(it would have nothing to separate): set classifier.weights to a classifier trained on "
                             f"images of several classes (e.g. the same images with their other classes){otherwise}")

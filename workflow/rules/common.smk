@@ -156,7 +156,7 @@ def as_json(section):
 EVALUATION_SETTINGS = as_json(evaluation_settings(config["evaluation"], config["dataset"]["name"]))
 
 
-def prepared_manifest():
+def read_prepared_manifest():
     """The prepared data's manifest where they were made from this config's dataset section, else None."""
     try:
         manifest = json.loads(Path(f"{STUDY_DIR}/data/manifest.json").read_text())
@@ -165,10 +165,14 @@ def prepared_manifest():
     return manifest if manifest.get("settings") == json.loads(as_json(dataset_settings(config["dataset"]))) else None
 
 
+# Read once: the classes and the training split's size come from it.
+PREPARED_MANIFEST = read_prepared_manifest()
+
+
 # The data's classes where known before any job (prepared, declared by the data set or counted at its
 # path; None: once read). Data of one class train no classifier: what needs one is refused here
 # (ganstudy.classes) unless classifier.weights gives one, and the per-class ANOVA is left out.
-DATA_CLASSES = (prepared_manifest() or {}).get("num_classes") or get_dataset(config["dataset"]["name"]).classes_at(config["dataset"]["path"])
+DATA_CLASSES = (PREPARED_MANIFEST or {}).get("num_classes") or get_dataset(config["dataset"]["name"]).classes_at(config["dataset"]["path"])
 problems = class_problems(config, KIND, DATA_CLASSES)
 if problems:
     raise WorkflowError("\n".join(problems))
@@ -262,9 +266,8 @@ def check_ranks():
 def training_images():
     """Images of the training split where they are known before any job: the prepared split's manifest,
     or a built-in data set's size split by test_fraction (without SMOTE, which only adds images)."""
-    manifest = prepared_manifest()
-    if manifest is not None:
-        return manifest.get("files", {}).get("train", {}).get("images")
+    if PREPARED_MANIFEST is not None:
+        return PREPARED_MANIFEST.get("files", {}).get("train", {}).get("images")
     images = get_dataset(config["dataset"]["name"]).images
     if images is None or SMOTE:
         return None
