@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ganstudy.errors import GanstudyError
-from ganstudy.models import NETWORKS, Network, get_network
+from ganstudy.models import NETWORKS, Network, NetworkSpec, build_pair, get_network
 from ganstudy.registry import Registry, instance_of
 
 GROUP = "ganstudy.networks"
@@ -42,19 +42,29 @@ def test_built_in_networks_are_entry_points_of_ganstudy_itself():
     assert {"perceptron4", "dcgan", "dccgan", "cnn28", "cnn64", "pix2pix", "calo3d"} <= set(NETWORKS.names())
     assert get_network("dccgan").conditional and get_network("pix2pix").task == "paired"
     origin = NETWORKS.origin("dcgan")
-    assert (origin.reference, origin.distribution) == ("ganstudy.models.dcgan:DCGAN", "ganstudy")
+    assert (origin.reference, origin.distribution) == ("ganstudy.models.builtin:DCGAN", "ganstudy")
+
+
+def test_a_builder_named_by_reference_is_imported_when_the_first_pair_is_built(site):
+    (site / "refnets.py").write_text("from ganstudy.models import Network\n"
+                                     "GOOD = Network('ganstudy.models.perceptron:build')\nBAD = Network('refnets_absent:build')\n")
+    spec = NetworkSpec(image_shape=(1, 8, 8), latent_dim=4, hidden_units=8)
+    generator, discriminator = build_pair("refnets:GOOD", spec)
+    assert (type(generator).__name__, type(discriminator).__name__) == ("PerceptronGenerator", "PerceptronDiscriminator")
+    with pytest.raises(GanstudyError, match=r"network 'refnets:BAD' \(refnets:BAD\): its builder: module 'refnets_absent' does not import"):
+        build_pair("refnets:BAD", spec)
 
 
 def test_a_plugin_package_registers_a_network_like_the_built_ins(site):
     install(site, "labnets", "[ganstudy.networks]\ntiny = labnets_models:TINY\n", "labnets_models",
-            "from ganstudy.models.perceptron import PERCEPTRON4 as TINY\n")
+            "from ganstudy.models.builtin import PERCEPTRON4 as TINY\n")
     registry = fresh()
     assert "tiny" in registry.names() and registry.get("tiny") is get_network("perceptron4")
     assert str(registry.origin("tiny")) == "labnets_models:TINY (from labnets 1.2)"
 
 
 def test_a_study_may_name_a_part_as_module_and_attribute(site):
-    (site / "mynets.py").write_text("from ganstudy.models.dcgan import DCGAN as MINE\n")
+    (site / "mynets.py").write_text("from ganstudy.models.builtin import DCGAN as MINE\n")
     assert fresh().get("mynets:MINE") is get_network("dcgan")
     with pytest.raises(GanstudyError, match="module 'mynets' has no attribute 'OTHER'"):
         fresh().get("mynets:OTHER")

@@ -95,7 +95,7 @@ def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path):
     assert set(record["seeds"]) == {"init", "batches", "noise", "dropout", "score", "sample-grid"}
     assert record["versions"]["torch"] and record["train_seconds"] > 0
     # Where each part came from: ganstudy's own, with the hash of the source that trained it.
-    assert record["parts"]["network"]["reference"] == "ganstudy.models.perceptron:PERCEPTRON4"
+    assert record["parts"]["network"]["reference"] == "ganstudy.models.builtin:PERCEPTRON4"
     assert record["parts"]["kind"]["reference"] == "ganstudy.data.kinds:IMAGES"
     assert {part["distribution"] for part in record["parts"].values()} == {"ganstudy"}
     assert {part["source_sha256"] for part in record["parts"].values()} == {source_sha256("ganstudy")}

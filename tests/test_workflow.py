@@ -107,7 +107,7 @@ def test_an_unknown_network_or_data_set_stops_the_dag_naming_the_key(tmp_path, e
 
 
 def test_a_study_may_name_its_own_network_as_module_and_attribute(tmp_path, env):
-    (tmp_path / "labnets.py").write_text("from ganstudy.models.perceptron import PERCEPTRON4 as LAB\n")
+    (tmp_path / "labnets.py").write_text("from ganstudy.models.builtin import PERCEPTRON4 as LAB\n")
     config = {**SHRUNKEN, "setups": {"bce": {**SHRUNKEN["setups"]["bce"], "network": "labnets:LAB"}}}
     done = snakemake(tmp_path, config, "-n", env=with_pythonpath(env, tmp_path))
     assert done.returncode == 0, done.stderr[-3000:]

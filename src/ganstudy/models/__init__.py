@@ -1,15 +1,17 @@
-"""Registered networks. A network entry builds a (generator, discriminator) pair from a set-up."""
+"""Registered networks. A network entry builds a (generator, discriminator) pair from a set-up. Free of torch:
+the workflow looks entries up while it plans (ganstudy.models.builtin holds ganstudy's own)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from torch import nn
-
-from ganstudy.registry import Registry, instance_of
+from ganstudy.registry import Registry, instance_of, resolve
 from ganstudy.typed import FrozenMapping
+
+if TYPE_CHECKING:
+    from torch import nn
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,9 @@ class NetworkSpec:
 
 @dataclass(frozen=True)
 class Network:
-    build: Callable[[NetworkSpec], tuple[nn.Module, nn.Module]]
+    # The builder, or its ``module:attribute`` reference, imported when the first pair is built: an entry
+    # whose module imports no torch keeps `snakemake -n` and every job's plan free of it.
+    build: Callable[[NetworkSpec], tuple[nn.Module, nn.Module]] | str
     # A conditional pair is called as generator(z, labels) and discriminator(images, labels).
     conditional: bool = False
     # What the generator maps from: "noise" (a latent vector), "paired" (an input image, pix2pix) or
@@ -50,4 +54,7 @@ def get_network(name: str) -> Network:
 
 
 def build_pair(name: str, spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
-    return get_network(name).build(spec)
+    build = get_network(name).build
+    if isinstance(build, str):
+        build = resolve(build, f"network '{name}' ({NETWORKS.origin(name)}): its builder")
+    return build(spec)

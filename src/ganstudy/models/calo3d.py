@@ -50,8 +50,8 @@ import math
 import torch
 from torch import nn
 
-from ganstudy.errors import GanstudyError
-from ganstudy.models import Network, NetworkSpec
+from ganstudy.models import NetworkSpec
+from ganstudy.models.builtin import calo3d_fits
 
 # The original's filter counts at hidden_units == ORIGINAL_BASE.
 ORIGINAL_BASE = 8
@@ -62,7 +62,6 @@ LEAKY_SLOPE = 0.3
 BN_EPS = 1e-3
 BN_MOMENTUM = 0.01  # Keras' 0.99 weight on the old running mean
 DROPOUT = 0.2
-MIN_XY, MIN_Z = 5, 7
 
 
 def _filters(count: int, base: int) -> int:
@@ -72,30 +71,6 @@ def _filters(count: int, base: int) -> int:
 
 def _batch_norm(channels: int) -> nn.BatchNorm3d:
     return nn.BatchNorm3d(channels, eps=BN_EPS, momentum=BN_MOMENTUM)
-
-
-def _check(spec: NetworkSpec) -> None:
-    if spec.condition_shape is None:
-        raise GanstudyError(
-            "network calo3d generates showers for a primary energy but the set-up gives no condition "
-            "(condition_shape is None): use it with a calorimeter data set whose rows carry the energy"
-        )
-    if tuple(spec.condition_shape) != (1,):
-        raise GanstudyError(
-            f"network calo3d is conditioned on one number, the primary energy (condition_shape (1,)); "
-            f"got condition_shape {tuple(spec.condition_shape)}"
-        )
-    if len(spec.image_shape) != 4 or spec.image_shape[0] != 1:
-        raise GanstudyError(
-            f"network calo3d makes one-channel 3D showers, image_shape (1, X, Y, Z); got {tuple(spec.image_shape)}"
-        )
-    _, x, y, z = spec.image_shape
-    if min(x, y) < MIN_XY or (x - 1) % 4 or (y - 1) % 4 or z < MIN_Z or (z - 1) % 6:
-        raise GanstudyError(
-            f"network calo3d's generator grows a small 3D map into the shower through the original's fixed "
-            f"chain of upsamplings and convolutions, so X and Y must be 5, 9, 13, ... (4k + 1) and Z 7, 13, "
-            f"19, 25, ... (6k + 1), e.g. 25x25x25 or 13x13x13; got {x}x{y}x{z}"
-        )
 
 
 class Calo3DGenerator(nn.Module):
@@ -194,11 +169,9 @@ def _init_generator(generator: Calo3DGenerator) -> None:
 
 
 def build(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
-    _check(spec)
+    calo3d_fits(spec)
     generator, discriminator = Calo3DGenerator(spec), Calo3DDiscriminator(spec)
     _init_generator(generator)
     discriminator.apply(_keras_init)
     return generator, discriminator
 
-
-CALO3D = Network(build, task="energy", fits=_check)

@@ -14,26 +14,13 @@ logits, as table 4's raw output: the registered losses apply the sigmoid inside 
 from __future__ import annotations
 
 import math
-from functools import partial
-
 import torch
 from torch import nn
 
-from ganstudy.errors import GanstudyError
-from ganstudy.models import Network, NetworkSpec
+from ganstudy.models import NetworkSpec
+from ganstudy.models.builtin import dccgan_fits, dcgan_fits
 
 FEATURES = 128
-
-
-def _check_size(spec: NetworkSpec, conditional: bool) -> None:
-    _, height, width = spec.image_shape
-    if height % 4 or width % 4:
-        raise GanstudyError(
-            f"the DC-GAN networks upsample twice by 2, so image height and width must be multiples of 4; "
-            f"got {height}x{width}: resize the data set or choose network perceptron4"
-        )
-    if conditional and spec.num_classes < 2:
-        raise GanstudyError(f"a conditional network needs at least 2 classes, the data has {spec.num_classes}")
 
 
 class DCGANGenerator(nn.Module):
@@ -90,13 +77,11 @@ class DCGANDiscriminator(nn.Module):
         return self.output(self.convolutions(images).flatten(1)).squeeze(1)
 
 
-def _pair(conditional: bool):
-    def build(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
-        _check_size(spec, conditional)
-        return DCGANGenerator(spec, conditional), DCGANDiscriminator(spec, conditional)
-
-    return build
+def build_dcgan(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
+    dcgan_fits(spec)
+    return DCGANGenerator(spec), DCGANDiscriminator(spec)
 
 
-DCGAN = Network(_pair(conditional=False), fits=partial(_check_size, conditional=False))
-DCCGAN = Network(_pair(conditional=True), conditional=True, fits=partial(_check_size, conditional=True))
+def build_dccgan(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
+    dccgan_fits(spec)
+    return DCGANGenerator(spec, conditional=True), DCGANDiscriminator(spec, conditional=True)

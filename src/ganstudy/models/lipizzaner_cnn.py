@@ -5,13 +5,11 @@ DCGAN-style convolutional factories: CNN28 (generator maps 512, 256, 128 -> 28x2
 
 from __future__ import annotations
 
-from functools import partial
-
 import torch
 from torch import nn
 
-from ganstudy.errors import GanstudyError
-from ganstudy.models import Network, NetworkSpec
+from ganstudy.models import NetworkSpec
+from ganstudy.models.builtin import cnn28_fits, cnn64_fits
 
 
 def _init_weights(module: nn.Module) -> None:
@@ -48,27 +46,20 @@ class ConvDiscriminator(nn.Module):
         return self.net(images).flatten()
 
 
-def _fits(size: int, spec: NetworkSpec) -> None:
-    _, height, width = spec.image_shape
-    if (height, width) != (size, size):
-        raise GanstudyError(
-            f"network cnn{size} makes {size}x{size} images, the data are {height}x{width}: set dataset.image_size to {size}"
-        )
+def build_cnn28(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
+    cnn28_fits(spec)
+    return _pair(spec, [512, 256, 128], edge_padding=3)
 
 
-def _pair(size: int, widths: list[int], edge_padding: int) -> Network:
+def build_cnn64(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
+    cnn64_fits(spec)
+    return _pair(spec, [512, 256, 128, 64], edge_padding=1)
+
+
+def _pair(spec: NetworkSpec, widths: list[int], edge_padding: int) -> tuple[nn.Module, nn.Module]:
     """``edge_padding`` makes 28 from 16 (generator) and 16 from 28 (discriminator); 1 for powers of 2."""
-
-    def build(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
-        _fits(size, spec)
-        channels = spec.image_shape[0]
-        return (
-            ConvGenerator(spec.latent_dim, widths, channels, edge_padding),
-            ConvDiscriminator(widths[::-1], channels, edge_padding),
-        )
-
-    return Network(build, fits=partial(_fits, size))
-
-
-CNN28 = _pair(28, [512, 256, 128], edge_padding=3)
-CNN64 = _pair(64, [512, 256, 128, 64], edge_padding=1)
+    channels = spec.image_shape[0]
+    return (
+        ConvGenerator(spec.latent_dim, widths, channels, edge_padding),
+        ConvDiscriminator(widths[::-1], channels, edge_padding),
+    )

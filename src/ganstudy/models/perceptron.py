@@ -6,7 +6,7 @@ import math
 
 from torch import nn
 
-from ganstudy.models import Network, NetworkSpec
+from ganstudy.models import NetworkSpec
 from ganstudy.models.stacked import StackedMLP
 
 
@@ -50,4 +50,5 @@ class PerceptronDiscriminator(nn.Module):
         return StackedMLP.of(self.net, "net.", ())
 
 
-PERCEPTRON4 = Network(lambda spec: (PerceptronGenerator(spec), PerceptronDiscriminator(spec)))
+def build(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
+    return PerceptronGenerator(spec), PerceptronDiscriminator(spec)

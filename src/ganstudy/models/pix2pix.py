@@ -19,19 +19,9 @@ import math
 import torch
 from torch import nn
 
-from ganstudy.errors import GanstudyError
-from ganstudy.models import Network, NetworkSpec
+from ganstudy.models import NetworkSpec
+from ganstudy.models.builtin import pix2pix_fits
 
-MIN_SIZE = 16
-OPTIONS = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "norm": {"enum": ["batch", "instance"], "default": "batch",
-                 "description": "The original's --norm: batch (pix2pix's default; statistics over the rows normalised together) "
-                                "or instance (each image's own statistics, no affine parameters; CycleGAN's default)."},
-    },
-}
 Norm = type[nn.BatchNorm2d] | type[nn.InstanceNorm2d]
 # The original's get_norm_layer: instance norm is affine=False, track_running_stats=False (its defaults).
 NORMS: dict[str, Norm] = {"batch": nn.BatchNorm2d, "instance": nn.InstanceNorm2d}
@@ -148,34 +138,8 @@ def _init_weights(module: nn.Module) -> None:
         nn.init.zeros_(module.bias)
 
 
-def _check_shapes(spec: NetworkSpec) -> None:
-    if spec.condition_shape is None:
-        raise GanstudyError(
-            "network pix2pix maps an input image to an output image but the set-up gives no input image "
-            "shape (condition_shape is None): use it with a paired data set"
-        )
-    if len(spec.condition_shape) != 3 or len(spec.image_shape) != 3:
-        raise GanstudyError(
-            f"network pix2pix maps (C, H, W) images to (C, H, W) images; got inputs {spec.condition_shape} and outputs "
-            f"{spec.image_shape}: use it with a paired image data set (dataset.name paired_folder)"
-        )
-    _, in_height, in_width = spec.condition_shape
-    _, out_height, out_width = spec.image_shape
-    if (in_height, in_width) != (out_height, out_width):
-        raise GanstudyError(
-            f"network pix2pix needs input and output images of the same size; got input {in_height}x{in_width} "
-            f"and output {out_height}x{out_width}: resize one of the paired data set's sides"
-        )
-    if in_height != in_width or in_height < MIN_SIZE or in_height & (in_height - 1):
-        raise GanstudyError(
-            f"network pix2pix's U-Net halves the image down to 1x1, so it needs square images whose side is "
-            f"a power of two of at least {MIN_SIZE} (16, 32, 64, 128, 256, ...); got {in_height}x{in_width}: "
-            f"resize or crop the paired data set"
-        )
-
-
 def build(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
-    _check_shapes(spec)
+    pix2pix_fits(spec)
     inputs, outputs, size = spec.condition_shape[0], spec.image_shape[0], spec.image_shape[1]
     norm = NORMS[spec.options.get("norm", "batch")]
     generator = UnetGenerator(inputs, outputs, size, spec.hidden_units, norm)
@@ -184,5 +148,3 @@ def build(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
     discriminator.apply(_init_weights)
     return generator, discriminator
 
-
-PIX2PIX = Network(build, task="paired", options=OPTIONS, fits=_check_shapes)
