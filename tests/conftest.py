@@ -223,22 +223,60 @@ def stand_in_inception(tmp_path_factory: pytest.TempPathFactory):
     return path, model
 
 
-@pytest.fixture(scope="session", autouse=True)
-def slurm_daemons() -> dict:
-    """A single-node Slurm for the whole session wherever Slurm is installed (CI installs it).
+# Where the whole run's Slurm says how it stands, for the test workers (pytest-xdist) it starts.
+SLURM_STATE = "GANSTUDY_TEST_SLURM"
+# Modules that use a Slurm (the single-node one, or the two-node one of ci/slurm_nodes.py beside it): one
+# worker runs them one after the other.
+SLURM_MODULES = ("test_cluster_profiles", "test_cross_node")
+# The longest groups first (minutes on 2 cores), so that the two workers of `make test` finish together;
+# the Slurm group waits on the scheduler most of its time, beside the other worker's training.
+LONGEST_FIRST = ("slurm", "test_workflow", "test_benchmarks", "test_grid_mpi", "test_living_study", "test_data_parallel_mpi",
+                 "test_stop_signal", "test_single_class", "test_per_class_mpi", "test_plugin_example", "test_tasks")
 
-    Besides the Slurm test itself: Snakemake's Slurm plugin asks sacct at every start, which hangs
-    about 10 s when Slurm is installed but its controller is down. The daemons this fixture started
-    are stopped by their PIDs at the end.
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A single-node Slurm for the whole run wherever Slurm is installed (CI installs it), started once by
+    the process that starts the test workers, before them (they inherit SLURM_STATE).
+
+    Besides the Slurm tests: Snakemake's Slurm plugin asks `scontrol show config` at every start, which
+    hangs about 10 s when Slurm is installed but its controller is down. The daemons started here are
+    stopped by their PIDs at the end (pytest_unconfigure).
     """
+    if hasattr(config, "workerinput"):
+        return
     if shutil.which("slurmctld") is None:
-        yield {"available": False, "why": "Slurm is not installed (CI installs it: python3 ci/slurm.py install)"}
+        state = {"available": False, "why": "Slurm is not installed (CI installs it: python3 ci/slurm.py install)"}
+    else:
+        started = subprocess.run([sys.executable, str(REPO / "ci" / "slurm.py"), "start"], capture_output=True, text=True, timeout=180)
+        if started.returncode != 0:
+            state = {"available": False, "why": f"Slurm did not start: {started.stderr.strip()[-1500:]}"}
+        else:
+            state = {"available": True, "pids": list(json.loads(started.stdout).values())}
+    os.environ[SLURM_STATE] = json.dumps(state)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or SLURM_STATE not in os.environ:
         return
-    script = str(REPO / "ci" / "slurm.py")
-    started = subprocess.run([sys.executable, script, "start"], capture_output=True, text=True, timeout=180)
-    if started.returncode != 0:
-        yield {"available": False, "why": f"Slurm did not start: {started.stderr.strip()[-1500:]}"}
-        return
-    pids = json.loads(started.stdout)
-    yield {"available": True}
-    subprocess.run([sys.executable, script, "stop", *map(str, pids.values())], check=True, timeout=60)
+    pids = json.loads(os.environ.pop(SLURM_STATE)).get("pids", [])
+    if pids:
+        subprocess.run([sys.executable, str(REPO / "ci" / "slurm.py"), "stop", *map(str, pids)], check=True, timeout=60)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each module is one unit of work for the test workers (`make test`: pytest -n 2 --dist loadgroup), so that
+    a module's fixtures are made once; the Slurm modules are one unit; the longest units are handed out first."""
+    def group(item: pytest.Item) -> str:
+        name = item.module.__name__ if item.module is not None else item.nodeid.split("::")[0]
+        return "slurm" if name in SLURM_MODULES else name
+
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(group(item)))
+    rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(group(item), len(rank)))
+
+
+@pytest.fixture(scope="session")
+def slurm_daemons() -> dict:
+    """How the run's Slurm stands (pytest_configure): {"available": True} or {"available": False, "why": ...}."""
+    return json.loads(os.environ.get(SLURM_STATE, '{"available": false, "why": "pytest_configure did not run"}'))

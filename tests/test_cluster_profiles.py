@@ -152,40 +152,32 @@ def slurm(slurm_daemons):
         require_slurm(slurm_daemons["why"])
 
 
-def slurm_study(tmp_path: Path, env: dict, compute: dict, until: tuple[str, ...] = ()) -> str:
-    """Run TINY through the real Slurm with these compute settings (up to the rules ``until`` names, if
-    any); Snakemake's output."""
+def slurm_study(tmp_path: Path, env: dict, compute: dict) -> str:
+    """Run TINY through the real Slurm with these compute settings; Snakemake's output."""
     config = {**TINY, "compute": {**TINY["compute"], "node_cores": os.cpu_count(), "train_minutes": 10, **compute}}
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
     command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile", str(tmp_path / "study.yaml"),
-               "--profile", str(REPO / "profiles" / "slurm"), "--jobs", "2"] + (["--until", *until] if until else [])
+               "--profile", str(REPO / "profiles" / "slurm"), "--jobs", "2"]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1200)
     assert done.returncode == 0, done.stderr[-4000:]
     return done.stdout + done.stderr
 
 
-def test_a_shrunken_study_runs_through_slurm_with_srun_launched_mpi_jobs(slurm, tmp_path, env):
-    log = slurm_study(tmp_path, env, {"node_gpus": 0})
+def test_a_shrunken_study_runs_through_slurm_on_gpu_nodes_one_gpu_per_rank(slurm, tmp_path, env):
+    # ci/slurm.py's node advertises 4 GPUs without devices: Slurm grants and binds them, torch sees none, so the
+    # study trains on the CPU on purpose (device cpu); device auto would stop there, naming what Slurm gave.
+    # (A CPU node's srun line, without --gpus-per-task, is checked by the dry-runs.)
+    log = slurm_study(tmp_path, env, {"node_gpus": 2, "device": "cpu"})
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
     assert len(submitted) == 9  # prepare, classifier, reference statistics, 3 trainings, 3 evaluations
     for setup in MPI_SETUPS:
-        assert f"srun -n 2 ganstudy train results/tiny/jobs/{setup}.json" in log
+        assert f"srun -n 2 --gpus-per-task=1 ganstudy train results/tiny/jobs/{setup}.json" in log
         record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
         assert record["world_size"] == 2
         assert len(record["ranks"]) == 2 and all(rank["rss_mb"] > 100 for rank in record["ranks"])
-    assert (tmp_path / "results" / "tiny" / "tables" / "pvalues_fid.md").is_file()
-
-
-def test_gpu_nodes_get_their_gpus_from_slurm_one_per_rank(slurm, tmp_path, env):
-    # ci/slurm.py's node advertises 4 GPUs without devices: Slurm grants and binds them, torch sees none, so the
-    # study trains on the CPU on purpose (device cpu); device auto would stop there, naming what Slurm gave.
-    # Only training jobs ask Slurm for GPUs, so the study stops after them (the CPU test scores its run).
-    log = slurm_study(tmp_path, env, {"node_gpus": 2, "device": "cpu"}, until=("train",))
-    for setup in MPI_SETUPS:
-        assert f"srun -n 2 --gpus-per-task=1 ganstudy train results/tiny/jobs/{setup}.json" in log
-        record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
         given = [rank["scheduler"] for rank in record["ranks"]]
         # Slurm granted the job its GPUs and bound one to each rank, a different one per rank, visible to CUDA.
         bound = [rank["SLURM_STEP_GPUS"] for rank in given]
         assert all("," not in gpu for gpu in bound) and len(set(bound)) == 2, given
         assert all(rank["CUDA_VISIBLE_DEVICES"] == rank["SLURM_STEP_GPUS"] for rank in given), given
+    assert (tmp_path / "results" / "tiny" / "tables" / "pvalues_fid.md").is_file()
