@@ -29,10 +29,13 @@ RESULT_KEYS = {
                      "cell_iteration_seconds_thesis", "thesis_ranks", "device"}
     | {key for shape in ("6x6", "18x18") for key in
        (f"batched_speedup_{shape}", f"iteration_seconds_{shape}_batched", f"iteration_seconds_{shape}_loop")},
+    "grid_dispatch": {f"{count}_{per}_{case}" for count in ("operators", "host_reads") for per in ("per_iteration", "per_cell")
+                      for case in ("4lp_2x2", "4lp_6x6", "4lp_18x18", "dcgan")}
+    | {"operators_growth_18x18", "host_reads_growth_18x18", "dcgan_cells", "device"},
 }
 # Times, throughputs and the ratios of two of them, and counts: greater than zero.
 POSITIVE = ("seconds", "samples_per_s", "ratio", "efficiency", "speedup", "iterations", "repeats", "threads", "batch",
-            "steps_per_epoch", "images_per_class", "thesis_ranks")
+            "steps_per_epoch", "images_per_class", "thesis_ranks", "operators", "host_reads", "growth", "cells")
 MACHINE_KEYS = {"cpu_model", "cpus", "cpus_usable", "physical_cores", "torch_threads", "thread_environment", "gpu", "versions",
                 "date", "git"}
 # Every benchmark but training_loop (one process) runs `ganstudy train` under mpiexec.

@@ -1,0 +1,129 @@
+"""Host work per grid iteration, counted instead of timed: what makes a GPU wait on Python (issue 46).
+
+A GPU runs one kernel per torch operator and stops the host at every read of a value on the device. A
+rank's grid iteration that dispatches thousands of small operators per cell, or reads a loss back per
+cell, is launch-bound on a GPU however fast the GPU is. Both are counted here on any device, the CPU
+included, so that the figures that decide GPU speed can be measured where no GPU is:
+
+- operators: every aten operator call that reaches torch's dispatcher (a TorchDispatchMode counts them;
+  views and in-place updates included), i.e. a kernel launch on a GPU;
+- host_reads: every call that copies a tensor's value to the host (Tensor.item, .tolist, .cpu,
+  float(), int(), bool(), index()). On a GPU each one waits for the device; on a CPU they are where a
+  GPU run would wait.
+
+One iteration's counts are a run of 2 iterations minus a run of 1 (same start, same end: set-up, the
+first exchange and the final scoring cancel out), each run in this process on one MPI rank and one torch
+thread, with stacked cells where the network has a stacked form (grid.batch_cells, the default).
+
+Cases: the thesis's four-layer perceptron on digits in 2x2, 6x6 and 18x18 grids, and a 6x6 grid
+(dcgan_cells 36) of the convolutional dcgan, with the default study's cell settings (batch 50, fitness
+and scores on 250 samples, the whole training split per cell). For each: per iteration and per cell,
+and the growth from 2x2 to 18x18 (operators_growth_18x18, host_reads_growth_18x18: 81 times the cells;
+1.0 would be work that does not grow with the cells). --quick: the same 4LP grids and a 2x2 dcgan grid,
+one batch per cell (grid.data_ratio 0.01), 50 samples, 4LP networks of 16 hidden units, a 1-epoch
+classifier. Prints one JSON record last.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+from common import SETUP, emit, parser, setup
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ganstudy.data.prepare import prepare_dataset
+from ganstudy.train.job import job_description, read_job, write_job
+from ganstudy.train.run import run_training
+from grid_scaling import score_inputs
+
+# Tensor methods that copy a value to the host: on a GPU each waits for the device to finish.
+HOST_READS = ("item", "tolist", "cpu", "__float__", "__int__", "__bool__", "__index__")
+# The convolutional grid's shape is the size's (its cells train one after another today: minutes per iteration).
+CASES = {"4lp_2x2": ("perceptron4", "2x2"), "4lp_6x6": ("perceptron4", "6x6"), "4lp_18x18": ("perceptron4", "18x18"), "dcgan": ("dcgan", None)}
+FULL = {"samples": 250, "data_ratio": 1.0, "network": {}, "classifier_epochs": 5, "dcgan_shape": "6x6"}
+QUICK = {"samples": 50, "data_ratio": 0.01, "network": {"hidden_units": 16, "latent_dim": 8}, "classifier_epochs": 1, "dcgan_shape": "2x2"}
+
+
+class OperatorCounter(TorchDispatchMode):
+    """Counts the aten operators dispatched while it is active, by name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.operators: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.operators[str(func.overloadpacket)] += 1
+        return func(*args, **(kwargs or {}))
+
+
+@contextmanager
+def counting_host_reads(counts: Counter[str]) -> Iterator[None]:
+    """Counts, by method, the calls of HOST_READS on any tensor while active."""
+    originals = {name: getattr(torch.Tensor, name) for name in HOST_READS}
+
+    def counted(name: str, original):
+        def read(self, *args, **kwargs):
+            counts[name] += 1
+            return original(self, *args, **kwargs)
+
+        return read
+
+    for name, original in originals.items():
+        setattr(torch.Tensor, name, counted(name, original))
+    try:
+        yield
+    finally:
+        for name, original in originals.items():
+            setattr(torch.Tensor, name, original)
+
+
+def counted_run(network: str, shape: str, iterations: int, size: dict, folder: Path, out: Path) -> tuple[int, int]:
+    """Operators dispatched and host reads of a whole grid run of ``iterations`` on this process's one rank."""
+    keys = {"mode": "grid", "network": network, "iterations": iterations, "batch_size": 50, "lr": 5e-4, **size["network"],
+            "grid": {"shape": shape, "data_ratio": size["data_ratio"], "fitness_sample_size": size["samples"],
+                     "score_sample_size": size["samples"]}}
+    files = {"train": str(folder / "train.npz"), "classifier": str(folder / "classifier.pt"), "reference": str(folder / "reference.npz")}
+    job = out.parent / f"{out.name}.job.json"
+    write_job(job, job_description(SETUP, setup(keys), 1, files, {"threads": 1, "device": "cpu"}))
+    operators, reads = OperatorCounter(), Counter()
+    with operators, counting_host_reads(reads):
+        run_training(read_job(job), 0, out)
+    return sum(operators.operators.values()), sum(reads.values())
+
+
+def per_iteration(name: str, size: dict, folder: Path, tmp: str) -> dict[str, float]:
+    network, shape = CASES[name]
+    shape = shape or size[f"{name}_shape"]
+    one, two = (counted_run(network, shape, n, size, folder, Path(tmp, f"{name}-{n}")) for n in (1, 2))
+    cells = math.prod(map(int, shape.split("x")))
+    operators, reads = two[0] - one[0], two[1] - one[1]
+    return {f"operators_per_iteration_{name}": operators, f"operators_per_cell_{name}": round(operators / cells, 1),
+            f"host_reads_per_iteration_{name}": reads, f"host_reads_per_cell_{name}": round(reads / cells, 2)}
+
+
+def main() -> None:
+    args = parser(__doc__).parse_args()
+    size = QUICK if args.quick else FULL
+    torch.set_num_threads(1)
+    results: dict[str, float | str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp, "digits")
+        prepare_dataset("digits", None, 0.2, 1, folder)
+        score_inputs(folder, size["classifier_epochs"])
+        for name in CASES:
+            results |= per_iteration(name, size, folder, tmp)
+    results["operators_growth_18x18"] = round(results["operators_per_iteration_4lp_18x18"] / results["operators_per_iteration_4lp_2x2"], 2)
+    results["host_reads_growth_18x18"] = round(results["host_reads_per_iteration_4lp_18x18"] / results["host_reads_per_iteration_4lp_2x2"], 2)
+    results["dcgan_cells"] = math.prod(map(int, size["dcgan_shape"].split("x")))
+    results["device"] = "cpu"
+    emit("grid_dispatch", results, args)
+
+
+if __name__ == "__main__":
+    main()
