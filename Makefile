@@ -33,11 +33,11 @@ run: setup
 status: setup
 	$(BIN)/ganstudy status $(CONFIG)
 
-# Two test workers, each given whole modules (tests/conftest.py): much of the suite waits on a scheduler
-# or on process starts, so the other worker trains meanwhile. TEST_WORKERS=0 runs it in one process.
+# Two test workers, each given whole modules, longest first (tests/conftest.py): much of the suite waits on
+# a scheduler or on process starts, so the other worker trains meanwhile. TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 test: setup
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 # The CUDA tests only (tests/test_gpu.py): on a GPU node, e.g. inside an salloc/bsub allocation.
 test-gpu: setup

@@ -225,13 +225,11 @@ def stand_in_inception(tmp_path_factory: pytest.TempPathFactory):
 
 # Where the whole run's Slurm says how it stands, for the test workers (pytest-xdist) it starts.
 SLURM_STATE = "GANSTUDY_TEST_SLURM"
-# Modules that use a Slurm (the single-node one, or the two-node one of ci/slurm_nodes.py beside it): one
-# worker runs them one after the other.
-SLURM_MODULES = ("test_cluster_profiles", "test_cross_node")
-# The longest groups first (minutes on 2 cores), so that the two workers of `make test` finish together;
-# the Slurm group waits on the scheduler most of its time, beside the other worker's training.
-LONGEST_FIRST = ("slurm", "test_workflow", "test_benchmarks", "test_grid_mpi", "test_living_study", "test_data_parallel_mpi",
-                 "test_stop_signal", "test_single_class", "test_per_class_mpi", "test_plugin_example", "test_tasks")
+# The longest modules first (minutes on 2 cores), so that the two workers of `make test` (pytest-xdist,
+# --dist loadscope: a module's tests on one worker, its fixtures made once) finish together. The Slurm
+# modules wait on the scheduler most of their time, beside the other worker's training.
+LONGEST_FIRST = ("test_cross_node", "test_workflow", "test_cluster_profiles", "test_benchmarks", "test_grid_mpi", "test_living_study",
+                 "test_data_parallel_mpi", "test_stop_signal", "test_single_class", "test_per_class_mpi", "test_plugin_example", "test_tasks")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -264,16 +262,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Each module is one unit of work for the test workers (`make test`: pytest -n 2 --dist loadgroup), so that
-    a module's fixtures are made once; the Slurm modules are one unit; the longest units are handed out first."""
-    def group(item: pytest.Item) -> str:
-        name = item.module.__name__ if item.module is not None else item.nodeid.split("::")[0]
-        return "slurm" if name in SLURM_MODULES else name
-
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(group(item)))
+    """The longest modules first (LONGEST_FIRST), each module's tests together in their order."""
     rank = {name: index for index, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(group(item), len(rank)))
+    items.sort(key=lambda item: rank.get(item.module.__name__ if item.module is not None else "", len(rank)))
 
 
 @pytest.fixture(scope="session")
