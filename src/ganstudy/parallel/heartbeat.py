@@ -1,11 +1,12 @@
 """Heartbeat: a dead or stalled rank aborts the job with its name instead of hanging to the wall-time limit.
 
 The training loop calls ``beat()`` at every mini-batch and wraps its collectives in ``waiting()``.
-A watcher thread on every rank tells rank 0 how long ago its rank last beat and whether it is
-waiting for others; rank 0 sends a pulse back. Rank 0 aborts when no rank has beaten for
-``timeout`` seconds and names the rank that stopped first among those not waiting for others (the
-ones waiting are blocked by it); the others abort when rank 0's pulse has been missing for
-``timeout``. A slow rank that still advances is not a stall, however long the others wait for it.
+A watcher thread on every rank tells rank 0, every ``interval``, how long ago its rank last beat and
+whether it is waiting for others; rank 0 sends a pulse back. Rank 0 aborts when no rank has beaten for
+``timeout`` seconds and names the rank that stopped first: among the ranks whose watchers fell silent
+(a dead process, a lost node: whatever it was doing, a collective included), else among those not
+waiting for others (the ones waiting are blocked by it). The others abort when rank 0's pulse has been
+missing for ``timeout``. A slow rank that still advances is not a stall, however long the others wait.
 """
 
 from __future__ import annotations
@@ -78,8 +79,22 @@ class Heartbeat:
         print(f"ganstudy heartbeat: {message}; aborting the job", file=sys.stderr, flush=True)
         self.comm.Abort(3)
 
+    def _culprit(self, now: float, last_beat: dict[int, float], last_heard: dict[int, float], waiting: dict[int, bool]) -> str:
+        """The rank that stopped first, and how rank 0 knows. A rank that died inside a collective reported
+        itself waiting, as do the ones it blocks: its silence names it, not its flag. Silent: no report for
+        half the timeout, many intervals, which a busy machine's watcher threads do not miss."""
+        silent = [r for r in last_heard if now - last_heard[r] > self.timeout / 2]
+        if silent:
+            culprit = min(silent, key=last_heard.__getitem__)
+            return (f"rank {culprit} ({self.describe(culprit)}) stopped first, {now - last_heard[culprit]:.0f} s ago: "
+                    "it died or stalled (its heartbeat fell silent)")
+        suspects = [r for r in last_beat if not waiting[r]] or list(last_beat)
+        culprit = min(suspects, key=last_beat.__getitem__)
+        return f"rank {culprit} ({self.describe(culprit)}) stopped first, {now - last_beat[culprit]:.0f} s ago: it died or stalled"
+
     def _watch(self) -> None:
         last_beat = dict.fromkeys(range(self.size), time.monotonic())  # rank -> when it last beat (rank 0's clock)
+        last_heard = dict(last_beat)  # rank -> when rank 0 last had its watcher's report
         waiting = dict.fromkeys(range(self.size), False)
         last_pulse = time.monotonic()
         pending = []
@@ -87,18 +102,13 @@ class Heartbeat:
             now = time.monotonic()
             pending = [r for r in pending if not r.Test()]
             if self.rank == 0:
-                last_beat[0], waiting[0] = self._beat_at, self._waiting
+                last_beat[0], waiting[0], last_heard[0] = self._beat_at, self._waiting, now
                 while self.comm.Iprobe(source=self._any_source, tag=_TAG_PROGRESS):
                     sender, age, waits = self.comm.recv(source=self._any_source, tag=_TAG_PROGRESS)
-                    last_beat[sender], waiting[sender] = max(last_beat[sender], now - age), waits
+                    last_beat[sender], waiting[sender], last_heard[sender] = max(last_beat[sender], now - age), waits, now
                 newest = max(last_beat.values())
                 if now - newest > self.timeout:
-                    suspects = [r for r in last_beat if not waiting[r]] or list(last_beat)
-                    culprit = min(suspects, key=last_beat.__getitem__)
-                    self._abort(
-                        f"no rank made progress for {now - newest:.0f} s; rank {culprit} ({self.describe(culprit)}) "
-                        f"stopped first, {now - last_beat[culprit]:.0f} s ago: it died or stalled"
-                    )
+                    self._abort(f"no rank made progress for {now - newest:.0f} s; {self._culprit(now, last_beat, last_heard, waiting)}")
                 pending += [self.comm.isend(None, dest=r, tag=_TAG_PULSE) for r in range(1, self.size)]
             else:
                 # An age, not a time: clocks of different nodes do not agree.
