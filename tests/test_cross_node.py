@@ -54,7 +54,9 @@ def namespaces_and_links() -> list[str]:
 def cluster_daemons() -> list[str]:
     import psutil
 
-    return [" ".join(p.cmdline()) for p in psutil.process_iter() if re.search(r"slurm-nodes|slurmd -N gsnode", " ".join(p.cmdline()))]
+    # process_iter's info is None for a process it cannot read (a zombie another test left, say).
+    commands = (" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"]))
+    return [command for command in commands if re.search(r"slurm-nodes|slurmd -N gsnode", command)]
 
 
 @pytest.fixture(scope="module")
@@ -231,6 +233,7 @@ def test_a_lost_node_stops_the_job_by_heartbeat_and_the_retry_resumes_bit_identi
         finally:
             if study.poll() is None:
                 study.kill()
+                study.wait()
     assert "resumed from the checkpoint of iteration" in text(train_log)
     assert not (folder / "results" / "nodes" / ".lock").exists()  # the study's lock went with the run
     assert "Trying to restart job" in out.read_text()  # Snakemake's retry, not Slurm's requeue
