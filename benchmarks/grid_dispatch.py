@@ -26,7 +26,6 @@ classifier. Prints one JSON record last.
 
 from __future__ import annotations
 
-import math
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -38,6 +37,7 @@ from common import SETUP, emit, parser, setup
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ganstudy.data.prepare import prepare_dataset
+from ganstudy.parallel.topology import resolve_shape
 from ganstudy.train.job import job_description, read_job, write_job
 from ganstudy.train.run import run_training
 from grid_scaling import score_inputs
@@ -97,11 +97,16 @@ def counted_run(network: str, shape: str, iterations: int, size: dict, folder: P
     return sum(operators.operators.values()), sum(reads.values())
 
 
+def cell_count(shape: str) -> int:
+    """The cells of a fixed "RxC" grid, as the grid mode reads its shape."""
+    return resolve_shape(shape, ranks=1, min_cells=1, max_cells=10**9).size
+
+
 def per_iteration(name: str, size: dict, folder: Path, tmp: str) -> dict[str, float]:
     network, shape = CASES[name]
     shape = shape or size[f"{name}_shape"]
     one, two = (counted_run(network, shape, n, size, folder, Path(tmp, f"{name}-{n}")) for n in (1, 2))
-    cells = math.prod(map(int, shape.split("x")))
+    cells = cell_count(shape)
     operators, reads = two[0] - one[0], two[1] - one[1]
     return {f"operators_per_iteration_{name}": operators, f"operators_per_cell_{name}": round(operators / cells, 1),
             f"host_reads_per_iteration_{name}": reads, f"host_reads_per_cell_{name}": round(reads / cells, 2)}
@@ -120,7 +125,7 @@ def main() -> None:
             results |= per_iteration(name, size, folder, tmp)
     results["operators_growth_18x18"] = round(results["operators_per_iteration_4lp_18x18"] / results["operators_per_iteration_4lp_2x2"], 2)
     results["host_reads_growth_18x18"] = round(results["host_reads_per_iteration_4lp_18x18"] / results["host_reads_per_iteration_4lp_2x2"], 2)
-    results["dcgan_cells"] = math.prod(map(int, size["dcgan_shape"].split("x")))
+    results["dcgan_cells"] = cell_count(size["dcgan_shape"])
     results["device"] = "cpu"
     emit("grid_dispatch", results, args)
 

@@ -14,6 +14,7 @@ logits, as table 4's raw output: the registered losses apply the sigmoid inside 
 from __future__ import annotations
 
 import math
+
 import torch
 from torch import nn
 
