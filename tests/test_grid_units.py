@@ -9,7 +9,7 @@ from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import MixtureGenerator, proportional_counts
 from ganstudy.parallel.topology import GridShape, assign_cells, resolve_shape
 from ganstudy.train.grid.cell import CellStreams
-from ganstudy.train.grid.population import mutate_learning_rate, replace_worst, tournament
+from ganstudy.train.grid.population import mutate_learning_rates, replace_worst, tournament
 
 # Hand-written: cell -> [self, W, N, E, S] without repeats, rows wrap top-bottom, columns left-right.
 NEIGHBOURS_3x3 = {
@@ -92,13 +92,14 @@ def test_tournament_picks_the_fitter_entrant():
 
 def test_learning_rate_mutation_follows_lipizzaners_rule():
     lr0, alpha = 2e-4, 1e-4
-    assert mutate_learning_rate(lr0, lr0, alpha, 0.0, np.random.default_rng(1)) == lr0
-    rng, twin = np.random.default_rng(2), np.random.default_rng(2)
-    delta = twin.normal(-lr0 / 10, lr0)
-    assert mutate_learning_rate(lr0, lr0, alpha, 1.0, rng) == pytest.approx(lr0 + alpha * delta)
-    assert mutate_learning_rate(1e-12, lr0, 1e6, 1.0, np.random.default_rng(5)) >= 0.0
-    draws = [mutate_learning_rate(lr0, lr0, alpha, 0.5, np.random.default_rng(s)) != lr0 for s in range(400)]
-    assert sum(draws) == pytest.approx(200, abs=40)
+    lrs = np.array([[lr0, 3e-4, 1e-12]])
+    normals, uniforms = np.array([[0.5, -1.0, -3.0]]), np.array([[0.2, 0.7, 0.1]])
+    # Applied where the uniform draw is below p: lr + alpha * (lr0 * n - lr0 / 10), never below 0.
+    mutated = mutate_learning_rates(lrs, lr0, alpha, 0.5, normals, uniforms)
+    assert mutated[0, 0] == pytest.approx(lr0 + alpha * (lr0 * 0.5 - lr0 / 10), rel=1e-15)
+    assert mutated[0, 1] == 3e-4
+    assert mutate_learning_rates(lrs, lr0, 1e6, 1.0, normals, uniforms)[0, 2] == 0.0
+    assert np.array_equal(mutate_learning_rates(lrs, lr0, alpha, 0.0, normals, uniforms), lrs)
 
 
 def test_replacement_puts_the_best_new_in_place_of_the_worst():

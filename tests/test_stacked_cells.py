@@ -44,7 +44,7 @@ def test_stacked_networks_compute_what_the_lone_networks_compute(spec):
         torch.testing.assert_close(fakes[row], g(z[row]), rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(scores[row], d(g(z[row])), rtol=1e-5, atol=1e-6)
         # The lone layout comes back: a row's state loads into the lone network unchanged.
-        assert all(torch.equal(a, b) for a, b in zip(g_net.state(g_params, row).values(), g.state_dict().values()))
+        assert all(torch.equal(a, b) for a, b in zip(g_net.states(g_params)[row].values(), g.state_dict().values()))
 
 
 def test_stacked_tanh_is_tanh_in_value_and_gradient():
@@ -108,17 +108,36 @@ def test_stacked_adam_follows_torch_adam_row_by_row_and_round_trips_its_state():
             o.zero_grad()
             g(z[row]).square().mean().backward()
             o.step()
+    made = players.payloads([{"fitness": 0.5, "origin": f"x/G{row}"} for row in range(2)])
     for row, g in enumerate(generators):
-        for name, value in net.state(players.params, row).items():
+        for name, value in net.states(players.params)[row].items():
             torch.testing.assert_close(value, g.state_dict()[name], rtol=1e-5, atol=1e-7)
-        payload = players.payload(row, 0.5, f"x/G{row}")
-        assert float(payload["adam"]["state"][0]["step"]) == [3, 5][row] and payload["lr"] == lrs[row]
+        payload = made[row]
+        assert [float(s["step"]) for s in payload["adam"]["state"].values()] == [[3, 5][row]] * len(net.names)
+        assert payload["lr"] == lrs[row] and payload["fitness"] == 0.5 and payload["origin"] == f"x/G{row}"
         # The payload is a lone network's: torch's Adam takes its state and carries on.
         clone = copy.deepcopy(g)
         clone.load_state_dict(payload["params"])
         optimizer = torch.optim.Adam(clone.parameters(), lr=lrs[row], betas=(0.5, 0.999))
         optimizer.load_state_dict(payload["adam"])
         torch.testing.assert_close(optimizer.state_dict()["state"][0]["exp_avg"], optimizers[row].state_dict()["state"][0]["exp_avg"], rtol=1e-5, atol=1e-9)
+
+
+def test_stacked_adam_gives_a_row_the_same_bits_in_any_stack(one_thread):
+    spec = SPECS[1]
+    generators = [g for g, _ in pairs(spec, 3)]
+    payloads = [Individual(g, torch.optim.Adam(g.parameters(), lr=1e-3), lr, 0.0, "x/G").payload()
+                for g, lr in zip(generators, [1e-3, 2e-4, 5e-4])]
+    net = generators[0].stacked()
+    z = torch.randn(3, 6, spec.latent_dim)
+    outcomes = []
+    for size in (1, 3):
+        players = StackedPlayers(net, payloads[-size:], (0.5, 0.999), CPU)
+        for _ in range(3):
+            net(players.params, z[-size:]).square().mean(dim=(1, 2, 3, 4)).sum().backward()
+            players.step()
+        outcomes.append([p[-1].detach() for p in players.params + players.exp_avg + players.exp_avg_sq])
+    assert all(torch.equal(a, b) for a, b in zip(*outcomes))
 
 
 def test_fitness_losses_are_the_losses_of_every_pair():

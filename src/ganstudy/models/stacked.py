@@ -95,9 +95,13 @@ class StackedMLP:
         stacked = [torch.stack([state[name] for state in states]).to(device) for name in self.names]
         return [t.transpose(1, 2).contiguous() if t.dim() == 3 else t for t in stacked]
 
-    def state(self, stacked: Sequence[Tensor], row: int) -> dict[str, Tensor]:
-        """A copy of ``row``'s tensors in the lone network's layout (loadable as its state dict)."""
-        return {name: (t[row].t() if t.dim() == 3 else t[row]).detach().contiguous().clone() for name, t in zip(self.names, stacked)}
+    def states(self, stacked: Sequence[Tensor]) -> list[dict[str, Tensor]]:
+        """Each row's tensors in the lone network's layout (loadable as its state dict), on the host: one
+        copy to the host per stacked tensor, then one copy per row, so that a row pickled (sent to another
+        rank, checkpointed) carries its own storage and no other row's."""
+        host = [(t.detach().transpose(1, 2) if t.dim() == 3 else t.detach()).contiguous().cpu() for t in stacked]
+        rows = [t.unbind(0) for t in host]
+        return [{name: row[r].clone() for name, row in zip(self.names, rows)} for r in range(len(host[0]))]
 
     def __call__(self, params: Sequence[Tensor], x: Tensor) -> Tensor:
         """``x``: [copies, samples, ...] -> [copies, samples, *output_shape]."""

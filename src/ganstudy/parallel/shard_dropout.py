@@ -17,35 +17,8 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from ganstudy.counter_random import MASK32, hash32, mix64
 from ganstudy.errors import GanstudyError
-
-_MASK64 = (1 << 64) - 1
-_MASK32 = (1 << 32) - 1
-
-
-def _mix(value: int) -> int:
-    """splitmix64's finaliser: nearby inputs give unrelated seeds."""
-    value = (value + 0x9E3779B97F4A7C15) & _MASK64
-    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return value ^ (value >> 31)
-
-
-def hash32(x: torch.Tensor) -> torch.Tensor:
-    """C. Wellons' lowbias32 integer hash of an int64 tensor of values in [0, 2**32), in place.
-
-    Tensors have no uint32 arithmetic on every device, and an int64 product past 2**63 is undefined in
-    C++, so the values stay below 2**32 and the second multiplier, 0x846CA68B = 2**31 + 0x046CA68B, is
-    applied as x * 0x046CA68B + (x << 31): no product exceeds 2**63, and the result is exact on any device.
-    """
-    x ^= x >> 16
-    x.mul_(0x7FEB352D).bitwise_and_(_MASK32)
-    x ^= x >> 15
-    odd = (x & 1) << 31
-    x.mul_(0x046CA68B).add_(odd).bitwise_and_(_MASK32)
-    x ^= x >> 16
-    return x
-
 
 # Elements hashed at a time on a CPU: the hash's dozen whole-tensor passes then stay in the core's cache
 # (3x faster than one pass over calo3d's 847k-element rows); a GPU hashes a layer's mask in one go.
@@ -59,9 +32,9 @@ def scaled_mask(call: int, first_row: int, shape: torch.Size, keep: float, dtype
     keep * 2**32. Blocks of columns (all rows at once) bound the work held in memory; the bits do not
     depend on the block."""
     rows, per_row = shape[0], shape[1:].numel()
-    low, high = call & _MASK32, call >> 32
-    row_keys = hash32((torch.arange(first_row, first_row + rows, device=device) + low) & _MASK32)
-    element_keys = hash32((torch.arange(per_row, device=device) + high) & _MASK32)
+    low, high = call & MASK32, call >> 32
+    row_keys = hash32((torch.arange(first_row, first_row + rows, device=device) + low) & MASK32)
+    element_keys = hash32((torch.arange(per_row, device=device) + high) & MASK32)
     mask = torch.empty(rows, per_row, dtype=dtype, device=device)
     threshold = round(keep * 2**32)
     columns = max(1, _CPU_BLOCK // max(rows, 1)) if device.type == "cpu" else max(per_row, 1)
@@ -89,7 +62,7 @@ class ShardDropout(nn.Module):
         if self.seed is None:
             raise GanstudyError("ShardDropout ran in training outside row_masks(): its rows have no global place")
         keep = 1.0 - self.p
-        call = _mix(self.seed ^ (self.layer << 48))
+        call = mix64(self.seed ^ (self.layer << 48))
         return input * scaled_mask(call, self.offset, input.shape, keep, input.dtype, input.device)
 
 

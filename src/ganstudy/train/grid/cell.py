@@ -21,22 +21,12 @@ from ganstudy.parallel.topology import Cell, GridShape
 from ganstudy.seeding import derive_seed
 from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids
 from ganstudy.train.grid.stacked import FitnessCase
-from ganstudy.train.grid.population import (
-    Individual,
-    Payload,
-    mutate_learning_rate,
-    replace_worst,
-    restore,
-    set_learning_rate,
-    tournament,
-)
-from ganstudy.train.losses import LOSSES, AdversarialLoss
+from ganstudy.train.grid.pass_draws import PassDraws
+from ganstudy.train.grid.population import Individual, Payload, replace_worst, restore, set_learning_rate, tournament
+from ganstudy.train.losses import LOSSES
 from ganstudy.train.settings import TrainingSettings
 from ganstudy.train.steps import adam, discriminator_step, generator_step
 from ganstudy.train.tasks import TASKS, Batch
-
-MUSTANGS_LOSSES = ("bce", "mse", "heuristic")
-
 
 def cell_label(cell: Cell) -> str:
     return f"{cell[0]}-{cell[1]}"
@@ -76,7 +66,7 @@ class GlobalStream:
 class CellStreams:
     """The cell's random streams, each derived from (study seed, trial, cell, stream name)."""
 
-    TORCH = ("batches", "noise", "fitness", "mixture")
+    TORCH = ("fitness", "mixture")
 
     def __init__(self, study_seed: int, trial: int, cell: Cell, device: torch.device) -> None:
         seed = lambda name: derive_seed(study_seed, trial, "cell", cell[0], cell[1], name)  # noqa: E731
@@ -85,6 +75,8 @@ class CellStreams:
         self.dropout = GlobalStream(seed("dropout"), device)
         self.data_seed = seed("data")
         self.init_seed = seed("init")
+        # The training passes' draws are counter-based (pass_draws.py): a seed, no state.
+        self.pass_seed = seed("pass")
 
     def state(self) -> dict[str, Any]:
         return {"torch": {k: g.get_state() for k, g in self.torch.items()}, "evolution": self.evolution.bit_generator.state,
@@ -221,32 +213,10 @@ class GridCell:
     def steps(self) -> int:
         return len(self.subset) // self.setup.batch_size
 
-    def batch_order(self) -> torch.Tensor:
-        """This iteration's order of the cell's images (its batches stream)."""
-        return self.subset[torch.randperm(len(self.subset), generator=self.streams.torch["batches"])].to(self.device)
-
-    def noise(self) -> torch.Tensor:
-        """One update's noise batch (the cell's noise stream)."""
-        return torch.randn(self.setup.batch_size, self.spec.latent_dim, generator=self.streams.torch["noise"]).to(self.device)
-
     def d_updates(self, step: int) -> bool:
         """Whether the discriminators train at ``step`` (Lipizzaner's discriminator skip)."""
         skip = self.grid.discriminator_skip
         return skip == 0 or step % (skip + 1) == 0
-
-    def pick(self, count: int) -> int:
-        """A random opponent among ``count`` (the cell's evolution stream)."""
-        return int(self.streams.evolution.integers(count))
-
-    def step_loss(self) -> AdversarialLoss:
-        if self.setup.loss != "mustangs":
-            return self.loss
-        # Mustangs: each update draws its loss at random among Lipizzaner's three.
-        return LOSSES.get(MUSTANGS_LOSSES[int(self.streams.evolution.integers(len(MUSTANGS_LOSSES)))])
-
-    def mutated_lr(self, lr: float) -> float:
-        grid = self.grid
-        return mutate_learning_rate(lr, self.setup.lr, grid.mutation_rate, grid.mutation_probability, self.streams.evolution)
 
     def replace(self, g_fit: np.ndarray, d_fit: np.ndarray, new_g: list[Payload], new_d: list[Payload]) -> None:
         """The worst local individuals give way to the trained ones (grid.replacement decides when)."""
@@ -314,7 +284,8 @@ class GridCell:
                         d_losses[j, i] = float(self.loss.discriminator(d_real[j], out))
         return g_losses, None if case.generators_only else d_losses
 
-    def loop_train(self, new_g: list[Payload], new_d: list[Payload], beat: Callable[[], None]) -> tuple[list[Payload], list[Payload], float, float]:
+    def loop_train(self, new_g: list[Payload], new_d: list[Payload], iteration: int,
+                   beat: Callable[[], None]) -> tuple[list[Payload], list[Payload], float, float]:
         """One pass over the cell's images, network by network; the trained payloads and mean losses."""
         # Pool slots past the fitness views': those nets are reloaded while these train.
         slots = len(self.neighbourhood) * self.grid.population_size
@@ -323,30 +294,33 @@ class GridCell:
         for individual in gs + ds:
             individual.net.train()
         with self.streams.dropout.active():
-            g_loss, d_loss = self._train_pass(gs, ds, beat)
+            g_loss, d_loss = self._train_pass(gs, ds, PassDraws([self], iteration), beat)
         for individual in gs + ds:
             individual.net.eval()
         return [i.payload() for i in gs], [i.payload() for i in ds], g_loss, d_loss
 
-    def _train_pass(self, gs: list[Individual], ds: list[Individual], beat: Callable[[], None]) -> tuple[float, float]:
+    def _train_pass(self, gs: list[Individual], ds: list[Individual], draws: PassDraws, beat: Callable[[], None]) -> tuple[float, float]:
         """The updates of one pass over the cell's images; the mean G and D losses."""
-        order, steps, batch = self.batch_order(), self.steps(), self.setup.batch_size
+        steps, batch = self.steps(), self.setup.batch_size
+        (order,) = draws.batch_orders(steps * batch)
         g_total, d_total, d_steps = 0.0, 0.0, 0
         for step in range(steps):
             real = self.images[order[step * batch : (step + 1) * batch]]
-            defender, loss = ds[self.pick(len(ds))], self.step_loss()
-            for attacker in gs:
-                self._mutate(attacker)
-                g_total += float(generator_step(self.task, attacker.net, defender.net, attacker.optimizer, loss, Batch(real, (self.noise(),))))
+            g_total += self._updates(draws, step, "g", gs, ds, real)
             if self.d_updates(step):
-                defender, loss = gs[self.pick(len(gs))], self.step_loss()
-                for attacker in ds:
-                    self._mutate(attacker)
-                    d_total += float(discriminator_step(self.task, attacker.net, defender.net, attacker.optimizer, loss, Batch(real, (self.noise(),))))
+                d_total += self._updates(draws, step, "d", ds, gs, real)
                 d_steps += 1
             beat()
         return g_total / max(1, steps * len(gs)), d_total / max(1, d_steps * len(ds))
 
-    def _mutate(self, individual: Individual) -> None:
-        individual.lr = self.mutated_lr(individual.lr)
-        set_learning_rate(individual.optimizer, individual.lr)
+    def _updates(self, draws: PassDraws, step: int, player: str, attackers: list[Individual], opponents: list[Individual],
+                 real: torch.Tensor) -> float:
+        """Each attacker's update against this step's defender; the sum of their losses."""
+        drawn = draws.update(step, player, np.array([[a.lr for a in attackers]]), [len(opponents)])
+        defender, loss, total = opponents[drawn.defenders[0]], drawn.losses[0], 0.0
+        update = generator_step if player == "g" else discriminator_step
+        for attacker, lr, noise in zip(attackers, drawn.lrs[0], drawn.noise):
+            attacker.lr = float(lr)
+            set_learning_rate(attacker.optimizer, attacker.lr)
+            total += float(update(self.task, attacker.net, defender.net, attacker.optimizer, loss, Batch(real, (noise,))))
+        return total

@@ -31,7 +31,7 @@ Trained = tuple[list[Payload], list[Payload], float, float]  # generators, discr
 class Engine(Protocol):
     def fitness(self, cells: Sequence[GridCell], cases: Sequence[FitnessCase]) -> list[tuple[np.ndarray, np.ndarray | None]]: ...
 
-    def train(self, cells: Sequence[GridCell], selections: Sequence[tuple[list[Payload], list[Payload]]],
+    def train(self, cells: Sequence[GridCell], selections: Sequence[tuple[list[Payload], list[Payload]]], iteration: int,
               beat: Callable[[], None]) -> list[Trained]: ...
 
     def span_images(self, cells: Sequence[GridCell], steps: Sequence[MixtureStep]) -> list[torch.Tensor]: ...
@@ -43,8 +43,8 @@ class LoopEngine:
     def fitness(self, cells, cases):
         return [cell.loop_fitness(case) for cell, case in zip(cells, cases)]
 
-    def train(self, cells, selections, beat):
-        return [cell.loop_train(new_g, new_d, beat) for cell, (new_g, new_d) in zip(cells, selections)]
+    def train(self, cells, selections, iteration, beat):
+        return [cell.loop_train(new_g, new_d, iteration, beat) for cell, (new_g, new_d) in zip(cells, selections)]
 
     def span_images(self, cells, steps):
         return [cell.span_images(step) for cell, step in zip(cells, steps)]
@@ -65,10 +65,10 @@ def score_mixtures(
 
 
 def iterate_cells(
-    cells: Sequence[GridCell], engine: Engine, gathered: dict[Cell, dict[str, list[Payload]]],
+    cells: Sequence[GridCell], engine: Engine, gathered: dict[Cell, dict[str, list[Payload]]], iteration: int,
     timer: RoutineTimer, beat: Callable[[], None],
 ) -> list[IterationReport]:
-    """One iteration of every cell in ``cells``; their reports in the same order."""
+    """Iteration ``iteration`` of every cell in ``cells``; their reports in the same order."""
     with timer("fitness"):
         pools = [cell.neighbourhood_payloads(gathered) for cell in cells]
         samples = [cell.fitness_sample() for cell in cells]
@@ -78,7 +78,7 @@ def iterate_cells(
     with timer("selection"):
         selections = [cell.select(g, d, g_fit, d_fit) for cell, (g, d), (g_fit, d_fit) in zip(cells, pools, fits)]
     with timer("train"):
-        trained = engine.train(cells, selections, beat)
+        trained = engine.train(cells, selections, iteration, beat)
     with timer("fitness"):
         # The trained copies meet the same opponents on the same sample as before their training.
         new_g_cases = [replace(case, generators=new_g, generators_only=True, fakes=None) for (new_g, *_), case in zip(trained, cases)]

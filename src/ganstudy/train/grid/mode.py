@@ -26,6 +26,7 @@ from ganstudy.parallel.heartbeat import Heartbeat
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.topology import Cell, GridShape, assign_cells, resolve_shape
 from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
+from ganstudy.train.grid.pass_draws import GRID_ENGINE
 from ganstudy.train.grid.iteration import Engine, LoopEngine, iterate_cells, score_mixtures
 from ganstudy.train.grid.stacked import StackedEngine
 from ganstudy.train.modes import TrainingContext, TrainingResult
@@ -41,7 +42,9 @@ def _say(message: str) -> None:
 
 
 def _fingerprint(context: TrainingContext, shape: GridShape) -> str:
-    identity = {"setup": as_dict(context.setup), "seed": context.study_seed, "trial": context.trial, "shape": str(shape)}
+    # The engine too: another engine's random draws would continue a run that it did not start.
+    identity = {"setup": as_dict(context.setup), "seed": context.study_seed, "trial": context.trial, "shape": str(shape),
+                "engine": GRID_ENGINE}
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
@@ -161,7 +164,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
                 started = time.perf_counter()
                 with rank_timer("exchange"), heartbeat.waiting():
                     gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
-                reports = iterate_cells(list(cells.values()), engine, gathered, rank_timer, heartbeat.beat)
+                reports = iterate_cells(list(cells.values()), engine, gathered, iteration, rank_timer, heartbeat.beat)
                 # Timed per rank: a rank's cells share each routine's batched work.
                 rows = [
                     {"iteration": iteration, "cell": "*", "rank": rank, "routine": name, "seconds": s}
@@ -230,7 +233,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
         history,
         profile,
         tables={"cells": cell_rows},
-        facts={"grid_shape": str(shape), "active_ranks": len(blocks), "exchange": exchange.kind,
+        facts={"grid_shape": str(shape), "grid_engine": GRID_ENGINE, "active_ranks": len(blocks), "exchange": exchange.kind,
                "best_cell": cell_label(best_cell), "best_cell_fid": best_score, "resumed_from_iteration": done},
     )
 

@@ -72,12 +72,12 @@ def tournament(fitness: Sequence[float], winners: int, size: int, rng: np.random
     return chosen
 
 
-def mutate_learning_rate(lr: float, lr0: float, alpha: float, probability: float, rng: np.random.Generator) -> float:
-    """Lipizzaner's rule: with probability p, lr <- max(0, lr + alpha * N(-lr0/10, lr0))."""
-    delta = rng.normal(loc=-lr0 / 10, scale=lr0)
-    if rng.random() >= probability:
-        return lr
-    return max(0.0, lr + alpha * delta)
+def mutate_learning_rates(lrs: np.ndarray, lr0: float, alpha: float, probability: float, normals: np.ndarray,
+                          uniforms: np.ndarray) -> np.ndarray:
+    """Lipizzaner's rule for each rate, given a standard normal and a uniform draw per rate: where the
+    uniform is below p, lr <- max(0, lr + alpha * N(-lr0/10, lr0))."""
+    delta = lr0 * normals + (-lr0 / 10)
+    return np.where(uniforms < probability, np.maximum(0.0, lrs + alpha * delta), lrs)
 
 
 def replace_worst(local: list[Payload], new: list[Payload], n_replacements: int, only_better: bool = False) -> list[Payload]:

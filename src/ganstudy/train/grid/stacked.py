@@ -14,11 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 import torch
 
 from ganstudy.models.stacked import StackedMLP
 from ganstudy.train.grid.mixture_es import MixtureStep
+from ganstudy.train.grid.pass_draws import PassDraws, UpdateDraws
 from ganstudy.train.grid.population import Payload
 from ganstudy.train.losses import AdversarialLoss
 
@@ -37,29 +40,20 @@ MIXTURE_CHUNK_ROWS = 16
 
 class StackedPlayers:
     """Rows of trainable individuals of one kind (generators or discriminators): stacked parameters and
-    their Adam states, one learning rate and step count per row.
-
-    Each row is updated by torch's fused Adam on views of its own slices, one call per row: the loop's
-    arithmetic, a row's result independent of the other rows, and measured 8 times cheaper than a
-    per-row-learning-rate Adam written with stacked tensor operations (0.07 vs 0.53 ms per row).
+    their Adam moments, a learning rate and a step count per row, all rows updated by one Adam step.
     """
 
     def __init__(self, net: StackedMLP, payloads: Sequence[Payload], betas: tuple[float, float], device: torch.device) -> None:
-        self.net, self.betas = net, betas
+        self.net, self.betas, self.device = net, betas, device
         self.params = [p.requires_grad_() for p in net.stack([p["params"] for p in payloads], device)]
         states = [p["adam"]["state"] for p in payloads]
         self.exp_avg = self._moments(payloads, states, "exp_avg", device)
         self.exp_avg_sq = self._moments(payloads, states, "exp_avg_sq", device)
-        # A fresh individual's optimizer has no state yet: Adam starts at step 0 with zero moments.
-        self.steps = [
-            [(state[k]["step"].clone() if state else torch.tensor(0.0)).to(device) for k in range(len(net.names))]
-            for state in states
-        ]
-        self.lrs = [float(p["lr"]) for p in payloads]
+        # torch's Adam counts steps per parameter tensor, equal within a network; a fresh individual's
+        # optimizer has no state yet: step 0, zero moments.
+        self.steps = [int(state[0]["step"]) if state else 0 for state in states]
+        self.lrs = np.array([float(p["lr"]) for p in payloads])
         self._groups = [p["adam"]["param_groups"] for p in payloads]
-        self._rows = [list(views) for views in zip(*[t.detach().unbind(0) for t in self.params])]
-        self._exp_avg_rows = [list(views) for views in zip(*[t.unbind(0) for t in self.exp_avg])]
-        self._exp_avg_sq_rows = [list(views) for views in zip(*[t.unbind(0) for t in self.exp_avg_sq])]
 
     def _moments(self, payloads, states, moment: str, device: torch.device) -> list[Tensor]:
         names = self.net.names
@@ -78,39 +72,51 @@ class StackedPlayers:
         return detached if rows is None or rows == list(range(len(self))) else [p[rows] for p in detached]
 
     def step(self) -> None:
+        """One Adam step of every row, as torch.optim.Adam defines it, with the row's own learning rate and
+        step count: a few whole-stack operations for all rows. Each rounds once per element (no fused
+        multiply-add, no interpolation kernel), so a row's bits do not depend on the rows beside it."""
         beta1, beta2 = self.betas
-        grads = [list(views) for views in zip(*[p.grad.unbind(0) for p in self.params])]
-        for row, lr in enumerate(self.lrs):
-            # As torch.optim.Adam does: the step count goes up before the fused kernel reads it.
-            torch._foreach_add_(self.steps[row], 1)
-            torch._fused_adam_(
-                self._rows[row], grads[row], self._exp_avg_rows[row], self._exp_avg_sq_rows[row], [], self.steps[row],
-                lr=lr, beta1=beta1, beta2=beta2, weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False,
-            )
-        for param in self.params:
-            param.grad = None
+        self.steps = [t + 1 for t in self.steps]
+        # Per row, in float64 on the host: the step size lr / (1 - beta1^t) and sqrt(1 - beta2^t).
+        factors = torch.tensor(
+            [[lr / (1 - beta1**t) for lr, t in zip(self.lrs.tolist(), self.steps)], [math.sqrt(1 - beta2**t) for t in self.steps]],
+            dtype=self.params[0].dtype,
+        ).to(self.device)
+        with torch.no_grad():
+            for param, exp_avg, exp_avg_sq in zip(self.params, self.exp_avg, self.exp_avg_sq):
+                per_row = (-1,) + (1,) * (param.dim() - 1)
+                grad = param.grad
+                exp_avg.mul_(beta1).add_(grad * (1 - beta1))
+                exp_avg_sq.mul_(beta2).add_((grad * grad).mul_(1 - beta2))
+                denominator = exp_avg_sq.sqrt().div_(factors[1].view(per_row)).add_(1e-8)
+                param.sub_(exp_avg.div(denominator).mul_(factors[0].view(per_row)))
+                param.grad = None
 
-    def payload(self, row: int, fitness: float, origin: str) -> Payload:
-        """Row ``row`` as a payload in the format of a lone network and its torch Adam state."""
-        exp_avg, exp_avg_sq = self.net.state(self.exp_avg, row), self.net.state(self.exp_avg_sq, row)
-        state = {
-            k: {"step": self.steps[row][k].cpu().clone(), "exp_avg": exp_avg[name].cpu(), "exp_avg_sq": exp_avg_sq[name].cpu()}
-            for k, name in enumerate(self.net.names)
-        }
-        groups = [{**group, "lr": self.lrs[row]} for group in self._groups[row]]
-        params = {k: v.cpu() for k, v in self.net.state(self.params, row).items()}
-        return {"params": params, "adam": {"state": state, "param_groups": groups}, "lr": self.lrs[row],
-                "fitness": fitness, "origin": origin}
+    def payloads(self, selected: Sequence[Payload]) -> list[Payload]:
+        """Every row as a payload in the format of a lone network and its torch Adam state, with the
+        fitness and origin of the selected individual the row was trained from."""
+        params, exp_avg, exp_avg_sq = (self.net.states(t) for t in (self.params, self.exp_avg, self.exp_avg_sq))
+        names = self.net.names
+        made = []
+        for row, (chosen, lr, step) in enumerate(zip(selected, self.lrs.tolist(), self.steps)):
+            # One step count per parameter tensor, as torch's Adam keeps them (it adds to each in place).
+            steps = torch.full((len(names),), float(step)).unbind(0)
+            state = {k: {"step": steps[k], "exp_avg": exp_avg[row][name], "exp_avg_sq": exp_avg_sq[row][name]} for k, name in enumerate(names)}
+            groups = [{**group, "lr": lr} for group in self._groups[row]]
+            made.append({"params": params[row], "adam": {"state": state, "param_groups": groups}, "lr": lr,
+                         "fitness": chosen["fitness"], "origin": chosen["origin"]})
+        return made
 
 
-def row_losses(losses: Sequence[AdversarialLoss] | AdversarialLoss, compute: Callable[[AdversarialLoss, slice | int], Tensor]) -> Tensor:
-    """Per-row loss values: one loss for every row in one call, or (Mustangs) each row with its own.
-
-    Which of the two is fixed by the set-up, never by which rows share a rank.
-    """
-    if isinstance(losses, AdversarialLoss):
-        return compute(losses, slice(None))
-    return torch.stack([compute(loss, row) for row, loss in enumerate(losses)])
+def row_losses(losses: Sequence[AdversarialLoss], compute: Callable[[AdversarialLoss, slice | list[int]], Tensor]) -> Tensor:
+    """Per-row loss values, ``losses[r]`` for row r: one call per distinct loss (Mustangs draws one of
+    three per cell and update), each on its rows; a row's value does not depend on the rows beside it."""
+    distinct = list(dict.fromkeys(losses))
+    if len(distinct) == 1:
+        return compute(distinct[0], slice(None))
+    groups = [[r for r, loss in enumerate(losses) if loss is chosen] for chosen in distinct]
+    values = torch.cat([compute(loss, rows) for loss, rows in zip(distinct, groups)])
+    return values[torch.tensor([r for rows in groups for r in rows]).argsort()]
 
 
 @dataclass
@@ -187,14 +193,14 @@ class StackedEngine:
         """Every case scored with its cell's fitness loss (bce under Mustangs, as the loop does)."""
         return fitness_losses(cases, self.g_net, self.d_net, cells[0].loss)
 
-    def train(self, cells, selections, beat):
+    def train(self, cells, selections, iteration, beat):
         results: list = [None] * len(cells)
         by_steps: dict[int, list[int]] = {}
         for index, cell in enumerate(cells):
             by_steps.setdefault(cell.steps(), []).append(index)
         chunk = self._cells_per_chunk(cells[0])
         for indices in [same[i : i + chunk] for same in by_steps.values() for i in range(0, len(same), chunk)]:
-            trained = self._train_lockstep([cells[i] for i in indices], [selections[i] for i in indices], beat)
+            trained = self._train_lockstep([cells[i] for i in indices], [selections[i] for i in indices], iteration, beat)
             for index, result in zip(indices, trained):
                 results[index] = result
         return results
@@ -235,69 +241,63 @@ class StackedEngine:
         floats = sum(int(np.prod(shape)) for shape in self.g_net.shapes + self.d_net.shapes)
         return max(1, CPU_CHUNK_BYTES // (4 * 4 * floats * population))
 
-    def _train_lockstep(self, cells, selections, beat):
+    def _train_lockstep(self, cells, selections, iteration, beat):
         """One pass over each cell's images, every cell's update k in one stacked step."""
         first = cells[0]
-        betas, device, batch, mustangs = first.betas, first.device, first.setup.batch_size, first.setup.loss == "mustangs"
+        betas, device, batch, steps = first.betas, first.device, first.setup.batch_size, first.steps()
         gens = StackedPlayers(self.g_net, [p for new_g, _ in selections for p in new_g], betas, device)
         discs = StackedPlayers(self.d_net, [p for _, new_d in selections for p in new_d], betas, device)
         # Row ranges of each cell's copies in the stacks.
         g_rows = _row_ranges([len(new_g) for new_g, _ in selections])
         d_rows = _row_ranges([len(new_d) for _, new_d in selections])
-        orders = [cell.batch_order() for cell in cells]
-        g_totals, d_totals, d_steps = np.zeros(len(cells)), np.zeros(len(cells)), 0
-        for step in range(first.steps()):
-            real = torch.stack([cell.images[order[step * batch : (step + 1) * batch]] for cell, order in zip(cells, orders)])
-            defenders, losses, noises = _draw_update(cells, gens, g_rows, d_rows)
-            out = self.d_net(discs.frozen(defenders), self.g_net(gens.params, noises))
-            values = row_losses(losses if mustangs else first.loss, lambda loss, r: loss.generator(out[r]))
-            values.sum().backward()
-            gens.step()
-            _add_by_cell(g_totals, values, g_rows)
+        draws = PassDraws(cells, iteration)
+        orders = draws.batch_orders(steps * batch)
+        # Each row's losses summed on the device: read once, after the pass.
+        g_sums = torch.zeros(len(gens), dtype=torch.float64, device=device)
+        d_sums = torch.zeros(len(discs), dtype=torch.float64, device=device)
+        d_steps = 0
+        for step in range(steps):
+            real = first.images[orders[:, step * batch : (step + 1) * batch]]  # [cells, batch, ...]
+            g_sums += self._update(draws.update(step, "g", _by_cell(gens.lrs, g_rows), [len(r) for r in d_rows]), gens, discs, g_rows, d_rows, None)
             if first.d_updates(step):
-                defenders, losses, noises = _draw_update(cells, discs, d_rows, g_rows)
-                with torch.no_grad():
-                    fake = self.g_net(gens.frozen(defenders), noises)
-                cell_of_row = [c for c, rows in enumerate(d_rows) for _ in rows]
-                d_real, d_fake = self.d_net(discs.params, real[cell_of_row]), self.d_net(discs.params, fake)
-                values = row_losses(losses if mustangs else first.loss, lambda loss, r: loss.discriminator(d_real[r], d_fake[r]))
-                values.sum().backward()
-                discs.step()
-                _add_by_cell(d_totals, values, d_rows)
+                d_sums += self._update(draws.update(step, "d", _by_cell(discs.lrs, d_rows), [len(r) for r in g_rows]), discs, gens, d_rows, g_rows, real)
                 d_steps += 1
             beat()
-        steps = first.steps()
+        g_totals, d_totals = g_sums.tolist(), d_sums.tolist()
+        g_made = gens.payloads([p for new_g, _ in selections for p in new_g])
+        d_made = discs.payloads([p for _, new_d in selections for p in new_d])
         return [
-            ([gens.payload(r, p["fitness"], p["origin"]) for r, p in zip(rows, new_g)],
-             [discs.payload(r, p["fitness"], p["origin"]) for r, p in zip(drows, new_d)],
-             g_totals[c] / max(1, steps * len(rows)), d_totals[c] / max(1, d_steps * len(drows)))
-            for c, (rows, drows, (new_g, new_d)) in enumerate(zip(g_rows, d_rows, selections))
+            ([g_made[r] for r in rows], [d_made[r] for r in drows],
+             sum(g_totals[r] for r in rows) / max(1, steps * len(rows)), sum(d_totals[r] for r in drows) / max(1, d_steps * len(drows)))
+            for rows, drows in zip(g_rows, d_rows)
         ]
 
+    def _update(self, drawn: UpdateDraws, attackers: StackedPlayers, opponents: StackedPlayers, rows: list[list[int]],
+                opponent_rows: list[list[int]], real: Tensor | None) -> Tensor:
+        """One update of every attacker row (generators when ``real`` is None) against its cell's drawn
+        defender; the rows' losses."""
+        attackers.lrs = drawn.lrs.ravel()
+        defenders = [opponent_rows[c][drawn.defenders[c]] for c, cell_rows in enumerate(rows) for _ in cell_rows]
+        losses = [drawn.losses[c] for c, cell_rows in enumerate(rows) for _ in cell_rows]
+        if real is None:
+            out = self.d_net(opponents.frozen(defenders), self.g_net(attackers.params, drawn.noise))
+            values = row_losses(losses, lambda loss, r: loss.generator(out[r]))
+        else:
+            with torch.no_grad():
+                fake = self.g_net(opponents.frozen(defenders), drawn.noise)
+            cell_of_row = [c for c, cell_rows in enumerate(rows) for _ in cell_rows]
+            d_real, d_fake = self.d_net(attackers.params, real[cell_of_row]), self.d_net(attackers.params, fake)
+            values = row_losses(losses, lambda loss, r: loss.discriminator(d_real[r], d_fake[r]))
+        values.sum().backward()
+        attackers.step()
+        return values.detach().double()
 
-def _draw_update(cells, attackers: StackedPlayers, rows_of: list[list[int]], opponents_of: list[list[int]]):
-    """One update's draws, cell by cell in the loop's order: the defender (an opponent row), the loss,
-    then for each attacker its mutated learning rate and its noise. Returns per attacker row the
-    defender row, the loss and the noise batch."""
-    defenders, losses, noises = [], [], []
-    for cell, rows, opponents in zip(cells, rows_of, opponents_of):
-        defender, loss = opponents[cell.pick(len(opponents))], cell.step_loss()
-        for row in rows:
-            attackers.lrs[row] = cell.mutated_lr(attackers.lrs[row])
-            noises.append(cell.noise())
-            defenders.append(defender)
-            losses.append(loss)
-    return defenders, losses, torch.stack(noises)
+
+def _by_cell(values: np.ndarray, rows: list[list[int]]) -> np.ndarray:
+    """Per-row values as [cells, rows per cell] (every cell has as many rows)."""
+    return values.reshape(len(rows), -1)
 
 
 def _row_ranges(counts: Sequence[int]) -> list[list[int]]:
     starts = np.cumsum([0, *counts])
     return [list(range(int(a), int(b))) for a, b in zip(starts[:-1], starts[1:])]
-
-
-def _add_by_cell(totals: np.ndarray, values: Tensor, rows: Sequence[Sequence[int]]) -> None:
-    """Add each row's loss to its cell's total, in row order (the loop's order of additions)."""
-    floats = values.detach().cpu().tolist()
-    for c, cell_rows in enumerate(rows):
-        for row in cell_rows:
-            totals[c] += floats[row]

@@ -1,0 +1,83 @@
+"""The random draws of a training pass of grid cells, counter-based (``ganstudy.counter_random``).
+
+Every draw of cell c's pass in iteration i is a function of (c's pass seed, i, update, what is drawn,
+row): the order of its images, each update's defender, its Mustangs loss, its attackers' learning-rate
+mutations and their noise. A rank draws for all of its cells in one call per update, and a cell's
+draws are the same bits whether it is drawn alone (the per-cell loop) or with any other cells (the
+stacked engine, on any rank count). A resumed run draws what an unbroken one did: no stream state to
+keep. ``GRID_ENGINE`` names this scheme in every grid run's record; engine 1 drew from per-cell
+streams in the loop's call order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
+from ganstudy.counter_random import counter_key, normal, randint, random_bits, uniform
+from ganstudy.train.grid.population import mutate_learning_rates
+from ganstudy.train.losses import LOSSES, AdversarialLoss
+
+if TYPE_CHECKING:
+    from ganstudy.train.grid.cell import GridCell
+
+GRID_ENGINE = 2
+MUSTANGS_LOSSES = ("bce", "mse", "heuristic")
+
+
+@dataclass(frozen=True)
+class UpdateDraws:
+    """One update of one kind of player (generators or discriminators) in every cell of the pass."""
+
+    defenders: list[int]  # per cell: the index of its defender among its opponents
+    losses: list[AdversarialLoss]  # per cell
+    lrs: np.ndarray  # [cells, attackers]: the attackers' learning rates after this update's mutation
+    noise: torch.Tensor  # [cells * attackers, batch, latent], cell by cell, on the cells' device
+
+
+class PassDraws:
+    """The draws of one pass (iteration ``iteration``) of ``cells``, which share one set-up and device."""
+
+    def __init__(self, cells: Sequence[GridCell], iteration: int) -> None:
+        first = cells[0]
+        self.cells, self.setup, self.device = cells, first.setup, first.device
+        self.latent = first.spec.latent_dim
+        self.keys = [counter_key(cell.streams.pass_seed, iteration) for cell in cells]
+
+    def batch_orders(self, length: int) -> torch.Tensor:
+        """[cells, length]: the first ``length`` images of each cell's shuffled subset, a permutation sorted
+        by a hash of (cell, place in the subset); a cell's subset may be longer than ``length``."""
+        subsets = [cell.subset for cell in self.cells]
+        longest = max(len(s) for s in subsets)
+        bits = random_bits([counter_key(k, "order") for k in self.keys], longest, torch.device("cpu"))
+        # Past a shorter subset's end: sorted last, whatever the hash (which is below 2**32).
+        beyond = torch.arange(longest) >= torch.tensor([len(s) for s in subsets])[:, None]
+        places = torch.sort(bits.masked_fill_(beyond, 1 << 32), dim=1, stable=True).indices[:, :length]
+        return pad_sequence(subsets, batch_first=True).gather(1, places).to(self.device)
+
+    def update(self, step: int, player: str, lrs: np.ndarray, opponents: Sequence[int]) -> UpdateDraws:
+        """Update ``step`` of the ``player`` ("g" or "d") rows, whose learning rates are ``lrs`` ([cells,
+        attackers]), each cell's defender one of its ``opponents`` (a count per cell)."""
+        keys = [counter_key(k, player, step) for k in self.keys]
+        defenders = randint([counter_key(k, "defender") for k in keys], opponents)
+        if self.setup.loss == "mustangs":
+            picks = randint([counter_key(k, "loss") for k in keys], [len(MUSTANGS_LOSSES)] * len(keys))
+            losses = [LOSSES.get(MUSTANGS_LOSSES[p]) for p in picks]
+        else:
+            losses = [cell.loss for cell in self.cells]
+        attackers = lrs.shape[1]
+        cpu = torch.device("cpu")
+        grid = self.setup.grid
+        mutated = mutate_learning_rates(
+            lrs, self.setup.lr, grid.mutation_rate, grid.mutation_probability,
+            normal([counter_key(k, "lr") for k in keys], attackers, cpu, torch.float64).numpy(),
+            uniform([counter_key(k, "lr-applies") for k in keys], attackers, cpu).numpy(),
+        )
+        rows = [counter_key(k, "noise", a) for k in keys for a in range(attackers)]
+        noise = normal(rows, self.setup.batch_size * self.latent, self.device).view(len(rows), self.setup.batch_size, self.latent)
+        return UpdateDraws(defenders, losses, mutated, noise)
