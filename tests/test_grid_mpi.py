@@ -211,7 +211,8 @@ def test_a_changed_setup_never_resumes_from_old_checkpoints(digits_dir, scoring,
     kill_job(job)
     changed = {**setup, "lr": 1e-3}
     done = train(1, changed, tmp_path / "b", digits_dir, scoring, env, checkpoints)
-    assert "resumed" not in done.stderr
+    assert "resumed from" not in done.stderr
+    assert "were written with other settings or by another version of the training engine: not resumed" in done.stderr
 
 
 def _rank_process(job, rank):

@@ -87,7 +87,8 @@ def test_a_row_gives_the_same_bits_in_any_stack(spec, samples, one_thread):
         assert all(torch.equal(a, b) for a, b in zip(outcomes[1], outcomes[size]))
 
 
-def test_stacked_adam_follows_torch_adam_row_by_row_and_round_trips_its_state():
+@pytest.mark.parametrize("row_by_row", [True, False], ids=["row-by-row", "whole-stack"])
+def test_stacked_adam_follows_torch_adam_row_by_row_and_round_trips_its_state(row_by_row):
     spec = SPECS[1]
     generators = [g for g, _ in pairs(spec, 2)]
     lrs = [1e-3, 3e-4]
@@ -99,7 +100,7 @@ def test_stacked_adam_follows_torch_adam_row_by_row_and_round_trips_its_state():
         optimizers[1].step()
     payloads = [Individual(g, o, lr, 0.0, f"x/G{k}").payload() for k, (g, o, lr) in enumerate(zip(generators, optimizers, lrs))]
     net = generators[0].stacked()
-    players = StackedPlayers(net, payloads, (0.5, 0.999), torch.device("cpu"))
+    players = StackedPlayers(net, payloads, (0.5, 0.999), torch.device("cpu"), row_by_row)
     for _ in range(3):
         z = torch.randn(2, 6, spec.latent_dim)
         net(players.params, z).square().mean(dim=(1, 2, 3, 4)).sum().backward()
@@ -123,7 +124,8 @@ def test_stacked_adam_follows_torch_adam_row_by_row_and_round_trips_its_state():
         torch.testing.assert_close(optimizer.state_dict()["state"][0]["exp_avg"], optimizers[row].state_dict()["state"][0]["exp_avg"], rtol=1e-5, atol=1e-9)
 
 
-def test_stacked_adam_gives_a_row_the_same_bits_in_any_stack(one_thread):
+@pytest.mark.parametrize("row_by_row", [True, False], ids=["row-by-row", "whole-stack"])
+def test_stacked_adam_gives_a_row_the_same_bits_in_any_stack(row_by_row, one_thread):
     spec = SPECS[1]
     generators = [g for g, _ in pairs(spec, 3)]
     payloads = [Individual(g, torch.optim.Adam(g.parameters(), lr=1e-3), lr, 0.0, "x/G").payload()
@@ -132,7 +134,7 @@ def test_stacked_adam_gives_a_row_the_same_bits_in_any_stack(one_thread):
     z = torch.randn(3, 6, spec.latent_dim)
     outcomes = []
     for size in (1, 3):
-        players = StackedPlayers(net, payloads[-size:], (0.5, 0.999), CPU)
+        players = StackedPlayers(net, payloads[-size:], (0.5, 0.999), CPU, row_by_row)
         for _ in range(3):
             net(players.params, z[-size:]).square().mean(dim=(1, 2, 3, 4)).sum().backward()
             players.step()
@@ -205,3 +207,48 @@ def test_a_cells_span_images_do_not_depend_on_the_cells_beside_it(one_thread):
     alone = engine.span_images(cells[:1], steps[-1:])[0]
     together = engine.span_images(cells, steps)[-1]
     assert torch.equal(alone, together)
+
+
+def grid_cells(loss: str, count: int = 4) -> list:
+    """``count`` cells of a 2x2 grid on random 8x8 images, with their first selections."""
+    from ganstudy.config import validate_study_config
+    from ganstudy.parallel.topology import GridShape
+    from ganstudy.train.grid.cell import CellStreams, GridCell
+    from ganstudy.train.settings import TrainingSettings
+
+    from conftest import SCHEMA
+
+    section = {"mode": "grid", "hidden_units": 32, "latent_dim": 16, "batch_size": 20, "loss": loss,
+               "grid": {"shape": "2x2", "population_size": 2, "n_replacements": 1, "data_ratio": 1.0}}
+    setup = TrainingSettings.from_config(validate_study_config({"setups": {"g": section}}, SCHEMA)["setups"]["g"])
+    images = torch.rand(100, 1, 8, 8, generator=torch.Generator().manual_seed(3)) * 2 - 1
+    labels = np.arange(100) % 10
+    shape = GridShape(2, 2)
+    cells = [GridCell(c, shape, setup, NetworkSpec((1, 8, 8), 16, 32), images, labels, None, CellStreams(5, 1, c, CPU), CPU)
+             for c in shape.cells()[:count]]
+    for cell in cells:
+        cell.initialise()
+    return cells
+
+
+@pytest.mark.parametrize("loss", ["bce", "mustangs"])
+def test_the_stacked_engine_trains_what_the_per_cell_loop_trains(loss, one_thread):
+    # The loop (nn.Modules, torch's fused Adam) is the reference: the same draws, the arithmetic of
+    # another kernel (batched products, Adam in whole-stack operations), so alike within rounding.
+    from conftest import assert_trained_alike
+    from ganstudy.train.grid.iteration import LoopEngine
+
+    cells = grid_cells(loss)
+    selections = [(cell.generators, cell.discriminators) for cell in cells]
+    net = build_pair("perceptron4", cells[0].spec)
+    stacked = StackedEngine(net[0].stacked(), net[1].stacked()).train(cells, copy.deepcopy(selections), 3, lambda: None)
+    looped = LoopEngine().train(cells, copy.deepcopy(selections), 3, lambda: None)
+    for (g_a, d_a, g_loss_a, d_loss_a), (g_b, d_b, g_loss_b, d_loss_b) in zip(stacked, looped):
+        assert g_loss_a == pytest.approx(g_loss_b, rel=1e-5) and d_loss_a == pytest.approx(d_loss_b, rel=1e-5)
+        for a, b in zip(g_a + d_a, g_b + d_b):
+            assert a["lr"] == b["lr"] and a["origin"] == b["origin"]
+            assert_trained_alike(a["params"], b["params"])
+            assert [float(s["step"]) for s in a["adam"]["state"].values()] == [float(s["step"]) for s in b["adam"]["state"].values()]
+    # Another iteration draws otherwise.
+    again = StackedEngine(net[0].stacked(), net[1].stacked()).train(cells, copy.deepcopy(selections), 4, lambda: None)
+    assert not torch.equal(again[0][0][0]["params"]["net.0.weight"], stacked[0][0][0]["params"]["net.0.weight"])

@@ -78,17 +78,29 @@ class CheckpointStore:
         for old in self.iterations()[: -self.keep]:
             shutil.rmtree(self._folder(old), ignore_errors=True)
 
-    def iterations(self) -> list[int]:
-        """Iterations of the complete checkpoints of this run, oldest first."""
-        found = []
+    def _markers(self) -> list[dict[str, Any]]:
+        records = []
         for marker in self.directory.glob("iter-*/COMPLETE"):
             try:
-                record = json.loads(marker.read_text())
+                records.append(json.loads(marker.read_text()))
             except (OSError, ValueError):
                 continue
-            if record.get("fingerprint") == self.fingerprint:
-                found.append(int(record["iteration"]))
-        return sorted(found)
+        return records
+
+    def iterations(self) -> list[int]:
+        """Iterations of the complete checkpoints of this run, oldest first."""
+        return sorted(int(r["iteration"]) for r in self._markers() if r.get("fingerprint") == self.fingerprint)
+
+    def unmatched_warning(self) -> str | None:
+        """What to tell a run that resumes nothing while complete checkpoints of another fingerprint (other
+        settings, seeds or grid, or another version of the training engine) lie in its folder."""
+        others = sorted(int(r["iteration"]) for r in self._markers() if r.get("fingerprint") != self.fingerprint)
+        if not others or self.iterations():
+            return None
+        return (f"warning: the checkpoints of iterations {', '.join(map(str, others))} in {self.directory} were written with "
+                "other settings or by another version of the training engine: not resumed. This run starts from the beginning "
+                "and clears the folder when it finishes; to finish those instead, stop it and rerun with the settings and "
+                "the ganstudy version that wrote them")
 
     def read_part(self, iteration: int, name: str) -> dict[str, Any]:
         """A part's state; raises ValueError naming the file when it is missing or damaged."""

@@ -283,6 +283,8 @@ class PairTrainer:
         }
 
     def _restore(self, store: CheckpointStore) -> None:
+        if warning := store.unmatched_warning():
+            print(f"ganstudy: {self.name}: {warning}", file=sys.stderr, flush=True)
         for iteration in reversed(store.iterations()):
             try:
                 state = store.read_part(iteration, "pair")

@@ -77,6 +77,8 @@ def _engine(setup: TrainingSettings, spec: Any, device: torch.device, root: bool
 
 def _restore(store: CheckpointStore, cells: dict[Cell, GridCell], control: Any, root: bool) -> tuple[int, dict[str, Any]]:
     """Load the newest checkpoint that every rank can read; (0, {}) when there is none."""
+    if root and (warning := store.unmatched_warning()):
+        _say(warning)
     # Rank 0's listing for all: nodes may see a shared folder differently right after a crash.
     for iteration in reversed(control.bcast(store.iterations() if root else None, root=0)):
         states, problem = {}, None
