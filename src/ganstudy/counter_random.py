@@ -84,8 +84,8 @@ def uniform(keys: Sequence[int], count: int, device: torch.device, dtype: torch.
 def randint(keys: Sequence[int], bounds: Sequence[int]) -> list[int]:
     """One integer in [0, bounds[r]) per key (on the host): the top 24 bits scaled, exactly, by integer
     arithmetic; a bound up to 2**20 keeps its values within 2**-4 of equally likely."""
-    bits = random_bits(keys, 1, torch.device("cpu"))[:, 0] >> (32 - _BITS)
-    return [(int(b) * bound) >> _BITS for b, bound in zip(bits, bounds)]
+    bits = (random_bits(keys, 1, torch.device("cpu"))[:, 0] >> (32 - _BITS)).tolist()
+    return [(b * bound) >> _BITS for b, bound in zip(bits, bounds)]
 
 
 def _series(x2: torch.Tensor, coefficients: Sequence[float]) -> torch.Tensor:

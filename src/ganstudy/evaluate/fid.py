@@ -76,14 +76,19 @@ class FidScorer:
         self.kind = extractor.kind
 
     @torch.no_grad()
-    def features(self, images: torch.Tensor) -> torch.Tensor:
+    def device_features(self, images: torch.Tensor) -> torch.Tensor:
+        """The features of ``images``, left on the scorer's device."""
         quantised = ((images.to(self.device) + 1.0) * 127.5).round().clamp(0, 255)
         if self.kind == "inception":
             # As the scoring job reads them: uint8, a grey image the same grey in each channel.
             rgb = quantised.to(torch.uint8).expand(-1, 3, -1, -1) if quantised.shape[1] == 1 else quantised.to(torch.uint8)
-            return self.inception(rgb)[0].cpu()
+            return self.inception(rgb)[0]
         hidden, logits = self.classifier.features(quantised / 127.5 - 1.0)
-        return (logits if self.layer == "logits" else hidden).cpu()
+        return logits if self.layer == "logits" else hidden
+
+    def features(self, images: torch.Tensor) -> torch.Tensor:
+        """The features of ``images``, on the host (``distance`` reads them there)."""
+        return self.device_features(images).cpu()
 
     def fid(self, images: torch.Tensor, label: int | None = None) -> float:
         """FID against all real images, or against those of class ``label``."""

@@ -21,7 +21,7 @@ from ganstudy.parallel.topology import Cell, GridShape
 from ganstudy.seeding import derive_seed
 from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids
 from ganstudy.train.grid.stacked import FitnessCase
-from ganstudy.train.grid.pass_draws import PassDraws
+from ganstudy.train.grid.draws import GridDraws
 from ganstudy.train.grid.population import Individual, Payload, replace_worst, restore, set_learning_rate, tournament
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.settings import TrainingSettings
@@ -64,32 +64,24 @@ class GlobalStream:
 
 
 class CellStreams:
-    """The cell's random streams, each derived from (study seed, trial, cell, stream name)."""
-
-    TORCH = ("fitness", "mixture")
+    """The cell's random streams and seeds, each derived from (study seed, trial, cell, stream name):
+    the seed of its tensor draws (``GridDraws``, counter-based), the numpy stream of its tournaments and
+    mixture mutations, and the stream of the dropout masks its networks draw."""
 
     def __init__(self, study_seed: int, trial: int, cell: Cell, device: torch.device) -> None:
         seed = lambda name: derive_seed(study_seed, trial, "cell", cell[0], cell[1], name)  # noqa: E731
-        self.torch = {name: torch.Generator().manual_seed(seed(name)) for name in self.TORCH}
         self.evolution = np.random.default_rng(seed("evolution"))
         self.dropout = GlobalStream(seed("dropout"), device)
         self.data_seed = seed("data")
         self.init_seed = seed("init")
-        # The training passes' draws are counter-based (pass_draws.py): a seed, no state.
-        self.pass_seed = seed("pass")
+        self.draw_seed = seed("draws")
 
     def state(self) -> dict[str, Any]:
-        return {"torch": {k: g.get_state() for k, g in self.torch.items()}, "evolution": self.evolution.bit_generator.state,
-                "dropout": self.dropout.state()}
+        return {"evolution": self.evolution.bit_generator.state, "dropout": self.dropout.state()}
 
     def load(self, state: dict[str, Any]) -> None:
-        for name, generator in self.torch.items():
-            generator.set_state(state["torch"][name])
         self.evolution.bit_generator.state = state["evolution"]
-        # A checkpoint from before cells had this stream: its run's masks came from the process's
-        # generator and were never reproducible, so the fresh stream serves as well as any.
-        if "dropout" in state:
-            self.dropout.load(state["dropout"])
+        self.dropout.load(state["dropout"])
 
 
 @dataclass
@@ -190,14 +182,6 @@ class GridCell:
             [p for n in self.neighbourhood for p in gathered[n]["discriminators"]],
         )
 
-    def fitness_sample(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """This iteration's fitness sample: real images of the cell's subset and a noise batch."""
-        size, stream = self.grid.fitness_sample_size, self.streams.torch["fitness"]
-        picks = torch.randint(len(self.subset), (size,), generator=stream)
-        real = self.images[self.subset[picks].to(self.device)]
-        z = torch.randn(size, self.spec.latent_dim, generator=stream).to(self.device)
-        return real, z
-
     def aggregate(self, losses: np.ndarray) -> np.ndarray:
         """Fitness of each row's individual from its losses against every opponent (columns)."""
         return {"average": losses.mean(axis=1), "worst": losses.max(axis=1), "best": losses.min(axis=1)}[self.grid.fitness_mode]
@@ -228,12 +212,11 @@ class GridCell:
         self.generators = replace_worst(self.generators, new_g, grid.n_replacements, self.only_better)
         self.discriminators = replace_worst(self.discriminators, new_d, grid.n_replacements, self.only_better)
 
-    def mixture_step(self, gathered: dict[Cell, dict[str, list[Payload]]], evolve: bool = True) -> MixtureStep:
-        """The mixture of the neighbourhood's best generators on fresh noise: its current weights and,
+    def mixture_step(self, gathered: dict[Cell, dict[str, list[Payload]]], z: torch.Tensor, evolve: bool = True) -> MixtureStep:
+        """The mixture of the neighbourhood's best generators on the noise ``z``: its current weights and,
         with ``evolve`` and more than one generator, the (1+1)-ES's mutation of them by N(0, sigma)."""
         # Each neighbour's population arrives best first: its first generator joins the mixture.
         firsts = [gathered[n]["generators"][0] for n in self.neighbourhood]
-        z = torch.randn(self.grid.score_sample_size, self.spec.latent_dim, generator=self.streams.torch["mixture"])
         candidates = [self.weights]
         if evolve and len(firsts) > 1:
             mutated = np.clip(self.weights + self.streams.evolution.normal(0.0, self.grid.mixture_sigma, len(self.weights)), 0, None)
@@ -252,9 +235,10 @@ class GridCell:
                 for offset in range(start, end, batch)
             ])
 
-    def settle(self, step: MixtureStep, span_images: torch.Tensor) -> float:
-        """Keep the mutated weights when their mixture's FID is lower; the kept mixture's FID."""
-        scores = candidate_fids(self.scorer, step, span_images)
+    def settle(self, step: MixtureStep, features: torch.Tensor) -> float:
+        """Keep the mutated weights when their mixture's FID is lower (``features``: the classifier's, on
+        the host, of the step's span images); the kept mixture's FID."""
+        scores = candidate_fids(self.scorer, step, features)
         best = 1 if len(scores) == 2 and scores[1] < scores[0] else 0
         self.weights, self.score = step.candidates[best], scores[best]
         return self.score
@@ -294,12 +278,12 @@ class GridCell:
         for individual in gs + ds:
             individual.net.train()
         with self.streams.dropout.active():
-            g_loss, d_loss = self._train_pass(gs, ds, PassDraws([self], iteration), beat)
+            g_loss, d_loss = self._train_pass(gs, ds, GridDraws([self], iteration), beat)
         for individual in gs + ds:
             individual.net.eval()
         return [i.payload() for i in gs], [i.payload() for i in ds], g_loss, d_loss
 
-    def _train_pass(self, gs: list[Individual], ds: list[Individual], draws: PassDraws, beat: Callable[[], None]) -> tuple[float, float]:
+    def _train_pass(self, gs: list[Individual], ds: list[Individual], draws: GridDraws, beat: Callable[[], None]) -> tuple[float, float]:
         """The updates of one pass over the cell's images; the mean G and D losses."""
         steps, batch = self.steps(), self.setup.batch_size
         (order,) = draws.batch_orders(steps * batch)
@@ -313,7 +297,7 @@ class GridCell:
             beat()
         return g_total / max(1, steps * len(gs)), d_total / max(1, d_steps * len(ds))
 
-    def _updates(self, draws: PassDraws, step: int, player: str, attackers: list[Individual], opponents: list[Individual],
+    def _updates(self, draws: GridDraws, step: int, player: str, attackers: list[Individual], opponents: list[Individual],
                  real: torch.Tensor) -> float:
         """Each attacker's update against this step's defender; the sum of their losses."""
         drawn = draws.update(step, player, np.array([[a.lr for a in attackers]]), [len(opponents)])

@@ -21,6 +21,7 @@ import torch
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.topology import Cell
 from ganstudy.train.grid.cell import GridCell, IterationReport
+from ganstudy.train.grid.draws import GridDraws
 from ganstudy.train.grid.mixture_es import MixtureStep
 from ganstudy.train.grid.population import Payload
 from ganstudy.train.grid.stacked import FitnessCase
@@ -51,15 +52,26 @@ class LoopEngine:
 
 
 def score_mixtures(
-    cells: Sequence[GridCell], engine: Engine, gathered: dict[Cell, dict[str, list[Payload]]],
+    cells: Sequence[GridCell], engine: Engine, gathered: dict[Cell, dict[str, list[Payload]]], iteration: int,
     beat: Callable[[], None], evolve: bool = True,
 ) -> list[tuple[list[Payload], float]]:
     """Each cell's mixture step (the ES's when ``evolve``, else the final score of its weights): the
-    mixture's generators and the FID of the weights it keeps."""
-    steps = [cell.mixture_step(gathered, evolve) for cell in cells]
+    mixture's generators and the FID of the weights it keeps.
+
+    The classifier sees one cell's images per call: in one call for all cells, a cell's features would
+    depend on where its images sit in the batch (measured: the classifier's 50-to-10 head, a matrix
+    product, gives other bits at row offsets that are not a multiple of 6; AMD EPYC, one thread). The
+    features of all cells then come to the host in one copy.
+    """
+    noise = GridDraws(cells, iteration).mixture_noise()
+    steps = [cell.mixture_step(gathered, z, evolve) for cell, z in zip(cells, noise)]
+    images = engine.span_images(cells, steps)
+    scorer = cells[0].scorer
+    features = torch.cat([scorer.device_features(cell_images) for cell_images in images]).cpu()
+    bounds = np.cumsum([0, *(len(cell_images) for cell_images in images)])
     scored = []
-    for cell, step, images in zip(cells, steps, engine.span_images(cells, steps)):
-        scored.append((step.generators, cell.settle(step, images)))
+    for cell, step, start, end in zip(cells, steps, bounds[:-1], bounds[1:]):
+        scored.append((step.generators, cell.settle(step, features[start:end])))
         beat()
     return scored
 
@@ -71,8 +83,8 @@ def iterate_cells(
     """Iteration ``iteration`` of every cell in ``cells``; their reports in the same order."""
     with timer("fitness"):
         pools = [cell.neighbourhood_payloads(gathered) for cell in cells]
-        samples = [cell.fitness_sample() for cell in cells]
-        cases = [FitnessCase(g, d, real, z) for (g, d), (real, z) in zip(pools, samples)]
+        reals, noises = GridDraws(cells, iteration).fitness_samples()
+        cases = [FitnessCase(g, d, real, z) for (g, d), real, z in zip(pools, reals, noises)]
         fits = [(cell.aggregate(g), cell.aggregate(d)) for cell, (g, d) in zip(cells, engine.fitness(cells, cases))]
         beat()
     with timer("selection"):
@@ -94,5 +106,5 @@ def iterate_cells(
         for cell, (g_fit, d_fit), (new_g, new_d, *_) in zip(cells, fits, trained):
             cell.replace(g_fit, d_fit, new_g, new_d)
     with timer("mixture"):
-        score_mixtures(cells, engine, gathered, beat)
+        score_mixtures(cells, engine, gathered, iteration, beat)
     return [cell.report(g_loss, d_loss) for cell, (*_, g_loss, d_loss) in zip(cells, trained)]

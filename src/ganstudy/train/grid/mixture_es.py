@@ -39,16 +39,17 @@ class MixtureStep:
         """Per component, the rows of ``z`` that some candidate gives it: the hull of their shares."""
         return [(int(min(b[k] for b in self._bounds)), int(max(b[k + 1] for b in self._bounds))) for k in range(len(self.generators))]
 
-    def rows(self) -> list[torch.Tensor]:
+    def rows(self) -> list[np.ndarray]:
         """Per candidate, its images' rows in the components' span images laid end to end."""
         offsets = np.cumsum([0, *(end - start for start, end in self.spans)])
         return [
-            torch.cat([torch.arange(offsets[k] + b[k] - start, offsets[k] + b[k + 1] - start) for k, (start, _) in enumerate(self.spans)])
+            np.concatenate([np.arange(offsets[k] + b[k] - start, offsets[k] + b[k + 1] - start) for k, (start, _) in enumerate(self.spans)])
             for b in self._bounds
         ]
 
 
-def candidate_fids(scorer: FidScorer, step: MixtureStep, span_images: torch.Tensor) -> list[float]:
-    """Each candidate's FID, from one pass of the classifier over the components' span images."""
-    features = scorer.features(span_images)
-    return [scorer.distance(features[rows]) for rows in step.rows()]
+def candidate_fids(scorer: FidScorer, step: MixtureStep, features: torch.Tensor) -> list[float]:
+    """Each candidate's FID, from the classifier's features (on the host) of the components' span images:
+    one pass of the classifier serves both candidates."""
+    values = features.numpy()
+    return [scorer.distance(torch.from_numpy(values[rows])) for rows in step.rows()]

@@ -26,7 +26,7 @@ from ganstudy.parallel.heartbeat import Heartbeat
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.topology import Cell, GridShape, assign_cells, resolve_shape
 from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
-from ganstudy.train.grid.pass_draws import GRID_ENGINE
+from ganstudy.train.grid.draws import GRID_ENGINE
 from ganstudy.train.grid.iteration import Engine, LoopEngine, iterate_cells, score_mixtures
 from ganstudy.train.grid.stacked import StackedEngine
 from ganstudy.train.modes import TrainingContext, TrainingResult
@@ -191,7 +191,9 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
                 with rank_timer("exchange"), heartbeat.waiting():
                     gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
                 with rank_timer("score"):
-                    finals = dict(zip(cells, score_mixtures(list(cells.values()), engine, gathered, heartbeat.beat, evolve=False)))
+                    # Drawn as an iteration after the last.
+                    finals = dict(zip(cells, score_mixtures(list(cells.values()), engine, gathered, setup.iterations + 1,
+                                                            heartbeat.beat, evolve=False)))
                 # Rank 0 holds the fewest cells: it keeps its pulse going until every rank has scored.
                 with heartbeat.waiting():
                     control.Barrier()

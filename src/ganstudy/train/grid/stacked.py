@@ -21,7 +21,7 @@ import torch
 
 from ganstudy.models.stacked import StackedMLP
 from ganstudy.train.grid.mixture_es import MixtureStep
-from ganstudy.train.grid.pass_draws import PassDraws, UpdateDraws
+from ganstudy.train.grid.draws import GridDraws, UpdateDraws
 from ganstudy.train.grid.population import Payload
 from ganstudy.train.losses import AdversarialLoss
 
@@ -56,7 +56,9 @@ class StackedPlayers:
         self.exp_avg_sq = self._moments(payloads, states, "exp_avg_sq", device)
         # torch's Adam counts steps per parameter tensor, equal within a network; a fresh individual's
         # optimizer has no state yet: step 0, zero moments.
-        self.steps = [int(state[0]["step"]) if state else 0 for state in states]
+        started = [state[0]["step"] for state in states if state]
+        counts = iter(torch.stack(started).tolist() if started else [])
+        self.steps = [int(next(counts)) if state else 0 for state in states]
         self.lrs = np.array([float(p["lr"]) for p in payloads])
         self._groups = [p["adam"]["param_groups"] for p in payloads]
         if self.row_by_row:
@@ -234,30 +236,38 @@ class StackedEngine:
 
     def span_images(self, cells, steps: Sequence[MixtureStep]) -> list[Tensor]:
         """Every cell's mixture components on their spans of its noise, through the stacked generator:
-        spans of one padded length in one call per chunk of them."""
+        spans of one padded length in one call per chunk of them, their noise rows gathered by one index
+        and their images put in order by another."""
         spans = [step.spans for step in steps]
+        samples, device = len(steps[0].z), cells[0].device
+        noise = torch.stack([step.z for step in steps]).flatten(0, 1).to(device)  # [cells * samples, latent]
         by_rows: dict[int, list[tuple[int, int]]] = {}
         for s, cell_spans in enumerate(spans):
             for k, (start, end) in enumerate(cell_spans):
                 if end > start:
                     by_rows.setdefault(-(-(end - start) // MIXTURE_CHUNK_ROWS) * MIXTURE_CHUNK_ROWS, []).append((s, k))
-        device = cells[0].device
         widest = max(shape[0] for shape in self.g_net.shapes)
-        made: dict[tuple[int, int], Tensor] = {}
+        outputs, first_row, made = [], {}, 0
         for rows, items in by_rows.items():
             chunk = max(1, FITNESS_CHUNK_FLOATS // (rows * widest))
             for first in range(0, len(items), chunk):
                 part = items[first : first + chunk]
-                z = torch.zeros(len(part), rows, steps[0].z.shape[1])
+                # Each span's noise rows; past its end, noise row 0, whose images are dropped.
+                index = np.zeros((len(part), rows), dtype=np.int64)
                 for i, (s, k) in enumerate(part):
                     start, end = spans[s][k]
-                    z[i, : end - start] = steps[s].z[start:end]
+                    index[i, : end - start] = np.arange(s * samples + start, s * samples + end)
+                    first_row[s, k] = made + i * rows
                 with torch.no_grad():
-                    out = self.g_net(self.g_net.stack([steps[s].generators[k]["params"] for s, k in part], device), z.to(device))
-                for i, (s, k) in enumerate(part):
-                    start, end = spans[s][k]
-                    made[s, k] = out[i, : end - start]
-        return [torch.cat([made[s, k] for k, (start, end) in enumerate(cell_spans) if end > start]) for s, cell_spans in enumerate(spans)]
+                    params = self.g_net.stack([steps[s].generators[k]["params"] for s, k in part], device)
+                    outputs.append(self.g_net(params, noise[torch.from_numpy(index).to(device)]).flatten(0, 1))
+                made += len(part) * rows
+        order = np.concatenate([
+            np.arange(first_row[s, k], first_row[s, k] + end - start)
+            for s, cell_spans in enumerate(spans) for k, (start, end) in enumerate(cell_spans) if end > start
+        ])
+        images = torch.cat(outputs)[torch.from_numpy(order).to(device)]
+        return list(images.split([sum(end - start for start, end in cell_spans) for cell_spans in spans]))
 
     def _cells_per_chunk(self, cell) -> int:
         """Cells trained in lockstep at once. A GPU takes them all; on a CPU a chunk's parameters, gradients
@@ -277,7 +287,7 @@ class StackedEngine:
         # Row ranges of each cell's copies in the stacks.
         g_rows = _row_ranges([len(new_g) for new_g, _ in selections])
         d_rows = _row_ranges([len(new_d) for _, new_d in selections])
-        draws = PassDraws(cells, iteration)
+        draws = GridDraws(cells, iteration)
         orders = draws.batch_orders(steps * batch)
         # Each row's losses summed on the device: read once, after the pass.
         g_sums = torch.zeros(len(gens), dtype=torch.float64, device=device)

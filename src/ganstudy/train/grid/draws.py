@@ -1,12 +1,14 @@
-"""The random draws of a training pass of grid cells, counter-based (``ganstudy.counter_random``).
+"""The tensor draws of grid cells in an iteration, counter-based (``ganstudy.counter_random``).
 
-Every draw of cell c's pass in iteration i is a function of (c's pass seed, i, update, what is drawn,
-row): the order of its images, each update's defender, its Mustangs loss, its attackers' learning-rate
-mutations and their noise. A rank draws for all of its cells in one call per update, and a cell's
-draws are the same bits whether it is drawn alone (the per-cell loop) or with any other cells (the
-stacked engine, on any rank count). A resumed run draws what an unbroken one did: no stream state to
-keep. ``GRID_ENGINE`` names this scheme in every grid run's record; engine 1 drew from per-cell
-streams in the loop's call order.
+Every draw of cell c in iteration i is a function of (c's draw seed, i, what is drawn, update, row):
+its fitness sample (real images and noise), the order of its images in the training pass, each
+update's defender, its Mustangs loss, its attackers' learning-rate mutations and their noise, and its
+mixture's noise. A rank draws for all of its cells in one call, and a cell's draws are the same bits
+whether it is drawn alone (the per-cell loop) or with any other cells (the stacked engine, on any rank
+count). A resumed run draws what an unbroken one did: no stream state to keep. The tournaments and
+the mixture ES's weight mutations stay on each cell's numpy stream (``CellStreams.evolution``): host
+work that launches nothing. ``GRID_ENGINE`` names this scheme in every grid run's record; engine 1 drew
+every tensor from per-cell streams in the loop's call order.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from torch.nn.utils.rnn import pad_sequence
 
 from ganstudy.counter_random import counter_key, normal, randint, random_bits, uniform
 from ganstudy.train.grid.population import mutate_learning_rates
@@ -40,14 +41,39 @@ class UpdateDraws:
     noise: torch.Tensor  # [cells * attackers, batch, latent], cell by cell, on the cells' device
 
 
-class PassDraws:
-    """The draws of one pass (iteration ``iteration``) of ``cells``, which share one set-up and device."""
+class GridDraws:
+    """The draws of ``cells`` (which share one set-up and device) in iteration ``iteration``."""
 
     def __init__(self, cells: Sequence[GridCell], iteration: int) -> None:
         first = cells[0]
         self.cells, self.setup, self.device = cells, first.setup, first.device
         self.latent = first.spec.latent_dim
-        self.keys = [counter_key(cell.streams.pass_seed, iteration) for cell in cells]
+        self.keys = [counter_key(cell.streams.draw_seed, iteration) for cell in cells]
+
+    def fitness_samples(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each cell's fitness sample: [cells, size, *image] real images drawn with replacement from the
+        cell's subset, and [cells, size, latent] noise, on the cells' device."""
+        size = self.setup.grid.fitness_sample_size
+        bits = random_bits([counter_key(k, "fitness-images") for k in self.keys], size, torch.device("cpu")) >> 8
+        # Scaled to each subset's length by integer arithmetic, as randint does.
+        picks = (bits * torch.tensor([len(cell.subset) for cell in self.cells])[:, None]) >> 24
+        real = self.cells[0].images[self._subsets().gather(1, picks).to(self.device)]
+        return real, self._noise([counter_key(k, "fitness-noise") for k in self.keys], size)
+
+    def mixture_noise(self) -> torch.Tensor:
+        """[cells, score samples, latent]: the noise each cell's mixture makes its images from."""
+        return self._noise([counter_key(k, "mixture") for k in self.keys], self.setup.grid.score_sample_size)
+
+    def _noise(self, keys: list[int], samples: int) -> torch.Tensor:
+        return normal(keys, samples * self.latent, self.device).view(len(keys), samples, self.latent)
+
+    def _subsets(self) -> torch.Tensor:
+        """[cells, longest subset] the cells' image indices, a shorter subset padded with zeros."""
+        subsets = [cell.subset.numpy() for cell in self.cells]
+        padded = np.zeros((len(subsets), max(len(s) for s in subsets)), dtype=np.int64)
+        for row, subset in enumerate(subsets):
+            padded[row, : len(subset)] = subset
+        return torch.from_numpy(padded)
 
     def batch_orders(self, length: int) -> torch.Tensor:
         """[cells, length]: the first ``length`` images of each cell's shuffled subset, a permutation sorted
@@ -58,7 +84,7 @@ class PassDraws:
         # Past a shorter subset's end: sorted last, whatever the hash (which is below 2**32).
         beyond = torch.arange(longest) >= torch.tensor([len(s) for s in subsets])[:, None]
         places = torch.sort(bits.masked_fill_(beyond, 1 << 32), dim=1, stable=True).indices[:, :length]
-        return pad_sequence(subsets, batch_first=True).gather(1, places).to(self.device)
+        return self._subsets().gather(1, places).to(self.device)
 
     def update(self, step: int, player: str, lrs: np.ndarray, opponents: Sequence[int]) -> UpdateDraws:
         """Update ``step`` of the ``player`` ("g" or "d") rows, whose learning rates are ``lrs`` ([cells,
@@ -78,6 +104,5 @@ class PassDraws:
             normal([counter_key(k, "lr") for k in keys], attackers, cpu, torch.float64).numpy(),
             uniform([counter_key(k, "lr-applies") for k in keys], attackers, cpu).numpy(),
         )
-        rows = [counter_key(k, "noise", a) for k in keys for a in range(attackers)]
-        noise = normal(rows, self.setup.batch_size * self.latent, self.device).view(len(rows), self.setup.batch_size, self.latent)
+        noise = self._noise([counter_key(k, "noise", a) for k in keys for a in range(attackers)], self.setup.batch_size)
         return UpdateDraws(defenders, losses, mutated, noise)
