@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -23,9 +23,24 @@ import torch
 from ganstudy.counter_random import counter_key, normal, randint, random_bits, uniform
 from ganstudy.train.grid.population import mutate_learning_rates
 from ganstudy.train.losses import LOSSES, AdversarialLoss
+from ganstudy.models import NetworkSpec
+from ganstudy.train.settings import TrainingSettings
 
-if TYPE_CHECKING:
-    from ganstudy.train.grid.cell import GridCell
+
+class DrawingCell(Protocol):
+    """What the draws read of a grid cell (``GridCell``)."""
+
+    setup: TrainingSettings
+    spec: NetworkSpec
+    device: torch.device
+    images: torch.Tensor  # the rank's training images, on the device
+    subset: torch.Tensor  # the cell's image indices
+    loss: AdversarialLoss
+    streams: CellSeeds
+
+
+class CellSeeds(Protocol):
+    draw_seed: int
 
 GRID_ENGINE = 2
 MUSTANGS_LOSSES = ("bce", "mse", "heuristic")
@@ -44,7 +59,7 @@ class UpdateDraws:
 class GridDraws:
     """The draws of ``cells`` (which share one set-up and device) in iteration ``iteration``."""
 
-    def __init__(self, cells: Sequence[GridCell], iteration: int) -> None:
+    def __init__(self, cells: Sequence[DrawingCell], iteration: int) -> None:
         first = cells[0]
         self.cells, self.setup, self.device = cells, first.setup, first.device
         self.latent = first.spec.latent_dim
