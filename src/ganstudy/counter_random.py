@@ -81,11 +81,16 @@ def uniform(keys: Sequence[int], count: int, device: torch.device, dtype: torch.
     return (random_bits(keys, count, device) >> (32 - _BITS)).to(dtype) * 2.0**-_BITS
 
 
+def integers(keys: Sequence[int], count: int, bounds: Sequence[int]) -> torch.Tensor:
+    """[len(keys), count] integers on the host, row r's in [0, bounds[r]): the top 24 bits scaled, exactly,
+    by integer arithmetic; a bound up to 2**20 keeps its values within 2**-4 of equally likely."""
+    bits = random_bits(keys, count, torch.device("cpu")) >> (32 - _BITS)
+    return (bits * torch.tensor(list(bounds))[:, None]) >> _BITS
+
+
 def randint(keys: Sequence[int], bounds: Sequence[int]) -> list[int]:
-    """One integer in [0, bounds[r]) per key (on the host): the top 24 bits scaled, exactly, by integer
-    arithmetic; a bound up to 2**20 keeps its values within 2**-4 of equally likely."""
-    bits = (random_bits(keys, 1, torch.device("cpu"))[:, 0] >> (32 - _BITS)).tolist()
-    return [(b * bound) >> _BITS for b, bound in zip(bits, bounds)]
+    """One integer in [0, bounds[r]) per key (``integers``), as Python ints."""
+    return integers(keys, 1, bounds)[:, 0].tolist()
 
 
 def _series(x2: torch.Tensor, coefficients: Sequence[float]) -> torch.Tensor:

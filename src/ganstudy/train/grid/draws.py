@@ -20,10 +20,10 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from ganstudy.counter_random import counter_key, normal, randint, random_bits, uniform
+from ganstudy.counter_random import counter_key, integers, normal, randint, random_bits, uniform
+from ganstudy.models import NetworkSpec
 from ganstudy.train.grid.population import mutate_learning_rates
 from ganstudy.train.losses import LOSSES, AdversarialLoss
-from ganstudy.models import NetworkSpec
 from ganstudy.train.settings import TrainingSettings
 
 
@@ -41,6 +41,7 @@ class DrawingCell(Protocol):
 
 class CellSeeds(Protocol):
     draw_seed: int
+
 
 GRID_ENGINE = 2
 MUSTANGS_LOSSES = ("bce", "mse", "heuristic")
@@ -69,9 +70,7 @@ class GridDraws:
         """Each cell's fitness sample: [cells, size, *image] real images drawn with replacement from the
         cell's subset, and [cells, size, latent] noise, on the cells' device."""
         size = self.setup.grid.fitness_sample_size
-        bits = random_bits([counter_key(k, "fitness-images") for k in self.keys], size, torch.device("cpu")) >> 8
-        # Scaled to each subset's length by integer arithmetic, as randint does.
-        picks = (bits * torch.tensor([len(cell.subset) for cell in self.cells])[:, None]) >> 24
+        picks = integers([counter_key(k, "fitness-images") for k in self.keys], size, [len(cell.subset) for cell in self.cells])
         real = self.cells[0].images[self._subsets().gather(1, picks).to(self.device)]
         return real, self._noise([counter_key(k, "fitness-noise") for k in self.keys], size)
 
