@@ -16,7 +16,7 @@ export PATH := $(BIN):$(PATH)
 # mirrors; they say nothing about this install.
 PIP_QUIET := { grep -v --line-buffered "^WARNING: Location" || true; }
 
-.PHONY: setup run status test test-gpu dry-run lint report tables figures bench clean
+.PHONY: setup run status test test-gpu dry-run lint report tables figures bench bench-gpu clean
 
 setup: $(STAMP)
 
@@ -61,6 +61,12 @@ BENCH_OUT ?= results/benchmarks.jsonl
 BENCHMARKS := training_loop per_class_scaling data_parallel data_parallel_networks grid_scaling grid_dispatch
 bench: setup
 	for name in $(BENCHMARKS); do echo "== $$name"; $(BIN)/python benchmarks/$$name.py $(BENCH_ARGS) --out $(BENCH_OUT) || exit 1; done
+
+# The prepared check of a GPU machine (about 8 minutes on one GPU): the thesis's 18x18 grid in float32
+# and TF32 against the device's peak, operator and sync counts, a CNN grid, per-class, calo3d and pix2pix
+# epochs in float32 and bf16, the profiler's top operators. One JSON record to BENCH_OUT; table in docs/benchmarks.md.
+bench-gpu: setup
+	$(BIN)/python benchmarks/gpu.py $(BENCH_ARGS) --out $(BENCH_OUT)
 
 clean:
 	rm -rf $(VENV) .snakemake .pytest_cache report.html

@@ -30,11 +30,13 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from common import SETUP, emit, parser, setup
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
 
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.parallel.topology import resolve_shape
@@ -83,18 +85,49 @@ def counting_host_reads(counts: Counter[str]) -> Iterator[None]:
             setattr(torch.Tensor, name, original)
 
 
-def counted_run(network: str, shape: str, iterations: int, size: dict, folder: Path, out: Path) -> tuple[int, int]:
-    """Operators dispatched and host reads of a whole grid run of ``iterations`` on this process's one rank."""
-    keys = {"mode": "grid", "network": network, "iterations": iterations, "batch_size": 50, "lr": 5e-4, **size["network"],
+@dataclass(frozen=True)
+class Counts:
+    operators: int
+    host_reads: int
+    flops: int  # of matrix products and convolutions (torch.utils.flop_counter)
+
+    def __sub__(self, other: Counts) -> Counts:
+        return Counts(self.operators - other.operators, self.host_reads - other.host_reads, self.flops - other.flops)
+
+
+def grid_keys(network: str, shape: str, iterations: int, size: dict) -> dict:
+    """A grid set-up with the default study's cell settings (batch 50) on ``size``'s samples and data."""
+    return {"mode": "grid", "network": network, "iterations": iterations, "batch_size": 50, "lr": 5e-4, **size["network"],
             "grid": {"shape": shape, "data_ratio": size["data_ratio"], "fitness_sample_size": size["samples"],
                      "score_sample_size": size["samples"]}}
-    files = {"train": str(folder / "train.npz"), "classifier": str(folder / "classifier.pt"), "reference": str(folder / "reference.npz")}
+
+
+def run_files(folder: Path) -> dict[str, str]:
+    """A grid run's input files in ``folder``: its training split, classifier and reference statistics."""
+    return {"train": str(folder / "train.npz"), "classifier": str(folder / "classifier.pt"), "reference": str(folder / "reference.npz")}
+
+
+def job_file(keys: dict, files: dict[str, str], out: Path, device: str, tf32: bool = False) -> Path:
+    """The job file of a one-rank run of set-up ``keys`` on ``device`` (compute.tf32), written beside ``out``."""
     job = out.parent / f"{out.name}.job.json"
-    write_job(job, job_description(SETUP, setup(keys), 1, files, {"threads": 1, "device": "cpu"}))
-    operators, reads = OperatorCounter(), Counter()
-    with operators, counting_host_reads(reads):
+    write_job(job, job_description(SETUP, setup(keys), 1, files, {"threads": 1, "device": device, "tf32": tf32}))
+    return job
+
+
+def counted_run(keys: dict, files: dict[str, str], out: Path, device: str = "cpu") -> Counts:
+    """Operators dispatched, host reads and FLOPs of a whole training run of set-up ``keys`` on this
+    process's one rank."""
+    job = job_file(keys, files, out, device)
+    operators, reads, flops = OperatorCounter(), Counter(), FlopCounterMode(display=False)
+    with flops, operators, counting_host_reads(reads):
         run_training(read_job(job), 0, out)
-    return sum(operators.operators.values()), sum(reads.values())
+    return Counts(sum(operators.operators.values()), sum(reads.values()), flops.get_total_flops())
+
+
+def iteration_counts(keys: dict, files: dict[str, str], tmp: str, name: str, device: str = "cpu") -> Counts:
+    """One iteration's counts: a run of 2 iterations minus a run of 1."""
+    one, two = (counted_run({**keys, "iterations": n}, files, Path(tmp, f"{name}-{n}"), device) for n in (1, 2))
+    return two - one
 
 
 def cell_count(shape: str) -> int:
@@ -105,11 +138,10 @@ def cell_count(shape: str) -> int:
 def per_iteration(name: str, size: dict, folder: Path, tmp: str) -> dict[str, float]:
     network, shape = CASES[name]
     shape = shape or size[f"{name}_shape"]
-    one, two = (counted_run(network, shape, n, size, folder, Path(tmp, f"{name}-{n}")) for n in (1, 2))
+    counts = iteration_counts(grid_keys(network, shape, 1, size), run_files(folder), tmp, name)
     cells = cell_count(shape)
-    operators, reads = two[0] - one[0], two[1] - one[1]
-    return {f"operators_per_iteration_{name}": operators, f"operators_per_cell_{name}": round(operators / cells, 1),
-            f"host_reads_per_iteration_{name}": reads, f"host_reads_per_cell_{name}": round(reads / cells, 2)}
+    return {f"operators_per_iteration_{name}": counts.operators, f"operators_per_cell_{name}": round(counts.operators / cells, 1),
+            f"host_reads_per_iteration_{name}": counts.host_reads, f"host_reads_per_cell_{name}": round(counts.host_reads / cells, 2)}
 
 
 def main() -> None:

@@ -32,10 +32,17 @@ RESULT_KEYS = {
     "grid_dispatch": {f"{count}_{per}_{case}" for count in ("operators", "host_reads") for per in ("per_iteration", "per_cell")
                       for case in ("4lp_2x2", "4lp_6x6", "4lp_18x18", "dcgan")}
     | {"operators_growth_18x18", "host_reads_growth_18x18", "dcgan_cells", "device"},
+    "gpu": {f"gemm_tflops_{kind}" for kind in ("fp32", "tf32")}
+    | {f"thesis_{key}_{kind}" for key in ("iteration_seconds", "tflops", "peak_share") for kind in ("fp32", "tf32")}
+    | {f"thesis_{key}" for key in ("cells", "gflop_per_iteration", "peak_memory_mb", "operators_per_iteration",
+                                   "host_reads_per_iteration", "operators_growth", "host_reads_growth", "top10")}
+    | {"cnn_grid_cells", "cnn_iteration_seconds", "per_class_epoch_seconds", "conditional_epoch_seconds", "device"}
+    | {f"{case}_epoch_seconds_{kind}" for case in ("calo3d", "pix2pix") for kind in ("fp32", "bf16")},
 }
 # Times, throughputs and the ratios of two of them, and counts: greater than zero.
 POSITIVE = ("seconds", "samples_per_s", "ratio", "efficiency", "speedup", "iterations", "repeats", "threads", "batch",
-            "steps_per_epoch", "images_per_class", "thesis_ranks", "operators", "host_reads", "growth", "cells")
+            "steps_per_epoch", "images_per_class", "thesis_ranks", "operators", "host_reads", "growth", "cells", "tflops",
+            "gflop", "peak_share", "memory_mb")
 MACHINE_KEYS = {"cpu_model", "cpus", "cpus_usable", "physical_cores", "torch_threads", "thread_environment", "gpu", "versions",
                 "date", "git"}
 # Every benchmark but training_loop (one process) runs `ganstudy train` under mpiexec.
@@ -59,6 +66,11 @@ def test_quick_mode_prints_every_key(name, env, tmp_path):
     for key, value in results.items():
         if key == "device":
             assert isinstance(value, str) and value
+            continue
+        if key.endswith("_top10"):
+            # A profile's ten operators with the most time: [name, milliseconds, calls], most first.
+            assert len(value) == 10 and all(isinstance(name, str) and ms >= 0 and calls >= 1 for name, ms, calls in value)
+            assert [ms for _, ms, _ in value] == sorted((ms for _, ms, _ in value), reverse=True)
             continue
         assert isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value), (key, value)
         assert value > 0 if any(word in key for word in POSITIVE) else value >= 0, (key, value)

@@ -12,7 +12,7 @@ import torch
 from conftest import SCHEMA, train_command
 from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
-from ganstudy.parallel.determinism import configure_determinism
+from ganstudy.parallel.determinism import configure_determinism, configure_tf32
 from ganstudy.parallel.process_group import check_one_gpu_per_rank
 from ganstudy.parallel.world import mpi_world, select_devices
 from ganstudy.train.job import job_description, read_job, write_job
@@ -104,9 +104,10 @@ def test_a_job_s_compute_options_default_to_no_gpu_promise_and_deterministic_ker
     write_job(tmp_path / "plain.json", job_description("s", setup, 1, {"train": "t.npz"}, {}))
     compute = read_job(tmp_path / "plain.json").compute
     assert compute.node_gpus == 0 and compute.deterministic is True and compute.device == "auto"
-    write_job(tmp_path / "set.json", job_description("s", setup, 1, {"train": "t.npz"}, {"node_gpus": 4, "deterministic": False}))
+    assert compute.tf32 is False
+    write_job(tmp_path / "set.json", job_description("s", setup, 1, {"train": "t.npz"}, {"node_gpus": 4, "deterministic": False, "tf32": True}))
     compute = read_job(tmp_path / "set.json").compute
-    assert compute.node_gpus == 4 and compute.deterministic is False
+    assert compute.node_gpus == 4 and compute.deterministic is False and compute.tf32 is True
 
 
 @pytest.fixture()
@@ -115,9 +116,11 @@ def torch_flags(monkeypatch):
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     saved = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
              torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark)
+    tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     yield monkeypatch
     torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
     torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = saved[2], saved[3]
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
 
 
 def _flags():
@@ -142,11 +145,20 @@ def test_a_deterministic_cublas_setting_of_the_user_is_kept(torch_flags):
     assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
 
 
+def test_tf32_is_switched_for_products_and_convolutions_together(torch_flags):
+    configure_tf32(torch.device("cuda", 0), True)
+    assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == (True, True)
+    # torch's defaults differ (products float32, convolutions TF32): false means float32 for both.
+    configure_tf32(torch.device("cuda", 0), False)
+    assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == (False, False)
+
+
 def test_the_cpu_leaves_torch_s_switches_alone(torch_flags):
-    before = _flags()
+    before = _flags(), torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     configure_determinism(torch.device("cpu"), True)
     configure_determinism(torch.device("cpu"), False)
-    assert _flags() == before
+    configure_tf32(torch.device("cpu"), not torch.backends.cudnn.allow_tf32)
+    assert (_flags(), torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == before
     assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
 
 

@@ -63,7 +63,7 @@ def assert_ran_on_cuda(out: Path, ranks: int = 1, discriminator: str = "cuda:0",
     names = {torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())}
     assert len(facts["device_names"]) == ranks and all(set(rank) <= names for rank in facts["device_names"])
     assert facts["cuda"]["torch_cuda"] == torch.version.cuda and facts["cuda"]["cudnn"] == torch.backends.cudnn.version()
-    assert facts["deterministic"] is deterministic
+    assert facts["deterministic"] is deterministic and facts["tf32"] is False
 
 
 def assert_finite_float32(out: Path) -> None:

@@ -214,6 +214,7 @@ def grid_cells(loss: str, count: int = 4) -> list:
     from ganstudy.config import validate_study_config
     from ganstudy.parallel.topology import GridShape
     from ganstudy.train.grid.cell import CellStreams, GridCell
+    from ganstudy.train.grid.pool import NetworkPool
     from ganstudy.train.settings import TrainingSettings
 
     from conftest import SCHEMA
@@ -224,8 +225,9 @@ def grid_cells(loss: str, count: int = 4) -> list:
     images = torch.rand(100, 1, 8, 8, generator=torch.Generator().manual_seed(3)) * 2 - 1
     labels = np.arange(100) % 10
     shape = GridShape(2, 2)
-    cells = [GridCell(c, shape, setup, NetworkSpec((1, 8, 8), 16, 32), images, labels, None, CellStreams(5, 1, c, CPU), CPU)
-             for c in shape.cells()[:count]]
+    spec = NetworkSpec((1, 8, 8), 16, 32)
+    pool = NetworkPool(setup.network, spec, CPU)
+    cells = [GridCell(c, shape, setup, spec, images, labels, None, CellStreams(5, 1, c, CPU), pool) for c in shape.cells()[:count]]
     for cell in cells:
         cell.initialise()
     return cells

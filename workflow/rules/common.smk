@@ -473,8 +473,8 @@ JOBS = training_jobs()
 # Where and how the training ranks compute: in a file of its own (rule compute_options), which training reads
 # but which is no rerun trigger, so that moving the study to another site rewrites it and retrains nothing.
 COMPUTE_FILE = f"{STUDY_DIR}/site/compute.json"
-COMPUTE_OPTIONS = {"device": config["compute"]["device"], "gpus_per_rank": config["compute"]["gpus_per_rank"],
-                   "node_gpus": config["compute"]["node_gpus"], "deterministic": config["compute"]["deterministic"], "threads": THREADS}
+COMPUTE_OPTIONS = {**{key: config["compute"][key] for key in ("device", "gpus_per_rank", "node_gpus", "deterministic", "tf32")},
+                   "threads": THREADS}
 # What decides each stage's outputs, as the canonical JSON of a small file that the stage reads
 # (results/<study>/specs/<name>.json; the training jobs' own are jobs/<set-up>.json): a file rewritten
 # because the config changed is newer than the outputs it made, so Snakemake redoes them by modification

@@ -1,4 +1,5 @@
-"""compute.deterministic: the same bits from the same inputs on a GPU, at some cost in speed.
+"""compute.deterministic: the same bits from the same inputs on a GPU, at some cost in speed; and
+compute.tf32: float32 matrix products and convolutions in TensorFloat-32 on a GPU, faster and coarser.
 
 On the CPU the training is deterministic anyway (every random draw comes from a seeded generator and
 the CPU kernels do not race), so only CUDA needs switching: cuDNN picks its convolution algorithm
@@ -34,3 +35,13 @@ def configure_determinism(device: torch.device, deterministic: bool) -> None:
         torch.backends.cudnn.deterministic = False
         # Timing the convolution algorithms once per shape pays off over a training run's many steps.
         torch.backends.cudnn.benchmark = True
+
+
+def configure_tf32(device: torch.device, allowed: bool) -> None:
+    """TF32 (a 10-bit mantissa in the products, float32 sums) for float32 matrix products and cuDNN
+    convolutions on ``device``, or full float32 for both. torch's own defaults differ between the two
+    (products in float32, convolutions in TF32); a study says which it wants, once. A CPU changes nothing."""
+    if device.type != "cuda":
+        return
+    torch.backends.cuda.matmul.allow_tf32 = allowed
+    torch.backends.cudnn.allow_tf32 = allowed

@@ -46,6 +46,7 @@ class JobCompute:
     gpus_per_rank: int = 1  # 2: generator and discriminator on two GPUs (seed 001's layout)
     node_gpus: int = 0  # more than 0: a Slurm/LSF rank that sees no GPU fails instead of training on the CPU
     deterministic: bool = True  # deterministic CUDA kernels (same bits on rerun); no effect on a CPU
+    tf32: bool = False  # TF32 float32 products and convolutions on a GPU; no effect on a CPU
     threads: int = 1  # torch threads per rank
 
 

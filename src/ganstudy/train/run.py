@@ -21,7 +21,7 @@ from ganstudy.data.kinds import KINDS, get_kind
 from ganstudy.models import NETWORKS, get_network
 from ganstudy.models.artifact import save_generator
 from ganstudy.parallel.stop import StopSignal, TrainingStopped
-from ganstudy.parallel.determinism import configure_determinism
+from ganstudy.parallel.determinism import configure_determinism, configure_tf32
 from ganstudy.parallel.world import GPU_ENVIRONMENT, device_names, mpi_library_version, mpi_world, select_devices, set_cpu_threads
 from ganstudy.provenance import cuda_versions, now, provenance_record
 from ganstudy.resources import peak_memory
@@ -88,6 +88,7 @@ def run_training(
     generator_device, discriminator_device = select_devices(world, compute.device, compute.gpus_per_rank, compute.node_gpus)
     # Before the first CUDA computation: cuBLAS reads its workspace setting when it starts.
     configure_determinism(generator_device, compute.deterministic)
+    configure_tf32(generator_device, compute.tf32)
     # Installed before the data is read: a signal that comes early still stops at the first safe point.
     with StopSignal() as stop:
         context = TrainingContext(
@@ -157,6 +158,7 @@ def run_training(
             device_names=[rank["devices"] for rank in ranks],
             cuda=cuda_versions(),
             deterministic=compute.deterministic,
+            tf32=compute.tf32,
             inputs=as_dict(job.inputs),
             parts=part_records(settings, job.kind),
             mpi_library=mpi_library_version(),

@@ -16,12 +16,13 @@ from torch import nn
 
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.data.partition import cell_subset
-from ganstudy.models import NetworkSpec, build_pair
+from ganstudy.models import NetworkSpec
 from ganstudy.parallel.topology import Cell, GridShape
 from ganstudy.seeding import derive_seed
 from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids
 from ganstudy.train.grid.stacked import FitnessCase
 from ganstudy.train.grid.draws import GridDraws
+from ganstudy.train.grid.pool import NetworkPool
 from ganstudy.train.grid.population import Individual, Payload, replace_worst, restore, set_learning_rate, tournament
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.settings import TrainingSettings
@@ -106,11 +107,11 @@ class GridCell:
         labels: np.ndarray,
         scorer: FidScorer,
         streams: CellStreams,
-        device: torch.device,
+        pool: NetworkPool,
     ) -> None:
         self.cell, self.setup, self.grid = cell, setup, setup.grid
         self.spec, self.images, self.scorer = spec, images, scorer
-        self.streams, self.device = streams, device
+        self.streams, self.pool, self.device = streams, pool, pool.device
         self.betas = setup.betas
         self.neighbourhood = shape.neighbourhood(cell)
         self.loss = LOSSES.get("bce" if setup.loss == "mustangs" else setup.loss)
@@ -123,26 +124,9 @@ class GridCell:
         self.discriminators: list[Payload] = []
         self.weights = np.full(len(self.neighbourhood), 1.0 / len(self.neighbourhood))
         self.score = float("inf")
-        self._pool: dict[int, list[nn.Module]] = {0: [], 1: []}
-
-    # -- networks -----------------------------------------------------------------------------
-    def _build(self, kind: int) -> nn.Module:
-        # Forked: a pooled network's initial weights are overwritten, and its draws must not advance
-        # whichever stream is active (the cell's dropout stream while it trains).
-        with torch.random.fork_rng(devices=[]):
-            return build_pair(self.setup.network, self.spec)[kind].to(self.device)
-
-    def _pooled(self, kind: int, slot: int) -> nn.Module:
-        """A reusable network: building modules costs more than the small nets' forward passes."""
-        pool = self._pool[kind]
-        while len(pool) <= slot:
-            pool.append(self._build(kind))
-        return pool[slot]
 
     def _net(self, payload: Payload, kind: int, slot: int) -> nn.Module:
-        net = self._pooled(kind, slot)
-        net.load_state_dict(payload["params"])
-        return net.eval()
+        return self.pool.loaded(payload["params"], kind, slot).eval()
 
     def initialise(self) -> None:
         """Population slots seeded by the cell's init stream: the same networks on every rank layout."""
@@ -151,7 +135,7 @@ class GridCell:
             for slot in range(self.grid.population_size):
                 with torch.random.fork_rng(devices=[]):
                     torch.manual_seed(derive_seed(self.streams.init_seed, kind, slot))
-                    net = self._build(kind)
+                    net = self.pool.build(kind)
                 optimizer = adam(net.parameters(), self.setup.lr, self.betas)
                 population.append(Individual(net, optimizer, self.setup.lr, float("inf"), f"{label}/{name}{slot}").payload())
 
@@ -273,8 +257,8 @@ class GridCell:
         """One pass over the cell's images, network by network; the trained payloads and mean losses."""
         # Pool slots past the fitness views': those nets are reloaded while these train.
         slots = len(self.neighbourhood) * self.grid.population_size
-        gs = [restore(p, self._pooled(0, slots + k), self.betas) for k, p in enumerate(new_g)]
-        ds = [restore(p, self._pooled(1, slots + k), self.betas) for k, p in enumerate(new_d)]
+        gs = [restore(p, self.pool.loaded(p["params"], 0, slots + k), self.betas) for k, p in enumerate(new_g)]
+        ds = [restore(p, self.pool.loaded(p["params"], 1, slots + k), self.betas) for k, p in enumerate(new_d)]
         for individual in gs + ds:
             individual.net.train()
         with self.streams.dropout.active():

@@ -28,6 +28,7 @@ from ganstudy.parallel.topology import Cell, GridShape, assign_cells, resolve_sh
 from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
 from ganstudy.train.grid.draws import GRID_ENGINE
 from ganstudy.train.grid.iteration import Engine, LoopEngine, iterate_cells, score_mixtures
+from ganstudy.train.grid.pool import NetworkPool
 from ganstudy.train.grid.stacked import StackedEngine
 from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.data.partition import batches_per_pass
@@ -135,9 +136,10 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
     spec = network_spec(setup, context.data)
     images = torch.from_numpy(context.data.images).to(context.device)
     scorer = training_scorer(context, "training mode 'grid' scores its mixtures")
+    pool = NetworkPool(setup.network, spec, context.device)
     cells = {
         cell: GridCell(cell, shape, setup, spec, images, context.data.labels, scorer,
-                       CellStreams(context.study_seed, context.trial, cell, context.device), context.device)
+                       CellStreams(context.study_seed, context.trial, cell, context.device), pool)
         for cell in blocks[rank]
     }
     store = None

@@ -47,8 +47,8 @@ def _cpu_state(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def restore(payload: Payload, net: nn.Module, betas: tuple[float, float]) -> Individual:
-    """A live individual from a payload, in ``net``; its optimizer continues with the payload's Adam moments."""
-    net.load_state_dict(payload["params"])
+    """A live individual from a payload, in ``net`` (which holds the payload's parameters); its optimizer
+    continues with the payload's Adam moments."""
     optimizer = adam(net.parameters(), payload["lr"], betas)
     # A copy: the payload may be another cell's live state on this rank, and Adam updates in place.
     optimizer.load_state_dict(copy.deepcopy(payload["adam"]))

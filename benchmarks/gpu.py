@@ -1,0 +1,215 @@
+"""What one GPU does with a study's work: the prepared check of a GPU machine (`make bench-gpu`, issue 46).
+
+One script, about 8 minutes on one GPU, nothing to install beyond `make setup`; on a machine without a
+GPU only --quick runs (the same code on the CPU, on tiny sizes). Every run trains in this process, on
+one rank with one torch thread (no interpreter start-up to wait for); seconds are a run's own clock (losses.csv), the median of its iterations or epochs after the first, without
+start-up. Keys:
+
+- gemm_tflops_fp32, gemm_tflops_tf32: a square float32 matrix product (8192; --quick 256) in float32
+  and in TF32, the device's practical peak, which the shares below divide by.
+- The thesis's grid (seed 002: 18x18 cells; --quick 2x2) of four-layer perceptrons, stacked, at its
+  per-cell work (benchmarks/grid_scaling.py part 3: 28x28 images, 60,000 of them, batch 100, 600 G and
+  300 D updates per iteration, fitness and two FIDs on 1,000 samples):
+  thesis_cells; thesis_iteration_seconds_fp32 and _tf32 (compute.tf32); thesis_gflop_per_iteration
+  (matrix products and convolutions, torch.utils.flop_counter); thesis_tflops_fp32 and _tf32 (GFLOP /
+  seconds) and thesis_peak_share_fp32 and _tf32 (over the GEMM's); thesis_peak_memory_mb (torch's
+  peak allocation on the GPU, on a CPU the peak resident memory); thesis_operators_per_iteration and
+  thesis_host_reads_per_iteration on this device (benchmarks/grid_dispatch.py's counters), and their
+  growth from a 2x2 grid of the same work (thesis_operators_growth, thesis_host_reads_growth: 81 times
+  the cells, 1.0 ideal); thesis_top10: torch.profiler's ten operators with the most self time on the
+  device (on a CPU: the host) in a run of one iteration, each [name, milliseconds, calls].
+- cnn_grid_cells, cnn_iteration_seconds: a 6x6 grid (--quick 1x1) of the thesis's CNN28 cells on the
+  28x28 images, a tenth of them per cell (grid.data_ratio 0.1).
+- per_class_epoch_seconds: seed 001's DC-GAN per class, all 10 classes on one rank, 28x28 images;
+  conditional_epoch_seconds: its conditional DC-CGAN on the same images.
+- calo3d_epoch_seconds_fp32, _bf16; pix2pix_epoch_seconds_fp32, _bf16: the data-parallel networks
+  (benchmarks/data_parallel_networks.py's calo3d and 64x64 pix2pix cases) on one rank, in float32
+  and under bf16 autocast (data_parallel.amp).
+- device: the GPU's name, or cpu.
+--quick: the same runs on tiny sizes (200 images, 2x2 grids, thin networks): a check that the script
+runs, not a measurement. Progress goes to stderr, one line per part with its seconds; PART arguments
+run some parts only (all by default; the record then holds theirs). Prints one JSON record last.
+
+    python benchmarks/gpu.py [--quick] [--out FILE] [PART ...]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from common import emit, median_seconds, parser
+import data_parallel_networks
+from grid_dispatch import cell_count, iteration_counts, job_file, run_files
+from grid_scaling import mnist_like, score_inputs
+from torch.profiler import ProfilerActivity, profile
+
+from ganstudy.data.prepare import prepare_dataset
+from ganstudy.train.job import read_job
+from ganstudy.train.run import run_training
+
+FULL = {"gemm": 8192, "images": 60_000, "scoring_images": 2000, "thesis_shape": "18x18", "samples": 1000, "data_ratio": 1.0,
+        "network": {}, "cnn_shape": "6x6", "cnn": {"data_ratio": 0.1}, "dcgan": {}, "networks": data_parallel_networks.FULL}
+QUICK = {"gemm": 256, "images": 200, "scoring_images": 200, "thesis_shape": "2x2", "samples": 50, "data_ratio": 0.01,
+         "network": {"hidden_units": 16, "latent_dim": 8}, "cnn_shape": "1x1",
+         # CNN28's 512 maps take seconds per batch of 100 on a CPU: batches and samples of 20.
+         "cnn": {"data_ratio": 0.01, "fitness_sample_size": 20, "score_sample_size": 20}, "dcgan": {"latent_dim": 8, "batch_size": 8},
+         # calo3d's bf16 kernels are emulated on most CPUs: 10 s per batch of 4 showers.
+         "networks": {**data_parallel_networks.QUICK, "network_keys": {"calo3d": {"hidden_units": 2, "batch_size": 2},
+                                                                       "pix2pix": {"hidden_units": 8, "batch_size": 2}}}}
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def gemm_tflops(size: int, tf32: bool) -> float:
+    """TFLOP/s of a size x size float32 product, the best of 5 after a warm-up."""
+    previous = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    a, b = (torch.randn(size, size, device=DEVICE) for _ in range(2))
+    best = float("inf")
+    try:
+        for repeat in range(6):
+            _synchronise()
+            started = time.perf_counter()
+            a @ b
+            _synchronise()
+            if repeat:
+                best = min(best, time.perf_counter() - started)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
+    return 2 * size**3 / best / 1e12
+
+
+def _synchronise() -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def thesis_keys(shape: str, iterations: int, size: dict) -> dict:
+    """grid_scaling's thesis work in a ``shape`` grid of 4LP cells."""
+    samples = size["samples"]
+    return {"mode": "grid", "iterations": iterations, **size["network"],
+            "grid": {"shape": shape, "data_ratio": size["data_ratio"], "fitness_sample_size": samples, "score_sample_size": samples,
+                     "discriminator_skip": 1}}
+
+
+class Parts:
+    """The benchmark's parts over one set of data, each adding its keys to ``results``."""
+
+    def __init__(self, size: dict, tmp: Path) -> None:
+        self.size, self.tmp, self.results = size, tmp, {"device": torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu"}
+        digits, self.images, scoring = tmp / "digits", tmp / "images", tmp / "scoring"
+        prepare_dataset("digits", None, 0.2, 1, digits)
+        # The 28x28 images the networks train on; the grid's classifier and reference from a smaller set
+        # of the same kind (the scores are not what is measured).
+        self.images.mkdir()
+        mnist_like(digits, self.images, size["images"], min(size["images"], 2000))
+        scoring.mkdir()
+        mnist_like(digits, scoring, size["scoring_images"], 200)
+        score_inputs(scoring, 1)
+        self.files = {**run_files(scoring), "train": str(self.images / "train.npz")}
+
+    def _run(self, name: str, keys: dict, tf32: bool = False, files: dict[str, str] | None = None) -> Path:
+        """A training run of set-up ``keys`` in this process (one rank; no interpreter start-up to wait
+        for), on the 28x28 images and the grid's scoring files unless ``files`` name others."""
+        out = self.tmp / name
+        job = job_file(keys, files or self.files, out, DEVICE, tf32)
+        if DEVICE == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        run_training(read_job(job), 0, out)
+        return out
+
+    def gemm(self) -> None:
+        self.results |= {f"gemm_tflops_{kind}": round(gemm_tflops(self.size["gemm"], kind == "tf32"), 3) for kind in ("fp32", "tf32")}
+
+    def thesis(self) -> None:
+        size, shape = self.size, self.size["thesis_shape"]
+        counts = iteration_counts(thesis_keys(shape, 1, size), self.files, str(self.tmp), "thesis-count", DEVICE)
+        small = counts if shape == "2x2" else iteration_counts(thesis_keys("2x2", 1, size), self.files, str(self.tmp), "2x2-count", DEVICE)
+        if "gemm_tflops_fp32" not in self.results:
+            self.gemm()
+        results = {"thesis_cells": cell_count(shape), "thesis_gflop_per_iteration": round(counts.flops / 1e9, 3),
+                   "thesis_operators_per_iteration": counts.operators, "thesis_host_reads_per_iteration": counts.host_reads,
+                   "thesis_operators_growth": round(counts.operators / small.operators, 2),
+                   "thesis_host_reads_growth": round(counts.host_reads / small.host_reads, 2)}
+        for kind in ("fp32", "tf32"):
+            out = self._run(f"thesis-{kind}", thesis_keys(shape, 2, size), tf32=kind == "tf32")
+            seconds = median_seconds(out)
+            results[f"thesis_iteration_seconds_{kind}"] = round(seconds, 3)
+            results[f"thesis_tflops_{kind}"] = round(counts.flops / seconds / 1e12, 4)
+            results[f"thesis_peak_share_{kind}"] = round(counts.flops / seconds / 1e12 / self.results[f"gemm_tflops_{kind}"], 5)
+            if kind == "fp32":
+                results["thesis_peak_memory_mb"] = _peak_memory_mb(out)
+        self.results |= results
+
+    def profile(self) -> None:
+        """The ten operators with the most self time in a run of one thesis iteration."""
+        out = self.tmp / "thesis-profile"
+        job = read_job(job_file(thesis_keys(self.size["thesis_shape"], 1, self.size), self.files, out, DEVICE))
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE == "cuda" else [])
+        with profile(activities=activities) as profiler:
+            run_training(job, 0, out)
+        own = "self_device_time_total" if DEVICE == "cuda" else "self_cpu_time_total"
+        events = sorted(profiler.key_averages(), key=lambda event: getattr(event, own), reverse=True)[:10]
+        self.results["thesis_top10"] = [[event.key, round(getattr(event, own) / 1000, 3), event.count] for event in events]
+
+    def cnn(self) -> None:
+        shape = self.size["cnn_shape"]
+        keys = {**thesis_keys(shape, 2, self.size), "network": "cnn28", **self.size["dcgan"]}
+        keys["grid"] |= self.size["cnn"]
+        self.results |= {"cnn_grid_cells": cell_count(shape), "cnn_iteration_seconds": round(median_seconds(self._run("cnn", keys)), 3)}
+
+    def per_class(self) -> None:
+        for mode, network in (("per_class", "dcgan"), ("conditional", "dccgan")):
+            keys = {"mode": mode, "network": network, "latent_dim": 100, "batch_size": 64, "iterations": 2, **self.size["dcgan"]}
+            images = {"train": self.files["train"]}
+            self.results[f"{mode}_epoch_seconds"] = round(median_seconds(self._run(mode, keys, files=images)), 3)
+
+    def networks(self) -> None:
+        """calo3d and 64x64 pix2pix on one rank, float32 and bf16 autocast."""
+        for case in ("calo3d", "pix2pix"):
+            settings = data_parallel_networks.settings(case, self.size["networks"])
+            split = data_parallel_networks.data(case, 2 * settings["batch_size"], self.tmp)
+            for amp in ("fp32", "bf16"):
+                run = {**settings, "data_parallel": {**settings["data_parallel"], "amp": "none" if amp == "fp32" else "bf16"}}
+                seconds = median_seconds(self._run(f"{case}-{amp}", run, files={"train": str(split)}))
+                self.results[f"{case}_epoch_seconds_{amp}"] = round(seconds, 3)
+
+
+def _peak_memory_mb(out: Path) -> float:
+    """The run's peak memory on its GPU (torch's allocations), else its peak resident memory (run.json)."""
+    rank = json.loads((out / "run.json").read_text())["ranks"][0]
+    return round(max(rank["gpu_mb"].values()) if rank["gpu_mb"] else rank["rss_mb"], 1)
+
+
+PARTS: dict[str, Callable[[Parts], None]] = {"gemm": Parts.gemm, "thesis": Parts.thesis, "profile": Parts.profile, "cnn": Parts.cnn,
+                                             "per_class": Parts.per_class, "networks": Parts.networks}
+
+
+def main() -> None:
+    arguments = parser(__doc__)
+    arguments.add_argument("parts", nargs="*", metavar="PART", help=f"parts to run (default: all of {list(PARTS)})")
+    args = arguments.parse_args()
+    unknown = set(args.parts) - set(PARTS)
+    if unknown:
+        raise SystemExit(f"unknown part(s) {sorted(unknown)}; the parts are {list(PARTS)}")
+    if DEVICE == "cpu" and not args.quick:
+        raise SystemExit("torch finds no CUDA GPU here: this benchmark measures a GPU (--quick runs its code on the CPU)")
+    torch.set_num_threads(1)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        parts = Parts(QUICK if args.quick else FULL, Path(tmp))
+        print(f"data ready: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+        for name in args.parts or PARTS:
+            begun = time.perf_counter()
+            PARTS[name](parts)
+            print(f"{name}: {time.perf_counter() - begun:.0f} s", file=sys.stderr, flush=True)
+    emit("gpu", parts.results, args)
+
+
+if __name__ == "__main__":
+    main()
