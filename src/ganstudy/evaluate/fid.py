@@ -1,7 +1,7 @@
 """FID of images in memory against a study's reference statistics, for scoring during training.
 
 The numbers equal those of the evaluate step on the same images: the same uint8 quantisation,
-the same classifier layer, torch-fidelity's statistics and distance.
+the same classifier layer, the same statistics and distance (``frechet.py``, torch-fidelity's to the bit).
 """
 
 from __future__ import annotations
@@ -11,17 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch_fidelity.metric_fid import KEY_METRIC_FID, fid_features_to_statistics, fid_statistics_to_metric
-from torch_fidelity.utils import create_feature_extractor
 
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.classifier import load_classifier
 from ganstudy.evaluate.extractor import Extractor, classifier_extractor
-
-
-def frechet_distance(generated: dict[str, np.ndarray], real: dict[str, np.ndarray]) -> float:
-    """torch-fidelity's FID between two sets of statistics (mu, sigma)."""
-    return float(fid_statistics_to_metric(generated, real, verbose=False)[KEY_METRIC_FID])
+from ganstudy.evaluate.frechet import feature_statistics, frechet_distance
 
 
 @dataclass(frozen=True)
@@ -69,8 +63,9 @@ class FidScorer:
         self.reference, self.layer, self.classes = reference.statistics, reference.layer, reference.classes
         self.device = device
         if extractor.kind == "inception":
-            options = dict(cuda=False, verbose=False, feature_extractor_weights_path=str(extractor.weights))
-            self.inception = create_feature_extractor("inception-v3-compat", [self.layer], **options).to(device)
+            from ganstudy.evaluate.fidelity_extractor import inception_network
+
+            self.inception = inception_network(extractor, [self.layer]).to(device)
         else:
             self.classifier = load_classifier(extractor.weights).to(device)
         self.kind = extractor.kind
@@ -96,5 +91,5 @@ class FidScorer:
 
     def distance(self, features: torch.Tensor, label: int | None = None) -> float:
         """FID of images given by their ``features`` (as ``features`` makes them)."""
-        statistics = fid_features_to_statistics(features)
+        statistics = feature_statistics(features)
         return frechet_distance(statistics, self.reference if label is None else self.classes[label])

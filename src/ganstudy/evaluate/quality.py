@@ -5,12 +5,11 @@ splits, KID subsets) are seeded from the scoring's seed."""
 from __future__ import annotations
 
 import torch
-from torch_fidelity.metric_fid import fid_featuresdict_to_statistics
 from torch_fidelity.metric_isc import KEY_METRIC_ISC_MEAN, KEY_METRIC_ISC_STD, isc_featuresdict_to_metric
 from torch_fidelity.metric_kid import KEY_METRIC_KID_MEAN, KEY_METRIC_KID_STD, kid_features_to_metric
 from torch_fidelity.metric_prc import prc_features_to_metric
 
-from ganstudy.evaluate.fid import frechet_distance
+from ganstudy.evaluate.frechet import feature_statistics, frechet_distance
 from ganstudy.evaluate.scoring import QualityScoring, column_of
 from ganstudy.evaluate.weights import fid_sample_warning
 
@@ -20,7 +19,7 @@ def fid(scoring: QualityScoring) -> dict[str, float]:
     warning = fid_sample_warning(scoring.settings.extractor, scoring.sample_count, len(reference.features))
     if warning:
         scoring.notes["fid"] = warning
-    statistics = fid_featuresdict_to_statistics(scoring.quality_features(), scoring.fid_layer)
+    statistics = feature_statistics(scoring.quality_features()[scoring.fid_layer])
     return {"fid": frechet_distance(statistics, reference.statistics)}
 
 

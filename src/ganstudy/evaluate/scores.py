@@ -11,14 +11,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch_fidelity.metric_fid import fid_features_to_statistics, fid_featuresdict_to_statistics
 
 from ganstudy.atomic import atomic_path, read_json, write_json
 from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.data.kinds import IMAGES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.extractor import Extractor
-from ganstudy.evaluate.fid import frechet_distance
+from ganstudy.evaluate.frechet import feature_statistics, frechet_distance
 from ganstudy.evaluate.metrics import METRICS, score_all
 from ganstudy.evaluate.scoring import ImageScoring
 from ganstudy.evaluate.settings import EvaluationSettings
@@ -43,11 +42,11 @@ def reference_statistics(
     split = load_split(split_path)
     images = torch.from_numpy(to_uint8(split.images))
     features = extractor.features(images, [layer], batch_size)
-    stats = fid_featuresdict_to_statistics(features, layer)
+    stats = feature_statistics(features[layer])
     labels, counts = np.unique(split.labels, return_counts=True)
     # Per-class statistics need a covariance, so classes of a single image are left out.
     covered = labels[counts >= 2]
-    per_class = [fid_features_to_statistics(features[layer][torch.from_numpy(split.labels == c)]) for c in covered]
+    per_class = [feature_statistics(features[layer][torch.from_numpy(split.labels == c)]) for c in covered]
     with atomic_path(out_path) as tmp:
         np.savez(
             tmp, mu=stats["mu"], sigma=stats["sigma"], layer=np.array(layer),
@@ -118,7 +117,7 @@ def class_fid(scoring: ImageScoring) -> dict[str, float]:
         mine = scoring.labels == label
         # A class with fewer than 2 samples has no covariance: its FID is undefined (NaN).
         per_class[str(label)] = (
-            frechet_distance(fid_features_to_statistics(features[mine]), real) if int(mine.sum()) >= 2 else float("nan")
+            frechet_distance(feature_statistics(features[mine]), real) if int(mine.sum()) >= 2 else float("nan")
         )
     return {"class_fid": float(np.mean(list(per_class.values())))}
 

@@ -25,12 +25,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 import torch
-from torch_fidelity.metric_fid import fid_featuresdict_to_statistics
 
 from ganstudy.data.arrays import to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.extractor import Extractor, classifier_extractor, inception_extractor
 from ganstudy.evaluate.fid import Reference, load_reference
+from ganstudy.evaluate.frechet import feature_statistics
 from ganstudy.evaluate.settings import EvaluationSettings
 
 T = TypeVar("T")
@@ -189,7 +189,7 @@ class PairScoring(QualityScoring):
     def quality_reference(self) -> Reference:
         def targets() -> Reference:
             real = self.extractor.features(torch.from_numpy(to_uint8(self.targets.numpy())), [self.fid_layer], self.settings.batch_size)
-            return Reference(fid_featuresdict_to_statistics(real, self.fid_layer), self.fid_layer, {}, {}, real[self.fid_layer].numpy())
+            return Reference(feature_statistics(real[self.fid_layer]), self.fid_layer, {}, {}, real[self.fid_layer].numpy())
 
         return self.once("reference:targets", targets)
 

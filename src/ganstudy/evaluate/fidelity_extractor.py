@@ -1,0 +1,89 @@
+"""The extraction of features by torch-fidelity: the data set's classifier registered as a torch-fidelity
+feature extractor, or its Inception-v3, on uint8 images in memory."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from torch.utils.data import Dataset
+from torch_fidelity import FeatureExtractorBase, register_feature_extractor
+from torch_fidelity.registry import FEATURE_EXTRACTORS_REGISTRY
+from torch_fidelity.utils import create_feature_extractor, extract_featuresdict_from_input_id
+
+from ganstudy.evaluate.classifier import load_classifier
+
+if TYPE_CHECKING:
+    from ganstudy.evaluate.extractor import Extractor
+
+FEATURES = ("penultimate", "logits")
+
+
+class ClassifierFeatureExtractor(FeatureExtractorBase):
+    """Reads uint8 images (N, C, H, W) as torch-fidelity passes them; returns the requested layers."""
+
+    def __init__(self, name: str, features_list: list[str], feature_extractor_weights_path: str, **_: object):
+        super().__init__(name, features_list)
+        self.classifier = load_classifier(feature_extractor_weights_path)
+
+    @staticmethod
+    def get_provided_features_list() -> tuple[str, ...]:
+        return FEATURES
+
+    @staticmethod
+    def get_default_feature_layer_for_metric(metric: str) -> str:
+        return "logits"
+
+    @staticmethod
+    def can_be_compiled() -> bool:
+        return False
+
+    @staticmethod
+    def get_dummy_input_for_compile() -> torch.Tensor:
+        raise NotImplementedError("the classifier extractor is not compiled")
+
+    def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        hidden, logits = self.classifier.features(images.float() / 127.5 - 1.0)
+        layers = {"penultimate": hidden, "logits": logits}
+        return tuple(layers[name] for name in self.features_list)
+
+
+class UInt8Images(Dataset):
+    """A tensor of uint8 images as the Dataset torch-fidelity consumes."""
+
+    def __init__(self, images: torch.Tensor) -> None:
+        if images.dtype != torch.uint8 or images.dim() != 4:
+            raise ValueError(f"expected uint8 (N, C, H, W) images, got {images.dtype} {tuple(images.shape)}")
+        self.images = images
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return self.images[index]
+
+
+def extract_features(extractor: Extractor, images: torch.Tensor, layers: list[str], batch_size: int) -> dict[str, torch.Tensor]:
+    """``extractor``'s features (its ``layers``) of uint8 ``images`` on the CPU."""
+    if extractor.kind == "inception":
+        name = "inception-v3-compat"
+        # Inception reads colour images; a grey image is the same grey in each channel.
+        images = images.expand(-1, 3, -1, -1) if images.shape[1] == 1 else images
+    else:
+        name = extractor.name
+        if name not in FEATURE_EXTRACTORS_REGISTRY:
+            register_feature_extractor(name, ClassifierFeatureExtractor)
+    options = _options(extractor)
+    made = create_feature_extractor(name, layers, **options)
+    return extract_featuresdict_from_input_id(
+        1, made, input1=UInt8Images(images.contiguous()), batch_size=batch_size, save_cpu_ram=True, **options
+    )
+
+
+def inception_network(extractor: Extractor, layers: list[str]) -> torch.nn.Module:
+    """torch-fidelity's Inception-v3 from ``extractor``'s weights file, returning ``layers``."""
+    return create_feature_extractor("inception-v3-compat", layers, **_options(extractor))
+
+
+def _options(extractor: Extractor) -> dict:
+    return dict(cuda=False, verbose=False, feature_extractor_weights_path=str(extractor.weights))
