@@ -24,7 +24,7 @@ RESULT_KEYS = {
                                for key in ("efficiency", "epoch_seconds_1", "epoch_seconds_2", "global_batch", "d_loss", "g_loss")}
     | {"device"},
     "grid_scaling": {"speedup", "iteration_seconds_1_rank_digits", "iteration_seconds_2_ranks_digits", "weak_efficiency",
-                     "iteration_seconds_4x2_2_ranks_digits", "strong_speedup_28x28", "iteration_seconds_2x2_1_rank",
+                     "iteration_seconds_3x6_2_ranks_digits", "strong_speedup_28x28", "iteration_seconds_2x2_1_rank",
                      "iteration_seconds_2x2", "exchange_fraction", "iteration_seconds_thesis_4x4",
                      "cell_iteration_seconds_thesis", "thesis_ranks", "device"}
     | {key for shape in ("6x6", "18x18") for key in
