@@ -37,7 +37,7 @@ class Extractor:
         """The requested layers' features of uint8 ``images``, extracted by torch-fidelity on the CPU."""
         from ganstudy.evaluate.fidelity_extractor import extract_features
 
-        return extract_features(self, images, layers, batch_size)
+        return extract_features("inception-v3-compat" if self.kind == "inception" else self.name, self.weights, images, layers, batch_size)
 
 
 def classifier_extractor(path: str | os.PathLike[str]) -> Extractor:

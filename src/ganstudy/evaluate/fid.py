@@ -65,7 +65,7 @@ class FidScorer:
         if extractor.kind == "inception":
             from ganstudy.evaluate.fidelity_extractor import inception_network
 
-            self.inception = inception_network(extractor, [self.layer]).to(device)
+            self.inception = inception_network(extractor.weights, [self.layer]).to(device)
         else:
             self.classifier = load_classifier(extractor.weights).to(device)
         self.kind = extractor.kind

@@ -3,7 +3,7 @@ feature extractor, or its Inception-v3, on uint8 images in memory."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import torch
 from torch.utils.data import Dataset
@@ -12,9 +12,6 @@ from torch_fidelity.registry import FEATURE_EXTRACTORS_REGISTRY
 from torch_fidelity.utils import create_feature_extractor, extract_featuresdict_from_input_id
 
 from ganstudy.evaluate.classifier import load_classifier
-
-if TYPE_CHECKING:
-    from ganstudy.evaluate.extractor import Extractor
 
 FEATURES = ("penultimate", "logits")
 
@@ -63,27 +60,25 @@ class UInt8Images(Dataset):
         return self.images[index]
 
 
-def extract_features(extractor: Extractor, images: torch.Tensor, layers: list[str], batch_size: int) -> dict[str, torch.Tensor]:
-    """``extractor``'s features (its ``layers``) of uint8 ``images`` on the CPU."""
-    if extractor.kind == "inception":
-        name = "inception-v3-compat"
+def extract_features(name: str, weights: Path, images: torch.Tensor, layers: list[str], batch_size: int) -> dict[str, torch.Tensor]:
+    """The ``layers`` of uint8 ``images`` on the CPU, by Inception-v3 (``name`` "inception-v3-compat") or by
+    the classifier registered under ``name`` (``Extractor.name``), with the weights file ``weights``."""
+    if name == "inception-v3-compat":
         # Inception reads colour images; a grey image is the same grey in each channel.
         images = images.expand(-1, 3, -1, -1) if images.shape[1] == 1 else images
-    else:
-        name = extractor.name
-        if name not in FEATURE_EXTRACTORS_REGISTRY:
-            register_feature_extractor(name, ClassifierFeatureExtractor)
-    options = _options(extractor)
+    elif name not in FEATURE_EXTRACTORS_REGISTRY:
+        register_feature_extractor(name, ClassifierFeatureExtractor)
+    options = _options(weights)
     made = create_feature_extractor(name, layers, **options)
     return extract_featuresdict_from_input_id(
         1, made, input1=UInt8Images(images.contiguous()), batch_size=batch_size, save_cpu_ram=True, **options
     )
 
 
-def inception_network(extractor: Extractor, layers: list[str]) -> torch.nn.Module:
-    """torch-fidelity's Inception-v3 from ``extractor``'s weights file, returning ``layers``."""
-    return create_feature_extractor("inception-v3-compat", layers, **_options(extractor))
+def inception_network(weights: Path, layers: list[str]) -> torch.nn.Module:
+    """torch-fidelity's Inception-v3 from the weights file ``weights``, returning ``layers``."""
+    return create_feature_extractor("inception-v3-compat", layers, **_options(weights))
 
 
-def _options(extractor: Extractor) -> dict:
-    return dict(cuda=False, verbose=False, feature_extractor_weights_path=str(extractor.weights))
+def _options(weights: Path) -> dict:
+    return dict(cuda=False, verbose=False, feature_extractor_weights_path=str(weights))
