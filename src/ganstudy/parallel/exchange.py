@@ -10,9 +10,44 @@ need; there is no master relay.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import torch
+
 from ganstudy.parallel.topology import Cell, GridShape
+
+
+@dataclass(frozen=True)
+class _Array:
+    """A host tensor on the wire as a numpy array: pickled (by mpi4py) at memory speed, where pickling the
+    tensor itself runs at about a tenth of that (an 18x6 digits grid on 2 ranks spent 9% of each
+    iteration in the exchange, mostly there)."""
+
+    values: np.ndarray
+
+
+def to_wire(state: Any) -> Any:
+    """``state`` with every host tensor that numpy can hold (not bfloat16) as an ``_Array``."""
+    if isinstance(state, dict):
+        return {key: to_wire(value) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(to_wire(value) for value in state)
+    if isinstance(state, torch.Tensor) and state.device.type == "cpu" and state.dtype != torch.bfloat16:
+        return _Array(state.detach().numpy())
+    return state
+
+
+def from_wire(state: Any) -> Any:
+    """``to_wire``'s inverse: the same tensors, bit for bit."""
+    if isinstance(state, dict):
+        return {key: from_wire(value) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(from_wire(value) for value in state)
+    if isinstance(state, _Array):
+        return torch.from_numpy(state.values)
+    return state
 
 
 class NeighbourExchange:
@@ -58,12 +93,13 @@ class NeighbourExchange:
             # A 1x1 grid: the collective would pickle every state to this rank four times (a fifth of
             # a 1x1 run's time on digits) and bring back what is already here.
             return merged
+        wire = {cell: to_wire(state) for cell, state in states.items()}
         if self.kind == "cartesian":
-            received = self.comm.neighbor_allgather(states)
+            received = self.comm.neighbor_allgather(wire)
         else:
-            received = self.comm.neighbor_alltoall([{cell: states[cell] for cell in cells} for cells in self._wanted])
+            received = self.comm.neighbor_alltoall([{cell: wire[cell] for cell in cells} for cells in self._wanted])
         for theirs in received:
-            merged.update(theirs)
+            merged.update({cell: from_wire(state) for cell, state in theirs.items() if cell not in states})
         return merged
 
     def free(self) -> None:
