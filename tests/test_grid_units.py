@@ -181,3 +181,22 @@ def test_a_cells_dropout_stream_resumes_from_its_checkpoint_state():
     resumed = CellStreams(5, 1, (0, 1), cpu)
     resumed.load(first.state())
     assert all(torch.equal(a, b) for a, b in zip(_masks(resumed), whole[1:]))
+
+
+def test_states_cross_the_wire_as_numpy_arrays_and_arrive_as_the_same_tensors():
+    import pickle
+
+    from ganstudy.parallel.exchange import from_wire, to_wire
+
+    state = {"params": {"w": torch.randn(3, 4), "count": torch.tensor(5), "half": torch.randn(2, dtype=torch.bfloat16)},
+             "adam": {"state": {0: {"step": torch.tensor(3.0)}}, "param_groups": [{"lr": 1e-3, "params": [0]}]},
+             "lr": 0.1, "origin": "0-1/G0", "pair": (torch.ones(2), 7)}
+    wire = to_wire(state)
+    # Every tensor numpy can hold goes as an array; bfloat16, which numpy lacks, as the tensor it is.
+    assert not torch.is_tensor(wire["params"]["w"]) and torch.is_tensor(wire["params"]["half"])
+    back = from_wire(pickle.loads(pickle.dumps(wire, protocol=5)))
+    flat = lambda s: [s["params"]["w"], s["params"]["count"], s["params"]["half"], s["adam"]["state"][0]["step"], s["pair"][0]]  # noqa: E731
+    for got, sent in zip(flat(back), flat(state)):
+        assert got.dtype == sent.dtype and got.shape == sent.shape and torch.equal(got, sent)
+    assert back["adam"]["param_groups"] == state["adam"]["param_groups"] and back["origin"] == state["origin"] and back["pair"][1] == 7
+    back["params"]["w"].add_(1)  # writable, as an unpickled tensor is
