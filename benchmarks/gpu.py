@@ -46,7 +46,7 @@ import torch
 from common import emit, median_seconds, parser
 import data_parallel_networks
 from grid_dispatch import cell_count, iteration_counts, job_file, run_files
-from grid_scaling import mnist_like, score_inputs
+from grid_scaling import mnist_like, score_inputs, thesis_grid
 from torch.profiler import ProfilerActivity, profile
 
 from ganstudy.data.prepare import prepare_dataset
@@ -54,11 +54,13 @@ from ganstudy.train.job import read_job
 from ganstudy.train.run import run_training
 
 FULL = {"gemm": 8192, "images": 60_000, "scoring_images": 2000, "thesis_shape": "18x18", "samples": 1000, "data_ratio": 1.0,
-        "network": {}, "cnn_shape": "6x6", "cnn": {"data_ratio": 0.1}, "dcgan": {}, "networks": data_parallel_networks.FULL}
+        "network": {}, "cnn_shape": "6x6", "cnn": {"data_ratio": 0.1}, "conv": {}, "networks": data_parallel_networks.FULL}
 QUICK = {"gemm": 256, "images": 200, "scoring_images": 200, "thesis_shape": "2x2", "samples": 50, "data_ratio": 0.01,
          "network": {"hidden_units": 16, "latent_dim": 8}, "cnn_shape": "1x1",
          # CNN28's 512 maps take seconds per batch of 100 on a CPU: batches and samples of 20.
-         "cnn": {"data_ratio": 0.01, "fitness_sample_size": 20, "score_sample_size": 20}, "dcgan": {"latent_dim": 8, "batch_size": 8},
+         "cnn": {"data_ratio": 0.01, "fitness_sample_size": 20, "score_sample_size": 20},
+         # The convolutional networks' (CNN28 and the DC-GANs) own keys: latent 8, batches of 8.
+         "conv": {"latent_dim": 8, "batch_size": 8},
          # calo3d's bf16 kernels are emulated on most CPUs: 10 s per batch of 4 showers.
          "networks": {**data_parallel_networks.QUICK, "network_keys": {"calo3d": {"hidden_units": 2, "batch_size": 2},
                                                                        "pix2pix": {"hidden_units": 8, "batch_size": 2}}}}
@@ -91,10 +93,8 @@ def _synchronise() -> None:
 
 def thesis_keys(shape: str, iterations: int, size: dict) -> dict:
     """grid_scaling's thesis work in a ``shape`` grid of 4LP cells."""
-    samples = size["samples"]
     return {"mode": "grid", "iterations": iterations, **size["network"],
-            "grid": {"shape": shape, "data_ratio": size["data_ratio"], "fitness_sample_size": samples, "score_sample_size": samples,
-                     "discriminator_skip": 1}}
+            "grid": {"shape": shape, "data_ratio": size["data_ratio"], **thesis_grid(size["samples"])}}
 
 
 class Parts:
@@ -159,14 +159,14 @@ class Parts:
 
     def cnn(self) -> None:
         shape = self.size["cnn_shape"]
-        keys = {**thesis_keys(shape, 2, self.size), "network": "cnn28", **self.size["dcgan"]}
+        keys = {**thesis_keys(shape, 2, self.size), "network": "cnn28", **self.size["conv"]}
         keys["grid"] |= self.size["cnn"]
         self.results |= {"cnn_grid_cells": cell_count(shape), "cnn_iteration_seconds": round(median_seconds(self._run("cnn", keys)), 3)}
 
     def per_class(self) -> None:
+        images = {"train": self.files["train"]}
         for mode, network in (("per_class", "dcgan"), ("conditional", "dccgan")):
-            keys = {"mode": mode, "network": network, "latent_dim": 100, "batch_size": 64, "iterations": 2, **self.size["dcgan"]}
-            images = {"train": self.files["train"]}
+            keys = {"mode": mode, "network": network, "latent_dim": 100, "batch_size": 64, "iterations": 2, **self.size["conv"]}
             self.results[f"{mode}_epoch_seconds"] = round(median_seconds(self._run(mode, keys, files=images)), 3)
 
     def networks(self) -> None:

@@ -141,9 +141,15 @@ def batched_vs_loop(shape: str, size: dict, folder: Path, tmp: str) -> dict:
     }
 
 
+def thesis_grid(samples: int) -> dict:
+    """The grid keys of the thesis's per-cell work besides the data: fitness and scores on ``samples``, the
+    discriminators trained every other update."""
+    return {"fitness_sample_size": samples, "score_sample_size": samples, "discriminator_skip": 1}
+
+
 def thesis_work(size: dict, folder: Path, tmp: str, thesis_shape: str, thesis_ranks: int) -> dict:
     """Part 3: the thesis's per-cell work on 28x28 images."""
-    work = {"fitness_sample_size": size["thesis_samples"], "score_sample_size": size["thesis_samples"], "discriminator_skip": 1}
+    work = thesis_grid(size["thesis_samples"])
     settings = grid_setup(size["large_iterations"], size, **work)
     outs = {ranks: run(ranks, settings, folder, Path(tmp, f"large-{ranks}")) for ranks in (1, 2)}
     rows, cols = map(int, thesis_shape.split("x"))
