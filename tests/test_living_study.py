@@ -140,6 +140,25 @@ def test_a_changed_set_up_is_seen_without_snakemake_s_metadata_and_its_runs_are_
     assert planned(snakemake(tmp_path, changed, "-n", env=env)) == {}
 
 
+def test_a_run_archived_by_a_run_that_stopped_early_or_deleted_by_hand_is_trained_again(living, tmp_path, env):
+    # Snakemake redoes a missing file only for a job that needs it, and the tables made from the old runs
+    # are still there: without the runs among the study's targets, the next run would keep tables that
+    # disagree with the config.
+    shutil.copytree(living / "results", tmp_path / "results")
+    study = tmp_path / "results" / "living"
+    changed = _with({**LIVING["setups"], "bce": {**LIVING["setups"]["bce"], "lr": 1e-4}})
+    # A real run that makes one job file only (as one stopped before any training): it archives bce's runs.
+    done = snakemake(tmp_path, changed, "--cores", "1", "results/living/jobs/bce.json", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not (study / "runs" / "bce" / "trial0").exists() and (study / "scores.csv").is_file()
+    jobs = planned(snakemake(tmp_path, changed, "-n", env=env))
+    assert jobs.get("train") == 2 and jobs.get("evaluate") == 2 and jobs.get("aggregate") == 1, jobs
+    # A run folder deleted by hand (its score kept) is trained again too, and what it feeds is redone.
+    shutil.rmtree(study / "runs" / "grid" / "trial1")
+    jobs = planned(snakemake(tmp_path, changed, "-n", env=env))
+    assert jobs.get("train") == 3 and jobs.get("evaluate") == 3 and jobs.get("convergence") == 1, jobs
+
+
 @pytest.mark.parametrize("edit, problem", [
     ({"study": ".."}, "'study': '..' is not allowed here"),
     ({"setups": {"grid": {**LIVING["setups"]["grid"], "ranks": 8}}}, "setups.grid.ranks: 8 ranks for 4 grid cells; a rank holds at least one: set ranks to at most 4"),

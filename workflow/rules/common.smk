@@ -95,6 +95,11 @@ check_results_dir()
 SETUPS = list(config["setups"])
 # (set-up, trial) of every training run: set-ups may run more or fewer trials than the study.
 RUNS = [(s, t) for s in SETUPS for t in range(config["setups"][s]["trials"] or config["trials"])]
+# Each run's record and score, targets of the study's tables and figures: Snakemake redoes a missing file
+# only for a job that needs it, so a run archived by a run that stopped before training it again, or one
+# deleted by hand, would otherwise leave the tables made from the old run standing.
+RUN_RESULTS = [path for setup, trial in RUNS for path in (f"{STUDY_DIR}/runs/{setup}/trial{trial}/run.json",
+                                                         f"{STUDY_DIR}/scores/{setup}/trial{trial}.json")]
 METRICS = config["evaluation"]["metrics"]
 THREADS = config["compute"]["threads_per_job"]
 SMOTE = config["dataset"]["smote"]["strategy"] != "none"

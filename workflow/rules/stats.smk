@@ -188,4 +188,5 @@ rule tables:
         rules.anova.output if ANOVA else [],
         # Only studies whose set-ups carry a paper's published result.
         rules.reproduction.output if REFERENCES else [],
+        RUN_RESULTS,
     localrule: True
