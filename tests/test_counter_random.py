@@ -10,7 +10,7 @@ import pytest
 import torch
 from scipy import stats
 
-from ganstudy.counter_random import _log, _sin_cos, counter_key, normal, randint, random_bits, uniform
+from ganstudy.counter_random import _log, _sin_cos, counter_key, integers, normal, random_bits, uniform
 
 CPU = torch.device("cpu")
 KEYS = [counter_key(2026, "test", k) for k in range(37)]
@@ -41,7 +41,7 @@ def test_normal_draws_are_standard_normal():
 def test_uniform_and_integer_draws_are_uniform():
     u = uniform(KEYS, 5_000, CPU).numpy().ravel()
     assert u.min() >= 0 and u.max() < 1 and stats.kstest(u, "uniform").pvalue > 1e-3
-    picks = randint([counter_key(7, k) for k in range(30_000)], [3] * 30_000)
+    picks = integers([counter_key(7, k) for k in range(30_000)], 1, [3] * 30_000)[:, 0].numpy()
     counts = np.bincount(picks, minlength=3)
     assert len(counts) == 3 and stats.chisquare(counts).pvalue > 1e-3
 

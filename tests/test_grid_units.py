@@ -200,3 +200,41 @@ def test_states_cross_the_wire_as_numpy_arrays_and_arrive_as_the_same_tensors():
         assert got.dtype == sent.dtype and got.shape == sent.shape and torch.equal(got, sent)
     assert back["adam"]["param_groups"] == state["adam"]["param_groups"] and back["origin"] == state["origin"] and back["pair"][1] == 7
     back["params"]["w"].add_(1)  # writable, as an unpickled tensor is
+
+
+@pytest.mark.parametrize("loss", ["bce", "mustangs"])
+def test_a_pass_drawn_in_blocks_of_updates_draws_what_one_update_at_a_time_does(loss, monkeypatch):
+    from types import SimpleNamespace
+
+    from conftest import SCHEMA
+    from ganstudy.config import validate_study_config
+    from ganstudy.train.grid import draws as grid_draws
+    from ganstudy.train.losses import LOSSES
+    from ganstudy.train.settings import TrainingSettings
+
+    section = {"mode": "grid", "loss": loss, "batch_size": 5, "lr": 0.001,
+               "grid": {"shape": "1x3", "mutation_probability": 0.5, "mutation_rate": 0.01}}
+    setup = TrainingSettings.from_config(validate_study_config({"setups": {"s": section}}, SCHEMA)["setups"]["s"])
+    spec = NetworkSpec((1, 4, 4), latent_dim=6, hidden_units=8)
+    cells = [SimpleNamespace(setup=setup, spec=spec, device=torch.device("cpu"), loss=LOSSES.get("bce"),
+                             streams=SimpleNamespace(draw_seed=seed)) for seed in (11, 12, 13)]
+    steps, attackers, opponents = 7, 2, [1, 2, 3]
+
+    def drawn(draws):
+        lrs, made = np.full((3, attackers), 0.001), []
+        for step in range(steps):
+            update = draws.update(step, "d", lrs, opponents)
+            lrs = update.lrs
+            made.append((update.defenders, list(update.losses), update.lrs, update.noise.clone()))
+        return made
+
+    # Blocks of 3 updates (the last one short) against a block per update.
+    monkeypatch.setitem(grid_draws.BLOCK_FLOATS, "cpu", 3 * 3 * attackers * 5 * 6)
+    blocks = drawn(grid_draws.GridDraws(cells, 4, steps))
+    alone = drawn(grid_draws.GridDraws(cells, 4))
+    for (defenders, losses, lrs, noise), (defenders1, losses1, lrs1, noise1) in zip(blocks, alone):
+        assert defenders == defenders1 and losses == losses1 and np.array_equal(lrs, lrs1) and torch.equal(noise, noise1)
+        assert all(d < n for d, n in zip(defenders, opponents)) and noise.shape == (3 * attackers, 5, 6)
+    assert len({tuple(d) for d, *_ in blocks}) > 1 and not torch.equal(blocks[0][3], blocks[1][3])
+    if loss == "mustangs":
+        assert len({id(chosen) for _, losses, *_ in blocks for chosen in losses}) > 1

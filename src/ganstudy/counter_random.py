@@ -82,15 +82,14 @@ def uniform(keys: Sequence[int], count: int, device: torch.device, dtype: torch.
 
 
 def integers(keys: Sequence[int], count: int, bounds: Sequence[int]) -> torch.Tensor:
-    """[len(keys), count] integers on the host, row r's in [0, bounds[r]): the top 24 bits scaled, exactly,
-    by integer arithmetic; a bound up to 2**20 keeps its values within 2**-4 of equally likely."""
-    bits = random_bits(keys, count, torch.device("cpu")) >> (32 - _BITS)
-    return (bits * torch.tensor(list(bounds))[:, None]) >> _BITS
+    """[len(keys), count] integers on the host, row r's in [0, bounds[r]) (``bounded``)."""
+    return bounded(random_bits(keys, count, torch.device("cpu")), bounds)
 
 
-def randint(keys: Sequence[int], bounds: Sequence[int]) -> list[int]:
-    """One integer in [0, bounds[r]) per key (``integers``), as Python ints."""
-    return integers(keys, 1, bounds)[:, 0].tolist()
+def bounded(bits: torch.Tensor, bounds: Sequence[int]) -> torch.Tensor:
+    """Integers in [0, bounds[r]) from [rows, count] 32-bit values (``random_bits``): the top 24 bits scaled,
+    exactly, by integer arithmetic; a bound up to 2**20 keeps its values within 2**-4 of equally likely."""
+    return ((bits >> (32 - _BITS)) * torch.tensor(list(bounds), device=bits.device)[:, None]) >> _BITS
 
 
 def _series(x2: torch.Tensor, coefficients: Sequence[float]) -> torch.Tensor:

@@ -262,7 +262,7 @@ class GridCell:
         for individual in gs + ds:
             individual.net.train()
         with self.streams.dropout.active():
-            g_loss, d_loss = self._train_pass(gs, ds, GridDraws([self], iteration), beat)
+            g_loss, d_loss = self._train_pass(gs, ds, GridDraws([self], iteration, self.steps()), beat)
         for individual in gs + ds:
             individual.net.eval()
         return [i.payload() for i in gs], [i.payload() for i in ds], g_loss, d_loss

@@ -5,7 +5,8 @@ its fitness sample (real images and noise), the order of its images in the train
 update's defender, its Mustangs loss, its attackers' learning-rate mutations and their noise, and its
 mixture's noise. A rank draws for all of its cells in one call, and a cell's draws are the same bits
 whether it is drawn alone (the per-cell loop) or with any other cells (the stacked engine, on any rank
-count). A resumed run draws what an unbroken one did: no stream state to keep. The tournaments and
+count). A pass's updates are drawn in blocks of steps, all cells at once: a key's numbers do not depend
+on the other keys of its call. A resumed run draws what an unbroken one did: no stream state to keep. The tournaments and
 the mixture ES's weight mutations stay on each cell's numpy stream (``CellStreams.evolution``): host
 work that launches nothing. ``GRID_ENGINE`` names this scheme in every grid run's record; engine 1 drew
 every tensor from per-cell streams in the loop's call order.
@@ -20,7 +21,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from ganstudy.counter_random import counter_key, integers, normal, randint, random_bits, uniform
+from ganstudy.counter_random import bounded, counter_key, integers, normal, random_bits, uniform
 from ganstudy.models import NetworkSpec
 from ganstudy.train.grid.population import mutate_learning_rates
 from ganstudy.train.losses import LOSSES, AdversarialLoss
@@ -45,6 +46,10 @@ class CellSeeds(Protocol):
 
 GRID_ENGINE = 2
 MUSTANGS_LOSSES = ("bce", "mse", "heuristic")
+# Floats of update noise drawn in one call. Each call costs a few dozen operators whatever its size, so a
+# small grid's whole pass is one call (one call per update made the default study's 1x1 pass 2.6x
+# slower than engine 1's), and a large grid's block stays a few MB on a CPU and tens of MB on a GPU.
+BLOCK_FLOATS = {"cpu": 1 << 21, "other": 1 << 24}
 
 
 @dataclass(frozen=True)
@@ -57,14 +62,30 @@ class UpdateDraws:
     noise: torch.Tensor  # [cells * attackers, batch, latent], cell by cell, on the cells' device
 
 
-class GridDraws:
-    """The draws of ``cells`` (which share one set-up and device) in iteration ``iteration``."""
+@dataclass(frozen=True)
+class _UpdateBlock:
+    """The draws of updates ``first`` to ``first + count - 1`` of one kind of player, rows step by step
+    and, within a step, cell by cell."""
 
-    def __init__(self, cells: Sequence[DrawingCell], iteration: int) -> None:
+    first: int
+    count: int
+    defender_bits: torch.Tensor  # [count * cells, 1] 32-bit values
+    loss_bits: torch.Tensor | None  # the same, for Mustangs's loss
+    lr_normals: np.ndarray  # [count * cells, attackers]
+    lr_uniforms: np.ndarray  # [count * cells, attackers]
+    noise: torch.Tensor  # [count, cells * attackers, batch, latent]
+
+
+class GridDraws:
+    """The draws of ``cells`` (which share one set-up and device) in iteration ``iteration``, whose
+    training pass (if any) makes ``steps`` updates of each kind of player."""
+
+    def __init__(self, cells: Sequence[DrawingCell], iteration: int, steps: int = 1) -> None:
         first = cells[0]
-        self.cells, self.setup, self.device = cells, first.setup, first.device
+        self.cells, self.setup, self.device, self.steps = cells, first.setup, first.device, steps
         self.latent = first.spec.latent_dim
         self.keys = [counter_key(cell.streams.draw_seed, iteration) for cell in cells]
+        self._blocks: dict[str, _UpdateBlock] = {}
 
     def fitness_samples(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Each cell's fitness sample: [cells, size, *image] real images drawn with replacement from the
@@ -103,20 +124,37 @@ class GridDraws:
     def update(self, step: int, player: str, lrs: np.ndarray, opponents: Sequence[int]) -> UpdateDraws:
         """Update ``step`` of the ``player`` ("g" or "d") rows, whose learning rates are ``lrs`` ([cells,
         attackers]), each cell's defender one of its ``opponents`` (a count per cell)."""
-        keys = [counter_key(k, player, step) for k in self.keys]
-        defenders = randint([counter_key(k, "defender") for k in keys], opponents)
-        if self.setup.loss == "mustangs":
-            picks = randint([counter_key(k, "loss") for k in keys], [len(MUSTANGS_LOSSES)] * len(keys))
+        block = self._blocks.get(player)
+        if block is None or not block.first <= step < block.first + block.count:
+            block = self._blocks[player] = self._update_block(step, player, lrs.shape[1])
+        cells = len(self.cells)
+        rows = slice((step - block.first) * cells, (step - block.first + 1) * cells)
+        defenders = bounded(block.defender_bits[rows], opponents)[:, 0].tolist()
+        if block.loss_bits is not None:
+            picks = bounded(block.loss_bits[rows], [len(MUSTANGS_LOSSES)] * cells)[:, 0].tolist()
             losses = [LOSSES.get(MUSTANGS_LOSSES[p]) for p in picks]
         else:
             losses = [cell.loss for cell in self.cells]
-        attackers = lrs.shape[1]
-        cpu = torch.device("cpu")
         grid = self.setup.grid
-        mutated = mutate_learning_rates(
-            lrs, self.setup.lr, grid.mutation_rate, grid.mutation_probability,
-            normal([counter_key(k, "lr") for k in keys], attackers, cpu, torch.float64).numpy(),
-            uniform([counter_key(k, "lr-applies") for k in keys], attackers, cpu).numpy(),
+        mutated = mutate_learning_rates(lrs, self.setup.lr, grid.mutation_rate, grid.mutation_probability,
+                                        block.lr_normals[rows], block.lr_uniforms[rows])
+        return UpdateDraws(defenders, losses, mutated, block.noise[step - block.first])
+
+    def _update_block(self, first: int, player: str, attackers: int) -> _UpdateBlock:
+        """The draws of updates from ``first`` on, as many as ``BLOCK_FLOATS`` of noise hold (at least one,
+        at most the rest of the pass), for every cell in one call per kind of draw."""
+        per_step = len(self.cells) * attackers * self.setup.batch_size * self.latent
+        budget = BLOCK_FLOATS["cpu" if self.device.type == "cpu" else "other"]
+        count = max(1, min(self.steps - first, budget // per_step))
+        keys = [counter_key(k, player, step) for step in range(first, first + count) for k in self.keys]
+        cpu = torch.device("cpu")
+        mustangs = self.setup.loss == "mustangs"
+        noise = normal([counter_key(k, "noise", a) for k in keys for a in range(attackers)], self.setup.batch_size * self.latent, self.device)
+        return _UpdateBlock(
+            first, count,
+            defender_bits=random_bits([counter_key(k, "defender") for k in keys], 1, cpu),
+            loss_bits=random_bits([counter_key(k, "loss") for k in keys], 1, cpu) if mustangs else None,
+            lr_normals=normal([counter_key(k, "lr") for k in keys], attackers, cpu, torch.float64).numpy(),
+            lr_uniforms=uniform([counter_key(k, "lr-applies") for k in keys], attackers, cpu).numpy(),
+            noise=noise.view(count, len(self.cells) * attackers, self.setup.batch_size, self.latent),
         )
-        noise = self._noise([counter_key(k, "noise", a) for k in keys for a in range(attackers)], self.setup.batch_size)
-        return UpdateDraws(defenders, losses, mutated, noise)
