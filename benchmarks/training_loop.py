@@ -7,6 +7,10 @@ repeats (full: 20 iterations x 5 repeats; --quick: 1 x 1).
 
 ours_samples_per_s, bare_samples_per_s: training images per second of each loop.
 ratio: ours / bare (ideal 1.0: our loop adds no overhead).
+grid_train_samples_per_s, grid_train_ratio: the same for the training pass of a 1x1 grid (the grid
+mode's "train" routine: the same updates, with the grid's drawn noise, defenders and learning-rate
+mutations; the fitness, mixture and scores of its iterations are not counted): the grid engine's
+overhead per update, which grows with each thing a cell draws per update.
 iterations, repeats, threads: the sizes measured.
 Prints one JSON record last (benchmarks/common.py).
 """
@@ -15,10 +19,12 @@ from __future__ import annotations
 
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from common import emit, interleaved_medians, parser, setup
+from grid_scaling import score_inputs
 
 from ganstudy.data.arrays import load_split
 from ganstudy.data.prepare import prepare_dataset
@@ -64,29 +70,42 @@ def bare_loop(images: torch.Tensor, setup: dict, spec) -> None:
 def main() -> None:
     args = parser(__doc__).parse_args()
     size = QUICK if args.quick else FULL
-    torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
         prepare_dataset("digits", None, 0.2, 2026, tmp)
-        data = load_split(f"{tmp}/train.npz")
-    settings = setup({"iterations": size["iterations"]})
-    typed = TrainingSettings.from_config(settings)
-    spec = network_spec(typed, data)
-    images = torch.from_numpy(data.images)
-    samples = size["iterations"] * (len(images) // settings["batch_size"]) * settings["batch_size"]
-    train_single = get_mode("single")
-    context = TrainingContext(typed, data, 2026, 0, mpi_world(), torch.device("cpu"))
-    loops = {"ours": lambda: train_single(context), "bare": lambda: bare_loop(images, settings, spec)}
+        data = load_split(folder / "train.npz")
+        # The grid scores its cells: a classifier of one epoch is enough to time the training pass.
+        score_inputs(folder, epochs=1)
+        torch.set_num_threads(1)  # after the classifier's training, which sets its own
+        settings = setup({"iterations": size["iterations"]})
+        typed = TrainingSettings.from_config(settings)
+        grid_typed = TrainingSettings.from_config(setup({
+            "iterations": size["iterations"], "mode": "grid",
+            "grid": {"shape": "1x1", "fitness_sample_size": 100, "score_sample_size": 100}}))
+        spec = network_spec(typed, data)
+        images = torch.from_numpy(data.images)
+        samples = size["iterations"] * (len(images) // settings["batch_size"]) * settings["batch_size"]
+        cpu = torch.device("cpu")
+        context = TrainingContext(typed, data, 2026, 0, mpi_world(), cpu)
+        grid_context = TrainingContext(grid_typed, data, 2026, 0, mpi_world(), cpu,
+                                       classifier_path=folder / "classifier.pt", reference_path=folder / "reference.npz")
+        timed = {"ours": lambda: get_mode("single")(context), "bare": lambda: bare_loop(images, settings, spec)}
 
-    def seconds(name: str, _repeat: int) -> float:
-        started = time.perf_counter()
-        loops[name]()
-        return time.perf_counter() - started
+        def seconds(name: str, _repeat: int) -> float:
+            if name == "grid":
+                profile = get_mode("grid")(grid_context).profile
+                return sum(row["seconds"] for row in profile if row["routine"] == "train")
+            started = time.perf_counter()
+            timed[name]()
+            return time.perf_counter() - started
 
-    median = interleaved_medians(seconds, loops, size["repeats"])
+        median = interleaved_medians(seconds, [*timed, "grid"], size["repeats"])
     results = {
         "ours_samples_per_s": round(samples / median["ours"], 1),
         "bare_samples_per_s": round(samples / median["bare"], 1),
         "ratio": round(median["bare"] / median["ours"], 3),
+        "grid_train_samples_per_s": round(samples / median["grid"], 1),
+        "grid_train_ratio": round(median["bare"] / median["grid"], 3),
         **size,
         "threads": 1,
     }

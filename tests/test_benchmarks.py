@@ -14,7 +14,8 @@ import pytest
 from conftest import REPO
 
 RESULT_KEYS = {
-    "training_loop": {"ours_samples_per_s", "bare_samples_per_s", "ratio", "iterations", "repeats", "threads"},
+    "training_loop": {"ours_samples_per_s", "bare_samples_per_s", "ratio", "grid_train_samples_per_s", "grid_train_ratio",
+                      "iterations", "repeats", "threads"},
     "per_class_scaling": {"weak_scaling_ratio", "strong_speedup", "seconds_1_class_1_rank", "seconds_2_classes_2_ranks",
                           "seconds_10_classes_1_rank", "seconds_10_classes_2_ranks", "images_per_class_weak"},
     "data_parallel": {"efficiency", "steps_per_epoch", "device"}
