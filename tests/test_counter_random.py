@@ -4,13 +4,14 @@ drawn beside it (the property the grid's bit-identity on any rank count rests on
 from __future__ import annotations
 
 import math
+import zlib
 
 import numpy as np
 import pytest
 import torch
 from scipy import stats
 
-from ganstudy.counter_random import _log, _sin_cos, counter_key, integers, normal, random_bits, uniform
+from ganstudy.counter_random import _log, _sin_cos, counter_key, counter_keys, integers, mix64, normal, random_bits, uniform
 
 CPU = torch.device("cpu")
 KEYS = [counter_key(2026, "test", k) for k in range(37)]
@@ -63,3 +64,24 @@ def test_keys_differ_by_every_part():
     keys = {counter_key(1, "g", 0), counter_key(1, "g", 1), counter_key(1, "d", 0), counter_key(2, "g", 0), counter_key(1, "g", 0, 0)}
     assert len(keys) == 5 and all(0 <= k < 2**64 for k in keys)
     assert counter_key(1, "g", 0) == counter_key(1, "g", 0)
+
+
+def _splitmix64(state: int) -> int:
+    """The first output of Vigna's splitmix64 from ``state``, in Python's unbounded integers."""
+    z = (state + 0x9E3779B97F4A7C15) % 2**64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) % 2**64
+    return z ^ (z >> 31)
+
+
+def test_keys_are_splitmix64_chains_one_at_a_time_or_many_at_once():
+    # splitmix64's published outputs: seed 0 and seed 1234567 (Vigna's reference test value).
+    assert mix64(0) == 0xE220A8397B1DCDAF and mix64(1234567) == 6457827717110365317
+    expected = lambda seed, step: _splitmix64(_splitmix64(_splitmix64(seed % 2**64) ^ zlib.crc32(b"g")) ^ step)  # noqa: E731
+    seeds = [0, 5, 2**63 + 11, 2**64 - 1, -3]
+    assert [counter_key(seed, "g", 7) for seed in seeds] == [expected(seed, 7) for seed in seeds]
+    many = counter_keys(np.array([seed % 2**64 for seed in seeds], dtype=np.uint64)[None, :], "g", np.arange(4)[:, None])
+    assert many.shape == (4, 5) and many.dtype == np.uint64
+    assert [[int(key) for key in row] for row in many] == [[expected(seed, step) for seed in seeds] for step in range(4)]
+    # Keys as an array draw what the same keys as Python ints draw.
+    assert torch.equal(normal(many.ravel(), 9, CPU), normal([int(key) for key in many.ravel()], 9, CPU))

@@ -17,6 +17,7 @@ import math
 import zlib
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 MASK32 = (1 << 32) - 1
@@ -28,19 +29,39 @@ _LN2 = math.log(2.0)
 
 def mix64(value: int) -> int:
     """splitmix64's finaliser: nearby inputs give unrelated seeds."""
-    value = (value + 0x9E3779B97F4A7C15) & _MASK64
-    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return value ^ (value >> 31)
+    return int(_mix64(_words(value))[0])
 
 
 def counter_key(seed: int, *parts: int | str) -> int:
-    """A 64-bit key for (seed, parts...): a cell's stream, an iteration, an update, a row. Cheap enough to
-    make per row and update (a few integer operations); names are hashed with crc32, stable across runs."""
-    value = mix64(seed & _MASK64)
+    """A 64-bit key for (seed, parts...): a cell's stream, an iteration, an update, a row; names are hashed
+    with crc32, stable across runs. ``counter_keys`` makes many at once."""
+    return int(counter_keys(seed, *parts)[0])
+
+
+def counter_keys(seeds: int | Sequence[int] | np.ndarray, *parts: int | str | np.ndarray) -> np.ndarray:
+    """``counter_key(seed, *parts)`` of every seed, as a uint64 array (at least 1-d), at numpy speed: a grid
+    pass makes a key per cell, update and kind of draw, a million on the thesis's grid. A part may be an
+    array of integers, broadcast against the seeds: ``counter_keys(seeds[None, :], "g", steps[:, None])``
+    is [steps, seeds]."""
+    value = _mix64(_words(seeds))
     for part in parts:
-        value = mix64(value ^ (zlib.crc32(part.encode()) if isinstance(part, str) else part & _MASK64))
+        value = _mix64(value ^ (np.uint64(zlib.crc32(part.encode())) if isinstance(part, str) else _words(part)))
     return value
+
+
+def _words(values: int | Sequence[int] | np.ndarray) -> np.ndarray:
+    """Integers as uint64, at least 1-d: Python ints modulo 2**64, an integer array's bits as they are."""
+    if isinstance(values, np.ndarray):
+        return np.atleast_1d(values.astype(np.uint64))
+    return np.atleast_1d(np.asarray(values, dtype=object) & _MASK64).astype(np.uint64)
+
+
+def _mix64(value: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser of every element (uint64 arithmetic wraps modulo 2**64)."""
+    value = value + np.uint64(0x9E3779B97F4A7C15)
+    value = (value ^ (value >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    value = (value ^ (value >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return value ^ (value >> np.uint64(31))
 
 
 def hash32(x: torch.Tensor) -> torch.Tensor:
@@ -59,10 +80,15 @@ def hash32(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def _row_words(keys: Sequence[int], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+Keys = Sequence[int] | np.ndarray  # 64-bit keys: Python ints or a uint64 array (counter_keys)
+
+
+def _row_words(keys: Keys, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Two 32-bit words per key, [rows, 1] each: the first picks the row's numbers, the second keeps two
     rows apart where their first words, combined with two indices, happen to coincide."""
-    words = torch.tensor([[k & MASK32, (k >> 32) & MASK32] for k in keys], dtype=torch.int64).to(device)
+    keys = np.asarray(keys, dtype=np.uint64).reshape(-1, 1)
+    words = np.concatenate([keys & np.uint64(MASK32), keys >> np.uint64(32)], axis=1).astype(np.int64)
+    words = torch.from_numpy(words).to(device)
     return words[:, :1], words[:, 1:]
 
 
@@ -70,18 +96,18 @@ def _index_words(start: int, count: int, device: torch.device) -> torch.Tensor:
     return hash32(torch.arange(start, start + count, device=device))
 
 
-def random_bits(keys: Sequence[int], count: int, device: torch.device) -> torch.Tensor:
+def random_bits(keys: Keys, count: int, device: torch.device) -> torch.Tensor:
     """[len(keys), count] 32-bit values (int64): value j of row r is a hash of (keys[r], j)."""
     first, second = _row_words(keys, device)
     return hash32(hash32(first ^ _index_words(0, count, device)) ^ second)
 
 
-def uniform(keys: Sequence[int], count: int, device: torch.device, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def uniform(keys: Keys, count: int, device: torch.device, dtype: torch.dtype = torch.float64) -> torch.Tensor:
     """[len(keys), count] uniform values in [0, 1) on a grid of 2**-24."""
     return (random_bits(keys, count, device) >> (32 - _BITS)).to(dtype) * 2.0**-_BITS
 
 
-def integers(keys: Sequence[int], count: int, bounds: Sequence[int]) -> torch.Tensor:
+def integers(keys: Keys, count: int, bounds: Sequence[int]) -> torch.Tensor:
     """[len(keys), count] integers on the host, row r's in [0, bounds[r]) (``bounded``)."""
     return bounded(random_bits(keys, count, torch.device("cpu")), bounds)
 
@@ -131,7 +157,7 @@ def _sin_cos(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 _CPU_PAIRS = 1 << 16
 
 
-def normal(keys: Sequence[int], count: int, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def normal(keys: Keys, count: int, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """[len(keys), count] standard normal values: Box-Muller on pairs of 24-bit uniforms (|z| < 5.9).
 
     A pair's uniforms come from one 32-bit hash of (key, pair) and one more hash of that. The angle is

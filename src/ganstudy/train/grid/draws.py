@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from ganstudy.counter_random import bounded, counter_key, integers, normal, random_bits, uniform
+from ganstudy.counter_random import bounded, counter_keys, integers, normal, random_bits, uniform
 from ganstudy.models import NetworkSpec
 from ganstudy.train.grid.population import mutate_learning_rates
 from ganstudy.train.losses import LOSSES, AdversarialLoss
@@ -84,22 +84,22 @@ class GridDraws:
         first = cells[0]
         self.cells, self.setup, self.device, self.steps = cells, first.setup, first.device, steps
         self.latent = first.spec.latent_dim
-        self.keys = [counter_key(cell.streams.draw_seed, iteration) for cell in cells]
+        self.keys = counter_keys([cell.streams.draw_seed for cell in cells], iteration)
         self._blocks: dict[str, _UpdateBlock] = {}
 
     def fitness_samples(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Each cell's fitness sample: [cells, size, *image] real images drawn with replacement from the
         cell's subset, and [cells, size, latent] noise, on the cells' device."""
         size = self.setup.grid.fitness_sample_size
-        picks = integers([counter_key(k, "fitness-images") for k in self.keys], size, [len(cell.subset) for cell in self.cells])
+        picks = integers(counter_keys(self.keys, "fitness-images"), size, [len(cell.subset) for cell in self.cells])
         real = self.cells[0].images[self._subsets().gather(1, picks).to(self.device)]
-        return real, self._noise([counter_key(k, "fitness-noise") for k in self.keys], size)
+        return real, self._noise(counter_keys(self.keys, "fitness-noise"), size)
 
     def mixture_noise(self) -> torch.Tensor:
         """[cells, score samples, latent]: the noise each cell's mixture makes its images from."""
-        return self._noise([counter_key(k, "mixture") for k in self.keys], self.setup.grid.score_sample_size)
+        return self._noise(counter_keys(self.keys, "mixture"), self.setup.grid.score_sample_size)
 
-    def _noise(self, keys: list[int], samples: int) -> torch.Tensor:
+    def _noise(self, keys: np.ndarray, samples: int) -> torch.Tensor:
         return normal(keys, samples * self.latent, self.device).view(len(keys), samples, self.latent)
 
     def _subsets(self) -> torch.Tensor:
@@ -115,7 +115,7 @@ class GridDraws:
         by a hash of (cell, place in the subset); a cell's subset may be longer than ``length``."""
         subsets = [cell.subset for cell in self.cells]
         longest = max(len(s) for s in subsets)
-        bits = random_bits([counter_key(k, "order") for k in self.keys], longest, torch.device("cpu"))
+        bits = random_bits(counter_keys(self.keys, "order"), longest, torch.device("cpu"))
         # Past a shorter subset's end: sorted last, whatever the hash (which is below 2**32).
         beyond = torch.arange(longest) >= torch.tensor([len(s) for s in subsets])[:, None]
         places = torch.sort(bits.masked_fill_(beyond, 1 << 32), dim=1, stable=True).indices[:, :length]
@@ -146,15 +146,16 @@ class GridDraws:
         per_step = len(self.cells) * attackers * self.setup.batch_size * self.latent
         budget = BLOCK_FLOATS["cpu" if self.device.type == "cpu" else "other"]
         count = max(1, min(self.steps - first, budget // per_step))
-        keys = [counter_key(k, player, step) for step in range(first, first + count) for k in self.keys]
+        # Step by step, cell by cell within a step.
+        keys = counter_keys(self.keys[None, :], player, np.arange(first, first + count)[:, None]).ravel()
         cpu = torch.device("cpu")
         mustangs = self.setup.loss == "mustangs"
-        noise = normal([counter_key(k, "noise", a) for k in keys for a in range(attackers)], self.setup.batch_size * self.latent, self.device)
+        noise = normal(counter_keys(keys[:, None], "noise", np.arange(attackers)[None, :]).ravel(), self.setup.batch_size * self.latent, self.device)
         return _UpdateBlock(
             first, count,
-            defender_bits=random_bits([counter_key(k, "defender") for k in keys], 1, cpu),
-            loss_bits=random_bits([counter_key(k, "loss") for k in keys], 1, cpu) if mustangs else None,
-            lr_normals=normal([counter_key(k, "lr") for k in keys], attackers, cpu, torch.float64).numpy(),
-            lr_uniforms=uniform([counter_key(k, "lr-applies") for k in keys], attackers, cpu).numpy(),
+            defender_bits=random_bits(counter_keys(keys, "defender"), 1, cpu),
+            loss_bits=random_bits(counter_keys(keys, "loss"), 1, cpu) if mustangs else None,
+            lr_normals=normal(counter_keys(keys, "lr"), attackers, cpu, torch.float64).numpy(),
+            lr_uniforms=uniform(counter_keys(keys, "lr-applies"), attackers, cpu).numpy(),
             noise=noise.view(count, len(self.cells) * attackers, self.setup.batch_size, self.latent),
         )
