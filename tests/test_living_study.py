@@ -159,6 +159,19 @@ def test_a_run_archived_by_a_run_that_stopped_early_or_deleted_by_hand_is_traine
     assert jobs.get("train") == 3 and jobs.get("evaluate") == 3 and jobs.get("convergence") == 1, jobs
 
 
+def test_a_run_with_checkpoints_to_resume_is_trained_before_fresh_runs_of_its_set_up(living, tmp_path, env):
+    shutil.copytree(living / "results", tmp_path / "results")
+    study = tmp_path / "results" / "living"
+    for trial in (0, 1):
+        shutil.rmtree(study / "runs" / "bce" / f"trial{trial}")
+        shutil.rmtree(study / "checkpoints" / "bce" / f"trial{trial}", ignore_errors=True)
+    (study / "checkpoints" / "bce" / "trial1" / "iter-000001").mkdir(parents=True)
+    plan = said(snakemake(tmp_path, LIVING, "-n", env=env))
+    priority = {int(trial): float(value) for trial, value in
+                re.findall(r"wildcards: setup=bce, trial=(\d+)\n\s+priority: ([\d.]+)", plan)}
+    assert set(priority) == {0, 1} and priority[1] > priority[0], plan[-3000:]
+
+
 @pytest.mark.parametrize("edit, problem", [
     ({"study": ".."}, "'study': '..' is not allowed here"),
     ({"setups": {"grid": {**LIVING["setups"]["grid"], "ranks": 8}}}, "setups.grid.ranks: 8 ranks for 4 grid cells; a rank holds at least one: set ranks to at most 4"),

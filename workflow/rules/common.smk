@@ -219,13 +219,16 @@ def setup_tasks(wildcards):
 def train_priority(wildcards):
     """Longest training jobs first, by pair-iterations per rank: when a study has more jobs than the
     cores or slots it runs on, starting the long ones first shortens it (the default study: 8 jobs on 2
-    cores, 1x1 jobs half as long as 2x2 ones). Only the order of the numbers matters."""
+    cores, 1x1 jobs half as long as 2x2 ones). Within a set-up, a run with checkpoints to resume from
+    goes before fresh ones, so that a study stopped and started again finishes the trials it began.
+    Only the order of the numbers matters."""
     tasks = setup_tasks(wildcards)
     try:
         pairs = pairs_of(wildcards.setup)
     except WorkflowError:
         pairs = tasks  # a per-class set-up whose classes are known only once its data is read
-    return config["setups"][wildcards.setup]["iterations"] * pairs / tasks
+    started = any(Path(f"{STUDY_DIR}/checkpoints/{wildcards.setup}/trial{wildcards.trial}").glob("iter-*"))
+    return config["setups"][wildcards.setup]["iterations"] * pairs / tasks + (0.5 if started else 0)
 
 
 def dataset_classes(setup_name):
