@@ -166,6 +166,9 @@ def test_a_run_with_checkpoints_to_resume_is_trained_before_fresh_runs_of_its_se
         shutil.rmtree(study / "runs" / "bce" / f"trial{trial}")
         shutil.rmtree(study / "checkpoints" / "bce" / f"trial{trial}", ignore_errors=True)
     (study / "checkpoints" / "bce" / "trial1" / "iter-000001").mkdir(parents=True)
+    (study / "checkpoints" / "bce" / "trial1" / "iter-000001" / "COMPLETE").write_text('{"iteration": 1}')
+    # A checkpoint cut short (no marker) resumes nothing and gives no precedence.
+    (study / "checkpoints" / "bce" / "trial0" / "iter-000001").mkdir(parents=True)
     plan = said(snakemake(tmp_path, LIVING, "-n", env=env))
     priority = {int(trial): float(value) for trial, value in
                 re.findall(r"wildcards: setup=bce, trial=(\d+)\n\s+priority: ([\d.]+)", plan)}

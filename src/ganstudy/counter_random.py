@@ -86,7 +86,7 @@ Keys = Sequence[int] | np.ndarray  # 64-bit keys: Python ints or a uint64 array 
 def _row_words(keys: Keys, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Two 32-bit words per key, [rows, 1] each: the first picks the row's numbers, the second keeps two
     rows apart where their first words, combined with two indices, happen to coincide."""
-    keys = np.asarray(keys, dtype=np.uint64).reshape(-1, 1)
+    keys = _words(keys).reshape(-1, 1)
     words = np.concatenate([keys & np.uint64(MASK32), keys >> np.uint64(32)], axis=1).astype(np.int64)
     words = torch.from_numpy(words).to(device)
     return words[:, :1], words[:, 1:]

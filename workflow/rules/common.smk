@@ -216,6 +216,12 @@ def setup_tasks(wildcards):
     return tasks_of(wildcards.setup)
 
 
+def checkpoint_dir(wildcards):
+    """Where a training run keeps its checkpoints: outside its declared outputs, so that Snakemake does
+    not delete them with a failed job."""
+    return f"{STUDY_DIR}/checkpoints/{wildcards.setup}/trial{wildcards.trial}"
+
+
 def train_priority(wildcards):
     """Longest training jobs first, by pair-iterations per rank: when a study has more jobs than the
     cores or slots it runs on, starting the long ones first shortens it (the default study: 8 jobs on 2
@@ -227,7 +233,9 @@ def train_priority(wildcards):
         pairs = pairs_of(wildcards.setup)
     except WorkflowError:
         pairs = tasks  # a per-class set-up whose classes are known only once its data is read
-    started = any(Path(f"{STUDY_DIR}/checkpoints/{wildcards.setup}/trial{wildcards.trial}").glob("iter-*"))
+    # A checkpoint counts once its COMPLETE marker is written (ganstudy.checkpoint.CheckpointStore's layout;
+    # not imported here, it imports torch).
+    started = any(Path(checkpoint_dir(wildcards)).glob("iter-*/COMPLETE"))
     return config["setups"][wildcards.setup]["iterations"] * pairs / tasks + (0.5 if started else 0)
 
 

@@ -50,8 +50,7 @@ rule train:
         record=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/run.json",
     params:
         out_dir=subpath(output.record, parent=True),
-        # Outside the declared outputs: Snakemake must not delete them with a failed job.
-        checkpoints=lambda wildcards: f"{STUDY_DIR}/checkpoints/{wildcards.setup}/trial{wildcards.trial}",
+        checkpoints=checkpoint_dir,
         launch=mpi_launch,
     log:
         f"{LOG_DIR}/train/{{setup}}/trial{{trial}}.log",

@@ -150,7 +150,8 @@ class GridDraws:
         keys = counter_keys(self.keys[None, :], player, np.arange(first, first + count)[:, None]).ravel()
         cpu = torch.device("cpu")
         mustangs = self.setup.loss == "mustangs"
-        noise = normal(counter_keys(keys[:, None], "noise", np.arange(attackers)[None, :]).ravel(), self.setup.batch_size * self.latent, self.device)
+        noise_keys = counter_keys(keys[:, None], "noise", np.arange(attackers)[None, :]).ravel()
+        noise = normal(noise_keys, self.setup.batch_size * self.latent, self.device)
         return _UpdateBlock(
             first, count,
             defender_bits=random_bits(counter_keys(keys, "defender"), 1, cpu),
