@@ -128,8 +128,8 @@ class Parts:
 
     def thesis(self) -> None:
         size, shape = self.size, self.size["thesis_shape"]
-        counts = iteration_counts(thesis_keys(shape, 1, size), self.files, str(self.tmp), "thesis-count", DEVICE)
-        small = counts if shape == "2x2" else iteration_counts(thesis_keys("2x2", 1, size), self.files, str(self.tmp), "2x2-count", DEVICE)
+        counts, _ = iteration_counts(thesis_keys(shape, 1, size), self.files, str(self.tmp), "thesis-count", DEVICE)
+        small = counts if shape == "2x2" else iteration_counts(thesis_keys("2x2", 1, size), self.files, str(self.tmp), "2x2-count", DEVICE)[0]
         if "gemm_tflops_fp32" not in self.results:
             self.gemm()
         results = {"thesis_cells": cell_count(shape), "thesis_gflop_per_iteration": round(counts.flops / 1e9, 3),

@@ -13,13 +13,16 @@ included, so that the figures that decide GPU speed can be measured where no GPU
 
 One iteration's counts are a run of 2 iterations minus a run of 1 (same start, same end: set-up, the
 first exchange and the final scoring cancel out), each run in this process on one MPI rank and one torch
-thread, with stacked cells where the network has a stacked form (grid.batch_cells, the default).
+thread, with stacked cells where the network has a stacked form (grid.batch_cells, the default), in each
+layout of their work (compute.stack_layout): ``cache``, the CPU's, and ``whole``, the GPU's, counted here
+on the CPU: the operators a GPU would launch and the reads it would wait for.
 
 Cases: the thesis's four-layer perceptron on digits in 2x2, 6x6 and 18x18 grids, and a 6x6 grid
 (dcgan_cells 36) of the convolutional dcgan, with the default study's cell settings (batch 50, fitness
 and scores on 250 samples, the whole training split per cell). For each: per iteration and per cell,
-and the growth from 2x2 to 18x18 (operators_growth_18x18, host_reads_growth_18x18: 81 times the cells;
-1.0 would be work that does not grow with the cells). --quick: the same 4LP grids and a 2x2 dcgan grid,
+and the growth from 2x2 to 18x18 (operators_growth_18x18_<layout>, host_reads_growth_18x18_<layout>: 81
+times the cells; 1.0 would be work that does not grow with the cells), and the operators that grow most
+in the whole layout (top_operators_per_cell_18x18_whole: the extra operators per extra cell, by name). --quick: the same 4LP grids and a 2x2 dcgan grid,
 one batch per cell (grid.data_ratio 0.01), 50 samples, 4LP networks of 16 hidden units, a 1-epoch
 classifier. Prints one JSON record last.
 """
@@ -49,6 +52,7 @@ HOST_READS = ("item", "tolist", "cpu", "__float__", "__int__", "__bool__", "__in
 # The convolutional grid's shape is the size's (its cells train one after another today: minutes per iteration).
 CASES = {"4lp_2x2": ("perceptron4", "2x2"), "4lp_6x6": ("perceptron4", "6x6"), "4lp_18x18": ("perceptron4", "18x18"), "dcgan": ("dcgan", None)}
 FULL = {"samples": 250, "data_ratio": 1.0, "network": {}, "classifier_epochs": 5, "dcgan_shape": "6x6"}
+LAYOUTS = ("cache", "whole")
 QUICK = {"samples": 50, "data_ratio": 0.01, "network": {"hidden_units": 16, "latent_dim": 8}, "classifier_epochs": 1, "dcgan_shape": "2x2"}
 
 
@@ -107,27 +111,30 @@ def run_files(folder: Path) -> dict[str, str]:
     return {"train": str(folder / "train.npz"), "classifier": str(folder / "classifier.pt"), "reference": str(folder / "reference.npz")}
 
 
-def job_file(keys: dict, files: dict[str, str], out: Path, device: str, tf32: bool = False) -> Path:
-    """The job file of a one-rank run of set-up ``keys`` on ``device`` (compute.tf32), written beside ``out``."""
+def job_file(keys: dict, files: dict[str, str], out: Path, device: str, tf32: bool = False, layout: str = "auto") -> Path:
+    """The job file of a one-rank run of set-up ``keys`` on ``device`` (compute.tf32, compute.stack_layout),
+    written beside ``out``."""
     job = out.parent / f"{out.name}.job.json"
-    write_job(job, job_description(SETUP, setup(keys), 1, files, {"threads": 1, "device": device, "tf32": tf32}))
+    compute = {"threads": 1, "device": device, "tf32": tf32, "stack_layout": layout}
+    write_job(job, job_description(SETUP, setup(keys), 1, files, compute))
     return job
 
 
-def counted_run(keys: dict, files: dict[str, str], out: Path, device: str = "cpu") -> Counts:
+def counted_run(keys: dict, files: dict[str, str], out: Path, device: str = "cpu", layout: str = "auto") -> tuple[Counts, Counter[str]]:
     """Operators dispatched, host reads and FLOPs of a whole training run of set-up ``keys`` on this
-    process's one rank."""
-    job = job_file(keys, files, out, device)
+    process's one rank; and the operators by name."""
+    job = job_file(keys, files, out, device, layout=layout)
     operators, reads, flops = OperatorCounter(), Counter(), FlopCounterMode(display=False)
     with flops, operators, counting_host_reads(reads):
         run_training(read_job(job), 0, out)
-    return Counts(sum(operators.operators.values()), sum(reads.values()), flops.get_total_flops())
+    return Counts(sum(operators.operators.values()), sum(reads.values()), flops.get_total_flops()), operators.operators
 
 
-def iteration_counts(keys: dict, files: dict[str, str], tmp: str, name: str, device: str = "cpu") -> Counts:
-    """One iteration's counts: a run of 2 iterations minus a run of 1."""
-    one, two = (counted_run({**keys, "iterations": n}, files, Path(tmp, f"{name}-{n}"), device) for n in (1, 2))
-    return two - one
+def iteration_counts(keys: dict, files: dict[str, str], tmp: str, name: str, device: str = "cpu", layout: str = "auto",
+                     ) -> tuple[Counts, Counter[str]]:
+    """One iteration's counts, and its operators by name: a run of 2 iterations minus a run of 1."""
+    (one, one_names), (two, two_names) = (counted_run({**keys, "iterations": n}, files, Path(tmp, f"{name}-{n}"), device, layout) for n in (1, 2))
+    return two - one, two_names - one_names
 
 
 def cell_count(shape: str) -> int:
@@ -135,13 +142,20 @@ def cell_count(shape: str) -> int:
     return resolve_shape(shape, ranks=1, min_cells=1, max_cells=10**9).size
 
 
-def per_iteration(name: str, size: dict, folder: Path, tmp: str) -> dict[str, float]:
+def per_iteration(name: str, size: dict, folder: Path, tmp: str, layout: str) -> tuple[dict[str, float], Counter[str]]:
+    """Case ``name``'s counts per iteration and per cell in ``layout``, and its operators by name."""
     network, shape = CASES[name]
     shape = shape or size[f"{name}_shape"]
-    counts = iteration_counts(grid_keys(network, shape, 1, size), run_files(folder), tmp, name)
-    cells = cell_count(shape)
-    return {f"operators_per_iteration_{name}": counts.operators, f"operators_per_cell_{name}": round(counts.operators / cells, 1),
-            f"host_reads_per_iteration_{name}": counts.host_reads, f"host_reads_per_cell_{name}": round(counts.host_reads / cells, 2)}
+    counts, names = iteration_counts(grid_keys(network, shape, 1, size), run_files(folder), tmp, f"{name}-{layout}", layout=layout)
+    cells, case = cell_count(shape), f"{name}_{layout}"
+    return {f"operators_per_iteration_{case}": counts.operators, f"operators_per_cell_{case}": round(counts.operators / cells, 1),
+            f"host_reads_per_iteration_{case}": counts.host_reads, f"host_reads_per_cell_{case}": round(counts.host_reads / cells, 2)}, names
+
+
+def growing_operators(small: Counter[str], large: Counter[str], extra_cells: int, top: int = 6) -> dict[str, float]:
+    """The operators whose count grows most from ``small`` to ``large``: extra calls per extra cell."""
+    growth = {name: (large[name] - small[name]) / extra_cells for name in large}
+    return {name: round(per_cell, 1) for name, per_cell in sorted(growth.items(), key=lambda item: -item[1])[:top]}
 
 
 def main() -> None:
@@ -153,10 +167,17 @@ def main() -> None:
         folder = Path(tmp, "digits")
         prepare_dataset("digits", None, 0.2, 1, folder)
         score_inputs(folder, size["classifier_epochs"])
-        for name in CASES:
-            results |= per_iteration(name, size, folder, tmp)
-    results["operators_growth_18x18"] = round(results["operators_per_iteration_4lp_18x18"] / results["operators_per_iteration_4lp_2x2"], 2)
-    results["host_reads_growth_18x18"] = round(results["host_reads_per_iteration_4lp_18x18"] / results["host_reads_per_iteration_4lp_2x2"], 2)
+        names = {}
+        for layout in LAYOUTS:
+            for name in CASES:
+                counts, names[name, layout] = per_iteration(name, size, folder, tmp, layout)
+                results |= counts
+    for layout in LAYOUTS:
+        for count in ("operators", "host_reads"):
+            small, large = (results[f"{count}_per_iteration_4lp_{shape}_{layout}"] for shape in ("2x2", "18x18"))
+            results[f"{count}_growth_18x18_{layout}"] = round(large / small, 2)
+    extra_cells = cell_count("18x18") - cell_count("2x2")
+    results["top_operators_per_cell_18x18_whole"] = growing_operators(names["4lp_2x2", "whole"], names["4lp_18x18", "whole"], extra_cells)
     results["dcgan_cells"] = cell_count(size["dcgan_shape"])
     results["device"] = "cpu"
     emit("grid_dispatch", results, args)

@@ -30,9 +30,10 @@ RESULT_KEYS = {
                      "cell_iteration_seconds_thesis", "thesis_ranks", "device"}
     | {key for shape in ("6x6", "18x18") for key in
        (f"batched_speedup_{shape}", f"iteration_seconds_{shape}_batched", f"iteration_seconds_{shape}_loop")},
-    "grid_dispatch": {f"{count}_{per}_{case}" for count in ("operators", "host_reads") for per in ("per_iteration", "per_cell")
-                      for case in ("4lp_2x2", "4lp_6x6", "4lp_18x18", "dcgan")}
-    | {"operators_growth_18x18", "host_reads_growth_18x18", "dcgan_cells", "device"},
+    "grid_dispatch": {f"{count}_{per}_{case}_{layout}" for count in ("operators", "host_reads") for per in ("per_iteration", "per_cell")
+                      for case in ("4lp_2x2", "4lp_6x6", "4lp_18x18", "dcgan") for layout in ("cache", "whole")}
+    | {f"{count}_growth_18x18_{layout}" for count in ("operators", "host_reads") for layout in ("cache", "whole")}
+    | {"top_operators_per_cell_18x18_whole", "dcgan_cells", "device"},
     "gpu": {f"gemm_tflops_{kind}" for kind in ("fp32", "tf32")}
     | {f"thesis_{key}_{kind}" for key in ("iteration_seconds", "tflops", "peak_share") for kind in ("fp32", "tf32")}
     | {f"thesis_{key}" for key in ("cells", "gflop_per_iteration", "peak_memory_mb", "operators_per_iteration",
@@ -72,6 +73,10 @@ def test_quick_mode_prints_every_key(name, env, tmp_path):
             # A profile's ten operators with the most time: [name, milliseconds, calls], most first.
             assert len(value) == 10 and all(isinstance(name, str) and ms >= 0 and calls >= 1 for name, ms, calls in value)
             assert [ms for _, ms, _ in value] == sorted((ms for _, ms, _ in value), reverse=True)
+            continue
+        if key.startswith("top_operators"):
+            # Operator names with their extra calls per extra cell, most first.
+            assert value and all(isinstance(name, str) for name in value) and list(value.values()) == sorted(value.values(), reverse=True)
             continue
         assert isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value), (key, value)
         assert value > 0 if any(word in key for word in POSITIVE) else value >= 0, (key, value)

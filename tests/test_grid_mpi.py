@@ -43,8 +43,9 @@ def command(ranks, setup, out, digits_dir, scoring, checkpoints=None, **compute)
                          classifier=classifier, reference=reference, **compute)
 
 
-def train(ranks, setup, out, digits_dir, scoring, env, checkpoints=None):
-    done = subprocess.run(command(ranks, setup, out, digits_dir, scoring, checkpoints), capture_output=True, text=True, env=env, timeout=300)
+def train(ranks, setup, out, digits_dir, scoring, env, checkpoints=None, **compute):
+    done = subprocess.run(command(ranks, setup, out, digits_dir, scoring, checkpoints, **compute), capture_output=True, text=True, env=env,
+                          timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
@@ -109,16 +110,18 @@ def test_every_rank_receives_exactly_its_cells_neighbourhoods(ranks, rows, cols,
             assert set(report["neighbours"]) == {owner[n] for n in needed} - {report["rank"]}
 
 
-@pytest.mark.parametrize("batch_cells", [True, False], ids=["stacked", "loop"])
-def test_results_are_bit_identical_on_1_2_and_4_ranks(batch_cells, digits_dir, scoring, env, tmp_path):
+# The whole-stack layout is a GPU's (compute.stack_layout auto); run on the CPU here, it is tested where no GPU is.
+@pytest.mark.parametrize("batch_cells, layout", [(True, "cache"), (True, "whole"), (False, "auto")], ids=["stacked", "whole-stack", "loop"])
+def test_results_are_bit_identical_on_1_2_and_4_ranks(batch_cells, layout, digits_dir, scoring, env, tmp_path):
     setup = settings(batch_cells=batch_cells)
     outcomes = {}
     for ranks in (1, 2, 4):
-        train(ranks, setup, tmp_path / f"n{ranks}", digits_dir, scoring, env)
+        train(ranks, setup, tmp_path / f"n{ranks}", digits_dir, scoring, env, stack_layout=layout)
         outcomes[ranks] = result(tmp_path / f"n{ranks}")
     assert_same(outcomes[1], outcomes[2])
     assert_same(outcomes[1], outcomes[4])
     record = json.loads((tmp_path / "n4" / "run.json").read_text())
+    assert record["stack_layout"] == layout
     assert record["exchange"] == "cartesian" and record["grid_shape"] == "2x2" and len(record["hosts"]) == 4
     assert len(record["mixture_weights"]) == 3  # a 2x2 neighbourhood has three distinct cells
     assert sum(record["mixture_weights"]) == pytest.approx(1.0)

@@ -182,7 +182,7 @@ def mixture_step(nets, candidates, samples=250, seed=0):
 @pytest.mark.parametrize("name", CANDIDATES)
 def test_each_candidate_is_scored_on_its_own_mixtures_images(name, scoring, one_thread):
     nets = pairs(SPECS[0], 5)
-    engine = StackedEngine(nets[0][0].stacked(), nets[0][1].stacked())
+    engine = StackedEngine(nets[0][0].stacked(), nets[0][1].stacked(), whole=False)
     step = mixture_step(nets, CANDIDATES[name])
     shares = [np.cumsum([0, *proportional_counts(w, 250)]) for w in step.candidates]
     for k, (start, end) in enumerate(step.spans):
@@ -199,9 +199,10 @@ def test_each_candidate_is_scored_on_its_own_mixtures_images(name, scoring, one_
     assert len(set(fids)) == len(fids)
 
 
-def test_a_cells_span_images_do_not_depend_on_the_cells_beside_it(one_thread):
+@pytest.mark.parametrize("whole", [False, True], ids=["cache", "whole"])
+def test_a_cells_span_images_do_not_depend_on_the_cells_beside_it(whole, one_thread):
     nets = pairs(SPECS[0], 5)
-    engine = StackedEngine(nets[0][0].stacked(), nets[0][1].stacked())
+    engine = StackedEngine(nets[0][0].stacked(), nets[0][1].stacked(), whole)
     steps = [mixture_step(nets, CANDIDATES[name], seed=s) for s, name in enumerate(CANDIDATES)]
     cells = [SimpleNamespace(device=CPU)] * len(steps)
     alone = engine.span_images(cells[:1], steps[-1:])[0]
@@ -233,8 +234,9 @@ def grid_cells(loss: str, count: int = 4) -> list:
     return cells
 
 
+@pytest.mark.parametrize("whole", [False, True], ids=["cache", "whole"])
 @pytest.mark.parametrize("loss", ["bce", "mustangs"])
-def test_the_stacked_engine_trains_what_the_per_cell_loop_trains(loss, one_thread):
+def test_the_stacked_engine_trains_what_the_per_cell_loop_trains(loss, whole, one_thread):
     # The loop (nn.Modules, torch's fused Adam) is the reference: the same draws, the arithmetic of
     # another kernel (batched products, Adam in whole-stack operations), so alike within rounding.
     from conftest import assert_trained_alike
@@ -243,7 +245,7 @@ def test_the_stacked_engine_trains_what_the_per_cell_loop_trains(loss, one_threa
     cells = grid_cells(loss)
     selections = [(cell.generators, cell.discriminators) for cell in cells]
     net = build_pair("perceptron4", cells[0].spec)
-    stacked = StackedEngine(net[0].stacked(), net[1].stacked()).train(cells, copy.deepcopy(selections), 3, lambda: None)
+    stacked = StackedEngine(net[0].stacked(), net[1].stacked(), whole).train(cells, copy.deepcopy(selections), 3, lambda: None)
     looped = LoopEngine().train(cells, copy.deepcopy(selections), 3, lambda: None)
     for (g_a, d_a, g_loss_a, d_loss_a), (g_b, d_b, g_loss_b, d_loss_b) in zip(stacked, looped):
         assert g_loss_a == pytest.approx(g_loss_b, rel=1e-5) and d_loss_a == pytest.approx(d_loss_b, rel=1e-5)
@@ -252,5 +254,5 @@ def test_the_stacked_engine_trains_what_the_per_cell_loop_trains(loss, one_threa
             assert_trained_alike(a["params"], b["params"])
             assert [float(s["step"]) for s in a["adam"]["state"].values()] == [float(s["step"]) for s in b["adam"]["state"].values()]
     # Another iteration draws otherwise.
-    again = StackedEngine(net[0].stacked(), net[1].stacked()).train(cells, copy.deepcopy(selections), 4, lambda: None)
+    again = StackedEngine(net[0].stacked(), net[1].stacked(), whole).train(cells, copy.deepcopy(selections), 4, lambda: None)
     assert not torch.equal(again[0][0][0]["params"]["net.0.weight"], stacked[0][0][0]["params"]["net.0.weight"])

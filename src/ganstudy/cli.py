@@ -345,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("train", _train, "train one set-up for one trial (run under mpiexec/srun/jsrun)")
     sub.add_argument("job", help="the set-up's training job file (JSON: settings, seed, inputs, kind), as the workflow "
                      "writes it to results/<study>/jobs/<set-up>.json")
-    sub.add_argument("--compute", metavar="FILE", help="JSON: device, gpus_per_rank, node_gpus, deterministic, tf32, threads")
+    sub.add_argument("--compute", metavar="FILE", help="JSON: device, gpus_per_rank, node_gpus, deterministic, tf32, stack_layout, threads")
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out-dir", required=True)
     sub.add_argument("--checkpoint-dir", help="where to keep checkpoints and resume from them")

@@ -489,7 +489,7 @@ JOBS = training_jobs()
 # Where and how the training ranks compute: in a file of its own (rule compute_options), which training reads
 # but which is no rerun trigger, so that moving the study to another site rewrites it and retrains nothing.
 COMPUTE_FILE = f"{STUDY_DIR}/site/compute.json"
-COMPUTE_OPTIONS = {**{key: config["compute"][key] for key in ("device", "gpus_per_rank", "node_gpus", "deterministic", "tf32")},
+COMPUTE_OPTIONS = {**{key: config["compute"][key] for key in ("device", "gpus_per_rank", "node_gpus", "deterministic", "tf32", "stack_layout")},
                    "threads": THREADS}
 # What decides each stage's outputs, as the canonical JSON of a small file that the stage reads
 # (results/<study>/specs/<name>.json; the training jobs' own are jobs/<set-up>.json): a file rewritten

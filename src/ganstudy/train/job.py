@@ -48,6 +48,7 @@ class JobCompute:
     deterministic: bool = True  # deterministic CUDA kernels (same bits on rerun); no effect on a CPU
     tf32: bool = False  # TF32 float32 products and convolutions on a GPU; no effect on a CPU
     threads: int = 1  # torch threads per rank
+    stack_layout: str = "auto"  # a grid's stacked cells: chunks for a CPU's cache, or whole stacks (auto: by device)
 
 
 @dataclass(frozen=True)

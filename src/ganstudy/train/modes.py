@@ -42,6 +42,8 @@ class TrainingContext:
     # energies and showers of held-out events.
     held_out_path: Path | None = None
     checkpoint_dir: Path | None = None
+    # How a grid's stacked cells lay out their work (compute.stack_layout: auto, cache or whole).
+    stack_layout: str = "auto"
     # The scheduler's end-of-wall-time signal, seen by the training loops between iterations.
     stop: StopSignal = field(default_factory=StopSignal)
     # Progress lines in the job's log and live rows of losses.csv (ganstudy.train.progress).

@@ -105,6 +105,7 @@ def run_training(
             inception_path=Path(job.inputs.inception) if job.inputs.inception else None,
             held_out_path=Path(job.inputs.held_out) if job.inputs.held_out else None,
             checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
+            stack_layout=compute.stack_layout,
             stop=stop,
             progress=Progress(Path(out_dir), world.rank, progress_seconds),
         )
@@ -159,6 +160,7 @@ def run_training(
             cuda=cuda_versions(),
             deterministic=compute.deterministic,
             tf32=compute.tf32,
+            stack_layout=compute.stack_layout,
             inputs=as_dict(job.inputs),
             parts=part_records(settings, job.kind),
             mpi_library=mpi_library_version(),

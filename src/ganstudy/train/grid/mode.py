@@ -29,7 +29,7 @@ from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
 from ganstudy.train.grid.draws import GRID_ENGINE
 from ganstudy.train.grid.iteration import Engine, LoopEngine, iterate_cells, score_mixtures
 from ganstudy.train.grid.pool import NetworkPool
-from ganstudy.train.grid.stacked import StackedEngine
+from ganstudy.train.grid.stacked import StackedEngine, whole_stack
 from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.data.partition import batches_per_pass
 from ganstudy.train.network_spec import network_spec
@@ -58,8 +58,9 @@ def _check_settings(context: TrainingContext) -> None:
     batches_per_pass(len(context.data.images), context.setup.batch_size)
 
 
-def _engine(setup: TrainingSettings, spec: Any, device: torch.device, root: bool) -> Engine:
-    """Stacked cells when asked for and possible; otherwise the per-cell loop, said once."""
+def _engine(setup: TrainingSettings, spec: Any, device: torch.device, layout: str, root: bool) -> Engine:
+    """Stacked cells in ``layout`` (compute.stack_layout) when asked for and possible; otherwise the
+    per-cell loop, said once."""
     generator, discriminator = build_pair(setup.network, spec)
     threads = torch.get_num_threads()
     if not setup.grid.batch_cells:
@@ -70,7 +71,7 @@ def _engine(setup: TrainingSettings, spec: Any, device: torch.device, root: bool
         # Threads split a stack's work at points that depend on the stack's size, i.e. on the layout.
         reason = f"stacked cells give the same bits on any rank count only with one CPU thread per rank, this rank has {threads}"
     else:
-        return StackedEngine(generator.stacked(), discriminator.stacked())
+        return StackedEngine(generator.stacked(), discriminator.stacked(), whole_stack(layout, device))
     if root:
         _say(f"{reason}: each rank trains its cells one after another")
     return LoopEngine()
@@ -152,7 +153,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
             cell.initialise()
     history: list[dict[str, Any]] = shared.get("history", [])
     profile: list[dict[str, Any]] = shared.get("profile", [])
-    engine = _engine(setup, spec, context.device, root)
+    engine = _engine(setup, spec, context.device, context.stack_layout, root)
     rank_timer = RoutineTimer()
     hosts = comm.allgather(socket.gethostname())
     describe = lambda r: f"host {hosts[r]}, cells " + ", ".join(cell_label(c) for c in blocks[r])  # noqa: E731

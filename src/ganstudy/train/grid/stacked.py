@@ -7,6 +7,11 @@ own random streams in the same order as the loop, and every row's arithmetic is 
 other rows in its stack, so results do not depend on how cells are spread over ranks. Stacked networks
 are Linear layers and activations: they draw nothing from torch's global generator, which the loop
 swaps per cell for networks with dropout (``GlobalStream`` in cell.py).
+
+Two layouts of the work (``compute.stack_layout``): on a CPU, chunks of cells sized for the cache and
+Adam row by row; on a GPU, the whole stack in every operation, so that the operators launched per
+iteration do not grow with the cells. Either runs on either device, which lets a CPU count what the
+GPU layout dispatches (benchmarks/grid_dispatch.py).
 """
 
 from __future__ import annotations
@@ -36,6 +41,15 @@ FITNESS_CHUNK_FLOATS = 2**20
 # count) is the cell's own choice; wider chunks pad more, narrower ones run slower per row (stacked
 # digits generators: 1.9 ms per 250 rows at 16 rows per copy, 1.2-1.5 ms at 64).
 MIXTURE_CHUNK_ROWS = 16
+STACK_LAYOUTS = ("auto", "cache", "whole")
+
+
+def whole_stack(layout: str, device: torch.device) -> bool:
+    """Whether ``compute.stack_layout`` puts the whole stack in every operation on ``device`` (auto: on
+    any device but the CPU)."""
+    if layout not in STACK_LAYOUTS:
+        raise ValueError(f"compute.stack_layout is {layout!r}; it is one of {', '.join(STACK_LAYOUTS)}")
+    return layout == "whole" or (layout == "auto" and device.type != "cpu")
 
 
 class StackedPlayers:
@@ -43,13 +57,13 @@ class StackedPlayers:
     their Adam moments, a learning rate and a step count per row."""
 
     def __init__(self, net: StackedMLP, payloads: Sequence[Payload], betas: tuple[float, float], device: torch.device,
-                 row_by_row: bool | None = None) -> None:
+                 row_by_row: bool) -> None:
         self.net, self.betas, self.device = net, betas, device
-        # On a CPU, torch's fused Adam on each row's views: one pass over memory that is still in cache
-        # (the chunks are sized for it), where the whole-stack operations take a dozen (an 18x18 digits
-        # iteration on 2 ranks: 31-34 s, against 31-40 s with whole-stack Adam; AMD EPYC, noisy VM). On a
-        # GPU one launch per row and update would cost more than the arithmetic: whole-stack operations.
-        self.row_by_row = device.type == "cpu" if row_by_row is None else row_by_row
+        # ``row_by_row`` (the cache layout): torch's fused Adam on each row's views, one pass over memory
+        # that is still in cache, where the whole-stack operations take a dozen (an 18x18 digits iteration
+        # on 2 ranks: 31-34 s, against 31-40 s with whole-stack Adam; AMD EPYC, noisy VM). On a GPU one
+        # launch per row and update would cost more than the arithmetic.
+        self.row_by_row = row_by_row
         self.params = [p.requires_grad_() for p in net.stack([p["params"] for p in payloads], device)]
         states = [p["adam"]["state"] for p in payloads]
         self.exp_avg = self._moments(payloads, states, "exp_avg", device)
@@ -164,14 +178,15 @@ class FitnessCase:
 
 
 def fitness_losses(
-    cases: Sequence[FitnessCase], g_net: StackedMLP, d_net: StackedMLP, loss: AdversarialLoss,
+    cases: Sequence[FitnessCase], g_net: StackedMLP, d_net: StackedMLP, loss: AdversarialLoss, whole: bool = False,
 ) -> list[tuple[np.ndarray, np.ndarray | None]]:
     """For each case, the loss of every generator against every discriminator ([Kg, Kd]) and of every
     discriminator against every generator ([Kd, Kg]), as the loop's ``loop_fitness`` defines them.
 
-    Cases of equal sizes go through the stacked networks together, a chunk of cases at a time; within a
-    chunk the discriminators see one block of samples (the real ones, one generator's fakes) per call,
-    which keeps the activations in cache (measured faster than one call on all blocks).
+    Cases of equal sizes go through the stacked networks together, a chunk of cases at a time (all of
+    them when ``whole``); within a chunk the discriminators see one block of samples (the real ones, one
+    generator's fakes) per call, which keeps the activations in cache (measured faster than one call on
+    all blocks).
     """
     results: list[tuple[np.ndarray, np.ndarray | None]] = [None] * len(cases)  # type: ignore[list-item]
     by_size: dict[tuple[int, int, int, bool], list[int]] = {}
@@ -179,7 +194,7 @@ def fitness_losses(
         by_size.setdefault((len(case.generators), len(case.discriminators), len(case.z), case.generators_only), []).append(index)
     widest = max(shape[0] for shape in d_net.shapes + g_net.shapes)
     for (kg, kd, samples, _), indices in by_size.items():
-        chunk = max(1, FITNESS_CHUNK_FLOATS // (max(kg, kd) * samples * widest))
+        chunk = len(indices) if whole else max(1, FITNESS_CHUNK_FLOATS // (max(kg, kd) * samples * widest))
         for start in range(0, len(indices), chunk):
             part = indices[start : start + chunk]
             for index, result in zip(part, _fitness_chunk([cases[i] for i in part], g_net, d_net, loss, kg, kd)):
@@ -215,12 +230,13 @@ class StackedEngine:
     """The rank's cells together: fitness of all neighbourhood pairs and training of all selected
     copies in stacked networks (cells with the same number of updates per pass train in lockstep)."""
 
-    def __init__(self, g_net: StackedMLP, d_net: StackedMLP) -> None:
-        self.g_net, self.d_net = g_net, d_net
+    def __init__(self, g_net: StackedMLP, d_net: StackedMLP, whole: bool) -> None:
+        # ``whole``: every operation on the whole stack (see the module's doc), else chunks for a CPU's cache.
+        self.g_net, self.d_net, self.whole = g_net, d_net, whole
 
     def fitness(self, cells, cases):
         """Every case scored with its cell's fitness loss (bce under Mustangs, as the loop does)."""
-        return fitness_losses(cases, self.g_net, self.d_net, cells[0].loss)
+        return fitness_losses(cases, self.g_net, self.d_net, cells[0].loss, self.whole)
 
     def train(self, cells, selections, iteration, beat):
         results: list = [None] * len(cells)
@@ -249,7 +265,7 @@ class StackedEngine:
         widest = max(shape[0] for shape in self.g_net.shapes)
         outputs, first_row, made = [], {}, 0
         for rows, items in by_rows.items():
-            chunk = max(1, FITNESS_CHUNK_FLOATS // (rows * widest))
+            chunk = len(items) if self.whole else max(1, FITNESS_CHUNK_FLOATS // (rows * widest))
             for first in range(0, len(items), chunk):
                 part = items[first : first + chunk]
                 # Each span's noise rows; past its end, noise row 0, whose images are dropped.
@@ -270,9 +286,10 @@ class StackedEngine:
         return list(images.split([sum(end - start for start, end in cell_spans) for cell_spans in spans]))
 
     def _cells_per_chunk(self, cell) -> int:
-        """Cells trained in lockstep at once. A GPU takes them all; on a CPU a chunk's parameters, gradients
-        and Adam moments stay within CPU_CHUNK_BYTES, so that they are still in cache at the next update."""
-        if cell.device.type != "cpu":
+        """Cells trained in lockstep at once: all of them in the whole-stack layout; otherwise as many as
+        keep their parameters, gradients and Adam moments within CPU_CHUNK_BYTES, so that they are still
+        in cache at the next update."""
+        if self.whole:
             return 2**31
         population = cell.grid.population_size
         floats = sum(int(np.prod(shape)) for shape in self.g_net.shapes + self.d_net.shapes)
@@ -282,8 +299,8 @@ class StackedEngine:
         """One pass over each cell's images, every cell's update k in one stacked step."""
         first = cells[0]
         betas, device, batch, steps = first.betas, first.device, first.setup.batch_size, first.steps()
-        gens = StackedPlayers(self.g_net, [p for new_g, _ in selections for p in new_g], betas, device)
-        discs = StackedPlayers(self.d_net, [p for _, new_d in selections for p in new_d], betas, device)
+        gens = StackedPlayers(self.g_net, [p for new_g, _ in selections for p in new_g], betas, device, not self.whole)
+        discs = StackedPlayers(self.d_net, [p for _, new_d in selections for p in new_d], betas, device, not self.whole)
         # Row ranges of each cell's copies in the stacks.
         g_rows = _row_ranges([len(new_g) for new_g, _ in selections])
         d_rows = _row_ranges([len(new_d) for _, new_d in selections])
