@@ -190,7 +190,7 @@ def test_each_candidate_is_scored_on_its_own_mixtures_images(name, scoring, one_
     (images,) = engine.span_images([SimpleNamespace(device=CPU)], [step])
     assert len(images) == sum(end - start for start, end in step.spans)
     scorer = FidScorer(*scoring, CPU)
-    fids = candidate_fids(scorer, step, scorer.features(images))
+    fids = candidate_fids(scorer, step, scorer.features(images).numpy())
     with torch.no_grad():
         for weights, rows, fid in zip(step.candidates, step.rows(), fids):
             mixture = MixtureGenerator([g for g, _ in nets], weights)(step.z)

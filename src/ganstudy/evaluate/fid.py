@@ -73,12 +73,24 @@ class FidScorer:
     @torch.no_grad()
     def device_features(self, images: torch.Tensor) -> torch.Tensor:
         """The features of ``images``, left on the scorer's device."""
+        return self.network_features(self.network_input(images))
+
+    @torch.no_grad()
+    def network_input(self, images: torch.Tensor) -> torch.Tensor:
+        """``images`` as the feature network reads them: quantised to 8 bits, as the scoring job reads
+        image files. Element by element, so that images of many sets in one call get their bits alone."""
         quantised = ((images.to(self.device) + 1.0) * 127.5).round().clamp(0, 255)
         if self.kind == "inception":
-            # As the scoring job reads them: uint8, a grey image the same grey in each channel.
-            rgb = quantised.to(torch.uint8).expand(-1, 3, -1, -1) if quantised.shape[1] == 1 else quantised.to(torch.uint8)
-            return self.inception(rgb)[0]
-        hidden, logits = self.classifier.features(quantised / 127.5 - 1.0)
+            # uint8, a grey image the same grey in each channel.
+            return quantised.to(torch.uint8).expand(-1, 3, -1, -1) if quantised.shape[1] == 1 else quantised.to(torch.uint8)
+        return quantised / 127.5 - 1.0
+
+    @torch.no_grad()
+    def network_features(self, network_input: torch.Tensor) -> torch.Tensor:
+        """The features of images that ``network_input`` prepared, left on the scorer's device."""
+        if self.kind == "inception":
+            return self.inception(network_input)[0]
+        hidden, logits = self.classifier.features(network_input)
         return logits if self.layer == "logits" else hidden
 
     def features(self, images: torch.Tensor) -> torch.Tensor:
@@ -89,7 +101,7 @@ class FidScorer:
         """FID against all real images, or against those of class ``label``."""
         return self.distance(self.features(images), label)
 
-    def distance(self, features: torch.Tensor, label: int | None = None) -> float:
+    def distance(self, features: torch.Tensor | np.ndarray, label: int | None = None) -> float:
         """FID of images given by their ``features`` (as ``features`` makes them)."""
         statistics = feature_statistics(features)
         return frechet_distance(statistics, self.reference if label is None else self.classes[label])

@@ -16,9 +16,9 @@ import torch
 Statistics = dict[str, np.ndarray]  # "mu": the features' mean, "sigma": their covariance
 
 
-def feature_statistics(features: torch.Tensor) -> Statistics:
-    """Mean and covariance of [samples, features] ``features`` (a host tensor), as numpy arrays."""
-    values = features.numpy()
+def feature_statistics(features: torch.Tensor | np.ndarray) -> Statistics:
+    """Mean and covariance of [samples, features] ``features`` (a host tensor or an array), as numpy arrays."""
+    values = features.numpy() if isinstance(features, torch.Tensor) else features
     return {"mu": np.mean(values, axis=0), "sigma": np.cov(values, rowvar=False)}
 
 

@@ -119,7 +119,7 @@ class GridCell:
         self.only_better = self.grid.replacement == "better"
         # A fixed per-cell subset of the training split: its classes, then data dieting.
         classes = self.grid.cell_classes[shape.index(cell)] if self.grid.cell_classes else None
-        self.subset = torch.from_numpy(cell_subset(labels, self.grid.data_ratio, classes, setup.batch_size, streams.data_seed))
+        self.subset = cell_subset(labels, self.grid.data_ratio, classes, setup.batch_size, streams.data_seed)
         self.generators: list[Payload] = []
         self.discriminators: list[Payload] = []
         self.weights = np.full(len(self.neighbourhood), 1.0 / len(self.neighbourhood))
@@ -219,7 +219,7 @@ class GridCell:
                 for offset in range(start, end, batch)
             ])
 
-    def settle(self, step: MixtureStep, features: torch.Tensor) -> float:
+    def settle(self, step: MixtureStep, features: np.ndarray) -> float:
         """Keep the mutated weights when their mixture's FID is lower (``features``: the classifier's, on
         the host, of the step's span images); the kept mixture's FID."""
         scores = candidate_fids(self.scorer, step, features)

@@ -35,7 +35,7 @@ class DrawingCell(Protocol):
     spec: NetworkSpec
     device: torch.device
     images: torch.Tensor  # the rank's training images, on the device
-    subset: torch.Tensor  # the cell's image indices
+    subset: np.ndarray  # the cell's image indices
     loss: AdversarialLoss
     streams: CellSeeds
 
@@ -104,7 +104,7 @@ class GridDraws:
 
     def _subsets(self) -> torch.Tensor:
         """[cells, longest subset] the cells' image indices, a shorter subset padded with zeros."""
-        subsets = [cell.subset.numpy() for cell in self.cells]
+        subsets = [cell.subset for cell in self.cells]
         padded = np.zeros((len(subsets), max(len(s) for s in subsets)), dtype=np.int64)
         for row, subset in enumerate(subsets):
             padded[row, : len(subset)] = subset

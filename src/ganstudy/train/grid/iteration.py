@@ -58,16 +58,18 @@ def score_mixtures(
     """Each cell's mixture step (the ES's when ``evolve``, else the final score of its weights): the
     mixture's generators and the FID of the weights it keeps.
 
-    The classifier sees one cell's images per call: in one call for all cells, a cell's features would
-    depend on where its images sit in the batch (measured: the classifier's 50-to-10 head, a matrix
-    product, gives other bits at row offsets that are not a multiple of 6; AMD EPYC, one thread). The
-    features of all cells then come to the host in one copy.
+    All cells' images are quantised in one call (element by element), but the classifier sees one cell's
+    images per call: in one call for all cells, a cell's features would depend on where its images sit
+    in the batch (measured: the classifier's 50-to-10 head, a matrix product, gives other bits at row
+    offsets that are not a multiple of 6; AMD EPYC, one thread). The features of all cells then come to
+    the host in one copy.
     """
     noise = GridDraws(cells, iteration).mixture_noise()
     steps = [cell.mixture_step(gathered, z, evolve) for cell, z in zip(cells, noise)]
     images = engine.span_images(cells, steps)
     scorer = cells[0].scorer
-    features = torch.cat([scorer.device_features(cell_images) for cell_images in images]).cpu()
+    inputs = scorer.network_input(torch.cat(images)).split([len(cell_images) for cell_images in images])
+    features = torch.cat([scorer.network_features(cell_inputs) for cell_inputs in inputs]).cpu().numpy()
     bounds = np.cumsum([0, *(len(cell_images) for cell_images in images)])
     scored = []
     for cell, step, start, end in zip(cells, steps, bounds[:-1], bounds[1:]):

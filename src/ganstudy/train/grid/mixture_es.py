@@ -48,8 +48,7 @@ class MixtureStep:
         ]
 
 
-def candidate_fids(scorer: FidScorer, step: MixtureStep, features: torch.Tensor) -> list[float]:
-    """Each candidate's FID, from the classifier's features (on the host) of the components' span images:
-    one pass of the classifier serves both candidates."""
-    values = features.numpy()
-    return [scorer.distance(torch.from_numpy(values[rows])) for rows in step.rows()]
+def candidate_fids(scorer: FidScorer, step: MixtureStep, features: np.ndarray) -> list[float]:
+    """Each candidate's FID, from the classifier's features of the components' span images: one pass of
+    the classifier serves both candidates."""
+    return [scorer.distance(features[rows]) for rows in step.rows()]
