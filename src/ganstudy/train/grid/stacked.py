@@ -24,7 +24,7 @@ import math
 import numpy as np
 import torch
 
-from ganstudy.models.stacked import StackedMLP
+from ganstudy.models.stacked import StackedMLP, separate
 from ganstudy.train.grid.mixture_es import MixtureStep
 from ganstudy.train.grid.draws import GridDraws, UpdateDraws
 from ganstudy.train.grid.population import Payload
@@ -140,11 +140,12 @@ class StackedPlayers:
         fitness and origin of the selected individual the row was trained from."""
         params, exp_avg, exp_avg_sq = (self.net.states(t) for t in (self.params, self.exp_avg, self.exp_avg_sq))
         names = self.net.names
+        # One step count per row and parameter tensor, as torch's Adam keeps them (it adds to each in place).
+        steps = separate(torch.tensor(self.steps, dtype=torch.float32).repeat_interleave(len(names)).unbind(0))
         made = []
-        for row, (chosen, lr, step) in enumerate(zip(selected, self.lrs.tolist(), self.steps)):
-            # One step count per parameter tensor, as torch's Adam keeps them (it adds to each in place).
-            steps = torch.full((len(names),), float(step)).unbind(0)
-            state = {k: {"step": steps[k], "exp_avg": exp_avg[row][name], "exp_avg_sq": exp_avg_sq[row][name]} for k, name in enumerate(names)}
+        for row, (chosen, lr) in enumerate(zip(selected, self.lrs.tolist())):
+            state = {k: {"step": steps[row * len(names) + k], "exp_avg": exp_avg[row][name], "exp_avg_sq": exp_avg_sq[row][name]}
+                     for k, name in enumerate(names)}
             groups = [{**group, "lr": lr} for group in self._groups[row]]
             made.append({"params": params[row], "adam": {"state": state, "param_groups": groups}, "lr": lr,
                          "fitness": chosen["fitness"], "origin": chosen["origin"]})
