@@ -83,6 +83,8 @@ EDITS = {
     "set-up added": (_with({**LIVING["setups"], "mse": {"loss": "mse", "iterations": 2}}),
                      {"train": 2, "training_job": 1, "evaluate": 2}, {"prepare_dataset"}),
     "set-up removed": (_with({"grid": LIVING["setups"]["grid"]}), {"stats": 1}, TRAINING | {"evaluate"}),
+    "sweep added": (_with({**LIVING["setups"], "mse": {"loss": "mse", "iterations": 2, "sweep": {"lr": [1.0e-4, 2.0e-4]}}}),
+                    {"train": 4, "training_job": 2, "evaluate": 4}, {"prepare_dataset"}),
     "trials raised": (_with(trials=3), {"train": 2, "evaluate": 2}, {"training_job", "prepare_dataset"}),
     "seed changed": (_with(seed=7), {"prepare_dataset": 1, "train_classifier": 1, "train": 4}, set()),
 }
@@ -181,6 +183,10 @@ def test_a_run_with_checkpoints_to_resume_is_trained_before_fresh_runs_of_its_se
     ({"setups": {"pc": {"mode": "per_class", "network": "dcgan", "ranks": 12}}}, "setups.pc.ranks: 12 ranks for 10 classes"),
     ({"setups": {"big": {"batch_size": 5000}}}, "setups.big.batch_size: 5000 is larger than the training split's 1437 images"),
     ({"results_dir": "taken"}, "is a file, not a folder"),
+    ({"setups": {"s": {"iterations": 2, "sweep": {"lr": [1.0e-4, "fast"]}}}}, "'lr' must be of type number, got 'fast' (sweep of set-up s: lr='fast')"),
+    # Each set-up a sweep makes is checked like any other.
+    ({"setups": {"g": {**LIVING["setups"]["grid"], "ranks": 4, "sweep": {"grid.shape": ["2x2", "1x2"]}}}},
+     "setups.g__grid.shape=1x2.ranks: 4 ranks for 2 grid cells"),
 ])
 def test_bad_names_files_and_rank_counts_stop_the_plan_before_any_job(tmp_path, env, edit, problem):
     (tmp_path / "taken").write_text("a file where the results would go")

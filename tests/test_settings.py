@@ -29,7 +29,8 @@ def setup_schema() -> dict:
 
 def compare(cls: type, properties: dict, where: str, only: dict = NETWORK_KEYS) -> None:
     fields = {field.name: field for field in dataclasses.fields(cls)}
-    assert set(fields) == set(properties) - {"reference"}, where
+    # A set-up's published result and its sweep are the study's, not its training's.
+    assert set(fields) == set(properties) - {"reference", "sweep", "swept"}, where
     hints = typing.get_type_hints(cls)
     for name, field in fields.items():
         nested = _dataclass_in(hints[name])

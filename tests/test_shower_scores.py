@@ -64,8 +64,8 @@ def test_metrics_that_do_not_fit_the_data_are_named():
         IMAGES.metric_problems(["fid", "longitudinal"], "classifier")[0]
 
 
-def saved_calo3d_run(folder) -> "NetworkSpec":
-    """A fresh calo3d generator (seed 0) saved as a run in ``folder`` (generator.pt, run.json); its spec."""
+def saved_calo3d_run(folder) -> None:
+    """A fresh calo3d generator (seed 0) saved as a run in ``folder`` (generator.pt, run.json)."""
     from ganstudy.atomic import write_json
     from ganstudy.models import NetworkSpec, build_pair
     from ganstudy.models.artifact import save_generator
@@ -75,7 +75,6 @@ def saved_calo3d_run(folder) -> "NetworkSpec":
     torch.manual_seed(0)
     save_generator(folder / "generator.pt", MixtureGenerator([build_pair("calo3d", spec)[0]], [1.0]), "calo3d", spec)
     write_json(folder / "run.json", {"setup_name": "calo", "train_seconds": 2.0})
-    return spec
 
 
 def test_a_saved_calo3d_generator_is_scored_against_the_test_showers(tmp_path):
@@ -84,7 +83,7 @@ def test_a_saved_calo3d_generator_is_scored_against_the_test_showers(tmp_path):
     from ganstudy.models.artifact import load_generator
     from ganstudy.seeding import derive_seed
 
-    spec = saved_calo3d_run(tmp_path)
+    saved_calo3d_run(tmp_path)
     real, energy = showers(12, seed=4)
     save_split(tmp_path / "test.npz", Split(real, np.zeros(12, np.int64), conditions=energy))
     settings = {"metrics": ["sf_mean", "longitudinal"], "batch_size": 5, "energy_bins": [0, 250, 500]}
@@ -153,7 +152,7 @@ def test_gan3d_is_scored_per_bin_beside_our_physics(tmp_path):
     from ganstudy.data.arrays import Split, save_split
     from ganstudy.evaluate.showers import evaluate_showers, gan3d_metric
 
-    spec = saved_calo3d_run(tmp_path)
+    saved_calo3d_run(tmp_path)
     real, energy = showers(40, seed=4)
     energy[:20] = 1.0 + np.linspace(-0.04, 0.04, 20, dtype=np.float32)[:, None]  # 96-104 GeV
     save_split(tmp_path / "test.npz", Split(real, np.zeros(40, np.int64), conditions=energy))

@@ -67,6 +67,7 @@ def _validate_config(args: argparse.Namespace) -> None:
     from ganstudy.config import load_study_config
     from ganstudy.data.loaders import get_dataset
     from ganstudy.parts import part_problems, study_kind
+    from ganstudy.sweeps import sweep_lines
 
     config = load_study_config(args.config, args.schema)
     problems = part_problems(config)
@@ -76,6 +77,8 @@ def _validate_config(args: argparse.Namespace) -> None:
     if problems:
         raise GanstudyError(f"{args.config}: " + "; ".join(problems))
     print(f"{args.config}: valid; study '{config['study']}' with set-ups {', '.join(config['setups'])}")
+    for line in sweep_lines(config["setups"]):
+        print(f"  {line}")
 
 
 def _prepare(args: argparse.Namespace) -> None:

@@ -16,6 +16,7 @@ import jsonschema
 import yaml
 
 from ganstudy.errors import GanstudyError
+from ganstudy.sweeps import expand_sweeps
 
 
 class ConfigError(GanstudyError):
@@ -65,7 +66,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 
 def validate_study_config(config: dict[str, Any], schema_path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Check ``config`` in place, filling defaults; raise ConfigError naming every bad key."""
+    """Check ``config`` in place, filling defaults, and expand its sweeps into set-ups (ganstudy.sweeps);
+    raise ConfigError naming every bad key."""
     with open(schema_path, encoding="utf-8") as handle:
         schema = yaml.safe_load(handle)
     if not isinstance(config, dict):
@@ -74,6 +76,11 @@ def validate_study_config(config: dict[str, Any], schema_path: str | os.PathLike
     if errors:
         details = "\n".join(f"  - {_describe(e)}" for e in errors)
         raise ConfigError(f"invalid study config:\n{details}\nSee {schema_path} for every key, its type and default.")
+    setup_schema = schema["properties"]["setups"]["additionalProperties"]
+    problems = expand_sweeps(config["setups"], lambda setup, where: section_problems(setup, setup_schema, where))
+    if problems:
+        details = "\n".join(f"  - {problem}" for problem in problems)
+        raise ConfigError(f"invalid sweep:\n{details}\nSee {schema_path} (setups.*.sweep).")
     return config
 
 
@@ -123,7 +130,7 @@ def load_study_config(config_path: str | os.PathLike[str], schema_path: str | os
 
 
 # What a set-up may change without changing the work it does: the speed-up compares such set-ups.
-_NOT_WORK = ("ranks", "trials", "reference")
+_NOT_WORK = ("ranks", "trials", "reference", "sweep", "swept")
 
 
 # Keys that only some networks (set-up keys) or data sets (dataset keys) read, and which. A job's
@@ -143,8 +150,9 @@ def _read_by(section: dict[str, Any], owner: str | None, only: dict[str, tuple[s
 
 
 # Set-up keys that change no run's result: the published result it is compared with (adding or
-# correcting one reruns the reporting only) and how many trials run (raising it trains the new trials only).
-_NOT_A_RUN = ("reference", "trials")
+# correcting one reruns the reporting only), how many trials run (raising it trains the new trials only),
+# and a sweep and its record (a set-up made by a sweep carries its values in its own keys).
+_NOT_A_RUN = ("reference", "trials", "sweep", "swept")
 
 
 def training_settings(setup: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,91 @@
+"""Sweeps (issue 47): a set-up declared with ``sweep:`` becomes one ordinary set-up per combination of values,
+with stable names; a bad sweep is refused naming the key and the value."""
+
+import itertools
+
+import pytest
+
+from conftest import SCHEMA
+from ganstudy.config import ConfigError, validate_study_config
+from ganstudy.sweeps import swept_name, value_label
+
+
+def expanded(setups: dict) -> dict:
+    return validate_study_config({"setups": setups}, SCHEMA)["setups"]
+
+
+def test_a_sweep_makes_one_set_up_per_combination_with_its_values_and_a_record():
+    setups = expanded({"base": {"loss": "bce"},
+                       "g": {"mode": "grid", "iterations": 7, "sweep": {"lr": [1.0e-4, 2.0e-4], "grid.population_size": [1, 2, 3]}}})
+    made = [name for name in setups if name != "base"]
+    assert list(setups)[0] == "base" and len(made) == 6
+    for lr, population in itertools.product([1.0e-4, 2.0e-4], [1, 2, 3]):
+        name = f"g__grid.population_size={population}__lr={lr!r}"
+        setup = setups[name]
+        assert setup["lr"] == lr and setup["grid"]["population_size"] == population
+        # Everything else as declared, defaults filled, and no sweep left to expand.
+        assert setup["iterations"] == 7 and setup["grid"]["tournament_size"] == setups[made[0]]["grid"]["tournament_size"]
+        assert setup["sweep"] is None and setup["swept"] == {"from": "g", "values": {"lr": lr, "grid.population_size": population}}
+    assert setups["base"]["swept"] is None
+
+
+def test_zipped_values_pair_up_and_combine_with_the_others():
+    setups = expanded({"s": {"sweep": {"loss": ["bce", "mse"], "zip": {"lr": [1.0e-4, 3.0e-4], "batch_size": [32, 64]}}}})
+    pairs = {(s["loss"], s["lr"], s["batch_size"]) for s in setups.values()}
+    assert pairs == {(loss, lr, batch) for loss in ("bce", "mse") for lr, batch in [(1.0e-4, 32), (3.0e-4, 64)]}
+
+
+def test_names_are_stable_and_distinct():
+    # Keys in alphabetical order whatever the order written; floats in their shortest exact form.
+    assert swept_name("s", {"lr": 0.0002, "batch_size": 64}) == swept_name("s", {"batch_size": 64, "lr": 2e-4}) == "s__batch_size=64__lr=0.0002"
+    assert value_label(0.1) != value_label(0.1000000001)
+    assert [value_label(v) for v in (True, None, 3, "2x2", [1, 2])] == ["true", "null", "3", "2x2", "1-2"]
+    # A value added to a sweep adds a set-up and renames none.
+    before = expanded({"s": {"sweep": {"lr": [1.0e-4]}}})
+    after = expanded({"s": {"sweep": {"lr": [1.0e-4, 5.0e-4]}}})
+    assert set(before) < set(after)
+
+
+def test_an_expanded_config_validates_again_unchanged():
+    config = validate_study_config({"setups": {"s": {"sweep": {"lr": [1.0e-4, 2.0e-4]}}}}, SCHEMA)
+    names = list(config["setups"])
+    assert list(validate_study_config(config, SCHEMA)["setups"]) == names
+
+
+@pytest.mark.parametrize("sweep, problem", [
+    ({"lr": []}, "'setups.s.sweep.lr': [] should be non-empty"),
+    ({"lrr": [1.0]}, "'setups.s.sweep.lrr': set-up s has no key lrr"),
+    ({"grid.shap": ["2x2"]}, "'setups.s.sweep.grid.shap': set-up s has no key grid.shap"),
+    ({"lr": [1.0e-4, "fast"]}, "setups.s__lr=fast: 'lr' must be of type number, got 'fast' (sweep of set-up s: lr='fast')"),
+    ({"trials": [1, 2]}, "'setups.s.sweep.trials': trials is not a training setting and cannot be swept"),
+    ({"zip": {"lr": [1.0e-4], "batch_size": [32, 64]}}, "must be of one length, got lr: 1, batch_size: 2"),
+    ({"lr": [1.0e-4], "zip": {"lr": [2.0e-4]}}, "lr is swept both on its own and under zip"),
+    ({"lr": [1.0e-4, 1.0e-4]}, "gives these values twice (lr=0.0001)"),
+    ({"loss": ["bce", "mse"]}, "set-up s__loss=mse: the sweep of set-up s makes a set-up of a name that the study already has"),
+    ({"grid.shape": ["2 x2"]}, "a value makes a name with characters other than"),
+])
+def test_a_bad_sweep_is_refused_naming_the_key_and_the_value(sweep, problem):
+    with pytest.raises(ConfigError) as raised:
+        expanded({"s": {"mode": "grid", "sweep": sweep}, "s__loss=mse": {"loss": "mse"}})
+    assert problem in str(raised.value), str(raised.value)
+
+
+def test_a_hand_written_record_of_a_sweep_is_refused():
+    with pytest.raises(ConfigError, match="'setups.s.swept' is written by ganstudy"):
+        expanded({"s": {"swept": {"from": "t", "values": {"lr": 0.1}}}})
+
+
+def test_validate_config_shows_the_set_ups_a_sweep_makes(tmp_path, env):
+    import subprocess
+
+    study = tmp_path / "study.yaml"
+    study.write_text("study: swept\nsetups:\n  s:\n    iterations: 2\n    sweep:\n      lr: [1.0e-4, 2.0e-4]\n      batch_size: [32]\n")
+    done = subprocess.run(["ganstudy", "validate-config", str(study)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "with set-ups s__batch_size=32__lr=0.0001, s__batch_size=32__lr=0.0002" in done.stdout
+    assert "sweep of set-up s over batch_size, lr: 2 set-ups" in done.stdout
+    study.write_text("study: swept\nsetups:\n  s:\n    sweep:\n      lr: [1e-4]\n")
+    done = subprocess.run(["ganstudy", "validate-config", str(study)], capture_output=True, text=True, env=env)
+    # YAML 1.1 reads 1e-4 (no point) as text: refused, naming the value.
+    assert done.returncode != 0 and "'lr' must be of type number, got '1e-4' (sweep of set-up s: lr='1e-4')" in done.stderr, done.stderr
+    assert "'1e-4' is text to YAML; a number is written with a point, e.g. 1.0e-4" in done.stderr
