@@ -161,6 +161,22 @@ def test_a_run_archived_by_a_run_that_stopped_early_or_deleted_by_hand_is_traine
     assert jobs.get("train") == 3 and jobs.get("evaluate") == 3 and jobs.get("convergence") == 1, jobs
 
 
+def test_a_sweep_added_to_a_finished_study_trains_its_set_ups_and_makes_its_statistics(living, tmp_path, env):
+    shutil.copytree(living / "results", tmp_path / "results")
+    swept = _with({**LIVING["setups"], "mse": {"loss": "mse", "iterations": 2, "sweep": {"lr": [1.0e-4, 2.0e-4]}}})
+    done = snakemake(tmp_path, swept, "--cores", "2", env=env)
+    assert done.returncode == 0, said(done)[-3000:]
+    study = tmp_path / "results" / "living"
+    assert sorted(p.name for p in (study / "runs").iterdir()) == ["bce", "grid", "mse__lr=0.0001", "mse__lr=0.0002"]
+    effects = (study / "tables" / "sweep_mse_fid.csv").read_text().splitlines()
+    assert effects[0] == "key,value,runs,mean,sd,ci_low,ci_high" and [line.split(",")[:3] for line in effects[1:]] == [
+        ["lr", "0.0001", "2"], ["lr", "0.0002", "2"]]
+    assert "lr" in (study / "tables" / "sweep_mse_tests.md").read_text()
+    assert all((study / "figures" / f"sweep_mse_{metric}.png").is_file() for metric in ("fid", "isc"))
+    # The sweep's set-ups are ordinary set-ups in the study's own tables too.
+    assert "mse__lr=0.0001" in (study / "tables" / "summary_fid.md").read_text()
+
+
 def test_a_run_with_checkpoints_to_resume_is_trained_before_fresh_runs_of_its_set_up(living, tmp_path, env):
     shutil.copytree(living / "results", tmp_path / "results")
     study = tmp_path / "results" / "living"

@@ -89,3 +89,66 @@ def test_validate_config_shows_the_set_ups_a_sweep_makes(tmp_path, env):
     # YAML 1.1 reads 1e-4 (no point) as text: refused, naming the value.
     assert done.returncode != 0 and "'lr' must be of type number, got '1e-4' (sweep of set-up s: lr='1e-4')" in done.stderr, done.stderr
     assert "'1e-4' is text to YAML; a number is written with a point, e.g. 1.0e-4" in done.stderr
+
+
+def synthetic_sweep():
+    """Scores of a 2x3 sweep (batch_size x lr), 4 trials each, lr with a strong effect, and its levels."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    levels, rows = {}, []
+    for batch, lr in itertools.product([32, 64], [1.0e-4, 2.0e-4, 5.0e-4]):
+        values = {"batch_size": batch, "lr": lr}
+        name = swept_name("s", values)
+        levels[name] = values
+        for trial in range(4):
+            rows.append({"setup": name, "trial": trial, "metric": "fid", "value": 10 * lr / 1e-4 + rng.normal(0, 1)})
+    rows.append({"setup": name, "trial": 4, "metric": "fid", "value": float("nan")})  # left out, as the summaries do
+    return pd.DataFrame(rows), levels
+
+
+def test_main_effects_kruskal_and_interactions_agree_with_scipy():
+    import numpy as np
+    from scipy import stats
+
+    from ganstudy.stats.sweeps import interaction, key_tests, main_effects, sweep_runs
+
+    scores, levels = synthetic_sweep()
+    runs = sweep_runs(scores, "fid", levels)
+    assert len(runs) == 24
+    effects = main_effects(runs, levels)
+    assert list(effects.value[effects.key == "lr"]) == ["0.0001", "0.0002", "0.0005"]
+    for key, label, wanted in [("lr", "0.0002", lambda s: s.endswith("lr=0.0002")), ("batch_size", "64", lambda s: "batch_size=64" in s)]:
+        values = scores[scores.setup.map(wanted) & scores.value.notna()].value.to_numpy()
+        row = effects[(effects.key == key) & (effects.value == label)].iloc[0]
+        low, high = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
+        assert row.runs == len(values) and row["mean"] == pytest.approx(values.mean()) and row.sd == pytest.approx(values.std(ddof=1))
+        assert (row.ci_low, row.ci_high) == pytest.approx((low, high))
+    tests = key_tests({"fid": runs}, levels).set_index("key")
+    by_lr = [scores[scores.setup.str.endswith(f"lr={lr!r}") & scores.value.notna()].value for lr in (1.0e-4, 2.0e-4, 5.0e-4)]
+    assert tests.loc["lr", "p_value"] == pytest.approx(stats.kruskal(*by_lr).pvalue) and tests.loc["lr", "df"] == 2
+    # Holm over two keys: the smaller p doubled, the larger at least that, each at most 1.
+    small, large = sorted(tests.p_value)
+    assert sorted(tests.p_holm) == pytest.approx([min(1, 2 * small), min(1, max(2 * small, large))])
+    assert tests.loc["lr", "p_holm"] < 0.01
+    table = interaction(runs, levels, "batch_size", "lr")
+    cell = scores[(scores.setup == swept_name("s", {"batch_size": 32, "lr": 5.0e-4}))].value.dropna()
+    assert table.loc["32", "0.0005"] == pytest.approx(cell.mean()) and table.shape == (2, 3) and not np.isnan(table.to_numpy()).any()
+
+
+def test_sweep_stats_writes_its_tables_and_figures(tmp_path, env):
+    import json
+    import subprocess
+
+    scores, levels = synthetic_sweep()
+    scores.to_csv(tmp_path / "scores.csv", index=False)
+    (tmp_path / "sweeps.json").write_text(json.dumps({"s": levels}))
+    done = subprocess.run(["ganstudy", "sweep-stats", "--scores", str(tmp_path / "scores.csv"), "--sweeps", str(tmp_path / "sweeps.json"),
+                           "--metrics", "fid", "--out-dir", str(tmp_path / "tables"), "--figures", str(tmp_path / "figures")],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    for name in ("sweep_s_fid", "sweep_s_tests"):
+        assert all((tmp_path / "tables" / f"{name}.{ext}").is_file() for ext in ("csv", "md", "tex"))
+    assert "lr" in (tmp_path / "tables" / "sweep_s_tests.md").read_text()
+    assert (tmp_path / "figures" / "sweep_s_fid.png").stat().st_size > 10_000

@@ -242,6 +242,14 @@ def _stats(args: argparse.Namespace) -> None:
     write_stats(args.scores, args.setups, args.metrics, args.out_dir, args.min_trials, args.digits, args.convergence)
 
 
+def _sweep_stats(args: argparse.Namespace) -> None:
+    from ganstudy.report.figures import sweep_plots
+    from ganstudy.stats.sweeps import write_sweep_stats
+
+    write_sweep_stats(args.scores, args.sweeps, args.metrics, args.out_dir, args.digits)
+    sweep_plots(args.scores, args.sweeps, args.metrics, args.figures)
+
+
 def _convergence(args: argparse.Namespace) -> None:
     from ganstudy.report.figures import score_curves
     from ganstudy.stats.convergence import write_convergence
@@ -447,6 +455,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--convergence", help="convergence.csv: flag set-ups whose training had not converged")
     digits(sub)
     sub.add_argument("--out-dir", required=True)
+
+    sub = command("sweep-stats", _sweep_stats, "per sweep: main effects, Kruskal-Wallis per key, interactions, pairwise Holm p")
+    sub.add_argument("--scores", required=True)
+    sub.add_argument("--sweeps", required=True, help="JSON: each sweep's set-ups and their values (the study's specs/sweeps.json)")
+    sub.add_argument("--metrics", nargs="+", required=True)
+    digits(sub)
+    sub.add_argument("--out-dir", required=True, help="folder of the tables")
+    sub.add_argument("--figures", required=True, help="folder of the figures")
 
     sub = command("convergence", _convergence, "in-training score curves: the convergence table and figure")
     sub.add_argument("--losses", nargs="+", required=True, help="losses.csv of the runs")

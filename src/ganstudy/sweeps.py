@@ -144,9 +144,14 @@ def expand_sweeps(setups: dict[str, dict[str, Any]], check: Callable[[dict[str, 
 
 def sweep_lines(setups: dict[str, dict[str, Any]]) -> list[str]:
     """One line per sweep of an expanded study: the declared set-up, its swept keys and the set-ups made."""
-    made: dict[str, list[str]] = {}
+    return [f"sweep of set-up {declared} over {', '.join(sorted(next(iter(made.values()))))}: {len(made)} set-ups ({', '.join(made)})"
+            for declared, made in sweep_levels(setups).items()]
+
+
+def sweep_levels(setups: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each sweep of an expanded study, by the set-up declared: its set-ups and their values of the swept keys."""
+    levels: dict[str, dict[str, dict[str, Any]]] = {}
     for name, setup in setups.items():
         if setup.get(SWEPT):
-            made.setdefault(setup[SWEPT]["from"], []).append(name)
-    return [f"sweep of set-up {declared} over {', '.join(sorted(setups[names[0]][SWEPT]['values']))}: {len(names)} set-ups "
-            f"({', '.join(names)})" for declared, names in made.items()]
+            levels.setdefault(setup[SWEPT]["from"], {})[name] = setup[SWEPT]["values"]
+    return levels

@@ -31,6 +31,7 @@ from ganstudy.site import read_site, with_site
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.status import write_plan
 from ganstudy.study_lock import acquire as acquire_study_lock, release as release_study_lock
+from ganstudy.sweeps import sweep_levels
 from ganstudy.train.job import job_description, job_record, write_job
 from ganstudy.train.settings import TrainingSettings
 from ganstudy.user_inputs import missing_user_inputs
@@ -148,7 +149,7 @@ if FID_WARNING:
 wildcard_constraints:
     setup="|".join(re.escape(name) for name in SETUPS),
     trial=r"\d+",
-    spec="data|classifier|reference|evaluation",
+    spec="data|classifier|reference|evaluation|sweeps",
     metric="|".join(METRICS),
 
 
@@ -501,6 +502,10 @@ SPECS = {
     "reference": {"fid_features": config["evaluation"]["fid_features"]},
     "evaluation": {"evaluation": json.loads(EVALUATION_SETTINGS), "seed": config["seed"]},
 }
+# Each sweep's set-ups and their values (ganstudy.sweeps), by the set-up declared: what its statistics read.
+SWEEPS = sweep_levels(config["setups"])
+if SWEEPS:
+    SPECS["sweeps"] = SWEEPS
 
 
 def spec_file(name):

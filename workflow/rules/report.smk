@@ -185,5 +185,6 @@ rule figures:
         rules.speedup_plot.output if BASELINES else [],
         rules.smote_samples.output if SMOTE else [],
         rules.shower_plot.output if "showers" in KIND.figures else [],
+        rules.sweeps.output.figures if SWEEPS else [],
         RUN_RESULTS,
     localrule: True

@@ -93,6 +93,42 @@ rule stats:
         " --metrics {params.metrics} --min-trials {params.min_trials} --digits {params.digits} --out-dir {params.out_dir} > {log} 2>&1"
 
 
+rule sweeps:
+    input:
+        scores=rules.aggregate.output,
+        sweeps=spec_inputs("sweeps"),
+    output:
+        effects=report(
+            expand(f"{STUDY_DIR}/tables/sweep_{{sweep}}_{{metric}}.{{ext}}", sweep=SWEEPS, metric=METRICS, ext=TABLE_FORMATS),
+            caption="../report/sweep_effects.rst",
+            category="4. Statistics",
+        ),
+        tests=report(
+            expand(f"{STUDY_DIR}/tables/sweep_{{sweep}}_tests.{{ext}}", sweep=SWEEPS, ext=TABLE_FORMATS),
+            caption="../report/sweep_tests.rst",
+            category="4. Statistics",
+        ),
+        figures=report(
+            expand(f"{STUDY_DIR}/figures/sweep_{{sweep}}_{{metric}}.png", sweep=SWEEPS, metric=METRICS),
+            caption="../report/sweep_plot.rst",
+            category="5. Figures",
+        ),
+    params:
+        metrics=METRICS,
+        digits=config["statistics"]["digits"],
+        tables=lambda wildcards, output: os.path.dirname(output.effects[0]),
+        figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
+    log:
+        f"{LOG_DIR}/sweeps.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy sweep-stats --scores {input.scores} --sweeps {input.sweeps[0]} --metrics {params.metrics} --digits {params.digits}"
+        " --out-dir {params.tables} --figures {params.figures} > {log} 2>&1"
+
+
 rule aggregate_timings:
     input:
         [
@@ -188,5 +224,6 @@ rule tables:
         rules.anova.output if ANOVA else [],
         # Only studies whose set-ups carry a paper's published result.
         rules.reproduction.output if REFERENCES else [],
+        rules.sweeps.output.effects + rules.sweeps.output.tests if SWEEPS else [],
         RUN_RESULTS,
     localrule: True

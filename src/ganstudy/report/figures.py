@@ -1,10 +1,12 @@
 """figures: a box plot per metric (every trial drawn), scores against grid size, the set-ups' sample
 grids side by side, the training curves, where the time went (per routine, and the speed-up over one
-rank), and the showers' profiles and sampling fraction."""
+rank), the showers' profiles and sampling fraction, and a sweep's effects."""
 
 from __future__ import annotations
 
+import itertools
 import os
+from pathlib import Path
 
 import matplotlib
 
@@ -17,6 +19,8 @@ from PIL import Image  # noqa: E402
 from ganstudy.atomic import atomic_path, read_json  # noqa: E402
 from ganstudy.evaluate.metrics import better  # noqa: E402
 from ganstudy.stats.convergence import WINDOW, setup_curves, verdict, window_trend  # noqa: E402
+from ganstudy.stats.summary import pairwise_table  # noqa: E402
+from ganstudy.stats.sweeps import CONFIDENCE, interaction, main_effects, read_sweeps, swept_keys, sweep_runs  # noqa: E402
 from ganstudy.stats.timing import OVERALL, routine_table, timing_table  # noqa: E402
 
 
@@ -222,3 +226,66 @@ def shower_profiles(score_paths: list[str], setups: list[str], out_path: str | o
         ax.grid(alpha=0.3)
     axes[3].legend(fontsize=8)
     _save(figure, out_path)
+
+
+def sweep_plots(scores_path: str | os.PathLike[str], sweeps_path: str | os.PathLike[str], metrics: list[str],
+                out_dir: str | os.PathLike[str]) -> list[str]:
+    """figures/sweep_<set-up>_<metric>.png for each sweep and metric: each key's main effect (mean and
+    interval against its values), each two keys' interaction (mean per pair of values) and the Holm-adjusted
+    rank-sum p-values of the sweep's set-ups pairwise."""
+    scores, written = pd.read_csv(scores_path), []
+    for declared, levels in read_sweeps(sweeps_path).items():
+        keys = swept_keys(levels)
+        pairs = list(itertools.combinations(keys, 2))
+        for metric in metrics:
+            runs = sweep_runs(scores, metric, levels)
+            effects = main_effects(runs, levels)
+            # Effects and interactions above; the pairwise matrix, whose labels are long, below across the width.
+            top = len(keys) + len(pairs)
+            figure = plt.figure(figsize=(max(4.4 * top, 8.0), 9.0), layout="constrained")
+            grid = figure.add_gridspec(2, top)
+            axes = [figure.add_subplot(grid[0, k]) for k in range(top)]
+            label = f"{metric.upper()} ({better(metric)} is better)"
+            for axis, key in zip(axes, keys):
+                rows = effects[effects.key == key]
+                low, high = (rows["mean"] - rows.ci_low).to_numpy(), (rows.ci_high - rows["mean"]).to_numpy()
+                axis.errorbar(range(len(rows)), rows["mean"], yerr=[low, high], fmt="o-", capsize=4)
+                axis.set_xticks(range(len(rows)), rows.value, rotation=20)
+                axis.set_xlabel(key)
+                axis.set_ylabel(label)
+                axis.set_title(f"{key}: mean, {CONFIDENCE:.0%} interval")
+                axis.grid(alpha=0.3)
+            for axis, (first, second) in zip(axes[len(keys):], pairs):
+                _heatmap(axis, interaction(runs, levels, first, second), f"mean {metric.upper()}", ".3g")
+            matrix = _holm_matrix(pairwise_table(scores, metric, list(levels)), declared)
+            _heatmap(figure.add_subplot(grid[1, :]), matrix, "set-ups pairwise: rank-sum p, Holm-adjusted", ".2f", (0.0, 1.0))
+            figure.suptitle(f"Sweep of {declared}")
+            out = Path(out_dir) / f"sweep_{declared}_{metric}.png"
+            _save(figure, out)
+            written.append(str(out))
+    return written
+
+
+def _holm_matrix(pairs: pd.DataFrame, declared: str) -> pd.DataFrame:
+    """The Holm-adjusted p-value of each pair of a sweep's set-ups, both ways round, each named by its values."""
+    short = lambda name: name.removeprefix(f"{declared}__").replace("__", ", ")  # noqa: E731
+    names = list(dict.fromkeys(short(name) for name in [*pairs.setup_a, *pairs.setup_b]))
+    matrix = pd.DataFrame(np.nan, index=names, columns=names)
+    for row in pairs.itertuples():
+        matrix.loc[short(row.setup_a), short(row.setup_b)] = matrix.loc[short(row.setup_b), short(row.setup_a)] = row.p_holm
+    return matrix
+
+
+def _heatmap(axis: plt.Axes, table: pd.DataFrame, title: str, number: str, limits: tuple[float, float] | None = None) -> None:
+    values = table.to_numpy(float)
+    image = axis.imshow(values, cmap="viridis", aspect="auto", vmin=limits and limits[0], vmax=limits and limits[1])
+    axis.set_xticks(range(len(table.columns)), table.columns, rotation=20, ha="right")
+    axis.set_yticks(range(len(table.index)), table.index)
+    axis.set_xlabel(table.columns.name or "")
+    axis.set_ylabel(table.index.name or "")
+    for (row, column), value in np.ndenumerate(values):
+        if np.isfinite(value):
+            # Dark text on the colour map's light end.
+            axis.text(column, row, format(value, number), ha="center", va="center", color="k" if image.norm(value) > 0.6 else "w", fontsize=8)
+    axis.set_title(title)
+    plt.colorbar(image, ax=axis)
