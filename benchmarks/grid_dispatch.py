@@ -51,6 +51,8 @@ from grid_scaling import score_inputs
 HOST_READS = ("item", "tolist", "cpu", "__float__", "__int__", "__bool__", "__index__")
 # The convolutional grid's shape is the size's (its cells train one after another today: minutes per iteration).
 CASES = {"4lp_2x2": ("perceptron4", "2x2"), "4lp_6x6": ("perceptron4", "6x6"), "4lp_18x18": ("perceptron4", "18x18"), "dcgan": ("dcgan", None)}
+# The cases with a stacked form, counted in each layout; dcgan trains cell by cell in either.
+STACKED = ("4lp_2x2", "4lp_6x6", "4lp_18x18")
 FULL = {"samples": 250, "data_ratio": 1.0, "network": {}, "classifier_epochs": 5, "dcgan_shape": "6x6"}
 LAYOUTS = ("cache", "whole")
 QUICK = {"samples": 50, "data_ratio": 0.01, "network": {"hidden_units": 16, "latent_dim": 8}, "classifier_epochs": 1, "dcgan_shape": "2x2"}
@@ -143,11 +145,12 @@ def cell_count(shape: str) -> int:
 
 
 def per_iteration(name: str, size: dict, folder: Path, tmp: str, layout: str) -> tuple[dict[str, float], Counter[str]]:
-    """Case ``name``'s counts per iteration and per cell in ``layout``, and its operators by name."""
+    """Case ``name``'s counts per iteration and per cell in ``layout`` (no layout: a network trained cell
+    by cell), and its operators by name."""
     network, shape = CASES[name]
     shape = shape or size[f"{name}_shape"]
-    counts, names = iteration_counts(grid_keys(network, shape, 1, size), run_files(folder), tmp, f"{name}-{layout}", layout=layout)
-    cells, case = cell_count(shape), f"{name}_{layout}"
+    counts, names = iteration_counts(grid_keys(network, shape, 1, size), run_files(folder), tmp, f"{name}-{layout}", layout=layout or "auto")
+    cells, case = cell_count(shape), f"{name}_{layout}" if layout else name
     return {f"operators_per_iteration_{case}": counts.operators, f"operators_per_cell_{case}": round(counts.operators / cells, 1),
             f"host_reads_per_iteration_{case}": counts.host_reads, f"host_reads_per_cell_{case}": round(counts.host_reads / cells, 2)}, names
 
@@ -169,9 +172,10 @@ def main() -> None:
         score_inputs(folder, size["classifier_epochs"])
         names = {}
         for layout in LAYOUTS:
-            for name in CASES:
+            for name in STACKED:
                 counts, names[name, layout] = per_iteration(name, size, folder, tmp, layout)
                 results |= counts
+        results |= per_iteration("dcgan", size, folder, tmp, "")[0]
     for layout in LAYOUTS:
         for count in ("operators", "host_reads"):
             small, large = (results[f"{count}_per_iteration_4lp_{shape}_{layout}"] for shape in ("2x2", "18x18"))
