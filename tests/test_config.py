@@ -132,3 +132,12 @@ def test_default_study_settings_carry_no_key_of_other_networks_or_data_sets(defa
     assert evaluation_settings(default_config["evaluation"], "calorimeter")["energy_bins"][-1] == 500
     paired = dict(default_config["dataset"], name="paired_folder", direction="BtoA")
     assert dataset_settings(paired)["direction"] == "BtoA"
+
+
+def test_a_key_only_some_metrics_read_reaches_the_scoring_only_with_them():
+    from ganstudy.config import evaluation_settings
+
+    config = validate_study_config({}, SCHEMA)
+    assert "dc_neighborhood" not in evaluation_settings(config["evaluation"], "digits")
+    scored = {**config["evaluation"], "metrics": ["fid", "coverage"]}
+    assert evaluation_settings(scored, "digits")["dc_neighborhood"] == 5

@@ -17,7 +17,7 @@ from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.registry import resolve
 from test_registry import install, site  # noqa: F401  (the fixture)
 
-BUILT_IN = {"fid", "isc", "kid", "precision", "recall", "class_fid", "label_tvd", "l1", "psnr", "ssim", "sf_mean", "sf_width",
+BUILT_IN = {"fid", "isc", "kid", "precision", "recall", "density", "coverage", "class_fid", "label_tvd", "l1", "psnr", "ssim", "sf_mean", "sf_width",
             "longitudinal", "transverse_x", "transverse_y", "gan3d"}
 
 
@@ -31,8 +31,8 @@ def test_built_in_metrics_are_entry_points_of_ganstudy_with_a_direction_a_kind_a
     assert [better(name) for name in ("fid", "isc", "ssim", "sf_mean")] == ["lower", "higher", "higher", "lower"]
     assert better("isc_std") == "?"
     # Each kind's metrics are the registered ones that name it.
-    assert set(IMAGES.metrics()) == {"fid", "isc", "kid", "precision", "recall", "class_fid", "label_tvd"}
-    assert set(PAIRS.metrics()) == {"fid", "isc", "kid", "precision", "recall", "l1", "psnr", "ssim"}
+    assert set(IMAGES.metrics()) == {"fid", "isc", "kid", "precision", "recall", "density", "coverage", "class_fid", "label_tvd"}
+    assert set(PAIRS.metrics()) == {"fid", "isc", "kid", "precision", "recall", "density", "coverage", "l1", "psnr", "ssim"}
     assert set(SHOWERS.metrics()) == {"sf_mean", "sf_width", "longitudinal", "transverse_x", "transverse_y", "gan3d"}
     assert PAIRS.inception_metrics(["l1", "fid", "kid"]) == ["fid", "kid"] and IMAGES.inception_metrics(["fid"]) == []
 
@@ -114,3 +114,24 @@ def test_a_metric_named_as_module_and_attribute_is_refused_with_why(lab):
     assert problems[1].startswith("evaluation.metrics: unknown metric 'sharpnes'; registered metrics: ")
     assert "sharpness" in problems[1] and "module:attribute" not in problems[1]
     assert isinstance(get_metric("quiet"), Metric)
+
+
+def test_density_and_coverage_match_an_independent_computation():
+    import numpy as np
+    import torch
+    from sklearn.neighbors import NearestNeighbors
+
+    from ganstudy.evaluate.quality import density_coverage
+
+    generator = torch.Generator().manual_seed(3)
+    real, fake = torch.randn(120, 6, generator=generator), 0.7 * torch.randn(90, 6, generator=generator) + 0.4
+    found = density_coverage(real, fake, k=5)
+    # Naeem et al.'s definitions, with scikit-learn's neighbours: the k-th neighbour besides the point itself.
+    radii = NearestNeighbors(n_neighbors=6).fit(real.numpy()).kneighbors(real.numpy())[0][:, 5]
+    distance = np.linalg.norm(real.numpy()[:, None, :] - fake.numpy()[None, :, :], axis=2)
+    inside = distance < radii[:, None]
+    assert found["density"] == pytest.approx(inside.sum() / (5 * 90), rel=1e-12)
+    assert found["coverage"] == pytest.approx(inside.any(axis=1).mean(), rel=1e-12)
+    assert 0 < found["coverage"] < 1 and found["density"] > 0
+    # Samples that are the real images themselves cover every ball.
+    assert density_coverage(real, real.clone(), k=5)["coverage"] == 1.0

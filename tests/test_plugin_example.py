@@ -56,7 +56,7 @@ def example_study(**evaluation) -> dict:
         setup.update(iterations=2, score_period=1, score_samples=50)
         if setup.get("mode") == "grid":
             setup["grid"].update(fitness_sample_size=50, score_sample_size=50)
-    config["evaluation"] = {"samples": 100, "batch_size": 50, "isc_splits": 2, "metrics": ["fid", "isc", "class_fid", "coverage"],
+    config["evaluation"] = {"samples": 100, "batch_size": 50, "isc_splits": 2, "metrics": ["fid", "isc", "class_fid", "mmd", "coverage"],
                             **evaluation}
     return config
 
@@ -79,11 +79,13 @@ def test_the_example_plugin_s_study_runs_in_three_modes(tmp_path, plugin_env, pl
     assert sorted(set(zip(scores["setup"], scores["trial"]))) == [(s, t) for s in ("data_parallel", "grid2x2", "single") for t in (0, 1)]
     assert scores.query("metric == 'fid'")["value"].notna().all()
     # The plugin's metric: its two columns for every run, and its own tables beside FID's.
-    coverage, density = (scores.query("metric == @column")["value"] for column in ("coverage", "density"))
-    assert len(coverage) == len(density) == 6 and coverage.between(0, 1).all() and (density >= 0).all(), scores.tail(12)
-    assert (study / "tables" / "summary_coverage.csv").is_file()
+    mmd, bandwidth = (scores.query("metric == @column")["value"] for column in ("mmd", "mmd_bandwidth"))
+    assert len(mmd) == len(bandwidth) == 6 and mmd.notna().all() and (bandwidth > 0).all(), scores.tail(12)
+    assert (study / "tables" / "summary_mmd.csv").is_file()
+    # ganstudy's own coverage beside the plugin's metric, in the same scoring job.
+    assert scores.query("metric == 'coverage'")["value"].between(0, 1).all() and len(scores.query("metric == 'coverage'")) == 6
     score = json.loads((study / "scores" / "single" / "trial0.json").read_text())
-    assert score["metric_parts"]["coverage"]["distribution"] == "ganstudy-sngan-plugin"
+    assert score["metric_parts"]["mmd"]["distribution"] == "ganstudy-sngan-plugin"
     assert score["metric_parts"]["fid"]["distribution"] == "ganstudy"
     for setup, ranks in (("single", 1), ("grid2x2", 2), ("data_parallel", 2)):
         record = json.loads((study / "runs" / setup / "trial0" / "run.json").read_text())
@@ -199,21 +201,25 @@ def test_every_built_in_network_keeps_the_contract_plugins_are_held_to(network, 
     check_pair(setup, NetworkSpec(latent_dim=8, hidden_units=8, **spec))
 
 
-def test_the_plugin_s_coverage_metric_matches_an_independent_computation(plugin_site, monkeypatch):
-    from sklearn.neighbors import NearestNeighbors
-
+def test_the_plugin_s_mmd_metric_matches_an_independent_computation(plugin_site, monkeypatch):
     monkeypatch.syspath_prepend(str(plugin_site))
-    from sngan_plugin.coverage import density_coverage
+    from sngan_plugin.mmd import mmd_rbf
 
     generator = torch.Generator().manual_seed(3)
-    real, fake = torch.randn(120, 6, generator=generator), 0.7 * torch.randn(90, 6, generator=generator) + 0.4
-    found = density_coverage(real, fake, k=5)
-    # Naeem et al.'s definitions, with scikit-learn's neighbours: the k-th neighbour besides the point itself.
-    radii = NearestNeighbors(n_neighbors=6).fit(real.numpy()).kneighbors(real.numpy())[0][:, 5]
-    distance = np.linalg.norm(real.numpy()[:, None, :] - fake.numpy()[None, :, :], axis=2)
-    inside = distance < radii[:, None]
-    assert found["density"] == pytest.approx(inside.sum() / (5 * 90), rel=1e-12)
-    assert found["coverage"] == pytest.approx(inside.any(axis=1).mean(), rel=1e-12)
-    assert 0 < found["coverage"] < 1 and found["density"] > 0
-    # Samples that are the real images themselves cover every ball.
-    assert density_coverage(real, real.clone(), k=5)["coverage"] == 1.0
+    real, fake = torch.randn(60, 4, generator=generator), 0.7 * torch.randn(40, 4, generator=generator) + 0.4
+    found = mmd_rbf(real, fake)
+    # Gretton et al.'s unbiased MMD^2 written out with loops over the pairs, scipy's distances.
+    from scipy.spatial.distance import cdist, pdist
+
+    x, y = real.numpy().astype(np.float64), fake.numpy().astype(np.float64)
+    sigma = np.median(pdist(x))
+    k = lambda a, b: np.exp(-cdist(a, b, "sqeuclidean") / (2 * sigma**2))  # noqa: E731
+    n, m = len(x), len(y)
+    xx = sum(k(x[i : i + 1], x[j : j + 1])[0, 0] for i in range(n) for j in range(n) if i != j) / (n * (n - 1))
+    yy = sum(k(y[i : i + 1], y[j : j + 1])[0, 0] for i in range(m) for j in range(m) if i != j) / (m * (m - 1))
+    wanted = xx + yy - 2 * k(x, y).mean()
+    assert found["mmd_bandwidth"] == pytest.approx(sigma, rel=1e-12)
+    assert found["mmd"] == pytest.approx(wanted, rel=1e-9) and found["mmd"] > 0
+    # Two samples of one distribution: near 0 (the estimate is unbiased, so either sign).
+    same = mmd_rbf(real[:30], real[30:])["mmd"]
+    assert abs(same) < 0.2 * found["mmd"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ganstudy.config import (DATASET_KEYS, ConfigError, EVALUATION_KEYS, NETWORK_KEYS, dataset_settings, evaluation_settings, training_settings,
+from ganstudy.config import (DATASET_KEYS, ConfigError, EVALUATION_KEYS, METRIC_KEYS, NETWORK_KEYS, dataset_settings, evaluation_settings, training_settings,
                              validate_study_config)
 from ganstudy.data.settings import DatasetSettings, SmoteSettings
 from ganstudy.errors import GanstudyError
@@ -82,7 +82,9 @@ def test_the_preparing_and_scoring_stages_settings_are_the_schema_s_sections_wit
     for dataset in ("digits", "calorimeter"):
         section = evaluation_settings(config["evaluation"], dataset)
         settings = EvaluationSettings.of(json.loads(json.dumps(section)))
-        assert as_dict(settings) == {**section, **{key: section.get(key) for key in EVALUATION_KEYS}}
+        # Keys of other data sets are None; keys of metrics not scored take their defaults.
+        defaults = {key: getattr(EvaluationSettings(), key) for key in METRIC_KEYS}
+        assert as_dict(settings) == {**section, **{key: section.get(key) for key in EVALUATION_KEYS}, **defaults}
     assert EvaluationSettings.of(evaluation_settings(config["evaluation"], "calorimeter")).energy_bins[-1] == 500
     assert ClassifierSettings.of(config["classifier"]) == ClassifierSettings()
     paired = DatasetSettings.of(dataset_settings({**config["dataset"], "name": "paired_folder", "direction": "BtoA"}))

@@ -174,9 +174,17 @@ def classifier_settings(classifier: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in classifier.items() if key not in unused}
 
 
+# Evaluation keys that only some metrics read: left out unless one of them is scored, so that such a key
+# added to the schema rescores no finished run of a study that does not use it.
+METRIC_KEYS: dict[str, tuple[str, ...]] = {"dc_neighborhood": ("density", "coverage")}
+
+
 def evaluation_settings(evaluation: dict[str, Any], dataset_name: str) -> dict[str, Any]:
-    """The evaluation section as the scoring jobs see it: without the keys of other data sets' scores."""
-    return _read_by(evaluation, dataset_name, EVALUATION_KEYS)
+    """The evaluation section as the scoring jobs see it: without the keys of other data sets' scores or
+    of metrics it does not score."""
+    scored = set(evaluation["metrics"])
+    return {key: value for key, value in _read_by(evaluation, dataset_name, EVALUATION_KEYS).items()
+            if key not in METRIC_KEYS or scored & set(METRIC_KEYS[key])}
 
 
 def speedup_baselines(setups: dict[str, dict[str, Any]], tasks: dict[str, int]) -> dict[str, str]:

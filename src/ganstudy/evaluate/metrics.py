@@ -110,6 +110,10 @@ PRECISION = Metric("share of samples inside the real images' k-nearest-neighbour
                    "ganstudy.evaluate.quality:precision", features=True)
 RECALL = Metric("share of real images inside the samples' k-nearest-neighbour manifold", "higher", QUALITY_KINDS,
                 "ganstudy.evaluate.quality:recall", features=True)
+DENSITY = Metric("mean number of the real images' k-nearest-neighbour balls a sample lies in, over k (Naeem et al. 2020)",
+                 "higher", QUALITY_KINDS, "ganstudy.evaluate.quality:density", features=True)
+COVERAGE = Metric("share of the real images' k-nearest-neighbour balls that hold a sample (Naeem et al. 2020)", "higher",
+                  QUALITY_KINDS, "ganstudy.evaluate.quality:coverage", features=True)
 CLASS_FID = Metric("mean over classes of the FID of a class's samples against its real images (labelled generators)",
                    "lower", frozenset({"images"}), "ganstudy.evaluate.scores:class_fid", classifier=True, classes=True)
 LABEL_TVD = Metric("total variation distance of the classifier's label histogram of the samples and the real one",

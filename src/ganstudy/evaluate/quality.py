@@ -1,5 +1,6 @@
 """The quality metrics of generated images against real ones, through torch-fidelity on a QualityScoring's
-features (the classifier's or Inception's): fid, isc, kid, precision and recall. Randomised parts (IS
+features (the classifier's or Inception's): fid, isc, kid, precision and recall (torch-fidelity's), density and
+coverage. Randomised parts (IS
 splits, KID subsets) are seeded from the scoring's seed."""
 
 from __future__ import annotations
@@ -54,3 +55,29 @@ def _precision_recall(scoring: QualityScoring) -> dict[str, float]:
 
 precision = column_of(_precision_recall, "precision")
 recall = column_of(_precision_recall, "recall")
+
+
+def density_coverage(real: torch.Tensor, fake: torch.Tensor, k: int) -> dict[str, float]:
+    """Density and coverage (Naeem, Oh, Uh, Choi and Yoo, "Reliable Fidelity and Diversity Metrics for
+    Generative Models", ICML 2020) of ``fake`` (M, D) against ``real`` (N, D) features, in float64: balls
+    around each real point reaching its k-th nearest real neighbour. Density counts, per sample, the balls
+    it lies in, over k, averaged over the samples (about 1 for samples distributed like the real points;
+    unlike precision, real outliers do not inflate it); coverage is the share of balls that hold a sample
+    (mode dropping lowers it; unlike recall, fake outliers do not inflate it)."""
+    real, fake = real.double(), fake.double()
+    # Column 0 of a row's sorted distances is the point itself (0): the k-th neighbour is column k.
+    radii = torch.cdist(real, real).sort(dim=1).values[:, k]
+    inside = torch.cdist(real, fake) < radii[:, None]  # (N, M): sample j lies in real i's ball
+    return {"density": float(inside.sum()) / (k * fake.shape[0]), "coverage": float(inside.any(dim=1).double().mean())}
+
+
+def _density_coverage(scoring: QualityScoring) -> dict[str, float]:
+    def compute() -> dict[str, float]:
+        generated, real = _pair(scoring)
+        return density_coverage(real, generated, scoring.settings.dc_neighborhood)
+
+    return scoring.once("density and coverage", compute)
+
+
+density = column_of(_density_coverage, "density")
+coverage = column_of(_density_coverage, "coverage")

@@ -26,6 +26,7 @@ class EvaluationSettings:
     kid_subsets: int = 100
     kid_subset_size: int = 1000
     prc_neighborhood: int = 3
+    dc_neighborhood: int = 5
     fid_features: str = "logits"
     isc_splits: int = 10
     reference_split: str = "train"
