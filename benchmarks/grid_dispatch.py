@@ -21,10 +21,11 @@ Cases: the thesis's four-layer perceptron on digits in 2x2, 6x6 and 18x18 grids,
 (dcgan_cells 36) of the convolutional dcgan, with the default study's cell settings (batch 50, fitness
 and scores on 250 samples, the whole training split per cell). For each: per iteration and per cell,
 and the growth from 2x2 to 18x18 (operators_growth_18x18_<layout>, host_reads_growth_18x18_<layout>: 81
-times the cells; 1.0 would be work that does not grow with the cells), and the operators that grow most
+times the cells; 1.0 would be work that does not grow with the cells; with both grids counted), and the operators that grow most
 in the whole layout (top_operators_per_cell_18x18_whole: the extra operators per extra cell, by name). --quick: the same 4LP grids and a 2x2 dcgan grid,
 one batch per cell (grid.data_ratio 0.01), 50 samples, 4LP networks of 16 hidden units, a 1-epoch
-classifier. Prints one JSON record last.
+classifier. ``CASE ...`` and ``--layouts`` count a part (full mode takes hours on a busy 2-core machine).
+Prints one JSON record last.
 """
 
 from __future__ import annotations
@@ -162,7 +163,13 @@ def growing_operators(small: Counter[str], large: Counter[str], extra_cells: int
 
 
 def main() -> None:
-    args = parser(__doc__).parse_args()
+    arguments = parser(__doc__)
+    arguments.add_argument("cases", nargs="*", metavar="CASE", help=f"cases to count (default: all of {list(CASES)})")
+    arguments.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS), help="layouts of the stacked cases (default: both)")
+    args = arguments.parse_args()
+    if unknown := sorted(set(args.cases) - set(CASES)):
+        arguments.error(f"unknown case(s) {', '.join(unknown)}; the cases are {', '.join(CASES)}")
+    cases = args.cases or list(CASES)
     size = QUICK if args.quick else FULL
     torch.set_num_threads(1)
     results: dict[str, float | str] = {}
@@ -171,18 +178,21 @@ def main() -> None:
         prepare_dataset("digits", None, 0.2, 1, folder)
         score_inputs(folder, size["classifier_epochs"])
         names = {}
-        for layout in LAYOUTS:
-            for name in STACKED:
+        for layout in args.layouts:
+            for name in (name for name in STACKED if name in cases):
                 counts, names[name, layout] = per_iteration(name, size, folder, tmp, layout)
                 results |= counts
-        results |= per_iteration("dcgan", size, folder, tmp, "")[0]
-    for layout in LAYOUTS:
-        for count in ("operators", "host_reads"):
-            small, large = (results[f"{count}_per_iteration_4lp_{shape}_{layout}"] for shape in ("2x2", "18x18"))
-            results[f"{count}_growth_18x18_{layout}"] = round(large / small, 2)
-    extra_cells = cell_count("18x18") - cell_count("2x2")
-    results["top_operators_per_cell_18x18_whole"] = growing_operators(names["4lp_2x2", "whole"], names["4lp_18x18", "whole"], extra_cells)
-    results["dcgan_cells"] = cell_count(size["dcgan_shape"])
+        if "dcgan" in cases:
+            results |= per_iteration("dcgan", size, folder, tmp, "")[0]
+            results["dcgan_cells"] = cell_count(size["dcgan_shape"])
+    for layout in args.layouts:
+        if ("4lp_2x2", layout) in names and ("4lp_18x18", layout) in names:
+            for count in ("operators", "host_reads"):
+                small, large = (results[f"{count}_per_iteration_4lp_{shape}_{layout}"] for shape in ("2x2", "18x18"))
+                results[f"{count}_growth_18x18_{layout}"] = round(large / small, 2)
+    if ("4lp_2x2", "whole") in names and ("4lp_18x18", "whole") in names:
+        extra_cells = cell_count("18x18") - cell_count("2x2")
+        results["top_operators_per_cell_18x18_whole"] = growing_operators(names["4lp_2x2", "whole"], names["4lp_18x18", "whole"], extra_cells)
     results["device"] = "cpu"
     emit("grid_dispatch", results, args)
 
