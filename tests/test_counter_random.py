@@ -55,8 +55,9 @@ def test_a_keys_draws_are_the_same_bits_alone_and_among_any_keys(count, dtype, m
     monkeypatch.setattr("ganstudy.counter_random._CPU_PAIRS", 5)
     for first, last in ((0, 1), (5, 6), (3, 20), (36, 37)):
         assert torch.equal(normal(KEYS[first:last], count, CPU, dtype), together[first:last])
-    # A longer draw starts with the shorter one.
+    # A longer draw starts with the shorter one; all pairs in one pass (a GPU's way) give the same bits.
     assert torch.equal(normal(KEYS, count + 3, CPU, dtype)[:, :count], together)
+    assert torch.equal(normal(KEYS, count, CPU, dtype, whole=True), together)
     assert torch.equal(random_bits(KEYS[4:9], count, CPU), random_bits(KEYS, count, CPU)[4:9])
 
 

@@ -246,7 +246,7 @@ def test_the_stacked_engine_trains_what_the_per_cell_loop_trains(loss, whole, on
     selections = [(cell.generators, cell.discriminators) for cell in cells]
     net = build_pair("perceptron4", cells[0].spec)
     stacked = StackedEngine(net[0].stacked(), net[1].stacked(), whole).train(cells, copy.deepcopy(selections), 3, lambda: None)
-    looped = LoopEngine().train(cells, copy.deepcopy(selections), 3, lambda: None)
+    looped = LoopEngine(whole).train(cells, copy.deepcopy(selections), 3, lambda: None)
     for (g_a, d_a, g_loss_a, d_loss_a), (g_b, d_b, g_loss_b, d_loss_b) in zip(stacked, looped):
         assert g_loss_a == pytest.approx(g_loss_b, rel=1e-5) and d_loss_a == pytest.approx(d_loss_b, rel=1e-5)
         for a, b in zip(g_a + d_a, g_b + d_b):

@@ -157,8 +157,10 @@ def _sin_cos(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 _CPU_PAIRS = 1 << 16
 
 
-def normal(keys: Keys, count: int, device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def normal(keys: Keys, count: int, device: torch.device, dtype: torch.dtype = torch.float32, whole: bool | None = None) -> torch.Tensor:
     """[len(keys), count] standard normal values: Box-Muller on pairs of 24-bit uniforms (|z| < 5.9).
+    ``whole``: all pairs in one pass of operators (a GPU's way, the default off the CPU), else _CPU_PAIRS
+    at a time; the values are the same either way.
 
     A pair's uniforms come from one 32-bit hash of (key, pair) and one more hash of that. The angle is
     uniform in [0, pi/2) and each of the pair's values has a random sign: the same distribution as a
@@ -168,7 +170,8 @@ def normal(keys: Keys, count: int, device: torch.device, dtype: torch.dtype = to
     first, second = _row_words(keys, device)
     pairs = -(-count // 2)
     out = torch.empty(len(keys), pairs, 2, dtype=dtype, device=device)
-    width = max(1, _CPU_PAIRS // max(len(keys), 1)) if device.type == "cpu" else pairs
+    whole = device.type != "cpu" if whole is None else whole
+    width = pairs if whole else max(1, _CPU_PAIRS // max(len(keys), 1))
     for start in range(0, pairs, width):
         stop = min(pairs, start + width)
         a = hash32(hash32(first ^ _index_words(start, stop - start, device)) ^ second)

@@ -48,8 +48,9 @@ GRID_ENGINE = 2
 MUSTANGS_LOSSES = ("bce", "mse", "heuristic")
 # Floats of update noise drawn in one call. Each call costs a few dozen operators whatever its size, so a
 # small grid's whole pass is one call (one call per update made the default study's 1x1 pass 2.6x
-# slower than engine 1's), and a large grid's block stays a few MB on a CPU and tens of MB on a GPU.
-BLOCK_FLOATS = {"cpu": 1 << 21, "other": 1 << 24}
+# slower than engine 1's), and a large grid's block stays a few MB in the CPU's cache layout and tens of MB
+# in the whole layout (compute.stack_layout).
+BLOCK_FLOATS = {"cache": 1 << 21, "whole": 1 << 24}
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,12 @@ class GridDraws:
     """The draws of ``cells`` (which share one set-up and device) in iteration ``iteration``, whose
     training pass (if any) makes ``steps`` updates of each kind of player."""
 
-    def __init__(self, cells: Sequence[DrawingCell], iteration: int, steps: int = 1) -> None:
+    def __init__(self, cells: Sequence[DrawingCell], iteration: int, steps: int = 1, whole: bool | None = None) -> None:
         first = cells[0]
         self.cells, self.setup, self.device, self.steps = cells, first.setup, first.device, steps
+        # The layout of the work (compute.stack_layout; by default the device's): how much is drawn per
+        # call. The values do not depend on it.
+        self.whole = first.device.type != "cpu" if whole is None else whole
         self.latent = first.spec.latent_dim
         self.keys = counter_keys([cell.streams.draw_seed for cell in cells], iteration)
         self._blocks: dict[str, _UpdateBlock] = {}
@@ -100,7 +104,7 @@ class GridDraws:
         return self._noise(counter_keys(self.keys, "mixture"), self.setup.grid.score_sample_size)
 
     def _noise(self, keys: np.ndarray, samples: int) -> torch.Tensor:
-        return normal(keys, samples * self.latent, self.device).view(len(keys), samples, self.latent)
+        return normal(keys, samples * self.latent, self.device, whole=self.whole).view(len(keys), samples, self.latent)
 
     def _subsets(self) -> torch.Tensor:
         """[cells, longest subset] the cells' image indices, a shorter subset padded with zeros."""
@@ -144,14 +148,14 @@ class GridDraws:
         """The draws of updates from ``first`` on, as many as ``BLOCK_FLOATS`` of noise hold (at least one,
         at most the rest of the pass), for every cell in one call per kind of draw."""
         per_step = len(self.cells) * attackers * self.setup.batch_size * self.latent
-        budget = BLOCK_FLOATS["cpu" if self.device.type == "cpu" else "other"]
+        budget = BLOCK_FLOATS["whole" if self.whole else "cache"]
         count = max(1, min(self.steps - first, budget // per_step))
         # Step by step, cell by cell within a step.
         keys = counter_keys(self.keys[None, :], player, np.arange(first, first + count)[:, None]).ravel()
         cpu = torch.device("cpu")
         mustangs = self.setup.loss == "mustangs"
         noise_keys = counter_keys(keys[:, None], "noise", np.arange(attackers)[None, :]).ravel()
-        noise = normal(noise_keys, self.setup.batch_size * self.latent, self.device)
+        noise = normal(noise_keys, self.setup.batch_size * self.latent, self.device, whole=self.whole)
         return _UpdateBlock(
             first, count,
             defender_bits=random_bits(counter_keys(keys, "defender"), 1, cpu),

@@ -30,6 +30,8 @@ Trained = tuple[list[Payload], list[Payload], float, float]  # generators, discr
 
 
 class Engine(Protocol):
+    whole: bool  # the whole-stack layout (compute.stack_layout): all cells in each call, draws included
+
     def fitness(self, cells: Sequence[GridCell], cases: Sequence[FitnessCase]) -> list[tuple[np.ndarray, np.ndarray | None]]: ...
 
     def train(self, cells: Sequence[GridCell], selections: Sequence[tuple[list[Payload], list[Payload]]], iteration: int,
@@ -39,7 +41,11 @@ class Engine(Protocol):
 
 
 class LoopEngine:
-    """Each cell's networks one after another, as nn.Modules."""
+    """Each cell's networks one after another, as nn.Modules; the draws of all cells in ``whole`` layout
+    or chunked for a CPU's cache."""
+
+    def __init__(self, whole: bool) -> None:
+        self.whole = whole
 
     def fitness(self, cells, cases):
         return [cell.loop_fitness(case) for cell, case in zip(cells, cases)]
@@ -64,7 +70,7 @@ def score_mixtures(
     offsets that are not a multiple of 6; AMD EPYC, one thread). The features of all cells then come to
     the host in one copy.
     """
-    noise = GridDraws(cells, iteration).mixture_noise()
+    noise = GridDraws(cells, iteration, whole=engine.whole).mixture_noise()
     steps = [cell.mixture_step(gathered, z, evolve) for cell, z in zip(cells, noise)]
     images = engine.span_images(cells, steps)
     scorer = cells[0].scorer
@@ -85,7 +91,7 @@ def iterate_cells(
     """Iteration ``iteration`` of every cell in ``cells``; their reports in the same order."""
     with timer("fitness"):
         pools = [cell.neighbourhood_payloads(gathered) for cell in cells]
-        reals, noises = GridDraws(cells, iteration).fitness_samples()
+        reals, noises = GridDraws(cells, iteration, whole=engine.whole).fitness_samples()
         cases = [FitnessCase(g, d, real, z) for (g, d), real, z in zip(pools, reals, noises)]
         fits = [(cell.aggregate(g), cell.aggregate(d)) for cell, (g, d) in zip(cells, engine.fitness(cells, cases))]
         beat()

@@ -63,18 +63,19 @@ def _engine(setup: TrainingSettings, spec: Any, device: torch.device, layout: st
     per-cell loop, said once."""
     generator, discriminator = build_pair(setup.network, spec)
     threads = torch.get_num_threads()
+    whole = whole_stack(layout, device)
     if not setup.grid.batch_cells:
-        return LoopEngine()
+        return LoopEngine(whole)
     if not (hasattr(generator, "stacked") and hasattr(discriminator, "stacked")):
         reason = f"network {setup.network} has no stacked form"
     elif device.type == "cpu" and threads > 1:
         # Threads split a stack's work at points that depend on the stack's size, i.e. on the layout.
         reason = f"stacked cells give the same bits on any rank count only with one CPU thread per rank, this rank has {threads}"
     else:
-        return StackedEngine(generator.stacked(), discriminator.stacked(), whole_stack(layout, device))
+        return StackedEngine(generator.stacked(), discriminator.stacked(), whole)
     if root:
         _say(f"{reason}: each rank trains its cells one after another")
-    return LoopEngine()
+    return LoopEngine(whole)
 
 
 def _restore(store: CheckpointStore, cells: dict[Cell, GridCell], control: Any, root: bool) -> tuple[int, dict[str, Any]]:
