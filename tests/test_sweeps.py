@@ -70,6 +70,11 @@ def test_a_bad_sweep_is_refused_naming_the_key_and_the_value(sweep, problem):
     assert problem in str(raised.value), str(raised.value)
 
 
+def test_a_name_clash_is_named_whichever_set_up_comes_first():
+    with pytest.raises(ConfigError, match="set-up s__loss=mse: the sweep of set-up s makes a set-up of a name that the study already has"):
+        expanded({"s__loss=mse": {"loss": "mse"}, "s": {"sweep": {"loss": ["bce", "mse"]}}})
+
+
 def test_a_hand_written_record_of_a_sweep_is_refused():
     with pytest.raises(ConfigError, match="'setups.s.swept' is written by ganstudy"):
         expanded({"s": {"swept": {"from": "t", "values": {"lr": 0.1}}}})

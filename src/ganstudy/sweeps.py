@@ -130,7 +130,7 @@ def expand_sweeps(setups: dict[str, dict[str, Any]], check: Callable[[dict[str, 
             if not SETUP_NAME.match(name):
                 problems.append(f"set-up {name} (sweep of set-up {declared}: {shown}): a value makes a name with characters "
                                 f"other than letters, digits and _ - . = +; sweep values without them")
-            if name in expanded and expanded[name].get(SWEPT, {}).get("from") == declared:
+            if name in expanded and (expanded[name].get(SWEPT) or {}).get("from") == declared:
                 problems.append(f"set-up {name}: the sweep of set-up {declared} gives these values twice ({shown}); give each once")
             elif name in setups or name in expanded:
                 problems.append(f"set-up {name}: the sweep of set-up {declared} makes a set-up of a name that the study "
