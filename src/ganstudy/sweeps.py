@@ -144,8 +144,13 @@ def expand_sweeps(setups: dict[str, dict[str, Any]], check: Callable[[dict[str, 
 
 def sweep_lines(setups: dict[str, dict[str, Any]]) -> list[str]:
     """One line per sweep of an expanded study: the declared set-up, its swept keys and the set-ups made."""
-    return [f"sweep of set-up {declared} over {', '.join(sorted(next(iter(made.values()))))}: {len(made)} set-ups ({', '.join(made)})"
+    return [f"sweep of set-up {declared} over {', '.join(swept_keys(made))}: {len(made)} set-ups ({', '.join(made)})"
             for declared, made in sweep_levels(setups).items()]
+
+
+def swept_keys(levels: dict[str, dict[str, Any]]) -> list[str]:
+    """A sweep's keys in alphabetical order, from its set-ups' values (``sweep_levels``)."""
+    return sorted(next(iter(levels.values())))
 
 
 def sweep_levels(setups: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:

@@ -20,7 +20,8 @@ from ganstudy.atomic import atomic_path, read_json  # noqa: E402
 from ganstudy.evaluate.metrics import better  # noqa: E402
 from ganstudy.stats.convergence import WINDOW, setup_curves, verdict, window_trend  # noqa: E402
 from ganstudy.stats.summary import pairwise_table  # noqa: E402
-from ganstudy.stats.sweeps import CONFIDENCE, interaction, main_effects, read_sweeps, swept_keys, sweep_runs  # noqa: E402
+from ganstudy.stats.sweeps import CONFIDENCE, interaction, main_effects, read_sweeps, sweep_runs  # noqa: E402
+from ganstudy.sweeps import swept_keys  # noqa: E402
 from ganstudy.stats.timing import OVERALL, routine_table, timing_table  # noqa: E402
 
 

@@ -3,8 +3,8 @@
 Per metric and swept key, the main effect: the metric's mean over the runs at each of the key's values
 (every trial of every set-up with that value, whatever the other keys say), with a 95% t-interval of the
 mean, and a Kruskal-Wallis test over the values. For every two keys, the interaction: the mean at each
-pair of values. And the sweep's set-ups pairwise: rank-sum p-values, Holm-adjusted over the sweep's
-pairs (summary.pairwise_table). Tables as CSV, Markdown and LaTeX; one figure per metric.
+pair of values. Tables as CSV, Markdown and LaTeX; report/figures.py draws them, with the sweep's set-ups
+pairwise (rank-sum p-values, Holm-adjusted over the sweep's pairs: summary.pairwise_table).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from scipy import stats
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.summary import write_table
 from ganstudy.stats.tests import holm, kruskal_wallis
-from ganstudy.sweeps import value_label
+from ganstudy.sweeps import swept_keys, value_label
 
 CONFIDENCE = 0.95
 EFFECT_COLUMNS = ["key", "value", "runs", "mean", "sd", "ci_low", "ci_high"]
@@ -36,10 +36,6 @@ def sweep_runs(scores: pd.DataFrame, metric: str, levels: dict[str, dict[str, An
     rows = [{"setup": row.setup, "value": float(row.value), **{key: value_label(v) for key, v in levels[row.setup].items()}}
             for row in part.itertuples()]
     return pd.DataFrame(rows, columns=["setup", "value", *swept_keys(levels)])
-
-
-def swept_keys(levels: dict[str, dict[str, Any]]) -> list[str]:
-    return sorted(next(iter(levels.values())))
 
 
 def key_values(levels: dict[str, dict[str, Any]], key: str) -> list[str]:
