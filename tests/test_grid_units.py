@@ -230,10 +230,10 @@ def test_a_pass_drawn_in_blocks_of_updates_draws_what_one_update_at_a_time_does(
 
     # Blocks of 3 updates (the last one short) against a block per update.
     monkeypatch.setitem(grid_draws.BLOCK_FLOATS, "cache", 3 * 3 * attackers * 5 * 6)
-    blocks = drawn(grid_draws.GridDraws(cells, 4, steps))
-    alone = drawn(grid_draws.GridDraws(cells, 4))
+    blocks = drawn(grid_draws.GridDraws(cells, 4, False, steps))
+    alone = drawn(grid_draws.GridDraws(cells, 4, False))
     # The whole layout's draws: the pass in one block, the noise in one pass of operators.
-    whole = drawn(grid_draws.GridDraws(cells, 4, steps, whole=True))
+    whole = drawn(grid_draws.GridDraws(cells, 4, True, steps))
     for (defenders, losses, lrs, noise), (defenders1, losses1, lrs1, noise1), (_, _, lrs2, noise2) in zip(blocks, alone, whole):
         assert np.array_equal(lrs, lrs2) and torch.equal(noise, noise2)
         assert defenders == defenders1 and losses == losses1 and np.array_equal(lrs, lrs1) and torch.equal(noise, noise1)

@@ -252,9 +252,10 @@ class GridCell:
                         d_losses[j, i] = float(self.loss.discriminator(d_real[j], out))
         return g_losses, None if case.generators_only else d_losses
 
-    def loop_train(self, new_g: list[Payload], new_d: list[Payload], iteration: int,
-                   beat: Callable[[], None]) -> tuple[list[Payload], list[Payload], float, float]:
-        """One pass over the cell's images, network by network; the trained payloads and mean losses."""
+    def loop_train(self, new_g: list[Payload], new_d: list[Payload], iteration: int, beat: Callable[[], None],
+                   whole: bool) -> tuple[list[Payload], list[Payload], float, float]:
+        """One pass over the cell's images, network by network, its draws in the engine's layout (``whole``);
+        the trained payloads and mean losses."""
         # Pool slots past the fitness views': those nets are reloaded while these train.
         slots = len(self.neighbourhood) * self.grid.population_size
         gs = [restore(p, self.pool.loaded(p["params"], 0, slots + k), self.betas) for k, p in enumerate(new_g)]
@@ -262,7 +263,7 @@ class GridCell:
         for individual in gs + ds:
             individual.net.train()
         with self.streams.dropout.active():
-            g_loss, d_loss = self._train_pass(gs, ds, GridDraws([self], iteration, self.steps()), beat)
+            g_loss, d_loss = self._train_pass(gs, ds, GridDraws([self], iteration, whole, self.steps()), beat)
         for individual in gs + ds:
             individual.net.eval()
         return [i.payload() for i in gs], [i.payload() for i in ds], g_loss, d_loss

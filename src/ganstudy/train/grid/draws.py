@@ -78,15 +78,14 @@ class _UpdateBlock:
 
 
 class GridDraws:
-    """The draws of ``cells`` (which share one set-up and device) in iteration ``iteration``, whose
-    training pass (if any) makes ``steps`` updates of each kind of player."""
+    """The draws of ``cells`` (which share one set-up and device) in iteration ``iteration``, in the whole
+    layout or the cache one, whose training pass (if any) makes ``steps`` updates of each kind of player."""
 
-    def __init__(self, cells: Sequence[DrawingCell], iteration: int, steps: int = 1, whole: bool | None = None) -> None:
+    def __init__(self, cells: Sequence[DrawingCell], iteration: int, whole: bool, steps: int = 1) -> None:
         first = cells[0]
         self.cells, self.setup, self.device, self.steps = cells, first.setup, first.device, steps
-        # The layout of the work (compute.stack_layout; by default the device's): how much is drawn per
-        # call. The values do not depend on it.
-        self.whole = first.device.type != "cpu" if whole is None else whole
+        # The engine's layout (compute.stack_layout): how much is drawn per call. The values do not depend on it.
+        self.whole = whole
         self.latent = first.spec.latent_dim
         self.keys = counter_keys([cell.streams.draw_seed for cell in cells], iteration)
         self._blocks: dict[str, _UpdateBlock] = {}

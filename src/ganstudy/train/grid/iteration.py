@@ -51,7 +51,7 @@ class LoopEngine:
         return [cell.loop_fitness(case) for cell, case in zip(cells, cases)]
 
     def train(self, cells, selections, iteration, beat):
-        return [cell.loop_train(new_g, new_d, iteration, beat) for cell, (new_g, new_d) in zip(cells, selections)]
+        return [cell.loop_train(new_g, new_d, iteration, beat, self.whole) for cell, (new_g, new_d) in zip(cells, selections)]
 
     def span_images(self, cells, steps):
         return [cell.span_images(step) for cell, step in zip(cells, steps)]
@@ -70,7 +70,7 @@ def score_mixtures(
     offsets that are not a multiple of 6; AMD EPYC, one thread). The features of all cells then come to
     the host in one copy.
     """
-    noise = GridDraws(cells, iteration, whole=engine.whole).mixture_noise()
+    noise = GridDraws(cells, iteration, engine.whole).mixture_noise()
     steps = [cell.mixture_step(gathered, z, evolve) for cell, z in zip(cells, noise)]
     images = engine.span_images(cells, steps)
     scorer = cells[0].scorer
@@ -91,7 +91,7 @@ def iterate_cells(
     """Iteration ``iteration`` of every cell in ``cells``; their reports in the same order."""
     with timer("fitness"):
         pools = [cell.neighbourhood_payloads(gathered) for cell in cells]
-        reals, noises = GridDraws(cells, iteration, whole=engine.whole).fitness_samples()
+        reals, noises = GridDraws(cells, iteration, engine.whole).fitness_samples()
         cases = [FitnessCase(g, d, real, z) for (g, d), real, z in zip(pools, reals, noises)]
         fits = [(cell.aggregate(g), cell.aggregate(d)) for cell, (g, d) in zip(cells, engine.fitness(cells, cases))]
         beat()

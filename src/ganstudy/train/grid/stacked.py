@@ -305,7 +305,7 @@ class StackedEngine:
         # Row ranges of each cell's copies in the stacks.
         g_rows = _row_ranges([len(new_g) for new_g, _ in selections])
         d_rows = _row_ranges([len(new_d) for _, new_d in selections])
-        draws = GridDraws(cells, iteration, steps, self.whole)
+        draws = GridDraws(cells, iteration, self.whole, steps)
         orders = draws.batch_orders(steps * batch)
         # Each row's losses summed on the device: read once, after the pass.
         g_sums = torch.zeros(len(gens), dtype=torch.float64, device=device)
