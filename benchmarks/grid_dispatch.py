@@ -21,8 +21,9 @@ Cases: the thesis's four-layer perceptron on digits in 2x2, 6x6 and 18x18 grids,
 (dcgan_cells 36) of the convolutional dcgan, with the default study's cell settings (batch 50, fitness
 and scores on 250 samples, the whole training split per cell). For each: per iteration and per cell,
 and the growth from 2x2 to 18x18 (operators_growth_18x18_<layout>, host_reads_growth_18x18_<layout>: 81
-times the cells; 1.0 would be work that does not grow with the cells; with both grids counted), and the operators that grow most
-in the whole layout (top_operators_per_cell_18x18_whole: the extra operators per extra cell, by name). --quick: the same 4LP grids and a 2x2 dcgan grid,
+times the cells; 1.0 would be work that does not grow with the cells; with both grids counted), and the
+operators that grow most in the whole layout (top_operators_per_cell_18x18_whole: the extra operators per
+extra cell, by name). --quick: the same 4LP grids and a 2x2 dcgan grid,
 one batch per cell (grid.data_ratio 0.01), 50 samples, 4LP networks of 16 hidden units, a 1-epoch
 classifier. ``CASE ...`` and ``--layouts`` count a part (full mode takes hours on a busy 2-core machine).
 Prints one JSON record last.
