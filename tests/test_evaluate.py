@@ -5,7 +5,7 @@ import pytest
 import torch
 from scipy import linalg
 
-from ganstudy.data.arrays import load_split, to_uint8
+from ganstudy.data.arrays import file_digest, load_split, to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.classifier import load_classifier
 from ganstudy.evaluate.extractor import classifier_extractor
@@ -89,6 +89,11 @@ def test_fid_and_is_match_an_independent_numpy_scipy_computation(digits_dir, cla
     assert record["scores"]["isc"] == pytest.approx(expected_is, rel=1e-6)
     saved = json.loads((tmp_path / "scores.json").read_text())
     assert saved["scores"] == record["scores"] and saved["train_seconds"] == 1.5 and saved["setup_name"] == "tiny"
+    # The protocol: 600 generated against the 1437 train images, read by the classifier at 8x8 without resize.
+    protocol = saved["protocol"]
+    assert (protocol["generated"], protocol["real"], protocol["real_split"]) == (600, 1437, "train")
+    assert protocol["extractors"]["quality"] == {"kind": "classifier", "sha256": file_digest(classifier_path), "layers": sorted({layer, "logits"}),
+                                                 "input": "8x8 uint8 as generated, no resize, scaled to [-1, 1]", "dtype": "float32"}
 
 
 def test_real_test_split_scores_far_better_than_an_untrained_generator(digits_dir, classifier_path, generator_run, tmp_path):
@@ -228,7 +233,7 @@ def test_kid_precision_and_recall_match_independent_computations(digits_dir, cla
 
 
 def test_the_inception_path_scores_with_local_weights_and_checks_their_hash(digits_dir, classifier_path, generator_run, stand_in_inception, tmp_path):
-    from ganstudy.data.arrays import Split, file_digest, save_split
+    from ganstudy.data.arrays import Split, save_split
     from ganstudy.evaluate.extractor import inception_extractor
 
     weights, model = stand_in_inception
@@ -244,6 +249,9 @@ def test_the_inception_path_scores_with_local_weights_and_checks_their_hash(digi
     record = evaluate_generator(out / "generator.pt", out / "run.json", classifier_path, tmp_path / "ref.npz", EvaluationSettings.of(settings), 2, 0,
                                 tmp_path / "s.json", 1, tmp_path / "inception.npz")
     assert record["extractor"] == f"ganstudy-inception-{digest[:16]}" and record["extractor_sha256"] == digest
+    quality = record["protocol"]["extractors"]["quality"]
+    assert quality["sha256"] == digest and quality["layers"] == ["2048", "logits_unbiased"] and "resized to 299x299" in quality["input"]
+    assert (record["protocol"]["generated"], record["protocol"]["real"]) == (16, 16)
     # 16 samples and 16 real images for 2048 features: the score record says FID is unreliable, and why.
     note = record["notes"]["fid"]
     assert "evaluation.samples is 16" in note and "reference statistics hold 16 real images" in note

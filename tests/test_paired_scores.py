@@ -110,6 +110,7 @@ def test_a_paired_generator_is_scored_on_its_outputs_for_the_test_inputs(pix2pix
                             tmp_path / "s.json", 1)
     assert read_json(tmp_path / "s.json")["scores"] == record["scores"] and set(record["scores"]) == {"l1", "psnr", "ssim"}
     assert record["pairs"] == 6 and record["setup_name"] == "p2p" and record["extractor"] is None
+    assert record["protocol"] == {"generated": 6, "real": 6, "real_split": "test", "extractors": {}}
     # Independent: pix2pix's test.py by hand, one input at a time in training mode, dropout drawn from the seed.
     generator = load_generator(pix2pix_run / "generator.pt")[0].components[0].train()
     pairs = load_split(pix2pix_run / "test.npz")

@@ -89,6 +89,7 @@ def test_a_saved_calo3d_generator_is_scored_against_the_test_showers(tmp_path):
     settings = {"metrics": ["sf_mean", "longitudinal"], "batch_size": 5, "energy_bins": [0, 250, 500]}
     record = evaluate_showers(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", EvaluationSettings.of(settings), 3, 1, tmp_path / "s.json", 1)
     assert set(record["scores"]) == {"sf_mean", "longitudinal"} and record["showers"] == 12 and record["setup_name"] == "calo"
+    assert record["protocol"] == {"generated": 12, "real": 12, "real_split": "test", "extractors": {}}
     # Independent: the generator called once on all rows, noise from the trial's seed, scores in numpy.
     generator = load_generator(tmp_path / "generator.pt")[0].components[0]
     z = torch.randn(12, 4, generator=torch.Generator().manual_seed(derive_seed(3, 1, "evaluate")))

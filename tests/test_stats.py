@@ -7,6 +7,7 @@ import pytest
 from scipy import stats as sps
 
 from ganstudy.stats.aggregate import aggregate_scores
+from ganstudy.stats.protocol import NOT_RECORDED, protocol_text
 from ganstudy.stats.summary import (
     kruskal_table, latex_table, markdown_table, pairwise_table, pvalue_matrix, results_table, summary_table, write_stats,
 )
@@ -92,7 +93,8 @@ def test_aggregate_and_write_stats(tmp_path):
             path.write_text(json.dumps({"setup_name": setup, "trial": trial, "train_seconds": 30.0, "scores": {"fid": fid, "isc": 10 - fid}}))
             paths.append(path)
     table = aggregate_scores("demo", paths, tmp_path / "scores.csv")
-    assert len(table) == 12 and list(table.columns) == ["study", "setup", "trial", "metric", "value", "train_seconds", "ranks", "grid"]
+    assert len(table) == 12 and list(table.columns) == ["study", "setup", "trial", "metric", "value", "train_seconds", "ranks", "grid", "protocol"]
+    assert set(table.protocol) == {NOT_RECORDED}
     written = write_stats(tmp_path / "scores.csv", ["x", "y"], ["fid", "isc"], tmp_path / "tables")
     assert sorted(p.name for p in written) == sorted(
         [f"{kind}_{m}.{ext}" for kind in ("summary", "pvalues", "pairs") for m in ("fid", "isc") for ext in ("csv", "md", "tex")]
@@ -104,6 +106,56 @@ def test_aggregate_and_write_stats(tmp_path):
     assert "higher is better" in (tmp_path / "tables" / "summary_isc.md").read_text()
     pvalues = pd.read_csv(tmp_path / "tables" / "pvalues_fid.csv", index_col=0)
     assert pvalues.loc["x", "y"] == pytest.approx(sps.mannwhitneyu([1, 2, 3], [4, 5, 6], method="asymptotic").pvalue)
+
+
+def _scored(protocol: dict | None, **settings) -> dict:
+    return {"protocol": protocol, "settings": {"kid_subsets": 100, "kid_subset_size": 1000, **settings},
+            "versions": {"torch-fidelity": "0.4.0"}}
+
+
+CLASSIFIER = {"kind": "classifier", "sha256": "ab" * 32, "layers": ["logits"], "input": "8x8 uint8 as generated, no resize, scaled to [-1, 1]",
+              "dtype": "float32"}
+INCEPTION = {"kind": "inception", "sha256": "cd" * 32, "layers": ["2048", "logits_unbiased"], "input": "8x8 uint8 resized to 299x299", "dtype": "float32"}
+
+
+def test_a_score_s_protocol_names_what_its_metric_read():
+    both = _scored({"generated": 2000, "real": 1437, "real_split": "train", "extractors": {"quality": INCEPTION, "classifier": CLASSIFIER}})
+    fid = protocol_text(both, "fid")
+    assert fid == ("Inception-v3 (sha256 cdcdcdcdcdcd) layer 2048/logits_unbiased, 8x8 uint8 resized to 299x299, float32; "
+                   "2000 generated vs 1437 real (train split); torch-fidelity 0.4.0")
+    # class_fid reads the classifier only; kid_std is kid's column and says kid's settings.
+    assert protocol_text(both, "class_fid").startswith("the data set's classifier (sha256 abababababab) layer logits, 8x8 uint8 as generated")
+    assert "kid_subsets 100; kid_subset_size 1000; 2000 generated" in protocol_text(both, "kid_std")
+    showers = _scored({"generated": 500, "real": 500, "real_split": "test", "extractors": {}}, energy_bins=[0, 100, 500])
+    assert protocol_text(showers, "sf_mean") == "energy_bins [0, 100, 500]; 500 generated vs 500 real (test split)"
+    assert protocol_text({"scores": {}}, "fid") == NOT_RECORDED
+
+
+def test_tables_say_the_protocol_and_warn_where_the_scores_compared_were_measured_otherwise(tmp_path):
+    paths = []
+    for setup, fids in {"x": [1.0, 2.0, 3.0], "y": [4.0, 5.0, 6.0], "z": [2.0, 3.0, 4.0]}.items():
+        for trial, fid in enumerate(fids):
+            # z's scores were measured on another Inception file (another sha256): not comparable with x's and y's.
+            extractor = {**INCEPTION, "sha256": "ef" * 32} if setup == "z" else INCEPTION
+            protocol = {"generated": 2000, "real": 1437, "real_split": "train", "extractors": {"quality": extractor}}
+            path = tmp_path / f"{setup}{trial}.json"
+            path.write_text(json.dumps({"setup_name": setup, "trial": trial, "train_seconds": 30.0, "scores": {"fid": fid},
+                                        **_scored(protocol)}))
+            paths.append(path)
+    aggregate_scores("demo", paths, tmp_path / "scores.csv")
+    write_stats(tmp_path / "scores.csv", ["x", "y"], ["fid"], tmp_path / "alike")
+    alike = (tmp_path / "alike" / "summary_fid.md").read_text()
+    assert "Protocol: Inception-v3 (sha256 cdcdcdcdcdcd)" in alike and "WARNING" not in alike
+    assert r"\footnotesize Protocol: Inception-v3" in (tmp_path / "alike" / "pairs_fid.tex").read_text()
+    assert "fid: Protocol: Inception-v3" in (tmp_path / "alike" / "results.md").read_text()
+    write_stats(tmp_path / "scores.csv", ["x", "y", "z"], ["fid"], tmp_path / "mixed")
+    mixed = (tmp_path / "mixed" / "pairs_fid.md").read_text()
+    assert "Protocol A: Inception-v3 (sha256 cdcdcdcdcdcd)" in mixed and "Protocol B: Inception-v3 (sha256 efefefefefef)" in mixed
+    assert "WARNING: these fid scores were measured under 2 protocols (set-ups: x A; y A; z B)" in mixed
+    pairs = pd.read_csv(tmp_path / "mixed" / "pairs_fid.csv").set_index(["setup_a", "setup_b"]).note.fillna("")
+    assert pairs[("x", "y")] == "" and pairs[("x", "z")] == pairs[("y", "z")] == "protocols differ (A vs B): not comparable"
+    summary = pd.read_csv(tmp_path / "mixed" / "summary_fid.csv").set_index("setup").note
+    assert list(summary) == ["protocol A", "protocol A", "protocol B"]
 
 
 # Hidden ties: equal after rounding only, as scores printed with few digits are.

@@ -158,6 +158,12 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     assert list(summary.setup) == ["bce", "dp", "grid", "grid_seq", "per_class"] and list(summary.trials) == [2, 2, 2, 1, 2]
     class_fid = pd.read_csv(study / "tables" / "summary_class_fid.csv")
     assert list(class_fid.trials) == [0, 0, 0, 0, 2]
+    # Every score measured alike, and the tables say how: the classifier at 8x8, the study's sample count.
+    assert scores.groupby("metric").protocol.nunique().eq(1).all()
+    fid_table = (study / "tables" / "summary_fid.md").read_text()
+    assert "Protocol: the data set's classifier (sha256 " in fid_table and "8x8 uint8 as generated, no resize" in fid_table
+    assert "100 generated vs " in fid_table
+    assert "WARNING" not in fid_table
     pvalues = pd.read_csv(study / "tables" / "pvalues_isc.csv", index_col=0)
     assert 0 < pvalues.loc["bce", "grid"] <= 1 and 0 < pvalues.loc["grid", "per_class"] <= 1
     per_class_run = json.loads((study / "runs" / "per_class" / "trial0" / "run.json").read_text())

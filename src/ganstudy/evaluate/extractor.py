@@ -33,6 +33,16 @@ class Extractor:
     def name(self) -> str:
         return f"ganstudy-{self.kind}-{self.sha256[:16]}"
 
+    def protocol(self, layers: list[str], image_size: tuple[int, int]) -> dict[str, object]:
+        """How this extractor read the images, for the score file: a FID is comparable with another only
+        under the same weights, layer, resize and precision."""
+        if self.kind == "inception":
+            read = (f"{image_size[0]}x{image_size[1]} uint8 resized to 299x299 (torch-fidelity's TensorFlow-1 bilinear), "
+                    "grey repeated in 3 channels")
+        else:
+            read = f"{image_size[0]}x{image_size[1]} uint8 as generated, no resize, scaled to [-1, 1]"
+        return {"kind": self.kind, "sha256": self.sha256, "layers": sorted(layers), "input": read, "dtype": "float32"}
+
     def features(self, images: torch.Tensor, layers: list[str], batch_size: int) -> dict[str, torch.Tensor]:
         """The requested layers' features of uint8 ``images``, extracted by torch-fidelity on the CPU."""
         from ganstudy.evaluate.fidelity_extractor import extract_features

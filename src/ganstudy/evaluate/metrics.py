@@ -39,6 +39,9 @@ class Metric:
     classifier: bool = False
     # Compares the classes of samples and data: refused for data of one class.
     classes: bool = False
+    # The evaluation keys it reads (its subsets, splits, neighbourhood): part of its protocol, said in the
+    # tables' footnotes.
+    settings: tuple[str, ...] = ()
 
 
 def _check(value: object) -> str | None:
@@ -48,6 +51,8 @@ def _check(value: object) -> str | None:
         return f"says better is '{value.better}', not one of {', '.join(DIRECTIONS)}"
     if not value.kinds or ":" not in value.compute:
         return "names no data kind or no compute as module:attribute"
+    if not isinstance(value.settings, tuple) or not all(isinstance(key, str) for key in value.settings):
+        return f"gives settings {value.settings!r}, not a tuple of evaluation keys"
     return None
 
 
@@ -103,17 +108,18 @@ QUALITY_KINDS = frozenset({"images", "pairs"})
 FID = Metric("Frechet distance of the samples' and the real images' features", "lower", QUALITY_KINDS,
              "ganstudy.evaluate.quality:fid", features=True)
 ISC = Metric("Inception-style score of the extractor's class probabilities (and its spread over splits, isc_std)",
-             "higher", QUALITY_KINDS, "ganstudy.evaluate.quality:isc", features=True)
+             "higher", QUALITY_KINDS, "ganstudy.evaluate.quality:isc", features=True, settings=("isc_splits",))
 KID = Metric("kernel distance (unbiased MMD^2, cubic polynomial kernel) over subsets (and its spread, kid_std)",
-             "lower", QUALITY_KINDS, "ganstudy.evaluate.quality:kid", features=True)
+             "lower", QUALITY_KINDS, "ganstudy.evaluate.quality:kid", features=True,
+             settings=("kid_subsets", "kid_subset_size"))
 PRECISION = Metric("share of samples inside the real images' k-nearest-neighbour manifold", "higher", QUALITY_KINDS,
-                   "ganstudy.evaluate.quality:precision", features=True)
+                   "ganstudy.evaluate.quality:precision", features=True, settings=("prc_neighborhood",))
 RECALL = Metric("share of real images inside the samples' k-nearest-neighbour manifold", "higher", QUALITY_KINDS,
-                "ganstudy.evaluate.quality:recall", features=True)
+                "ganstudy.evaluate.quality:recall", features=True, settings=("prc_neighborhood",))
 DENSITY = Metric("mean number of the real images' k-nearest-neighbour balls a sample lies in, over k (Naeem et al. 2020)",
-                 "higher", QUALITY_KINDS, "ganstudy.evaluate.quality:density", features=True)
+                 "higher", QUALITY_KINDS, "ganstudy.evaluate.quality:density", features=True, settings=("dc_neighborhood",))
 COVERAGE = Metric("share of the real images' k-nearest-neighbour balls that hold a sample (Naeem et al. 2020)", "higher",
-                  QUALITY_KINDS, "ganstudy.evaluate.quality:coverage", features=True)
+                  QUALITY_KINDS, "ganstudy.evaluate.quality:coverage", features=True, settings=("dc_neighborhood",))
 CLASS_FID = Metric("mean over classes of the FID of a class's samples against its real images (labelled generators)",
                    "lower", frozenset({"images"}), "ganstudy.evaluate.scores:class_fid", classifier=True, classes=True)
 LABEL_TVD = Metric("total variation distance of the classifier's label histogram of the samples and the real one",
@@ -125,15 +131,16 @@ PSNR = Metric("peak signal-to-noise ratio of output against target, dB", "higher
 SSIM = Metric("structural similarity of output and target (Wang et al. 2004)", "higher", frozenset({"pairs"}),
               "ganstudy.evaluate.paired:ssim_metric")
 SF_MEAN = Metric("mean over energy bins of the relative error of the mean sampling fraction", "lower",
-                 frozenset({"showers"}), "ganstudy.evaluate.showers:sf_mean")
+                 frozenset({"showers"}), "ganstudy.evaluate.showers:sf_mean", settings=("energy_bins",))
 SF_WIDTH = Metric("mean over energy bins of the relative error of the sampling fraction's spread", "lower",
-                  frozenset({"showers"}), "ganstudy.evaluate.showers:sf_width")
+                  frozenset({"showers"}), "ganstudy.evaluate.showers:sf_width", settings=("energy_bins",))
 LONGITUDINAL = Metric("relative L1 distance of the mean energy profile along z", "lower", frozenset({"showers"}),
                       "ganstudy.evaluate.showers:longitudinal")
 TRANSVERSE_X = Metric("relative L1 distance of the mean energy profile along x", "lower", frozenset({"showers"}),
                       "ganstudy.evaluate.showers:transverse_x")
 GAN3D = Metric("3DGAN's optimisation metric: per primary-energy bin, the relative errors of the showers' mean first and "
                "second moments along x, y, z plus those of their mean per-cell energies, averaged over bins (and its two "
-               "parts, gan3d_moments and gan3d_profiles)", "lower", frozenset({"showers"}), "ganstudy.evaluate.showers:gan3d")
+               "parts, gan3d_moments and gan3d_profiles)", "lower", frozenset({"showers"}), "ganstudy.evaluate.showers:gan3d",
+               settings=("gan3d_energies", "gan3d_half_width"))
 TRANSVERSE_Y = Metric("relative L1 distance of the mean energy profile along y", "lower", frozenset({"showers"}),
                       "ganstudy.evaluate.showers:transverse_y")

@@ -18,6 +18,7 @@ fits inside the image and over the channels.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -153,7 +154,8 @@ def evaluate_pairs(
     return write_scores(out_path, settings, run, trial, seed, scores, notes=scoring.notes, pairs=len(targets),
                         batch_norm_rows=rows, **scoring.facts,
                         extractor=None if extractor is None else extractor.name,
-                        extractor_sha256=None if extractor is None else extractor.sha256)
+                        extractor_sha256=None if extractor is None else extractor.sha256,
+                        protocol=scoring.protocol(Path(pairs_path).stem))
 
 
 def _paired(scoring: PairScoring) -> dict[str, float]:

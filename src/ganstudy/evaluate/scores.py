@@ -98,7 +98,8 @@ def evaluate_generator(
                            reference_path, quality_reference_path)
     scores = score_all(settings.metrics, scoring)
     return write_scores(out_path, settings, run, trial, seed, scores, notes=scoring.notes, **scoring.facts,
-                        extractor=scoring.extractor.name, extractor_sha256=scoring.extractor.sha256)
+                        extractor=scoring.extractor.name, extractor_sha256=scoring.extractor.sha256,
+                        protocol=scoring.protocol(settings.reference_split))
 
 
 def label_tvd_metric(scoring: ImageScoring) -> dict[str, float]:

@@ -50,6 +50,25 @@ class Scoring:
             self._once[key] = compute()
         return self._once[key]
 
+    @property
+    def sample_count(self) -> int:
+        """How many generated samples the metrics read."""
+        raise NotImplementedError
+
+    def real_count(self) -> int | None:
+        """How many real samples the metrics compared with (None where no metric read any)."""
+        raise NotImplementedError
+
+    def extractors_used(self) -> dict[str, dict[str, object]]:
+        """Each feature extractor a metric used, by role ("quality", "classifier"), as it read the images."""
+        return {}
+
+    def protocol(self, real_split: str) -> dict[str, Any]:
+        """What the scores were measured on, for the score file: two scores are comparable only where this
+        agrees (the tables warn where it does not)."""
+        return {"generated": self.sample_count, "real": self.real_count(), "real_split": real_split,
+                "extractors": self.extractors_used()}
+
 
 def column_of(shared: Callable[[Any], dict[str, float]], column: str) -> Callable[[Any], dict[str, float]]:
     """The compute of a metric that reports one column of work several metrics share (``shared`` does it
@@ -111,8 +130,15 @@ class QualityScoring(Scoring):
         """The quality extractor if a metric used it."""
         return self._once["quality extractor"][0] if "quality extractor" in self._once else None
 
+    def extractors_used(self) -> dict[str, dict[str, object]]:
+        extractor = self.extractor_used()
+        if extractor is None:
+            return {}
+        return {"quality": extractor.protocol(sorted({self.fid_layer, self.isc_layer}), self.image_size)}
+
     @property
-    def sample_count(self) -> int:
+    def image_size(self) -> tuple[int, int]:
+        """Height and width of the generated images."""
         raise NotImplementedError
 
     def quality_features(self) -> dict[str, torch.Tensor]:
@@ -141,6 +167,20 @@ class ImageScoring(QualityScoring):
     @property
     def sample_count(self) -> int:
         return len(self.samples)
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        return tuple(self.samples.shape[-2:])
+
+    def real_count(self) -> int | None:
+        loaded = [self._once[key] for key in ("reference:quality", "reference:classifier") if key in self._once]
+        return len(loaded[0].features) if loaded else None
+
+    def extractors_used(self) -> dict[str, dict[str, object]]:
+        used = super().extractors_used()
+        if "classifier" in self._once:
+            used["classifier"] = self.classifier.protocol([self.settings.fid_features, "logits"], self.image_size)
+        return used
 
     def _features(self, extractor: Extractor) -> dict[str, torch.Tensor]:
         def extract() -> dict[str, torch.Tensor]:
@@ -181,6 +221,13 @@ class PairScoring(QualityScoring):
     def sample_count(self) -> int:
         return len(self.outputs)
 
+    @property
+    def image_size(self) -> tuple[int, int]:
+        return tuple(self.outputs.shape[-2:])
+
+    def real_count(self) -> int:
+        return len(self.targets)
+
     def quality_features(self) -> dict[str, torch.Tensor]:
         layers = sorted({self.fid_layer, self.isc_layer})
         return self.once("features:outputs", lambda: self.extractor.features(
@@ -198,3 +245,10 @@ class ShowerScoring(Scoring):
     def __init__(self, settings: EvaluationSettings, seed: int, real: np.ndarray, fake: np.ndarray, energy: np.ndarray) -> None:
         super().__init__(settings, seed)
         self.real, self.fake, self.energy = real, fake, energy
+
+    @property
+    def sample_count(self) -> int:
+        return len(self.fake)
+
+    def real_count(self) -> int:
+        return len(self.real)

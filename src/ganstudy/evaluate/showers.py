@@ -30,6 +30,7 @@ original's quotient infinite; the metric is then left out with a note saying whi
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -210,7 +211,8 @@ def evaluate_showers(
     fake = generate_showers(generator.components[0], spec.latent_dim, split.conditions, seed, settings.batch_size)
     scoring = ShowerScoring(settings, seed, split.images, fake, split.conditions)
     scores = score_all(settings.metrics, scoring)
-    return write_scores(out_path, settings, run, trial, seed, scores, showers=len(fake), **_physics(scoring)[1], **scoring.facts)
+    return write_scores(out_path, settings, run, trial, seed, scores, showers=len(fake), **_physics(scoring)[1], **scoring.facts,
+                        protocol=scoring.protocol(Path(showers_path).stem))
 
 
 def _physics(scoring: ShowerScoring) -> tuple[dict[str, float], dict[str, Any]]:

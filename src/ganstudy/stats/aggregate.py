@@ -1,4 +1,5 @@
-"""aggregate: every evaluate record of a study -> one tidy CSV (one row per run and metric)."""
+"""aggregate: every evaluate record of a study -> one tidy CSV (one row per run and metric, with the protocol
+that measured it: ganstudy.stats.protocol)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from collections.abc import Iterable
 import pandas as pd
 
 from ganstudy.atomic import atomic_path, read_json
+from ganstudy.stats.protocol import protocol_text
 
-COLUMNS = ["study", "setup", "trial", "metric", "value", "train_seconds", "ranks", "grid"]
+COLUMNS = ["study", "setup", "trial", "metric", "value", "train_seconds", "ranks", "grid", "protocol"]
 
 
 def aggregate_scores(study: str, score_paths: Iterable[str | os.PathLike[str]], out_path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -27,6 +29,7 @@ def aggregate_scores(study: str, score_paths: Iterable[str | os.PathLike[str]], 
                     "train_seconds": record["train_seconds"],
                     "ranks": record.get("world_size", 1),
                     "grid": record.get("grid_shape") or "",
+                    "protocol": protocol_text(record, metric),
                 }
             )
     table = pd.DataFrame(rows, columns=COLUMNS).sort_values(["metric", "setup", "trial"], kind="stable")

@@ -1,11 +1,13 @@
 """stats: per metric, a summary table per set-up (thesis table 4.4), the p-value matrix (table 4.5), every
 pair with Holm-adjusted p-values and A12 effect sizes, and a Kruskal-Wallis test across all set-ups;
 as CSV, Markdown and LaTeX (booktabs). Problems (no runs, too few trials, NaN scores, a constant
-metric) are written into the tables, not raised."""
+metric, scores measured under different protocols) are written into the tables, not raised; the Markdown
+and LaTeX tables say the protocol of their scores in a footnote."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ import pandas as pd
 from ganstudy.atomic import atomic_path, write_text
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.convergence import convergence_notes
+from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.tests import a12, a12_magnitude, holm, kruskal_wallis, ranksum_pvalue
 
 SUMMARY_COLUMNS = ["setup", "trials", "mean", "sd", "min", "max", "median", "iqr", "mean_train_minutes", "note"]
@@ -148,24 +151,44 @@ def _latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
 
 
-def latex_table(frame: pd.DataFrame, caption: str, index: bool = False, digits: int = 4) -> str:
-    """A booktabs table (needs \\usepackage{booktabs}); numbers right-aligned, text left-aligned."""
+def latex_table(frame: pd.DataFrame, caption: str, index: bool = False, digits: int = 4, footnote: list[str] = ()) -> str:
+    """A booktabs table (needs \\usepackage{booktabs}); numbers right-aligned, text left-aligned; ``footnote``
+    lines in small type under it."""
     data = frame.reset_index() if index else frame
     align = "".join("r" if pd.api.types.is_numeric_dtype(data[c]) else "l" for c in data.columns)
     lines = [r"\begin{table}[ht]", r"\centering", rf"\caption{{{_latex_escape(caption)}}}", rf"\begin{{tabular}}{{{align}}}", r"\toprule",
              " & ".join(_latex_escape(str(c)) for c in data.columns) + r" \\", r"\midrule"]
     lines += [" & ".join(_latex_escape(_fmt(v, digits)) for v in row) + r" \\" for row in data.itertuples(index=False)]
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    lines += [rf"\par\smallskip{{\footnotesize {_latex_escape(line)}}}" for line in footnote]
+    lines += [r"\end{table}"]
     return "\n".join(lines) + "\n"
 
 
-def write_table(out: Path, name: str, frame: pd.DataFrame, title: str, index: bool, digits: int) -> list[Path]:
+def write_table(out: Path, name: str, frame: pd.DataFrame, title: str, index: bool, digits: int,
+                footnote: list[str] = ()) -> list[Path]:
+    """``name``.csv, .md and .tex; the ``footnote`` lines (the scores' protocol) under the Markdown and LaTeX tables."""
     csv_path, md_path, tex_path = (out / f"{name}.{ext}" for ext in ("csv", "md", "tex"))
     with atomic_path(csv_path) as tmp:
         frame.to_csv(tmp, index=index)
-    write_text(md_path, f"### {title}\n\n" + markdown_table(frame, index, digits))
-    write_text(tex_path, latex_table(frame, title, index, digits))
+    write_text(md_path, f"### {title}\n\n" + markdown_table(frame, index, digits) + "".join(f"\n{line}\n" for line in footnote))
+    write_text(tex_path, latex_table(frame, title, index, digits, footnote))
     return [csv_path, md_path, tex_path]
+
+
+def _protocol_marks(notes: dict[str, str], by_setup: dict[str, str]) -> dict[str, str]:
+    """The set-ups' notes with, where the scores were measured under several protocols, each one's protocol."""
+    return {setup: "; ".join(note for note in (notes.get(setup), f"protocol {by_setup[setup]}" if setup in by_setup else None) if note)
+            for setup in set(notes) | set(by_setup)}
+
+
+def _mark_pairs(pairs: pd.DataFrame, by_setup: dict[str, str]) -> pd.DataFrame:
+    """Pairs whose set-ups' scores were measured under different protocols say so in their note."""
+    for row in pairs.itertuples():
+        a, b = by_setup.get(row.setup_a), by_setup.get(row.setup_b)
+        if a and b and a != b:
+            pairs.loc[row.Index, "note"] = "; ".join(filter(None, [row.note, f"protocols differ ({a} vs {b}): not comparable"]))
+    return pairs
 
 
 def write_stats(
@@ -179,18 +202,27 @@ def write_stats(
     scores = pd.read_csv(scores_path)
     out = Path(out_dir)
     written = []
+    footnotes = {}
     for metric in metrics:
         direction = f"{better(metric)} is better"
-        written += write_table(out, f"summary_{metric}", summary_table(scores, metric, setups, min_trials, notes),
-                               f"{metric.upper()} per set-up ({direction})", False, digits)
+        footnotes[metric], by_setup = protocol_notes(scores, metric, setups)
+        if by_setup:
+            print(footnotes[metric][-1], file=sys.stderr)
+        written += write_table(out, f"summary_{metric}", summary_table(scores, metric, setups, min_trials, _protocol_marks(notes, by_setup)),
+                               f"{metric.upper()} per set-up ({direction})", False, digits, footnotes[metric])
         written += write_table(out, f"pvalues_{metric}", pvalue_matrix(scores, metric, setups),
                                f"{metric.upper()}: two-sided tie-corrected rank-sum p-values (Mann-Whitney U, normal approximation)",
-                               True, digits)
-        written += write_table(out, f"pairs_{metric}", pairwise_table(scores, metric, setups, min_trials),
+                               True, digits, footnotes[metric])
+        written += write_table(out, f"pairs_{metric}", _mark_pairs(pairwise_table(scores, metric, setups, min_trials), by_setup),
                                f"{metric.upper()}: pairwise rank-sum p-values, Holm-adjusted, and Vargha-Delaney A12 of a over b ({direction})",
-                               False, digits)
+                               False, digits, footnotes[metric])
+    shared: dict[str, list[str]] = {}
+    for metric in metrics:
+        for line in footnotes[metric]:
+            shared.setdefault(line, []).append(metric)
+    every = [f"{', '.join(names)}: {line}" for line, names in shared.items()]
     written += write_table(out, "results", results_table(scores, metrics, setups, digits),
-                           "Mean ± standard deviation over trials per set-up", False, digits)
+                           "Mean ± standard deviation over trials per set-up", False, digits, every)
     written += write_table(out, "kruskal", kruskal_table(scores, metrics, setups),
-                           "Kruskal-Wallis test across all set-ups (tie-corrected)", False, digits)
+                           "Kruskal-Wallis test across all set-ups (tie-corrected)", False, digits, every)
     return written

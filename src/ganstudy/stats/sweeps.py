@@ -19,6 +19,7 @@ import pandas as pd
 from scipy import stats
 
 from ganstudy.evaluate.metrics import better
+from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.summary import write_table
 from ganstudy.stats.tests import holm, kruskal_wallis
 from ganstudy.sweeps import swept_keys, value_label
@@ -96,11 +97,12 @@ def write_sweep_stats(scores_path: str | os.PathLike[str], sweeps_path: str | os
     scores, out, written = pd.read_csv(scores_path), Path(out_dir), []
     for declared, levels in read_sweeps(sweeps_path).items():
         runs = {metric: sweep_runs(scores, metric, levels) for metric in metrics}
+        footnotes = {metric: protocol_notes(scores, metric, list(levels))[0] for metric in metrics}
         for metric in metrics:
             written += write_table(out, f"sweep_{declared}_{metric}", main_effects(runs[metric], levels),
                                    f"{metric.upper()} of the sweep of {declared}: mean and {CONFIDENCE:.0%} interval over the runs at each value "
-                                   f"of each key ({better(metric)} is better)", False, digits)
+                                   f"of each key ({better(metric)} is better)", False, digits, footnotes[metric])
         written += write_table(out, f"sweep_{declared}_tests", key_tests(runs, levels),
                                f"Sweep of {declared}: Kruskal-Wallis test over each key's values (tie-corrected), Holm-adjusted over the keys",
-                               False, digits)
+                               False, digits, [f"{metric}: {line}" for metric in metrics for line in footnotes[metric]])
     return written
