@@ -71,3 +71,5 @@ def test_higher_is_better_metrics_and_missing_statistics(tmp_path):
     assert [p.name for p in written] == ["reproduction.csv", "reproduction.md", "reproduction.tex", "reproduction_directions.csv"]
     markdown = (tmp_path / "tables" / "reproduction.md").read_text()
     assert markdown.count("### ") == 2 and "| isc | dcgan | per_class | per_class |" in markdown and "None" not in markdown
+    # These scores (a hand-made scores.csv) carry no protocol: the footnote says so rather than nothing.
+    assert "isc (ours): Protocol: not recorded" in markdown

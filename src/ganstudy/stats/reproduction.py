@@ -20,6 +20,7 @@ import pandas as pd
 
 from ganstudy.atomic import atomic_path, write_text
 from ganstudy.evaluate.metrics import better
+from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.summary import _values, latex_table, markdown_table
 from ganstudy.stats.tests import ranksum_pvalue, welch_pvalue
 
@@ -102,8 +103,13 @@ def write_reproduction(
     paths = [out / f"reproduction.{ext}" for ext in ("csv", "md", "tex")] + [out / "reproduction_directions.csv"]
     with atomic_path(paths[0]) as tmp:
         per_setup.to_csv(tmp, index=False)
-    write_text(paths[1], "".join(f"### {title}\n\n{markdown_table(frame, False, digits)}\n" for title, frame in zip(titles, (per_setup, pairs))))
-    write_text(paths[2], "\n".join(latex_table(frame, title, False, digits) for title, frame in zip(titles, (per_setup, pairs))))
+    # Ours are measured as the footnote says; a paper's protocol is what its text says (the reference's ``comparable``).
+    metrics = list(dict.fromkeys(per_setup.metric))
+    ours = [f"{metric} (ours): {line}" for metric in metrics for line in protocol_notes(scores, metric, setups)[0]]
+    notes = (ours, [])
+    write_text(paths[1], "".join(f"### {title}\n\n{markdown_table(frame, False, digits)}" + "".join(f"\n{line}\n" for line in note) + "\n"
+                                 for title, frame, note in zip(titles, (per_setup, pairs), notes)))
+    write_text(paths[2], "\n".join(latex_table(frame, title, False, digits, note) for title, frame, note in zip(titles, (per_setup, pairs), notes)))
     with atomic_path(paths[3]) as tmp:
         pairs.to_csv(tmp, index=False)
     return paths
