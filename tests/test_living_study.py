@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -292,3 +293,56 @@ def test_a_truncated_split_is_named_by_its_manifest_s_sha256(digits_dir, tmp_pat
     (data / "train.npz").write_bytes(content[: len(content) // 2])
     with pytest.raises(GanstudyError, match=r"train.npz is not the file its manifest .* records: its sha256 differs .* Delete .*data and rerun"):
         load_split(data / "train.npz")
+
+
+def test_a_study_exported_to_mlflow_and_tensorboard_reads_back_and_a_second_export_mirrors_it(living, tmp_path, env):
+    import mlflow
+    from mlflow import MlflowClient
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    shutil.copytree(living / "results", tmp_path / "results")
+    study = tmp_path / "results" / "living"
+    export = ["ganstudy", "export", str(study), "--mlflow", str(tmp_path / "mlflow"), "--tensorboard", str(tmp_path / "tb")]
+    done = subprocess.run(export, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, said(done)[-3000:]
+    assert "experiment ganstudy/living: 4 run(s) written, 0 run(s) unchanged, 0 run(s) deleted" in done.stdout
+    uri = f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}"
+    mlflow.set_tracking_uri(uri)
+    runs = mlflow.search_runs(experiment_names=["ganstudy/living"]).set_index("tags.ganstudy.run")
+    assert sorted(runs.index) == ["bce/trial0", "bce/trial1", "grid/trial0", "grid/trial1"]
+    for key, run in runs.iterrows():
+        setup, trial = key.split("/")
+        scores = json.loads((study / "scores" / setup / f"{trial}.json").read_text())["scores"]
+        assert run["metrics.score/fid"] == scores["fid"] and run["metrics.score/isc"] == scores["isc"]
+        record = json.loads((study / "runs" / setup / trial / "run.json").read_text())
+        assert run["params.settings.lr"] == str(record["settings"]["lr"]) and run["params.study_seed"] == str(record["study_seed"])
+    # Per iteration as losses.csv has it, and the run's files as artifacts.
+    client = MlflowClient(tracking_uri=uri)
+    losses = pd.read_csv(study / "runs" / "grid" / "trial0" / "losses.csv")
+    history = client.get_metric_history(runs.loc["grid/trial0", "run_id"], "fid_best")
+    assert [(m.step, m.value) for m in history] == list(zip(losses.iteration, losses.fid_best))
+    artifacts = {a.path for a in client.list_artifacts(runs.loc["grid/trial0", "run_id"])}
+    assert {"run.json", "losses.csv", "samples.png", "cells.csv", "trial0.json"} <= artifacts
+    events = EventAccumulator(str(tmp_path / "tb" / "living" / "grid" / "trial0"))
+    events.Reload()
+    # TensorBoard keeps float32.
+    g_loss = events.Scalars("g_loss")
+    assert [e.step for e in g_loss] == list(losses.iteration) and [e.value for e in g_loss] == pytest.approx(list(losses.g_loss), rel=1e-6)
+    assert events.Scalars("score/fid")[0].value == pytest.approx(json.loads((study / "scores" / "grid" / "trial0.json").read_text())["scores"]["fid"])
+    assert len(events.Images("samples")) == 1
+    # The study changes: bce/trial1 rescored, grid's trials dropped from the plan. The export follows, and only
+    # there; a run the lab logged into the experiment itself is not the export's to delete.
+    client.create_run(runs["experiment_id"].iloc[0], run_name="a lab's own")
+    scores = json.loads((study / "scores" / "bce" / "trial1.json").read_text())
+    (study / "scores" / "bce" / "trial1.json").write_text(json.dumps({**scores, "scores": {**scores["scores"], "fid": 1.5}}))
+    plan = json.loads((study / "plan.json").read_text())
+    (study / "plan.json").write_text(json.dumps({**plan, "setups": {"bce": plan["setups"]["bce"]}}))
+    again = subprocess.run(export, capture_output=True, text=True, env=env, timeout=300)
+    assert again.returncode == 0, said(again)[-3000:]
+    assert "1 run(s) written, 1 run(s) unchanged, 2 run(s) deleted" in again.stdout
+    runs = mlflow.search_runs(experiment_names=["ganstudy/living"]).set_index("tags.ganstudy.run")
+    assert sorted(runs.index.dropna()) == ["bce/trial0", "bce/trial1"] and runs.loc["bce/trial1", "metrics.score/fid"] == 1.5
+    assert list(runs[runs.index.isna()]["tags.mlflow.runName"]) == ["a lab's own"]
+    assert sorted(p.name for p in (tmp_path / "tb" / "living").iterdir()) == ["bce"]
+    nowhere = subprocess.run(["ganstudy", "export", str(study)], capture_output=True, text=True, env=env, timeout=60)
+    assert nowhere.returncode != 0 and "say where to: --mlflow DIR, --mlflow-uri URI and/or --tensorboard DIR" in nowhere.stderr

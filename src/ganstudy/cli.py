@@ -53,6 +53,33 @@ def _placement(args: argparse.Namespace) -> None:
         raise SystemExit(f"ganstudy placement: {problems} problem(s) with where ranks ran (listed above)")
 
 
+def _export(args: argparse.Namespace) -> None:
+    from ganstudy.report.export import export_mlflow, export_tensorboard, finished_runs
+    from ganstudy.status import config_study_folder
+
+    if not (args.mlflow or args.mlflow_uri or args.tensorboard):
+        raise GanstudyError("ganstudy export: say where to: --mlflow DIR, --mlflow-uri URI and/or --tensorboard DIR")
+    if args.mlflow and args.mlflow_uri:
+        raise GanstudyError("ganstudy export: --mlflow DIR and --mlflow-uri URI name two MLflow stores; give one")
+    study, runs, missing = finished_runs(config_study_folder(args.study) or _study_folder(args))
+    for line in missing:
+        print(line)
+    if args.mlflow or args.mlflow_uri:
+        folder = Path(args.mlflow).resolve() if args.mlflow else None
+        uri = f"sqlite:///{folder / 'mlflow.db'}" if folder else args.mlflow_uri
+        if folder:
+            folder.mkdir(parents=True, exist_ok=True)
+        counts = export_mlflow(study, runs, uri, (folder / "artifacts").as_uri() if folder else None)
+        print(f"MLflow ({uri}), experiment ganstudy/{study}: {_counted(counts)}; browse: mlflow ui --backend-store-uri {uri}")
+    if args.tensorboard:
+        counts = export_tensorboard(study, runs, args.tensorboard)
+        print(f"TensorBoard ({args.tensorboard}/{study}): {_counted(counts)}; browse: tensorboard --logdir {args.tensorboard}")
+
+
+def _counted(counts: dict[str, int]) -> str:
+    return ", ".join(f"{number} run(s) {what}" for what, number in counts.items())
+
+
 def _config_reference(args: argparse.Namespace) -> None:
     from ganstudy.config_reference import write_reference
 
@@ -312,6 +339,14 @@ def build_parser() -> argparse.ArgumentParser:
                   "given, device; exits non-zero naming what is wrong (reads only results/<study>/runs)")
     sub.add_argument("study", help="the study's name (under --results-dir) or its folder")
     sub.add_argument("--results-dir", default="results")
+
+    sub = command("export", _export, "a study's finished runs into MLflow (SQLite store or server) and/or TensorBoard "
+                  "event files, to browse them there; a rerun mirrors the study (needs pip install -e '.[export]')")
+    sub.add_argument("study", help="the study's name (under --results-dir), its folder or its config file (.yaml)")
+    sub.add_argument("--results-dir", default="results")
+    sub.add_argument("--mlflow", metavar="DIR", help="MLflow store in DIR (DIR/mlflow.db, artifacts in DIR/artifacts)")
+    sub.add_argument("--mlflow-uri", metavar="URI", help="an MLflow tracking server (http://host:5000) or store URI instead")
+    sub.add_argument("--tensorboard", metavar="DIR", help="TensorBoard event files under DIR/<study>/<set-up>/trial<k>")
 
     sub = command("config-reference", _config_reference, "write the configuration reference (Markdown) from the schemas")
     sub.add_argument("--schemas", default="workflow/schemas")
