@@ -17,7 +17,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,26 +68,29 @@ class FinishedRun:
         facts = {key: record.get(key) for key in ("study_seed", "world_size", "grid_shape", "device", "stack_layout")}
         return _flat({"settings": record["settings"], **facts})
 
-    def series(self) -> Iterator[tuple[str, int, float]]:
+    def series(self) -> list[tuple[str, int, float]]:
         """(name, iteration, value) of every finite number in losses.csv."""
         path = self.folder / "losses.csv"
         if not path.is_file() or path.stat().st_size == 0:
-            return
+            return []
         table = pd.read_csv(path)
         prefix = table["class"].map(lambda label: f"class{label}/") if "class" in table else pd.Series("", index=table.index)
+        points = []
         for column in table.columns.drop(["iteration", "class"], errors="ignore"):
             values = pd.to_numeric(table[column], errors="coerce")
-            for name, step, value in zip(prefix + column, table["iteration"], values):
-                if np.isfinite(value):
-                    yield name, int(step), float(value)
+            points += [(name, int(step), float(value)) for name, step, value in zip(prefix + column, table["iteration"], values)
+                       if np.isfinite(value)]
+        return points
 
     def scores(self) -> dict[str, float]:
         if self.score_file is None:
             return {}
         return {name: float(value) for name, value in read_json(self.score_file)["scores"].items() if np.isfinite(value)}
 
-    def last_iteration(self) -> int:
-        return max((step for _, step, _ in self.series()), default=0)
+
+def _last_iteration(points: list[tuple[str, int, float]]) -> int:
+    """The step the final scores are drawn at: the run's last iteration in its series."""
+    return max((step for _, step, _ in points), default=0)
 
 
 def _flat(value: Any, prefix: str = "") -> dict[str, str | int | float | bool]:
@@ -159,8 +162,9 @@ def export_mlflow(study: str, runs: list[FinishedRun], tracking_uri: str, artifa
         params = [Param(key, str(value)[:6000]) for key, value in run.params().items()]
         for start in range(0, len(params), PARAMS_PER_CALL):
             client.log_batch(run_id, params=params[start:start + PARAMS_PER_CALL])
-        last, now = run.last_iteration(), int(time.time() * 1000)
-        metrics = [Metric(name, value, now, step) for name, step, value in run.series()]
+        points, now = run.series(), int(time.time() * 1000)
+        last = _last_iteration(points)
+        metrics = [Metric(name, value, now, step) for name, step, value in points]
         metrics += [Metric(f"score/{name}", value, now, last) for name, value in run.scores().items()]
         for start in range(0, len(metrics), METRICS_PER_CALL):
             client.log_batch(run_id, metrics=metrics[start:start + METRICS_PER_CALL])
@@ -197,9 +201,10 @@ def export_tensorboard(study: str, runs: list[FinishedRun], folder: str | os.Pat
             counts["unchanged"] += 1
             continue
         shutil.rmtree(target, ignore_errors=True)
-        last, scores = run.last_iteration(), run.scores()
+        points, scores = run.series(), run.scores()
+        last = _last_iteration(points)
         with SummaryWriter(str(target)) as writer:
-            for name, step, value in run.series():
+            for name, step, value in points:
                 writer.add_scalar(name, value, step)
             for name, value in scores.items():
                 writer.add_scalar(f"score/{name}", value, last)
