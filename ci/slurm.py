@@ -107,6 +107,30 @@ def make_fake_gpus(folder: Path, count: int) -> None:
             os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
 
 
+def remove_stale_mpi_segments() -> None:
+    """Remove the shared-memory segments of MPICH job steps that no process maps any more.
+
+    MPICH names a step's segment after its PMI name ("<job id>.<step id>" under Slurm) and leaves it
+    behind when the step is SIGKILLed (the lost-node and kill tests). A cluster started again counts its
+    job IDs from the start, and a later step with the same ID would open the old segment and fail in
+    MPI_Init ("Out of memory"). A production node loses its /dev/shm with the node or to its epilog.
+    """
+    mapped = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            mapped.update(line.split()[-1] for line in maps.read_text().splitlines() if "/dev/shm/mpich_" in line)
+        except OSError:  # the process ended while being read
+            continue
+    # A minute old at least: a step between creating its segment and mapping it in MPI_Init is younger.
+    settled = time.time() - 60
+    for segment in Path("/dev/shm").glob("mpich_*"):
+        try:
+            if str(segment) not in mapped and segment.stat().st_mtime < settled:
+                segment.unlink()
+        except FileNotFoundError:
+            continue
+
+
 def start_munged() -> dict[str, int]:
     """Start munged unless it runs (one munged serves every Slurm cluster of this machine); {"munged": PID}
     when this call started it."""
@@ -127,6 +151,7 @@ def start() -> dict[str, int]:
     CONF.write_text(config_text())
     make_fake_gpus(FAKE_GPUS, GPUS)
     GRES_CONF.write_text(f"# Written by ci/slurm.py: GPUs for the scheduler only.\nName=gpu File={FAKE_GPUS}/nvidia[0-{GPUS - 1}]\n")
+    remove_stale_mpi_segments()
     started = start_munged()
     commands = {"slurmctld": ["slurmctld"], "slurmd": ["slurmd"]}
     for daemon, command in commands.items():

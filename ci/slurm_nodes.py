@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from slurm import PARTITION, _wait, check_installed, make_fake_gpus, start_munged  # noqa: E402
+from slurm import PARTITION, _wait, check_installed, make_fake_gpus, remove_stale_mpi_segments, start_munged  # noqa: E402
 
 CONF_DIR = Path("/etc/slurm-nodes")
 CONF = CONF_DIR / "slurm.conf"
@@ -43,6 +43,11 @@ BRIDGE, BRIDGE_ADDRESS, PREFIX = "gsbr0", "10.231.0.1", 24
 GPUS_PER_NODE = 2
 # Ports of their own: ci/slurm.py's cluster holds Slurm's defaults (6817, 6818) on this machine.
 CONTROLLER_PORT, NODE_PORT = 6917, 6918
+# Job IDs of their own, apart from ci/slurm.py's cluster (which counts from 1). MPICH names a job step's
+# shared-memory segment after its PMI name, "<job id>.<step id>", in /dev/shm, which both clusters share:
+# the same ID in both, or a segment left by a step the lost-node test SIGKILLed, and MPI_Init fails with
+# "Out of memory" (MPIDI_POSIX_comm_bootstrap).
+FIRST_JOB_ID = 1_000_000
 # A node that stops answering is DOWN after this: the lost-node test waits for it.
 NODE_TIMEOUT_S = 20
 
@@ -86,6 +91,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 DefMemPerCPU=1000
 MpiDefault=pmi2
+FirstJobId={FIRST_JOB_ID}
 ReturnToService=2
 SlurmdTimeout={NODE_TIMEOUT_S}
 # Finished jobs stay in scontrol for the tests' questions.
@@ -211,6 +217,7 @@ def start() -> dict:
     (CONF_DIR / "gres.conf").write_text(gres_text())
     HOSTS.write_text(hosts_text())
     _make_network()
+    remove_stale_mpi_segments()
     started = start_munged()
     try:
         # -c: no saved jobs or node states of an earlier run of the tests.
