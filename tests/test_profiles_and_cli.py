@@ -1,7 +1,9 @@
 """The cluster profiles by name: Snakemake looks a --profile name up in the working directory before the
 user's config folder, and the repository root links each name to profiles/<name>. So the names work in any
-clone without touching the home folder, whatever it holds."""
+clone without touching the home folder, whatever it holds. And the `ganstudy` command as a person meets
+it: a help that fits a screen, its version, any working directory."""
 
+import re
 import subprocess
 
 import pytest
@@ -40,3 +42,37 @@ def test_another_clone_s_profile_in_the_home_folder_is_not_used(tmp_path, env):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "mpiexec -n 1 ganstudy train" in done.stdout
+
+
+def test_the_help_fits_a_screen_and_names_every_command(env):
+    from ganstudy.cli import build_parser
+
+    done = subprocess.run(["ganstudy", "--help"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) <= 30, done.stdout
+    listed, steps = done.stdout.split("workflow steps")
+    for command in ("status", "validate-config", "placement", "export", "config-reference", "fetch"):
+        assert re.search(rf"^    {command}\b", listed, re.MULTILINE), command
+    # The workflow's steps: named in the second group, each still a command with its own help.
+    commands = build_parser()._subparsers._group_actions[0].choices
+    named = set(re.findall(r"[a-z][a-z-]+", steps.split(":", 1)[1]))
+    assert named == set(commands) - {"status", "validate-config", "placement", "export", "config-reference", "fetch"}
+    for step in ("train", "evaluate", "sweep-stats"):
+        assert subprocess.run(["ganstudy", step, "--help"], capture_output=True, env=env).returncode == 0
+
+
+def test_version_names_the_package_version_and_the_commit(env, tmp_path):
+    import ganstudy
+
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    done = subprocess.run(["ganstudy", "--version"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"ganstudy {ganstudy.__version__} (git {commit[:12]}"), done.stdout
+
+
+def test_validate_config_works_from_any_directory(env, tmp_path):
+    done = subprocess.run(["ganstudy", "validate-config", str(REPO / "config" / "config.yaml")], capture_output=True, text=True,
+                          env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "valid; study 'digits_grid' with set-ups grid1x1, grid2x2" in done.stdout

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -83,10 +84,13 @@ def _counted(counts: dict[str, int]) -> str:
 def _config_reference(args: argparse.Namespace) -> None:
     from ganstudy.config_reference import write_reference
 
-    gaps = write_reference(args.schemas, args.out)
+    from ganstudy.checkout import ROOT, schemas_dir
+
+    out = args.out or ROOT / "docs" / "config-reference.md"
+    gaps = write_reference(args.schemas or schemas_dir(), out)
     if gaps:
         raise GanstudyError("the schemas leave keys undocumented: " + "; ".join(gaps) + "; add them to the schema")
-    print(f"wrote {args.out}")
+    print(f"wrote {out}")
 
 
 def _validate_config(args: argparse.Namespace) -> None:
@@ -96,7 +100,9 @@ def _validate_config(args: argparse.Namespace) -> None:
     from ganstudy.parts import part_problems, study_kind
     from ganstudy.sweeps import sweep_lines
 
-    config = load_study_config(args.config, args.schema)
+    from ganstudy.checkout import schemas_dir
+
+    config = load_study_config(args.config, args.schema or schemas_dir() / "config.schema.yaml")
     problems = part_problems(config)
     if not problems:
         dataset = config["dataset"]
@@ -309,74 +315,132 @@ def _montage(args: argparse.Namespace) -> None:
     sample_montage(args.grids, args.setups, args.out)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ganstudy", description="The steps of a GAN study; each is one rule of the Snakemake workflow."
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
+class _Version(argparse.Action):
+    """--version: asks git only when given, not at every step's start."""
 
-    def command(name: str, handler: Callable[[argparse.Namespace], None], help: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help, description=help)
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any):
+        super().__init__(option_strings, dest, nargs=0, help="the version and the git commit of this checkout")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from ganstudy.checkout import version_text
+
+        print(version_text())
+        parser.exit()
+
+
+class _Commands:
+    """Adds sub-commands: a person's are listed by ``ganstudy --help``, the workflow's steps in its epilog."""
+
+    def __init__(self, parser: argparse.ArgumentParser):
+        self._sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
+        self.steps: list[str] = []
+
+    def person(self, name: str, handler: Callable[[argparse.Namespace], None], help: str, details: str = "") -> argparse.ArgumentParser:
+        """``help``: its line in ``ganstudy --help``; ``details``: the rest of its own --help's description."""
+        sub = self._sub.add_parser(name, help=help, description=f"{help}{details}")
         sub.set_defaults(handler=handler)
         return sub
 
-    def settings(sub: argparse.ArgumentParser, section: str) -> None:
-        sub.add_argument("--settings", type=_settings, required=True, help=f"the study config's {section} as JSON")
+    def step(self, name: str, handler: Callable[[argparse.Namespace], None], help: str) -> argparse.ArgumentParser:
+        # No help= : argparse lists only the sub-commands given one.
+        sub = self._sub.add_parser(name, description=help)
+        sub.set_defaults(handler=handler)
+        self.steps.append(name)
+        return sub
 
-    def digits(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--digits", type=int, default=4, help="significant digits in the Markdown and LaTeX tables")
 
-    def threads(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
+def _settings_option(sub: argparse.ArgumentParser, section: str) -> None:
+    sub.add_argument("--settings", type=_settings, required=True, help=f"the study config's {section} as JSON")
 
-    sub = command("status", _status, "where a study stands: per set-up and trial done, running, stopped, failed or "
-                  "waiting, iteration, latest score, ETA (reads only results/<study>/)")
+
+def _digits_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--digits", type=int, default=4, help="significant digits in the Markdown and LaTeX tables")
+
+
+def _threads_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
+
+
+def _baselines_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--baselines", nargs="*", default=[], metavar="SETUP=BASELINE",
+                     help="each multi-rank set-up's one-rank run of the same work")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ganstudy", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="A GAN study's tools. Run a study with Snakemake (README.md); these commands look at it.",
+    )
+    parser.add_argument("--version", action=_Version)
+    commands = _Commands(parser)
+    _person_commands(commands)
+    _data_steps(commands)
+    _train_steps(commands)
+    _evaluate_steps(commands)
+    _statistics_steps(commands)
+    _figure_steps(commands)
+    _lsf_steps(commands)
+    parser.epilog = ("workflow steps (each one rule of the Snakemake workflow; `ganstudy STEP --help`):\n"
+                     + textwrap.fill(", ".join(commands.steps), width=100, initial_indent="  ", subsequent_indent="  "))
+    return parser
+
+
+def _person_commands(commands: _Commands) -> None:
+    sub = commands.person("status", _status, "where a study stands: each trial's state, iteration, score, ETA",
+                          " (done, running, stopped, failed or waiting; reads only results/<study>/)")
     sub.add_argument("study", help="the study's name (under --results-dir), its folder or its config file (.yaml: its "
                      "results_dir/study)")
     sub.add_argument("--results-dir", default="results")
 
-    sub = command("placement", _placement, "where every rank of a study's finished runs ran: host, node rank, GPUs "
-                  "given, device; exits non-zero naming what is wrong (reads only results/<study>/runs)")
+    sub = commands.person("placement", _placement, "where each rank of a study's finished runs ran",
+                          ": host, node rank, GPUs given, device; exits non-zero naming what is wrong (reads only "
+                          "results/<study>/runs)")
     sub.add_argument("study", help="the study's name (under --results-dir) or its folder")
     sub.add_argument("--results-dir", default="results")
 
-    sub = command("export", _export, "a study's finished runs into MLflow (SQLite store or server) and/or TensorBoard "
-                  "event files, to browse them there; a rerun mirrors the study (needs pip install -e '.[export]')")
+    sub = commands.person("export", _export, "a study's finished runs into MLflow and/or TensorBoard",
+                          " (an SQLite store or a server; event files), to browse them there; a rerun mirrors the study "
+                          "(needs pip install -e '.[export]')")
     sub.add_argument("study", help="the study's name (under --results-dir), its folder or its config file (.yaml)")
     sub.add_argument("--results-dir", default="results")
     sub.add_argument("--mlflow", metavar="DIR", help="MLflow store in DIR (DIR/mlflow.db, artifacts in DIR/artifacts)")
     sub.add_argument("--mlflow-uri", metavar="URI", help="an MLflow tracking server (http://host:5000) or store URI instead")
     sub.add_argument("--tensorboard", metavar="DIR", help="TensorBoard event files under DIR/<study>/<set-up>/trial<k>")
 
-    sub = command("config-reference", _config_reference, "write the configuration reference (Markdown) from the schemas")
-    sub.add_argument("--schemas", default="workflow/schemas")
-    sub.add_argument("--out", default="docs/config-reference.md")
+    sub = commands.person("config-reference", _config_reference, "write the configuration reference from the schemas",
+                          " (Markdown)")
+    sub.add_argument("--schemas", help="the schemas' folder (default: the checkout's workflow/schemas)")
+    sub.add_argument("--out", help="default: the checkout's docs/config-reference.md")
 
-    sub = command("validate-config", _validate_config, "check a study config against the schema")
+    sub = commands.person("validate-config", _validate_config, "check a study config, its plugins and its data",
+                          " against the schema; list its sweeps' set-ups")
     sub.add_argument("config")
-    sub.add_argument("--schema", default="workflow/schemas/config.schema.yaml")
+    sub.add_argument("--schema", help="default: the checkout's workflow/schemas/config.schema.yaml")
 
-    sub = command("fetch", _fetch, "download a standard data set's files and verify their published checksums")
+    sub = commands.person("fetch", _fetch, "download a standard data set and verify its checksums", " (the published ones)")
     sub.add_argument("--name", required=True)
     sub.add_argument("--folder", required=True)
     sub.add_argument("--mirror", help="base URL serving the files (default: the published mirrors)")
 
-    sub = command("prepare", _prepare, "load a data set, normalise it and split it into train/test")
-    settings(sub, "dataset section")
+
+def _data_steps(commands: _Commands) -> None:
+    """Steps of the data set: prepared splits, the classifier and the real images' statistics."""
+    sub = commands.step("prepare", _prepare, "load a data set, normalise it and split it into train/test")
+    _settings_option(sub, "dataset section")
     sub.add_argument("--seed", type=int, required=True, help="study seed")
     sub.add_argument("--out-dir", required=True)
 
-    sub = command("train-classifier", _train_classifier, "train the dataset's CNN classifier (FID/IS features)")
-    settings(sub, "classifier section")
+    sub = commands.step("train-classifier", _train_classifier, "train the dataset's CNN classifier (FID/IS features)")
+    _settings_option(sub, "classifier section")
     sub.add_argument("--train", required=True)
     sub.add_argument("--test", required=True)
     sub.add_argument("--seed", type=int, required=True, help="study seed")
     sub.add_argument("--model", required=True, help="output: classifier weights")
     sub.add_argument("--metrics", required=True, help="output: accuracy and provenance JSON")
-    threads(sub)
+    _threads_option(sub)
 
-    sub = command("reference-stats", _reference_stats, "FID statistics of the real images")
-    settings(sub, "evaluation section")
+    sub = commands.step("reference-stats", _reference_stats, "FID statistics of the real images")
+    _settings_option(sub, "evaluation section")
     sub.add_argument("--split", required=True)
     # Given without a file by the workflow on data of one class, which train no classifier.
     sub.add_argument("--classifier", nargs="?", help="the data set's classifier (needed unless --extractor quality is Inception)")
@@ -386,9 +450,21 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluation.extractor (FID, IS, KID, precision, recall)",
     )
     sub.add_argument("--out", required=True)
-    threads(sub)
+    _threads_option(sub)
 
-    sub = command("train", _train, "train one set-up for one trial (run under mpiexec/srun/jsrun)")
+    sub = commands.step("smote-samples", _smote_samples, "grid of real vs SMOTE training images, a row pair per class")
+    sub.add_argument("--train", required=True, help="prepared training split")
+    sub.add_argument("--out", required=True)
+
+    sub = commands.step("anova", _anova, "ANOVA of pixel intensity between vs within classes, per channel")
+    sub.add_argument("--split", required=True, help="prepared split")
+    sub.add_argument("--csv", required=True)
+    sub.add_argument("--markdown", required=True)
+
+
+def _train_steps(commands: _Commands) -> None:
+    """Steps of one training job."""
+    sub = commands.step("train", _train, "train one set-up for one trial (run under mpiexec/srun/jsrun)")
     sub.add_argument("job", help="the set-up's training job file (JSON: settings, seed, inputs, kind), as the workflow "
                      "writes it to results/<study>/jobs/<set-up>.json")
     sub.add_argument("--compute", metavar="FILE", help="JSON: device, gpus_per_rank, node_gpus, deterministic, tf32, stack_layout, threads")
@@ -399,8 +475,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="most seconds between two progress lines of a trainer in the log (default 30; first and last "
                      "iteration always)")
 
-    sub = command("evaluate", _evaluate, "score one trained generator (FID, IS; L1, PSNR, SSIM of a paired one; shower physics)")
-    settings(sub, "evaluation section")
+
+def _evaluate_steps(commands: _Commands) -> None:
+    """Steps of scores of the trained generators and the runs' timings, collected."""
+    sub = commands.step("evaluate", _evaluate, "score one trained generator (FID, IS; L1, PSNR, SSIM of a paired one; shower physics)")
+    _settings_option(sub, "evaluation section")
     sub.add_argument("--generator", required=True)
     sub.add_argument("--run-record", required=True, help="the training run's run.json")
     sub.add_argument("--classifier", help="the data set's classifier (kind images)")
@@ -411,50 +490,109 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--seed", type=int, required=True, help="study seed")
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out", required=True)
-    threads(sub)
+    _threads_option(sub)
 
-    sub = command("aggregate", _aggregate, "collect every score into one tidy CSV")
+    sub = commands.step("aggregate", _aggregate, "collect every score into one tidy CSV")
     sub.add_argument("--study", required=True)
     sub.add_argument("--out", required=True)
     sub.add_argument("scores", nargs="+", help="evaluate outputs")
 
-    sub = command("aggregate-timings", _aggregate_timings,
+    sub = commands.step("aggregate-timings", _aggregate_timings,
                   "collect every run's seconds per rank and routine, and its epoch time and final losses, into two CSVs")
     sub.add_argument("--out", required=True, help="seconds per run, rank and routine")
     sub.add_argument("--runs-out", required=True, help="one row per run: epoch seconds and final losses")
     sub.add_argument("runs", nargs="+", help="run folders (run.json, profile.csv, losses.csv)")
 
-    def baselines(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--baselines", nargs="*", default=[], metavar="SETUP=BASELINE",
-                         help="each multi-rank set-up's one-rank run of the same work")
 
-    sub = command("timing", _timing, "training time, speed-up and seconds-per-routine tables (Pérez et al. (2020)), epoch times (Conjevaram Sai Narayan et al.)")
+def _statistics_steps(commands: _Commands) -> None:
+    """Steps of the tables."""
+    sub = commands.step("stats", _stats, "summary tables and rank-sum p-value matrices per metric")
+    sub.add_argument("--scores", required=True)
+    sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
+    sub.add_argument("--metrics", nargs="+", required=True)
+    sub.add_argument("--min-trials", type=int, default=1, help="flag set-ups with fewer finite scores as underpowered")
+    sub.add_argument("--convergence", help="convergence.csv: flag set-ups whose training had not converged")
+    _digits_option(sub)
+    sub.add_argument("--out-dir", required=True)
+
+    sub = commands.step("sweep-stats", _sweep_stats, "per sweep: main effects, Kruskal-Wallis per key, interactions, pairwise Holm p")
+    sub.add_argument("--scores", required=True)
+    sub.add_argument("--sweeps", required=True, help="JSON: each sweep's set-ups and their values (the study's specs/sweeps.json)")
+    sub.add_argument("--metrics", nargs="+", required=True)
+    _digits_option(sub)
+    sub.add_argument("--out-dir", required=True, help="folder of the tables")
+    sub.add_argument("--figures", required=True, help="folder of the figures")
+
+    sub = commands.step("convergence", _convergence, "in-training score curves: the convergence table and figure")
+    sub.add_argument("--losses", nargs="+", required=True, help="losses.csv of the runs")
+    sub.add_argument("--setups", nargs="+", required=True, help="set-ups in figure order")
+    sub.add_argument("--window", type=float, required=True, help="last fraction of the iterations whose trend and level are judged")
+    sub.add_argument("--tolerance", type=float, required=True, help="projected relative improvement over the window that counts as not converged")
+    sub.add_argument("--degradation", type=float, required=True, help="relative worsening of the window's median vs the best level before it that counts as degraded")
+    sub.add_argument("--out", required=True, help="convergence.csv")
+    sub.add_argument("--figure", required=True, help="score curves (PNG)")
+
+    sub = commands.step("reproduction", _reproduction, "the papers' published results beside ours, and the directions between set-ups")
+    sub.add_argument("--scores", required=True)
+    sub.add_argument("--references", type=_settings, required=True, help="set-up -> metric -> reference, as JSON")
+    sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
+    _digits_option(sub)
+    sub.add_argument("--out-dir", required=True)
+
+    sub = commands.step("timing", _timing, "training time, speed-up and seconds-per-routine tables (Pérez et al. (2020)), epoch times (Conjevaram Sai Narayan et al.)")
     sub.add_argument("--timings", required=True, help="aggregate-timings --out")
     sub.add_argument("--runs", required=True, help="aggregate-timings --runs-out")
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
     sub.add_argument("--references", type=_settings, default={}, help="set-up -> epoch_seconds/d_loss/g_loss -> reference, as JSON")
-    baselines(sub)
-    digits(sub)
+    _baselines_option(sub)
+    _digits_option(sub)
     sub.add_argument("--out-dir", required=True)
 
-    sub = command("grid-plot", _grid_plot, "scores against grid size, a panel per metric")
+
+def _figure_steps(commands: _Commands) -> None:
+    """Steps of the figures."""
+    sub = commands.step("grid-plot", _grid_plot, "scores against grid size, a panel per metric")
     sub.add_argument("--scores", required=True)
     sub.add_argument("--metrics", nargs="+", required=True)
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--out", required=True)
 
-    sub = command("routine-plot", _routine_plot, "seconds per routine, stacked per set-up")
+    sub = commands.step("routine-plot", _routine_plot, "seconds per routine, stacked per set-up")
     sub.add_argument("--timings", required=True)
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--out", required=True)
 
-    sub = command("speedup-plot", _speedup_plot, "speed-up over one rank, per set-up and per routine")
+    sub = commands.step("speedup-plot", _speedup_plot, "speed-up over one rank, per set-up and per routine")
     sub.add_argument("--timings", required=True)
     sub.add_argument("--setups", nargs="+", required=True)
-    baselines(sub)
+    _baselines_option(sub)
     sub.add_argument("--out", required=True)
 
-    sub = command("bsub", _bsub, "submit a Snakemake job script to LSF (profiles/summit); prints the job id")
+    sub = commands.step("curves", _curves, "training curves: mean losses per iteration and set-up")
+    sub.add_argument("--losses", nargs="+", required=True, help="losses.csv of the runs")
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--out", required=True)
+
+    sub = commands.step("box-plot", _box_plot, "box plot of one metric per set-up")
+    sub.add_argument("--scores", required=True)
+    sub.add_argument("--metric", required=True)
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--out", required=True)
+
+    sub = commands.step("shower-plot", _shower_plot, "mean shower profiles and sampling fraction per energy bin, real vs generated")
+    sub.add_argument("--scores", nargs="+", required=True, help="evaluate outputs of shower generators (--kind showers), one per set-up")
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--out", required=True)
+
+    sub = commands.step("montage", _montage, "the set-ups' sample grids side by side")
+    sub.add_argument("--grids", nargs="+", required=True)
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--out", required=True)
+
+
+def _lsf_steps(commands: _Commands) -> None:
+    """Steps of LSF's submission and status commands of the summit profile."""
+    sub = commands.step("bsub", _bsub, "submit a Snakemake job script to LSF (profiles/summit); prints the job id")
     sub.add_argument("--name", required=True)
     sub.add_argument("--nodes", type=int, required=True, help="whole nodes (-nnodes)")
     sub.add_argument("--minutes", type=int, required=True, help="wall time (-W)")
@@ -465,72 +603,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--warning-minutes", type=int, default=0, help="-wa USR1 -wt: signal the job this long before its wall time")
     sub.add_argument("jobscript")
 
-    sub = command("bjobs-status", _bjobs_status, "running, success or failed for an LSF job id (profiles/summit)")
+    sub = commands.step("bjobs-status", _bjobs_status, "running, success or failed for an LSF job id (profiles/summit)")
     sub.add_argument("job_id")
-
-    sub = command("curves", _curves, "training curves: mean losses per iteration and set-up")
-    sub.add_argument("--losses", nargs="+", required=True, help="losses.csv of the runs")
-    sub.add_argument("--setups", nargs="+", required=True)
-    sub.add_argument("--out", required=True)
-
-    sub = command("smote-samples", _smote_samples, "grid of real vs SMOTE training images, a row pair per class")
-    sub.add_argument("--train", required=True, help="prepared training split")
-    sub.add_argument("--out", required=True)
-
-    sub = command("anova", _anova, "ANOVA of pixel intensity between vs within classes, per channel")
-    sub.add_argument("--split", required=True, help="prepared split")
-    sub.add_argument("--csv", required=True)
-    sub.add_argument("--markdown", required=True)
-
-    sub = command("stats", _stats, "summary tables and rank-sum p-value matrices per metric")
-    sub.add_argument("--scores", required=True)
-    sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
-    sub.add_argument("--metrics", nargs="+", required=True)
-    sub.add_argument("--min-trials", type=int, default=1, help="flag set-ups with fewer finite scores as underpowered")
-    sub.add_argument("--convergence", help="convergence.csv: flag set-ups whose training had not converged")
-    digits(sub)
-    sub.add_argument("--out-dir", required=True)
-
-    sub = command("sweep-stats", _sweep_stats, "per sweep: main effects, Kruskal-Wallis per key, interactions, pairwise Holm p")
-    sub.add_argument("--scores", required=True)
-    sub.add_argument("--sweeps", required=True, help="JSON: each sweep's set-ups and their values (the study's specs/sweeps.json)")
-    sub.add_argument("--metrics", nargs="+", required=True)
-    digits(sub)
-    sub.add_argument("--out-dir", required=True, help="folder of the tables")
-    sub.add_argument("--figures", required=True, help="folder of the figures")
-
-    sub = command("convergence", _convergence, "in-training score curves: the convergence table and figure")
-    sub.add_argument("--losses", nargs="+", required=True, help="losses.csv of the runs")
-    sub.add_argument("--setups", nargs="+", required=True, help="set-ups in figure order")
-    sub.add_argument("--window", type=float, required=True, help="last fraction of the iterations whose trend and level are judged")
-    sub.add_argument("--tolerance", type=float, required=True, help="projected relative improvement over the window that counts as not converged")
-    sub.add_argument("--degradation", type=float, required=True, help="relative worsening of the window's median vs the best level before it that counts as degraded")
-    sub.add_argument("--out", required=True, help="convergence.csv")
-    sub.add_argument("--figure", required=True, help="score curves (PNG)")
-
-    sub = command("reproduction", _reproduction, "the papers' published results beside ours, and the directions between set-ups")
-    sub.add_argument("--scores", required=True)
-    sub.add_argument("--references", type=_settings, required=True, help="set-up -> metric -> reference, as JSON")
-    sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
-    digits(sub)
-    sub.add_argument("--out-dir", required=True)
-
-    sub = command("box-plot", _box_plot, "box plot of one metric per set-up")
-    sub.add_argument("--scores", required=True)
-    sub.add_argument("--metric", required=True)
-    sub.add_argument("--setups", nargs="+", required=True)
-    sub.add_argument("--out", required=True)
-
-    sub = command("shower-plot", _shower_plot, "mean shower profiles and sampling fraction per energy bin, real vs generated")
-    sub.add_argument("--scores", nargs="+", required=True, help="evaluate outputs of shower generators (--kind showers), one per set-up")
-    sub.add_argument("--setups", nargs="+", required=True)
-    sub.add_argument("--out", required=True)
-
-    sub = command("montage", _montage, "the set-ups' sample grids side by side")
-    sub.add_argument("--grids", nargs="+", required=True)
-    sub.add_argument("--setups", nargs="+", required=True)
-    sub.add_argument("--out", required=True)
-    return parser
 
 
 def _mpi_peers() -> int:
