@@ -50,8 +50,18 @@ def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env):
     gpus = {"summit": 1, "slurm": 0, "slurm-gpu": 1}.get(profile)
     if profile != "local":  # the local executor prints no resources
         assert jobs and all("tasks=1," in j and f"gpu={gpus}, tasks_per_gpu=0" in j and "slurm_extra=--signal=USR1@300" in j for j in jobs)
+        # One rank: no mpi resource (Snakemake's Slurm plugin refuses an MPI job of one task), launched all the same.
+        assert all(", mpi=, " in j for j in jobs)
     if profile == "slurm":
         assert "--gpus-per-task" not in out
+
+
+def test_a_profile_that_still_names_the_launcher_as_a_resource_is_stopped_with_where_it_goes_now(env):
+    done = subprocess.run(["snakemake", "--profile", "slurm", "-n", "--forceall", "--set-resources", "train:mpi=srun"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode != 0
+    out = done.stdout + done.stderr
+    assert "the profile sets `set-resources: train: mpi:`: the launcher is now the site's key `launcher:`" in out, out[-2000:]
 
 
 def test_no_embedded_study_describes_node_hardware():
@@ -154,9 +164,11 @@ def slurm(slurm_daemons):
         require_slurm(slurm_daemons["why"])
 
 
-def slurm_study(tmp_path: Path, env: dict, compute: dict) -> str:
-    """Run TINY through the real Slurm with these compute settings; Snakemake's output."""
-    config = {**TINY, "compute": {**TINY["compute"], "node_cores": os.cpu_count(), "train_minutes": 10, **compute}}
+def slurm_study(tmp_path: Path, env: dict, compute: dict, setups: dict | None = None) -> str:
+    """Run TINY, with these set-ups besides its own, through the real Slurm with these compute settings;
+    Snakemake's output."""
+    config = {**TINY, "setups": {**TINY["setups"], **(setups or {})},
+              "compute": {**TINY["compute"], "node_cores": os.cpu_count(), "train_minutes": 10, **compute}}
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
     command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile", str(tmp_path / "study.yaml"),
                "--profile", str(REPO / "profiles" / "slurm"), "--jobs", "2"]
@@ -175,18 +187,22 @@ def test_a_shrunken_study_runs_through_slurm_on_gpu_nodes_one_gpu_per_rank(slurm
     # ci/slurm.py's node advertises 4 GPUs without devices: Slurm grants and binds them, torch sees none, so the
     # study trains on the CPU on purpose (device cpu); device auto would stop there, naming what Slurm gave.
     # (A CPU node's srun line, without --gpus-per-task, is checked by the dry-runs.)
-    log = slurm_study(tmp_path, env, {"node_gpus": 2, "device": "cpu"})
+    # Besides TINY's set-ups of 2 ranks, one of a single rank: Snakemake's Slurm plugin refuses an MPI job of
+    # one task, so that job carries no mpi resource and still starts with srun, its GPU bound.
+    one_rank = {"single": {"mode": "single", "iterations": 1, "hidden_units": 32}}
+    log = slurm_study(tmp_path, env, {"node_gpus": 2, "device": "cpu"}, one_rank)
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
-    # prepare, classifier, reference statistics, 3 trainings, 3 evaluations; a tenth is a retry of a failed job
-    assert len(submitted) == 9, failed_jobs(log)
-    for setup in MPI_SETUPS:
-        assert f"srun -n 2 --gpus-per-task=1 ganstudy train results/tiny/jobs/{setup}.json" in log
+    # prepare, classifier, reference statistics, 4 trainings, 4 evaluations; one more is a retry of a failed job
+    assert len(submitted) == 11, failed_jobs(log)
+    for setup in (*MPI_SETUPS, "single"):
+        ranks = 1 if setup == "single" else 2
+        assert f"srun -n {ranks} --gpus-per-task=1 ganstudy train results/tiny/jobs/{setup}.json" in log
         record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
-        assert record["world_size"] == 2
-        assert len(record["ranks"]) == 2 and all(rank["rss_mb"] > 100 for rank in record["ranks"])
+        assert record["world_size"] == ranks
+        assert len(record["ranks"]) == ranks and all(rank["rss_mb"] > 100 for rank in record["ranks"])
         given = [rank["scheduler"] for rank in record["ranks"]]
         # Slurm granted the job its GPUs and bound one to each rank, a different one per rank, visible to CUDA.
         bound = [rank["SLURM_STEP_GPUS"] for rank in given]
-        assert all("," not in gpu for gpu in bound) and len(set(bound)) == 2, given
+        assert all("," not in gpu for gpu in bound) and len(set(bound)) == ranks, given
         assert all(rank["CUDA_VISIBLE_DEVICES"] == rank["SLURM_STEP_GPUS"] for rank in given), given
     assert (tmp_path / "results" / "tiny" / "tables" / "pvalues_fid.md").is_file()

@@ -30,11 +30,11 @@ def test_every_profile_carries_a_valid_site_and_names_it():
 
 def test_no_site_is_this_machine_without_gpus():
     site = read_site(None, REPO)
-    assert site == {"name": "this machine", "node_cores": os.cpu_count(), "node_gpus": 0, "gpus_per_rank": 1,
+    assert site == {"name": "this machine", "launcher": "mpiexec", "node_cores": os.cpu_count(), "node_gpus": 0, "gpus_per_rank": 1,
                     "node_mem_mb": None, "modules": []}
     # The schema's defaults are what the site description documents.
     described = yaml.safe_load(SCHEMA.read_text())["properties"]
-    assert set(described) == {"name", *SITE_KEYS}
+    assert set(described) == {"name", "launcher", *SITE_KEYS}
 
 
 def test_a_missing_or_bad_site_file_is_named(tmp_path):

@@ -71,6 +71,12 @@ try:
 except GanstudyError as error:
     raise WorkflowError(str(error)) from None
 config["compute"], site_overrides = with_site(config["compute"], SITE)
+LAUNCHER = SITE["launcher"]
+# Profiles used to name the launcher as the train rule's mpi resource; the Slurm plugin then takes every
+# training job for an MPI job, and refuses to submit one of a single rank.
+if "mpi" in workflow.resource_settings.overwrite_resources.get("train", {}):
+    raise WorkflowError("the profile sets `set-resources: train: mpi:`: the launcher is now the site's key `launcher:` "
+                        "(mpiexec, srun or jsrun) in its site file, profiles/<name>/site.yaml; move it there (profiles/README.md)")
 logger.info(f"site '{SITE['name']}': {SITE['node_cores']} cores and {SITE['node_gpus']} GPUs per node")
 for line in site_overrides:
     logger.warning(f"warning: {line}")
@@ -372,20 +378,27 @@ class Untracked:
 
 
 def mpi_launch(wildcards, resources):
-    """The launch prefix of a training job for the profile's launcher (resources.mpi): jsrun gets
-    Summit's resource sets (1 rank, its cores and its GPUs each), srun its GPUs per task (so that each
-    rank is bound to its own) and cores, mpiexec a rank count."""
-    if resources.mpi == "jsrun":
+    """The launch prefix of a training job for the site's launcher: jsrun gets Summit's resource sets
+    (1 rank, its cores and its GPUs each), srun its GPUs per task (so that each rank is bound to its own)
+    and cores, mpiexec a rank count. A job of one rank is launched alike (srun binds its GPU)."""
+    if LAUNCHER == "jsrun":
         per_node = ranks_per_node()
         cores = config["compute"]["node_cores"] // per_node
         return Untracked(f"jsrun -n {resources.tasks} -r {per_node} -a 1 -c {cores} -g {rank_gpus()} -b packed:{cores}")
-    launch = f"{resources.mpi} -n {resources.tasks}"
+    launch = f"{LAUNCHER} -n {resources.tasks}"
     # Inside a Snakemake Slurm job the allocation's SLURM_* defaults are cleared: srun is told everything.
-    if resources.mpi == "srun" and rank_gpus():
+    if LAUNCHER == "srun" and rank_gpus():
         launch += f" --gpus-per-task={rank_gpus()}"
-    if resources.mpi == "srun" and THREADS > 1:
+    if LAUNCHER == "srun" and THREADS > 1:
         launch += f" --cpus-per-task={THREADS}"
     return Untracked(launch)
+
+
+def train_mpi(wildcards):
+    """The mpi resource: the launcher for a job of several ranks, empty for one. Snakemake's Slurm plugin
+    asks sbatch for --ntasks=tasks where mpi is set (a GPU job gets no --ntasks otherwise) and refuses an
+    MPI job of one task; a job without it gets one task, all a one-rank job needs."""
+    return LAUNCHER if setup_tasks(wildcards) > 1 else ""
 
 
 def train_gpus(wildcards):

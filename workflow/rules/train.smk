@@ -1,6 +1,6 @@
-# Stage 2: training, one job per (set-up, trial). Profiles set {resources.mpi} to their launcher
-# (mpiexec, srun, jsrun); tasks follows the set-up (grid: one rank per cell, per_class: one per class,
-# up to compute.max_ranks; data_parallel: max_ranks), nodes, GPUs and the jsrun geometry follow
+# Stage 2: training, one job per (set-up, trial), its ranks started by the site's launcher (mpiexec, srun,
+# jsrun: profiles/<name>/site.yaml). tasks follows the set-up (grid: one rank per cell, per_class: one per
+# class, up to compute.max_ranks; data_parallel: max_ranks), nodes, GPUs and the jsrun geometry follow
 # compute.node_cores/node_gpus/gpus_per_rank, memory the training split (ganstudy.resources). The
 # scheduler signals the job wall_warning_minutes before its limit: it checkpoints, exits 75, and the
 # profile's retry resumes it with more wall time.
@@ -64,7 +64,7 @@ rule train:
         tasks=setup_tasks,
         nodes=setup_nodes,
         cpus_per_task=THREADS,
-        mpi="mpiexec",
+        mpi=train_mpi,
         gpu=train_gpus,
         # Otherwise the Slurm plugin adds --ntasks-per-gpu=<tasks>; srun binds the GPUs per task instead.
         tasks_per_gpu=0,
