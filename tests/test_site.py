@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 
 import pytest
 import yaml
 
 from conftest import REPO, planned_jobs
 from ganstudy.errors import GanstudyError
-from ganstudy.site import SITE_KEYS, read_site, with_site
+from ganstudy.site import SITE_KEYS, account_warning, read_site, resolve_node_cores, with_site
 from test_workflow import SHRUNKEN, snakemake
 
 SCHEMA = REPO / "workflow" / "schemas" / "site.schema.yaml"
@@ -23,15 +24,18 @@ def test_every_profile_carries_a_valid_site_and_names_it():
         options = yaml.safe_load((REPO / "profiles" / profile / "config.v8+.yaml").read_text())
         assert options["config"] == [f"site=profiles/{profile}/site.yaml"]
         site = read_site(f"profiles/{profile}/site.yaml", REPO)
-        assert set(SITE_KEYS) <= set(site) and site["node_cores"] >= 1
+        assert set(SITE_KEYS) <= set(site) and (site["node_cores"] is None or site["node_cores"] >= 1)
     assert read_site("profiles/slurm-gpu/site.yaml", REPO)["node_gpus"] > 0
     assert read_site("profiles/slurm/site.yaml", REPO)["node_gpus"] == 0
 
 
 def test_no_site_is_this_machine_without_gpus():
     site = read_site(None, REPO)
-    assert site == {"name": "this machine", "launcher": "mpiexec", "node_cores": os.cpu_count(), "node_gpus": 0, "gpus_per_rank": 1,
+    assert site == {"name": "this machine", "launcher": "mpiexec", "node_cores": None, "node_gpus": 0, "gpus_per_rank": 1,
                     "node_mem_mb": None, "modules": []}
+    # null cores: the planning machine's, named.
+    assert resolve_node_cores({"node_cores": None}) == ({"node_cores": os.cpu_count()}, socket.gethostname())
+    assert resolve_node_cores({"node_cores": 42}) == ({"node_cores": 42}, None)
     # The schema's defaults are what the site description documents.
     described = yaml.safe_load(SCHEMA.read_text())["properties"]
     assert set(described) == {"name", "launcher", *SITE_KEYS}
@@ -81,3 +85,18 @@ def test_one_study_asks_for_gpus_only_on_a_gpu_site_and_an_override_is_said(tmp_
     said = done.stdout + done.stderr
     assert "compute.node_gpus: the study sets 6 where the site 'slurm' says 0; the study's value is used" in said
     assert set(_gpus(done.stdout)) == {1, 2}
+
+
+def test_a_cluster_site_without_an_account_is_warned_of_and_one_given_anywhere_is_enough():
+    slurm, summit, local = (read_site(f"profiles/{name}/site.yaml", REPO) for name in ("slurm", "summit", "local"))
+    warning = account_warning(slurm, {"runtime": "30"}, {})
+    assert warning == ("site 'slurm': no account for the scheduler (slurm_account in the profile's default-resources, or "
+                       "SBATCH_ACCOUNT / SLURM_ACCOUNT in the environment): Slurm charges your default account, and a centre "
+                       "without one refuses every job")
+    assert account_warning(slurm, {"slurm_account": "abc123"}, {}) is None
+    assert account_warning(slurm, {}, {"SBATCH_ACCOUNT": "abc123"}) is None
+    # The summit profile's own default: an empty project, quoted as Snakemake passes it on.
+    assert "lsf_project in the profile's default-resources, or LSB_DEFAULTPROJECT" in account_warning(summit, {"lsf_project": "''"}, {})
+    assert account_warning(summit, {"lsf_project": "''"}, {"LSB_DEFAULTPROJECT": "GEN150"}) is None
+    assert account_warning(summit, {"lsf_project": "GEN150"}, {}) is None
+    assert account_warning(local, {}, {}) is None

@@ -7,6 +7,8 @@ still set a site key on purpose: its value wins, and the workflow says so when i
 from __future__ import annotations
 
 import os
+import socket
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +46,34 @@ def read_site(reference: str | None, base: str | os.PathLike[str]) -> dict[str, 
     problems = section_problems(site, schema, where)
     if problems:
         raise GanstudyError("; ".join(problems))
-    if site["node_cores"] is None:
-        site["node_cores"] = os.cpu_count() or 1
     return site
+
+
+def resolve_node_cores(compute: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """node_cores null in both the study and the site: the cores of the machine that plans, and that
+    machine's name (a cluster's login node may not be like its compute nodes); else (compute, None)."""
+    if compute["node_cores"] is not None:
+        return compute, None
+    return {**compute, "node_cores": os.cpu_count() or 1}, socket.gethostname()
+
+
+# Where each scheduler takes the account a job is charged to: the profile's resource, else the environment.
+_ACCOUNTS = {"srun": ("slurm_account", ("SBATCH_ACCOUNT", "SLURM_ACCOUNT"), "Slurm charges your default account, and "
+                      "a centre without one refuses every job"),
+             "jsrun": ("lsf_project", ("LSB_DEFAULTPROJECT",), "bsub -P is required on Summit-class machines: LSF "
+                       "refuses every job")}
+
+
+def account_warning(site: dict[str, Any], resources: dict[str, str], environ: Mapping[str, str]) -> str | None:
+    """A line when the site's scheduler is given no account/project: neither the profile's resource
+    (``resources``: its default-resources, name -> value) nor the environment names one."""
+    if site["launcher"] not in _ACCOUNTS:
+        return None
+    resource, variables, consequence = _ACCOUNTS[site["launcher"]]
+    if resources.get(resource, "").strip("'\" ") or any(environ.get(name) for name in variables):
+        return None
+    return (f"site '{site['name']}': no account for the scheduler ({resource} in the profile's default-resources, or "
+            f"{' / '.join(variables)} in the environment): {consequence}")
 
 
 def with_site(compute: dict[str, Any], site: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

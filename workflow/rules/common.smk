@@ -27,7 +27,7 @@ from ganstudy.evaluate.weights import check_inception_weights, fid_sample_warnin
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.parts import part_problems, study_kind
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
-from ganstudy.site import read_site, with_site
+from ganstudy.site import account_warning, read_site, resolve_node_cores, with_site
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.status import write_plan
 from ganstudy.study_lock import acquire as acquire_study_lock, release as release_study_lock
@@ -71,15 +71,25 @@ try:
 except GanstudyError as error:
     raise WorkflowError(str(error)) from None
 config["compute"], site_overrides = with_site(config["compute"], SITE)
+config["compute"], measured_on = resolve_node_cores(config["compute"])
 LAUNCHER = SITE["launcher"]
 # Profiles used to name the launcher as the train rule's mpi resource; the Slurm plugin then takes every
 # training job for an MPI job, and refuses to submit one of a single rank.
 if "mpi" in workflow.resource_settings.overwrite_resources.get("train", {}):
     raise WorkflowError("the profile sets `set-resources: train: mpi:`: the launcher is now the site's key `launcher:` "
                         "(mpiexec, srun or jsrun) in its site file, profiles/<name>/site.yaml; move it there (profiles/README.md)")
-logger.info(f"site '{SITE['name']}': {SITE['node_cores']} cores and {SITE['node_gpus']} GPUs per node")
-for line in site_overrides:
-    logger.warning(f"warning: {line}")
+measured = f" (node_cores null: those of {measured_on}, where Snakemake runs)" if measured_on else ""
+logger.info(f"site '{SITE['name']}': {config['compute']['node_cores']} cores{measured} and {SITE['node_gpus']} GPUs per node")
+# Once, where the plan is made (every cluster job parses this file again).
+if workflow.is_main_process:
+    default_resources = workflow.resource_settings.default_resources
+    given = dict(arg.partition("=")[::2] for arg in (default_resources.args if default_resources else []))
+    notes = [account_warning(SITE, given, os.environ), *site_overrides]
+    if measured_on and LAUNCHER != "mpiexec":
+        notes.append(f"site '{SITE['name']}' leaves node_cores null: the plan took the cores of {measured_on}, where Snakemake "
+                     "runs; if the compute nodes differ, set node_cores in the site file")
+    for line in filter(None, notes):
+        logger.warning(f"warning: {line}")
 
 STUDY_DIR = f"{config['results_dir']}/{config['study']}"
 LOG_DIR = f"{STUDY_DIR}/logs"
@@ -450,6 +460,9 @@ def check_compute():
 check_compute()
 # Slurm (--signal) and LSF (-wa/-wt) warn training jobs this long before their wall time: they checkpoint and stop.
 WARNING_SECONDS = config["compute"]["wall_warning_minutes"] * 60
+# Resources only Snakemake's Slurm plugin reads, on sites whose launcher is srun: no --ntasks-per-gpu
+# (srun binds the GPUs per task instead) and the wall-time warning signal. Other sites' plans leave them out.
+SLURM_TRAIN_RESOURCES = {"tasks_per_gpu": 0, "slurm_extra": f"--signal=USR1@{WARNING_SECONDS}"} if LAUNCHER == "srun" else {}
 
 
 def setup_threads(wildcards):

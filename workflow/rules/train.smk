@@ -66,12 +66,10 @@ rule train:
         cpus_per_task=THREADS,
         mpi=train_mpi,
         gpu=train_gpus,
-        # Otherwise the Slurm plugin adds --ntasks-per-gpu=<tasks>; srun binds the GPUs per task instead.
-        tasks_per_gpu=0,
         mem_mb=train_memory,
         runtime=train_runtime,
-        slurm_extra=f"--signal=USR1@{WARNING_SECONDS}",
         wall_warning_minutes=config["compute"]["wall_warning_minutes"],
+        **SLURM_TRAIN_RESOURCES,
     shell:
         "{params.launch} ganstudy train {input.job} --compute {input.compute} --trial {wildcards.trial} --out-dir {params.out_dir}"
         " --checkpoint-dir {params.checkpoints} > {log} 2>&1"
