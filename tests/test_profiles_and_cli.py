@@ -76,3 +76,11 @@ def test_validate_config_works_from_any_directory(env, tmp_path):
                           env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "valid; study 'digits_grid' with set-ups grid1x1, grid2x2" in done.stdout
+
+
+def test_no_tracked_link_dangles():
+    # A dangling link inside a profile folder travels with every site copy of it.
+    listed = subprocess.run(["git", "ls-files", "-s"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    links = [line.split("\t", 1)[1] for line in listed.splitlines() if line.startswith("120000 ")]
+    assert links, "the root's profile links are tracked links"
+    assert [link for link in links if not (REPO / link).exists()] == []
