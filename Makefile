@@ -52,8 +52,10 @@ lint: setup
 tables figures: setup
 	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) $@
 
+# Into the study's folder, beside its summary.md (results/<study>/report.html).
 report: setup
-	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report report.html
+	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report \
+	  "$$($(BIN)/python -c 'import sys; from ganstudy.status import config_study_folder; print(config_study_folder(sys.argv[1]))' $(CONFIG))/report.html"
 
 # Every benchmark in full, each appending one JSON record (its results and the machine) to BENCH_OUT;
 # stops at the first failure. BENCH_ARGS=--quick checks them in minutes. See docs/benchmarks.md.
@@ -69,4 +71,4 @@ bench-gpu: setup
 	$(BIN)/python benchmarks/gpu.py $(BENCH_ARGS) --out $(BENCH_OUT)
 
 clean:
-	rm -rf $(VENV) .snakemake .pytest_cache report.html
+	rm -rf $(VENV) .snakemake .pytest_cache

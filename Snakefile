@@ -29,8 +29,10 @@ onstart:
 
 
 # The study's lock goes when the run ends, whatever the executor does with this process afterwards.
+# Then where the answer is, and its first lines.
 onsuccess:
     release_study_lock(STUDY_LOCK)
+    print_headline(STUDY_DIR)
 
 
 onerror:
@@ -42,3 +44,4 @@ rule all:
     input:
         rules.tables.input,
         rules.figures.input,
+        rules.summary.output,

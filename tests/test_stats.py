@@ -70,6 +70,10 @@ def test_summary_table_matches_numpy():
     assert (table.loc["a", "min"], table.loc["a", "max"], table.loc["a", "median"]) == (10.0, 13.0, 11.5)
     assert table.loc["a", "mean_train_minutes"] == pytest.approx(2.5)
     assert math.isnan(table.loc["c", "sd"])  # one trial has no spread
+    # The 95% interval of the mean, against scipy's t-interval.
+    low, high = sps.t.interval(0.95, len(a) - 1, loc=a.mean(), scale=sps.sem(a))
+    assert (table.loc["a", "ci_low"], table.loc["a", "ci_high"]) == (pytest.approx(low), pytest.approx(high))
+    assert math.isnan(table.loc["c", "ci_low"]) and math.isnan(table.loc["c", "ci_high"])
 
 
 def test_pvalue_matrix_is_the_upper_triangle_in_setup_order():

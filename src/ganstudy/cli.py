@@ -283,6 +283,12 @@ def _sweep_stats(args: argparse.Namespace) -> None:
     sweep_plots(args.scores, args.sweeps, args.metrics, args.figures)
 
 
+def _summary(args: argparse.Namespace) -> None:
+    from ganstudy.report.summary_page import write_summary
+
+    write_summary(args.study_dir, args.study, args.setups, args.metrics, args.figures, args.out, args.digits)
+
+
 def _convergence(args: argparse.Namespace) -> None:
     from ganstudy.report.figures import score_curves
     from ganstudy.stats.convergence import write_convergence
@@ -505,7 +511,7 @@ def _evaluate_steps(commands: _Commands) -> None:
 
 
 def _statistics_steps(commands: _Commands) -> None:
-    """Steps of the tables."""
+    """Steps of the tables and of the page that sums them up."""
     sub = commands.step("stats", _stats, "summary tables and rank-sum p-value matrices per metric")
     sub.add_argument("--scores", required=True)
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
@@ -522,6 +528,16 @@ def _statistics_steps(commands: _Commands) -> None:
     _digits_option(sub)
     sub.add_argument("--out-dir", required=True, help="folder of the tables")
     sub.add_argument("--figures", required=True, help="folder of the figures")
+
+    sub = commands.step("summary", _summary, "the study's answer on one page, from its tables: per metric the set-ups ranked, "
+                        "the best one's tests against each, convergence, the papers' numbers, the protocol, the figures")
+    sub.add_argument("--study-dir", required=True, help="results/<study>: scores.csv, convergence.csv and tables/ are read there")
+    sub.add_argument("--study", required=True)
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--metrics", nargs="+", required=True)
+    sub.add_argument("--figures", nargs="*", default=[], help="the study's figures, to link")
+    _digits_option(sub)
+    sub.add_argument("--out", required=True)
 
     sub = commands.step("convergence", _convergence, "in-training score curves: the convergence table and figure")
     sub.add_argument("--losses", nargs="+", required=True, help="losses.csv of the runs")

@@ -387,6 +387,15 @@ class Untracked:
         return self.text
 
 
+def print_headline(study_dir):
+    """After a run: where the study's answer is and its first lines, if the page is as new as the scores."""
+    from ganstudy.report.summary_page import headline  # pandas: not at every start of Snakemake
+
+    page, scores = Path(study_dir) / "summary.md", Path(study_dir) / "scores.csv"
+    if page.is_file() and scores.is_file() and page.stat().st_mtime >= scores.stat().st_mtime:
+        logger.info(headline(page))
+
+
 def mpi_launch(wildcards, resources):
     """The launch prefix of a training job for the site's launcher: jsrun gets Summit's resource sets
     (1 rank, its cores and its GPUs each), srun its GPUs per task (so that each rank is bound to its own)

@@ -174,17 +174,48 @@ rule smote_samples:
         "ganstudy smote-samples --train {input} --out {output} > {log} 2>&1"
 
 
+# Every figure of the study; the summary page links them.
+FIGURES = [
+    *expand(rules.box_plot.output, metric=METRICS),
+    *rules.sample_montage.output,
+    *rules.training_curves.output,
+    rules.convergence.output.figure,
+    *rules.routine_plot.output,
+    *(rules.grid_size_plot.output if len(GRID_SIZES) > 1 else []),
+    *(rules.speedup_plot.output if BASELINES else []),
+    *(rules.smote_samples.output if SMOTE else []),
+    *(rules.shower_plot.output if "showers" in KIND.figures else []),
+    *(rules.sweeps.output.figures if SWEEPS else []),
+]
+
+
+rule summary:
+    input:
+        rules.stats.output,
+        rules.convergence.output.table,
+        rules.reproduction.output if REFERENCES else [],
+        FIGURES,
+    output:
+        report(f"{STUDY_DIR}/summary.md", caption="../report/summary_page.rst", category="0. The answer"),
+    params:
+        study=config["study"],
+        setups=SETUPS,
+        metrics=METRICS,
+        figures=FIGURES,
+        digits=config["statistics"]["digits"],
+    log:
+        f"{LOG_DIR}/summary.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy summary --study-dir {STUDY_DIR} --study {params.study} --setups {params.setups} --metrics {params.metrics}"
+        " --figures {params.figures} --digits {params.digits} --out {output} > {log} 2>&1"
+
+
 rule figures:
     input:
-        expand(rules.box_plot.output, metric=METRICS),
-        rules.sample_montage.output,
-        rules.training_curves.output,
-        rules.convergence.output.figure,
-        rules.routine_plot.output,
-        rules.grid_size_plot.output if len(GRID_SIZES) > 1 else [],
-        rules.speedup_plot.output if BASELINES else [],
-        rules.smote_samples.output if SMOTE else [],
-        rules.shower_plot.output if "showers" in KIND.figures else [],
-        rules.sweeps.output.figures if SWEEPS else [],
+        FIGURES,
         RUN_RESULTS,
     localrule: True

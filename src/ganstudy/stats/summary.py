@@ -17,9 +17,9 @@ from ganstudy.atomic import atomic_path, write_text
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.protocol import protocol_notes
-from ganstudy.stats.tests import a12, a12_magnitude, holm, kruskal_wallis, ranksum_pvalue
+from ganstudy.stats.tests import a12, a12_magnitude, holm, kruskal_wallis, mean_interval, ranksum_pvalue
 
-SUMMARY_COLUMNS = ["setup", "trials", "mean", "sd", "min", "max", "median", "iqr", "mean_train_minutes", "note"]
+SUMMARY_COLUMNS = ["setup", "trials", "mean", "sd", "ci_low", "ci_high", "min", "max", "median", "iqr", "mean_train_minutes", "note"]
 PAIR_COLUMNS = ["setup_a", "setup_b", "n_a", "n_b", "p_value", "p_holm", "a12", "effect", "better", "note"]
 
 
@@ -45,19 +45,22 @@ def _problems(values: np.ndarray, dropped: int, min_trials: int) -> list[str]:
 
 def summary_table(scores: pd.DataFrame, metric: str, setups: list[str], min_trials: int = 1,
                   notes: dict[str, str] | None = None) -> pd.DataFrame:
-    """Per set-up: trials, mean, sd, min, max, median, IQR, mean training time and a note for problems
-    (``notes`` adds one per set-up, e.g. that its training had not converged)."""
+    """Per set-up: trials, mean, sd, the 95% t-interval of the mean, min, max, median, IQR, mean training
+    time and a note for problems (``notes`` adds one per set-up, e.g. that its training had not converged)."""
     notes = notes or {}
     rows = []
     for setup in setups:
         values, part, dropped = _values(scores, metric, setup)
         some = len(values) > 0
+        low, high = mean_interval(values)
         rows.append(
             {
                 "setup": setup,
                 "trials": len(values),
                 "mean": values.mean() if some else np.nan,
                 "sd": values.std(ddof=1) if len(values) > 1 else np.nan,
+                "ci_low": low,
+                "ci_high": high,
                 "min": values.min() if some else np.nan,
                 "max": values.max() if some else np.nan,
                 "median": np.median(values) if some else np.nan,

@@ -16,12 +16,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.summary import write_table
-from ganstudy.stats.tests import holm, kruskal_wallis
+from ganstudy.stats.tests import holm, kruskal_wallis, mean_interval
 from ganstudy.sweeps import swept_keys, value_label
 
 CONFIDENCE = 0.95
@@ -54,10 +53,9 @@ def main_effects(runs: pd.DataFrame, levels: dict[str, dict[str, Any]], confiden
         for label in key_values(levels, key):
             values = runs.loc[runs[key] == label, "value"].to_numpy(float)
             n = len(values)
-            mean = values.mean() if n else np.nan
-            sd = values.std(ddof=1) if n > 1 else np.nan
-            half = stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / np.sqrt(n) if n > 1 else np.nan
-            rows.append({"key": key, "value": label, "runs": n, "mean": mean, "sd": sd, "ci_low": mean - half, "ci_high": mean + half})
+            low, high = mean_interval(values, confidence)
+            rows.append({"key": key, "value": label, "runs": n, "mean": values.mean() if n else np.nan,
+                         "sd": values.std(ddof=1) if n > 1 else np.nan, "ci_low": low, "ci_high": high})
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 

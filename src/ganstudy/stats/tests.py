@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import kruskal, mannwhitneyu, ttest_ind_from_stats
+from scipy.stats import kruskal, mannwhitneyu, t, ttest_ind_from_stats
 
 
 def ranksum_pvalue(x: Sequence[float], y: Sequence[float]) -> float:
@@ -20,6 +20,15 @@ def ranksum_pvalue(x: Sequence[float], y: Sequence[float]) -> float:
     if len(x) == 0 or len(y) == 0 or np.ptp(np.concatenate([x, y])) == 0:
         return float("nan")
     return float(mannwhitneyu(x, y, alternative="two-sided", method="asymptotic", use_continuity=True).pvalue)
+
+
+def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """The ``confidence`` t-interval of the mean of ``values`` over trials; NaN with fewer than two."""
+    values = np.asarray(values, float)
+    if len(values) < 2:
+        return float("nan"), float("nan")
+    half = t.ppf(0.5 + confidence / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values))
+    return float(values.mean() - half), float(values.mean() + half)
 
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:

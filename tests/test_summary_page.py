@@ -1,0 +1,95 @@
+"""The summary page (results/<study>/summary.md): the set-ups ranked in each metric's direction, the best
+one's tests against each other taken from the pairs tables, convergence verdicts and figures, made from
+the tables that `ganstudy stats` writes for synthetic scores."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ganstudy.report.summary_page import headline, write_summary
+from ganstudy.stats.convergence import COLUMNS
+from ganstudy.stats.summary import write_stats
+
+SETUPS = ["a", "b", "c"]
+VALUES = {
+    # FID, lower is better: a clearly below b; c overlaps a.
+    "fid": {"a": [10.0, 11.0, 12.0, 13.0, 10.2, 11.8], "b": [20.0, 21.0, 22.0, 19.0, 20.5, 21.5],
+            "c": [10.5, 12.5, 11.5, 14.0, 10.1, 13.0]},
+    # IS, higher is better: b clearly above a.
+    "isc": {"a": [5.0, 6.0, 5.5, 6.5, 5.8, 6.2], "b": [8.0, 9.0, 8.5, 9.5, 8.8, 9.2], "c": [5.2, 6.2, 5.9, 6.1, 5.4, 6.6]},
+}
+
+
+def _study(tmp_path):
+    rows = [{"study": "s", "setup": setup, "trial": trial, "metric": metric, "value": value, "train_seconds": 60.0}
+            for metric, by_setup in VALUES.items() for setup, values in by_setup.items() for trial, value in enumerate(values)]
+    pd.DataFrame(rows).to_csv(tmp_path / "scores.csv", index=False)
+    trend = {column: 0.0 for column in COLUMNS if column not in ("setup", "trials", "iterations", "score", "first", "converged")}
+    convergence = [{"setup": s, "trials": 6, "iterations": 100, "score": "fid", "first": 50.0, **trend,
+                    "converged": "yes"} for s in SETUPS]
+    convergence[2].update(converged="no", window_from=50, projected_change=-0.2, projected_change_low=-0.3, projected_change_high=-0.1)
+    pd.DataFrame(convergence, columns=COLUMNS).to_csv(tmp_path / "convergence.csv", index=False)
+    write_stats(tmp_path / "scores.csv", SETUPS, list(VALUES), tmp_path / "tables", convergence_path=tmp_path / "convergence.csv")
+    figures = [str(tmp_path / "figures" / "box_fid.png"), str(tmp_path / "figures" / "score_curves.png")]
+    return write_summary(tmp_path, "s", SETUPS, list(VALUES), figures, tmp_path / "summary.md")
+
+
+def _rows(text: str, metric: str) -> list[list[str]]:
+    section = text.split(f"## {metric.upper()} ")[1].split("\n## ")[0]
+    lines = [line for line in section.splitlines() if line.startswith("| ")][1:]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+
+
+def _better_probability(best: list[float], other: list[float], higher: bool) -> float:
+    best, other = np.array(best)[:, None], np.array(other)[None, :]
+    wins = (best > other) if higher else (best < other)
+    return float((wins.sum() + 0.5 * (best == other).sum()) / wins.size)
+
+
+@pytest.mark.parametrize("metric, order", [("fid", ["a", "c", "b"]), ("isc", ["b", "c", "a"])])
+def test_each_metric_ranks_its_set_ups_in_its_direction_with_the_tables_numbers(tmp_path, metric, order):
+    text = _study(tmp_path)
+    rows = _rows(text, metric)
+    assert [row[1] for row in rows] == order and [row[0] for row in rows] == ["1", "2", "3"]
+    summary = pd.read_csv(tmp_path / "tables" / f"summary_{metric}.csv").set_index("setup")
+    pairs = pd.read_csv(tmp_path / "tables" / f"pairs_{metric}.csv")
+    best = order[0]
+    for rank, setup, trials, mean, sd, interval, p, effect, converged in rows:
+        assert (int(trials), mean, sd) == (6, f"{summary.loc[setup, 'mean']:.4g}", f"{summary.loc[setup, 'sd']:.4g}")
+        assert interval == f"{summary.loc[setup, 'ci_low']:.4g} to {summary.loc[setup, 'ci_high']:.4g}"
+        assert converged == ("no" if setup == "c" else "yes")
+        if setup == best:
+            assert (p, effect) == ("–", "–")
+            continue
+        pair = pairs[((pairs.setup_a == best) & (pairs.setup_b == setup)) | ((pairs.setup_a == setup) & (pairs.setup_b == best))]
+        assert p == f"{pair.p_holm.iloc[0]:.4g}"
+        probability = _better_probability(VALUES[metric][best], VALUES[metric][setup], metric == "isc")
+        assert effect == f"{probability:.2f} ({pair.effect.iloc[0]})"
+
+
+def test_the_page_says_what_is_significant_what_did_not_converge_and_links_the_figures(tmp_path):
+    text = _study(tmp_path)
+    pairs = pd.read_csv(tmp_path / "tables" / "pairs_fid.csv").set_index(["setup_a", "setup_b"])
+    assert "**a** has the best mean FID." in text
+    # a beat b in every pair of trials: with six trials each, significant after Holm over the three pairs.
+    assert pairs.loc[("a", "b"), "p_holm"] < 0.05
+    assert f"- b: worse, significantly (Holm p = {pairs.loc[('a', 'b'), 'p_holm']:.4g} < 0.05; A12 = 1.00, large)." in text
+    assert pairs.loc[("a", "c"), "p_holm"] >= 0.05
+    assert re.search(r"^- c: not significantly different \(Holm p = [\d.]+ ≥ 0\.05; A12 = 0\.\d\d, \w+\)\.$", text, re.MULTILINE)
+    convergence = text.split("## Convergence\n")[1].split("\n## ")[0]
+    assert convergence.strip().startswith("- c: not converged: in-training FID still falling from iteration 50 on, 20% better")
+    assert "- a:" not in convergence
+    assert "- [box fid](figures/box_fid.png)\n- [score curves](figures/score_curves.png)" in text
+    assert (tmp_path / "summary.md").read_text() == text
+
+
+def test_the_headline_is_the_page_down_to_its_first_table(tmp_path):
+    _study(tmp_path)
+    top = headline(tmp_path / "summary.md")
+    assert top.startswith(f"The study's answer: {tmp_path / 'summary.md'}\n\n# s: the answer\n")
+    assert "**a** has the best mean FID." in top and "|" not in top
+    assert headline(tmp_path / "nowhere.md") is None
