@@ -198,6 +198,7 @@ rule summary:
     output:
         report(f"{STUDY_DIR}/summary.md", caption="../report/summary_page.rst", category="0. The answer"),
     params:
+        folder=STUDY_DIR,
         study=config["study"],
         setups=SETUPS,
         metrics=METRICS,
@@ -210,7 +211,7 @@ rule summary:
     localrule: True
     threads: 1
     shell:
-        "ganstudy summary --study-dir {STUDY_DIR} --study {params.study} --setups {params.setups} --metrics {params.metrics}"
+        "ganstudy summary --study-dir {params.folder} --study {params.study} --setups {params.setups} --metrics {params.metrics}"
         " --figures {params.figures} --digits {params.digits} --out {output} > {log} 2>&1"
 
 
