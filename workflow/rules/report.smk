@@ -198,7 +198,7 @@ rule summary:
     output:
         report(f"{STUDY_DIR}/summary.md", caption="../report/summary_page.rst", category="0. The answer"),
     params:
-        folder=STUDY_DIR,
+        folder=lambda wildcards, output: os.path.dirname(output[0]),
         study=config["study"],
         setups=SETUPS,
         metrics=METRICS,
