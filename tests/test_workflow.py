@@ -217,7 +217,7 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     restyled = {**SHRUNKEN, "statistics": {"digits": 3, "min_trials": 3}}
     plan = snakemake(tmp_path, restyled, "-n", "--cores", "2", env=env)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout.split("Job stats:")[1], re.MULTILINE))
-    assert plan.returncode == 0 and set(jobs) == {"stats", "timing", "reproduction", "all", "total"}, plan.stdout[-2000:]
+    assert plan.returncode == 0 and set(jobs) == {"stats", "timing", "reproduction", "summary", "all", "total"}, plan.stdout[-2000:]
     done = snakemake(tmp_path, restyled, "--cores", "2", env=env)
     assert done.returncode == 0 and "underpowered: 2 < 3 trials" in (study / "tables" / "summary_fid.md").read_text()
     assert r"\toprule" in (study / "tables" / "pairs_fid.tex").read_text()
@@ -230,7 +230,7 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
         "isc": {"mean": 2.6, "sd": 0.5, "source": "Lupo Pasini et al. (2021) table 5"}}}}}
     plan = snakemake(tmp_path, corrected, "-n", "--cores", "2", env=env)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout.split("Job stats:")[1], re.MULTILINE))
-    assert plan.returncode == 0 and set(jobs) == {"reproduction", "all", "total"}, plan.stdout[-2000:]
+    assert plan.returncode == 0 and set(jobs) == {"reproduction", "summary", "all", "total"}, plan.stdout[-2000:]
 
     captions = report_captions(tmp_path, restyled, env)
     assert "(2020) summary of execution times" in captions["results/tiny/tables/timing.md"]
