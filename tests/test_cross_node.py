@@ -81,7 +81,7 @@ def nodes(slurm_daemons, env):
 
 def study_command(folder: Path, study: dict, node_gpus: int, targets: list[str]) -> list[str]:
     """Snakemake on ``study``'s ``targets`` with --profile slurm-gpu and a site of two-core nodes of ``node_gpus`` GPUs."""
-    site = {"name": "two namespaces", "node_cores": os.cpu_count(), "node_gpus": node_gpus, "gpus_per_rank": 1}
+    site = {"name": "two namespaces", "launcher": "srun", "node_cores": os.cpu_count(), "node_gpus": node_gpus, "gpus_per_rank": 1}
     (folder / "site.yaml").write_text(yaml.safe_dump(site))
     (folder / "study.yaml").write_text(yaml.safe_dump(study))
     return ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(folder), "--configfile", str(folder / "study.yaml"),

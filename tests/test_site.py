@@ -41,6 +41,14 @@ def test_no_site_is_this_machine_without_gpus():
     assert set(described) == {"name", "launcher", *SITE_KEYS}
 
 
+def test_a_site_file_without_a_launcher_is_refused_naming_the_choices(tmp_path):
+    site = tmp_path / "site.yaml"
+    site.write_text("name: our gpu nodes\nnode_gpus: 4\n")
+    with pytest.raises(GanstudyError, match=rf"site file {re.escape(str(site))} names no launcher: add how a training job starts its "
+                       r"ranks, `launcher: srun` \(Slurm\), `launcher: jsrun` \(LSF\) or `launcher: mpiexec`"):
+        read_site(str(site), REPO)
+
+
 def test_a_missing_or_bad_site_file_is_named(tmp_path):
     with pytest.raises(GanstudyError, match=r"site file profiles/nowhere/site.yaml \(config key site, set by the profile\) is not a file"):
         read_site("profiles/nowhere/site.yaml", REPO)

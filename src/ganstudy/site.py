@@ -24,10 +24,10 @@ SITE_KEYS = ("node_cores", "node_gpus", "gpus_per_rank", "node_mem_mb", "modules
 def read_site(reference: str | None, base: str | os.PathLike[str]) -> dict[str, Any]:
     """The site file ``reference`` (relative to the working directory, or else to ``base``, the workflow's
     folder), validated against workflow/schemas/site.schema.yaml with its defaults filled in; no
-    reference: the schema's defaults (this machine, no GPU)."""
+    reference: this machine (mpiexec) with the schema's defaults (no GPU)."""
     if reference is None:
-        site: dict[str, Any] = {}
-        where = "site (none given: the defaults)"
+        site: dict[str, Any] = {"launcher": "mpiexec"}
+        where = "site (none given: this machine, the defaults)"
     else:
         path = Path(reference)
         if not path.is_file() and not path.is_absolute() and (Path(base) / path).is_file():
@@ -42,6 +42,9 @@ def read_site(reference: str | None, base: str | os.PathLike[str]) -> dict[str, 
         if not isinstance(site, dict):
             raise GanstudyError(f"site file {path} must map keys to values, got {type(site).__name__}")
         where = f"site file {path}"
+        if "launcher" not in site:
+            raise GanstudyError(f"{where} names no launcher: add how a training job starts its ranks, `launcher: srun` "
+                                "(Slurm), `launcher: jsrun` (LSF) or `launcher: mpiexec` (this machine); profiles/README.md")
     schema = yaml.safe_load((Path(base) / "workflow" / "schemas" / "site.schema.yaml").read_text())
     problems = section_problems(site, schema, where)
     if problems:
