@@ -4,9 +4,13 @@ munge, slurm-client; see .ci/run). ci/slurm_nodes.py builds a two-node one besid
     python ci/slurm.py install   # apt-get the packages (root)
     python ci/slurm.py start     # write slurm.conf, start munged, slurmctld, slurmd; print their PIDs as JSON
     python ci/slurm.py stop PID...
+    python ci/slurm.py join ID   # a test session uses the cluster: start what is not running
+    python ci/slurm.py leave ID  # it is done: the last session to leave stops what the sessions started
 
-The tests call start/stop themselves and stop exactly the daemons they started, by PID. psutil is
-imported where needed: `install` runs with the system Python, before the virtual environment exists.
+A test session (tests/conftest.py) joins and leaves under its PID, so that two sessions at once (`make
+test` and a module run beside it) share the daemons and the first to end does not stop them under the
+other. psutil is imported where needed: `install` runs with the system Python, before the virtual
+environment exists.
 """
 
 from __future__ import annotations
@@ -175,6 +179,40 @@ def stop(pids: list[int]) -> None:
     psutil.wait_procs([p for p in map(_existing, pids) if p], timeout=20)
 
 
+# The sessions using the cluster (one file each, named by its ID) and the daemons they started.
+SESSIONS = Path("/run/ganstudy-test-slurm")
+
+
+def _sessions_lock():
+    import fcntl
+
+    SESSIONS.mkdir(parents=True, exist_ok=True)
+    lock = open(SESSIONS / ".lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    return lock
+
+
+def join(session: int) -> None:
+    with _sessions_lock():
+        record = SESSIONS / "started.json"
+        started = json.loads(record.read_text()) if record.is_file() else []
+        record.write_text(json.dumps(started + list(start().values())))
+        (SESSIONS / str(session)).touch()
+
+
+def leave(session: int) -> None:
+    import psutil
+
+    with _sessions_lock():
+        (SESSIONS / str(session)).unlink(missing_ok=True)
+        # A session that died without leaving (killed) holds nothing.
+        others = [f for f in SESSIONS.iterdir() if f.name.isdigit() and psutil.pid_exists(int(f.name))]
+        record = SESSIONS / "started.json"
+        if not others and record.is_file():
+            stop(json.loads(record.read_text()))
+            record.unlink()
+
+
 def _existing(pid: int):
     import psutil
 
@@ -192,5 +230,7 @@ if __name__ == "__main__":
         print(json.dumps(start()))
     elif command == "stop":
         stop([int(pid) for pid in sys.argv[2:]])
+    elif command in ("join", "leave") and len(sys.argv) == 3:
+        (join if command == "join" else leave)(int(sys.argv[2]))
     else:
         sys.exit(__doc__)

@@ -233,32 +233,32 @@ LONGEST_FIRST = ("test_cross_node", "test_workflow", "test_cluster_profiles", "t
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """A single-node Slurm for the whole run wherever Slurm is installed (CI installs it), started once by
+    """A single-node Slurm for the whole run wherever Slurm is installed (CI installs it), joined once by
     the process that starts the test workers, before them (they inherit SLURM_STATE).
 
     Besides the Slurm tests: Snakemake's Slurm plugin asks `scontrol show config` at every start, which
-    hangs about 10 s when Slurm is installed but its controller is down. The daemons started here are
-    stopped by their PIDs at the end (pytest_unconfigure).
+    hangs about 10 s when Slurm is installed but its controller is down. The session leaves at the end
+    (pytest_unconfigure); the last session on this machine to leave stops the daemons (ci/slurm.py).
     """
     if hasattr(config, "workerinput"):
         return
     if shutil.which("slurmctld") is None:
         state = {"available": False, "why": "Slurm is not installed (CI installs it: python3 ci/slurm.py install)"}
     else:
-        started = subprocess.run([sys.executable, str(REPO / "ci" / "slurm.py"), "start"], capture_output=True, text=True, timeout=180)
-        if started.returncode != 0:
-            state = {"available": False, "why": f"Slurm did not start: {started.stderr.strip()[-1500:]}"}
+        joined = subprocess.run([sys.executable, str(REPO / "ci" / "slurm.py"), "join", str(os.getpid())], capture_output=True,
+                                text=True, timeout=180)
+        if joined.returncode != 0:
+            state = {"available": False, "why": f"Slurm did not start: {joined.stderr.strip()[-1500:]}"}
         else:
-            state = {"available": True, "pids": list(json.loads(started.stdout).values())}
+            state = {"available": True}
     os.environ[SLURM_STATE] = json.dumps(state)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput") or SLURM_STATE not in os.environ:
         return
-    pids = json.loads(os.environ.pop(SLURM_STATE)).get("pids", [])
-    if pids:
-        subprocess.run([sys.executable, str(REPO / "ci" / "slurm.py"), "stop", *map(str, pids)], check=True, timeout=60)
+    if json.loads(os.environ.pop(SLURM_STATE))["available"]:
+        subprocess.run([sys.executable, str(REPO / "ci" / "slurm.py"), "leave", str(os.getpid())], check=True, timeout=60)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
