@@ -57,6 +57,7 @@ def test_a_missing_or_bad_site_file_is_named(tmp_path):
     with pytest.raises(GanstudyError) as error:
         read_site(str(bad), REPO)
     assert f"site file {bad}" in str(error.value) and "node_gpu" in str(error.value) and "node_cores" in str(error.value)
+    assert f"site file {bad} names no launcher" in str(error.value)
 
 
 def test_the_study_fills_what_it_leaves_null_from_the_site_and_its_overrides_are_listed():
