@@ -146,7 +146,7 @@ def test_a_set_up_still_improving_is_flagged_and_a_flat_one_is_not(tmp_path):
     # The same curve passes when 65% worse is allowed: the verdict follows the setting.
     looser = write_convergence(paths, setups, 0.05, 0.65, tmp_path / "looser.csv").set_index("setup")
     assert looser.loc["rising", "converged"] == "yes"
-    notes = convergence_notes(tmp_path / "convergence.csv")
+    notes = convergence_notes(pd.read_csv(tmp_path / "convergence.csv"))
     assert list(notes) == ["short", "rising", "climbing"]
     assert notes["short"].startswith("not converged: in-training FID still falling from iteration 301 on, 39% better by the end")
     assert notes["rising"] == ("degraded: median in-training FID from iteration 301 on 60% worse than its best level before "
@@ -178,7 +178,7 @@ def test_a_short_curve_still_falling_under_noise_is_inconclusive(tmp_path, monke
     paths = [_losses(tmp_path, "short", 0, falling)]
     table = write_convergence(paths, ["short"], 0.05, 0.25, tmp_path / "convergence.csv").set_index("setup")
     assert table.loc["short", "converged"] == "inconclusive"
-    notes = convergence_notes(tmp_path / "convergence.csv")
+    notes = convergence_notes(pd.read_csv(tmp_path / "convergence.csv"))
     assert notes["short"].startswith("inconclusive: in-training FID from iteration 23 on 54% better by the end")
     assert notes["short"].endswith("includes no change (train longer or score more often)")
     scores = pd.DataFrame([{"setup": "short", "trial": 0, "metric": "fid", "value": 1.0, "train_seconds": 1.0}])

@@ -40,16 +40,16 @@ def ranking(summary: pd.DataFrame, pairs: pd.DataFrame, metric: str) -> pd.DataF
     ordered = summary.assign(key=summary["mean"] * (-1 if higher else 1)).sort_values("key", kind="stable", na_position="last")
     ordered = ordered.drop(columns="key").reset_index(drop=True)
     best = ordered.setup.iloc[0] if len(ordered) and np.isfinite(ordered["mean"].iloc[0]) else None
-    p_holm, a12_best, effect = [], [], []
+    tests = []
     for setup in ordered.setup:
         pair = _pair(pairs, best, setup) if best is not None and setup != best else None
         if pair is None:
-            p_holm.append(np.nan), a12_best.append(np.nan), effect.append("–")
+            tests.append({"p_holm": np.nan, "a12_best": np.nan, "effect": "–"})
             continue
         # pairs' A12 is of setup_a's values over setup_b's: a value greater is a score better where higher is better.
         greater = pair.a12 if pair.setup_a == best else 1 - pair.a12
-        p_holm.append(pair.p_holm), a12_best.append(greater if higher else 1 - greater), effect.append(pair.effect)
-    return ordered.assign(p_holm=p_holm, a12_best=a12_best, effect=effect)
+        tests.append({"p_holm": pair.p_holm, "a12_best": greater if higher else 1 - greater, "effect": pair.effect})
+    return pd.concat([ordered, pd.DataFrame(tests, columns=["p_holm", "a12_best", "effect"])], axis=1)
 
 
 def ranking_table(ranked: pd.DataFrame, converged: dict[str, str], digits: int) -> pd.DataFrame:
@@ -112,7 +112,7 @@ def summary_page(study_dir: str | os.PathLike[str], study: str, setups: list[str
         parts += [f"## {metric.upper()} ({better(metric)} is better)\n", verdict(ranked, metric, digits) + "\n",
                   markdown_table(ranking_table(ranked, converged, digits), False, digits), *(f"{line}\n" for line in footnote),
                   _papers(reproduction, metric, digits)]
-    notes = convergence_notes(folder / "convergence.csv")
+    notes = convergence_notes(convergence)
     parts.append("## Convergence\n")
     parts.append("\n".join(f"- {setup}: {note}" for setup, note in notes.items()) + "\n" if notes else
                  "Every set-up's in-training score had stopped improving by the study's criterion (convergence.csv).\n")

@@ -171,8 +171,8 @@ def _note(row) -> str | None:
     return None
 
 
-def convergence_notes(convergence_path: str | os.PathLike[str]) -> dict[str, str]:
+def convergence_notes(table: pd.DataFrame) -> dict[str, str]:
     """The summary tables' note for each set-up whose curve was still improving, inconclusive or had degraded
-    (from convergence.csv)."""
-    notes = {row.setup: _note(row) for row in pd.read_csv(convergence_path).itertuples()}
+    (``table``: convergence.csv as read)."""
+    notes = {row.setup: _note(row) for row in table.itertuples()}
     return {setup: note for setup, note in notes.items() if note is not None}

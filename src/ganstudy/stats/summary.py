@@ -201,7 +201,7 @@ def write_stats(
     """Per metric: summary_, pvalues_ and pairs_<metric>.{csv,md,tex}; across metrics: results (mean ± sd) and
     kruskal.{csv,md,tex}. Set-ups that had not converged, had degraded or were inconclusive (``convergence_path``)
     are flagged in the summaries."""
-    notes = convergence_notes(convergence_path) if convergence_path else {}
+    notes = convergence_notes(pd.read_csv(convergence_path)) if convergence_path else {}
     scores = pd.read_csv(scores_path)
     out = Path(out_dir)
     written = []
