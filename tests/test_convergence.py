@@ -131,7 +131,9 @@ def test_a_set_up_still_improving_is_flagged_and_a_flat_one_is_not(tmp_path):
     paths += [_losses(tmp_path, "rising", 0, rising)]
     climbing = _climbing_after_300(50.0)
     paths += [_losses(tmp_path, "climbing", 0, climbing)]
-    setups = ["short", "long", "pc", "grid", "none", "rising", "climbing"]
+    # Four iterations: a window of one point, which no trend can be read from.
+    paths += [_losses(tmp_path, "brief", 0, falling[:4])]
+    setups = ["short", "long", "pc", "grid", "none", "rising", "climbing", "brief"]
     table = write_convergence(paths, setups, 0.05, 0.25, tmp_path / "convergence.csv").set_index("setup")
     assert table.loc["short", "converged"] == "no" and table.loc["short", "trials"] == 3
     # The window of the mean over 3 trials (falling + t, t = 0, 1, 2): its Theil-Sen slope against
@@ -147,7 +149,12 @@ def test_a_set_up_still_improving_is_flagged_and_a_flat_one_is_not(tmp_path):
     looser = write_convergence(paths, setups, 0.05, 0.65, tmp_path / "looser.csv").set_index("setup")
     assert looser.loc["rising", "converged"] == "yes"
     notes = convergence_notes(pd.read_csv(tmp_path / "convergence.csv"))
-    assert list(notes) == ["short", "rising", "climbing"]
+    assert list(notes) == ["short", "none", "rising", "climbing", "brief"]
+    # Never silent about a set-up it could not judge: a page without a note reads as converged.
+    assert table.loc["brief", "converged"] == "–" and table.loc["brief", "points"] == 1
+    assert notes["none"] == "not judged: no run of it logged an in-training score"
+    assert notes["brief"] == ("not judged: the last 25% of its in-training FID curve holds 1 point(s), the check needs 3 "
+                              "and some before them (train longer or score more often)")
     assert notes["short"].startswith("not converged: in-training FID still falling from iteration 301 on, 39% better by the end")
     assert notes["rising"] == ("degraded: median in-training FID from iteration 301 on 60% worse than its best level before "
                                "(trained past its best)")

@@ -153,7 +153,13 @@ def _name(column: str) -> str:
 
 
 def _note(row) -> str | None:
-    """The summary tables' note for one row of convergence.csv; None when it had converged or was not judged."""
+    """The summary tables' note for one row of convergence.csv; None when it had converged."""
+    if row.converged == "–":
+        # Never silent: a page that says nothing of an unjudged set-up reads as if it had converged.
+        if not row.trials:
+            return "not judged: no run of it logged an in-training score"
+        return (f"not judged: the last {WINDOW:.0%} of its in-training {_name(row.score)} curve holds {row.points:.0f} "
+                f"point(s), the check needs {MIN_POINTS} and some before them (train longer or score more often)")
     score, since = _name(row.score), f"from iteration {row.window_from:.0f} on"
     interval = f"95% interval {-row.projected_change_high:.0%} to {-row.projected_change_low:.0%}"
     if row.converged == "no":
@@ -172,7 +178,7 @@ def _note(row) -> str | None:
 
 
 def convergence_notes(table: pd.DataFrame) -> dict[str, str]:
-    """The summary tables' note for each set-up whose curve was still improving, inconclusive or had degraded
-    (``table``: convergence.csv as read)."""
+    """The summary tables' note for each set-up whose curve was still improving, inconclusive, had degraded or
+    could not be judged (``table``: convergence.csv as read)."""
     notes = {row.setup: _note(row) for row in table.itertuples()}
     return {setup: note for setup, note in notes.items() if note is not None}
