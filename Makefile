@@ -43,8 +43,10 @@ test: setup
 test-gpu: setup
 	$(BIN)/python -m pytest -m gpu
 
+# The plan on the profile's site, as `make run` would run it: the jobs per rule, and what the plan warns of.
+# `snakemake --profile local -n` lists every job with its command line.
 dry-run: setup
-	$(BIN)/snakemake -n --configfile $(CONFIG)
+	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) -n --quiet rules
 
 lint: setup
 	$(BIN)/snakemake --lint --configfile $(CONFIG)
@@ -54,8 +56,9 @@ tables figures: setup
 
 # Into the study's folder, beside its summary.md (results/<study>/report.html).
 report: setup
-	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report \
-	  "$$($(BIN)/python -c 'import sys; from ganstudy.status import config_study_folder; print(config_study_folder(sys.argv[1]))' $(CONFIG))/report.html"
+	@folder=$$($(BIN)/python -c 'import sys; from ganstudy.status import config_study_folder; print(config_study_folder(sys.argv[1]))' $(CONFIG)) && \
+	  $(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report "$$folder/report.html" && \
+	  echo "The study's report: $$folder/report.html"
 
 # Every benchmark in full, each appending one JSON record (its results and the machine) to BENCH_OUT;
 # stops at the first failure. BENCH_ARGS=--quick checks them in minutes. See docs/benchmarks.md.

@@ -1,7 +1,9 @@
-"""A study a lab lives with (issue 45): every edit reruns exactly what it changes, with or without Snakemake's
-metadata; a run that must be redone is archived, not deleted; one run per study at a time; the profile's
-site survives --config; bad names, files and rank counts stop the plan before any job."""
+"""A study a lab lives with (issue 45): it begins as docs/first-hour.md shows, whose commands run here on the
+shrunken default study and print what the page says; then every edit reruns exactly what it changes, with
+or without Snakemake's metadata; a run that must be redone is archived, not deleted; one run per study at a
+time; the profile's site survives --config; bad names, files and rank counts stop the plan before any job."""
 
+import functools
 import json
 import os
 import re
@@ -15,6 +17,7 @@ import pandas as pd
 import pytest
 import yaml
 
+import walkthrough
 from conftest import REPO
 from ganstudy.changed_runs import differences
 from ganstudy.errors import GanstudyError
@@ -22,17 +25,23 @@ from ganstudy.study_lock import acquire, release
 
 pytestmark = pytest.mark.workflow
 
-LIVING = {
-    "study": "living",
-    "trials": 2,
-    "classifier": {"epochs": 2, "min_accuracy": 0.0},
-    "setups": {
-        "bce": {"loss": "bce", "iterations": 2},
-        "grid": {"mode": "grid", "iterations": 2, "hidden_units": 32, "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
-    },
-    "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2, "metrics": ["fid", "isc"]},
-    "compute": {"max_ranks": 2},
-}
+
+def shrunken_default() -> dict:
+    """The default study (config/config.yaml) at a size the suite can afford: its study and set-up names,
+    2 trials of 4 iterations, 100 samples scored."""
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config.update(trials=2, classifier={"epochs": 2, "min_accuracy": 0.0},
+                  evaluation={**config["evaluation"], "samples": 100, "batch_size": 50, "isc_splits": 2})
+    for setup in config["setups"].values():
+        setup.update(iterations=4, checkpoint_period=2, hidden_units=32)
+        setup["grid"].update(fitness_sample_size=50, score_sample_size=50)
+    return config
+
+
+# The study as the walk-through (docs/first-hour.md) leaves it: the shrunken default study with its edits.
+LIVING = functools.reduce(walkthrough.merged, walkthrough.config_edits(), shrunken_default())
+STUDY = LIVING["study"]
+SMALL, LARGE = LIVING["setups"]  # the 1x1 and the 2x2 grid
 
 
 def snakemake(workdir: Path, config: dict | str, *args: str, env: dict, sort_keys: bool = True, timeout: int = 900) -> subprocess.CompletedProcess:
@@ -58,12 +67,35 @@ def planned(done: subprocess.CompletedProcess) -> dict[str, int]:
 
 
 @pytest.fixture(scope="session")
-def living(tmp_path_factory, env) -> Path:
-    """A finished tiny study (2 set-ups x 2 trials), shared by the tests that only plan on it."""
-    workdir = tmp_path_factory.mktemp("living")
-    done = snakemake(workdir, LIVING, "--cores", "2", env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
+def first_hour(tmp_path_factory, env) -> list[walkthrough.Done]:
+    """docs/first-hour.md's commands run in order on the shrunken default study, in a checkout of its own
+    (and the cluster's plan in a fresh one): the finished study that the tests below edit."""
+    folder = tmp_path_factory.mktemp("first-hour")
+    done = walkthrough.walk(folder / "checkout", folder / "cluster", shrunken_default(), env)
+    for step in done:
+        assert step.returncode == 0, f"{step.step.text.strip()} failed:\n{step.output[-3000:]}"
+    return done
+
+
+@pytest.fixture(scope="session")
+def living(first_hour) -> Path:
+    """The finished study the walk-through leaves (2 set-ups x 2 trials), shared by the tests that plan on or copy it."""
+    workdir = first_hour[0].folder
+    assert yaml.safe_load((workdir / "config" / "config.yaml").read_text()) == LIVING
     return workdir
+
+
+def test_the_first_hour_walk_through_prints_what_it_shows(first_hour):
+    # Each command ran (the fixture checks that) and printed its excerpt's lines, numbers aside.
+    assert [step.step.text.split()[0] for step in first_hour] == ["make", "ganstudy", "make", "ganstudy", "cat", "make", "make",
+                                                                  "SBATCH_ACCOUNT=mylab"]
+    missing = {step.step.text.strip(): step.missing for step in first_hour if step.missing}
+    assert not missing, "\n\n".join(f"{command}: not printed:\n" + "\n".join(lines) for command, lines in missing.items())
+    assert all(step.step.excerpt for step in first_hour if step.step.text.strip() != "make setup")
+    # The answer and the report land in the study's folder; the cluster's plan found no account to warn of.
+    study = first_hour[0].folder / "results" / STUDY
+    assert (study / "summary.md").is_file() and (study / "report.html").is_file()
+    assert "no account for the scheduler" not in first_hour[-1].output
 
 
 def _with(setups: dict | None = None, **keys) -> dict:
@@ -79,11 +111,11 @@ EDITS = {
     "metric added": (_with(evaluation={**LIVING["evaluation"], "metrics": ["fid", "isc", "kid"], "kid_subset_size": 50}),
                      {"evaluate": 4}, TRAINING),
     "samples changed": (_with(evaluation={**LIVING["evaluation"], "samples": 120}), {"evaluate": 4}, TRAINING),
-    "lr of one set-up": (_with({**LIVING["setups"], "bce": {**LIVING["setups"]["bce"], "lr": 1e-4}}),
+    "lr of one set-up": (_with({**LIVING["setups"], SMALL: {**LIVING["setups"][SMALL], "lr": 1e-4}}),
                          {"train": 2, "evaluate": 2}, {"prepare_dataset", "train_classifier", "reference_statistics"}),
     "set-up added": (_with({**LIVING["setups"], "mse": {"loss": "mse", "iterations": 2}}),
                      {"train": 2, "training_job": 1, "evaluate": 2}, {"prepare_dataset"}),
-    "set-up removed": (_with({"grid": LIVING["setups"]["grid"]}), {"stats": 1}, TRAINING | {"evaluate"}),
+    "set-up removed": (_with({LARGE: LIVING["setups"][LARGE]}), {"stats": 1}, TRAINING | {"evaluate"}),
     "sweep added": (_with({**LIVING["setups"], "mse": {"loss": "mse", "iterations": 2, "sweep": {"lr": [1.0e-4, 2.0e-4]}}}),
                     {"train": 4, "training_job": 2, "evaluate": 4}, {"prepare_dataset"}),
     "trials raised": (_with(trials=3), {"train": 2, "evaluate": 2}, {"training_job", "prepare_dataset"}),
@@ -106,7 +138,7 @@ def test_key_order_and_the_site_change_nothing(living, env):
     def reversed_keys(value):
         return {key: reversed_keys(value[key]) for key in reversed(list(value))} if isinstance(value, dict) else value
     reordered = {**reversed_keys(LIVING), "setups": {name: reversed_keys(setup) for name, setup in LIVING["setups"].items()}}
-    assert list(reordered)[0] != "study" and list(reordered["setups"]["grid"])[0] != "mode"
+    assert list(reordered)[0] != "study" and list(reordered["setups"][LARGE])[0] != "mode"
     assert planned(snakemake(living, reordered, "-n", env=env, sort_keys=False)) == {}
     # Another site (GPU nodes): the launch line and the compute options change, no training reruns.
     jobs = planned(snakemake(living, LIVING, "-n", "--config", "site=profiles/slurm-gpu/site.yaml", env=env))
@@ -116,30 +148,30 @@ def test_key_order_and_the_site_change_nothing(living, env):
 def test_a_changed_set_up_is_seen_without_snakemake_s_metadata_and_its_runs_are_archived(living, tmp_path, env):
     # A copy of the results without .snakemake/: as after `make clean` or in a fresh clone of the results.
     shutil.copytree(living / "results", tmp_path / "results")
-    study = tmp_path / "results" / "living"
-    changed = _with({**LIVING["setups"], "bce": {**LIVING["setups"]["bce"], "lr": 1e-4}})
+    study = tmp_path / "results" / STUDY
+    changed = _with({**LIVING["setups"], SMALL: {**LIVING["setups"][SMALL], "lr": 1e-4}})
     plan = snakemake(tmp_path, changed, "-n", env=env)
     assert plan.returncode == 0 and "2 finished run(s) no longer match the config; a run moves them" in said(plan), said(plan)[-2000:]
-    assert "bce trial 0: settings.lr: 0.0002 -> 0.0001" in said(plan) and "grid trial" not in said(plan)
+    assert f"{SMALL} trial 0: settings.lr: 0.0005 -> 0.0001" in said(plan) and f"{LARGE} trial" not in said(plan)
     assert not (study / "archive").exists()  # a dry-run moves nothing
-    old_run = (study / "runs" / "bce" / "trial0" / "run.json").read_text()
-    grid_before = (study / "runs" / "grid" / "trial1" / "generator.pt").read_bytes()
+    old_run = (study / "runs" / SMALL / "trial0" / "run.json").read_text()
+    grid_before = (study / "runs" / LARGE / "trial1" / "generator.pt").read_bytes()
     done = snakemake(tmp_path, changed, "--cores", "2", env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", said(done).split("Job stats:")[1], re.MULTILINE))
     assert jobs["train"] == "2" and jobs["evaluate"] == "2", jobs
     # The old runs are readable in the archive, in the study's layout, with a record of why they moved.
     [archive] = list((study / "archive").iterdir())
-    assert (archive / "runs" / "bce" / "trial0" / "run.json").read_text() == old_run
-    assert (archive / "runs" / "bce" / "trial1" / "generator.pt").is_file() and (archive / "scores" / "bce" / "trial1.json").is_file()
-    assert (archive / "logs" / "train" / "bce" / "trial0.log").is_file()
-    record = json.loads((archive / "archived" / "bce" / "trial0.json").read_text())
-    assert record["changes"] == ["settings.lr: 0.0002 -> 0.0001"]
-    # The new runs were trained with the new lr (the job file was rewritten too), the grid's were not touched.
+    assert (archive / "runs" / SMALL / "trial0" / "run.json").read_text() == old_run
+    assert (archive / "runs" / SMALL / "trial1" / "generator.pt").is_file() and (archive / "scores" / SMALL / "trial1.json").is_file()
+    assert (archive / "logs" / "train" / SMALL / "trial0.log").is_file()
+    record = json.loads((archive / "archived" / SMALL / "trial0.json").read_text())
+    assert record["changes"] == ["settings.lr: 0.0005 -> 0.0001"]
+    # The new runs were trained with the new lr (the job file was rewritten too), the 2x2's were not touched.
     for trial in (0, 1):
-        assert json.loads((study / "runs" / "bce" / f"trial{trial}" / "run.json").read_text())["job"]["settings"]["lr"] == 1e-4
-    assert json.loads((study / "jobs" / "bce.json").read_text())["settings"]["lr"] == 1e-4
-    assert (study / "runs" / "grid" / "trial1" / "generator.pt").read_bytes() == grid_before
+        assert json.loads((study / "runs" / SMALL / f"trial{trial}" / "run.json").read_text())["job"]["settings"]["lr"] == 1e-4
+    assert json.loads((study / "jobs" / f"{SMALL}.json").read_text())["settings"]["lr"] == 1e-4
+    assert (study / "runs" / LARGE / "trial1" / "generator.pt").read_bytes() == grid_before
     assert planned(snakemake(tmp_path, changed, "-n", env=env)) == {}
 
 
@@ -148,16 +180,16 @@ def test_a_run_archived_by_a_run_that_stopped_early_or_deleted_by_hand_is_traine
     # are still there: without the runs among the study's targets, the next run would keep tables that
     # disagree with the config.
     shutil.copytree(living / "results", tmp_path / "results")
-    study = tmp_path / "results" / "living"
-    changed = _with({**LIVING["setups"], "bce": {**LIVING["setups"]["bce"], "lr": 1e-4}})
-    # A real run that makes one job file only (as one stopped before any training): it archives bce's runs.
-    done = snakemake(tmp_path, changed, "--cores", "1", "results/living/jobs/bce.json", env=env)
+    study = tmp_path / "results" / STUDY
+    changed = _with({**LIVING["setups"], SMALL: {**LIVING["setups"][SMALL], "lr": 1e-4}})
+    # A real run that makes one job file only (as one stopped before any training): it archives the 1x1's runs.
+    done = snakemake(tmp_path, changed, "--cores", "1", f"results/{STUDY}/jobs/{SMALL}.json", env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert not (study / "runs" / "bce" / "trial0").exists() and (study / "scores.csv").is_file()
+    assert not (study / "runs" / SMALL / "trial0").exists() and (study / "scores.csv").is_file()
     jobs = planned(snakemake(tmp_path, changed, "-n", env=env))
     assert jobs.get("train") == 2 and jobs.get("evaluate") == 2 and jobs.get("aggregate") == 1, jobs
     # A run folder deleted by hand (its score kept) is trained again too, and what it feeds is redone.
-    shutil.rmtree(study / "runs" / "grid" / "trial1")
+    shutil.rmtree(study / "runs" / LARGE / "trial1")
     jobs = planned(snakemake(tmp_path, changed, "-n", env=env))
     assert jobs.get("train") == 3 and jobs.get("evaluate") == 3 and jobs.get("convergence") == 1, jobs
 
@@ -167,8 +199,8 @@ def test_a_sweep_added_to_a_finished_study_trains_its_set_ups_and_makes_its_stat
     swept = _with({**LIVING["setups"], "mse": {"loss": "mse", "iterations": 2, "sweep": {"lr": [1.0e-4, 2.0e-4]}}})
     done = snakemake(tmp_path, swept, "--cores", "2", env=env)
     assert done.returncode == 0, said(done)[-3000:]
-    study = tmp_path / "results" / "living"
-    assert sorted(p.name for p in (study / "runs").iterdir()) == ["bce", "grid", "mse__lr=0.0001", "mse__lr=0.0002"]
+    study = tmp_path / "results" / STUDY
+    assert sorted(p.name for p in (study / "runs").iterdir()) == [SMALL, LARGE, "mse__lr=0.0001", "mse__lr=0.0002"]
     effects = (study / "tables" / "sweep_mse_fid.csv").read_text().splitlines()
     assert effects[0] == "key,value,runs,mean,sd,ci_low,ci_high" and [line.split(",")[:3] for line in effects[1:]] == [
         ["lr", "0.0001", "2"], ["lr", "0.0002", "2"]]
@@ -180,29 +212,29 @@ def test_a_sweep_added_to_a_finished_study_trains_its_set_ups_and_makes_its_stat
 
 def test_a_run_with_checkpoints_to_resume_is_trained_before_fresh_runs_of_its_set_up(living, tmp_path, env):
     shutil.copytree(living / "results", tmp_path / "results")
-    study = tmp_path / "results" / "living"
+    study = tmp_path / "results" / STUDY
     for trial in (0, 1):
-        shutil.rmtree(study / "runs" / "bce" / f"trial{trial}")
-        shutil.rmtree(study / "checkpoints" / "bce" / f"trial{trial}", ignore_errors=True)
-    (study / "checkpoints" / "bce" / "trial1" / "iter-000001").mkdir(parents=True)
-    (study / "checkpoints" / "bce" / "trial1" / "iter-000001" / "COMPLETE").write_text('{"iteration": 1}')
+        shutil.rmtree(study / "runs" / SMALL / f"trial{trial}")
+        shutil.rmtree(study / "checkpoints" / SMALL / f"trial{trial}", ignore_errors=True)
+    (study / "checkpoints" / SMALL / "trial1" / "iter-000001").mkdir(parents=True)
+    (study / "checkpoints" / SMALL / "trial1" / "iter-000001" / "COMPLETE").write_text('{"iteration": 1}')
     # A checkpoint cut short (no marker) resumes nothing and gives no precedence.
-    (study / "checkpoints" / "bce" / "trial0" / "iter-000001").mkdir(parents=True)
+    (study / "checkpoints" / SMALL / "trial0" / "iter-000001").mkdir(parents=True)
     plan = said(snakemake(tmp_path, LIVING, "-n", env=env))
     priority = {int(trial): float(value) for trial, value in
-                re.findall(r"wildcards: setup=bce, trial=(\d+)\n\s+priority: ([\d.]+)", plan)}
+                re.findall(rf"wildcards: setup={SMALL}, trial=(\d+)\n\s+priority: ([\d.]+)", plan)}
     assert set(priority) == {0, 1} and priority[1] > priority[0], plan[-3000:]
 
 
 @pytest.mark.parametrize("edit, problem", [
     ({"study": ".."}, "'study': '..' is not allowed here"),
-    ({"setups": {"grid": {**LIVING["setups"]["grid"], "ranks": 8}}}, "setups.grid.ranks: 8 ranks for 4 grid cells; a rank holds at least one: set ranks to at most 4"),
+    ({"setups": {LARGE: {**LIVING["setups"][LARGE], "ranks": 8}}}, f"setups.{LARGE}.ranks: 8 ranks for 4 grid cells; a rank holds at least one: set ranks to at most 4"),
     ({"setups": {"pc": {"mode": "per_class", "network": "dcgan", "ranks": 12}}}, "setups.pc.ranks: 12 ranks for 10 classes"),
     ({"setups": {"big": {"batch_size": 5000}}}, "setups.big.batch_size: 5000 is larger than the training split's 1437 images"),
     ({"results_dir": "taken"}, "is a file, not a folder"),
     ({"setups": {"s": {"iterations": 2, "sweep": {"lr": [1.0e-4, "fast"]}}}}, "'lr' must be of type number, got 'fast' (sweep of set-up s: lr='fast')"),
     # Each set-up a sweep makes is checked like any other.
-    ({"setups": {"g": {**LIVING["setups"]["grid"], "ranks": 4, "sweep": {"grid.shape": ["2x2", "1x2"]}}}},
+    ({"setups": {"g": {**LIVING["setups"][LARGE], "ranks": 4, "sweep": {"grid.shape": ["2x2", "1x2"]}}}},
      "setups.g__grid.shape=1x2.ranks: 4 ranks for 2 grid cells"),
 ])
 def test_bad_names_files_and_rank_counts_stop_the_plan_before_any_job(tmp_path, env, edit, problem):
@@ -238,9 +270,9 @@ def test_a_second_run_on_the_same_results_stops_at_once_and_the_first_finishes(t
     (first_dir / "study.yaml").write_text(yaml.safe_dump(config))
     first = subprocess.Popen(["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(first_dir), "--configfile", str(first_dir / "study.yaml"),
                               "--cores", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    lock = shared / "living" / ".lock"
+    lock = shared / STUDY / ".lock"
     deadline = time.monotonic() + 240
-    while not (shared / "living" / "runs").exists() and time.monotonic() < deadline and first.poll() is None:
+    while not (shared / STUDY / "runs").exists() and time.monotonic() < deadline and first.poll() is None:
         time.sleep(1)  # the training job has started: the first run is deep in its work
     assert lock.is_file() and json.loads(lock.read_text())["pid"] == first.pid
     started = time.monotonic()
@@ -248,7 +280,7 @@ def test_a_second_run_on_the_same_results_stops_at_once_and_the_first_finishes(t
     assert second.returncode != 0 and time.monotonic() - started < 60
     assert f"is being run by pid {first.pid} on host {socket.gethostname()}" in said(second), said(second)[-2000:]
     assert first.wait(timeout=600) == 0, first.stdout.read()[-3000:]
-    study = shared / "living"
+    study = shared / STUDY
     assert json.loads((study / "runs" / "bce" / "trial0" / "run.json").read_text())["job"]["settings"]["iterations"] == 80
     assert (study / "tables" / "summary_fid.csv").is_file() and not lock.exists()
     # A dry-run and ganstudy status never need the lock.
@@ -301,15 +333,15 @@ def test_a_study_exported_to_mlflow_and_tensorboard_reads_back_and_a_second_expo
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     shutil.copytree(living / "results", tmp_path / "results")
-    study = tmp_path / "results" / "living"
+    study = tmp_path / "results" / STUDY
     export = ["ganstudy", "export", str(study), "--mlflow", str(tmp_path / "mlflow"), "--tensorboard", str(tmp_path / "tb")]
     done = subprocess.run(export, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, said(done)[-3000:]
-    assert "experiment ganstudy/living: 4 run(s) written, 0 run(s) unchanged, 0 run(s) deleted" in done.stdout
+    assert f"experiment ganstudy/{STUDY}: 4 run(s) written, 0 run(s) unchanged, 0 run(s) deleted" in done.stdout
     uri = f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}"
     mlflow.set_tracking_uri(uri)
-    runs = mlflow.search_runs(experiment_names=["ganstudy/living"]).set_index("tags.ganstudy.run")
-    assert sorted(runs.index) == ["bce/trial0", "bce/trial1", "grid/trial0", "grid/trial1"]
+    runs = mlflow.search_runs(experiment_names=[f"ganstudy/{STUDY}"]).set_index("tags.ganstudy.run")
+    assert sorted(runs.index) == [f"{s}/trial{t}" for s in (SMALL, LARGE) for t in (0, 1)]
     for key, run in runs.iterrows():
         setup, trial = key.split("/")
         scores = json.loads((study / "scores" / setup / f"{trial}.json").read_text())["scores"]
@@ -318,31 +350,31 @@ def test_a_study_exported_to_mlflow_and_tensorboard_reads_back_and_a_second_expo
         assert run["params.settings.lr"] == str(record["settings"]["lr"]) and run["params.study_seed"] == str(record["study_seed"])
     # Per iteration as losses.csv has it, and the run's files as artifacts.
     client = MlflowClient(tracking_uri=uri)
-    losses = pd.read_csv(study / "runs" / "grid" / "trial0" / "losses.csv")
-    history = client.get_metric_history(runs.loc["grid/trial0", "run_id"], "fid_best")
+    losses = pd.read_csv(study / "runs" / LARGE / "trial0" / "losses.csv")
+    history = client.get_metric_history(runs.loc[f"{LARGE}/trial0", "run_id"], "fid_best")
     assert [(m.step, m.value) for m in history] == list(zip(losses.iteration, losses.fid_best))
-    artifacts = {a.path for a in client.list_artifacts(runs.loc["grid/trial0", "run_id"])}
+    artifacts = {a.path for a in client.list_artifacts(runs.loc[f"{LARGE}/trial0", "run_id"])}
     assert {"run.json", "losses.csv", "samples.png", "cells.csv", "trial0.json"} <= artifacts
-    events = EventAccumulator(str(tmp_path / "tb" / "living" / "grid" / "trial0"))
+    events = EventAccumulator(str(tmp_path / "tb" / STUDY / LARGE / "trial0"))
     events.Reload()
     # TensorBoard keeps float32.
     g_loss = events.Scalars("g_loss")
     assert [e.step for e in g_loss] == list(losses.iteration) and [e.value for e in g_loss] == pytest.approx(list(losses.g_loss), rel=1e-6)
-    assert events.Scalars("score/fid")[0].value == pytest.approx(json.loads((study / "scores" / "grid" / "trial0.json").read_text())["scores"]["fid"])
+    assert events.Scalars("score/fid")[0].value == pytest.approx(json.loads((study / "scores" / LARGE / "trial0.json").read_text())["scores"]["fid"])
     assert len(events.Images("samples")) == 1
-    # The study changes: bce/trial1 rescored, grid's trials dropped from the plan. The export follows, and only
+    # The study changes: the 1x1's trial 1 rescored, the 2x2's trials dropped from the plan. The export follows, and only
     # there; a run the lab logged into the experiment itself is not the export's to delete.
     client.create_run(runs["experiment_id"].iloc[0], run_name="a lab's own")
-    scores = json.loads((study / "scores" / "bce" / "trial1.json").read_text())
-    (study / "scores" / "bce" / "trial1.json").write_text(json.dumps({**scores, "scores": {**scores["scores"], "fid": 1.5}}))
+    scores = json.loads((study / "scores" / SMALL / "trial1.json").read_text())
+    (study / "scores" / SMALL / "trial1.json").write_text(json.dumps({**scores, "scores": {**scores["scores"], "fid": 1.5}}))
     plan = json.loads((study / "plan.json").read_text())
-    (study / "plan.json").write_text(json.dumps({**plan, "setups": {"bce": plan["setups"]["bce"]}}))
+    (study / "plan.json").write_text(json.dumps({**plan, "setups": {SMALL: plan["setups"][SMALL]}}))
     again = subprocess.run(export, capture_output=True, text=True, env=env, timeout=300)
     assert again.returncode == 0, said(again)[-3000:]
     assert "1 run(s) written, 1 run(s) unchanged, 2 run(s) deleted" in again.stdout
-    runs = mlflow.search_runs(experiment_names=["ganstudy/living"]).set_index("tags.ganstudy.run")
-    assert sorted(runs.index.dropna()) == ["bce/trial0", "bce/trial1"] and runs.loc["bce/trial1", "metrics.score/fid"] == 1.5
+    runs = mlflow.search_runs(experiment_names=[f"ganstudy/{STUDY}"]).set_index("tags.ganstudy.run")
+    assert sorted(runs.index.dropna()) == [f"{SMALL}/trial0", f"{SMALL}/trial1"] and runs.loc[f"{SMALL}/trial1", "metrics.score/fid"] == 1.5
     assert list(runs[runs.index.isna()]["tags.mlflow.runName"]) == ["a lab's own"]
-    assert sorted(p.name for p in (tmp_path / "tb" / "living").iterdir()) == ["bce"]
+    assert sorted(p.name for p in (tmp_path / "tb" / STUDY).iterdir()) == [SMALL]
     nowhere = subprocess.run(["ganstudy", "export", str(study)], capture_output=True, text=True, env=env, timeout=60)
     assert nowhere.returncode != 0 and "say where to: --mlflow DIR, --mlflow-uri URI and/or --tensorboard DIR" in nowhere.stderr

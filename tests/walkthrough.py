@@ -1,0 +1,176 @@
+"""docs/first-hour.md as steps a test can run: its ``bash`` blocks are commands, each followed by a ``text``
+block of what it prints (an excerpt: ``...`` stands for anything; every number, convergence verdict and
+effect size may differ); a ``yaml``
+block whose first line names a file (``# config/config.yaml``) is an edit merged into that file. An HTML
+comment before a block says how it runs: ``<!-- walk-through: beside the run above -->`` (repeatedly,
+while the command before it runs) or ``<!-- walk-through: a fresh checkout -->`` (from here on, in a
+new checkout)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from conftest import REPO
+
+DOC = REPO / "docs" / "first-hour.md"
+_MARKER = re.compile(r"<!-- walk-through: (beside the run above|a fresh checkout) -->")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+# What a shrunken study may print otherwise than the real one: a convergence verdict (a table's last
+# cell) and an effect size's word.
+_VERDICT = re.compile(r"\| (?:yes|no|inconclusive|degraded|–) \|$")
+_EFFECT = re.compile(r"\((?:negligible|small|medium|large)\)|, (?:negligible|small|medium|large)\)")
+
+
+@dataclass
+class Step:
+    kind: str  # "bash" or "yaml"
+    text: str
+    excerpt: str = ""
+    beside: bool = False
+    fresh: bool = False
+
+
+@dataclass
+class Done:
+    step: Step
+    output: str
+    returncode: int
+    folder: Path
+    missing: list[str] = field(default_factory=list)
+
+
+def steps(doc: Path = DOC) -> list[Step]:
+    found, markers, lines = [], set(), doc.read_text().splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        marker = _MARKER.fullmatch(line.strip())
+        if marker:
+            markers.add(marker.group(1))
+        elif line.startswith("```"):
+            end = lines.index("```", index + 1)
+            kind, body = line[3:].strip(), "\n".join(lines[index + 1:end]) + "\n"
+            if kind in ("bash", "yaml"):
+                found.append(Step(kind, body, beside="beside the run above" in markers, fresh="a fresh checkout" in markers))
+                markers = set()
+            elif kind == "text" and found and found[-1].kind == "bash" and not found[-1].excerpt:
+                found[-1].excerpt = body
+            index = end
+        index += 1
+    return found
+
+
+def config_edits(doc: Path = DOC) -> list[dict]:
+    """The study edits the walk-through makes (its yaml blocks for config/config.yaml), in order."""
+    return [yaml.safe_load(step.text) for step in steps(doc) if step.kind == "yaml" and _target(step) == "config/config.yaml"]
+
+
+def merged(base: dict, edit: dict) -> dict:
+    out = dict(base)
+    for key, value in edit.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def checkout(folder: Path, config: dict) -> Path:
+    """A checkout in ``folder`` that shares this one's code and environment: the workflow, the Makefile and
+    the environment linked, the profiles copied (the walk-through edits a site file), ``config`` as
+    config/config.yaml."""
+    folder.mkdir(parents=True)
+    for name in ("Snakefile", "workflow", "Makefile", "pyproject.toml", "constraints.txt"):
+        (folder / name).symlink_to(REPO / name)
+    (folder / ".venv").symlink_to(sys.prefix)
+    shutil.copytree(REPO / "profiles", folder / "profiles", symlinks=True)
+    for profile in ("local", "slurm", "slurm-gpu", "summit"):
+        (folder / profile).symlink_to(Path("profiles") / profile)
+    (folder / "config").mkdir()
+    (folder / "config" / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    # make must find the environment up to date, or `make setup` would install into it from this folder.
+    stale = subprocess.run(["make", "-q", "setup"], cwd=folder, capture_output=True, text=True)
+    assert stale.returncode == 0, f"{sys.prefix} is older than pyproject.toml or constraints.txt: run make setup"
+    return folder
+
+
+def walk(first: Path, fresh: Path, config: dict, env: dict, timeout: int = 900) -> list[Done]:
+    """Every step in order: commands in ``first``, from a fresh-checkout marker on in ``fresh`` (made then,
+    with the study as it stands)."""
+    done: list[Done] = []
+    folder = checkout(first, config)
+    todo = steps()
+    for index, step in enumerate(todo):
+        if step.fresh:
+            folder = checkout(fresh, yaml.safe_load((folder / "config" / "config.yaml").read_text()))
+        if step.kind == "yaml":
+            path = folder / _target(step)
+            path.write_text(yaml.safe_dump(merged(yaml.safe_load(path.read_text()), yaml.safe_load(step.text)), sort_keys=False))
+            continue
+        if step.beside:
+            continue  # run with the step before it
+        after = todo[index + 1] if index + 1 < len(todo) else None
+        if after is not None and after.beside:
+            done += _beside(step, after, folder, env, timeout)
+        else:
+            ran = subprocess.run(["bash", "-c", step.text], cwd=folder, capture_output=True, text=True, env=env, timeout=timeout)
+            done.append(_checked(step, ran.stdout + ran.stderr, ran.returncode, folder))
+    return done
+
+
+def _beside(step: Step, watcher: Step, folder: Path, env: dict, timeout: int) -> list[Done]:
+    """``step`` in the background and ``watcher`` every second until it ends; the watcher's excerpt is
+    checked against all it printed."""
+    log = folder / ".walk-through.log"
+    with log.open("w") as out:
+        running = subprocess.Popen(["bash", "-c", step.text], cwd=folder, stdout=out, stderr=subprocess.STDOUT, env=env)
+        watched, deadline = [], time.monotonic() + timeout
+        while True:
+            ended = running.poll() is not None or time.monotonic() > deadline
+            seen = subprocess.run(["bash", "-c", watcher.text], cwd=folder, capture_output=True, text=True, env=env, timeout=60)
+            # Before the run has planned, the watcher may say there is nothing to watch yet.
+            if seen.returncode == 0:
+                watched.append(seen.stdout + seen.stderr)
+            if ended:
+                break
+            time.sleep(1)
+        if running.poll() is None:
+            running.kill()
+        returncode = running.wait()
+    # The watcher's own verdict is its last look, after the run.
+    last = "\n".join(watched) if seen.returncode == 0 else seen.stdout + seen.stderr
+    return [_checked(step, log.read_text(), returncode, folder), _checked(watcher, last, seen.returncode, folder)]
+
+
+def _checked(step: Step, output: str, returncode: int, folder: Path) -> Done:
+    return Done(step, output, returncode, folder, missing_lines(step.excerpt, output))
+
+
+def _shape(line: str) -> str:
+    line = _EFFECT.sub("(effect)", _VERDICT.sub("| verdict |", _NUMBER.sub("#", line.strip())))
+    return " ".join(line.split())
+
+
+def missing_lines(excerpt: str, output: str) -> list[str]:
+    """The excerpt's lines that no line of ``output`` matches, numbers aside (``...``: anything)."""
+    printed = {_shape(line) for line in output.splitlines()}
+    missing = []
+    for line in excerpt.splitlines():
+        shape = _shape(line)
+        if shape in ("", "..."):
+            continue
+        pattern = re.compile(".*".join(re.escape(piece) for piece in shape.split("...")))
+        if not any(pattern.fullmatch(candidate) for candidate in printed):
+            missing.append(line)
+    return missing
+
+
+def _target(step: Step) -> str:
+    first = step.text.splitlines()[0]
+    assert first.startswith("# "), f"a yaml block of the walk-through names its file on its first line: {first!r}"
+    return first[2:].strip()
