@@ -124,3 +124,30 @@ def test_a_network_that_cannot_build_for_a_standard_data_set_s_images_is_named_w
     config["dataset"]["image_size"] = 30
     assert part_problems(config)[0].startswith("setups.cnn.network: network cnn28 makes 28x28 images, the data are 30x30")
     assert "setups.dc.network: the DC-GAN networks upsample twice by 2" in part_problems(config)[1]
+
+
+LAB_NETWORKS = textwrap.dedent("""
+    from ganstudy.models import Network
+
+    WIDTH = {"type": "object", "properties": {"width": {"type": "integer", "minimum": 1, "default": 64}}}
+    # Left open on purpose: options the network passes on unread.
+    FREE = {**WIDTH, "additionalProperties": True}
+    CLOSED_BY_DEFAULT = Network("ganstudy.models.perceptron:build", options=WIDTH)
+    OPEN = Network("ganstudy.models.perceptron:build", options=FREE)
+""")
+
+
+def test_a_plugin_s_options_schema_is_closed_unless_it_says_otherwise(default_config, tmp_path, monkeypatch):
+    # JSON Schema lets unnamed keys through by default: a misspelt option would pass the plan unread.
+    (tmp_path / "lab_networks.py").write_text(LAB_NETWORKS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = copy.deepcopy(default_config)
+    setup = config["setups"]["grid1x1"]
+    config["setups"] = {"lab": {**setup, "network": "lab_networks:CLOSED_BY_DEFAULT", "network_options": {"widht": 8}}}
+    [problem] = part_problems(config)
+    assert problem.startswith("setups.lab.network_options: unknown key 'widht' (did you mean 'width'?)"), problem
+    assert "the options schema of network 'lab_networks:CLOSED_BY_DEFAULT'" in problem
+    config["setups"]["lab"].update(network_options={"width": 8})
+    assert part_problems(config) == [] and config["setups"]["lab"]["network_options"] == {"width": 8}
+    config["setups"]["lab"].update(network="lab_networks:OPEN", network_options={"widht": 8})
+    assert part_problems(config) == [] and config["setups"]["lab"]["network_options"] == {"widht": 8, "width": 64}

@@ -55,7 +55,15 @@ def _option_problems(setup_name: str, setup: dict[str, Any], network: Network) -
         return [f"{key}: network '{setup['network']}' takes no options, got {sorted(options)}; remove them"] if options else []
     origin = NETWORKS.origin(setup["network"])
     return [f"{problem} (the options schema of network '{setup['network']}', {origin})"
-            for problem in section_problems(options, network.options, key)]
+            for problem in section_problems(options, closed(network.options), key)]
+
+
+def closed(schema: dict[str, Any]) -> dict[str, Any]:
+    """A part's options schema that refuses keys it does not name unless it says otherwise: JSON Schema
+    allows them by default, and a misspelt option would then pass the plan and be ignored by the part."""
+    if "additionalProperties" in schema or "patternProperties" in schema or schema.get("type", "object") != "object":
+        return schema
+    return {**schema, "additionalProperties": False}
 
 
 def _shape_problems(setup_name: str, setup: dict[str, Any], network: Network, dataset: dict[str, Any]) -> list[str]:
