@@ -66,10 +66,12 @@ LAB = textwrap.dedent("""
     QUIET = Metric("nothing, said so", "lower", frozenset({"images"}), "lab_metrics:quiet")
     CLASH = Metric("another's column", "lower", frozenset({"images"}), "lab_metrics:clash")
     SIDEWAYS = Metric("no direction", "smaller", frozenset({"images"}), "lab_metrics:sharpness")
+    # Its compute lives in a module the package forgot to ship.
+    UNSHIPPED = Metric("a module left out", "lower", frozenset({"images"}), "lab_metrics.heavy:compute")
 """)
 
 POINTS = "[ganstudy.metrics]\n" + "".join(f"{name} = lab_metrics:{name.upper()}\n" for name in (
-    "sharpness", "words", "text", "silent", "quiet", "clash", "sideways"))
+    "sharpness", "words", "text", "silent", "quiet", "clash", "sideways", "unshipped"))
 
 
 @pytest.fixture
@@ -98,6 +100,13 @@ def test_a_metric_that_breaks_its_contract_is_named_with_its_package(lab, name, 
     with pytest.raises(GanstudyError) as error:
         score_all([name], lab)
     assert problem in str(error.value)
+
+
+def test_a_metric_whose_compute_module_is_missing_is_named_by_the_plan_not_after_training(lab):
+    # The plan is torch-free: it looks the module up without importing it.
+    assert IMAGES.metric_problems(["fid", "unshipped"], "classifier") == [
+        "evaluation.metrics: metric 'unshipped' (lab_metrics:UNSHIPPED (from lab-metrics 1.2)) computes with "
+        "'lab_metrics.heavy:compute', but module 'lab_metrics.heavy' is not installed: fix the metric's package or install it"]
 
 
 def test_two_metrics_writing_one_column_is_an_error_not_an_overwrite(lab):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import importlib.machinery
+import importlib.util
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -100,6 +102,22 @@ def resolve(reference: str, what: str) -> object:
     except AttributeError:
         raise GanstudyError(f"{what}: module '{module_name}' has no attribute '{attribute}'") from None
     return value
+
+
+def missing_module(reference: str) -> str | None:
+    """The module of a ``module:attribute`` reference when it cannot be found, else None. Found without
+    running any code (not even its packages' ``__init__``), so that the plan may ask about a part that
+    imports torch; a module that is there but fails to import is named when it is imported."""
+    name = reference.partition(":")[0]
+    if name in sys.modules:
+        return None
+    parts = name.split(".")
+    spec = importlib.util.find_spec(parts[0])
+    for depth in range(1, len(parts)):
+        if spec is None or spec.submodule_search_locations is None:
+            return name
+        spec = importlib.machinery.PathFinder.find_spec(".".join(parts[:depth + 1]), spec.submodule_search_locations)
+    return name if spec is None else None
 
 
 class Registry(Generic[T]):

@@ -17,7 +17,7 @@ from typing import Any
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import METRICS, get_metric
 from ganstudy.evaluate.settings import EvaluationSettings
-from ganstudy.registry import Registry, instance_of, resolve
+from ganstudy.registry import Registry, instance_of, missing_module, resolve
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,11 @@ class DataKind:
                 found[name] = get_metric(name)
             except GanstudyError as error:
                 problems.append(f"evaluation.metrics: {error}")
+        for name, metric in found.items():
+            module = missing_module(metric.compute)
+            if module is not None:
+                problems.append(f"evaluation.metrics: metric '{name}' ({METRICS.origin(name)}) computes with '{metric.compute}', "
+                                f"but module '{module}' is not installed: fix the metric's package or install it")
         wrong = sorted(name for name, metric in found.items() if self.name not in metric.kinds)
         if wrong:
             others = sorted({kind.description for kind in all_kinds() if kind is not self and any(kind.name in found[n].kinds for n in wrong)})
