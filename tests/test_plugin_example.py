@@ -122,6 +122,7 @@ def test_options_that_fail_the_plugin_s_schema_stop_the_dag(tmp_path, plugin_env
 BROKEN = textwrap.dedent("""
     import torch
     from torch import nn
+    from ganstudy.errors import GanstudyError
     from ganstudy.models import Network
 
     class Flat(nn.Module):
@@ -156,6 +157,11 @@ BROKEN = textwrap.dedent("""
     COLUMNS = Network(lambda spec: (Image(spec), Columns(spec)))
     FAILS = Network(lambda spec: (Image(spec), Critic(spec).missing))
     NOT_A_NETWORK = Image
+
+    def _refuse(spec):
+        raise GanstudyError("makes 32x32 images only: set dataset.image_size to 32")
+
+    REFUSES = Network(_refuse)
 """)
 
 
@@ -166,6 +172,8 @@ BROKEN = textwrap.dedent("""
     ("DETACHED", "gave a generator loss whose gradient does not reach the generator's parameters"),
     ("FAILS", "did not build for NetworkSpec("),
     ("NOT_A_NETWORK", "is of type type, not Network"),
+    # The builder's own refusal, with whose it is.
+    ("REFUSES", "(lab_networks:REFUSES): makes 32x32 images only: set dataset.image_size to 32"),
 ])
 def test_a_network_that_breaks_the_contract_is_named_when_its_job_starts(tmp_path, monkeypatch, attribute, problem):
     from ganstudy.models import NetworkSpec

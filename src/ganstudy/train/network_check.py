@@ -27,11 +27,15 @@ def check_pair(setup: TrainingSettings, spec: NetworkSpec) -> None:
         return
     network = get_network(setup.network)
     # A fresh pair on the CPU, its random draws in a forked stream: the training's numbers stay as they were.
+    named = f"network '{setup.network}' ({NETWORKS.origin(setup.network)})"
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        problem = _problem(setup, spec, network.task)
+        try:
+            problem = _problem(setup, spec, network.task)
+        except GanstudyError as refusal:  # the builder's own: it says what to change; this says whose it is
+            raise GanstudyError(f"{named}: {refusal}") from None
     if problem:
-        raise GanstudyError(f"network '{setup.network}' ({NETWORKS.origin(setup.network)}) {problem}; fix its builder")
+        raise GanstudyError(f"{named} {problem}; fix its builder")
     _checked.add(key)
 
 
@@ -39,7 +43,7 @@ def _problem(setup: TrainingSettings, spec: NetworkSpec, task_name: str) -> str 
     try:
         pair = build_pair(setup.network, spec)
     except GanstudyError:
-        raise  # the builder's own refusal (an image size it cannot take) already says what to do
+        raise  # the builder's own refusal (an image size it cannot take) says what to do
     except Exception as exc:  # a plugin's builder may fail in any way; name the plugin either way
         return f"did not build for {spec}: {type(exc).__name__}: {exc}"
     if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(net, nn.Module) for net in pair)):
