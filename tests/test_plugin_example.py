@@ -102,6 +102,10 @@ def test_the_example_plugin_s_study_runs_in_three_modes(tmp_path, plugin_env, pl
     assert log.count("network sndcgan has no stacked form: each rank trains its cells one after another") == 1
     manifest = json.loads((study / "data" / "manifest.json").read_text())
     assert "sngan_plugin.shapes" in json.dumps(manifest)
+    # The plugin's data set is in the provenance like its network: in the manifest and in every run.
+    assert (manifest["part"]["distribution"], manifest["part"]["version"]) == ("ganstudy-sngan-plugin", "0.1.0")
+    assert manifest["part"]["source_sha256"] == package_sha256(plugin_site / "sngan_plugin")
+    assert json.loads((study / "runs" / "single" / "trial0" / "run.json").read_text())["parts"]["dataset"] == manifest["part"]
 
 
 @pytest.mark.parametrize("options, network, problem", [

@@ -83,7 +83,8 @@ def test_training_lowers_fid_against_the_untrained_generator(digits_dir, classif
 def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path):
     setup = _setup(iterations=3, loss="mse")
     job = tmp_path.parent / f"{tmp_path.name}.job.json"
-    write_job(job, job_description("lp_mse", setup, 2026, {"train": str(digits_dir / "train.npz")}, {"threads": 1}))
+    write_job(job, job_description("lp_mse", setup, 2026, {"train": str(digits_dir / "train.npz")}, {"threads": 1},
+                                   sources={"dataset": {"name": "digits"}}))
     run_training(read_job(job), 1, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["generator.pt", "losses.csv", "profile.csv", "run.json", "samples.png"]
     losses = np.genfromtxt(tmp_path / "losses.csv", delimiter=",", names=True)
@@ -97,6 +98,7 @@ def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path):
     # Where each part came from: ganstudy's own, with the hash of the source that trained it.
     assert record["parts"]["network"]["reference"] == "ganstudy.models.builtin:PERCEPTRON4"
     assert record["parts"]["kind"]["reference"] == "ganstudy.data.kinds:IMAGES"
+    assert record["parts"]["dataset"]["reference"] == "ganstudy.data.loaders:DIGITS"
     assert {part["distribution"] for part in record["parts"].values()} == {"ganstudy"}
     assert {part["source_sha256"] for part in record["parts"].values()} == {source_sha256("ganstudy")}
     # What decides the GPU kernels, recorded on the CPU too: there the rank's device is "cpu", torch's CUDA

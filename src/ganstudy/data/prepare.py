@@ -14,7 +14,7 @@ from sklearn.model_selection import train_test_split
 from ganstudy.atomic import atomic_path, write_json
 from ganstudy.data.arrays import Split, save_split, file_digest
 from ganstudy.data.conform import conform
-from ganstudy.data.loaders import LoadOptions, get_dataset
+from ganstudy.data.loaders import DATASETS, LoadOptions, get_dataset
 from ganstudy.data.partition import class_partitions
 from ganstudy.data.settings import SmoteSettings
 from ganstudy.data.smote import oversample
@@ -82,6 +82,8 @@ def prepare_dataset(
     out = Path(out_dir)
     manifest: dict[str, Any] = {
         "dataset": name,
+        # Where the data set's loader came from (package, version, source hash): a plugin's too.
+        "part": DATASETS.origin(name).record(),
         "source": raw.source,
         "image_shape": list(images.shape[1:]),
         "num_classes": int(raw.labels.max()) + 1,

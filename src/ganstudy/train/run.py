@@ -17,6 +17,7 @@ from typing import Any
 
 from ganstudy.atomic import read_json, write_json, write_text
 from ganstudy.data.arrays import load_split
+from ganstudy.data.loaders import DATASETS
 from ganstudy.data.kinds import KINDS, get_kind
 from ganstudy.models import NETWORKS, get_network
 from ganstudy.models.artifact import save_generator
@@ -60,11 +61,14 @@ def earlier_seconds(checkpoint_dir: Path | None) -> float:
         return 0.0
 
 
-def part_records(settings: TrainingSettings, kind: str) -> dict[str, dict[str, str | None]]:
-    """Where the run's pluggable parts came from: reference, package, version and source hash."""
+def part_records(settings: TrainingSettings, kind: str, dataset: str | None = None) -> dict[str, dict[str, str | None]]:
+    """Where the run's pluggable parts came from: reference, package, version and source hash; the data
+    set's too where the job names it (``dataset``: its name, from the job's sources)."""
     network = get_network(settings.network)
     named = {"network": (NETWORKS, settings.network), "task": (TASKS, network.task), "mode": (TRAINING_MODES, settings.mode),
              "kind": (KINDS, kind)}
+    if dataset is not None:
+        named["dataset"] = (DATASETS, dataset)
     return {part: registry.origin(name).record() for part, (registry, name) in named.items()}
 
 
@@ -162,7 +166,7 @@ def run_training(
             tf32=compute.tf32,
             stack_layout=compute.stack_layout,
             inputs=as_dict(job.inputs),
-            parts=part_records(settings, job.kind),
+            parts=part_records(settings, job.kind, job.sources.get("dataset", {}).get("name")),
             mpi_library=mpi_library_version(),
             torch_threads=compute.threads,
             gpus_per_rank=compute.gpus_per_rank,
