@@ -15,6 +15,7 @@ from ganstudy.data.prepare import prepare_dataset
 from ganstudy.errors import GanstudyError
 from ganstudy.models import get_network
 from ganstudy.parts import part_problems
+from test_registry import install, site  # noqa: F401  (the fixture)
 from test_workflow import SHRUNKEN, snakemake
 
 
@@ -151,3 +152,25 @@ def test_a_plugin_s_options_schema_is_closed_unless_it_says_otherwise(default_co
     assert part_problems(config) == [] and config["setups"]["lab"]["network_options"] == {"width": 8}
     config["setups"]["lab"].update(network="lab_networks:OPEN", network_options={"widht": 8})
     assert part_problems(config) == [] and config["setups"]["lab"]["network_options"] == {"widht": 8, "width": 64}
+
+
+LAB_KIND = textwrap.dedent("""
+    from ganstudy.data.kinds import DataKind, HeldOut
+
+    VOXELS = DataKind(name="voxels", description="voxel grids", task="energy", sample_figure="lab_kind.figures:draw",
+                      held_out=HeldOut("a voxel generator on held-out grids", "score-voxels", "lab_kind.scoring:Scorer",
+                                       "ganstudy.evaluate.showers:evaluate_showers"),
+                      conditions=True, classes=False)
+""")
+
+
+def test_a_kind_whose_parts_are_not_installed_is_named_while_planning(site):  # noqa: F811
+    # Its figure and scorer modules were left out of the package: found without importing anything.
+    install(site, "lab-kind", "[ganstudy.kinds]\nvoxels = lab_kind:VOXELS\n", "lab_kind", LAB_KIND)
+    origin = "lab_kind:VOXELS (from lab-kind 1.2)"
+    assert get_kind("voxels").missing_parts() == [
+        f"data kind 'voxels' ({origin}) names 'lab_kind.figures:draw', but module 'lab_kind.figures' is not installed: "
+        "fix the kind's package or install it",
+        f"data kind 'voxels' ({origin}) names 'lab_kind.scoring:Scorer', but module 'lab_kind.scoring' is not installed: "
+        "fix the kind's package or install it"]
+    assert [kind.missing_parts() for kind in (IMAGES, PAIRS, SHOWERS)] == [[], [], []]

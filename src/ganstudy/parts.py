@@ -30,7 +30,8 @@ def part_problems(config: dict[str, Any]) -> list[str]:
     except GanstudyError as error:
         problems = [f"dataset.name: {error}"]
     else:
-        problems = kind.metric_problems(config["evaluation"]["metrics"], config["evaluation"]["extractor"])
+        problems = [f"dataset.name: {problem}" for problem in kind.missing_parts()]
+        problems += kind.metric_problems(config["evaluation"]["metrics"], config["evaluation"]["extractor"])
     for setup_name, setup in config["setups"].items():
         key = f"setups.{setup_name}.network"
         try:

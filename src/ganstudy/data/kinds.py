@@ -99,6 +99,14 @@ class DataKind:
         found = [(name, METRICS.get(name)) for name in names]
         return [name for name, metric in found if metric.features and self.name in metric.kinds]
 
+    def missing_parts(self) -> list[str]:
+        """Its torch parts (the sample figure, the held-out scorer and scoring) whose module is not
+        installed, found without importing them: named while the workflow plans, not by a job."""
+        references = [self.sample_figure, *((self.held_out.scorer, self.held_out.evaluate) if self.held_out else ())]
+        origin = KINDS.origin(self.name)
+        return [f"data kind '{self.name}' ({origin}) names '{reference}', but module '{module}' is not installed: fix the "
+                "kind's package or install it" for reference in references if (module := missing_module(reference)) is not None]
+
     def require_metrics(self, settings: EvaluationSettings) -> None:
         """Raise, naming every problem, when evaluation.metrics cannot score generators of this kind."""
         problems = self.metric_problems(settings.metrics, settings.extractor)
