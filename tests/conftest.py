@@ -112,6 +112,25 @@ def assert_trained_alike(a: dict, b: dict, share: float = 1e-3) -> None:
     assert far <= share * total, f"{far} of {total} elements differ beyond rtol 1e-4, atol 1e-5 ({'; '.join(where)})"
 
 
+def install(site: Path, distribution: str, entry_points: str, module: str = "", source: str = "") -> None:
+    """A package as pip leaves it in site-packages: its dist-info (metadata, entry points) and a module."""
+    info = site / f"{distribution}-1.2.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 1.2\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    if module:
+        (site / f"{module}.py").write_text(source)
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    """A site-packages folder on sys.path for this test, to install() plugin packages into."""
+    folder = tmp_path / "site-packages"
+    folder.mkdir()
+    monkeypatch.syspath_prepend(str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

@@ -9,13 +9,13 @@ import textwrap
 
 import pytest
 
+from conftest import install
 from ganstudy.data.kinds import IMAGES, PAIRS, SHOWERS, all_kinds, get_kind, kind_for_task
 from ganstudy.data.loaders import DATASETS, LoadOptions, get_dataset
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.errors import GanstudyError
 from ganstudy.models import get_network
 from ganstudy.parts import part_problems
-from test_registry import install, site  # noqa: F401  (the fixture)
 from test_workflow import SHRUNKEN, snakemake
 
 
@@ -164,7 +164,7 @@ LAB_KIND = textwrap.dedent("""
 """)
 
 
-def test_a_kind_whose_parts_are_not_installed_is_named_while_planning(site):  # noqa: F811
+def test_a_kind_whose_parts_are_not_installed_is_named_while_planning(site):
     # Its figure and scorer modules were left out of the package: found without importing anything.
     install(site, "lab-kind", "[ganstudy.kinds]\nvoxels = lab_kind:VOXELS\n", "lab_kind", LAB_KIND)
     origin = "lab_kind:VOXELS (from lab-kind 1.2)"

@@ -9,13 +9,13 @@ import textwrap
 
 import pytest
 
+from conftest import install
 from ganstudy.data.kinds import IMAGES, PAIRS, SHOWERS, all_kinds
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import METRICS, Metric, better, get_metric, score_all
 from ganstudy.evaluate.scoring import Scoring
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.registry import resolve
-from test_registry import install, site  # noqa: F401  (the fixture)
 
 BUILT_IN = {"fid", "isc", "kid", "precision", "recall", "density", "coverage", "class_fid", "label_tvd", "l1", "psnr", "ssim", "sf_mean", "sf_width",
             "longitudinal", "transverse_x", "transverse_y", "gan3d"}
@@ -75,7 +75,7 @@ POINTS = "[ganstudy.metrics]\n" + "".join(f"{name} = lab_metrics:{name.upper()}\
 
 
 @pytest.fixture
-def lab(site):  # noqa: F811
+def lab(site):
     install(site, "lab-metrics", POINTS, "lab_metrics", LAB)
     return Scoring(EvaluationSettings(), 15)
 

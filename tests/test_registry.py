@@ -4,33 +4,14 @@ refused with a message that names it, its package and what to fix."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NETWORKS, Network, NetworkSpec, build_pair, get_network
 from ganstudy.registry import Registry, instance_of
+from conftest import install
 
 GROUP = "ganstudy.networks"
-
-
-def install(site: Path, distribution: str, entry_points: str, module: str = "", source: str = "") -> None:
-    """A package as pip leaves it in site-packages: its dist-info (metadata, entry points) and a module."""
-    info = site / f"{distribution}-1.2.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 1.2\n")
-    (info / "entry_points.txt").write_text(entry_points)
-    if module:
-        (site / f"{module}.py").write_text(source)
-
-
-@pytest.fixture
-def site(tmp_path, monkeypatch):
-    folder = tmp_path / "site-packages"
-    folder.mkdir()
-    monkeypatch.syspath_prepend(str(folder))
-    return folder
 
 
 def fresh() -> Registry[Network]:
