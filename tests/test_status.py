@@ -33,7 +33,9 @@ def test_status_of_a_real_run_names_the_failed_job_and_its_error(tmp_path, env):
         },
         "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2},
     }
-    done = snakemake(tmp_path, config, "--cores", "2", "--keep-going", env=with_pythonpath(env, tmp_path))
+    # The trainings only: what status reads (a run is done once its run.json is there).
+    runs = [f"results/tiny/runs/{setup}/trial{trial}/run.json" for setup in ("good", "broken") for trial in (0, 1)]
+    done = snakemake(tmp_path, config, "--cores", "2", "--keep-going", *runs, env=with_pythonpath(env, tmp_path))
     assert done.returncode != 0
     study = tmp_path / "results" / "tiny"
     rows = {(row.setup, row.trial): row for row in study_status(study)}
