@@ -262,14 +262,19 @@ def test_the_profile_s_site_is_not_lost_to_config_on_the_command_line(env):
     assert kept.returncode == 0 and "site 'slurm-gpu'" in said(kept), said(kept)[-2000:]
 
 
-def test_a_second_run_on_the_same_results_stops_at_once_and_the_first_finishes(tmp_path, env):
+def test_a_second_run_on_the_same_results_stops_at_once_and_the_first_finishes(living, tmp_path, env):
     shared = tmp_path / "shared-results"
     config = _with({"bce": {"loss": "bce", "iterations": 80}}, trials=1, results_dir=str(shared))
+    # The living study's data, classifier and reference statistics, made from the same sections: the first
+    # run trains and scores one run, the second finds it busy.
+    for made in ("data", "classifier", "specs"):
+        shutil.copytree(living / "results" / STUDY / made, shared / STUDY / made)
     first_dir, second_dir = tmp_path / "first", tmp_path / "second"
     first_dir.mkdir(), second_dir.mkdir()
     (first_dir / "study.yaml").write_text(yaml.safe_dump(config))
+    score = shared / STUDY / "scores" / "bce" / "trial0.json"
     first = subprocess.Popen(["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(first_dir), "--configfile", str(first_dir / "study.yaml"),
-                              "--cores", "1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+                              "--cores", "1", str(score)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lock = shared / STUDY / ".lock"
     deadline = time.monotonic() + 240
     while not (shared / STUDY / "runs").exists() and time.monotonic() < deadline and first.poll() is None:
@@ -279,12 +284,14 @@ def test_a_second_run_on_the_same_results_stops_at_once_and_the_first_finishes(t
     second = snakemake(second_dir, config, "--cores", "1", env=env)
     assert second.returncode != 0 and time.monotonic() - started < 60
     assert f"is being run by pid {first.pid} on host {socket.gethostname()}" in said(second), said(second)[-2000:]
-    assert first.wait(timeout=600) == 0, first.stdout.read()[-3000:]
+    out = first.communicate(timeout=600)[0]
+    assert first.returncode == 0, out[-3000:]
+    assert "prepare_dataset" not in out and "train_classifier" not in out, out[-3000:]
     study = shared / STUDY
     assert json.loads((study / "runs" / "bce" / "trial0" / "run.json").read_text())["job"]["settings"]["iterations"] == 80
-    assert (study / "tables" / "summary_fid.csv").is_file() and not lock.exists()
+    assert score.is_file() and not lock.exists()
     # A dry-run and ganstudy status never need the lock.
-    assert planned(snakemake(second_dir, config, "-n", env=env)) == {}
+    assert planned(snakemake(second_dir, config, "-n", str(score), env=env)) == {}
 
 
 def test_a_lock_left_by_a_dead_process_is_taken_over_and_one_from_another_host_says_how_to_clear_it(tmp_path):
