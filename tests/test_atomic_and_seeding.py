@@ -1,3 +1,4 @@
+import hashlib
 import os
 import stat
 import subprocess
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from ganstudy.atomic import atomic_path, read_json, write_json
+from ganstudy.checkpoint import checkpoint_due, run_fingerprint
 from ganstudy.seeding import derive_seed
 
 
@@ -78,3 +80,15 @@ def test_seed_keys_must_be_ints_or_strings():
         derive_seed(1, 2.5)
     with pytest.raises(ValueError):
         derive_seed(1, -1)
+
+
+def test_every_mode_s_checkpoints_follow_one_policy():
+    # Every 3rd of 10 iterations, none after the last unless the run keeps its finished state (per-class jobs).
+    assert [done for done in range(1, 11) if checkpoint_due(done, 10, 3)] == [3, 6, 9]
+    assert [done for done in range(1, 10) if checkpoint_due(done, 9, 3)] == [3, 6]
+    assert [done for done in range(1, 10) if checkpoint_due(done, 9, 3, final=True)] == [3, 6, 9]
+    assert not any(checkpoint_due(done, 10, 0) for done in range(1, 11)) and checkpoint_due(10, 10, 0, final=True)
+    # The fingerprint is the sha256 of the identity as sorted JSON, whatever the order it was built in:
+    # checkpoints written before this policy was shared still resume.
+    assert run_fingerprint({"seed": 2, "setup": {"lr": 0.5}}) == hashlib.sha256(b'{"seed": 2, "setup": {"lr": 0.5}}').hexdigest()
+    assert run_fingerprint({"setup": {"lr": 0.5}, "seed": 2}) == run_fingerprint({"seed": 2, "setup": {"lr": 0.5}})

@@ -1,7 +1,9 @@
-"""Atomic, safe torch files (temp + rename, read with ``weights_only=True``) and run checkpoints."""
+"""Atomic, safe torch files (temp + rename, read with ``weights_only=True``) and run checkpoints: the one
+policy of every training mode (when one is due, what a run must match to resume from one, the store)."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -9,6 +11,7 @@ import pickle
 import shutil
 import zipfile
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +51,19 @@ def _unpack(path: Path) -> dict[str, Any]:
     if not isinstance(state, dict):
         raise ValueError(f"holds {type(state).__name__}, not a state")
     return state
+
+
+def run_fingerprint(identity: Mapping[str, Any]) -> str:
+    """What a checkpoint must match to be resumed from: the sha256 of the run's identity (its settings,
+    seeds and whatever else decides its random draws) as sorted JSON."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+
+def checkpoint_due(done: int, total: int, period: int, final: bool = False) -> bool:
+    """Whether a run that has done ``done`` of ``total`` iterations writes a checkpoint now: every
+    ``period`` (0: never) before the last iteration, and after the last only when ``final``. A stop
+    signal's checkpoint is written whatever this says."""
+    return bool(period and done % period == 0 and done < total) or (final and done == total)
 
 
 class CheckpointStore:

@@ -5,8 +5,6 @@ to an uninterrupted one.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import sys
 import time
@@ -16,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ganstudy.checkpoint import CheckpointStore
+from ganstudy.checkpoint import CheckpointStore, checkpoint_due, run_fingerprint
 from ganstudy.data.partition import batches_per_pass
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair, get_network
@@ -197,8 +195,7 @@ class PairTrainer:
                 if report is not None:
                     report.row(self.history[-1])
                 stopping = stop is not None and self._stop_agreed(stop)
-                due = (period and self.done % period == 0 and self.done < total) or (final_checkpoint and self.done == total)
-                if store is not None and (stopping or due):
+                if store is not None and (stopping or checkpoint_due(self.done, total, period, final_checkpoint)):
                     self._global_rng = self._read_global_rng()
                     self._checkpoint(store)
                 if stopping:
@@ -250,8 +247,7 @@ class PairTrainer:
         if checkpoint_dir is None:
             return None
         identity = {"setup": as_dict(self.setup), "seeds": self.seeds, "name": self.name}
-        fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
-        return CheckpointStore(checkpoint_dir / self.name, self.setup.checkpoints_kept, fingerprint)
+        return CheckpointStore(checkpoint_dir / self.name, self.setup.checkpoints_kept, run_fingerprint(identity))
 
     def _checkpoint(self, store: CheckpointStore) -> None:
         store.write_part(self.done, "pair", self._state())

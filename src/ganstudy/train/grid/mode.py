@@ -7,8 +7,6 @@ per-iteration reports to rank 0; a third one belongs to the heartbeat alone.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import socket
 import sys
 import time
@@ -17,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ganstudy.checkpoint import CheckpointStore
+from ganstudy.checkpoint import CheckpointStore, checkpoint_due, run_fingerprint
 from ganstudy.errors import GanstudyError
 from ganstudy.models import build_pair
 from ganstudy.models.mixture import MixtureGenerator
@@ -44,9 +42,8 @@ def _say(message: str) -> None:
 
 def _fingerprint(context: TrainingContext, shape: GridShape) -> str:
     # The engine too: another engine's random draws would continue a run that it did not start.
-    identity = {"setup": as_dict(context.setup), "seed": context.study_seed, "trial": context.trial, "shape": str(shape),
-                "engine": GRID_ENGINE}
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    return run_fingerprint({"setup": as_dict(context.setup), "seed": context.study_seed, "trial": context.trial, "shape": str(shape),
+                            "engine": GRID_ENGINE})
 
 
 def _check_settings(context: TrainingContext) -> None:
@@ -182,9 +179,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
                 if root:
                     _record(history, profile, iteration, collected, started)
                     report.row(history[-1], _slowest_rank(collected))
-                period = setup.checkpoint_period
-                due = period and iteration % period == 0 and iteration < setup.iterations
-                if store and (stopping or due):
+                if store and (stopping or checkpoint_due(iteration, setup.iterations, setup.checkpoint_period)):
                     with rank_timer("checkpoint"), heartbeat.waiting():
                         _checkpoint(store, iteration, cells, control, root, history, profile, heartbeat.beat)
                 if stopping:

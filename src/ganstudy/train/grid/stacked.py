@@ -12,6 +12,10 @@ Two layouts of the work (``compute.stack_layout``): on a CPU, chunks of cells si
 Adam row by row; on a GPU, the whole stack in every operation, so that the operators launched per
 iteration do not grow with the cells. Either runs on either device, which lets a CPU count what the
 GPU layout dispatches (benchmarks/grid_dispatch.py).
+
+The per-cell loop (``LoopEngine``, cell.py: nn.Modules and torch's Adam) is the reference: this engine
+makes the same draws with other kernels, so it trains alike within rounding, not to the bit
+(tests/test_stacked_cells.py holds it to the loop). Each is bit-identical with itself on any rank count.
 """
 
 from __future__ import annotations
