@@ -98,6 +98,16 @@ def test_the_first_hour_walk_through_prints_what_it_shows(first_hour):
     assert "no account for the scheduler" not in first_hour[-1].output
 
 
+def test_an_excerpt_matches_only_what_was_printed_numbers_aside():
+    printed = "4 runs: 2 done, 2 running\n| 1 | grid1x1 | 2 | 0.51 | 0.3 | -2.4 to 3.6 | – | – | – |\ngrid2x2  1      running  -/4\n"
+    assert walkthrough.missing_lines("8 runs: 2 done, 2 running...\n...\n| 1 | grid2x2 | 4 | 2.9 | 1.1 | 1.1 to 4.7 | – | – | yes |\n",
+                                     printed) == []
+    # A word, a state or a column that differs is missing.
+    assert walkthrough.missing_lines("8 runs: 2 done, 2 failed\ngrid2x2  1      waiting  -/500\n", printed) == [
+        "8 runs: 2 done, 2 failed", "grid2x2  1      waiting  -/500"]
+    assert [step.kind for step in walkthrough.steps()][:3] == ["bash", "bash", "bash"]
+
+
 def _with(setups: dict | None = None, **keys) -> dict:
     config = {**LIVING, **keys}
     if setups is not None:

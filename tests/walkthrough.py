@@ -22,7 +22,8 @@ from conftest import REPO
 
 DOC = REPO / "docs" / "first-hour.md"
 _MARKER = re.compile(r"<!-- walk-through: (beside the run above|a fresh checkout) -->")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+# Signed: a shrunken study's 95% interval over 2 trials may reach below zero where the real one does not.
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 # What a shrunken study may print otherwise than the real one: a convergence verdict (a table's last
 # cell) and an effect size's word.
 _VERDICT = re.compile(r"\| (?:yes|no|inconclusive|degraded|–) \|$")
