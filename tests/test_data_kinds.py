@@ -170,7 +170,7 @@ def test_a_kind_whose_parts_are_not_installed_is_named_while_planning(site):
     origin = "lab_kind:VOXELS (from lab-kind 1.2)"
     assert get_kind("voxels").missing_parts() == [
         f"data kind 'voxels' ({origin}) names 'lab_kind.figures:draw', but module 'lab_kind.figures' is not installed: "
-        "fix the kind's package or install it",
+        "fix its package or install it",
         f"data kind 'voxels' ({origin}) names 'lab_kind.scoring:Scorer', but module 'lab_kind.scoring' is not installed: "
-        "fix the kind's package or install it"]
+        "fix its package or install it"]
     assert [kind.missing_parts() for kind in (IMAGES, PAIRS, SHOWERS)] == [[], [], []]

@@ -105,8 +105,8 @@ def test_a_metric_that_breaks_its_contract_is_named_with_its_package(lab, name, 
 def test_a_metric_whose_compute_module_is_missing_is_named_by_the_plan_not_after_training(lab):
     # The plan is torch-free: it looks the module up without importing it.
     assert IMAGES.metric_problems(["fid", "unshipped"], "classifier") == [
-        "evaluation.metrics: metric 'unshipped' (lab_metrics:UNSHIPPED (from lab-metrics 1.2)) computes with "
-        "'lab_metrics.heavy:compute', but module 'lab_metrics.heavy' is not installed: fix the metric's package or install it"]
+        "evaluation.metrics: metric 'unshipped' (lab_metrics:UNSHIPPED (from lab-metrics 1.2)) names "
+        "'lab_metrics.heavy:compute', but module 'lab_metrics.heavy' is not installed: fix its package or install it"]
 
 
 def test_two_metrics_writing_one_column_is_an_error_not_an_overwrite(lab):

@@ -1,7 +1,7 @@
 """docs/first-hour.md as steps a test can run: its ``bash`` blocks are commands, each followed by a ``text``
 block of what it prints (an excerpt: ``...`` stands for anything; every number, convergence verdict and
-effect size may differ); a ``yaml``
-block whose first line names a file (``# config/config.yaml``) is an edit merged into that file. An HTML
+effect size may differ); a ``yaml`` block whose first line names a file (``# config/config.yaml``) is an
+edit merged into that file. An HTML
 comment before a block says how it runs: ``<!-- walk-through: beside the run above -->`` (repeatedly,
 while the command before it runs) or ``<!-- walk-through: a fresh checkout -->`` (from here on, in a
 new checkout)."""

@@ -120,6 +120,15 @@ def missing_module(reference: str) -> str | None:
     return name if spec is None else None
 
 
+def not_installed(reference: str, what: str) -> str | None:
+    """The problem of a part (``what``, e.g. "metric 'kid' (origin)") whose ``module:attribute`` reference
+    names a module that is not installed (missing_module); None when it is there."""
+    module = missing_module(reference)
+    if module is None:
+        return None
+    return f"{what} names '{reference}', but module '{module}' is not installed: fix its package or install it"
+
+
 class Registry(Generic[T]):
     """The parts of one kind: the entry points of ``group`` by name, loaded on first use and checked
     with ``check`` (a description of what is wrong with a loaded object, or None). With ``by_reference``

@@ -17,7 +17,7 @@ from typing import Any
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import METRICS, get_metric
 from ganstudy.evaluate.settings import EvaluationSettings
-from ganstudy.registry import Registry, instance_of, missing_module, resolve
+from ganstudy.registry import Registry, instance_of, not_installed, resolve
 
 
 @dataclass(frozen=True)
@@ -73,11 +73,8 @@ class DataKind:
                 found[name] = get_metric(name)
             except GanstudyError as error:
                 problems.append(f"evaluation.metrics: {error}")
-        for name, metric in found.items():
-            module = missing_module(metric.compute)
-            if module is not None:
-                problems.append(f"evaluation.metrics: metric '{name}' ({METRICS.origin(name)}) computes with '{metric.compute}', "
-                                f"but module '{module}' is not installed: fix the metric's package or install it")
+        unfound = (not_installed(metric.compute, f"metric '{name}' ({METRICS.origin(name)})") for name, metric in found.items())
+        problems += [f"evaluation.metrics: {problem}" for problem in unfound if problem]
         wrong = sorted(name for name, metric in found.items() if self.name not in metric.kinds)
         if wrong:
             others = sorted({kind.description for kind in all_kinds() if kind is not self and any(kind.name in found[n].kinds for n in wrong)})
@@ -103,9 +100,8 @@ class DataKind:
         """Its torch parts (the sample figure, the held-out scorer and scoring) whose module is not
         installed, found without importing them: named while the workflow plans, not by a job."""
         references = [self.sample_figure, *((self.held_out.scorer, self.held_out.evaluate) if self.held_out else ())]
-        origin = KINDS.origin(self.name)
-        return [f"data kind '{self.name}' ({origin}) names '{reference}', but module '{module}' is not installed: fix the "
-                "kind's package or install it" for reference in references if (module := missing_module(reference)) is not None]
+        unfound = (not_installed(reference, f"data kind '{self.name}' ({KINDS.origin(self.name)})") for reference in references)
+        return [problem for problem in unfound if problem]
 
     def require_metrics(self, settings: EvaluationSettings) -> None:
         """Raise, naming every problem, when evaluation.metrics cannot score generators of this kind."""
