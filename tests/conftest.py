@@ -124,11 +124,16 @@ def install(site: Path, distribution: str, entry_points: str, module: str = "", 
 
 @pytest.fixture
 def site(tmp_path, monkeypatch):
-    """A site-packages folder on sys.path for this test, to install() plugin packages into."""
+    """A site-packages folder on sys.path for this test, to install() plugin packages (or write plain
+    modules) into. Its modules leave sys.modules afterwards: a later test in the same worker that writes a
+    module of the same name must import its own, not this one."""
     folder = tmp_path / "site-packages"
     folder.mkdir()
     monkeypatch.syspath_prepend(str(folder))
-    return folder
+    yield folder
+    for name, module in list(sys.modules.items()):
+        if Path(getattr(module, "__file__", None) or "/").is_relative_to(folder):
+            del sys.modules[name]
 
 
 @pytest.fixture(scope="session")

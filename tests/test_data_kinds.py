@@ -102,9 +102,8 @@ LOADERS = textwrap.dedent("""
     ("DICT", "returned dict, not a RawDataset"),
     ("NOT_A_DATA_SET", "is of type function, not DataSet"),
 ])
-def test_a_loader_that_breaks_the_contract_is_named(tmp_path, monkeypatch, attribute, problem):
-    (tmp_path / "lab_loaders.py").write_text(LOADERS)
-    monkeypatch.syspath_prepend(str(tmp_path))
+def test_a_loader_that_breaks_the_contract_is_named(site, tmp_path, attribute, problem):
+    (site / "lab_loaders.py").write_text(LOADERS)
     name = f"lab_loaders:{attribute}"
     with pytest.raises(GanstudyError) as error:
         prepare_dataset(name, None, 0.25, 1, tmp_path / "out", LoadOptions())
@@ -138,10 +137,9 @@ LAB_NETWORKS = textwrap.dedent("""
 """)
 
 
-def test_a_plugin_s_options_schema_is_closed_unless_it_says_otherwise(default_config, tmp_path, monkeypatch):
+def test_a_plugin_s_options_schema_is_closed_unless_it_says_otherwise(default_config, site):
     # JSON Schema lets unnamed keys through by default: a misspelt option would pass the plan unread.
-    (tmp_path / "lab_networks.py").write_text(LAB_NETWORKS)
-    monkeypatch.syspath_prepend(str(tmp_path))
+    (site / "lab_networks.py").write_text(LAB_NETWORKS)
     config = copy.deepcopy(default_config)
     setup = config["setups"]["grid1x1"]
     config["setups"] = {"lab": {**setup, "network": "lab_networks:CLOSED_BY_DEFAULT", "network_options": {"widht": 8}}}

@@ -179,11 +179,10 @@ BROKEN = textwrap.dedent("""
     # The builder's own refusal, with whose it is.
     ("REFUSES", "(lab_networks:REFUSES): makes 32x32 images only: set dataset.image_size to 32"),
 ])
-def test_a_network_that_breaks_the_contract_is_named_when_its_job_starts(tmp_path, monkeypatch, attribute, problem):
+def test_a_network_that_breaks_the_contract_is_named_when_its_job_starts(site, attribute, problem):
     from ganstudy.models import NetworkSpec
 
-    (tmp_path / "lab_networks.py").write_text(BROKEN)
-    monkeypatch.syspath_prepend(str(tmp_path))
+    (site / "lab_networks.py").write_text(BROKEN)
     name = f"lab_networks:{attribute}"
     config = validate_study_config({"setups": {"s": {"network": name}}}, REPO / "workflow" / "schemas" / "config.schema.yaml")
     setup = TrainingSettings.from_config(config["setups"]["s"])
