@@ -31,7 +31,7 @@ from ganstudy.data.prepare import prepare_dataset
 from ganstudy.models import build_pair
 from ganstudy.parallel.world import mpi_world
 from ganstudy.train.modes import TrainingContext, get_mode
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.network_spec import network_spec
 
 FULL = {"iterations": 20, "repeats": 5}

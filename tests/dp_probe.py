@@ -19,7 +19,7 @@ from ganstudy.train.data_parallel import DataParallelTrainer
 from ganstudy.train.tasks import Batch
 from ganstudy.train.network_spec import network_spec
 from ganstudy.train.seeds import pair_seeds
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 
 CPU = (torch.device("cpu"), torch.device("cpu"))
 

@@ -106,7 +106,7 @@ class _ReadAttributes:
 
 def test_network_only_keys_reach_exactly_the_networks_whose_task_reads_them():
     from ganstudy.models import NETWORKS, get_network
-    from ganstudy.train.settings import TrainingSettings
+    from ganstudy.setup_settings import TrainingSettings
     from ganstudy.train.tasks import TASKS
 
     config = validate_study_config({}, SCHEMA)

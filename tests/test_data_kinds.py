@@ -14,6 +14,7 @@ from ganstudy.data.kinds import IMAGES, PAIRS, SHOWERS, all_kinds, get_kind, kin
 from ganstudy.data.loaders import DATASETS, LoadOptions, get_dataset
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.metrics import metric_problems
 from ganstudy.models import get_network
 from ganstudy.parts import part_problems
 from test_workflow import SHRUNKEN, snakemake
@@ -44,8 +45,8 @@ def test_only_held_out_kinds_are_scored_on_the_test_split():
         assert list(inspect.signature(scorer).parameters)[1:] == ["count", "seed", "network", "device", "setup", "ranks"]
         assert callable(kind.part(kind.held_out.evaluate))
     assert IMAGES.held_out is None and IMAGES.classes and not PAIRS.classes
-    assert IMAGES.metric_problems(["fid", "class_fid"], "classifier") == []
-    assert PAIRS.metric_problems(["l1", "fid"], "inception") == []
+    assert metric_problems(IMAGES, ["fid", "class_fid"], "classifier") == []
+    assert metric_problems(PAIRS, ["l1", "fid"], "inception") == []
 
 
 def test_a_network_that_cannot_learn_the_data_is_refused_before_any_job(tmp_path, env):

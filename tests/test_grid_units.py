@@ -210,7 +210,7 @@ def test_a_pass_drawn_in_blocks_of_updates_draws_what_one_update_at_a_time_does(
     from ganstudy.config import validate_study_config
     from ganstudy.train.grid import draws as grid_draws
     from ganstudy.train.losses import LOSSES
-    from ganstudy.train.settings import TrainingSettings
+    from ganstudy.setup_settings import TrainingSettings
 
     section = {"mode": "grid", "loss": loss, "batch_size": 5, "lr": 0.001,
                "grid": {"shape": "1x3", "mutation_probability": 0.5, "mutation_rate": 0.01}}

@@ -1,9 +1,12 @@
 """The package's modules import each other without cycles, counting imports inside functions too: the
-registries find their parts through entry points, so no module needs a lazy import to break a cycle."""
+registries find their parts through entry points, so no module needs a lazy import to break a cycle. And
+the stages' packages depend one way (docs/architecture.md): none imports a later stage, not even
+through a top-level module."""
 
 from __future__ import annotations
 
 import ast
+from collections import deque
 from pathlib import Path
 
 import ganstudy
@@ -49,6 +52,43 @@ def import_graph() -> dict[str, set[str]]:
             edges |= imported(node, package, modules)
         graph[name] = edges - {name}
     return graph
+
+
+# The stages' packages, each free to import those before it only (docs/architecture.md).
+PACKAGE_ORDER = ("parallel", "data", "models", "evaluate", "train", "stats", "report")
+
+
+def package_of(module: str, order: tuple[str, ...]) -> str | None:
+    """The ordered package ``module`` belongs to (None: a top-level module or an unordered package)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in order else None
+
+
+def order_violations(graph: dict[str, set[str]], order: tuple[str, ...] = PACKAGE_ORDER) -> list[str]:
+    """Every way a module of an ordered package reaches a later package, as the import path ("a <- b"
+    read: a is imported by b), following imports through its own package and top-level modules and
+    stopping at another ordered package's modules."""
+    found = []
+    for start in sorted(graph):
+        home = package_of(start, order)
+        if home is None:
+            continue
+        came_from: dict[str, str | None] = {start: None}
+        queue = deque([start])
+        while queue:
+            module = queue.popleft()
+            for target in sorted(graph[module] - came_from.keys()):
+                came_from[target] = module
+                there = package_of(target, order)
+                if there is None or there == home:
+                    queue.append(target)
+                elif order.index(there) > order.index(home):
+                    path, step = [target], module
+                    while step is not None:
+                        path.append(step)
+                        step = came_from[step]
+                    found.append(" <- ".join(path))
+    return found
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -97,3 +137,17 @@ def test_the_cycle_finder_finds_a_lazy_import_cycle():
              for name, text in source.items()}
     assert graph == {"a": {"b"}, "b": {"a"}, "c": {"a"}}
     assert cycles(graph) == [["a", "b"]]
+
+
+def test_the_stages_packages_depend_one_way():
+    graph = import_graph()
+    assert {package_of(name, PACKAGE_ORDER) for name in graph} >= set(PACKAGE_ORDER)
+    assert order_violations(graph) == []
+
+
+def test_the_order_check_finds_a_later_stage_reached_through_a_top_level_module():
+    # data.kinds -> ganstudy.parts (top-level) -> evaluate.metrics: data would depend on evaluate.
+    graph = {"ganstudy.data.kinds": {"ganstudy.parts"}, "ganstudy.parts": {"ganstudy.evaluate.metrics"},
+             "ganstudy.evaluate.metrics": {"ganstudy.data.kinds"}, "ganstudy.train.run": {"ganstudy.evaluate.metrics"}}
+    assert order_violations(graph, ("data", "evaluate", "train")) == [
+        "ganstudy.evaluate.metrics <- ganstudy.parts <- ganstudy.data.kinds"]

@@ -20,7 +20,7 @@ from ganstudy.parallel.partition import assign_classes
 from ganstudy.parallel.world import gpu_indices, mpi_world
 from ganstudy.stats.anova import pixel_anova
 from ganstudy.train.modes import TrainingContext, get_mode
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 
 
 def test_classes_are_assigned_once_each_and_balanced_by_sample_count():

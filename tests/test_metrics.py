@@ -12,7 +12,7 @@ import pytest
 from conftest import install
 from ganstudy.data.kinds import IMAGES, PAIRS, SHOWERS, all_kinds
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import METRICS, Metric, better, get_metric, score_all
+from ganstudy.evaluate.metrics import METRICS, Metric, better, get_metric, inception_metrics, kind_metrics, metric_problems, score_all
 from ganstudy.evaluate.scoring import Scoring
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.registry import resolve
@@ -31,10 +31,10 @@ def test_built_in_metrics_are_entry_points_of_ganstudy_with_a_direction_a_kind_a
     assert [better(name) for name in ("fid", "isc", "ssim", "sf_mean")] == ["lower", "higher", "higher", "lower"]
     assert better("isc_std") == "?"
     # Each kind's metrics are the registered ones that name it.
-    assert set(IMAGES.metrics()) == {"fid", "isc", "kid", "precision", "recall", "density", "coverage", "class_fid", "label_tvd"}
-    assert set(PAIRS.metrics()) == {"fid", "isc", "kid", "precision", "recall", "density", "coverage", "l1", "psnr", "ssim"}
-    assert set(SHOWERS.metrics()) == {"sf_mean", "sf_width", "longitudinal", "transverse_x", "transverse_y", "gan3d"}
-    assert PAIRS.inception_metrics(["l1", "fid", "kid"]) == ["fid", "kid"] and IMAGES.inception_metrics(["fid"]) == []
+    assert set(kind_metrics(IMAGES)) == {"fid", "isc", "kid", "precision", "recall", "density", "coverage", "class_fid", "label_tvd"}
+    assert set(kind_metrics(PAIRS)) == {"fid", "isc", "kid", "precision", "recall", "density", "coverage", "l1", "psnr", "ssim"}
+    assert set(kind_metrics(SHOWERS)) == {"sf_mean", "sf_width", "longitudinal", "transverse_x", "transverse_y", "gan3d"}
+    assert inception_metrics(PAIRS, ["l1", "fid", "kid"]) == ["fid", "kid"] and inception_metrics(IMAGES, ["fid"]) == []
 
 
 LAB = textwrap.dedent("""
@@ -85,8 +85,8 @@ def test_a_lab_metric_registers_like_the_built_ins_and_its_columns_are_scores(la
     assert str(METRICS.origin("sharpness")) == "lab_metrics:SHARPNESS (from lab-metrics 1.2)"
     assert score_all(["sharpness", "quiet"], lab) == {"sharpness": 1.0, "sharpness_sd": 0.5}
     assert lab.notes == {"quiet": "not reported: nothing to say"}
-    assert IMAGES.metric_problems(["fid", "sharpness"], "classifier") == []
-    problem = PAIRS.metric_problems(["sharpness"], "inception")[0]
+    assert metric_problems(IMAGES, ["fid", "sharpness"], "classifier") == []
+    problem = metric_problems(PAIRS, ["sharpness"], "inception")[0]
     assert "evaluation.metrics ['sharpness'] do not score paired images (they score images with classes)" in problem
 
 
@@ -104,7 +104,7 @@ def test_a_metric_that_breaks_its_contract_is_named_with_its_package(lab, name, 
 
 def test_a_metric_whose_compute_module_is_missing_is_named_by_the_plan_not_after_training(lab):
     # The plan is torch-free: it looks the module up without importing it.
-    assert IMAGES.metric_problems(["fid", "unshipped"], "classifier") == [
+    assert metric_problems(IMAGES, ["fid", "unshipped"], "classifier") == [
         "evaluation.metrics: metric 'unshipped' (lab_metrics:UNSHIPPED (from lab-metrics 1.2)) names "
         "'lab_metrics.heavy:compute', but module 'lab_metrics.heavy' is not installed: fix its package or install it"]
 
@@ -116,7 +116,7 @@ def test_two_metrics_writing_one_column_is_an_error_not_an_overwrite(lab):
 
 
 def test_a_metric_named_as_module_and_attribute_is_refused_with_why(lab):
-    problems = IMAGES.metric_problems(["lab_metrics:SHARPNESS", "sharpnes"], "classifier")
+    problems = metric_problems(IMAGES, ["lab_metrics:SHARPNESS", "sharpnes"], "classifier")
     assert problems[0] == ("evaluation.metrics: metric 'lab_metrics:SHARPNESS' is named as module:attribute, but a metric's name "
                            "is its column in scores.csv and in the tables: register it as an entry point of group "
                            "'ganstudy.metrics' in its package (docs/plugins.md)")

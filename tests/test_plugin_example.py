@@ -21,7 +21,7 @@ import yaml
 from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.train.network_check import check_pair
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 from conftest import REPO, with_pythonpath
 from test_workflow import snakemake
 

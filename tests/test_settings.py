@@ -16,7 +16,7 @@ from ganstudy.config import (DATASET_KEYS, ConfigError, EVALUATION_KEYS, METRIC_
 from ganstudy.data.settings import DatasetSettings, SmoteSettings
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import ClassifierSettings, EvaluationSettings
-from ganstudy.train.settings import GridSettings, TrainingSettings
+from ganstudy.setup_settings import GridSettings, TrainingSettings
 from ganstudy.typed import _dataclass_in, as_dict, build
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
@@ -95,7 +95,7 @@ def test_the_preparing_and_scoring_stages_settings_are_the_schema_s_sections_wit
 
 
 def test_global_batch_rate_and_batch_norm_rows_follow_the_scaling_and_batch_norm_options():
-    from ganstudy.train.settings import TrainingSettings
+    from ganstudy.setup_settings import TrainingSettings
     config = validate_study_config({"setups": {"p": {"mode": "data_parallel", "batch_size": 8, "lr": 0.001}}}, SCHEMA)
     strong = TrainingSettings.from_config(config["setups"]["p"])
     assert (strong.global_batch(4), strong.rank_lr(4), strong.batch_norm_rows(4)) == (8, 0.001, 8)
@@ -109,7 +109,7 @@ def test_global_batch_rate_and_batch_norm_rows_follow_the_scaling_and_batch_norm
 
 
 def test_zero_stages_and_offload():
-    from ganstudy.train.settings import DataParallelSettings
+    from ganstudy.setup_settings import DataParallelSettings
     # zero: true is stage 1, as the key meant before stages 2 and 3.
     assert [DataParallelSettings(zero=z).zero_stage for z in (False, True, 0, 2, 3)] == [0, 1, 0, 2, 3]
     assert DataParallelSettings(zero=3, offload="cpu").offload == "cpu"

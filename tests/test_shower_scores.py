@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.data.kinds import IMAGES, SHOWERS
+from ganstudy.evaluate.metrics import metric_problems
+from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.evaluate.showers import mean_profiles, sampling_fraction, shower_scores
 
 SHAPE = (1, 5, 5, 7)
@@ -57,11 +58,11 @@ def test_bins_with_fewer_than_2_showers_are_left_out_and_no_bin_at_all_is_named(
 
 
 def test_metrics_that_do_not_fit_the_data_are_named():
-    assert SHOWERS.metric_problems(METRICS, "classifier") == []
+    assert metric_problems(SHOWERS, METRICS, "classifier") == []
     assert "['fid'] do not score calorimeter showers (they score images with classes or paired images)" in \
-        SHOWERS.metric_problems(["fid", "sf_mean"], "classifier")[0]
+        metric_problems(SHOWERS, ["fid", "sf_mean"], "classifier")[0]
     assert "['longitudinal'] do not score images with classes (they score calorimeter showers)" in \
-        IMAGES.metric_problems(["fid", "longitudinal"], "classifier")[0]
+        metric_problems(IMAGES, ["fid", "longitudinal"], "classifier")[0]
 
 
 def saved_calo3d_run(folder) -> None:

@@ -216,7 +216,7 @@ def grid_cells(loss: str, count: int = 4) -> list:
     from ganstudy.parallel.topology import GridShape
     from ganstudy.train.grid.cell import CellStreams, GridCell
     from ganstudy.train.grid.pool import NetworkPool
-    from ganstudy.train.settings import TrainingSettings
+    from ganstudy.setup_settings import TrainingSettings
 
     from conftest import SCHEMA
 

@@ -32,7 +32,7 @@ from ganstudy.train.network_spec import network_spec
 from ganstudy.train.score_curve import score_curve
 from ganstudy.train.seeds import pair_seeds
 from ganstudy.train.steps import adam, discriminator_step, generator_step, make_optimizer
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.tasks import TASKS, TrainingData
 
 SIZE = 16

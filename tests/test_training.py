@@ -15,7 +15,7 @@ from ganstudy.parallel.world import mpi_world
 from ganstudy.registry import source_sha256
 from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.train.job import job_description, read_job, write_job
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.run import run_training
 
 from conftest import SCHEMA, train_command

@@ -12,6 +12,7 @@ from ganstudy.config import section_problems, training_settings
 from ganstudy.data.kinds import DataKind, get_kind
 from ganstudy.data.loaders import get_dataset
 from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.metrics import metric_problems
 from ganstudy.models import NETWORKS, Network, NetworkSpec, get_network
 from ganstudy.typed import FrozenMapping
 
@@ -31,7 +32,7 @@ def part_problems(config: dict[str, Any]) -> list[str]:
         problems = [f"dataset.name: {error}"]
     else:
         problems = [f"dataset.name: {problem}" for problem in kind.missing_parts()]
-        problems += kind.metric_problems(config["evaluation"]["metrics"], config["evaluation"]["extractor"])
+        problems += metric_problems(kind, config["evaluation"]["metrics"], config["evaluation"]["extractor"])
     for setup_name, setup in config["setups"].items():
         key = f"setups.{setup_name}.network"
         try:

@@ -23,17 +23,18 @@ from ganstudy.config import (
 from ganstudy.data.loaders import get_dataset
 from ganstudy.data.sources import SOURCES
 from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.metrics import inception_metrics
 from ganstudy.evaluate.weights import check_inception_weights, fid_sample_warning
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.parts import part_problems, study_kind
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.site import account_warning, read_site, resolve_node_cores, with_site
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.status import write_plan
 from ganstudy.study_lock import acquire as acquire_study_lock, release as release_study_lock
 from ganstudy.sweeps import sweep_levels
 from ganstudy.train.job import job_description, job_record, write_job
-from ganstudy.train.settings import TrainingSettings
 from ganstudy.user_inputs import missing_user_inputs
 
 try:
@@ -642,7 +643,7 @@ def evaluate_inputs(wildcards):
     inputs = {"generator": f"{run}/generator.pt", "record": f"{run}/run.json", "spec": spec_inputs("evaluation")}
     if KIND.held_out is not None:
         inputs["held_out"] = f"{STUDY_DIR}/data/test.npz"
-        if INCEPTION and KIND.inception_metrics(METRICS):
+        if INCEPTION and inception_metrics(KIND, METRICS):
             inputs["weights"] = user_file(config["evaluation"]["inception_weights"])
         return inputs
     if CLASSIFIER:

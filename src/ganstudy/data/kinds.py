@@ -1,6 +1,7 @@
 """Data kinds: what a study's data are (images with classes, paired images, calorimeter showers), and
-so which training task feeds its networks, what scores its generators, which metrics apply, which
-figures show them and which inputs the workflow plans for its jobs.
+so which training task feeds its networks, what scores its generators, which figures show them and
+which inputs the workflow plans for its jobs. Which metrics score a kind is the metrics' business (each
+names its kinds: ganstudy.evaluate.metrics), so that data, the first stage, imports no later one.
 
 One object per kind, registered like every other part (entry-point group ``ganstudy.kinds``); a data
 set names its kind (``DataSet.kind``), and adding a kind touches its object only. Free of torch, so
@@ -10,13 +11,10 @@ that the workflow reads kinds while it builds the DAG: the parts that need torch
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import METRICS, get_metric
-from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.registry import Registry, instance_of, not_installed, resolve
 
 
@@ -51,63 +49,12 @@ class DataKind:
     # Study figures beyond every study's, by the rule that draws them (workflow/rules/report.smk).
     figures: tuple[str, ...] = ()
 
-    def metrics(self) -> list[str]:
-        """The registered metrics that score this kind's generators (each metric names its kinds). A metric
-        that does not load is left out: a broken plugin the study does not use must not stop it (one it
-        uses is named by metric_problems)."""
-        names = []
-        for name in METRICS:
-            try:
-                if self.name in METRICS.get(name).kinds:
-                    names.append(name)
-            except GanstudyError:
-                continue
-        return names
-
-    def metric_problems(self, metrics: Iterable[str], extractor: str) -> list[str]:
-        """Why ``metrics`` (evaluation.metrics) with ``extractor`` (evaluation.extractor) cannot score
-        generators of this kind (empty: they can)."""
-        problems, found = [], {}
-        for name in metrics:
-            try:
-                found[name] = get_metric(name)
-            except GanstudyError as error:
-                problems.append(f"evaluation.metrics: {error}")
-        unfound = (not_installed(metric.compute, f"metric '{name}' ({METRICS.origin(name)})") for name, metric in found.items())
-        problems += [f"evaluation.metrics: {problem}" for problem in unfound if problem]
-        wrong = sorted(name for name, metric in found.items() if self.name not in metric.kinds)
-        if wrong:
-            others = sorted({kind.description for kind in all_kinds() if kind is not self and any(kind.name in found[n].kinds for n in wrong)})
-            scored = f" (they score {' or '.join(others)})" if others else ""
-            problems.append(f"evaluation.metrics {wrong} do not score {self.description}{scored}: this study's data "
-                            f"are of kind '{self.name}', whose metrics are {sorted(self.metrics())}; remove them")
-        needs = sorted(self.inception_metrics(found))
-        if needs and extractor != "inception":
-            problems.append(f"evaluation.metrics {needs} of {self.description} are computed on Inception features "
-                            f"(data of kind '{self.name}' train no classifier): set evaluation.extractor to inception with "
-                            "evaluation.inception_weights, or remove them")
-        return problems
-
-    def inception_metrics(self, names: Iterable[str]) -> list[str]:
-        """Of the metrics ``names`` that score this kind, those computed on Inception features: the feature
-        metrics, for a kind whose data train no classifier."""
-        if self.held_out is None:
-            return []
-        found = [(name, METRICS.get(name)) for name in names]
-        return [name for name, metric in found if metric.features and self.name in metric.kinds]
-
     def missing_parts(self) -> list[str]:
         """Its torch parts (the sample figure, the held-out scorer and scoring) whose module is not
         installed, found without importing them: named while the workflow plans, not by a job."""
         references = [self.sample_figure, *((self.held_out.scorer, self.held_out.evaluate) if self.held_out else ())]
         unfound = (not_installed(reference, f"data kind '{self.name}' ({KINDS.origin(self.name)})") for reference in references)
         return [problem for problem in unfound if problem]
-
-    def require_metrics(self, settings: EvaluationSettings) -> None:
-        """Raise, naming every problem, when evaluation.metrics cannot score generators of this kind."""
-        problems = self.metric_problems(settings.metrics, settings.extractor)
-        if problems:
-            raise GanstudyError("; ".join(problems))
 
     def part(self, reference: str) -> Any:
         """One of the kind's torch parts (a scorer, a figure), imported now."""

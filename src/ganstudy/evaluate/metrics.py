@@ -8,13 +8,15 @@ the scoring job only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any
 
+from ganstudy.data.kinds import DataKind, all_kinds
 from ganstudy.errors import GanstudyError
-from ganstudy.registry import Registry, resolve
+from ganstudy.evaluate.settings import EvaluationSettings
+from ganstudy.registry import Registry, not_installed, resolve
 
 DIRECTIONS = ("lower", "higher")
 
@@ -67,6 +69,61 @@ def get_metric(name: str) -> Metric:
 def better(name: str) -> str:
     """Which way a metric's column is better ("?" for a column no metric is named after, e.g. isc_std)."""
     return METRICS.get(name).better if name in METRICS else "?"
+
+
+def kind_metrics(kind: DataKind) -> list[str]:
+    """The registered metrics that score generators of ``kind`` (each metric names its kinds). A metric
+    that does not load is left out: a broken plugin the study does not use must not stop it (one it uses
+    is named by metric_problems)."""
+    names = []
+    for name in METRICS:
+        try:
+            if kind.name in METRICS.get(name).kinds:
+                names.append(name)
+        except GanstudyError:
+            continue
+    return names
+
+
+def metric_problems(kind: DataKind, metrics: Iterable[str], extractor: str) -> list[str]:
+    """Why ``metrics`` (evaluation.metrics) with ``extractor`` (evaluation.extractor) cannot score
+    generators of ``kind`` (empty: they can)."""
+    problems, found = [], {}
+    for name in metrics:
+        try:
+            found[name] = get_metric(name)
+        except GanstudyError as error:
+            problems.append(f"evaluation.metrics: {error}")
+    unfound = (not_installed(metric.compute, f"metric '{name}' ({METRICS.origin(name)})") for name, metric in found.items())
+    problems += [f"evaluation.metrics: {problem}" for problem in unfound if problem]
+    wrong = sorted(name for name, metric in found.items() if kind.name not in metric.kinds)
+    if wrong:
+        others = sorted({other.description for other in all_kinds() if other is not kind and any(other.name in found[n].kinds for n in wrong)})
+        scored = f" (they score {' or '.join(others)})" if others else ""
+        problems.append(f"evaluation.metrics {wrong} do not score {kind.description}{scored}: this study's data "
+                        f"are of kind '{kind.name}', whose metrics are {sorted(kind_metrics(kind))}; remove them")
+    needs = sorted(inception_metrics(kind, found))
+    if needs and extractor != "inception":
+        problems.append(f"evaluation.metrics {needs} of {kind.description} are computed on Inception features "
+                        f"(data of kind '{kind.name}' train no classifier): set evaluation.extractor to inception with "
+                        "evaluation.inception_weights, or remove them")
+    return problems
+
+
+def inception_metrics(kind: DataKind, names: Iterable[str]) -> list[str]:
+    """Of the metrics ``names`` that score ``kind``, those computed on Inception features: the feature
+    metrics, for a kind whose data train no classifier."""
+    if kind.held_out is None:
+        return []
+    found = [(name, METRICS.get(name)) for name in names]
+    return [name for name, metric in found if metric.features and kind.name in metric.kinds]
+
+
+def require_metrics(kind: DataKind, settings: EvaluationSettings) -> None:
+    """Raise, naming every problem, when evaluation.metrics cannot score generators of ``kind``."""
+    problems = metric_problems(kind, settings.metrics, settings.extractor)
+    if problems:
+        raise GanstudyError("; ".join(problems))
 
 
 def compute_columns(name: str, scoring: Any) -> dict[str, float]:

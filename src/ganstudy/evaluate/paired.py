@@ -29,14 +29,14 @@ from ganstudy.atomic import read_json
 from ganstudy.data.arrays import load_split
 from ganstudy.data.kinds import PAIRS
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import score_all
+from ganstudy.evaluate.metrics import require_metrics, score_all
 from ganstudy.evaluate.scores import write_scores
 from ganstudy.evaluate.scoring import PairScoring, column_of
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models.artifact import load_generator
 from ganstudy.parallel.world import set_cpu_threads
 from ganstudy.seeding import derive_seed
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 
 SIGMA = 1.5
 RADIUS = int(3.5 * SIGMA + 0.5)
@@ -137,7 +137,7 @@ def evaluate_pairs(
     images the targets) by evaluation.metrics: l1, psnr and ssim, and the quality metrics against the
     targets' Inception features, which the study's data (one class of pairs) gives no classifier for."""
     set_cpu_threads(threads)
-    PAIRS.require_metrics(settings)
+    require_metrics(PAIRS, settings)
     generator, spec = load_generator(generator_path)
     pairs = load_split(pairs_path)
     if pairs.conditions is None or tuple(pairs.conditions.shape[1:]) != spec.condition_shape:

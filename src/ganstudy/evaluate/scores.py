@@ -18,7 +18,7 @@ from ganstudy.data.kinds import IMAGES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.extractor import Extractor
 from ganstudy.evaluate.frechet import feature_statistics, frechet_distance
-from ganstudy.evaluate.metrics import METRICS, score_all
+from ganstudy.evaluate.metrics import METRICS, require_metrics, score_all
 from ganstudy.evaluate.scoring import ImageScoring
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models.artifact import load_generator, sample_labelled
@@ -82,7 +82,7 @@ def evaluate_generator(
     evaluation.extractor (the classifier, or Inception with ``quality_reference_path``); class_fid and
     label_tvd always use the data set's classifier, whose classes are the data's. Data of one class have
     no classifier unless the study gives one (``classifier_path`` and ``reference_path`` None)."""
-    IMAGES.require_metrics(settings)
+    require_metrics(IMAGES, settings)
     set_cpu_threads(threads)
     generator, spec = load_generator(generator_path)
     if spec.condition_shape is not None:

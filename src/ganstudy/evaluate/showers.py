@@ -41,14 +41,14 @@ from ganstudy.data.arrays import load_split
 from ganstudy.data.calorimeter import DEPOSIT_SCALE, ENERGY_SCALE
 from ganstudy.data.kinds import SHOWERS
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import score_all
+from ganstudy.evaluate.metrics import require_metrics, score_all
 from ganstudy.evaluate.scores import write_scores
 from ganstudy.evaluate.scoring import ShowerScoring, column_of
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models.artifact import load_generator
 from ganstudy.parallel.world import set_cpu_threads
 from ganstudy.seeding import derive_seed
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 
 # Axes of (N, X, Y, Z) cells summed for each profile.
 AXES = {"transverse_x": (2, 3), "transverse_y": (1, 3), "longitudinal": (1, 2)}
@@ -197,7 +197,7 @@ def evaluate_showers(
 ) -> dict[str, Any]:
     """Scores of one energy generator on the split ``showers_path`` (its conditions are the primary
     energies) by evaluation.metrics."""
-    SHOWERS.require_metrics(settings)
+    require_metrics(SHOWERS, settings)
     set_cpu_threads(threads)
     generator, spec = load_generator(generator_path)
     split = load_split(showers_path)

@@ -43,7 +43,7 @@ from ganstudy.parallel.timing import profile_rows
 from ganstudy.train.network_spec import network_spec
 from ganstudy.train.score_curve import score_curve, ScoreCurve
 from ganstudy.train.seeds import pair_seeds
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.steps import optimizer_class
 from ganstudy.train.tasks import Batch
 from ganstudy.typed import as_dict

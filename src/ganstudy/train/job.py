@@ -21,7 +21,7 @@ from ganstudy.config import training_settings
 from ganstudy.data.kinds import kind_for_task
 from ganstudy.errors import GanstudyError
 from ganstudy.models import get_network
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.typed import FrozenMapping, as_dict, build
 
 

@@ -17,7 +17,7 @@ from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.world import World
 from ganstudy.registry import Registry, is_callable
 from ganstudy.train.progress import Progress
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 
 
 @dataclass(frozen=True)

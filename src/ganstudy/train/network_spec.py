@@ -6,7 +6,7 @@ from ganstudy.data.arrays import Split
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, get_network
 from ganstudy.train.network_check import check_pair
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 
 
 def network_spec(setup: TrainingSettings, data: Split, conditional: bool = False, any_task: bool = False) -> NetworkSpec:

@@ -22,7 +22,7 @@ from ganstudy.parallel.stop import StopSignal
 from ganstudy.train.progress import Progress, TrainerReport
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.score_curve import ScoreCurve
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.steps import call_network, discriminator_step, generator_step, make_optimizer
 from ganstudy.train.tasks import TASKS, Batch, Task, TrainingData
 from ganstudy.typed import as_dict

@@ -30,7 +30,7 @@ from ganstudy.seeding import derive_seed
 from ganstudy.train.job import TrainingJob
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, get_mode
 from ganstudy.train.progress import INTERVAL, Progress, remove_rank_tables
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.tasks import TASKS
 from ganstudy.typed import as_dict
 

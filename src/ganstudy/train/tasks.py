@@ -39,7 +39,7 @@ from torch import nn
 from ganstudy.errors import GanstudyError
 from ganstudy.registry import Registry, subclass_of
 from ganstudy.train.losses import AdversarialLoss
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 
 Tensor = torch.Tensor
 

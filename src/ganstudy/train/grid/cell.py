@@ -25,7 +25,7 @@ from ganstudy.train.grid.draws import GridDraws
 from ganstudy.train.grid.pool import NetworkPool
 from ganstudy.train.grid.population import Individual, Payload, replace_worst, restore, set_learning_rate, tournament
 from ganstudy.train.losses import LOSSES
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.steps import adam, discriminator_step, generator_step
 from ganstudy.train.tasks import TASKS, Batch
 

@@ -25,7 +25,7 @@ from ganstudy.counter_random import bounded, counter_keys, integers, normal, ran
 from ganstudy.models import NetworkSpec
 from ganstudy.train.grid.population import mutate_learning_rates
 from ganstudy.train.losses import LOSSES, AdversarialLoss
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 
 
 class DrawingCell(Protocol):

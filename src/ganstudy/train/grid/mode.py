@@ -32,7 +32,7 @@ from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.data.partition import batches_per_pass
 from ganstudy.train.network_spec import network_spec
 from ganstudy.train.score_curve import training_scorer
-from ganstudy.train.settings import TrainingSettings
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.typed import as_dict
 
 

@@ -1,6 +1,9 @@
 """A set-up's training settings, typed: one frozen dataclass per section of ``setups.<name>`` in the
 study's schema (workflow/schemas/config.schema.yaml describes every key and its default), built once
-when a training job starts. tests/test_settings.py checks that the fields are the schema's keys."""
+when a training job starts. tests/test_settings.py checks that the fields are the schema's keys.
+
+Below the stages, not in train/: the workflow plans from them, and evaluation scores a generator as it
+trained (a paired generator's batch norm rows), which must not make evaluate import the training."""
 
 from __future__ import annotations
 
