@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
+import inspect
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -216,14 +217,97 @@ def instance_of(kind: type) -> Callable[[object], str | None]:
     return check
 
 
-def subclass_of(kind: type) -> Callable[[object], str | None]:
-    """A check that a loaded part is a subclass of ``kind``."""
+def keeping(kind: type, **contracts: type) -> Callable[[object], str | None]:
+    """A check that a loaded part is a ``kind`` whose fields named in ``contracts`` keep their contract
+    (ganstudy.contracts) where they hold a callable; a field that holds a ``module:attribute`` string is
+    checked when it is imported (resolve_part), a None one is not there."""
 
     def check(value: object) -> str | None:
-        return None if isinstance(value, type) and issubclass(value, kind) else f"is {value!r}, not a subclass of {kind.__name__}"
+        if not isinstance(value, kind):
+            return instance_of(kind)(value)
+        problems = [f"its {field} {problem}" for field, contract in contracts.items()
+                    if callable(getattr(value, field)) for problem in contract_problems(getattr(value, field), contract)]
+        return "; ".join(problems) or None
 
     return check
 
 
+def subclass_of(kind: type) -> Callable[[object], str | None]:
+    """A check that a loaded part is a subclass of ``kind`` whose overrides take the arguments of the
+    methods they override."""
+
+    def check(value: object) -> str | None:
+        if not (isinstance(value, type) and issubclass(value, kind)):
+            return f"is {value!r}, not a subclass of {kind.__name__}"
+        return "; ".join(contract_problems(value, kind)) or None
+
+    return check
+
+
+def resolve_part(reference: str, what: str, contract: type) -> object:
+    """The part a ``module:attribute`` reference names, imported now and checked against its contract
+    (ganstudy.contracts); ``what`` names the part, with its package, in the message."""
+    value = resolve(reference, what)
+    problems = contract_problems(value, contract)
+    if problems:
+        raise GanstudyError(f"{what}: '{reference}' {'; '.join(problems)}; fix it in its package")
+    return value
+
+
 def is_callable(value: object) -> str | None:
     return None if callable(value) else f"is of type {type(value).__name__}, not a callable"
+
+
+def contract_problems(value: object, contract: type) -> list[str]:
+    """What ``value`` does not do of ``contract`` (a Protocol of ganstudy.contracts, or a base class whose
+    methods a subclass overrides), found by signature without calling anything: a callable contract's
+    value must take its arguments; a class contract's value must be a class with its attributes and
+    methods, each taking the contract's arguments. Empty: it keeps the contract."""
+    if _members(contract) == ["__call__"]:
+        if not callable(value):
+            return [f"is of type {type(value).__name__}, not a callable"]
+        problem = _refused(value, getattr(contract, "__call__"), bound=True)
+        return [f"{problem} ({contract.__module__}.{contract.__qualname__})"] if problem else []
+    if not isinstance(value, type):
+        return [f"is of type {type(value).__name__}, not a class ({contract.__module__}.{contract.__qualname__})"]
+    problems = []
+    for name in _members(contract):
+        expected = getattr(contract, name, None)
+        if not hasattr(value, name):
+            problems.append(f"has no {name} ({contract.__module__}.{contract.__qualname__}.{name})")
+        elif callable(expected):
+            problem = _refused(getattr(value, name), expected, bound=False)
+            if problem:
+                problems.append(f"{name} {problem} ({contract.__module__}.{contract.__qualname__}.{name})")
+    return problems
+
+
+def _members(contract: type) -> list[str]:
+    """A contract's public methods and annotated attributes, and of the special methods those a part is
+    called through (``__call__``, a class's ``__init__``)."""
+    defined = [name for name, member in vars(contract).items() if callable(member) and (
+        not name.startswith("_") or (name in ("__call__", "__init__") and not _inherited_init(contract, name)))]
+    return defined + [name for name in vars(contract).get("__annotations__", {}) if name not in defined]
+
+
+def _inherited_init(contract: type, name: str) -> bool:
+    # typing gives every Protocol class an __init__ of its own; only one the contract writes counts.
+    return name == "__init__" and vars(contract)[name].__qualname__ != f"{contract.__qualname__}.__init__"
+
+
+def _refused(candidate: object, expected: Callable, bound: bool) -> str | None:
+    """How ``candidate`` refuses the positional arguments ``expected`` is called with (None: it takes
+    them, or its signature cannot be read). ``bound``: ``candidate`` is called without ``self``."""
+    try:
+        signature = inspect.signature(candidate)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    names = [parameter.name for parameter in inspect.signature(expected).parameters.values()
+             if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)]
+    called = names[1:] if bound else names
+    try:
+        signature.bind(*called)
+    except TypeError:
+        takes = ", ".join(str(parameter) for parameter in signature.parameters.values())
+        return f"takes ({takes}), but is called as ({', '.join(called)})"
+    return None

@@ -15,16 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ganstudy.errors import GanstudyError
-from ganstudy.registry import Registry, instance_of, not_installed, resolve
+from ganstudy.registry import Registry, instance_of, not_installed, resolve_part
 
 
 @dataclass(frozen=True)
 class HeldOut:
-    """Scoring on the test split, for kinds whose data train no classifier: ``scorer`` is the in-training
-    score's class, called as ``scorer(split, count, seed, network, device, setup, ranks)`` (``setup``:
-    the set-up's TrainingSettings; ``ranks``: the training's rank count) with a ``column`` and a ``score(generator)``; ``evaluate`` the final
-    scoring, called as ``evaluate(generator, run_record, split, settings, seed, trial, out, threads)``
-    (both ``module:attribute``)."""
+    """Scoring on the test split, for kinds whose data train no classifier: ``scorer`` names the
+    in-training score's class (ganstudy.contracts.HeldOutScorer), ``evaluate`` the final scoring
+    (ganstudy.contracts.HeldOutEvaluation), both as ``module:attribute``."""
 
     what: str  # what is scored on what, for messages
     stream: str  # the seed stream of the in-training score
@@ -37,8 +35,7 @@ class DataKind:
     name: str
     description: str  # for messages: "images with classes"
     task: str  # the training task (ganstudy.tasks) of the networks that learn this kind
-    # module:attribute of the run's sample figure, called as figure(generator, spec, data, seed, path); it
-    # returns True when it drew from ``seed`` (run.json then records the seed).
+    # module:attribute of the run's sample figure (ganstudy.contracts.SampleFigure).
     sample_figure: str
     # None: scored with the data set's classifier (FID on its features, against the real statistics).
     held_out: HeldOut | None = None
@@ -56,9 +53,10 @@ class DataKind:
         unfound = (not_installed(reference, f"data kind '{self.name}' ({KINDS.origin(self.name)})") for reference in references)
         return [problem for problem in unfound if problem]
 
-    def part(self, reference: str) -> Any:
-        """One of the kind's torch parts (a scorer, a figure), imported now."""
-        return resolve(reference, f"data kind '{self.name}'")
+    def part(self, reference: str, contract: type) -> Any:
+        """One of the kind's torch parts (a scorer, a figure), imported now and checked against its
+        ``contract`` (ganstudy.contracts)."""
+        return resolve_part(reference, f"data kind '{self.name}' ({KINDS.origin(self.name)})", contract)
 
 
 IMAGES = DataKind(

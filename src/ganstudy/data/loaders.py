@@ -9,16 +9,16 @@ import io
 import pickle
 import tarfile
 import zipfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ganstudy.contracts import ClassCounter, Loader
 from ganstudy.data.conform import conform
 from ganstudy.data.kinds import get_kind
 from ganstudy.errors import GanstudyError
-from ganstudy.registry import Registry, instance_of
+from ganstudy.registry import Registry, keeping
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class DataSet:
     scores on it) and its number of classes where that is known before it is read (per-class set-ups
     are sized by it while the workflow plans; None: counted once read, and such a set-up names its ranks)."""
 
-    load: Callable[[str | None, LoadOptions], RawDataset]
+    load: Loader
     kind: str = "images"
     classes: int | None = None
     # What the user puts at dataset.path, and where to get it: said while the workflow plans a study whose
@@ -67,7 +67,7 @@ class DataSet:
     # The number of classes at dataset.path, told without reading the data (an image folder's subfolders),
     # for a data set whose entry cannot declare it: the workflow sizes per-class set-ups by it and refuses
     # what needs several classes on data of one, while it plans.
-    count_classes: Callable[[str], int | None] | None = None
+    count_classes: ClassCounter | None = None
 
     def classes_at(self, path: str | None) -> int | None:
         """The data's classes where known before they are read: declared, or counted at ``path``."""
@@ -106,7 +106,7 @@ def _contract_problem(raw: object, data_set: DataSet, conditions: bool) -> str |
     return None
 
 
-DATASETS: Registry[DataSet] = Registry("data set", "ganstudy.datasets", instance_of(DataSet))
+DATASETS: Registry[DataSet] = Registry("data set", "ganstudy.datasets", keeping(DataSet, load=Loader, count_classes=ClassCounter))
 
 
 def get_dataset(name: str) -> DataSet:

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Any
 
+from ganstudy.contracts import MetricCompute
 from ganstudy.data.kinds import DataKind, all_kinds
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import EvaluationSettings
-from ganstudy.registry import Registry, not_installed, resolve
+from ganstudy.registry import Registry, not_installed, resolve_part
 
 DIRECTIONS = ("lower", "higher")
 
@@ -129,7 +130,7 @@ def require_metrics(kind: DataKind, settings: EvaluationSettings) -> None:
 def compute_columns(name: str, scoring: Any) -> dict[str, float]:
     """The columns of metric ``name`` for one generator's ``scoring``, checked against the contract."""
     metric, origin = get_metric(name), METRICS.origin(name)
-    compute = resolve(metric.compute, f"metric '{name}' ({origin})")
+    compute = resolve_part(metric.compute, f"metric '{name}' ({origin})", MetricCompute)
     try:
         columns = compute(scoring)
     except GanstudyError as error:

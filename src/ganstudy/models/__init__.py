@@ -3,11 +3,12 @@ the workflow looks entries up while it plans (ganstudy.models.builtin holds gans
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ganstudy.registry import Registry, instance_of, resolve
+from ganstudy.contracts import NetworkBuilder, ShapeCheck
+from ganstudy.registry import Registry, keeping, resolve_part
 from ganstudy.typed import FrozenMapping
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ class NetworkSpec:
 class Network:
     # The builder, or its ``module:attribute`` reference, imported when the first pair is built: an entry
     # whose module imports no torch keeps `snakemake -n` and every job's plan free of it.
-    build: Callable[[NetworkSpec], tuple[nn.Module, nn.Module]] | str
+    build: NetworkBuilder | str
     # A conditional pair is called as generator(z, labels) and discriminator(images, labels).
     conditional: bool = False
     # What the generator maps from: "noise" (a latent vector), "paired" (an input image, pix2pix) or
@@ -43,10 +44,10 @@ class Network:
     options: dict[str, Any] | None = None
     # The shapes it can build for, checked without building: raises GanstudyError saying what to change.
     # The workflow calls it while it plans, for data sets whose shape is known before they are read.
-    fits: Callable[[NetworkSpec], None] | None = None
+    fits: ShapeCheck | None = None
 
 
-NETWORKS: Registry[Network] = Registry("network", "ganstudy.networks", instance_of(Network))
+NETWORKS: Registry[Network] = Registry("network", "ganstudy.networks", keeping(Network, build=NetworkBuilder, fits=ShapeCheck))
 
 
 def get_network(name: str) -> Network:
@@ -56,5 +57,5 @@ def get_network(name: str) -> Network:
 def build_pair(name: str, spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
     build = get_network(name).build
     if isinstance(build, str):
-        build = resolve(build, f"network '{name}' ({NETWORKS.origin(name)}): its builder")
+        build = resolve_part(build, f"network '{name}' ({NETWORKS.origin(name)}): its builder", NetworkBuilder)
     return build(spec)

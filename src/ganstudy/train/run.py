@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ganstudy.atomic import read_json, write_json, write_text
+from ganstudy.contracts import SampleFigure
 from ganstudy.data.arrays import load_split
 from ganstudy.data.loaders import DATASETS
 from ganstudy.data.kinds import KINDS, get_kind
@@ -136,7 +137,7 @@ def run_training(
         return
     out = Path(out_dir)
     grid_seed = derive_seed(job.seed, trial, "sample-grid")
-    if context.kind.part(context.kind.sample_figure)(result.generator, result.spec, context.data, grid_seed, out / "samples.png"):
+    if context.kind.part(context.kind.sample_figure, SampleFigure)(result.generator, result.spec, context.data, grid_seed, out / "samples.png"):
         result.seeds["sample-grid"] = grid_seed
     write_text(out / "losses.csv", rows_to_csv(result.history))
     remove_rank_tables(out)

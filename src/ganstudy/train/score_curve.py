@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ganstudy.contracts import HeldOutScorer
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.extractor import inception_extractor
 from ganstudy.evaluate.fid import FidScorer
@@ -47,7 +48,7 @@ def score_curve(context: TrainingContext) -> ScoreCurve | None:
                                 "give the job's inputs.held_out (the test split; the workflow does), or set score_period: 0")
         network = build_pair(setup.network, network_spec(setup, context.data, any_task=True))[0]
         seed = derive_seed(context.study_seed, context.trial, held_out.stream)
-        scorer = context.kind.part(held_out.scorer)
+        scorer = context.kind.part(held_out.scorer, HeldOutScorer)
         return ScoreCurve(scorer(context.held_out_path, setup.score_samples, seed, network, context.device, setup, context.world.size),
                           setup.score_period, setup.score_samples, held_out=True)
     why = f"score_period {setup.score_period} scores the generator during training"

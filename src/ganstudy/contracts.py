@@ -1,0 +1,89 @@
+"""What ganstudy calls a plugin's parts with: one Protocol per callable a part names, in one torch-free
+module (docs/plugins.md shows each in use). A part is checked against its contract when it is loaded
+(registry.contract_problems), by signature and without calling it, so that a builder that takes the
+wrong arguments is named with its package before a job trains, not by a TypeError inside one.
+
+- a network (``ganstudy.models.Network``): ``build`` is a NetworkBuilder, ``fits`` a ShapeCheck;
+- a data set (``ganstudy.data.loaders.DataSet``): ``load`` is a Loader, ``count_classes`` a ClassCounter;
+- a metric (``ganstudy.evaluate.metrics.Metric``): ``compute`` is a MetricCompute;
+- a data kind (``ganstudy.data.kinds.DataKind``): ``sample_figure`` is a SampleFigure, and its
+  ``HeldOut`` names a HeldOutScorer class and a HeldOutEvaluation;
+- a training task: a subclass of ``ganstudy.train.tasks.Task`` (torch code, so its contract is that base
+  class: an override must take the arguments of the method it overrides).
+
+The arguments' types are named for readers and type checkers only (they are not imported when ganstudy
+runs), so that this module imports nothing of the stages it describes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from ganstudy.data.arrays import Split
+    from ganstudy.data.loaders import LoadOptions, RawDataset
+    from ganstudy.evaluate.settings import EvaluationSettings
+    from ganstudy.models import NetworkSpec
+    from ganstudy.setup_settings import TrainingSettings
+
+
+class NetworkBuilder(Protocol):
+    def __call__(self, spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
+        """A (generator, discriminator) pair for ``spec``; raise GanstudyError saying what to change for a
+        spec it cannot build (the message is prefixed with the network's name and package)."""
+
+
+class ShapeCheck(Protocol):
+    def __call__(self, spec: NetworkSpec) -> None:
+        """Raise GanstudyError saying what to change when the network cannot build for ``spec``; called
+        while the workflow plans, without building anything."""
+
+
+class Loader(Protocol):
+    def __call__(self, path: str | None, options: LoadOptions) -> RawDataset:
+        """The data at ``path`` (dataset.path; None where the data set needs none) as ``options`` asks."""
+
+
+class ClassCounter(Protocol):
+    def __call__(self, path: str) -> int | None:
+        """The number of classes at ``path``, told without reading the data; None: not known before."""
+
+
+class MetricCompute(Protocol):
+    def __call__(self, scoring: Any) -> Mapping[str, float]:
+        """The metric's columns for one generator's ``scoring`` (ganstudy.evaluate.scoring: ImageScoring,
+        PairScoring or ShowerScoring, by the data kind); none, with a note in ``scoring.notes[name]``
+        saying why, where it cannot be computed."""
+
+
+class SampleFigure(Protocol):
+    def __call__(self, generator: nn.Module, spec: NetworkSpec, data: Split, seed: int, path: Path) -> bool:
+        """Draw a run's samples to ``path`` (PNG); True when it drew from ``seed`` (run.json then records it)."""
+
+
+class HeldOutScorer(Protocol):
+    """The in-training score of a kind whose data train no classifier: built once per run, then asked
+    every ``score_period`` iterations. ``column`` names the score in losses.csv."""
+
+    column: str
+
+    def __init__(self, split_path: str, count: int, seed: int, network: nn.Module, device: torch.device,
+                 setup: TrainingSettings, ranks: int) -> None:
+        """``count`` rows of the test split at ``split_path``; ``network``: a generator of the run's
+        architecture to load the scored weights into; ``ranks``: the training's rank count."""
+
+    def score(self, generator: nn.Module) -> float:
+        """The score of ``generator``'s current weights (it must not change them)."""
+
+
+class HeldOutEvaluation(Protocol):
+    def __call__(self, generator_path: str, run_record_path: str, split_path: str, settings: EvaluationSettings,
+                 study_seed: int, trial: int, out_path: str, threads: int) -> dict[str, Any]:
+        """Score the generator saved at ``generator_path`` on the split at ``split_path`` by
+        ``settings.metrics``, write the score file ``out_path`` (ganstudy.evaluate.scores.write_scores)
+        and return its record."""
