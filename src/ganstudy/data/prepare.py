@@ -14,7 +14,7 @@ from sklearn.model_selection import train_test_split
 from ganstudy.atomic import atomic_path, write_json
 from ganstudy.data.arrays import Split, save_split, file_digest
 from ganstudy.data.conform import conform
-from ganstudy.data.loaders import DATASETS, LoadOptions, get_dataset
+from ganstudy.data.loaders import DATASETS, LoadOptions, RawDataset, get_dataset
 from ganstudy.data.partition import class_partitions
 from ganstudy.data.settings import SmoteSettings
 from ganstudy.data.smote import oversample
@@ -71,13 +71,7 @@ def prepare_dataset(
     tell prepared data that no longer match the config (ganstudy.changed_runs)."""
     raw = get_dataset(name).read(name, path, options)
     counts = _class_counts(raw.labels)
-    if raw.split is None:
-        seed = derive_seed(study_seed, "dataset-split") % 2**32
-        train_idx, test_idx = _stratified_split(name, raw.labels, counts, test_fraction, seed)
-        how_split: dict[str, Any] = {"split_seed": seed, "test_fraction": test_fraction}
-    else:
-        train_idx, test_idx, source_split = _source_split(raw.split)
-        how_split = {"source_split": source_split}
+    train_idx, test_idx, how_split = _split_rows(name, raw, counts, test_fraction, study_seed)
     images = raw.images if raw.native_units else conform(raw.images, options.image_size, options.channels) * 2.0 - 1.0
     out = Path(out_dir)
     manifest: dict[str, Any] = {
@@ -96,14 +90,7 @@ def prepare_dataset(
         manifest |= {"settings": settings, "study_seed": study_seed}
     if raw.class_names is not None:
         manifest["class_names"] = list(raw.class_names)
-    conditions = None
-    if raw.native_units and raw.conditions is not None:
-        conditions = raw.conditions
-        manifest["condition_shape"] = list(conditions.shape[1:])
-    elif raw.conditions is not None:
-        conditions = conform(raw.conditions, options.image_size, options.channels) * 2.0 - 1.0
-        manifest["direction"] = options.direction
-        manifest["condition_shape"] = list(conditions.shape[1:])
+    conditions = _conditions(raw, options, manifest)
 
     def subset(rows: np.ndarray) -> Split:
         picked = None if conditions is None else conditions[rows].astype(np.float32)
@@ -116,6 +103,39 @@ def prepare_dataset(
         smote_seed = derive_seed(study_seed, "smote") % 2**32
         splits["train"], manifest["smote"] = oversample(splits["train"], smote.strategy, smote.factor, smote.k_neighbors, smote_seed)
         manifest["class_counts"]["train_after_smote"] = _class_counts(splits["train"].labels)
+    _write_splits(out, splits, manifest)
+    write_json(out / "manifest.json", manifest)
+    return manifest
+
+
+def _split_rows(name: str, raw: RawDataset, counts: dict[str, int], test_fraction: float,
+                study_seed: int) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The training and test rows, and how they were split for the manifest: the source's own split
+    where it has one, else a stratified split by a seed of the study's."""
+    if raw.split is not None:
+        train_idx, test_idx, source_split = _source_split(raw.split)
+        return train_idx, test_idx, {"source_split": source_split}
+    seed = derive_seed(study_seed, "dataset-split") % 2**32
+    train_idx, test_idx = _stratified_split(name, raw.labels, counts, test_fraction, seed)
+    return train_idx, test_idx, {"split_seed": seed, "test_fraction": test_fraction}
+
+
+def _conditions(raw: RawDataset, options: LoadOptions, manifest: dict[str, Any]) -> np.ndarray | None:
+    """The condition rows as the networks take them (images conformed to the data's size and scaled to
+    [-1, 1], native units as they are), their shape (and a pair's direction) noted in the manifest."""
+    if raw.conditions is None:
+        return None
+    if raw.native_units:
+        conditions = raw.conditions
+    else:
+        conditions = conform(raw.conditions, options.image_size, options.channels) * 2.0 - 1.0
+        manifest["direction"] = options.direction
+    manifest["condition_shape"] = list(conditions.shape[1:])
+    return conditions
+
+
+def _write_splits(out: Path, splits: dict[str, Split], manifest: dict[str, Any]) -> None:
+    """The splits' files and the training split's class partitions, each listed in the manifest."""
     for split_name, split in splits.items():
         file = out / f"{split_name}.npz"
         save_split(file, split)
@@ -124,5 +144,3 @@ def prepare_dataset(
     with atomic_path(out / "partitions.npz") as tmp:
         np.savez(tmp, **{f"class_{label}": indices for label, indices in partitions.items()})
     manifest["files"]["partitions"] = {"path": "partitions.npz", "classes": len(partitions)}
-    write_json(out / "manifest.json", manifest)
-    return manifest

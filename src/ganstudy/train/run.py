@@ -12,8 +12,11 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from ganstudy.atomic import read_json, write_json, write_text
 from ganstudy.contracts import SampleFigure
@@ -24,12 +27,13 @@ from ganstudy.models import NETWORKS, get_network
 from ganstudy.models.artifact import save_generator
 from ganstudy.parallel.stop import StopSignal, TrainingStopped
 from ganstudy.parallel.determinism import configure_determinism, configure_tf32
-from ganstudy.parallel.world import GPU_ENVIRONMENT, device_names, mpi_library_version, mpi_world, select_devices, set_cpu_threads
+from ganstudy.parallel.world import (GPU_ENVIRONMENT, World, device_names, mpi_library_version, mpi_world, select_devices,
+                                     set_cpu_threads)
 from ganstudy.provenance import cuda_versions, now, provenance_record
 from ganstudy.resources import peak_memory
 from ganstudy.seeding import derive_seed
 from ganstudy.train.job import TrainingJob
-from ganstudy.train.modes import TRAINING_MODES, TrainingContext, get_mode
+from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult, get_mode
 from ganstudy.train.progress import INTERVAL, Progress, remove_rank_tables
 from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.tasks import TASKS
@@ -85,57 +89,120 @@ def run_training(
     rows of losses.csv into ``out_dir`` as they come."""
     started_at = now()
     started = time.perf_counter()
-    settings, compute = job.settings, job.compute
-    kind = get_kind(job.kind)
+    compute = job.compute
     world = mpi_world()
     set_cpu_threads(compute.threads)
-    mode = get_mode(settings.mode)
-    generator_device, discriminator_device = select_devices(world, compute.device, compute.gpus_per_rank, compute.node_gpus)
+    mode = get_mode(job.settings.mode)
+    devices = select_devices(world, compute.device, compute.gpus_per_rank, compute.node_gpus)
     # Before the first CUDA computation: cuBLAS reads its workspace setting when it starts.
-    configure_determinism(generator_device, compute.deterministic)
-    configure_tf32(generator_device, compute.tf32)
+    configure_determinism(devices[0], compute.deterministic)
+    configure_tf32(devices[0], compute.tf32)
     # Installed before the data is read: a signal that comes early still stops at the first safe point.
     with StopSignal() as stop:
-        context = TrainingContext(
-            setup=settings,
-            data=load_split(job.inputs.train),
-            kind=kind,
-            study_seed=job.seed,
-            trial=trial,
-            world=world,
-            device=generator_device,
-            discriminator_device=discriminator_device,
-            classifier_path=Path(job.inputs.classifier) if job.inputs.classifier else None,
-            reference_path=Path(job.inputs.reference) if job.inputs.reference else None,
-            inception_path=Path(job.inputs.inception) if job.inputs.inception else None,
-            held_out_path=Path(job.inputs.held_out) if job.inputs.held_out else None,
-            checkpoint_dir=Path(checkpoint_dir) if checkpoint_dir else None,
-            stack_layout=compute.stack_layout,
-            stop=stop,
-            progress=Progress(Path(out_dir), world.rank, progress_seconds),
-        )
+        context = _context(job, trial, world, devices, stop, checkpoint_dir, Progress(Path(out_dir), world.rank, progress_seconds))
         hosts = world.hosts()
-        earlier = earlier_seconds(context.checkpoint_dir)
-        train_started = time.perf_counter()
-        try:
-            result = mode(context)
-        except TrainingStopped:
-            if world.is_root and context.checkpoint_dir is not None:
-                write_json(context.checkpoint_dir / ELAPSED_FILE, {"seconds": earlier + time.perf_counter() - train_started})
-            raise
-        finally:
-            context.progress.close()
-        train_seconds = earlier + time.perf_counter() - train_started
-        # Per rank, in one collective: its devices, what it used (to size jobs by), its place among its node's
-        # ranks (which picks its GPUs) and the GPUs the scheduler gave it.
-        node_rank = world.node_rank()
-        ranks = world.comm.gather({
-            "devices": device_names(context.devices), **peak_memory(), "node_rank": node_rank,
-            "scheduler": {name: os.environ[name] for name in GPU_ENVIRONMENT if name in os.environ},
-        }, root=0)
+        result, earlier, train_seconds = _train(mode, context)
+        ranks = _rank_facts(world, context)
     if not world.is_root:
         return
     out = Path(out_dir)
+    _write_outputs(job, trial, context, result, out)
+    # run.json last: its presence means the run is complete.
+    write_json(out / "run.json", _run_record(job, trial, context, result, hosts, ranks, started_at=started_at,
+                                             train_seconds=train_seconds, earlier_segments_seconds=earlier,
+                                             total_seconds=time.perf_counter() - started))
+    if context.checkpoint_dir is not None:
+        # The outputs are complete: the checkpoints have served their purpose.
+        shutil.rmtree(context.checkpoint_dir, ignore_errors=True)
+
+
+def _run_record(job: TrainingJob, trial: int, context: TrainingContext, result: TrainingResult, hosts: list[str],
+                ranks: list[dict[str, Any]], **times: Any) -> dict[str, Any]:
+    """run.json: the job, the world it ran on, where its parts came from, its times and the mode's facts."""
+    return provenance_record(
+        "train",
+        job.settings_record(),
+        setup_name=job.setup,
+        study_seed=job.seed,
+        trial=trial,
+        job=job.record(),
+        seeds=result.seeds,
+        world_size=context.world.size,
+        hosts=hosts,
+        ranks=[{key: value for key, value in rank.items() if key != "devices"} for rank in ranks],
+        device=str(context.device),
+        discriminator_device=str(context.devices[1]),
+        device_names=[rank["devices"] for rank in ranks],
+        cuda=cuda_versions(),
+        deterministic=job.compute.deterministic,
+        tf32=job.compute.tf32,
+        stack_layout=job.compute.stack_layout,
+        inputs=as_dict(job.inputs),
+        parts=part_records(job.settings, job.kind, job.sources.get("dataset", {}).get("name")),
+        mpi_library=mpi_library_version(),
+        torch_threads=job.compute.threads,
+        gpus_per_rank=job.compute.gpus_per_rank,
+        # started_at, train_seconds, earlier_segments_seconds (of train_seconds, the segments before a stop
+        # at the wall time: 0 when the run was not resumed), total_seconds.
+        **times,
+        mixture_weights=list(result.generator.weights),
+        **result.facts,
+    )
+
+
+def _context(job: TrainingJob, trial: int, world: World, devices: tuple[torch.device, torch.device], stop: StopSignal,
+             checkpoint_dir: str | os.PathLike[str] | None, progress: Progress) -> TrainingContext:
+    """What the training mode reads: the set-up, the data, the world, the devices and the job's inputs."""
+    inputs = job.inputs
+    optional = lambda path: Path(path) if path else None  # noqa: E731
+    return TrainingContext(
+        setup=job.settings,
+        data=load_split(inputs.train),
+        kind=get_kind(job.kind),
+        study_seed=job.seed,
+        trial=trial,
+        world=world,
+        device=devices[0],
+        discriminator_device=devices[1],
+        classifier_path=optional(inputs.classifier),
+        reference_path=optional(inputs.reference),
+        inception_path=optional(inputs.inception),
+        held_out_path=optional(inputs.held_out),
+        checkpoint_dir=optional(checkpoint_dir),
+        stack_layout=job.compute.stack_layout,
+        stop=stop,
+        progress=progress,
+    )
+
+
+def _train(mode: Callable[[TrainingContext], TrainingResult], context: TrainingContext) -> tuple[TrainingResult, float, float]:
+    """The mode's result, the seconds of the run's earlier segments and of all its training. A stopped
+    run leaves its seconds so far beside its checkpoints, for the segment that resumes it."""
+    earlier = earlier_seconds(context.checkpoint_dir)
+    train_started = time.perf_counter()
+    try:
+        result = mode(context)
+    except TrainingStopped:
+        if context.world.is_root and context.checkpoint_dir is not None:
+            write_json(context.checkpoint_dir / ELAPSED_FILE, {"seconds": earlier + time.perf_counter() - train_started})
+        raise
+    finally:
+        context.progress.close()
+    return result, earlier, earlier + time.perf_counter() - train_started
+
+
+def _rank_facts(world: World, context: TrainingContext) -> list[dict[str, Any]]:
+    """Per rank, in one collective: its devices, what it used (to size jobs by), its place among its
+    node's ranks (which picks its GPUs) and the GPUs the scheduler gave it (None off rank 0)."""
+    return world.comm.gather({
+        "devices": device_names(context.devices), **peak_memory(), "node_rank": world.node_rank(),
+        "scheduler": {name: os.environ[name] for name in GPU_ENVIRONMENT if name in os.environ},
+    }, root=0)
+
+
+def _write_outputs(job: TrainingJob, trial: int, context: TrainingContext, result: TrainingResult, out: Path) -> None:
+    """Rank 0's outputs but run.json: the sample figure, losses.csv, profile.csv, the mode's tables and the
+    generator."""
     grid_seed = derive_seed(job.seed, trial, "sample-grid")
     if context.kind.part(context.kind.sample_figure, SampleFigure)(result.generator, result.spec, context.data, grid_seed, out / "samples.png"):
         result.seeds["sample-grid"] = grid_seed
@@ -145,41 +212,3 @@ def run_training(
     for name, rows in result.tables.items():
         write_text(out / f"{name}.csv", rows_to_csv(rows))
     save_generator(out / "generator.pt", result.generator, result.network, result.spec)
-    # run.json last: its presence means the run is complete.
-    write_json(
-        out / "run.json",
-        provenance_record(
-            "train",
-            job.settings_record(),
-            setup_name=job.setup,
-            study_seed=job.seed,
-            trial=trial,
-            job=job.record(),
-            seeds=result.seeds,
-            world_size=world.size,
-            hosts=hosts,
-            ranks=[{key: value for key, value in rank.items() if key != "devices"} for rank in ranks],
-            device=str(context.device),
-            discriminator_device=str(context.devices[1]),
-            device_names=[rank["devices"] for rank in ranks],
-            cuda=cuda_versions(),
-            deterministic=compute.deterministic,
-            tf32=compute.tf32,
-            stack_layout=compute.stack_layout,
-            inputs=as_dict(job.inputs),
-            parts=part_records(settings, job.kind, job.sources.get("dataset", {}).get("name")),
-            mpi_library=mpi_library_version(),
-            torch_threads=compute.threads,
-            gpus_per_rank=compute.gpus_per_rank,
-            started_at=started_at,
-            train_seconds=train_seconds,
-            # Of train_seconds, the segments before a stop at the wall time (0 when the run was not resumed).
-            earlier_segments_seconds=earlier,
-            total_seconds=time.perf_counter() - started,
-            mixture_weights=list(result.generator.weights),
-            **result.facts,
-        ),
-    )
-    if context.checkpoint_dir is not None:
-        # The outputs are complete: the checkpoints have served their purpose.
-        shutil.rmtree(context.checkpoint_dir, ignore_errors=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ import torch
 
 from ganstudy.checkpoint import CheckpointStore, checkpoint_due, run_fingerprint
 from ganstudy.errors import GanstudyError
-from ganstudy.models import build_pair
+from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.parallel.exchange import NeighbourExchange
 from ganstudy.parallel.heartbeat import Heartbeat
@@ -126,119 +127,147 @@ def train_grid(context: TrainingContext) -> TrainingResult | None:
 
 
 def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], comm: Any) -> TrainingResult | None:
-    from mpi4py import MPI
-
-    setup, grid = context.setup, context.setup.grid
-    rank, root = comm.Get_rank(), comm.Get_rank() == 0
+    setup, rank = context.setup, comm.Get_rank()
     control, heartbeat_comm = comm.Dup(), comm.Dup()
     exchange = NeighbourExchange(comm, shape, blocks)
     spec = network_spec(setup, context.data)
     images = torch.from_numpy(context.data.images).to(context.device)
     scorer = training_scorer(context, "training mode 'grid' scores its mixtures")
     pool = NetworkPool(setup.network, spec, context.device)
-    cells = {
-        cell: GridCell(cell, shape, setup, spec, images, context.data.labels, scorer,
-                       CellStreams(context.study_seed, context.trial, cell, context.device), pool)
-        for cell in blocks[rank]
-    }
-    store = None
+    cells = {cell: GridCell(cell, shape, setup, spec, images, context.data.labels, scorer,
+                            CellStreams(context.study_seed, context.trial, cell, context.device), pool)
+             for cell in blocks[rank]}
     # Without periodic checkpoints (checkpoint_period 0) the store still takes a stop signal's one.
-    if context.checkpoint_dir is not None:
-        store = CheckpointStore(context.checkpoint_dir, setup.checkpoints_kept, _fingerprint(context, shape))
-    done, shared = _restore(store, cells, control, root) if store else (0, {})
+    store = CheckpointStore(context.checkpoint_dir, setup.checkpoints_kept, _fingerprint(context, shape)) if context.checkpoint_dir else None
+    done, shared = _restore(store, cells, control, rank == 0) if store else (0, {})
     if done == 0:
         for cell in cells.values():
             cell.initialise()
-    history: list[dict[str, Any]] = shared.get("history", [])
-    profile: list[dict[str, Any]] = shared.get("profile", [])
-    engine = _engine(setup, spec, context.device, context.stack_layout, root)
-    rank_timer = RoutineTimer()
+    engine = _engine(setup, spec, context.device, context.stack_layout, rank == 0)
+    run = _RankRun(context, shape, cells, exchange, engine, control, store, shared.get("history", []), shared.get("profile", []))
     hosts = comm.allgather(socket.gethostname())
     describe = lambda r: f"host {hosts[r]}, cells " + ", ".join(cell_label(c) for c in blocks[r])  # noqa: E731
-
     report = None
-    if root:
+    if run.root:
         report = context.progress.trainer(f"grid {shape}", setup.iterations, ("d_loss", "g_loss", "fid_best", "fid_mean"))
-        report.restored(history)
+        report.restored(run.history)
     stopped_at = None
     try:
-        with Heartbeat(heartbeat_comm, grid.heartbeat_timeout, describe) as heartbeat:
+        with Heartbeat(heartbeat_comm, setup.grid.heartbeat_timeout, describe) as heartbeat:
             for iteration in range(done + 1, setup.iterations + 1):
-                started = time.perf_counter()
-                with rank_timer("exchange"), heartbeat.waiting():
-                    gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
-                reports = iterate_cells(list(cells.values()), engine, gathered, iteration, rank_timer, heartbeat.beat)
-                # Timed per rank: a rank's cells share each routine's batched work.
-                rows = [
-                    {"iteration": iteration, "cell": "*", "rank": rank, "routine": name, "seconds": s}
-                    for name, s in rank_timer.take().items()
-                ]
-                with heartbeat.waiting():
-                    collected = control.gather((reports, rows), root=0)
-                    stopping = context.stop.agreed(control)
-                if root:
-                    _record(history, profile, iteration, collected, started)
-                    report.row(history[-1], _slowest_rank(collected))
-                if store and (stopping or checkpoint_due(iteration, setup.iterations, setup.checkpoint_period)):
-                    with rank_timer("checkpoint"), heartbeat.waiting():
-                        _checkpoint(store, iteration, cells, control, root, history, profile, heartbeat.beat)
-                if stopping:
+                if run.iterate(iteration, heartbeat, report):
                     # Leave the heartbeat in order (every rank stops here) before the job ends.
                     stopped_at = iteration
                     break
             else:
-                with rank_timer("exchange"), heartbeat.waiting():
-                    gathered = exchange.exchange({c: cells[c].shared_state() for c in cells})
-                with rank_timer("score"):
-                    # Drawn as an iteration after the last.
-                    finals = dict(zip(cells, score_mixtures(list(cells.values()), engine, gathered, setup.iterations + 1,
-                                                            heartbeat.beat, evolve=False)))
-                # Rank 0 holds the fewest cells: it keeps its pulse going until every rank has scored.
-                with heartbeat.waiting():
-                    control.Barrier()
+                finals = run.final_scores(heartbeat)
     finally:
-        exchange.free()
+        run.exchange.free()
         heartbeat_comm.Free()
     if stopped_at is not None:
         raise context.stop.stopped(f"grid {shape}", stopped_at, str(store.directory) if store else None)
-
-    # A NaN would compare inconsistently and make the choice depend on the reduction order.
-    candidates = ((score if np.isfinite(score) else float("inf"), shape.index(c)) for c, (_, score) in finals.items())
-    best_score, best_index = control.allreduce(min(candidates, default=(float("inf"), -1)), op=MPI.MIN)
-    best_cell = shape.cells()[best_index]
-    mine = finals.get(best_cell)
-    table = [
-        {"cell": cell_label(c), "rank": rank, "fid": score, "neighbourhood": " ".join(cell_label(n) for n in cells[c].neighbourhood),
-         "weights": " ".join(f"{w:.6f}" for w in cells[c].weights),
-         "g_lr": cells[c].generators[0]["lr"], "d_lr": cells[c].discriminators[0]["lr"], "images": len(cells[c].subset)}
-        for c, (_, score) in finals.items()
-    ]
-    collected = control.gather((table, mine, cells[best_cell].weights if mine else None, rank_timer.take()), root=0)
+    facts = {"grid_shape": str(shape), "grid_engine": GRID_ENGINE, "active_ranks": len(blocks), "exchange": run.exchange.kind}
+    result = run.result(finals, spec, facts)
     control.Free()
-    if not root:
-        return None
-    cell_rows = sorted((row for part in collected for row in part[0]), key=lambda r: shape.index(tuple(map(int, r["cell"].split("-")))))
-    payloads, weights = next((part[1][0], part[2]) for part in collected if part[1] is not None)
-    components = []
-    for payload in payloads:
-        generator, _ = build_pair(setup.network, spec)
-        generator.load_state_dict(payload["params"])
-        components.append(generator.eval())
-    # The final exchange and scoring come after the last iteration: they are filed as iteration n+1.
-    profile += [
-        {"iteration": setup.iterations + 1, "cell": "*", "rank": r, "routine": name, "seconds": s}
-        for r, part in enumerate(collected) for name, s in part[3].items()
-    ]
-    return TrainingResult(
-        MixtureGenerator(components, weights.tolist()),
-        setup.network,
-        spec,
-        history,
-        profile,
-        tables={"cells": cell_rows},
-        facts={"grid_shape": str(shape), "grid_engine": GRID_ENGINE, "active_ranks": len(blocks), "exchange": exchange.kind,
-               "best_cell": cell_label(best_cell), "best_cell_fid": best_score, "resumed_from_iteration": done},
-    )
+    if result is not None:
+        result.facts["resumed_from_iteration"] = done
+    return result
+
+
+@dataclass
+class _RankRun:
+    """One rank's part of a grid run: its cells, their exchange with the neighbours' cells, the engine
+    that trains them, and (on rank 0) the run's tables so far."""
+
+    context: TrainingContext
+    shape: GridShape
+    cells: dict[Cell, GridCell]
+    exchange: NeighbourExchange
+    engine: Engine
+    control: Any  # the control communicator: reductions and the reports to rank 0
+    store: CheckpointStore | None
+    history: list[dict[str, Any]]
+    profile: list[dict[str, Any]]
+    timer: RoutineTimer = field(default_factory=RoutineTimer)
+
+    @property
+    def rank(self) -> int:
+        return self.control.Get_rank()
+
+    @property
+    def root(self) -> bool:
+        return self.rank == 0
+
+    def iterate(self, iteration: int, heartbeat: Heartbeat, report: Any) -> bool:
+        """One grid iteration of this rank's cells, reported to rank 0 and checkpointed when due; True
+        when the ranks agreed to stop after it."""
+        setup, cells = self.context.setup, self.cells
+        started = time.perf_counter()
+        with self.timer("exchange"), heartbeat.waiting():
+            gathered = self.exchange.exchange({c: cells[c].shared_state() for c in cells})
+        reports = iterate_cells(list(cells.values()), self.engine, gathered, iteration, self.timer, heartbeat.beat)
+        # Timed per rank: a rank's cells share each routine's batched work.
+        rows = [{"iteration": iteration, "cell": "*", "rank": self.rank, "routine": name, "seconds": s}
+                for name, s in self.timer.take().items()]
+        with heartbeat.waiting():
+            collected = self.control.gather((reports, rows), root=0)
+            stopping = self.context.stop.agreed(self.control)
+        if self.root:
+            _record(self.history, self.profile, iteration, collected, started)
+            report.row(self.history[-1], _slowest_rank(collected))
+        if self.store and (stopping or checkpoint_due(iteration, setup.iterations, setup.checkpoint_period)):
+            with self.timer("checkpoint"), heartbeat.waiting():
+                _checkpoint(self.store, iteration, cells, self.control, self.root, self.history, self.profile, heartbeat.beat)
+        return stopping
+
+    def final_scores(self, heartbeat: Heartbeat) -> dict[Cell, tuple[Any, float]]:
+        """Every cell's final mixture and its score, after the last iteration."""
+        with self.timer("exchange"), heartbeat.waiting():
+            gathered = self.exchange.exchange({c: self.cells[c].shared_state() for c in self.cells})
+        with self.timer("score"):
+            # Drawn as an iteration after the last.
+            finals = dict(zip(self.cells, score_mixtures(list(self.cells.values()), self.engine, gathered,
+                                                         self.context.setup.iterations + 1, heartbeat.beat, evolve=False)))
+        # Rank 0 holds the fewest cells: it keeps its pulse going until every rank has scored.
+        with heartbeat.waiting():
+            self.control.Barrier()
+        return finals
+
+    def result(self, finals: dict[Cell, tuple[Any, float]], spec: NetworkSpec, facts: dict[str, Any]) -> TrainingResult | None:
+        """The best cell's mixture (the lowest final score over the grid) and the cells' table, on rank 0
+        (None elsewhere); ``facts`` gain the best cell and its score."""
+        from mpi4py import MPI
+
+        setup, shape, cells = self.context.setup, self.shape, self.cells
+        # A NaN would compare inconsistently and make the choice depend on the reduction order.
+        candidates = ((score if np.isfinite(score) else float("inf"), shape.index(c)) for c, (_, score) in finals.items())
+        best_score, best_index = self.control.allreduce(min(candidates, default=(float("inf"), -1)), op=MPI.MIN)
+        best_cell = shape.cells()[best_index]
+        mine = finals.get(best_cell)
+        table = [
+            {"cell": cell_label(c), "rank": self.rank, "fid": score, "neighbourhood": " ".join(cell_label(n) for n in cells[c].neighbourhood),
+             "weights": " ".join(f"{w:.6f}" for w in cells[c].weights),
+             "g_lr": cells[c].generators[0]["lr"], "d_lr": cells[c].discriminators[0]["lr"], "images": len(cells[c].subset)}
+            for c, (_, score) in finals.items()
+        ]
+        collected = self.control.gather((table, mine, cells[best_cell].weights if mine else None, self.timer.take()), root=0)
+        if not self.root:
+            return None
+        cell_rows = sorted((row for part in collected for row in part[0]), key=lambda r: shape.index(tuple(map(int, r["cell"].split("-")))))
+        payloads, weights = next((part[1][0], part[2]) for part in collected if part[1] is not None)
+        components = []
+        for payload in payloads:
+            generator, _ = build_pair(setup.network, spec)
+            generator.load_state_dict(payload["params"])
+            components.append(generator.eval())
+        # The final exchange and scoring come after the last iteration: they are filed as iteration n+1.
+        self.profile += [
+            {"iteration": setup.iterations + 1, "cell": "*", "rank": r, "routine": name, "seconds": s}
+            for r, part in enumerate(collected) for name, s in part[3].items()
+        ]
+        return TrainingResult(MixtureGenerator(components, weights.tolist()), setup.network, spec, self.history, self.profile,
+                              tables={"cells": cell_rows},
+                              facts={**facts, "best_cell": cell_label(best_cell), "best_cell_fid": best_score})
 
 
 def _record(history, profile, iteration, collected, started) -> None:
