@@ -153,6 +153,52 @@ def test_a_plugin_s_options_schema_is_closed_unless_it_says_otherwise(default_co
     assert part_problems(config) == [] and config["setups"]["lab"]["network_options"] == {"widht": 8, "width": 64}
 
 
+
+LAB_DRAWN = textwrap.dedent("""
+    import numpy as np
+
+    from ganstudy.data.loaders import DataSet, RawDataset
+
+    OPTIONS = {"type": "object", "properties": {"per_class": {"type": "integer", "minimum": 2, "default": 6},
+                                                "seed": {"type": "integer", "default": 3}}}
+
+
+    def draw(path, options):
+        # Drawn from the options it is given: their size and seed.
+        per_class, seed = options.dataset_options["per_class"], options.dataset_options["seed"]
+        rng = np.random.default_rng(seed)
+        images = rng.uniform(0, 1, (2 * per_class, 1, 8, 8)).astype(np.float32)
+        return RawDataset(images, np.repeat(np.arange(2), per_class), f"drawn with seed {seed}")
+
+
+    DRAWN = DataSet(draw, classes=2, image_shape=(1, 8, 8), options=OPTIONS)
+""")
+
+
+def test_a_data_set_s_options_are_checked_against_its_schema_and_reach_its_loader(default_config, site, tmp_path):
+    from ganstudy.config import dataset_settings
+    from ganstudy.data.settings import DatasetSettings
+
+    install(site, "lab-drawn", "[ganstudy.datasets]\ndrawn = lab_drawn:DRAWN\n", "lab_drawn", LAB_DRAWN)
+    config = copy.deepcopy(default_config)
+    config["dataset"] |= {"name": "drawn", "options": {"per_clas": 10}}
+    [problem] = part_problems(config)
+    assert problem == ("dataset.options: unknown key 'per_clas' (did you mean 'per_class'?); allowed here: per_class, seed (the options "
+                       "schema of data set "
+                       "'drawn', lab_drawn:DRAWN (from lab-drawn 1.2))")
+    config["dataset"]["options"] = {"per_class": 10}
+    assert part_problems(config) == [] and config["dataset"]["options"] == {"per_class": 10, "seed": 3}
+    # The preparing job's settings carry them (a change re-prepares the data and retrains what used them).
+    section = dataset_settings(config["dataset"])
+    assert section["options"] == {"per_class": 10, "seed": 3}
+    manifest = prepare_dataset("drawn", None, 0.25, 1, tmp_path / "data", DatasetSettings.of(section).load_options())
+    assert manifest["class_counts"]["all"] == {"0": 10, "1": 10} and manifest["source"] == "drawn with seed 3"
+    # A data set without an options schema takes none; without options the section is as it always was,
+    # so that the data of a study prepared before data sets had options are not prepared again.
+    config["dataset"] = {**default_config["dataset"], "options": {"per_class": 10}}
+    assert part_problems(config) == ["dataset.options: data set 'digits' takes no options, got ['per_class']; remove them"]
+    assert "options" not in dataset_settings(default_config["dataset"])
+
 LAB_KIND = textwrap.dedent("""
     from ganstudy.data.kinds import DataKind, HeldOut
 

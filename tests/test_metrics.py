@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
 import pytest
+import torch
 
 from conftest import install
 from ganstudy.data.kinds import IMAGES, PAIRS, SHOWERS, all_kinds
@@ -68,10 +70,19 @@ LAB = textwrap.dedent("""
     SIDEWAYS = Metric("no direction", "smaller", frozenset({"images"}), "lab_metrics:sharpness")
     # Its compute lives in a module the package forgot to ship.
     UNSHIPPED = Metric("a module left out", "lower", frozenset({"images"}), "lab_metrics.heavy:compute")
+
+    def brightness_gap(scoring):
+        # Pixels, not features: the mean brightness of the samples against the real images'.
+        real, _ = scoring.real_images()
+        return {"brightness_gap": abs(float(scoring.samples.float().mean()) - float(real.float().mean()))}
+
+    BRIGHTNESS_GAP = Metric("mean brightness of samples minus real images'", "lower", frozenset({"images"}),
+                            "lab_metrics:brightness_gap", real_images=True)
+    UNDECLARED = Metric("reads the real images without saying so", "lower", frozenset({"images"}), "lab_metrics:brightness_gap")
 """)
 
 POINTS = "[ganstudy.metrics]\n" + "".join(f"{name} = lab_metrics:{name.upper()}\n" for name in (
-    "sharpness", "words", "text", "silent", "quiet", "clash", "sideways", "unshipped"))
+    "sharpness", "words", "text", "silent", "quiet", "clash", "sideways", "unshipped", "brightness_gap", "undeclared"))
 
 
 @pytest.fixture
@@ -144,3 +155,37 @@ def test_density_and_coverage_match_an_independent_computation():
     assert 0 < found["coverage"] < 1 and found["density"] > 0
     # Samples that are the real images themselves cover every ball.
     assert density_coverage(real, real.clone(), k=5)["coverage"] == 1.0
+
+
+def test_a_metric_that_declares_it_reads_the_real_images_gets_them(lab, digits_dir):
+    from ganstudy.data.arrays import load_split, to_uint8
+    from ganstudy.evaluate.scoring import ImageScoring
+
+    real = load_split(digits_dir / "test.npz")
+    samples = torch.from_numpy(to_uint8(load_split(digits_dir / "train.npz").images[:40]))
+    scoring = ImageScoring(EvaluationSettings(), 15, samples, None, None, None, None, real_path=digits_dir / "test.npz")
+    # Against numpy on the split's own pixels, as uint8 like the samples.
+    expected = abs(samples.numpy().mean() - np.clip(np.rint((real.images + 1) * 127.5), 0, 255).mean())
+    assert score_all(["brightness_gap"], scoring)["brightness_gap"] == pytest.approx(expected, rel=1e-6)
+    assert scoring.real_count() == len(real.labels) and scoring.protocol("test")["real"] == len(real.labels)
+    # Without the split (the workflow gives it only for metrics that declare the read), the metric is named.
+    unscored = ImageScoring(EvaluationSettings(), 15, samples, None, None, None, None)
+    with pytest.raises(GanstudyError, match=r"metric 'undeclared' \(lab_metrics:UNDECLARED \(from lab-metrics 1.2\)\): it reads the "
+                                            r"real images, and this scoring has none: declare real_images=True"):
+        score_all(["undeclared"], unscored)
+
+
+@pytest.mark.workflow
+def test_the_scoring_jobs_get_the_reference_split_only_where_a_metric_reads_the_real_images(lab, site, tmp_path, env):
+    from conftest import planned_jobs, with_pythonpath
+    from test_workflow import snakemake
+
+    study = {"study": "tiny", "trials": 1, "setups": {"bce": {"iterations": 2}}, "evaluation": {"metrics": ["fid"]}}
+    plans = {}
+    for metrics in (["fid"], ["fid", "brightness_gap"]):
+        done = snakemake(tmp_path, {**study, "evaluation": {"metrics": metrics}}, "-n", "-p", env=with_pythonpath(env, site))
+        assert done.returncode == 0, done.stderr[-3000:]
+        [job] = planned_jobs(done.stdout, "evaluate")
+        plans[len(metrics)] = job["Shell command"]
+    assert "--real" not in plans[1]
+    assert "--reference results/tiny/classifier/reference_stats.npz --real results/tiny/data/train.npz --seed" in plans[2]

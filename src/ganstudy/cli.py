@@ -188,7 +188,7 @@ def _evaluate(args: argparse.Namespace) -> None:
     elif (args.classifier and args.reference) or args.quality_reference:
         record = evaluate_generator(
             args.generator, args.run_record, args.classifier, args.reference, settings, args.seed, args.trial,
-            args.out, args.threads, args.quality_reference,
+            args.out, args.threads, args.quality_reference, args.real,
         )
     else:
         raise GanstudyError(f"evaluate of data kind '{kind.name}' scores with the data set's classifier or Inception: pass "
@@ -492,6 +492,7 @@ def _evaluate_steps(commands: _Commands) -> None:
     sub.add_argument("--classifier", help="the data set's classifier (kind images)")
     sub.add_argument("--reference", help="reference statistics of the real images (kind images)")
     sub.add_argument("--quality-reference", help="reference statistics of evaluation.extractor when it is not the classifier")
+    sub.add_argument("--real", help="the reference split, for metrics that read the real images themselves (kind images)")
     sub.add_argument("--kind", default="images", help="the study's data kind (images, pairs, showers or a plugin's)")
     sub.add_argument("--held-out", help="the prepared test split that generators of a held-out kind (pairs, showers) are scored on")
     sub.add_argument("--seed", type=int, required=True, help="study seed")

@@ -162,8 +162,10 @@ def training_settings(setup: dict[str, Any]) -> dict[str, Any]:
 
 
 def dataset_settings(dataset: dict[str, Any]) -> dict[str, Any]:
-    """The dataset section as the preparing job sees it: without the keys of other data sets."""
-    return _read_by(dataset, dataset["name"], DATASET_KEYS)
+    """The dataset section as the preparing job sees it: without the keys of other data sets, and without
+    ``options`` where the data set takes none (a study prepared before data sets had options keeps its
+    data and its runs)."""
+    return {key: value for key, value in _read_by(dataset, dataset["name"], DATASET_KEYS).items() if key != "options" or value}
 
 
 def classifier_settings(classifier: dict[str, Any]) -> dict[str, Any]:

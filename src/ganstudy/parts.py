@@ -1,7 +1,7 @@
 """The pluggable parts a study names (its data set, each set-up's network), looked up in their registries
 when the study is read: a name that no registry knows, a plugin that does not import or is of the
-wrong type, a network that cannot learn the data set's kind, options that fail a network's own
-schema, or a metric that cannot score the data stops the study before any job, naming the key that
+wrong type, a network that cannot learn the data set's kind, options that fail a network's or a data
+set's own schema, or a metric that cannot score the data stops the study before any job, naming the key that
 named it. (Modes and losses are the schema's fixed choices.)"""
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from typing import Any
 
 from ganstudy.config import section_problems, training_settings
 from ganstudy.data.kinds import DataKind, get_kind
-from ganstudy.data.loaders import get_dataset
+from ganstudy.data.loaders import DATASETS, get_dataset
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import metric_problems
 from ganstudy.models import NETWORKS, Network, NetworkSpec, get_network
+from ganstudy.registry import Origin
 from ganstudy.typed import FrozenMapping
 
 
@@ -32,6 +33,8 @@ def part_problems(config: dict[str, Any]) -> list[str]:
         problems = [f"dataset.name: {error}"]
     else:
         problems = [f"dataset.name: {problem}" for problem in kind.missing_parts()]
+        problems += option_problems(config["dataset"], "options", f"data set '{name}'", get_dataset(name).options,
+                                    DATASETS.origin(name), "dataset")
         problems += metric_problems(kind, config["evaluation"]["metrics"], config["evaluation"]["extractor"])
     for setup_name, setup in config["setups"].items():
         key = f"setups.{setup_name}.network"
@@ -40,7 +43,8 @@ def part_problems(config: dict[str, Any]) -> list[str]:
         except GanstudyError as error:
             problems.append(f"{key}: {error}")
             continue
-        problems += _option_problems(setup_name, setup, network)
+        problems += option_problems(setup, "network_options", f"network '{setup['network']}'", network.options,
+                                    NETWORKS.origin(setup["network"]), f"setups.{setup_name}")
         problems += _shape_problems(setup_name, setup, network, config["dataset"])
         problems += _recipe_problems(setup_name, setup, config["dataset"])
         if kind is not None and network.task != kind.task:
@@ -50,14 +54,15 @@ def part_problems(config: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _option_problems(setup_name: str, setup: dict[str, Any], network: Network) -> list[str]:
-    key = f"setups.{setup_name}.network_options"
-    options = setup.setdefault("network_options", {})
-    if network.options is None:
-        return [f"{key}: network '{setup['network']}' takes no options, got {sorted(options)}; remove them"] if options else []
-    origin = NETWORKS.origin(setup["network"])
-    return [f"{problem} (the options schema of network '{setup['network']}', {origin})"
-            for problem in section_problems(options, closed(network.options), key)]
+def option_problems(section: dict[str, Any], key: str, part: str, schema: dict[str, Any] | None, origin: Origin,
+                    where: str) -> list[str]:
+    """What is wrong with a part's options (``section[key]``, at ``where``.``key`` in the study) against
+    the options ``schema`` of ``part`` (None: it takes none); the section's options gain the schema's
+    defaults."""
+    options = section.setdefault(key, {})
+    if schema is None:
+        return [f"{where}.{key}: {part} takes no options, got {sorted(options)}; remove them"] if options else []
+    return [f"{problem} (the options schema of {part}, {origin})" for problem in section_problems(options, closed(schema), f"{where}.{key}")]
 
 
 def closed(schema: dict[str, Any]) -> dict[str, Any]:

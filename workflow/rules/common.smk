@@ -23,7 +23,7 @@ from ganstudy.config import (
 from ganstudy.data.loaders import get_dataset
 from ganstudy.data.sources import SOURCES
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import inception_metrics
+from ganstudy.evaluate.metrics import get_metric, inception_metrics
 from ganstudy.evaluate.weights import check_inception_weights, fid_sample_warning
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.parts import part_problems, study_kind
@@ -651,18 +651,22 @@ def evaluate_inputs(wildcards):
         inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
     if INCEPTION:
         inputs["quality"] = f"{STUDY_DIR}/classifier/reference_inception.npz"
+    # Only where a metric reads the real images: a new input would rescore every finished run.
+    if any(get_metric(name).real_images for name in METRICS):
+        inputs["real"] = f"{STUDY_DIR}/data/{config['evaluation']['reference_split']}.npz"
     return inputs
 
 
 def evaluate_args(wildcards, input):
     """What the evaluate command scores against: the test split, or the classifier's statistics (and
-    Inception's when it is evaluation.extractor)."""
+    Inception's when it is evaluation.extractor), and the reference split where a metric reads the real
+    images."""
     if KIND.held_out is not None:
         return f"--kind {KIND.name} --held-out {input.held_out}"
-    quality = f"--quality-reference {input.quality}" if "quality" in input.keys() else ""
-    if not CLASSIFIER:
-        return quality
-    return f"--classifier {input.classifier} --reference {input.reference} {quality}".rstrip()
+    against = [f"--classifier {input.classifier} --reference {input.reference}"] if CLASSIFIER else []
+    against += [f"--{flag} {getattr(input, key)}" for key, flag in (("quality", "quality-reference"), ("real", "real"))
+                if key in input.keys()]
+    return " ".join(against)
 
 
 def fetched_files():

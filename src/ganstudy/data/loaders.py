@@ -9,8 +9,10 @@ import io
 import pickle
 import tarfile
 import zipfile
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +21,7 @@ from ganstudy.data.conform import conform
 from ganstudy.data.kinds import get_kind
 from ganstudy.errors import GanstudyError
 from ganstudy.registry import Registry, keeping
+from ganstudy.typed import FrozenMapping
 
 
 @dataclass(frozen=True)
@@ -38,12 +41,14 @@ class RawDataset:
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """How images are delivered: square side in pixels and channels (None = as stored), and for paired
-    sets which half of a pair is the generator's input (AtoB: the left half A)."""
+    """How images are delivered: square side in pixels and channels (None = as stored), for paired sets
+    which half of a pair is the generator's input (AtoB: the left half A), and the data set's own
+    options (dataset.options, checked against DataSet.options with its defaults filled in)."""
 
     image_size: int | None = None
     channels: int | None = None
     direction: str = "AtoB"
+    dataset_options: Mapping[str, Any] = field(default_factory=FrozenMapping)
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,9 @@ class DataSet:
     # for a data set whose entry cannot declare it: the workflow sizes per-class set-ups by it and refuses
     # what needs several classes on data of one, while it plans.
     count_classes: ClassCounter | None = None
+    # A JSON schema of dataset.options (None: the data set takes none); unnamed keys are refused unless it
+    # says otherwise.
+    options: dict[str, Any] | None = None
 
     def classes_at(self, path: str | None) -> int | None:
         """The data's classes where known before they are read: declared, or counted at ``path``."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ganstudy.data.loaders import LoadOptions
-from ganstudy.typed import build
+from ganstudy.typed import FrozenMapping, build
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class DatasetSettings:
     image_size: int | None = None
     channels: int | None = None
     direction: str | None = None
+    options: Mapping[str, Any] = field(default_factory=FrozenMapping)
     smote: SmoteSettings = field(default_factory=SmoteSettings)
     test_fraction: float = 0.2
 
@@ -42,4 +43,4 @@ class DatasetSettings:
         return build(cls, section, where)
 
     def load_options(self) -> LoadOptions:
-        return LoadOptions(self.image_size, self.channels, self.direction or LoadOptions.direction)
+        return LoadOptions(self.image_size, self.channels, self.direction or LoadOptions.direction, self.options)

@@ -42,6 +42,9 @@ class Metric:
     classifier: bool = False
     # Compares the classes of samples and data: refused for data of one class.
     classes: bool = False
+    # Reads the real images themselves (ImageScoring.real_images(): the reference split's pixels), not
+    # only their features: the workflow then gives the scoring job that split.
+    real_images: bool = False
     # The evaluation keys it reads (its subsets, splits, neighbourhood): part of its protocol, said in the
     # tables' footnotes.
     settings: tuple[str, ...] = ()

@@ -77,11 +77,13 @@ def evaluate_generator(
     out_path: str | os.PathLike[str],
     threads: int,
     quality_reference_path: str | os.PathLike[str] | None = None,
+    real_path: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Scores of one generator by evaluation.metrics (ganstudy.evaluate.metrics). The quality metrics use
     evaluation.extractor (the classifier, or Inception with ``quality_reference_path``); class_fid and
     label_tvd always use the data set's classifier, whose classes are the data's. Data of one class have
-    no classifier unless the study gives one (``classifier_path`` and ``reference_path`` None)."""
+    no classifier unless the study gives one (``classifier_path`` and ``reference_path`` None).
+    ``real_path``: the reference split, for metrics that read the real images themselves."""
     require_metrics(IMAGES, settings)
     set_cpu_threads(threads)
     generator, spec = load_generator(generator_path)
@@ -95,7 +97,7 @@ def evaluate_generator(
     seed = derive_seed(study_seed, trial, "evaluate")
     samples, sample_labels = sample_labelled(generator, spec.latent_dim, settings.samples, seed, settings.batch_size)
     scoring = ImageScoring(settings, seed, torch.from_numpy(to_uint8(samples.numpy())), sample_labels, classifier_path,
-                           reference_path, quality_reference_path)
+                           reference_path, quality_reference_path, real_path)
     scores = score_all(settings.metrics, scoring)
     return write_scores(out_path, settings, run, trial, seed, scores, notes=scoring.notes, **scoring.facts,
                         extractor=scoring.extractor.name, extractor_sha256=scoring.extractor.sha256,

@@ -6,7 +6,7 @@ samples, for every layer any metric reads from it).
 - ImageScoring (images with classes): ``samples`` (uint8 (N, C, H, W)), ``labels`` (the class each sample
   was drawn for, or None for generators that do not label them), ``quality_features()`` /
   ``quality_reference()`` of evaluation.extractor, ``classifier_features()`` / ``classifier_reference()``
-  of the data set's classifier.
+  of the data set's classifier, and ``real_images()`` for a metric that declares it reads them.
 - PairScoring (paired images): ``outputs`` and ``targets`` (float (N, C, H, W) in [-1, 1]), ``inputs``,
   and the quality features of the outputs against the targets' (Inception).
 - ShowerScoring (calorimeter showers): ``fake`` and ``real`` showers (N, 1, X, Y, Z) and ``energy`` (N, 1)
@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
-from ganstudy.data.arrays import to_uint8
+from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.extractor import Extractor, classifier_extractor, inception_extractor
 from ganstudy.evaluate.fid import Reference, load_reference
@@ -153,11 +153,25 @@ class QualityScoring(Scoring):
 class ImageScoring(QualityScoring):
     def __init__(self, settings: EvaluationSettings, seed: int, samples: torch.Tensor, labels: np.ndarray | None,
                  classifier_path: str | os.PathLike[str] | None, reference_path: str | os.PathLike[str] | None,
-                 quality_reference_path: str | os.PathLike[str] | None) -> None:
+                 quality_reference_path: str | os.PathLike[str] | None, real_path: str | os.PathLike[str] | None = None) -> None:
         super().__init__(settings, seed, classifier_path)
         self.samples, self.labels = samples, labels
         self._reference_path, self._quality_reference_path = reference_path, quality_reference_path or reference_path
+        self._real_path = real_path
         self.facts["class_fid"] = {}
+
+    def real_images(self) -> tuple[torch.Tensor, np.ndarray]:
+        """The real images of evaluation.reference_split, uint8 (N, C, H, W) as the samples are, and their
+        labels: for a metric that compares pixels, not only features (Metric.real_images)."""
+        if self._real_path is None:
+            raise GanstudyError("it reads the real images, and this scoring has none: declare real_images=True on the "
+                                "metric (in its package) so that the workflow gives the scoring job the reference split")
+
+        def load() -> tuple[torch.Tensor, np.ndarray]:
+            split = load_split(self._real_path)
+            return torch.from_numpy(to_uint8(split.images)), split.labels
+
+        return self.once("real images", load)
 
     @property
     def classifier(self) -> Extractor:
@@ -173,8 +187,10 @@ class ImageScoring(QualityScoring):
         return tuple(self.samples.shape[-2:])
 
     def real_count(self) -> int | None:
-        loaded = [self._once[key] for key in ("reference:quality", "reference:classifier") if key in self._once]
-        return len(loaded[0].features) if loaded else None
+        loaded = [len(self._once[key].features) for key in ("reference:quality", "reference:classifier") if key in self._once]
+        if "real images" in self._once:
+            loaded.append(len(self._once["real images"][1]))
+        return loaded[0] if loaded else None
 
     def extractors_used(self) -> dict[str, dict[str, object]]:
         used = super().extractors_used()
