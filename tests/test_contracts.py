@@ -32,6 +32,11 @@ def test_every_built_in_part_keeps_its_contract():
         if kind.held_out is not None:
             kind.part(kind.held_out.scorer, contracts.HeldOutScorer)
             kind.part(kind.held_out.evaluate, contracts.HeldOutEvaluation)
+        for figure in kind.figures:
+            kind.part(figure.draw, contracts.KindFigureDraw)
+    assert [figure.name for kind in all_kinds() for figure in kind.figures] == ["showers"]
+    with pytest.raises(GanstudyError, match="data kind 'showers' has no figure 'profiles'; its figures: showers"):
+        get_kind("showers").figure("profiles")
 
 
 def test_a_callable_is_held_to_the_arguments_it_is_called_with():

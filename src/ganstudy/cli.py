@@ -310,10 +310,12 @@ def _box_plot(args: argparse.Namespace) -> None:
     box_plot(args.scores, args.metric, args.setups, args.out)
 
 
-def _shower_plot(args: argparse.Namespace) -> None:
-    from ganstudy.report.figures import shower_profiles
+def _kind_figure(args: argparse.Namespace) -> None:
+    from ganstudy.contracts import KindFigureDraw
+    from ganstudy.data.kinds import get_kind
 
-    shower_profiles(args.scores, args.setups, args.out)
+    kind = get_kind(args.kind)
+    kind.part(kind.figure(args.figure).draw, KindFigureDraw)(args.scores, args.setups, args.out)
 
 
 def _montage(args: argparse.Namespace) -> None:
@@ -597,8 +599,10 @@ def _figure_steps(commands: _Commands) -> None:
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--out", required=True)
 
-    sub = commands.step("shower-plot", _shower_plot, "mean shower profiles and sampling fraction per energy bin, real vs generated")
-    sub.add_argument("--scores", nargs="+", required=True, help="evaluate outputs of shower generators (--kind showers), one per set-up")
+    sub = commands.step("kind-figure", _kind_figure, "a figure the study's data kind adds (showers: profiles and sampling fraction)")
+    sub.add_argument("--kind", required=True, help="the study's data kind")
+    sub.add_argument("--figure", required=True, help="the figure's name (DataKind.figures)")
+    sub.add_argument("--scores", nargs="+", required=True, help="evaluate outputs of each set-up's first trial")
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--out", required=True)
 

@@ -6,8 +6,8 @@ wrong arguments is named with its package before a job trains, not by a TypeErro
 - a network (``ganstudy.models.Network``): ``build`` is a NetworkBuilder, ``fits`` a ShapeCheck;
 - a data set (``ganstudy.data.loaders.DataSet``): ``load`` is a Loader, ``count_classes`` a ClassCounter;
 - a metric (``ganstudy.evaluate.metrics.Metric``): ``compute`` is a MetricCompute;
-- a data kind (``ganstudy.data.kinds.DataKind``): ``sample_figure`` is a SampleFigure, and its
-  ``HeldOut`` names a HeldOutScorer class and a HeldOutEvaluation;
+- a data kind (``ganstudy.data.kinds.DataKind``): ``sample_figure`` is a SampleFigure, its ``HeldOut``
+  names a HeldOutScorer class and a HeldOutEvaluation, and each of its ``figures`` a KindFigureDraw;
 - a training task: a subclass of ``ganstudy.train.tasks.Task`` (torch code, so its contract is that base
   class: an override must take the arguments of the method it overrides).
 
@@ -64,6 +64,12 @@ class MetricCompute(Protocol):
 class SampleFigure(Protocol):
     def __call__(self, generator: nn.Module, spec: NetworkSpec, data: Split, seed: int, path: Path) -> bool:
         """Draw a run's samples to ``path`` (PNG); True when it drew from ``seed`` (run.json then records it)."""
+
+
+class KindFigureDraw(Protocol):
+    def __call__(self, score_paths: list[str], setups: list[str], out_path: str) -> None:
+        """Draw a kind's study figure to ``out_path`` (PNG) from the score files of each set-up's first
+        trial (``score_paths``, in the order of ``setups``)."""
 
 
 class HeldOutScorer(Protocol):

@@ -115,26 +115,34 @@ rule sample_montage:
         "ganstudy montage --grids {input} --setups {params.setups} --out {output} > {log} 2>&1"
 
 
-rule shower_plot:
-    input:
-        expand(f"{STUDY_DIR}/scores/{{setup}}/trial0.json", setup=SETUPS),
-    output:
-        report(
-            f"{STUDY_DIR}/figures/showers.png",
-            caption="../report/shower_plot.rst",
-            category="5. Figures",
-            labels={"figure": "shower profiles"},
-        ),
-    params:
-        setups=SETUPS,
-    log:
-        f"{LOG_DIR}/shower_plot.log",
-    conda:
-        "../envs/ganstudy.yaml"
-    localrule: True
-    threads: 1
-    shell:
-        "ganstudy shower-plot --scores {input} --setups {params.setups} --out {output} > {log} 2>&1"
+if KIND.figures:
+
+    # The figures the study's data kind adds (DataKind.figures), each drawn by the kind's own function.
+    rule kind_figure:
+        input:
+            expand(f"{STUDY_DIR}/scores/{{setup}}/trial0.json", setup=SETUPS),
+        output:
+            report(
+                f"{STUDY_DIR}/figures/{{figure}}.png",
+                caption="../report/kind_figure.rst",
+                category="5. Figures",
+                labels={"figure": "{figure}"},
+            ),
+        params:
+            kind=KIND.name,
+            setups=SETUPS,
+            caption=lambda wildcards: KIND.figure(wildcards.figure).caption,
+        wildcard_constraints:
+            figure="|".join(re.escape(figure.name) for figure in KIND.figures),
+        log:
+            f"{LOG_DIR}/kind_figure/{{figure}}.log",
+        conda:
+            "../envs/ganstudy.yaml"
+        localrule: True
+        threads: 1
+        shell:
+            "ganstudy kind-figure --kind {params.kind} --figure {wildcards.figure} --scores {input}"
+            " --setups {params.setups} --out {output} > {log} 2>&1"
 
 
 rule training_curves:
@@ -184,7 +192,7 @@ FIGURES = [
     *(rules.grid_size_plot.output if len(GRID_SIZES) > 1 else []),
     *(rules.speedup_plot.output if BASELINES else []),
     *(rules.smote_samples.output if SMOTE else []),
-    *(rules.shower_plot.output if "showers" in KIND.figures else []),
+    *(expand(rules.kind_figure.output, figure=[figure.name for figure in KIND.figures]) if KIND.figures else []),
     *(rules.sweeps.output.figures if SWEEPS else []),
 ]
 

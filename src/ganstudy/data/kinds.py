@@ -31,6 +31,17 @@ class HeldOut:
 
 
 @dataclass(frozen=True)
+class KindFigure:
+    """A study figure a kind adds, ``figures/<name>.png``: ``draw`` (``module:attribute``,
+    ganstudy.contracts.KindFigureDraw) draws it from the score files of every set-up's first trial;
+    ``caption`` says what it shows, in the report."""
+
+    name: str
+    draw: str
+    caption: str
+
+
+@dataclass(frozen=True)
 class DataKind:
     name: str
     description: str  # for messages: "images with classes"
@@ -43,15 +54,24 @@ class DataKind:
     conditions: bool = False
     # Per-class statistics apply (ANOVA of per-class scores): the data have several classes.
     classes: bool = True
-    # Study figures beyond every study's, by the rule that draws them (workflow/rules/report.smk).
-    figures: tuple[str, ...] = ()
+    # Study figures beyond every study's (the workflow's rule kind_figure draws them).
+    figures: tuple[KindFigure, ...] = ()
 
     def missing_parts(self) -> list[str]:
         """Its torch parts (the sample figure, the held-out scorer and scoring) whose module is not
         installed, found without importing them: named while the workflow plans, not by a job."""
-        references = [self.sample_figure, *((self.held_out.scorer, self.held_out.evaluate) if self.held_out else ())]
+        references = [self.sample_figure, *((self.held_out.scorer, self.held_out.evaluate) if self.held_out else ()),
+                      *(figure.draw for figure in self.figures)]
         unfound = (not_installed(reference, f"data kind '{self.name}' ({KINDS.origin(self.name)})") for reference in references)
         return [problem for problem in unfound if problem]
+
+    def figure(self, name: str) -> KindFigure:
+        """The study figure ``name`` of this kind."""
+        for figure in self.figures:
+            if figure.name == name:
+                return figure
+        raise GanstudyError(f"data kind '{self.name}' has no figure '{name}'; its figures: "
+                            f"{', '.join(figure.name for figure in self.figures) or 'none'}")
 
     def part(self, reference: str, contract: type) -> Any:
         """One of the kind's torch parts (a scorer, a figure), imported now and checked against its
@@ -84,7 +104,15 @@ SHOWERS = DataKind(
                      "ganstudy.evaluate.showers:ShowerScorer", "ganstudy.evaluate.showers:evaluate_showers"),
     conditions=True,
     classes=False,
-    figures=("showers",),
+    figures=(KindFigure("showers", "ganstudy.report.figures:shower_profiles", (
+        "3DGAN's validation plots for the first trial of every set-up: the mean energy per layer along z "
+        "(longitudinal) and per cell along x and y (transverse) of the generated showers beside the real showers "
+        "of the test split (log scale), and per primary-energy bin (evaluation.energy_bins) the mean sampling "
+        "fraction, deposited over primary energy, with its standard deviation as error bars. The scores sf_mean, "
+        "sf_width, longitudinal, transverse_x and transverse_y measure the gaps drawn here. Where the study scores "
+        "gan3d, a fifth panel gives 3DGAN's own optimisation metric per energy bin of evaluation.gan3d_energies in "
+        "its two parts: the mean relative error of the showers' first and second moments along x, y and z "
+        "(\"moments\"), and that of their mean energy per cell (\"profiles\").")),),
 )
 
 KINDS: Registry[DataKind] = Registry("data kind", "ganstudy.kinds", instance_of(DataKind))
