@@ -165,8 +165,8 @@ def test_a_kind_s_parts_are_checked_against_their_contracts_when_a_job_imports_t
                            "but is called as (self, split_path, count, seed, network, device, setup, ranks)")
     assert "score takes (self), but is called as (self, generator) (ganstudy.contracts.HeldOutScorer.score)" in said
     assert "has no column (ganstudy.contracts.HeldOutScorer.column)" in said
+    # The scoring function of before the job object (one argument per input) is named as such.
     said = refusal(lambda: kind.part(kind.held_out.evaluate, contracts.HeldOutEvaluation))
     assert said.startswith(f"{where}: 'lab_parts:evaluate' takes (generator_path, run_record_path, split_path, settings, "
-                           "study_seed, trial, out_path), but is called as (generator_path, run_record_path, split_path, "
-                           "settings, study_seed, trial, out_path, threads)")
+                           "study_seed, trial, out_path), but is called as (job) (ganstudy.contracts.HeldOutEvaluation)")
     assert "is called as (generator, spec, data, seed, path)" in refusal(lambda: kind.part(kind.sample_figure, contracts.SampleFigure))

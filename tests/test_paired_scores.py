@@ -10,6 +10,7 @@ import pytest
 import torch
 from scipy.ndimage import gaussian_filter
 
+from ganstudy.contracts import HeldOutJob
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.evaluate.paired import paired_scores, ssim
@@ -106,8 +107,8 @@ def test_a_paired_generator_is_scored_on_its_outputs_for_the_test_inputs(pix2pix
     from ganstudy.models.artifact import load_generator
     from ganstudy.seeding import derive_seed
 
-    record = evaluate_pairs(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 1,
-                            tmp_path / "s.json", 1)
+    record = evaluate_pairs(HeldOutJob(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 1,
+                            tmp_path / "s.json", 1))
     assert read_json(tmp_path / "s.json")["scores"] == record["scores"] and set(record["scores"]) == {"l1", "psnr", "ssim"}
     assert record["pairs"] == 6 and record["setup_name"] == "p2p" and record["extractor"] is None
     assert record["protocol"] == {"generated": 6, "real": 6, "real_split": "test", "extractors": {}}
@@ -121,10 +122,10 @@ def test_a_paired_generator_is_scored_on_its_outputs_for_the_test_inputs(pix2pix
     assert record["scores"]["l1"] == pytest.approx(np.abs(x - y).mean(), rel=1e-6)
     assert record["scores"]["psnr"] == pytest.approx(np.mean([10 * math.log10(1 / ((a - b) ** 2).mean()) for a, b in zip(x, y)]), rel=1e-6)
     # Dropout is the generator's noise: another trial's seed gives other outputs, the same trial the same.
-    again = evaluate_pairs(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 1,
-                           tmp_path / "t.json", 1)
-    other = evaluate_pairs(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 2,
-                           tmp_path / "u.json", 1)
+    again = evaluate_pairs(HeldOutJob(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 1,
+                           tmp_path / "t.json", 1))
+    other = evaluate_pairs(HeldOutJob(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 2,
+                           tmp_path / "u.json", 1))
     assert again["scores"] == record["scores"] and other["scores"]["l1"] != record["scores"]["l1"]
     assert record["batch_norm_rows"] == 1
 
@@ -141,8 +142,8 @@ def test_a_generator_trained_on_batches_is_scored_on_groups_of_as_many_inputs(pi
 
     run = {**read_json(pix2pix_run / "run.json"), "settings": pix2pix_settings(**keys)}
     write_json(tmp_path / "run.json", run)
-    record = evaluate_pairs(pix2pix_run / "generator.pt", tmp_path / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 1,
-                            tmp_path / "s.json", 1)
+    record = evaluate_pairs(HeldOutJob(pix2pix_run / "generator.pt", tmp_path / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 1,
+                            tmp_path / "s.json", 1))
     assert record["batch_norm_rows"] == rows
     generator = load_generator(pix2pix_run / "generator.pt")[0].components[0].train()
     conditions, targets = (torch.from_numpy(a) for a in (load_split(pix2pix_run / "test.npz").conditions, load_split(pix2pix_run / "test.npz").images))
@@ -152,9 +153,9 @@ def test_a_generator_trained_on_batches_is_scored_on_groups_of_as_many_inputs(pi
         outputs = torch.cat([generator(conditions[i : i + rows]) for i in range(0, 6, rows)]).double()
     assert record["scores"]["l1"] == pytest.approx(float((outputs - targets.double()).abs().mean() / 2), rel=1e-6)
     one = read_json(pix2pix_run / "run.json")
-    assert one["settings"]["batch_size"] == 1 and record["scores"]["l1"] != evaluate_pairs(
+    assert one["settings"]["batch_size"] == 1 and record["scores"]["l1"] != evaluate_pairs(HeldOutJob(
         pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 1,
-        tmp_path / "one.json", 1)["scores"]["l1"]
+        tmp_path / "one.json", 1))["scores"]["l1"]
 
 
 def test_fid_of_outputs_against_targets_uses_inception_features(pix2pix_run, stand_in_inception, tmp_path):
@@ -166,8 +167,8 @@ def test_fid_of_outputs_against_targets_uses_inception_features(pix2pix_run, sta
 
     weights, model = stand_in_inception
     settings = {**SETTINGS, "metrics": ["fid", "ssim"], "extractor": "inception", "inception_weights": str(weights), "inception_sha256": None}
-    record = evaluate_pairs(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(settings), 7, 1,
-                            tmp_path / "s.json", 1)
+    record = evaluate_pairs(HeldOutJob(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(settings), 7, 1,
+                            tmp_path / "s.json", 1))
     assert set(record["scores"]) == {"fid", "ssim"} and record["extractor"].startswith("ganstudy-inception-")
     assert "the reference statistics hold 6 real images" in record["notes"]["fid"]
     pairs = load_split(pix2pix_run / "test.npz")
@@ -187,8 +188,8 @@ def test_metrics_that_paired_data_cannot_give_are_refused(pix2pix_run, tmp_path,
     from ganstudy.evaluate.paired import evaluate_pairs
 
     with pytest.raises(GanstudyError, match=problem):
-        evaluate_pairs(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of({**SETTINGS, **change}), 7, 1,
-                       tmp_path / "s.json", 1)
+        evaluate_pairs(HeldOutJob(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of({**SETTINGS, **change}), 7, 1,
+                       tmp_path / "s.json", 1))
     assert not (tmp_path / "s.json").exists()
 
 
@@ -198,4 +199,4 @@ def test_pairs_of_another_shape_are_named(pix2pix_run, tmp_path):
 
     save_split(tmp_path / "small.npz", Split(np.zeros((2, 3, 8, 8), np.float32), np.zeros(2, np.int64), conditions=np.zeros((2, 3, 8, 8), np.float32)))
     with pytest.raises(GanstudyError, match=r"holds inputs of shape \(3, 8, 8\), but the generator .* maps inputs of shape \(3, 64, 64\)"):
-        evaluate_pairs(pix2pix_run / "generator.pt", pix2pix_run / "run.json", tmp_path / "small.npz", EvaluationSettings.of(SETTINGS), 7, 1, tmp_path / "s.json", 1)
+        evaluate_pairs(HeldOutJob(pix2pix_run / "generator.pt", pix2pix_run / "run.json", tmp_path / "small.npz", EvaluationSettings.of(SETTINGS), 7, 1, tmp_path / "s.json", 1))

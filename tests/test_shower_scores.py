@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from ganstudy.contracts import HeldOutJob
 from ganstudy.errors import GanstudyError
 from ganstudy.data.kinds import IMAGES, SHOWERS
 from ganstudy.evaluate.metrics import metric_problems
@@ -88,7 +89,7 @@ def test_a_saved_calo3d_generator_is_scored_against_the_test_showers(tmp_path):
     real, energy = showers(12, seed=4)
     save_split(tmp_path / "test.npz", Split(real, np.zeros(12, np.int64), conditions=energy))
     settings = {"metrics": ["sf_mean", "longitudinal"], "batch_size": 5, "energy_bins": [0, 250, 500]}
-    record = evaluate_showers(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", EvaluationSettings.of(settings), 3, 1, tmp_path / "s.json", 1)
+    record = evaluate_showers(HeldOutJob(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", EvaluationSettings.of(settings), 3, 1, tmp_path / "s.json", 1))
     assert set(record["scores"]) == {"sf_mean", "longitudinal"} and record["showers"] == 12 and record["setup_name"] == "calo"
     assert record["protocol"] == {"generated": 12, "real": 12, "real_split": "test", "extractors": {}}
     # Independent: the generator called once on all rows, noise from the trial's seed, scores in numpy.
@@ -107,11 +108,11 @@ def test_a_saved_calo3d_generator_is_scored_against_the_test_showers(tmp_path):
     assert record["scores"]["longitudinal"] == pytest.approx(np.abs(z_fake - z_real).sum() / z_real.sum(), rel=1e-5)
     assert len(record["profiles"]["longitudinal"]["fake"]) == 7
     with pytest.raises(GanstudyError, match=r"do not score calorimeter showers"):
-        evaluate_showers(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", EvaluationSettings.of({**settings, "metrics": ["fid"]}), 3, 1,
-                         tmp_path / "t.json", 1)
+        evaluate_showers(HeldOutJob(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", EvaluationSettings.of({**settings, "metrics": ["fid"]}), 3, 1,
+                         tmp_path / "t.json", 1))
     save_split(tmp_path / "other.npz", Split(real[:, :, :4], np.zeros(12, np.int64), conditions=energy))
     with pytest.raises(GanstudyError, match=r"holds showers of shape \(1, 4, 5, 7\) .* makes \(1, 5, 5, 7\) showers"):
-        evaluate_showers(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "other.npz", EvaluationSettings.of(settings), 3, 1, tmp_path / "u.json", 1)
+        evaluate_showers(HeldOutJob(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "other.npz", EvaluationSettings.of(settings), 3, 1, tmp_path / "u.json", 1))
 
 
 def hand_showers() -> tuple[np.ndarray, np.ndarray]:
@@ -160,7 +161,7 @@ def test_gan3d_is_scored_per_bin_beside_our_physics(tmp_path):
     save_split(tmp_path / "test.npz", Split(real, np.zeros(40, np.int64), conditions=energy))
     settings = EvaluationSettings.of({"metrics": ["gan3d", "sf_mean"], "batch_size": 8, "energy_bins": [0, 250, 500],
                                       "gan3d_energies": [100, 300], "gan3d_half_width": 5})
-    record = evaluate_showers(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", settings, 3, 1, tmp_path / "s.json", 1)
+    record = evaluate_showers(HeldOutJob(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", settings, 3, 1, tmp_path / "s.json", 1))
     assert set(record["scores"]) == {"gan3d", "gan3d_moments", "gan3d_profiles", "sf_mean"}
     bins = record["gan3d_bins"]
     assert bins[0]["energy_gev"] == 100 and bins[0]["showers"] == 20

@@ -172,7 +172,7 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def _evaluate(args: argparse.Namespace) -> None:
-    from ganstudy.contracts import HeldOutEvaluation
+    from ganstudy.contracts import HeldOutEvaluation, HeldOutJob
     from ganstudy.data.kinds import get_kind
     from ganstudy.evaluate.scores import evaluate_generator
     from ganstudy.evaluate.settings import EvaluationSettings
@@ -184,7 +184,8 @@ def _evaluate(args: argparse.Namespace) -> None:
             raise GanstudyError(f"evaluate of data kind '{kind.name}' scores {kind.held_out.what}: pass --held-out (the "
                                 "prepared test split)")
         evaluate = kind.part(kind.held_out.evaluate, HeldOutEvaluation)
-        record = evaluate(args.generator, args.run_record, args.held_out, settings, args.seed, args.trial, args.out, args.threads)
+        record = evaluate(HeldOutJob(args.generator, args.run_record, args.held_out, settings, args.seed, args.trial, args.out,
+                                     args.threads))
     elif (args.classifier and args.reference) or args.quality_reference:
         record = evaluate_generator(
             args.generator, args.run_record, args.classifier, args.reference, settings, args.seed, args.trial,

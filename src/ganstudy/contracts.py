@@ -7,7 +7,7 @@ wrong arguments is named with its package before a job trains, not by a TypeErro
 - a data set (``ganstudy.data.loaders.DataSet``): ``load`` is a Loader, ``count_classes`` a ClassCounter;
 - a metric (``ganstudy.evaluate.metrics.Metric``): ``compute`` is a MetricCompute;
 - a data kind (``ganstudy.data.kinds.DataKind``): ``sample_figure`` is a SampleFigure, its ``HeldOut``
-  names a HeldOutScorer class and a HeldOutEvaluation, and each of its ``figures`` a KindFigureDraw;
+  names a HeldOutScorer class and a HeldOutEvaluation (called with a HeldOutJob), and each of its ``figures`` a KindFigureDraw;
 - a training task: a subclass of ``ganstudy.train.tasks.Task`` (torch code, so its contract is that base
   class: an override must take the arguments of the method it overrides).
 
@@ -17,7 +17,9 @@ runs), so that this module imports nothing of the stages it describes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -87,9 +89,24 @@ class HeldOutScorer(Protocol):
         """The score of ``generator``'s current weights (it must not change them)."""
 
 
+@dataclass(frozen=True)
+class HeldOutJob:
+    """One scoring job of a kind scored on held-out data, as ``ganstudy evaluate --held-out`` runs it: the
+    generator saved by a run, the run's record, the split to score on, the evaluation section, the study's
+    seed and the trial (derive the scoring's randomness from both), where the score file goes, and the
+    CPU threads it may use."""
+
+    generator_path: str | os.PathLike[str]
+    run_record_path: str | os.PathLike[str]
+    split_path: str | os.PathLike[str]
+    settings: EvaluationSettings
+    study_seed: int
+    trial: int
+    out_path: str | os.PathLike[str]
+    threads: int
+
+
 class HeldOutEvaluation(Protocol):
-    def __call__(self, generator_path: str, run_record_path: str, split_path: str, settings: EvaluationSettings,
-                 study_seed: int, trial: int, out_path: str, threads: int) -> dict[str, Any]:
-        """Score the generator saved at ``generator_path`` on the split at ``split_path`` by
-        ``settings.metrics``, write the score file ``out_path`` (ganstudy.evaluate.scores.write_scores)
-        and return its record."""
+    def __call__(self, job: HeldOutJob) -> dict[str, Any]:
+        """Score the job's generator on its split by ``job.settings.metrics``, write the score file
+        ``job.out_path`` (ganstudy.evaluate.scores.write_scores) and return its record."""

@@ -25,17 +25,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ganstudy.atomic import read_json
+from ganstudy.contracts import HeldOutJob
 from ganstudy.data.arrays import load_split
 from ganstudy.data.kinds import PAIRS
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import require_metrics, score_all
+from ganstudy.evaluate.held_out import open_job
+from ganstudy.evaluate.metrics import score_all
 from ganstudy.evaluate.scores import write_scores
 from ganstudy.evaluate.scoring import PairScoring, column_of
-from ganstudy.evaluate.settings import EvaluationSettings
-from ganstudy.models.artifact import load_generator
-from ganstudy.parallel.world import set_cpu_threads
-from ganstudy.seeding import derive_seed
 from ganstudy.setup_settings import TrainingSettings
 
 SIGMA = 1.5
@@ -123,39 +120,27 @@ class PairScorer:
         return mean_l1(translate(self.network, self.inputs, self.seed, self.rows), self.targets)
 
 
-def evaluate_pairs(
-    generator_path: str | os.PathLike[str],
-    run_record_path: str | os.PathLike[str],
-    pairs_path: str | os.PathLike[str],
-    settings: EvaluationSettings,
-    study_seed: int,
-    trial: int,
-    out_path: str | os.PathLike[str],
-    threads: int,
-) -> dict[str, Any]:
-    """Scores of one paired generator on the split ``pairs_path`` (its conditions are the inputs, its
-    images the targets) by evaluation.metrics: l1, psnr and ssim, and the quality metrics against the
-    targets' Inception features, which the study's data (one class of pairs) gives no classifier for."""
-    set_cpu_threads(threads)
-    require_metrics(PAIRS, settings)
-    generator, spec = load_generator(generator_path)
-    pairs = load_split(pairs_path)
+def evaluate_pairs(job: HeldOutJob) -> dict[str, Any]:
+    """Scores of one paired generator on the job's split (its conditions are the inputs, its images the
+    targets) by evaluation.metrics: l1, psnr and ssim, and the quality metrics against the targets'
+    Inception features, which the study's data (one class of pairs) gives no classifier for."""
+    opened = open_job(job, PAIRS)
+    pairs, spec, settings, seed = opened.split, opened.spec, job.settings, opened.seed
     if pairs.conditions is None or tuple(pairs.conditions.shape[1:]) != spec.condition_shape:
         found = None if pairs.conditions is None else tuple(pairs.conditions.shape[1:])
-        raise GanstudyError(f"{pairs_path} holds inputs of shape {found}, but the generator {generator_path} maps inputs "
-                            f"of shape {spec.condition_shape}: score it on a split of the data set it was trained on")
-    run = read_json(run_record_path)
-    seed = derive_seed(study_seed, trial, "evaluate")
-    rows = TrainingSettings.of(run["settings"], f"{run_record_path}'s settings").batch_norm_rows(run.get("world_size", 1))
+        raise GanstudyError(f"{job.split_path} holds inputs of shape {found}, but the generator {job.generator_path} maps "
+                            f"inputs of shape {spec.condition_shape}: score it on a split of the data set it was trained on")
+    run = opened.run
+    rows = TrainingSettings.of(run["settings"], f"{job.run_record_path}'s settings").batch_norm_rows(run.get("world_size", 1))
     inputs, targets = torch.from_numpy(pairs.conditions), torch.from_numpy(pairs.images)
-    scoring = PairScoring(settings, seed, inputs, translate(generator.components[0], inputs, seed, rows), targets)
+    scoring = PairScoring(settings, seed, inputs, translate(opened.generator.components[0], inputs, seed, rows), targets)
     scores = score_all(settings.metrics, scoring)
     extractor = scoring.extractor_used()
-    return write_scores(out_path, settings, run, trial, seed, scores, notes=scoring.notes, pairs=len(targets),
+    return write_scores(job.out_path, settings, run, job.trial, seed, scores, notes=scoring.notes, pairs=len(targets),
                         batch_norm_rows=rows, **scoring.facts,
                         extractor=None if extractor is None else extractor.name,
                         extractor_sha256=None if extractor is None else extractor.sha256,
-                        protocol=scoring.protocol(Path(pairs_path).stem))
+                        protocol=scoring.protocol(Path(job.split_path).stem))
 
 
 def _paired(scoring: PairScoring) -> dict[str, float]:

@@ -36,18 +36,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from ganstudy.atomic import read_json
+from ganstudy.contracts import HeldOutJob
 from ganstudy.data.arrays import load_split
 from ganstudy.data.calorimeter import DEPOSIT_SCALE, ENERGY_SCALE
 from ganstudy.data.kinds import SHOWERS
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import require_metrics, score_all
+from ganstudy.evaluate.held_out import open_job
+from ganstudy.evaluate.metrics import score_all
 from ganstudy.evaluate.scores import write_scores
 from ganstudy.evaluate.scoring import ShowerScoring, column_of
-from ganstudy.evaluate.settings import EvaluationSettings
-from ganstudy.models.artifact import load_generator
-from ganstudy.parallel.world import set_cpu_threads
-from ganstudy.seeding import derive_seed
 from ganstudy.setup_settings import TrainingSettings
 
 # Axes of (N, X, Y, Z) cells summed for each profile.
@@ -185,34 +182,21 @@ class ShowerScorer:
         return float(np.mean(list(shower_scores(self.real, fake, self.energy, self.edges)[0].values())))
 
 
-def evaluate_showers(
-    generator_path: str | os.PathLike[str],
-    run_record_path: str | os.PathLike[str],
-    showers_path: str | os.PathLike[str],
-    settings: EvaluationSettings,
-    study_seed: int,
-    trial: int,
-    out_path: str | os.PathLike[str],
-    threads: int,
-) -> dict[str, Any]:
-    """Scores of one energy generator on the split ``showers_path`` (its conditions are the primary
-    energies) by evaluation.metrics."""
-    require_metrics(SHOWERS, settings)
-    set_cpu_threads(threads)
-    generator, spec = load_generator(generator_path)
-    split = load_split(showers_path)
+def evaluate_showers(job: HeldOutJob) -> dict[str, Any]:
+    """Scores of one energy generator on the job's split (its conditions are the primary energies) by
+    evaluation.metrics."""
+    opened = open_job(job, SHOWERS)
+    split, spec, settings, seed = opened.split, opened.spec, job.settings, opened.seed
     if split.conditions is None or tuple(split.images.shape[1:]) != tuple(spec.image_shape) or split.conditions.shape[1:] != (1,):
-        raise GanstudyError(f"{showers_path} holds showers of shape {tuple(split.images.shape[1:])} with conditions "
+        raise GanstudyError(f"{job.split_path} holds showers of shape {tuple(split.images.shape[1:])} with conditions "
                             f"{None if split.conditions is None else tuple(split.conditions.shape[1:])}, but the generator "
-                            f"{generator_path} makes {tuple(spec.image_shape)} showers of one primary energy each: score it on "
-                            "a split of the data set it was trained on")
-    run = read_json(run_record_path)
-    seed = derive_seed(study_seed, trial, "evaluate")
-    fake = generate_showers(generator.components[0], spec.latent_dim, split.conditions, seed, settings.batch_size)
+                            f"{job.generator_path} makes {tuple(spec.image_shape)} showers of one primary energy each: score "
+                            "it on a split of the data set it was trained on")
+    fake = generate_showers(opened.generator.components[0], spec.latent_dim, split.conditions, seed, settings.batch_size)
     scoring = ShowerScoring(settings, seed, split.images, fake, split.conditions)
     scores = score_all(settings.metrics, scoring)
-    return write_scores(out_path, settings, run, trial, seed, scores, showers=len(fake), **_physics(scoring)[1], **scoring.facts,
-                        protocol=scoring.protocol(Path(showers_path).stem))
+    return write_scores(job.out_path, settings, opened.run, job.trial, seed, scores, showers=len(fake), **_physics(scoring)[1],
+                        **scoring.facts, protocol=scoring.protocol(Path(job.split_path).stem))
 
 
 def _physics(scoring: ShowerScoring) -> tuple[dict[str, float], dict[str, Any]]:
