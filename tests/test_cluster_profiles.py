@@ -131,7 +131,9 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(TINY))
     command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile", str(tmp_path / "study.yaml"),
                "--profile", str(REPO / "profiles" / "summit"), "--default-resources", "lsf_project=GEN150", "lsf_queue=batch",
-               "lsf_alloc_flags='gpumps smt4'", "nodes=1", "runtime=30", "wall_warning_minutes=0", "--jobs", "2"]
+               "lsf_alloc_flags='gpumps smt4'", "nodes=1", "runtime=30", "wall_warning_minutes=0", "--jobs", "2",
+               # The fake LSF answers at once: asked every 2 s, not the profile's 10, the test waits less on its polls.
+               "--seconds-between-status-checks", "2"]
     done = subprocess.run(command, capture_output=True, text=True, env=lsf_env, timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
     submitted = {}
