@@ -1,6 +1,6 @@
 """The package's modules import each other without cycles, counting imports inside functions too: the
 registries find their parts through entry points, so no module needs a lazy import to break a cycle
-(imports under ``if TYPE_CHECKING:`` never run and are left out). And
+(imports under ``if TYPE_CHECKING:`` count as well: a type names a dependency too). And
 the stages' packages depend one way (docs/architecture.md): none imports a later stage, not even
 through a top-level module."""
 
@@ -43,27 +43,13 @@ def imported(node: ast.AST, package: str, modules: dict[str, Path]) -> set[str]:
     return found
 
 
-def run_time_nodes(tree: ast.AST) -> list[ast.AST]:
-    """Every node but those under ``if TYPE_CHECKING:``: imports that name types for readers and type
-    checkers only never run (ganstudy.contracts names the stages' types so)."""
-    found, stack = [], [tree]
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            stack.extend(node.orelse)
-        else:
-            stack.extend(ast.iter_child_nodes(node))
-    return found
-
-
 def import_graph() -> dict[str, set[str]]:
     modules = module_names()
     graph = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: set[str] = set()
-        for node in run_time_nodes(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
             edges |= imported(node, package, modules)
         graph[name] = edges - {name}
     return graph

@@ -11,8 +11,10 @@ wrong arguments is named with its package before a job trains, not by a TypeErro
 - a training task: a subclass of ``ganstudy.train.tasks.Task`` (torch code, so its contract is that base
   class: an override must take the arguments of the method it overrides).
 
-The arguments' types are named for readers and type checkers only (they are not imported when ganstudy
-runs), so that this module imports nothing of the stages it describes.
+Below the stages it describes, this module imports none of them, not even for type checkers: their
+types are named in the docstrings (``NetworkSpec``: ganstudy.models; ``LoadOptions``, ``RawDataset``:
+ganstudy.data.loaders; ``Split``: ganstudy.data.arrays; ``TrainingSettings``: ganstudy.setup_settings;
+``EvaluationSettings``: ganstudy.evaluate.settings) and annotated as ``Any``.
 """
 
 from __future__ import annotations
@@ -27,28 +29,23 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from ganstudy.data.arrays import Split
-    from ganstudy.data.loaders import LoadOptions, RawDataset
-    from ganstudy.evaluate.settings import EvaluationSettings
-    from ganstudy.models import NetworkSpec
-    from ganstudy.setup_settings import TrainingSettings
-
 
 class NetworkBuilder(Protocol):
-    def __call__(self, spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
-        """A (generator, discriminator) pair for ``spec``; raise GanstudyError saying what to change for a
-        spec it cannot build (the message is prefixed with the network's name and package)."""
+    def __call__(self, spec: Any) -> tuple[nn.Module, nn.Module]:
+        """A (generator, discriminator) pair for ``spec`` (a NetworkSpec); raise GanstudyError saying what to
+        change for a spec it cannot build (the message is prefixed with the network's name and package)."""
 
 
 class ShapeCheck(Protocol):
-    def __call__(self, spec: NetworkSpec) -> None:
-        """Raise GanstudyError saying what to change when the network cannot build for ``spec``; called
-        while the workflow plans, without building anything."""
+    def __call__(self, spec: Any) -> None:
+        """Raise GanstudyError saying what to change when the network cannot build for ``spec`` (a
+        NetworkSpec); called while the workflow plans, without building anything."""
 
 
 class Loader(Protocol):
-    def __call__(self, path: str | None, options: LoadOptions) -> RawDataset:
-        """The data at ``path`` (dataset.path; None where the data set needs none) as ``options`` asks."""
+    def __call__(self, path: str | None, options: Any) -> Any:
+        """The data at ``path`` (dataset.path; None where the data set needs none) as ``options`` (LoadOptions)
+        asks, as a RawDataset."""
 
 
 class ClassCounter(Protocol):
@@ -64,8 +61,9 @@ class MetricCompute(Protocol):
 
 
 class SampleFigure(Protocol):
-    def __call__(self, generator: nn.Module, spec: NetworkSpec, data: Split, seed: int, path: Path) -> bool:
-        """Draw a run's samples to ``path`` (PNG); True when it drew from ``seed`` (run.json then records it)."""
+    def __call__(self, generator: nn.Module, spec: Any, data: Any, seed: int, path: Path) -> bool:
+        """Draw a run's samples to ``path`` (PNG), of the run's generator, its NetworkSpec and its training
+        Split; True when it drew from ``seed`` (run.json then records it)."""
 
 
 class KindFigureDraw(Protocol):
@@ -81,9 +79,10 @@ class HeldOutScorer(Protocol):
     column: str
 
     def __init__(self, split_path: str, count: int, seed: int, network: nn.Module, device: torch.device,
-                 setup: TrainingSettings, ranks: int) -> None:
+                 setup: Any, ranks: int) -> None:
         """``count`` rows of the test split at ``split_path``; ``network``: a generator of the run's
-        architecture to load the scored weights into; ``ranks``: the training's rank count."""
+        architecture to load the scored weights into; ``setup``: the set-up's TrainingSettings;
+        ``ranks``: the training's rank count."""
 
     def score(self, generator: nn.Module) -> float:
         """The score of ``generator``'s current weights (it must not change them)."""
@@ -99,7 +98,7 @@ class HeldOutJob:
     generator_path: str | os.PathLike[str]
     run_record_path: str | os.PathLike[str]
     split_path: str | os.PathLike[str]
-    settings: EvaluationSettings
+    settings: Any  # the evaluation section, an EvaluationSettings
     study_seed: int
     trial: int
     out_path: str | os.PathLike[str]
