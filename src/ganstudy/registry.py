@@ -263,22 +263,23 @@ def contract_problems(value: object, contract: type) -> list[str]:
     methods a subclass overrides), found by signature without calling anything: a callable contract's
     value must take its arguments; a class contract's value must be a class with its attributes and
     methods, each taking the contract's arguments. Empty: it keeps the contract."""
-    if _members(contract) == ["__call__"]:
+    members, where = _members(contract), f"{contract.__module__}.{contract.__qualname__}"
+    if members == ["__call__"]:
         if not callable(value):
             return [f"is of type {type(value).__name__}, not a callable"]
         problem = _refused(value, getattr(contract, "__call__"), bound=True)
-        return [f"{problem} ({contract.__module__}.{contract.__qualname__})"] if problem else []
+        return [f"{problem} ({where})"] if problem else []
     if not isinstance(value, type):
-        return [f"is of type {type(value).__name__}, not a class ({contract.__module__}.{contract.__qualname__})"]
+        return [f"is of type {type(value).__name__}, not a class ({where})"]
     problems = []
-    for name in _members(contract):
+    for name in members:
         expected = getattr(contract, name, None)
         if not hasattr(value, name):
-            problems.append(f"has no {name} ({contract.__module__}.{contract.__qualname__}.{name})")
+            problems.append(f"has no {name} ({where}.{name})")
         elif callable(expected):
             problem = _refused(getattr(value, name), expected, bound=False)
             if problem:
-                problems.append(f"{name} {problem} ({contract.__module__}.{contract.__qualname__}.{name})")
+                problems.append(f"{name} {problem} ({where}.{name})")
     return problems
 
 

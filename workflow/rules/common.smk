@@ -155,6 +155,8 @@ if problems:
 # paired images (pix2pix) and calorimeter showers (3DGAN) have no classes, and their generators are
 # scored on the test split.
 KIND = study_kind(config)
+# Whether a scored metric reads the real images themselves: its scoring jobs then get the reference split.
+READS_REAL_IMAGES = any(get_metric(name).real_images for name in METRICS)
 # Inception FID on fewer samples than its 2,048 features is strongly biased: say so before any job runs
 # (a paired study's sample count is its test split's, which its scores' notes judge).
 FID_WARNING = (fid_sample_warning(config["evaluation"]["extractor"], config["evaluation"]["samples"])
@@ -652,7 +654,7 @@ def evaluate_inputs(wildcards):
     if INCEPTION:
         inputs["quality"] = f"{STUDY_DIR}/classifier/reference_inception.npz"
     # Only where a metric reads the real images: a new input would rescore every finished run.
-    if any(get_metric(name).real_images for name in METRICS):
+    if READS_REAL_IMAGES:
         inputs["real"] = f"{STUDY_DIR}/data/{config['evaluation']['reference_split']}.npz"
     return inputs
 
