@@ -255,7 +255,7 @@ def test_the_inception_path_scores_with_local_weights_and_checks_their_hash(digi
     # 16 samples and 16 real images for 2048 features: the score record says FID is unreliable, and why.
     note = record["notes"]["fid"]
     assert "evaluation.samples is 16" in note and "reference statistics hold 16 real images" in note
-    assert "2048 pool features" in note and "set evaluation.samples to 10000 or more" in note
+    assert "2048 features" in note and "set evaluation.samples to 10000 or more" in note
     # Independent: the same network called directly on 3-channel uint8 images, FID in numpy/scipy.
     fake = to_uint8(sample_generator(generator, spec.latent_dim, 16, derive_seed(2, 0, "evaluate"), 16).numpy())
     with torch.no_grad():
@@ -264,5 +264,5 @@ def test_the_inception_path_scores_with_local_weights_and_checks_their_hash(digi
     assert record["scores"]["fid"] == pytest.approx(_independent_fid(f_fake, f_real), rel=1e-3)
     with pytest.raises(GanstudyError, match=f"has sha256 {digest}, not evaluation.inception_sha256=00000000"):
         inception_extractor(weights, "00000000")
-    with pytest.raises(GanstudyError, match=r"is not a file: on a machine with internet download\n  https://github.com/toshas/torch-fidelity"):
+    with pytest.raises(GanstudyError, match=r"is not a file: evaluation.extractor inception reads torch-fidelity.s Inception-v3 weights; on a machine with internet download https://github.com/toshas/torch-fidelity"):
         inception_extractor(tmp_path / "missing.pth", None)

@@ -14,7 +14,7 @@ import torch
 from conftest import install
 from ganstudy.data.kinds import IMAGES, PAIRS, SHOWERS, all_kinds
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import METRICS, Metric, better, get_metric, inception_metrics, kind_metrics, metric_problems, score_all
+from ganstudy.evaluate.metrics import METRICS, Metric, better, get_metric, pretrained_metrics, kind_metrics, metric_problems, score_all
 from ganstudy.evaluate.scoring import Scoring
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.registry import resolve
@@ -36,7 +36,7 @@ def test_built_in_metrics_are_entry_points_of_ganstudy_with_a_direction_a_kind_a
     assert set(kind_metrics(IMAGES)) == {"fid", "isc", "kid", "precision", "recall", "density", "coverage", "class_fid", "label_tvd"}
     assert set(kind_metrics(PAIRS)) == {"fid", "isc", "kid", "precision", "recall", "density", "coverage", "l1", "psnr", "ssim"}
     assert set(kind_metrics(SHOWERS)) == {"sf_mean", "sf_width", "longitudinal", "transverse_x", "transverse_y", "gan3d"}
-    assert inception_metrics(PAIRS, ["l1", "fid", "kid"]) == ["fid", "kid"] and inception_metrics(IMAGES, ["fid"]) == []
+    assert pretrained_metrics(PAIRS, ["l1", "fid", "kid"]) == ["fid", "kid"] and pretrained_metrics(IMAGES, ["fid"]) == []
 
 
 LAB = textwrap.dedent("""

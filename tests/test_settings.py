@@ -16,6 +16,7 @@ from ganstudy.config import (DATASET_KEYS, ConfigError, EVALUATION_KEYS, METRIC_
 from ganstudy.data.settings import DatasetSettings, SmoteSettings
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import ClassifierSettings, EvaluationSettings
+from ganstudy.evaluate.weights import EXTRACTOR_KEYS
 from ganstudy.setup_settings import GridSettings, TrainingSettings
 from ganstudy.typed import _dataclass_in, as_dict, build
 
@@ -84,7 +85,12 @@ def test_the_preparing_and_scoring_stages_settings_are_the_schema_s_sections_wit
         settings = EvaluationSettings.of(json.loads(json.dumps(section)))
         # Keys of other data sets are None; keys of metrics not scored take their defaults.
         defaults = {key: getattr(EvaluationSettings(), key) for key in METRIC_KEYS}
-        assert as_dict(settings) == {**section, **{key: section.get(key) for key in EVALUATION_KEYS}, **defaults}
+        assert as_dict(settings) == {**section, **{key: section.get(key) for key in EVALUATION_KEYS},
+                                     **{key: None for key in EXTRACTOR_KEYS}, **defaults}
+    # The DINOv2/CLIP file's keys only for those extractors: the others' scoring jobs keep their settings.
+    dinov2 = {**config["evaluation"], "extractor": "dinov2", "extractor_weights": "/w/dinov2_vitl14_pretrain.pth"}
+    assert evaluation_settings(dinov2, "digits")["extractor_weights"] == "/w/dinov2_vitl14_pretrain.pth"
+    assert not set(EXTRACTOR_KEYS) & set(evaluation_settings({**dinov2, "extractor": "inception"}, "digits"))
     assert EvaluationSettings.of(evaluation_settings(config["evaluation"], "calorimeter")).energy_bins[-1] == 500
     assert ClassifierSettings.of(config["classifier"]) == ClassifierSettings()
     paired = DatasetSettings.of(dataset_settings({**config["dataset"], "name": "paired_folder", "direction": "BtoA"}))

@@ -315,14 +315,14 @@ def test_the_inception_extractor_needs_its_weights_file_before_any_job(tmp_path,
     # A dry-run plans without it and says what to get; a real run stops before any job.
     planned = snakemake(tmp_path, config, "-n", env=env)
     assert planned.returncode == 0, planned.stderr[-2000:]
-    assert "weights-inception.pth: torch-fidelity's Inception weights; on a machine with internet download" in planned.stdout
+    assert "weights-inception.pth: torch-fidelity's Inception-v3 weights; on a machine with internet download" in planned.stdout
     done = snakemake(tmp_path, config, "--cores", "1", env=env)
     assert done.returncode != 0 and "this study needs files that are not here yet" in done.stdout + done.stderr
     assert not (tmp_path / "results").exists()
     (tmp_path / "weights-inception.pth").write_bytes(b"stand-in")
     planned = snakemake(tmp_path, config, "-n", "-p", env=env)
     assert planned.returncode == 0, planned.stderr[-2000:]
-    assert re.search(r"^inception_statistics\s+1$", planned.stdout, re.MULTILINE)
+    assert re.search(r"^quality_statistics\s+1$", planned.stdout, re.MULTILINE)
     assert "--quality-reference results/tiny/classifier/reference_inception.npz" in planned.stdout
     # The shrunken study's few samples: Inception FID would be biased, and the DAG says so before any job.
     assert f"evaluation.samples is {SHRUNKEN['evaluation']['samples']}, fewer than the 2049" in planned.stdout + planned.stderr

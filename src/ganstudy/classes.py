@@ -35,16 +35,17 @@ def _classifier_readers(config: dict[str, Any], metrics: dict[str, Metric]) -> l
     """What in a validated study of images scores with the data set's classifier (its ``metrics`` among them),
     each as the config key that asks for it and the other way to have it (empty: none but classifier.weights)."""
     inception = " or set evaluation.extractor: inception (with evaluation.inception_weights)"
-    on_classifier = config["evaluation"]["extractor"] == "classifier"
+    extractor = config["evaluation"]["extractor"]
     readers = []
     quality = sorted(name for name, metric in metrics.items() if metric.features)
-    if quality and on_classifier:
+    if quality and extractor == "classifier":
         readers.append((f"evaluation.extractor: classifier (metrics {', '.join(quality)})", inception))
     own = sorted(name for name, metric in metrics.items() if metric.classifier and not metric.classes)
     if own:
         readers.append((f"evaluation.metrics {', '.join(own)}", ""))
-    # Training scores on Inception where the study scores on it (ganstudy.train.score_curve.training_scorer).
-    for name, setup in config["setups"].items() if on_classifier else ():
+    # Training scores on Inception where the study scores on it (ganstudy.train.score_curve.training_scorer);
+    # on the classifier otherwise (DINOv2 and CLIP score the finished generators only).
+    for name, setup in config["setups"].items() if extractor != "inception" else ():
         if setup["mode"] in LEARN_CLASSES:
             continue  # refused for its mode
         if setup["mode"] == "grid":

@@ -192,8 +192,9 @@ def _evaluate(args: argparse.Namespace) -> None:
             args.out, args.threads, args.quality_reference, args.real,
         )
     else:
-        raise GanstudyError(f"evaluate of data kind '{kind.name}' scores with the data set's classifier or Inception: pass "
-                            "--classifier and --reference, or --quality-reference (evaluation.extractor inception)")
+        raise GanstudyError(f"evaluate of data kind '{kind.name}' scores with the data set's classifier or a pretrained "
+                            "network: pass --classifier and --reference, or --quality-reference (evaluation.extractor "
+                            "inception, dinov2 or clip)")
     print(json.dumps(record["scores"]))
 
 

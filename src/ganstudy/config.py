@@ -16,6 +16,7 @@ import jsonschema
 import yaml
 
 from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.weights import EXTRACTOR_KEYS
 from ganstudy.sweeps import expand_sweeps
 
 
@@ -182,11 +183,11 @@ METRIC_KEYS: dict[str, tuple[str, ...]] = {"dc_neighborhood": ("density", "cover
 
 
 def evaluation_settings(evaluation: dict[str, Any], dataset_name: str) -> dict[str, Any]:
-    """The evaluation section as the scoring jobs see it: without the keys of other data sets' scores or
-    of metrics it does not score."""
+    """The evaluation section as the scoring jobs see it: without the keys of other data sets' scores, of
+    other extractors or of metrics it does not score."""
     scored = set(evaluation["metrics"])
-    return {key: value for key, value in _read_by(evaluation, dataset_name, EVALUATION_KEYS).items()
-            if key not in METRIC_KEYS or scored & set(METRIC_KEYS[key])}
+    read = _read_by(_read_by(evaluation, dataset_name, EVALUATION_KEYS), evaluation["extractor"], EXTRACTOR_KEYS)
+    return {key: value for key, value in read.items() if key not in METRIC_KEYS or scored & set(METRIC_KEYS[key])}
 
 
 def speedup_baselines(setups: dict[str, dict[str, Any]], tasks: dict[str, int]) -> dict[str, str]:

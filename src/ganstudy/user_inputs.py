@@ -1,6 +1,6 @@
 """What a study needs from its user before it can run: the data set's files where the workflow cannot
-fetch them, the Inception weights where FID is on Inception features, and a classifier the study names. Free of torch: the workflow
-lists them while it plans, so that a dry-run shows the whole study and what to provide."""
+fetch them, a pretrained extractor's weights (Inception, DINOv2, CLIP) where the scores are in its
+features, and a classifier the study names. Free of torch: the workflow lists them while it plans, so that a dry-run shows the whole study and what to provide."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from ganstudy.data.loaders import get_dataset
 from ganstudy.data.sources import SOURCES
-from ganstudy.evaluate.weights import INCEPTION_URL
+from ganstudy.evaluate.weights import PRETRAINED
 
 
 def missing_user_inputs(config: dict[str, Any]) -> list[str]:
@@ -21,11 +21,12 @@ def missing_user_inputs(config: dict[str, Any]) -> list[str]:
         provide = get_dataset(name).provide or f"the files data set '{name}' reads"
         missing.append(f"dataset.path {path} (data set '{name}'): {provide}")
     evaluation = config["evaluation"]
-    weights = evaluation["inception_weights"]
-    if evaluation["extractor"] == "inception" and not (weights and os.path.isfile(weights)):
-        checksum = f" (sha256 starting {evaluation['inception_sha256']})" if evaluation["inception_sha256"] else ""
-        missing.append(f"evaluation.inception_weights {weights}: torch-fidelity's Inception weights{checksum}; on a machine "
-                       f"with internet download {INCEPTION_URL} and copy it there (nothing is downloaded at run time)")
+    model = PRETRAINED.get(evaluation["extractor"])
+    weights, sha256 = model.file(evaluation) if model else (None, None)
+    if model and not (weights and os.path.isfile(weights)):
+        checksum = f" (sha256 starting {sha256})" if sha256 else ""
+        missing.append(f"evaluation.{model.weights_key} {weights}: {model.what}{checksum}; on a machine with internet "
+                       f"{model.where} and copy it there (nothing is downloaded at run time)")
     classifier = config["classifier"]["weights"]
     if classifier and not os.path.isfile(classifier):
         missing.append(f"classifier.weights {classifier}: the classifier to score with, a classifier.pt that `ganstudy "

@@ -23,8 +23,8 @@ from ganstudy.config import (
 from ganstudy.data.loaders import get_dataset
 from ganstudy.data.sources import SOURCES
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import get_metric, inception_metrics
-from ganstudy.evaluate.weights import check_inception_weights, fid_sample_warning
+from ganstudy.evaluate.metrics import get_metric, pretrained_metrics
+from ganstudy.evaluate.weights import PRETRAINED, check_weights, fid_sample_warning
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.parts import part_problems, study_kind
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
@@ -122,7 +122,12 @@ METRICS = config["evaluation"]["metrics"]
 THREADS = config["compute"]["threads_per_job"]
 SMOTE = config["dataset"]["smote"]["strategy"] != "none"
 TABLE_FORMATS = ["csv", "md", "tex"]
-INCEPTION = config["evaluation"]["extractor"] == "inception"
+# evaluation.extractor when it is a pretrained network (Inception, DINOv2, CLIP), with its weights file
+# and that file's expected sha256; None for the data set's classifier.
+PRETRAINED_MODEL = PRETRAINED.get(config["evaluation"]["extractor"])
+PRETRAINED_WEIGHTS, PRETRAINED_SHA256 = PRETRAINED_MODEL.file(config["evaluation"]) if PRETRAINED_MODEL else (None, None)
+# The real images' statistics in its features.
+QUALITY_REFERENCE = f"{STUDY_DIR}/classifier/reference_{config['evaluation']['extractor']}.npz"
 # What the user must provide (their data, the Inception weights): a dry-run plans the whole study without
 # them and lists them once; a real run stops here, before any job, until they are there.
 DRY_RUN = workflow.output_settings.dryrun
@@ -141,9 +146,9 @@ if MISSING:
         raise WorkflowError(needs)
     logger.warning(f"warning: {needs}\nThe plan below assumes them; a real run stops before any job until they are there.")
 # A weights file that is there but is not the expected one stops the DAG, dry-run or not.
-if INCEPTION and config["evaluation"]["inception_weights"] and os.path.isfile(config["evaluation"]["inception_weights"]):
+if PRETRAINED_WEIGHTS and os.path.isfile(PRETRAINED_WEIGHTS):
     try:
-        check_inception_weights(config["evaluation"]["inception_weights"], config["evaluation"]["inception_sha256"])
+        check_weights(config["evaluation"]["extractor"], PRETRAINED_WEIGHTS, PRETRAINED_SHA256)
     except GanstudyError as error:
         raise WorkflowError(str(error)) from None
 # A data set or network that no registry knows, a plugin that does not import, a network that cannot
@@ -157,7 +162,7 @@ if problems:
 KIND = study_kind(config)
 # Whether a scored metric reads the real images themselves: its scoring jobs then get the reference split.
 READS_REAL_IMAGES = any(get_metric(name).real_images for name in METRICS)
-# Inception FID on fewer samples than its 2,048 features is strongly biased: say so before any job runs
+# FID on fewer samples than Inception's 2,048 features is strongly biased: say so before any job runs
 # (a paired study's sample count is its test split's, which its scores' notes judge).
 FID_WARNING = (fid_sample_warning(config["evaluation"]["extractor"], config["evaluation"]["samples"])
                if KIND.held_out is None and "fid" in METRICS else None)
@@ -494,7 +499,7 @@ def train_inputs(setup_name):
         inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
     elif setup["mode"] == "grid" or setup["score_period"]:
         inputs["inception"] = config["evaluation"]["inception_weights"]
-        inputs["reference"] = f"{STUDY_DIR}/classifier/reference_inception.npz"
+        inputs["reference"] = QUALITY_REFERENCE
     return inputs
 
 
@@ -645,14 +650,14 @@ def evaluate_inputs(wildcards):
     inputs = {"generator": f"{run}/generator.pt", "record": f"{run}/run.json", "spec": spec_inputs("evaluation")}
     if KIND.held_out is not None:
         inputs["held_out"] = f"{STUDY_DIR}/data/test.npz"
-        if INCEPTION and inception_metrics(KIND, METRICS):
-            inputs["weights"] = user_file(config["evaluation"]["inception_weights"])
+        if PRETRAINED_MODEL and pretrained_metrics(KIND, METRICS):
+            inputs["weights"] = user_file(PRETRAINED_WEIGHTS)
         return inputs
     if CLASSIFIER:
         inputs["classifier"] = f"{STUDY_DIR}/classifier/classifier.pt"
         inputs["reference"] = f"{STUDY_DIR}/classifier/reference_stats.npz"
-    if INCEPTION:
-        inputs["quality"] = f"{STUDY_DIR}/classifier/reference_inception.npz"
+    if PRETRAINED_MODEL:
+        inputs["quality"] = QUALITY_REFERENCE
     # Only where a metric reads the real images: a new input would rescore every finished run.
     if READS_REAL_IMAGES:
         inputs["real"] = f"{STUDY_DIR}/data/{config['evaluation']['reference_split']}.npz"

@@ -59,19 +59,20 @@ rule reference_statistics:
         " --classifier {input.classifier} --out {output} --threads {threads} > {log} 2>&1"
 
 
-rule inception_statistics:
+# The real images' statistics in the features of evaluation.extractor when it is a pretrained network.
+rule quality_statistics:
     input:
         split=f"{STUDY_DIR}/data/{config['evaluation']['reference_split']}.npz",
         # Data of one class train none: then --classifier is given without a file.
         classifier=rules.train_classifier.output.model if CLASSIFIER else [],
-        weights=user_file(config["evaluation"]["inception_weights"]),
+        weights=user_file(PRETRAINED_WEIGHTS),
         spec=spec_inputs("evaluation"),
     output:
-        f"{STUDY_DIR}/classifier/reference_inception.npz",
+        QUALITY_REFERENCE,
     params:
         settings=EVALUATION_SETTINGS,
     log:
-        f"{LOG_DIR}/inception_statistics.log",
+        f"{LOG_DIR}/quality_statistics.log",
     conda:
         "../envs/ganstudy.yaml"
     envmodules:

@@ -1,6 +1,7 @@
-"""Feature extractors: the data set's classifier or the standard Inception-v3 from a local weights file,
-both run by torch-fidelity (``fidelity_extractor.py``, imported when features are extracted: a process
-that only names an extractor, a training rank, does not pay torch-fidelity's import).
+"""Feature extractors: the data set's classifier, or a pretrained network from a local weights file
+(evaluate/weights.py: Inception-v3, DINOv2, CLIP), all run by torch-fidelity (``fidelity_extractor.py``,
+imported when features are extracted: a process that only names an extractor, a training rank, does
+not pay torch-fidelity's import).
 
 torch-fidelity keys cached statistics by extractor name only, so the name carries the weights'
 hash: a retrained classifier is a different extractor and never meets stale statistics.
@@ -15,18 +16,19 @@ from pathlib import Path
 import torch
 
 from ganstudy.data.arrays import file_digest
-from ganstudy.evaluate.weights import check_inception_weights
+from ganstudy.evaluate.weights import PRETRAINED, check_weights
 
 
 @dataclass(frozen=True)
 class Extractor:
     """A feature extractor and its weights file: the data set's classifier (layers penultimate,
-    logits) or torch-fidelity's Inception-v3 (layers 2048, logits_unbiased)."""
+    logits) or a pretrained network (``kind`` a key of weights.PRETRAINED: inception with layers 2048
+    and logits_unbiased, dinov2 or clip with one layer of their name)."""
 
     kind: str
     weights: Path
-    # Hashed once when the extractor is made: the Inception file is 95 MB, and the name and every
-    # score record need the digest.
+    # Hashed once when the extractor is made: a pretrained file is 95 MB to 1.1 GB, and the name and
+    # every score record need the digest.
     sha256: str
 
     @property
@@ -36,9 +38,8 @@ class Extractor:
     def protocol(self, layers: list[str], image_size: tuple[int, int]) -> dict[str, object]:
         """How this extractor read the images, for the score file: a FID is comparable with another only
         under the same weights, layer, resize and precision."""
-        if self.kind == "inception":
-            read = (f"{image_size[0]}x{image_size[1]} uint8 resized to 299x299 (torch-fidelity's TensorFlow-1 bilinear), "
-                    "grey repeated in 3 channels")
+        if self.kind in PRETRAINED:
+            read = f"{image_size[0]}x{image_size[1]} {PRETRAINED[self.kind].reads}"
         else:
             read = f"{image_size[0]}x{image_size[1]} uint8 as generated, no resize, scaled to [-1, 1]"
         return {"kind": self.kind, "sha256": self.sha256, "layers": sorted(layers), "input": read, "dtype": "float32"}
@@ -47,12 +48,17 @@ class Extractor:
         """The requested layers' features of uint8 ``images``, extracted by torch-fidelity on the CPU."""
         from ganstudy.evaluate.fidelity_extractor import extract_features
 
-        return extract_features("inception-v3-compat" if self.kind == "inception" else self.name, self.weights, images, layers, batch_size)
+        return extract_features(self.kind, self.name, self.weights, images, layers, batch_size)
 
 
 def classifier_extractor(path: str | os.PathLike[str]) -> Extractor:
     return Extractor("classifier", Path(path), file_digest(path))
 
 
+def pretrained_extractor(kind: str, path: str | os.PathLike[str] | None, expected_sha256: str | None) -> Extractor:
+    """Pretrained network ``kind`` (evaluation.extractor) from its weights file, checked."""
+    return Extractor(kind, Path(path), check_weights(kind, path, expected_sha256))
+
+
 def inception_extractor(path: str | os.PathLike[str] | None, expected_sha256: str | None) -> Extractor:
-    return Extractor("inception", Path(path), check_inception_weights(path, expected_sha256))
+    return pretrained_extractor("inception", path, expected_sha256)

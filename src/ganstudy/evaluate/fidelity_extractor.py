@@ -1,17 +1,21 @@
-"""The extraction of features by torch-fidelity: the data set's classifier registered as a torch-fidelity
-feature extractor, or its Inception-v3, on uint8 images in memory."""
+"""The extraction of features by torch-fidelity, on uint8 images in memory: the data set's classifier and
+DINOv2 (ganstudy.evaluate.vit) registered as torch-fidelity feature extractors, torch-fidelity's own
+Inception-v3 and CLIP."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import torch
+import torchvision
 from torch.utils.data import Dataset
 from torch_fidelity import FeatureExtractorBase, register_feature_extractor
+from torch_fidelity.interpolate_compat_tensorflow import interpolate_bilinear_2d_like_tensorflow1x
 from torch_fidelity.registry import FEATURE_EXTRACTORS_REGISTRY
 from torch_fidelity.utils import create_feature_extractor, extract_featuresdict_from_input_id
 
 from ganstudy.evaluate.classifier import load_classifier
+from ganstudy.evaluate.vit import load_dino_vit
 
 FEATURES = ("penultimate", "logits")
 
@@ -45,6 +49,50 @@ class ClassifierFeatureExtractor(FeatureExtractorBase):
         return tuple(layers[name] for name in self.features_list)
 
 
+class DinoFeatureExtractor(FeatureExtractorBase):
+    """DINOv2 from a local state dict, reading images as torch-fidelity's own DINOv2 extractor does
+    (which loads through torch.hub only): resized to 224x224 by TensorFlow-1 bilinear interpolation,
+    normalised by ImageNet's mean and deviation; the features are the class token."""
+
+    SIZE = 224
+
+    def __init__(self, name: str, features_list: list[str], feature_extractor_weights_path: str, **_: object):
+        super().__init__(name, features_list)
+        state = torch.load(feature_extractor_weights_path, map_location="cpu", weights_only=True)
+        self.model = load_dino_vit(state, feature_extractor_weights_path)
+
+    @staticmethod
+    def get_provided_features_list() -> tuple[str, ...]:
+        return ("dinov2",)
+
+    @staticmethod
+    def get_default_feature_layer_for_metric(metric: str) -> str:
+        return "dinov2"
+
+    @staticmethod
+    def can_be_compiled() -> bool:
+        return False
+
+    @staticmethod
+    def get_dummy_input_for_compile() -> torch.Tensor:
+        raise NotImplementedError("the DINOv2 extractor is not compiled")
+
+    def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        x = interpolate_bilinear_2d_like_tensorflow1x(images.float(), size=(self.SIZE, self.SIZE), align_corners=False)
+        x = torchvision.transforms.functional.normalize(x, (255 * 0.485, 255 * 0.456, 255 * 0.406),
+                                                        (255 * 0.229, 255 * 0.224, 255 * 0.225))
+        return (self.model(x),)
+
+
+# torch-fidelity's extractor of each kind, by name; the classifier and DINOv2 are registered under the
+# extractor's own name (Extractor.name, which carries the weights' hash).
+_FIDELITY_NAMES = {"inception": "inception-v3-compat",
+                   # Its name only picks a download address, unused with a weights path: the model is built
+                   # from the file, whichever CLIP it holds.
+                   "clip": "clip-vit-b-16"}
+_REGISTERED = {"classifier": ClassifierFeatureExtractor, "dinov2": DinoFeatureExtractor}
+
+
 class UInt8Images(Dataset):
     """A tensor of uint8 images as the Dataset torch-fidelity consumes."""
 
@@ -60,14 +108,16 @@ class UInt8Images(Dataset):
         return self.images[index]
 
 
-def extract_features(name: str, weights: Path, images: torch.Tensor, layers: list[str], batch_size: int) -> dict[str, torch.Tensor]:
-    """The ``layers`` of uint8 ``images`` on the CPU, by Inception-v3 (``name`` "inception-v3-compat") or by
-    the classifier registered under ``name`` (``Extractor.name``), with the weights file ``weights``."""
-    if name == "inception-v3-compat":
-        # Inception reads colour images; a grey image is the same grey in each channel.
+def extract_features(kind: str, name: str, weights: Path, images: torch.Tensor, layers: list[str],
+                     batch_size: int) -> dict[str, torch.Tensor]:
+    """The ``layers`` of uint8 ``images`` on the CPU, by the extractor of ``kind`` and ``name``
+    (ganstudy.evaluate.extractor.Extractor) with the weights file ``weights``."""
+    name = _FIDELITY_NAMES.get(kind, name)
+    if kind != "classifier":
+        # The pretrained networks read colour images; a grey image is the same grey in each channel.
         images = images.expand(-1, 3, -1, -1) if images.shape[1] == 1 else images
-    elif name not in FEATURE_EXTRACTORS_REGISTRY:
-        register_feature_extractor(name, ClassifierFeatureExtractor)
+    if name not in FEATURE_EXTRACTORS_REGISTRY:
+        register_feature_extractor(name, _REGISTERED[kind])
     options = _options(weights)
     made = create_feature_extractor(name, layers, **options)
     return extract_featuresdict_from_input_id(

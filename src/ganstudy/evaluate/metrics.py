@@ -17,6 +17,7 @@ from ganstudy.contracts import MetricCompute
 from ganstudy.data.kinds import DataKind, all_kinds
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import EvaluationSettings
+from ganstudy.evaluate.weights import PRETRAINED
 from ganstudy.registry import Registry, not_installed, resolve_part
 
 DIRECTIONS = ("lower", "higher")
@@ -35,8 +36,11 @@ class Metric:
     kinds: frozenset[str]  # the data kinds (ganstudy.data.kinds) whose generators it scores
     compute: str
     # Computed on evaluation.extractor's features (ImageScoring/PairScoring.quality_features): for a kind
-    # whose data train no classifier, that extractor must be Inception.
+    # whose data train no classifier, that extractor must be a pretrained one (Inception, DINOv2, CLIP).
     features: bool = False
+    # Reads the extractor's class probabilities (IS): refused with an extractor whose features are an
+    # embedding without classes (DINOv2, CLIP).
+    probabilities: bool = False
     # Reads the data set's classifier (ImageScoring.classifier_features / classifier_reference): data of
     # one class train none, so such a metric needs classifier.weights there.
     classifier: bool = False
@@ -106,17 +110,22 @@ def metric_problems(kind: DataKind, metrics: Iterable[str], extractor: str) -> l
         scored = f" (they score {' or '.join(others)})" if others else ""
         problems.append(f"evaluation.metrics {wrong} do not score {kind.description}{scored}: this study's data "
                         f"are of kind '{kind.name}', whose metrics are {sorted(kind_metrics(kind))}; remove them")
-    needs = sorted(inception_metrics(kind, found))
-    if needs and extractor != "inception":
-        problems.append(f"evaluation.metrics {needs} of {kind.description} are computed on Inception features "
-                        f"(data of kind '{kind.name}' train no classifier): set evaluation.extractor to inception with "
-                        "evaluation.inception_weights, or remove them")
+    needs = sorted(pretrained_metrics(kind, found))
+    if needs and extractor not in PRETRAINED:
+        problems.append(f"evaluation.metrics {needs} of {kind.description} are computed on a pretrained network's "
+                        f"features (data of kind '{kind.name}' train no classifier): set evaluation.extractor to inception "
+                        "with evaluation.inception_weights (or dinov2 or clip with evaluation.extractor_weights), or remove them")
+    if extractor in PRETRAINED and PRETRAINED[extractor].isc_layer is None:
+        classless = sorted(name for name, metric in found.items() if metric.probabilities)
+        if classless:
+            problems.append(f"evaluation.metrics {classless} read class probabilities, and evaluation.extractor {extractor} "
+                            "gives an embedding without classes: score them with the classifier or inception, or remove them")
     return problems
 
 
-def inception_metrics(kind: DataKind, names: Iterable[str]) -> list[str]:
-    """Of the metrics ``names`` that score ``kind``, those computed on Inception features: the feature
-    metrics, for a kind whose data train no classifier."""
+def pretrained_metrics(kind: DataKind, names: Iterable[str]) -> list[str]:
+    """Of the metrics ``names`` that score ``kind``, those computed on a pretrained network's features: the
+    feature metrics, for a kind whose data train no classifier."""
     if kind.held_out is None:
         return []
     found = [(name, METRICS.get(name)) for name in names]
@@ -169,7 +178,8 @@ QUALITY_KINDS = frozenset({"images", "pairs"})
 FID = Metric("Frechet distance of the samples' and the real images' features", "lower", QUALITY_KINDS,
              "ganstudy.evaluate.quality:fid", features=True)
 ISC = Metric("Inception-style score of the extractor's class probabilities (and its spread over splits, isc_std)",
-             "higher", QUALITY_KINDS, "ganstudy.evaluate.quality:isc", features=True, settings=("isc_splits",))
+             "higher", QUALITY_KINDS, "ganstudy.evaluate.quality:isc", features=True, probabilities=True,
+             settings=("isc_splits",))
 KID = Metric("kernel distance (unbiased MMD^2, cubic polynomial kernel) over subsets (and its spread, kid_std)",
              "lower", QUALITY_KINDS, "ganstudy.evaluate.quality:kid", features=True,
              settings=("kid_subsets", "kid_subset_size"))

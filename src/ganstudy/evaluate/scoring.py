@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any, TypeVar
 
 import numpy as np
@@ -28,10 +29,11 @@ import torch
 
 from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.extractor import Extractor, classifier_extractor, inception_extractor
+from ganstudy.evaluate.extractor import Extractor, classifier_extractor, pretrained_extractor
 from ganstudy.evaluate.fid import Reference, load_reference
 from ganstudy.evaluate.frechet import feature_statistics
 from ganstudy.evaluate.settings import EvaluationSettings
+from ganstudy.evaluate.weights import PRETRAINED
 
 T = TypeVar("T")
 
@@ -76,11 +78,13 @@ def column_of(shared: Callable[[Any], dict[str, float]], column: str) -> Callabl
     return lambda scoring: {column: shared(scoring)[column]}
 
 
-def quality_extractor(settings: EvaluationSettings, classifier_path: str | os.PathLike[str] | None) -> tuple[Extractor, str, str]:
-    """The extractor of FID, IS, KID, precision and recall, with its FID and IS layers (Inception needs
-    no classifier)."""
-    if settings.extractor == "inception":
-        return inception_extractor(settings.inception_weights, settings.inception_sha256), "2048", "logits_unbiased"
+def quality_extractor(settings: EvaluationSettings, classifier_path: str | os.PathLike[str] | None) -> tuple[Extractor, str, str | None]:
+    """The extractor of FID, IS, KID, precision and recall, with its FID layer and its IS layer (class
+    logits; None for DINOv2 and CLIP, whose embeddings have no classes). A pretrained one needs no classifier."""
+    if settings.extractor in PRETRAINED:
+        model = PRETRAINED[settings.extractor]
+        path, sha256 = model.file(asdict(settings))
+        return pretrained_extractor(settings.extractor, path, sha256), model.fid_layer, model.isc_layer
     return classifier_extractor(_classifier(classifier_path, "evaluation.extractor classifier")), settings.fid_features, "logits"
 
 
@@ -104,7 +108,7 @@ def checked_reference(path: str | os.PathLike[str], extractor: Extractor, layer:
 class QualityScoring(Scoring):
     """A scoring whose generated images the quality metrics (fid, isc, kid, precision, recall) compare with
     real ones in ``extractor``'s features: layer ``fid_layer`` for FID, KID, precision and recall,
-    ``isc_layer`` (class logits) for IS. The extractor is made on first use (Inception's weights are
+    ``isc_layer`` (class logits, where it has them) for IS. The extractor is made on first use (its weights are
     hashed when it is)."""
 
     def __init__(self, settings: EvaluationSettings, seed: int, classifier_path: str | os.PathLike[str] | None) -> None:
@@ -123,8 +127,13 @@ class QualityScoring(Scoring):
         return self._quality()[1]
 
     @property
-    def isc_layer(self) -> str:
+    def isc_layer(self) -> str | None:
         return self._quality()[2]
+
+    @property
+    def quality_layers(self) -> list[str]:
+        """The layers the quality metrics read: FID's, and IS's where the extractor has class logits."""
+        return sorted({self.fid_layer, self.isc_layer} - {None})
 
     def extractor_used(self) -> Extractor | None:
         """The quality extractor if a metric used it."""
@@ -134,7 +143,7 @@ class QualityScoring(Scoring):
         extractor = self.extractor_used()
         if extractor is None:
             return {}
-        return {"quality": extractor.protocol(sorted({self.fid_layer, self.isc_layer}), self.image_size)}
+        return {"quality": extractor.protocol(self.quality_layers, self.image_size)}
 
     @property
     def image_size(self) -> tuple[int, int]:
@@ -203,7 +212,7 @@ class ImageScoring(QualityScoring):
             # When the classifier is evaluation.extractor, one pass serves the quality and the class metrics.
             layers = set()
             if extractor.name == self.extractor.name:
-                layers |= {self.fid_layer, self.isc_layer}
+                layers |= set(self.quality_layers)
             if self._classifier_path is not None and extractor.name == self.classifier.name:
                 layers |= {self.settings.fid_features, "logits"}
             return extractor.features(self.samples, sorted(layers), self.settings.batch_size)
@@ -245,7 +254,7 @@ class PairScoring(QualityScoring):
         return len(self.targets)
 
     def quality_features(self) -> dict[str, torch.Tensor]:
-        layers = sorted({self.fid_layer, self.isc_layer})
+        layers = self.quality_layers
         return self.once("features:outputs", lambda: self.extractor.features(
             torch.from_numpy(to_uint8(self.outputs.numpy())), layers, self.settings.batch_size))
 

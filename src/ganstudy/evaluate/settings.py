@@ -15,7 +15,8 @@ from ganstudy.typed import build
 @dataclass(frozen=True)
 class EvaluationSettings:
     """``evaluation`` as the scoring jobs see it (config.evaluation_settings): ``energy_bins`` and the
-    gan3d keys only for the data sets whose scores read them (None for the others)."""
+    gan3d keys only for the data sets whose scores read them, ``extractor_weights`` and
+    ``extractor_sha256`` only for the extractors that read them (None for the others)."""
 
     samples: int = 2000
     batch_size: int = 500
@@ -23,6 +24,8 @@ class EvaluationSettings:
     extractor: str = "classifier"
     inception_weights: str | None = None
     inception_sha256: str | None = None
+    extractor_weights: str | None = None
+    extractor_sha256: str | None = None
     kid_subsets: int = 100
     kid_subset_size: int = 1000
     prc_neighborhood: int = 3
