@@ -14,12 +14,14 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import torch
 import pytest
 import yaml
 
 import walkthrough
 from conftest import REPO
 from ganstudy.changed_runs import differences
+from ganstudy.data.arrays import file_digest
 from ganstudy.errors import GanstudyError
 from ganstudy.study_lock import acquire, release
 
@@ -218,6 +220,30 @@ def test_a_sweep_added_to_a_finished_study_trains_its_set_ups_and_makes_its_stat
     assert all((study / "figures" / f"sweep_mse_{metric}.png").is_file() for metric in ("fid", "isc"))
     # The sweep's set-ups are ordinary set-ups in the study's own tables too.
     assert "mse__lr=0.0001" in (study / "tables" / "summary_fid.md").read_text()
+
+
+def test_scoring_a_finished_study_on_dinov2_features_rescores_every_run_and_trains_nothing(living, tmp_path, env):
+    from test_pretrained_extractors import dino_state
+
+    shutil.copytree(living / "results", tmp_path / "results")
+    weights = tmp_path / "dinov2_vits14_pretrain.pth"
+    torch.save(dino_state(width=64, depth=1), weights)
+    # IS reads class probabilities, which an embedding has not: the plan refuses it before any job.
+    on_dinov2 = {**LIVING["evaluation"], "extractor": "dinov2", "extractor_weights": str(weights)}
+    refused = snakemake(tmp_path, _with(evaluation=on_dinov2), "-n", env=env)
+    assert refused.returncode != 0 and "evaluation.metrics ['isc'] read class probabilities" in said(refused)
+    config = _with(evaluation={**on_dinov2, "metrics": ["fid", "kid"], "kid_subset_size": 50})
+    jobs = planned(snakemake(tmp_path, config, "-n", env=env))
+    assert jobs.get("quality_statistics") == 1 and jobs.get("evaluate") == 4 and not set(jobs) & TRAINING, jobs
+    # To the table only: the figures are redrawn as for any rescoring.
+    done = snakemake(tmp_path, config, "--cores", "2", f"results/{STUDY}/tables/summary_fid.md", env=env)
+    assert done.returncode == 0, said(done)[-3000:]
+    study = tmp_path / "results" / STUDY
+    record = json.loads((study / "scores" / SMALL / "trial0.json").read_text())
+    quality = record["protocol"]["extractors"]["quality"]
+    assert quality["kind"] == "dinov2" and quality["sha256"] == file_digest(weights) and quality["layers"] == ["dinov2"]
+    assert set(record["scores"]) >= {"fid", "kid"} and "isc" not in record["scores"]
+    assert "dinov2" in (study / "tables" / "summary_fid.md").read_text()
 
 
 def test_a_run_with_checkpoints_to_resume_is_trained_before_fresh_runs_of_its_set_up(living, tmp_path, env):
