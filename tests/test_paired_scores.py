@@ -182,7 +182,7 @@ def test_fid_of_outputs_against_targets_uses_inception_features(pix2pix_run, sta
 
 @pytest.mark.parametrize("change, problem", [
     ({"metrics": ["l1", "class_fid"]}, r"evaluation.metrics \['class_fid'\] do not score paired images \(they score images with classes\)"),
-    ({"metrics": ["fid"]}, r"\['fid'\] of paired images are computed on Inception features \(data of kind 'pairs' train no classifier\)"),
+    ({"metrics": ["fid"]}, r"\['fid'\] of paired images are computed on a pretrained network's features \(data of kind 'pairs' train no classifier\)"),
 ])
 def test_metrics_that_paired_data_cannot_give_are_refused(pix2pix_run, tmp_path, change, problem):
     from ganstudy.evaluate.paired import evaluate_pairs
