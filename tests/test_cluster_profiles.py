@@ -44,7 +44,8 @@ def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env):
     # The study names no hardware: the site does. Summit's and slurm-gpu's nodes have GPUs (a GPU per
     # rank, bound by jsrun or srun); the slurm site's are CPU nodes, whose jobs ask for no GPU. Its
     # compute.max_ranks is 1 (a laptop packs its one-core jobs side by side): one rank per job.
-    launcher = {"summit": "jsrun -n 1 -r 6 -a 1 -c 7 -g 1 -b packed:7", "slurm": "srun -n 1", "slurm-gpu": "srun -n 1 --gpus-per-task=1",
+    launcher = {"summit": "jsrun -n 1 -r 6 -a 1 -c 7 -g 1 -b packed:7", "slurm": "srun -n 1 --kill-on-bad-exit=1",
+                "slurm-gpu": "srun -n 1 --gpus-per-task=1 --kill-on-bad-exit=1",
                 "local": "mpiexec -n 1"}[profile]
     assert f"{launcher} ganstudy train results/digits_grid/jobs/grid2x2.json" in out
     site = {"summit": "summit", "slurm": "slurm", "slurm-gpu": "slurm-gpu", "local": "this machine"}[profile]
@@ -210,7 +211,7 @@ def test_a_shrunken_study_runs_through_slurm_on_gpu_nodes_one_gpu_per_rank(slurm
     assert len(submitted) == 11, failed_jobs(log)
     for setup in (*MPI_SETUPS, "single"):
         ranks = 1 if setup == "single" else 2
-        assert f"srun -n {ranks} --gpus-per-task=1 ganstudy train results/tiny/jobs/{setup}.json" in log
+        assert f"srun -n {ranks} --gpus-per-task=1 --kill-on-bad-exit=1 ganstudy train results/tiny/jobs/{setup}.json" in log
         record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
         assert record["world_size"] == ranks
         assert len(record["ranks"]) == ranks and all(rank["rss_mb"] > 100 for rank in record["ranks"])

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -128,7 +129,7 @@ def run_record(folder: Path, setup: str) -> dict:
 @pytest.mark.parametrize("setup", sorted(RANKS))
 def test_ranks_run_on_both_nodes_and_give_the_one_rank_bits(setup, study_on_two_nodes, env, tmp_path):
     folder, log = study_on_two_nodes
-    assert f"srun -n {RANKS[setup]} --gpus-per-task=1 ganstudy train results/nodes/jobs/{setup}.json" in log
+    assert f"srun -n {RANKS[setup]} --gpus-per-task=1 --kill-on-bad-exit=1 ganstudy train results/nodes/jobs/{setup}.json" in log
     record = run_record(folder, setup)
     assert record["world_size"] == RANKS[setup]
     # srun's block distribution: two ranks on the first node, the rest on the second.
@@ -207,13 +208,37 @@ class Phases:
     def mark(self, name: str) -> None:
         self.marks.append(f"{name} at {time.monotonic() - self.start:.0f} s")
 
+    def watch(self, output: Path, env: dict) -> Callable[[], None]:
+        """A check to call while waiting: marks each new state of the study's Slurm jobs (every 2 s) and the
+        first time Snakemake reports a failed job or its retry, so that the phases say where the time goes."""
+        seen, last = set(), [0.0]
+
+        def check() -> None:
+            said = text(output)
+            for line in ("Error in rule train", "Trying to restart job", "has been submitted with SLURM jobid"):
+                count = said.count(line)
+                if (line, count) not in seen and count:
+                    seen.add((line, count))
+                    self.mark(f"'{line}' x{count}")
+            if time.monotonic() - last[0] >= 2:
+                last[0] = time.monotonic()
+                listed = subprocess.run(["squeue", "-h", "-o", "%i %T %r"], capture_output=True, text=True, env=env).stdout
+                for state in listed.strip().splitlines():
+                    if state not in seen:
+                        seen.add(state)
+                        self.mark(f"squeue {state}")
+
+        return check
+
     def __str__(self) -> str:
         return "; ".join(self.marks) or "no step reached"
 
 
-def wait_until(predicate, study: subprocess.Popen, output: Path, timeout: float, phases: Phases) -> None:
+def wait_until(predicate, study: subprocess.Popen, output: Path, timeout: float, phases: Phases,
+               meanwhile: Callable[[], None] = lambda: None) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
+        meanwhile()
         if study.poll() is not None:
             pytest.fail(f"Snakemake ended early ({phases}): {output.read_text()[-5000:]}")
         if time.monotonic() > deadline:
@@ -257,7 +282,7 @@ def test_a_lost_node_stops_the_job_by_heartbeat_and_the_retry_resumes_bit_identi
             revived = cluster_command("revive", "gsnode2")
             phases.mark("gsnode2 back")
             assert revived.returncode == 0, f"{phases}: {revived.stderr}"
-            wait_until(lambda: "resumed from the checkpoint" in text(train_log), study, out, 900, phases)
+            wait_until(lambda: "resumed from the checkpoint" in text(train_log), study, out, 900, phases, phases.watch(out, nodes))
             phases.mark("retry resumed")
             assert study.wait(timeout=900) == 0, f"{phases}: {out.read_text()[-5000:]}"
             phases.mark("Snakemake done")
