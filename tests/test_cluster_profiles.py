@@ -8,7 +8,6 @@ import os
 import re
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -197,44 +196,6 @@ def failed_jobs(log: str) -> str:
     """What Snakemake printed of each failed job (its error and, with show-failed-logs, its Slurm log)."""
     blocks = [log[start.start():start.start() + 3000] for start in re.finditer(r"^Error in rule ", log, re.MULTILINE)]
     return "\n---\n".join(blocks) or f"no job failed; the end of Snakemake's output:\n{log[-3000:]}"
-
-
-def test_the_scorings_reach_slurm_as_one_job_array_and_a_cancelled_element_is_retried_alone(slurm, tmp_path, env):
-    # Training jobs are not arrays: the Slurm plugin's job step (slurm-jobstep 0.6.1) runs an array task of
-    # a job with an mpi resource, as every training job has, as the array's first job (profiles/README.md).
-    config = {**TINY, "trials": 4, "setups": {"s": {"mode": "single", "iterations": 2, "hidden_units": 32, "score_period": 0}},
-              "compute": {**TINY["compute"], "node_cores": os.cpu_count(), "train_minutes": 10}}
-    (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
-    scores = [f"results/tiny/scores/s/trial{trial}.json" for trial in range(4)]
-    command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile", str(tmp_path / "study.yaml"),
-               "--profile", str(REPO / "profiles" / "slurm"), "--jobs", "8", *scores]
-    seen, cancelled = {}, None
-    with (tmp_path / "snakemake.out").open("w") as output:
-        study = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, text=True, env=env)
-        deadline = time.monotonic() + 900
-        while study.poll() is None and time.monotonic() < deadline:
-            listed = subprocess.run(["squeue", "-h", "-o", "%i|%k"], capture_output=True, text=True, env=env).stdout
-            for job, comment in (line.split("|") for line in listed.splitlines()):
-                seen[job] = comment
-                # One scoring, cancelled as a preempted element would end.
-                if cancelled is None and comment.startswith("rule_evaluate") and job.endswith("_2"):
-                    cancelled = job
-                    subprocess.run(["scancel", job], env=env, check=True)
-            time.sleep(0.5)
-        if study.poll() is None:
-            study.kill()
-    log = (tmp_path / "snakemake.out").read_text()
-    assert study.wait() == 0, log[-4000:]
-    scorings = {job: comment for job, comment in seen.items() if comment.startswith("rule_evaluate")}
-    arrays = {job.split("_")[0] for job in scorings if "_" in job}
-    alone = [job for job in scorings if "_" not in job]
-    # The four scorings were one array (elements <array>_1.._4); the cancelled one was retried alone.
-    assert len(arrays) == 1 and cancelled is not None and cancelled.split("_")[0] in arrays, seen
-    assert len(alone) == 1 and log.count("Trying to restart job") == 1, seen
-    assert "Submitted array job with Snakemake IDs" in log
-    records = [json.loads((tmp_path / path).read_text()) for path in scores]
-    # Each element scored its own trial's generator (an element that ran another's command would not).
-    assert sorted(record["trial"] for record in records) == [0, 1, 2, 3]
 
 
 def test_a_shrunken_study_runs_through_slurm_on_gpu_nodes_one_gpu_per_rank(slurm, tmp_path, env):
