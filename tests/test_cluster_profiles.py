@@ -77,6 +77,13 @@ def test_a_profile_that_still_names_the_launcher_as_a_resource_is_stopped_with_w
     assert "the profile sets `set-resources: train: mpi:`: the launcher is now the site's key `launcher:`" in out, out[-2000:]
 
 
+def test_no_slurm_profile_submits_job_arrays():
+    # With the Slurm plugin pair we pin, arrays can hang a run or train the wrong trial (profiles/README.md).
+    for profile in ("slurm", "slurm-gpu"):
+        settings = yaml.safe_load((REPO / "profiles" / profile / "config.v8+.yaml").read_text())
+        assert not {"slurm-array-jobs", "slurm-array-limit"} & set(settings), f"{profile}: see profiles/README.md, No job arrays"
+
+
 def test_no_embedded_study_describes_node_hardware():
     # Node hardware is the site's; a study may override gpus_per_rank on purpose (Lupo Pasini et al.'s layout).
     for study in [REPO / "config" / "config.yaml", *STUDIES]:
