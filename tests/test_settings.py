@@ -16,7 +16,7 @@ from ganstudy.config import (DATASET_KEYS, ConfigError, EVALUATION_KEYS, METRIC_
 from ganstudy.data.settings import DatasetSettings, SmoteSettings
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import ClassifierSettings, EvaluationSettings
-from ganstudy.evaluate.weights import EXTRACTOR_KEYS
+from ganstudy.pretrained import EXTRACTOR_KEYS
 from ganstudy.setup_settings import GridSettings, TrainingSettings
 from ganstudy.typed import _dataclass_in, as_dict, build
 

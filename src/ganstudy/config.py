@@ -16,7 +16,7 @@ import jsonschema
 import yaml
 
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.weights import EXTRACTOR_KEYS
+from ganstudy.pretrained import EXTRACTOR_KEYS
 from ganstudy.sweeps import expand_sweeps
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ganstudy.data.loaders import get_dataset
 from ganstudy.data.sources import SOURCES
-from ganstudy.evaluate.weights import PRETRAINED
+from ganstudy.pretrained import PRETRAINED
 
 
 def missing_user_inputs(config: dict[str, Any]) -> list[str]:

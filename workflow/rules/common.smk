@@ -24,9 +24,10 @@ from ganstudy.data.loaders import get_dataset
 from ganstudy.data.sources import SOURCES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import get_metric, pretrained_metrics
-from ganstudy.evaluate.weights import PRETRAINED, check_weights, fid_sample_warning
+from ganstudy.evaluate.weights import check_weights, fid_sample_warning
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.parts import part_problems, study_kind
+from ganstudy.pretrained import PRETRAINED
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
 from ganstudy.setup_settings import TrainingSettings
 from ganstudy.site import account_warning, read_site, resolve_node_cores, with_site

@@ -16,7 +16,8 @@ from pathlib import Path
 import torch
 
 from ganstudy.data.arrays import file_digest
-from ganstudy.evaluate.weights import PRETRAINED, check_weights
+from ganstudy.evaluate.weights import check_weights
+from ganstudy.pretrained import PRETRAINED
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from ganstudy.contracts import MetricCompute
 from ganstudy.data.kinds import DataKind, all_kinds
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import EvaluationSettings
-from ganstudy.evaluate.weights import PRETRAINED
+from ganstudy.pretrained import PRETRAINED
 from ganstudy.registry import Registry, not_installed, resolve_part
 
 DIRECTIONS = ("lower", "higher")

@@ -33,7 +33,7 @@ from ganstudy.evaluate.extractor import Extractor, classifier_extractor, pretrai
 from ganstudy.evaluate.fid import Reference, load_reference
 from ganstudy.evaluate.frechet import feature_statistics
 from ganstudy.evaluate.settings import EvaluationSettings
-from ganstudy.evaluate.weights import PRETRAINED
+from ganstudy.pretrained import PRETRAINED
 
 T = TypeVar("T")
 
