@@ -1,5 +1,5 @@
 """Feature extractors: the data set's classifier, or a pretrained network from a local weights file
-(evaluate/weights.py: Inception-v3, DINOv2, CLIP), all run by torch-fidelity (``fidelity_extractor.py``,
+(ganstudy/pretrained.py: Inception-v3, DINOv2, CLIP), all run by torch-fidelity (``fidelity_extractor.py``,
 imported when features are extracted: a process that only names an extractor, a training rank, does
 not pay torch-fidelity's import).
 
@@ -23,7 +23,7 @@ from ganstudy.pretrained import PRETRAINED
 @dataclass(frozen=True)
 class Extractor:
     """A feature extractor and its weights file: the data set's classifier (layers penultimate,
-    logits) or a pretrained network (``kind`` a key of weights.PRETRAINED: inception with layers 2048
+    logits) or a pretrained network (``kind`` a key of pretrained.PRETRAINED: inception with layers 2048
     and logits_unbiased, dinov2 or clip with one layer of their name)."""
 
     kind: str

@@ -11,6 +11,7 @@ from ganstudy.data.arrays import file_digest
 from ganstudy.errors import GanstudyError
 from ganstudy.pretrained import PRETRAINED
 
+
 def check_weights(extractor: str, path: str | os.PathLike[str] | None, expected_sha256: str | None) -> str:
     """The sha256 of pretrained ``extractor``'s weights file ``path``. Never downloaded."""
     model = PRETRAINED[extractor]
