@@ -41,11 +41,6 @@ class VitShape:
     hidden: int  # feed-forward width
     swiglu: bool
 
-    def describe(self) -> str:
-        ffn = "SwiGLU" if self.swiglu else "MLP"
-        registers = f", {self.registers} registers" if self.registers else ""
-        return f"DINOv2 ViT {self.depth} blocks x {self.width} wide, patch {self.patch}, {ffn} {self.hidden}{registers}"
-
 
 def vit_shape(state: Mapping[str, torch.Tensor], source: str) -> VitShape:
     """The network a DINOv2 state dict holds, or an error naming ``source`` and what is missing."""
