@@ -17,23 +17,20 @@ from torch_fidelity.utils import create_feature_extractor, extract_featuresdict_
 from ganstudy.evaluate.classifier import load_classifier
 from ganstudy.evaluate.vit import load_dino_vit
 
-FEATURES = ("penultimate", "logits")
 
+class _LocalFeatureExtractor(FeatureExtractorBase):
+    """What torch-fidelity asks of an extractor of ganstudy's own: the layers it provides (``LAYERS``, the
+    first its default for every metric), and that it is not compiled."""
 
-class ClassifierFeatureExtractor(FeatureExtractorBase):
-    """Reads uint8 images (N, C, H, W) as torch-fidelity passes them; returns the requested layers."""
+    LAYERS: tuple[str, ...] = ()
 
-    def __init__(self, name: str, features_list: list[str], feature_extractor_weights_path: str, **_: object):
-        super().__init__(name, features_list)
-        self.classifier = load_classifier(feature_extractor_weights_path)
+    @classmethod
+    def get_provided_features_list(cls) -> tuple[str, ...]:
+        return cls.LAYERS
 
-    @staticmethod
-    def get_provided_features_list() -> tuple[str, ...]:
-        return FEATURES
-
-    @staticmethod
-    def get_default_feature_layer_for_metric(metric: str) -> str:
-        return "logits"
+    @classmethod
+    def get_default_feature_layer_for_metric(cls, metric: str) -> str:
+        return cls.LAYERS[0]
 
     @staticmethod
     def can_be_compiled() -> bool:
@@ -41,7 +38,17 @@ class ClassifierFeatureExtractor(FeatureExtractorBase):
 
     @staticmethod
     def get_dummy_input_for_compile() -> torch.Tensor:
-        raise NotImplementedError("the classifier extractor is not compiled")
+        raise NotImplementedError("ganstudy's feature extractors are not compiled")
+
+
+class ClassifierFeatureExtractor(_LocalFeatureExtractor):
+    """Reads uint8 images (N, C, H, W) as torch-fidelity passes them; returns the requested layers."""
+
+    LAYERS = ("logits", "penultimate")
+
+    def __init__(self, name: str, features_list: list[str], feature_extractor_weights_path: str, **_: object):
+        super().__init__(name, features_list)
+        self.classifier = load_classifier(feature_extractor_weights_path)
 
     def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, ...]:
         hidden, logits = self.classifier.features(images.float() / 127.5 - 1.0)
@@ -49,33 +56,18 @@ class ClassifierFeatureExtractor(FeatureExtractorBase):
         return tuple(layers[name] for name in self.features_list)
 
 
-class DinoFeatureExtractor(FeatureExtractorBase):
+class DinoFeatureExtractor(_LocalFeatureExtractor):
     """DINOv2 from a local state dict, reading images as torch-fidelity's own DINOv2 extractor does
     (which loads through torch.hub only): resized to 224x224 by TensorFlow-1 bilinear interpolation,
     normalised by ImageNet's mean and deviation; the features are the class token."""
 
+    LAYERS = ("dinov2",)
     SIZE = 224
 
     def __init__(self, name: str, features_list: list[str], feature_extractor_weights_path: str, **_: object):
         super().__init__(name, features_list)
         state = torch.load(feature_extractor_weights_path, map_location="cpu", weights_only=True)
         self.model = load_dino_vit(state, feature_extractor_weights_path)
-
-    @staticmethod
-    def get_provided_features_list() -> tuple[str, ...]:
-        return ("dinov2",)
-
-    @staticmethod
-    def get_default_feature_layer_for_metric(metric: str) -> str:
-        return "dinov2"
-
-    @staticmethod
-    def can_be_compiled() -> bool:
-        return False
-
-    @staticmethod
-    def get_dummy_input_for_compile() -> torch.Tensor:
-        raise NotImplementedError("the DINOv2 extractor is not compiled")
 
     def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, ...]:
         x = interpolate_bilinear_2d_like_tensorflow1x(images.float(), size=(self.SIZE, self.SIZE), align_corners=False)

@@ -10,7 +10,6 @@ from torch_fidelity.metric_isc import KEY_METRIC_ISC_MEAN, KEY_METRIC_ISC_STD, i
 from torch_fidelity.metric_kid import KEY_METRIC_KID_MEAN, KEY_METRIC_KID_STD, kid_features_to_metric
 from torch_fidelity.metric_prc import prc_features_to_metric
 
-from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.frechet import feature_statistics, frechet_distance
 from ganstudy.evaluate.scoring import QualityScoring, column_of
 from ganstudy.evaluate.weights import fid_sample_warning
@@ -26,9 +25,6 @@ def fid(scoring: QualityScoring) -> dict[str, float]:
 
 
 def isc(scoring: QualityScoring) -> dict[str, float]:
-    if scoring.isc_layer is None:
-        raise GanstudyError(f"isc reads class probabilities, and evaluation.extractor {scoring.settings.extractor} gives "
-                            "embeddings without classes: score isc with the classifier or inception, or remove it")
     result = isc_featuresdict_to_metric(scoring.quality_features(), scoring.isc_layer, isc_splits=scoring.settings.isc_splits,
                                         samples_shuffle=True, rng_seed=scoring.seed % 2**32, verbose=False)
     return {"isc": result[KEY_METRIC_ISC_MEAN], "isc_std": result[KEY_METRIC_ISC_STD]}
