@@ -27,7 +27,7 @@ start-up. Keys:
   and under bf16 autocast (data_parallel.amp).
 - device: the GPU's name, or cpu.
 --quick: the same runs on tiny sizes (200 images, 2x2 grids, thin networks): a check that the script
-runs, not a measurement. Progress goes to stderr, one line per part with its seconds; PART arguments
+runs, not a measurement. Progress goes to stderr, one line per part with its seconds and keys; PART arguments
 run some parts only (all by default; the record then holds theirs). Prints one JSON record last.
 
     python benchmarks/gpu.py [--quick] [--out FILE] [PART ...]
@@ -205,9 +205,11 @@ def main() -> None:
         parts = Parts(QUICK if args.quick else FULL, Path(tmp))
         print(f"data ready: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
         for name in args.parts or PARTS:
-            begun = time.perf_counter()
+            begun, before = time.perf_counter(), set(parts.results)
             PARTS[name](parts)
-            print(f"{name}: {time.perf_counter() - begun:.0f} s", file=sys.stderr, flush=True)
+            # Its keys at once: a run stopped at its time limit still reports the parts it finished.
+            added = {key: parts.results[key] for key in parts.results if key not in before}
+            print(f"{name}: {time.perf_counter() - begun:.0f} s {json.dumps(added)}", file=sys.stderr, flush=True)
     emit("gpu", parts.results, args)
 
 
