@@ -16,6 +16,7 @@ import platform
 import statistics
 import subprocess
 import sys
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,18 @@ def median_seconds(out: Path, skip: int = 1) -> float:
     with (out / "losses.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     return statistics.median(float(row["seconds"]) for row in rows[skip:])
+
+
+def routine_seconds(out: Path, skip: int = 1) -> dict[str, float]:
+    """Rank 0's mean seconds per iteration in each routine of a grid run (profile.csv), iterations after
+    the first ``skip`` (the final scoring's row, numbered one past the last iteration, left out). Each
+    routine ends in a read of its results on the host, so on a GPU its time includes its kernels'."""
+    last = len(list(csv.DictReader((out / "losses.csv").open())))
+    totals: dict[str, float] = defaultdict(float)
+    for row in csv.DictReader((out / "profile.csv").open()):
+        if row["cell"] == "*" and row["rank"] == "0" and skip < int(row["iteration"]) <= last:
+            totals[row["routine"]] += float(row["seconds"])
+    return {routine: round(seconds / (last - skip), 3) for routine, seconds in totals.items()}
 
 
 def interleaved_medians(measure: Callable[[str, int], float], names: Iterable[str], repeats: int) -> dict[str, float]:

@@ -13,7 +13,9 @@ start-up. Keys:
   thesis_cells; thesis_iteration_seconds_fp32 and _tf32 (compute.tf32); thesis_gflop_per_iteration
   (matrix products and convolutions, torch.utils.flop_counter); thesis_tflops_fp32 and _tf32 (GFLOP /
   seconds) and thesis_peak_share_fp32 and _tf32 (over the GEMM's); thesis_peak_memory_mb (torch's
-  peak allocation on the GPU, on a CPU the peak resident memory); thesis_operators_per_iteration and
+  peak allocation on the GPU, on a CPU the peak resident memory); thesis_routine_seconds_fp32 and _tf32
+  (seconds per iteration in each routine: fitness, selection, train, replacement, mixture, exchange,
+  from the run's profile.csv); thesis_operators_per_iteration and
   thesis_host_reads_per_iteration on this device (benchmarks/grid_dispatch.py's counters), and their
   growth from a 2x2 grid of the same work (thesis_operators_growth, thesis_host_reads_growth: 81 times
   the cells, 1.0 ideal); thesis_top10: torch.profiler's ten operators with the most self time on the
@@ -43,7 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from common import emit, median_seconds, parser
+from common import emit, median_seconds, parser, routine_seconds
 import data_parallel_networks
 from grid_dispatch import cell_count, iteration_counts, job_file, run_files
 from grid_scaling import mnist_like, score_inputs, thesis_grid
@@ -142,6 +144,7 @@ class Parts:
             results[f"thesis_iteration_seconds_{kind}"] = round(seconds, 3)
             results[f"thesis_tflops_{kind}"] = round(counts.flops / seconds / 1e12, 4)
             results[f"thesis_peak_share_{kind}"] = round(counts.flops / seconds / 1e12 / self.results[f"gemm_tflops_{kind}"], 5)
+            results[f"thesis_routine_seconds_{kind}"] = routine_seconds(out)
             if kind == "fp32":
                 results["thesis_peak_memory_mb"] = _peak_memory_mb(out)
         self.results |= results

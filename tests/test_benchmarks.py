@@ -35,7 +35,7 @@ RESULT_KEYS = {
     | {f"{count}_growth_18x18_{layout}" for count in ("operators", "host_reads") for layout in ("cache", "whole")}
     | {"top_operators_per_cell_18x18_whole", "dcgan_cells", "device"},
     "gpu": {f"gemm_tflops_{kind}" for kind in ("fp32", "tf32")}
-    | {f"thesis_{key}_{kind}" for key in ("iteration_seconds", "tflops", "peak_share") for kind in ("fp32", "tf32")}
+    | {f"thesis_{key}_{kind}" for key in ("iteration_seconds", "tflops", "peak_share", "routine_seconds") for kind in ("fp32", "tf32")}
     | {f"thesis_{key}" for key in ("cells", "gflop_per_iteration", "peak_memory_mb", "operators_per_iteration",
                                    "host_reads_per_iteration", "operators_growth", "host_reads_growth", "top10")}
     | {"cnn_grid_cells", "cnn_iteration_seconds", "per_class_epoch_seconds", "conditional_epoch_seconds", "device"}
@@ -73,6 +73,11 @@ def test_quick_mode_prints_every_key(name, env, tmp_path):
             # A profile's ten operators with the most time: [name, milliseconds, calls], most first.
             assert len(value) == 10 and all(isinstance(name, str) and ms >= 0 and calls >= 1 for name, ms, calls in value)
             assert [ms for _, ms, _ in value] == sorted((ms for _, ms, _ in value), reverse=True)
+            continue
+        if "_routine_seconds_" in key:
+            # The grid's routines, each with its seconds per iteration; training takes time.
+            assert set(value) == {"fitness", "selection", "train", "replacement", "mixture", "exchange"} and value["train"] > 0
+            assert all(seconds >= 0 for seconds in value.values())
             continue
         if key.startswith("top_operators"):
             # Operator names with their extra calls per extra cell, most first.
