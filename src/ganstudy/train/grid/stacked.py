@@ -100,7 +100,12 @@ class StackedPlayers:
     def frozen(self, rows: list[int] | None = None) -> list[Tensor]:
         """The parameters without gradient tracking, optionally one row per entry of ``rows``."""
         detached = [p.detach() for p in self.params]
-        return detached if rows is None or rows == list(range(len(self))) else [p[rows] for p in detached]
+        if rows is None or rows == list(range(len(self))):
+            return detached
+        # One index tensor for all parameter tensors: indexing each with the list would copy it to the
+        # device once per tensor (pageable host-to-device copies cost an H200 as much as the products).
+        index = torch.tensor(rows, device=self.device)
+        return [p.index_select(0, index) for p in detached]
 
     def step(self) -> None:
         """One Adam step of every row, as torch.optim.Adam defines it, with the row's own learning rate and
@@ -310,15 +315,17 @@ class StackedEngine:
         g_rows = _row_ranges([len(new_g) for new_g, _ in selections])
         d_rows = _row_ranges([len(new_d) for _, new_d in selections])
         draws = GridDraws(cells, iteration, self.whole, steps)
-        orders = draws.batch_orders(steps * batch)
+        # Each discriminator row's image order (its cell's), indexed once per pass rather than per update.
+        d_cells = torch.tensor([c for c, rows in enumerate(d_rows) for _ in rows], device=device)
+        orders = draws.batch_orders(steps * batch)[d_cells]
         # Each row's losses summed on the device: read once, after the pass.
         g_sums = torch.zeros(len(gens), dtype=torch.float64, device=device)
         d_sums = torch.zeros(len(discs), dtype=torch.float64, device=device)
         d_steps = 0
         for step in range(steps):
-            real = first.images[orders[:, step * batch : (step + 1) * batch]]  # [cells, batch, ...]
             g_sums += self._update(draws.update(step, "g", _by_cell(gens.lrs, g_rows), [len(r) for r in d_rows]), gens, discs, g_rows, d_rows, None)
             if first.d_updates(step):
+                real = first.images[orders[:, step * batch : (step + 1) * batch]]  # [discriminator rows, batch, ...]
                 d_sums += self._update(draws.update(step, "d", _by_cell(discs.lrs, d_rows), [len(r) for r in g_rows]), discs, gens, d_rows, g_rows, real)
                 d_steps += 1
             beat()
@@ -333,8 +340,8 @@ class StackedEngine:
 
     def _update(self, drawn: UpdateDraws, attackers: StackedPlayers, opponents: StackedPlayers, rows: list[list[int]],
                 opponent_rows: list[list[int]], real: Tensor | None) -> Tensor:
-        """One update of every attacker row (generators when ``real`` is None) against its cell's drawn
-        defender; the rows' losses."""
+        """One update of every attacker row (generators when ``real`` is None; else ``real`` holds each
+        discriminator row's batch) against its cell's drawn defender; the rows' losses."""
         attackers.lrs = drawn.lrs.ravel()
         defenders = [opponent_rows[c][drawn.defenders[c]] for c, cell_rows in enumerate(rows) for _ in cell_rows]
         losses = [drawn.losses[c] for c, cell_rows in enumerate(rows) for _ in cell_rows]
@@ -344,8 +351,7 @@ class StackedEngine:
         else:
             with torch.no_grad():
                 fake = self.g_net(opponents.frozen(defenders), drawn.noise)
-            cell_of_row = [c for c, cell_rows in enumerate(rows) for _ in cell_rows]
-            d_real, d_fake = self.d_net(attackers.params, real[cell_of_row]), self.d_net(attackers.params, fake)
+            d_real, d_fake = self.d_net(attackers.params, real), self.d_net(attackers.params, fake)
             values = row_losses(losses, lambda loss, r: loss.discriminator(d_real[r], d_fake[r]))
         values.sum().backward()
         attackers.step()
