@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, TINY, planned_jobs, require_slurm, with_user_data
+from conftest import REPO, SCHEMA, TINY, planned_jobs, require_slurm, with_user_data
+
+from ganstudy.config import load_study_config
 
 pytestmark = pytest.mark.workflow
 
@@ -107,7 +109,9 @@ SUMMIT_GEOMETRY = {
 @pytest.mark.parametrize("study", STUDIES, ids=lambda p: p.stem)
 def test_the_cluster_profiles_plan_every_study(study, env, tmp_path):
     config = yaml.safe_load(study.read_text())
-    runs = sum(setup.get("trials", config["trials"]) for setup in config["setups"].values())
+    # A sweep's set-ups as the study expands them: one per combination, each with the study's trials.
+    expanded = load_study_config(study, SCHEMA)
+    runs = sum(setup.get("trials") or expanded["trials"] for setup in expanded["setups"].values())
     # Summit's plan only where its launch geometry is checked: the rest of the plan is the profile's no more
     # than slurm's (each plan is seconds of the suite).
     for profile in ("summit", "slurm") if study.stem in SUMMIT_GEOMETRY else ("slurm",):
