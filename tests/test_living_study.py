@@ -157,6 +157,28 @@ def test_key_order_and_the_site_change_nothing(living, env):
     assert not set(jobs) & (TRAINING | {"evaluate"}), jobs
 
 
+def test_an_upgrade_that_rewrites_a_rule_s_command_retrains_nothing(living, tmp_path, env):
+    # The finished study with Snakemake's metadata (which holds the code each job ran) in a checkout whose
+    # workflow is a copy, in which the train rule's command is then rewritten, as an upgrade may.
+    upgraded = tmp_path / "checkout"
+    shutil.copytree(REPO / "workflow", upgraded / "workflow")
+    shutil.copy(REPO / "Snakefile", upgraded)
+    for name in ("config", "profiles", "results", ".snakemake"):
+        shutil.copytree(living / name, upgraded / name, symlinks=True, ignore=shutil.ignore_patterns("locks"))
+    rule = upgraded / "workflow" / "rules" / "train.smk"
+    command = "--checkpoint-dir {params.checkpoints} > {log} 2>&1"
+    assert rule.read_text().count(command) == 1
+    rule.write_text(rule.read_text().replace(command, command.replace("> {log}", ">{log}")))
+    def plan(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["snakemake", "--configfile", "config/config.yaml", "-n", *args], cwd=upgraded, capture_output=True,
+                              text=True, env=env, timeout=300)
+    # Snakemake's own default sees the rewritten command as changed code and would retrain every run ...
+    default = plan("--cores", "1")
+    assert planned(default).get("train") == 4 and "Code has changed since last execution" in said(default), said(default)[-2000:]
+    # ... the profiles leave that trigger out: nothing to do.
+    assert planned(plan("--profile", "profiles/local")) == {}
+
+
 def test_a_changed_set_up_is_seen_without_snakemake_s_metadata_and_its_runs_are_archived(living, tmp_path, env):
     # A copy of the results without .snakemake/: as after `make clean` or in a fresh clone of the results.
     shutil.copytree(living / "results", tmp_path / "results")
