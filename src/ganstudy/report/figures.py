@@ -31,13 +31,19 @@ def _save(figure: plt.Figure, path: str | os.PathLike[str]) -> None:
     plt.close(figure)
 
 
+def _label(setup: str) -> str:
+    """A set-up's name over several lines, one per part: a sweep's names (``lp__batch_size=25__lr=0.001``)
+    are wider than a panel's title or an axis tick."""
+    return setup.replace("__", "\n")
+
+
 def box_plot(scores_path: str | os.PathLike[str], metric: str, setups: list[str], out_path: str | os.PathLike[str]) -> None:
     scores = pd.read_csv(scores_path)
     scores = scores[scores.metric == metric]
     groups = [scores[scores.setup == s].value.to_numpy(float) for s in setups]
     figure, axes = plt.subplots(figsize=(1.6 + 1.2 * len(setups), 3.6))
     axes.boxplot(groups, showfliers=False)
-    axes.set_xticks(range(1, len(setups) + 1), setups, rotation=20)
+    axes.set_xticks(range(1, len(setups) + 1), [_label(s) for s in setups], rotation=20)
     # Fixed jitter: the figure is the same bits on every regeneration.
     rng = np.random.default_rng(0)
     for position, values in enumerate(groups, start=1):
@@ -53,7 +59,7 @@ def sample_montage(grid_paths: list[str], setups: list[str], out_path: str | os.
     for ax, setup, path in zip(axes[0], setups, grid_paths):
         with Image.open(path) as picture:
             ax.imshow(np.asarray(picture), cmap="gray", interpolation="nearest")
-        ax.set_title(setup)
+        ax.set_title(_label(setup))
         ax.axis("off")
     _save(figure, out_path)
 
