@@ -67,7 +67,7 @@ BENCHMARKS := training_loop per_class_scaling data_parallel data_parallel_networ
 bench: setup
 	for name in $(BENCHMARKS); do echo "== $$name"; $(BIN)/python benchmarks/$$name.py $(BENCH_ARGS) --out $(BENCH_OUT) || exit 1; done
 
-# The prepared check of a GPU machine (about 8 minutes on one GPU): the thesis's 18x18 grid in float32
+# The prepared check of a GPU machine (about 11 minutes on one H200; see docs/benchmarks.md): the thesis's 18x18 grid in float32
 # and TF32 against the device's peak, operator and sync counts, a CNN grid, per-class, calo3d and pix2pix
 # epochs in float32 and bf16, the profiler's top operators. One JSON record to BENCH_OUT; table in docs/benchmarks.md.
 bench-gpu: setup

@@ -1,7 +1,7 @@
 """What one GPU does with a study's work: the prepared check of a GPU machine (`make bench-gpu`, issue 46).
 
-One script, about 8 minutes on one GPU, nothing to install beyond `make setup`; on a machine without a
-GPU only --quick runs (the same code on the CPU, on tiny sizes). Every run trains in this process, on
+One script, about 11 minutes on one H200 (the profile part 2.5 of them), nothing to install beyond
+`make setup`; on a machine without a GPU only --quick runs (the same code on the CPU, on tiny sizes). Every run trains in this process, on
 one rank with one torch thread (no interpreter start-up to wait for); seconds are a run's own clock (losses.csv), the median of its iterations or epochs after the first, without
 start-up. Keys:
 
