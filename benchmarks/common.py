@@ -88,11 +88,17 @@ def median_seconds(out: Path, skip: int = 1) -> float:
     return statistics.median(seconds for _, seconds in sorted(per_iteration.items())[skip:])
 
 
+def iterations_logged(out: Path) -> int:
+    """The iterations a grid run has logged: one row each in its losses.csv."""
+    with (out / "losses.csv").open() as handle:
+        return sum(1 for _ in csv.DictReader(handle))
+
+
 def routine_seconds(out: Path, skip: int = 1) -> dict[str, float]:
     """Rank 0's mean seconds per iteration in each routine of a grid run (profile.csv), iterations after
     the first ``skip`` (the final scoring's row, numbered one past the last iteration, left out). Each
     routine ends in a read of its results on the host, so on a GPU its time includes its kernels'."""
-    last = len(list(csv.DictReader((out / "losses.csv").open())))
+    last = iterations_logged(out)
     totals: dict[str, float] = defaultdict(float)
     for row in csv.DictReader((out / "profile.csv").open()):
         if row["cell"] == "*" and row["rank"] == "0" and skip < int(row["iteration"]) <= last:

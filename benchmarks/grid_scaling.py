@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from common import emit, median_seconds, parser, setup, train
+from common import emit, iterations_logged, median_seconds, parser, setup, train
 
 from ganstudy.data.arrays import Split, save_split
 from ganstudy.data.prepare import prepare_dataset
@@ -71,17 +71,13 @@ def run(ranks: int, settings: dict, folder: Path, out: Path) -> Path:
 
 
 def exchange_fraction(out: Path, skip: int = 1) -> float:
-    last = _last(out)
+    last = iterations_logged(out)
     per_rank = defaultdict(float)
     for row in csv.DictReader((out / "profile.csv").open()):
         if row["routine"] == "exchange" and row["cell"] == "*" and 1 + skip <= int(row["iteration"]) <= last:
             per_rank[row["rank"]] += float(row["seconds"])
     wall = median_seconds(out, skip) * (last - skip)
     return statistics.mean(seconds / wall for seconds in per_rank.values())
-
-
-def _last(out: Path) -> int:
-    return len(list(csv.DictReader((out / "losses.csv").open())))
 
 
 def score_inputs(folder: Path, epochs: int) -> None:
