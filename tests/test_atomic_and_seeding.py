@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ganstudy.atomic import atomic_path, read_json, write_json
-from ganstudy.checkpoint import checkpoint_due, run_fingerprint
+from ganstudy.checkpoint import FinishedOutputs, checkpoint_due, run_fingerprint
 from ganstudy.seeding import derive_seed
 
 
@@ -92,3 +92,32 @@ def test_every_mode_s_checkpoints_follow_one_policy():
     # checkpoints written before this policy was shared still resume.
     assert run_fingerprint({"seed": 2, "setup": {"lr": 0.5}}) == hashlib.sha256(b'{"seed": 2, "setup": {"lr": 0.5}}').hexdigest()
     assert run_fingerprint({"setup": {"lr": 0.5}, "seed": 2}) == run_fingerprint({"seed": 2, "setup": {"lr": 0.5}})
+
+
+def test_a_finished_run_s_outputs_replace_its_checkpoints_and_come_back_only_to_the_same_run(tmp_path):
+    out, folder = tmp_path / "run", tmp_path / "ckpt"
+    (folder / "iter-000004").mkdir(parents=True)
+    (folder / "iter-000004" / "COMPLETE").write_text("{}")
+    (folder / "elapsed.json").write_text("{}")
+    (out / "cells").mkdir(parents=True)
+    files = {"run.json": b"{}", "generator.pt": b"weights", "cells/0-0.csv": b"a,b"}
+    for name, data in files.items():
+        (out / name).write_bytes(data)
+    identity = {"now": "one"}
+    finished = FinishedOutputs(folder, lambda: identity["now"])
+    finished.keep(out)
+    assert sorted(path.name for path in folder.iterdir()) == ["finished"]
+    # Links, not copies: keeping a finished run costs no disk.
+    assert all((folder / "finished" / name).stat().st_ino == (out / name).stat().st_ino for name in files)
+    # As Snakemake leaves an incomplete job's folder before it runs the job again.
+    for name in files:
+        (out / name).unlink()
+    identity["now"] = "another"
+    assert not finished.restore(out) and not (out / "run.json").exists()
+    identity["now"] = "one"
+    assert finished.restore(out)
+    assert {name: (out / name).read_bytes() for name in files} == files
+    # A file missing from the kept set: the run trains again, it does not come back in part.
+    (folder / "finished" / "generator.pt").unlink()
+    (out / "run.json").unlink()
+    assert not finished.restore(out) and not (out / "run.json").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -202,7 +203,7 @@ def test_a_killed_run_resumes_bit_identical_and_skips_a_corrupt_checkpoint(digit
     assert f"warning: checkpoint of iteration {iteration} is unreadable" in done.stderr and "cell-1-1.ckpt" in done.stderr
     assert "resumed from the checkpoint of iteration" in done.stderr
     assert_same(result(tmp_path / "whole"), result(tmp_path / "resumed"))
-    assert not checkpoints.exists()  # cleaned once the outputs were complete
+    assert os.listdir(checkpoints) == ["finished"]  # the outputs took the checkpoints' place
 
 
 def test_a_changed_setup_never_resumes_from_old_checkpoints(digits_dir, scoring, env, tmp_path):

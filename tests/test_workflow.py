@@ -3,6 +3,7 @@
 import json
 import os
 import re
+import signal
 import stat
 import subprocess
 from pathlib import Path
@@ -182,7 +183,7 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     assert list(anova.channel) == ["grey"] and anova.p_value[0] < 1e-6
     grid_run = json.loads((study / "runs" / "grid" / "trial0" / "run.json").read_text())
     assert grid_run["world_size"] == 2 and grid_run["grid_shape"] == "2x2" and grid_run["exchange"] == "graph"
-    assert not (study / "checkpoints" / "grid" / "trial0").exists()  # removed once the run was complete
+    assert os.listdir(study / "checkpoints" / "grid" / "trial0") == ["finished"]  # the outputs took their place
     for name in ("box_fid.png", "box_isc.png", "samples.png", "routines.png", "speedup.png"):
         assert (study / "figures" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not (study / "figures" / "grid_sizes.png").exists()  # one grid size: nothing to plot against
@@ -278,7 +279,7 @@ def test_per_class_jobs_get_one_rank_per_class_up_to_max_ranks(env, tmp_path):
     assert json.loads((tmp_path / "results" / "dcgan_cifar100" / "site" / "compute.json").read_text())["gpus_per_rank"] == 2
 
 
-def test_a_training_job_killed_mid_run_resumes_on_rerun_to_the_same_bits(tmp_path, env):
+def test_neither_a_killed_training_job_nor_a_killed_snakemake_loses_finished_work(tmp_path, env):
     from ganstudy.models.artifact import load_generator
     from jobs import kill_job, start_job, wait_for
 
@@ -289,24 +290,48 @@ def test_a_training_job_killed_mid_run_resumes_on_rerun_to_the_same_bits(tmp_pat
     for folder in (whole, cut):
         folder.mkdir()
         (folder / "study.yaml").write_text(yaml.safe_dump(config))
-    # Targets after another option: --configfile takes several values.
-    done = snakemake(whole, config, "--cores", "1", target, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
+
+    def start(folder: Path):
+        # Targets after another option: --configfile takes several values.
+        return start_job(["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(folder), "--configfile", str(folder / "study.yaml"),
+                          "--cores", "1", target], env)
+
+    def rerun(folder: Path) -> str:
+        # Snakemake died with its lock held: a user unlocks. The job was never recorded as done: Snakemake
+        # deletes its outputs and runs it again.
+        assert snakemake(folder, config, "--unlock", env=env).returncode == 0
+        again = snakemake(folder, config, "--cores", "1", "--rerun-incomplete", target, env=env)
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert "rule train:" in again.stdout + again.stderr
+        return (folder / "results" / "tiny" / "logs" / "train" / "s" / "trial0.log").read_text()
+
+    # Snakemake stops while its job trains, as one in a closed login session or a head job at its wall time
+    # would; the job goes on and finishes. The rerun restores its outputs instead of training again.
+    run, kept = whole / "results" / "tiny" / "runs" / "s" / "trial0", whole / "results" / "tiny" / "checkpoints" / "s" / "trial0"
+    job = start(whole)
+    wait_for(lambda: (run / "heartbeat").is_file(), job)  # the trainer is under way
+    os.kill(job.pid, signal.SIGSTOP)
+    wait_for(lambda: (kept / "finished" / "FINISHED").is_file(), job)
+    kill_job(job)
+    finished = {path.name: path.read_bytes() for path in run.iterdir()}
+    assert "run.json" in finished and "generator.pt" in finished
+    log = rerun(whole)
+    assert f"restored the outputs of this run, finished before its workflow recorded it, from {kept.relative_to(whole)}/finished" in log
+    assert "iteration" not in log  # not one trained
+    assert {path.name: path.read_bytes() for path in run.iterdir()} == finished
+    assert "Nothing to be done" in snakemake(whole, config, "--cores", "1", target, env=env).stderr  # recorded now
+
+    # The job itself is killed mid-run, as a wall-time limit would: no clean-up. The rerun resumes it.
     checkpoints = cut / "results" / "tiny" / "checkpoints" / "s" / "trial0"
-    job = start_job(["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(cut), "--configfile", str(cut / "study.yaml"),
-                     "--cores", "1", target], env)
+    job = start(cut)
     wait_for(lambda: len(list(checkpoints.glob("pair/iter-*/COMPLETE"))) >= 2, job)
-    kill_job(job)  # as a wall-time limit would: no clean-up
+    kill_job(job)
     assert not (cut / target).exists() and checkpoints.exists()
-    # Snakemake itself died with the job: its lock stays, and a user unlocks before the re-run.
-    assert snakemake(cut, config, "--unlock", env=env).returncode == 0
-    again = snakemake(cut, config, "--cores", "1", "--rerun-incomplete", target, env=env)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert "resumed from the checkpoint of iteration" in (cut / "results" / "tiny" / "logs" / "train" / "s" / "trial0.log").read_text()
+    assert "resumed from the checkpoint of iteration" in rerun(cut)
     a, _ = load_generator(whole / target.replace("run.json", "generator.pt"))
     b, _ = load_generator(cut / target.replace("run.json", "generator.pt"))
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
-    assert not checkpoints.exists()
+    assert os.listdir(checkpoints) == ["finished"]
 
 
 def test_the_inception_extractor_needs_its_weights_file_before_any_job(tmp_path, env):

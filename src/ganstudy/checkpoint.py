@@ -1,5 +1,6 @@
 """Atomic, safe torch files (temp + rename, read with ``weights_only=True``) and run checkpoints: the one
-policy of every training mode (when one is due, what a run must match to resume from one, the store)."""
+policy of every training mode (when one is due, what a run must match to resume from one, the store), and
+the outputs of a finished run, which take the checkpoints' place."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pickle
 import shutil
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,7 @@ class CheckpointStore:
             return None
         return (f"warning: the checkpoints of iterations {', '.join(map(str, others))} in {self.directory} were written with "
                 "other settings or by another version of the training engine: not resumed. This run starts from the beginning "
-                "and clears the folder when it finishes; to finish those instead, stop it and rerun with the settings and "
+                "and, when it finishes, leaves only its outputs in the folder; to finish those instead, stop it and rerun with the settings and "
                 "the ganstudy version that wrote them")
 
     def read_part(self, iteration: int, name: str) -> dict[str, Any]:
@@ -125,3 +126,66 @@ class CheckpointStore:
             return _unpack(path)
         except (OSError, zlib.error, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
             raise ValueError(f"{path}: {exc.__class__.__name__}: {exc}") from None
+
+
+# A finished run's outputs in its checkpoint folder (FinishedOutputs), and the marker written after them.
+FINISHED, FINISHED_MARKER = "finished", "FINISHED"
+
+
+def _link(source: Path, target: Path) -> None:
+    """``target`` as a second name of ``source``'s file: no second copy on disk. A file system without hard
+    links (or another one) gets a copy."""
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+class FinishedOutputs:
+    """The outputs of a finished run, kept in its checkpoint folder in place of its checkpoints, as hard links.
+
+    A workflow manager that dies while a training job runs (a closed login session, the head job of a
+    study reaching its own wall time) never records that job as finished, although the job completes its
+    outputs: the next run of the study deletes them and trains again (Snakemake's --rerun-incomplete).
+    The trainer restores them from here instead, in seconds, when the run is the same run: ``identity``
+    gives the sha256 of what decides it (its job, trial and input files' bytes), computed only when needed.
+    """
+
+    def __init__(self, checkpoint_dir: str | os.PathLike[str], identity: Callable[[], str]) -> None:
+        self.directory = Path(checkpoint_dir)
+        self.kept = self.directory / FINISHED
+        self.identity = identity
+
+    def keep(self, out_dir: str | os.PathLike[str]) -> None:
+        """Link the complete outputs of ``out_dir`` (run.json among them), then drop the checkpoints."""
+        out = Path(out_dir)
+        names = sorted((str(path.relative_to(out)) for path in out.rglob("*") if path.is_file()),
+                       key=lambda name: name == "run.json")  # run.json last: restored last, it marks a complete run
+        shutil.rmtree(self.kept, ignore_errors=True)
+        for name in names:
+            (self.kept / name).parent.mkdir(parents=True, exist_ok=True)
+            _link(out / name, self.kept / name)
+        write_text(self.kept / FINISHED_MARKER, json.dumps({"fingerprint": self.identity(), "files": names}))
+        for entry in self.directory.iterdir():
+            if entry.is_dir() and entry != self.kept:
+                shutil.rmtree(entry)
+            elif entry.is_file():
+                entry.unlink()
+
+    def restore(self, out_dir: str | os.PathLike[str]) -> bool:
+        """Put the kept outputs back into ``out_dir`` if they are this run's and whole; False otherwise (train)."""
+        try:
+            record = json.loads((self.kept / FINISHED_MARKER).read_text())
+            names = [str(name) for name in record["files"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        if not all((self.kept / name).is_file() for name in names) or record.get("fingerprint") != self.identity():
+            return False
+        out = Path(out_dir)
+        for name in names:
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
+            _link(self.kept / name, out / name)
+            # Newer than the job's inputs, as a file the job wrote now: Snakemake's mtime rule stays satisfied.
+            os.utime(out / name)
+        return True

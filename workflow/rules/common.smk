@@ -252,16 +252,17 @@ def train_priority(wildcards):
     """Longest training jobs first, by pair-iterations per rank: when a study has more jobs than the
     cores or slots it runs on, starting the long ones first shortens it (the default study: 8 jobs on 2
     cores, 1x1 jobs half as long as 2x2 ones). Within a set-up, a run with checkpoints to resume from
-    goes before fresh ones, so that a study stopped and started again finishes the trials it began.
-    Only the order of the numbers matters."""
+    (or finished outputs to restore) goes before fresh ones, so that a study stopped and started again
+    finishes the trials it began. Only the order of the numbers matters."""
     tasks = setup_tasks(wildcards)
     try:
         pairs = pairs_of(wildcards.setup)
     except WorkflowError:
         pairs = tasks  # a per-class set-up whose classes are known only once its data is read
-    # A checkpoint counts once its COMPLETE marker is written (ganstudy.checkpoint.CheckpointStore's layout;
-    # not imported here, it imports torch).
-    started = any(Path(checkpoint_dir(wildcards)).glob("iter-*/COMPLETE"))
+    # A checkpoint counts once its COMPLETE marker is written, kept outputs once FINISHED is
+    # (ganstudy.checkpoint's layout; not imported here, it imports torch).
+    folder = Path(checkpoint_dir(wildcards))
+    started = any(folder.glob("iter-*/COMPLETE")) or (folder / "finished" / "FINISHED").is_file()
     return config["setups"][wildcards.setup]["iterations"] * pairs / tasks + (0.5 if started else 0)
 
 

@@ -52,6 +52,9 @@ class LiveTable:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._columns: list[str] | None = None
+        # A new file, never the old one emptied: a finished run's outputs may be hard links of the copy kept
+        # beside its checkpoints (ganstudy.checkpoint.FinishedOutputs).
+        path.unlink(missing_ok=True)
         self._handle = path.open("w", encoding="utf-8")
 
     def append(self, rows: Iterable[dict[str, Any]]) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -19,8 +18,9 @@ from typing import Any
 import torch
 
 from ganstudy.atomic import read_json, write_json, write_text
+from ganstudy.checkpoint import FinishedOutputs, run_fingerprint
 from ganstudy.contracts import SampleFigure
-from ganstudy.data.arrays import load_split
+from ganstudy.data.arrays import file_digest, load_split
 from ganstudy.data.loaders import DATASETS
 from ganstudy.data.kinds import KINDS, get_kind
 from ganstudy.models import NETWORKS, get_network
@@ -91,6 +91,9 @@ def run_training(
     started = time.perf_counter()
     compute = job.compute
     world = mpi_world()
+    finished = _finished_outputs(job, trial, checkpoint_dir)
+    if finished is not None and world.comm.bcast(world.is_root and _restored(finished, Path(out_dir)), root=0):
+        return
     set_cpu_threads(compute.threads)
     mode = get_mode(job.settings.mode)
     devices = select_devices(world, compute.device, compute.gpus_per_rank, compute.node_gpus)
@@ -111,9 +114,29 @@ def run_training(
     write_json(out / "run.json", _run_record(job, trial, context, result, hosts, ranks, started_at=started_at,
                                              train_seconds=train_seconds, earlier_segments_seconds=earlier,
                                              total_seconds=time.perf_counter() - started))
-    if context.checkpoint_dir is not None:
-        # The outputs are complete: the checkpoints have served their purpose.
-        shutil.rmtree(context.checkpoint_dir, ignore_errors=True)
+    if finished is not None:
+        # The outputs are complete: they replace the checkpoints, which have served their purpose.
+        finished.keep(out)
+
+
+def _finished_outputs(job: TrainingJob, trial: int, checkpoint_dir: str | os.PathLike[str] | None) -> FinishedOutputs | None:
+    """Where a run keeps its outputs once finished, identified by what decides them: the job's record, the
+    trial and the bytes of its input files (a data set prepared again differently is another run)."""
+    if checkpoint_dir is None:
+        return None
+
+    def identity() -> str:
+        inputs = {name: file_digest(path) for name, path in as_dict(job.inputs).items() if path}
+        return run_fingerprint({"job": job.record(), "trial": trial, "input_sha256": inputs})
+    return FinishedOutputs(checkpoint_dir, identity)
+
+
+def _restored(finished: FinishedOutputs, out: Path) -> bool:
+    if not finished.restore(out):
+        return False
+    print(f"ganstudy: restored the outputs of this run, finished before its workflow recorded it, from {finished.kept}: "
+          "not trained again", file=sys.stderr, flush=True)
+    return True
 
 
 def _run_record(job: TrainingJob, trial: int, context: TrainingContext, result: TrainingResult, hosts: list[str],
