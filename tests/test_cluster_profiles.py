@@ -106,6 +106,12 @@ SUMMIT_GEOMETRY = {
 }
 
 
+# Rules whose jobs read their arguments from a file (@FILE): their shell lines stay under 300 characters
+# whatever the number of runs and the names of the set-ups. The data, training and scoring rules are next.
+CONVERTED_RULES = ("aggregate", "convergence", "stats", "sweeps", "aggregate_timings", "timing", "reproduction", "box_plot",
+                   "grid_size_plot", "routine_plot", "speedup_plot", "sample_montage", "kind_figure", "training_curves", "summary")
+
+
 @pytest.mark.parametrize("study", STUDIES, ids=lambda p: p.stem)
 def test_the_cluster_profiles_plan_every_study(study, env, tmp_path):
     config = yaml.safe_load(study.read_text())
@@ -124,6 +130,9 @@ def test_the_cluster_profiles_plan_every_study(study, env, tmp_path):
         wanted = config.get("compute", {}).get("prepare_mem_mb", 2000)
         job = out.split("rule prepare_dataset:")[1].split("\n\n")[0]
         assert f"mem_mb={wanted}," in job, job
+        long = {rule: len(job["Shell command"]) for rule in CONVERTED_RULES for job in planned_jobs(out, rule)
+                if len(job["Shell command"]) >= 300}
+        assert not long, long
         geometry = SUMMIT_GEOMETRY.get(study.stem, []) if profile == "summit" else []
         for setup, count, nodes, launch in geometry:
             jobs = _jobs(out, setup)

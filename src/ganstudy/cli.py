@@ -378,8 +378,10 @@ def _baselines_option(sub: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # @FILE reads arguments from FILE, one per line: how the workflow passes a step its arguments
+    # (results/<study>/arguments/<job>.args), so that a rule's command stays short.
     parser = argparse.ArgumentParser(
-        prog="ganstudy", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="ganstudy", formatter_class=argparse.RawDescriptionHelpFormatter, fromfile_prefix_chars="@",
         description="A GAN study's tools. Run a study with Snakemake (README.md); these commands look at it.",
     )
     parser.add_argument("--version", action=_Version)

@@ -14,7 +14,7 @@ from snakemake.cli import get_profile_dir
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from ganstudy.atomic import write_json
+from ganstudy.atomic import write_json, write_text
 from ganstudy.changed_runs import archive_run, changed_runs
 from ganstudy.classes import class_problems
 from ganstudy.config import (
@@ -604,6 +604,40 @@ EDITED = [os.path.abspath(path) for path in workflow.configfiles if os.path.isfi
 def spec_inputs(name):
     """A stage's spec file as its input (and in a dry-run the edited config, where the spec is stale)."""
     return [spec_file(name)] + (EDITED if Path(spec_file(name)) in STALE else [])
+
+
+# Each job's command-line arguments, one per line, in results/<study>/arguments/<job>.args (<job> names its
+# rule and, where the rule has several jobs, the values of their wildcards), which its command reads as
+# @FILE (argparse). A rule's shell line stays short however many runs a study has and however long their names are, and
+# `ganstudy <step> @FILE` runs the job again by hand. As with the spec files, a real run rewrites a file
+# that no longer says what the config does before any job (the job is then redone, by modification time,
+# with or without Snakemake's metadata), and a dry-run gives its job the edited config as an input.
+ARGUMENTS = {}
+
+
+def arguments_file(job):
+    return f"{STUDY_DIR}/arguments/{job}.args"
+
+
+def job_arguments(job, *arguments):
+    """Set the arguments of ``job`` (after its rule, whose inputs and outputs they name); a real run writes
+    the file now if it is missing or says something else."""
+    path = Path(arguments_file(job))
+    ARGUMENTS[path] = "".join(f"{argument}\n" for argument in arguments)
+    if EXECUTING and (not path.is_file() or path.read_text() != ARGUMENTS[path]):
+        if path.is_file():
+            logger.info(f"rewrote {path}: the config has changed the job's arguments")
+        write_text(path, ARGUMENTS[path])
+
+
+def arguments_inputs(job):
+    """A job's arguments file as its input ``arguments`` (and in a dry-run the edited config as ``edited``
+    where the file is stale); a function, since the arguments are set after the rule."""
+    def inputs(wildcards):
+        path = Path(arguments_file(job.format(**wildcards)))
+        stale = path.is_file() and path.read_text() != ARGUMENTS[path]
+        return {"arguments": str(path), "edited": EDITED if stale else []}
+    return inputs
 
 
 # Finished runs whose run.json records another job than the config's (ganstudy.changed_runs), by (set-up,

@@ -34,6 +34,20 @@ rule spec:
         Path(log[0]).write_text(f"wrote {output[0]}\n")
 
 
+# A job's arguments (job_arguments, common.smk), written where missing; a real run writes them before any job.
+rule arguments:
+    output:
+        f"{STUDY_DIR}/arguments/{{job}}.args",
+    params:
+        content=lambda wildcards: ARGUMENTS[Path(arguments_file(wildcards.job))],
+    log:
+        f"{LOG_DIR}/arguments/{{job}}.log",
+    localrule: True
+    run:
+        write_text(output[0], params.content)
+        Path(log[0]).write_text(f"wrote {output[0]}\n")
+
+
 rule prepare_dataset:
     input:
         dataset_files(),

@@ -3,7 +3,8 @@
 
 rule box_plot:
     input:
-        rules.aggregate.output,
+        unpack(arguments_inputs("box_plot/{metric}")),
+        scores=rules.aggregate.output,
     output:
         report(
             f"{STUDY_DIR}/figures/box_{{metric}}.png",
@@ -11,8 +12,6 @@ rule box_plot:
             category="5. Figures",
             labels={"metric": "{metric}"},
         ),
-    params:
-        setups=SETUPS,
     log:
         f"{LOG_DIR}/box_plot_{{metric}}.log",
     conda:
@@ -20,13 +19,18 @@ rule box_plot:
     localrule: True
     threads: 1
     shell:
-        "ganstudy box-plot --scores {input} --metric {wildcards.metric} --setups {params.setups}"
-        " --out {output} > {log} 2>&1"
+        "ganstudy box-plot @{input.arguments} > {log} 2>&1"
+
+
+for metric in METRICS:
+    job_arguments(f"box_plot/{metric}", "--scores", *rules.box_plot.input.scores, "--metric", metric, "--setups", *SETUPS,
+                  "--out", *expand(rules.box_plot.output, metric=metric))
 
 
 rule grid_size_plot:
     input:
-        rules.aggregate.output,
+        unpack(arguments_inputs("grid_size_plot")),
+        scores=rules.aggregate.output,
     output:
         report(
             f"{STUDY_DIR}/figures/grid_sizes.png",
@@ -34,9 +38,6 @@ rule grid_size_plot:
             category="5. Figures",
             labels={"figure": "scores by grid size"},
         ),
-    params:
-        setups=SETUPS,
-        metrics=METRICS,
     log:
         f"{LOG_DIR}/grid_size_plot.log",
     conda:
@@ -44,12 +45,18 @@ rule grid_size_plot:
     localrule: True
     threads: 1
     shell:
-        "ganstudy grid-plot --scores {input} --metrics {params.metrics} --setups {params.setups} --out {output} > {log} 2>&1"
+        "ganstudy grid-plot @{input.arguments} > {log} 2>&1"
+
+
+if len(GRID_SIZES) > 1:
+    job_arguments("grid_size_plot", "--scores", *rules.grid_size_plot.input.scores, "--metrics", *METRICS, "--setups", *SETUPS,
+                  "--out", *rules.grid_size_plot.output)
 
 
 rule routine_plot:
     input:
-        rules.aggregate_timings.output.timings,
+        unpack(arguments_inputs("routine_plot")),
+        timings=rules.aggregate_timings.output.timings,
     output:
         report(
             f"{STUDY_DIR}/figures/routines.png",
@@ -57,8 +64,6 @@ rule routine_plot:
             category="5. Figures",
             labels={"figure": "seconds per routine"},
         ),
-    params:
-        setups=SETUPS,
     log:
         f"{LOG_DIR}/routine_plot.log",
     conda:
@@ -66,12 +71,16 @@ rule routine_plot:
     localrule: True
     threads: 1
     shell:
-        "ganstudy routine-plot --timings {input} --setups {params.setups} --out {output} > {log} 2>&1"
+        "ganstudy routine-plot @{input.arguments} > {log} 2>&1"
+
+
+job_arguments("routine_plot", "--timings", rules.routine_plot.input.timings, "--setups", *SETUPS, "--out", *rules.routine_plot.output)
 
 
 rule speedup_plot:
     input:
-        rules.aggregate_timings.output.timings,
+        unpack(arguments_inputs("speedup_plot")),
+        timings=rules.aggregate_timings.output.timings,
     output:
         report(
             f"{STUDY_DIR}/figures/speedup.png",
@@ -79,9 +88,6 @@ rule speedup_plot:
             category="5. Figures",
             labels={"figure": "speed-up"},
         ),
-    params:
-        setups=SETUPS,
-        baselines=rules.timing.params.baselines,
     log:
         f"{LOG_DIR}/speedup_plot.log",
     conda:
@@ -89,13 +95,18 @@ rule speedup_plot:
     localrule: True
     threads: 1
     shell:
-        "ganstudy speedup-plot --timings {input} --setups {params.setups} --baselines {params.baselines}"
-        " --out {output} > {log} 2>&1"
+        "ganstudy speedup-plot @{input.arguments} > {log} 2>&1"
+
+
+if BASELINES:
+    job_arguments("speedup_plot", "--timings", rules.speedup_plot.input.timings, "--setups", *SETUPS, "--baselines",
+                  *BASELINE_ARGUMENTS, "--out", *rules.speedup_plot.output)
 
 
 rule sample_montage:
     input:
-        expand(f"{STUDY_DIR}/runs/{{setup}}/trial0/samples.png", setup=SETUPS),
+        unpack(arguments_inputs("sample_montage")),
+        grids=expand(f"{STUDY_DIR}/runs/{{setup}}/trial0/samples.png", setup=SETUPS),
     output:
         report(
             f"{STUDY_DIR}/figures/samples.png",
@@ -103,8 +114,6 @@ rule sample_montage:
             category="5. Figures",
             labels={"figure": "samples"},
         ),
-    params:
-        setups=SETUPS,
     log:
         f"{LOG_DIR}/sample_montage.log",
     conda:
@@ -112,7 +121,10 @@ rule sample_montage:
     localrule: True
     threads: 1
     shell:
-        "ganstudy montage --grids {input} --setups {params.setups} --out {output} > {log} 2>&1"
+        "ganstudy montage @{input.arguments} > {log} 2>&1"
+
+
+job_arguments("sample_montage", "--grids", *rules.sample_montage.input.grids, "--setups", *SETUPS, "--out", *rules.sample_montage.output)
 
 
 if KIND.figures:
@@ -120,7 +132,8 @@ if KIND.figures:
     # The figures the study's data kind adds (DataKind.figures), each drawn by the kind's own function.
     rule kind_figure:
         input:
-            expand(f"{STUDY_DIR}/scores/{{setup}}/trial0.json", setup=SETUPS),
+            unpack(arguments_inputs("kind_figure/{figure}")),
+            scores=expand(f"{STUDY_DIR}/scores/{{setup}}/trial0.json", setup=SETUPS),
         output:
             report(
                 f"{STUDY_DIR}/figures/{{figure}}.png",
@@ -129,8 +142,6 @@ if KIND.figures:
                 labels={"figure": "{figure}"},
             ),
         params:
-            kind=KIND.name,
-            setups=SETUPS,
             caption=lambda wildcards: KIND.figure(wildcards.figure).caption,
         wildcard_constraints:
             figure="|".join(re.escape(figure.name) for figure in KIND.figures),
@@ -141,13 +152,17 @@ if KIND.figures:
         localrule: True
         threads: 1
         shell:
-            "ganstudy kind-figure --kind {params.kind} --figure {wildcards.figure} --scores {input}"
-            " --setups {params.setups} --out {output} > {log} 2>&1"
+            "ganstudy kind-figure @{input.arguments} > {log} 2>&1"
+
+    for figure in KIND.figures:
+        job_arguments(f"kind_figure/{figure.name}", "--kind", KIND.name, "--figure", figure.name, "--scores", *rules.kind_figure.input.scores,
+                      "--setups", *SETUPS, "--out", *expand(rules.kind_figure.output, figure=figure.name))
 
 
 rule training_curves:
     input:
-        [f"{STUDY_DIR}/runs/{setup}/trial{trial}/losses.csv" for setup, trial in RUNS],
+        unpack(arguments_inputs("training_curves")),
+        losses=[f"{STUDY_DIR}/runs/{setup}/trial{trial}/losses.csv" for setup, trial in RUNS],
     output:
         report(
             f"{STUDY_DIR}/figures/training_curves.png",
@@ -155,8 +170,6 @@ rule training_curves:
             category="5. Figures",
             labels={"figure": "training curves"},
         ),
-    params:
-        setups=SETUPS,
     log:
         f"{LOG_DIR}/training_curves.log",
     conda:
@@ -164,7 +177,10 @@ rule training_curves:
     localrule: True
     threads: 1
     shell:
-        "ganstudy curves --losses {input} --setups {params.setups} --out {output} > {log} 2>&1"
+        "ganstudy curves @{input.arguments} > {log} 2>&1"
+
+
+job_arguments("training_curves", "--losses", *rules.training_curves.input.losses, "--setups", *SETUPS, "--out", *rules.training_curves.output)
 
 
 rule smote_samples:
@@ -199,19 +215,13 @@ FIGURES = [
 
 rule summary:
     input:
+        unpack(arguments_inputs("summary")),
         rules.stats.output,
         rules.convergence.output.table,
         rules.reproduction.output if REFERENCES else [],
         FIGURES,
     output:
         report(f"{STUDY_DIR}/summary.md", caption="../report/summary_page.rst", category="0. The answer"),
-    params:
-        folder=lambda wildcards, output: os.path.dirname(output[0]),
-        study=config["study"],
-        setups=SETUPS,
-        metrics=METRICS,
-        figures=FIGURES,
-        digits=config["statistics"]["digits"],
     log:
         f"{LOG_DIR}/summary.log",
     conda:
@@ -219,8 +229,13 @@ rule summary:
     localrule: True
     threads: 1
     shell:
-        "ganstudy summary --study-dir {params.folder} --study {params.study} --setups {params.setups} --metrics {params.metrics}"
-        " --figures {params.figures} --digits {params.digits} --out {output} > {log} 2>&1"
+        "ganstudy summary @{input.arguments} > {log} 2>&1"
+
+
+job_arguments(
+    "summary", "--study-dir", os.path.dirname(rules.summary.output[0]), "--study", config["study"], "--setups", *SETUPS,
+    "--metrics", *METRICS, "--figures", *FIGURES, "--digits", config["statistics"]["digits"], "--out", *rules.summary.output,
+)
 
 
 rule figures:

@@ -4,11 +4,10 @@
 
 rule aggregate:
     input:
-        [f"{STUDY_DIR}/scores/{setup}/trial{trial}.json" for setup, trial in RUNS],
+        unpack(arguments_inputs("aggregate")),
+        scores=[f"{STUDY_DIR}/scores/{setup}/trial{trial}.json" for setup, trial in RUNS],
     output:
         report(f"{STUDY_DIR}/scores.csv", caption="../report/scores.rst", category="4. Statistics"),
-    params:
-        study=config["study"],
     log:
         f"{LOG_DIR}/aggregate.log",
     conda:
@@ -16,12 +15,16 @@ rule aggregate:
     localrule: True
     threads: 1
     shell:
-        "ganstudy aggregate --study {params.study} --out {output} {input} > {log} 2>&1"
+        "ganstudy aggregate @{input.arguments} > {log} 2>&1"
+
+
+job_arguments("aggregate", "--study", config["study"], "--out", *rules.aggregate.output, *rules.aggregate.input.scores)
 
 
 rule convergence:
     input:
-        [f"{STUDY_DIR}/runs/{setup}/trial{trial}/losses.csv" for setup, trial in RUNS],
+        unpack(arguments_inputs("convergence")),
+        losses=[f"{STUDY_DIR}/runs/{setup}/trial{trial}/losses.csv" for setup, trial in RUNS],
     output:
         table=report(f"{STUDY_DIR}/convergence.csv", caption="../report/convergence.rst", category="4. Statistics"),
         figure=report(
@@ -30,11 +33,6 @@ rule convergence:
             category="5. Figures",
             labels={"figure": "score curves"},
         ),
-    params:
-        setups=SETUPS,
-        window=config["statistics"]["convergence_window"],
-        tolerance=config["statistics"]["convergence_tolerance"],
-        degradation=config["statistics"]["degradation_tolerance"],
     log:
         f"{LOG_DIR}/convergence.log",
     conda:
@@ -42,12 +40,20 @@ rule convergence:
     localrule: True
     threads: 1
     shell:
-        "ganstudy convergence --losses {input} --setups {params.setups} --window {params.window} --tolerance {params.tolerance}"
-        " --degradation {params.degradation} --out {output.table} --figure {output.figure} > {log} 2>&1"
+        "ganstudy convergence @{input.arguments} > {log} 2>&1"
+
+
+job_arguments(
+    "convergence", "--losses", *rules.convergence.input.losses, "--setups", *SETUPS,
+    "--window", config["statistics"]["convergence_window"], "--tolerance", config["statistics"]["convergence_tolerance"],
+    "--degradation", config["statistics"]["degradation_tolerance"],
+    "--out", rules.convergence.output.table, "--figure", rules.convergence.output.figure,
+)
 
 
 rule stats:
     input:
+        unpack(arguments_inputs("stats")),
         scores=rules.aggregate.output,
         convergence=rules.convergence.output.table,
     output:
@@ -76,12 +82,6 @@ rule stats:
             caption="../report/results.rst",
             category="4. Statistics",
         ),
-    params:
-        setups=SETUPS,
-        metrics=METRICS,
-        min_trials=config["statistics"]["min_trials"],
-        digits=config["statistics"]["digits"],
-        out_dir=lambda wildcards, output: os.path.dirname(output.summary[0]),
     log:
         f"{LOG_DIR}/stats.log",
     conda:
@@ -89,12 +89,19 @@ rule stats:
     localrule: True
     threads: 1
     shell:
-        "ganstudy stats --scores {input.scores} --convergence {input.convergence} --setups {params.setups}"
-        " --metrics {params.metrics} --min-trials {params.min_trials} --digits {params.digits} --out-dir {params.out_dir} > {log} 2>&1"
+        "ganstudy stats @{input.arguments} > {log} 2>&1"
+
+
+job_arguments(
+    "stats", "--scores", *rules.stats.input.scores, "--convergence", rules.stats.input.convergence, "--setups", *SETUPS,
+    "--metrics", *METRICS, "--min-trials", config["statistics"]["min_trials"], "--digits", config["statistics"]["digits"],
+    "--out-dir", os.path.dirname(rules.stats.output.summary[0]),
+)
 
 
 rule sweeps:
     input:
+        unpack(arguments_inputs("sweeps")),
         scores=rules.aggregate.output,
         sweeps=spec_inputs("sweeps"),
     output:
@@ -113,11 +120,6 @@ rule sweeps:
             caption="../report/sweep_plot.rst",
             category="5. Figures",
         ),
-    params:
-        metrics=METRICS,
-        digits=config["statistics"]["digits"],
-        tables=lambda wildcards, output: os.path.dirname(output.effects[0]),
-        figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
     log:
         f"{LOG_DIR}/sweeps.log",
     conda:
@@ -125,13 +127,21 @@ rule sweeps:
     localrule: True
     threads: 1
     shell:
-        "ganstudy sweep-stats --scores {input.scores} --sweeps {input.sweeps[0]} --metrics {params.metrics} --digits {params.digits}"
-        " --out-dir {params.tables} --figures {params.figures} > {log} 2>&1"
+        "ganstudy sweep-stats @{input.arguments} > {log} 2>&1"
+
+
+if SWEEPS:
+    job_arguments(
+        "sweeps", "--scores", *rules.sweeps.input.scores, "--sweeps", spec_file("sweeps"), "--metrics", *METRICS,
+        "--digits", config["statistics"]["digits"], "--out-dir", os.path.dirname(rules.sweeps.output.effects[0]),
+        "--figures", os.path.dirname(rules.sweeps.output.figures[0]),
+    )
 
 
 rule aggregate_timings:
     input:
-        [
+        unpack(arguments_inputs("aggregate_timings")),
+        runs=[
             f"{STUDY_DIR}/runs/{setup}/trial{trial}/{name}"
             for setup, trial in RUNS
             for name in ("run.json", "profile.csv", "losses.csv")
@@ -139,8 +149,6 @@ rule aggregate_timings:
     output:
         timings=report(f"{STUDY_DIR}/timings.csv", caption="../report/timings.rst", category="4. Statistics"),
         runs=report(f"{STUDY_DIR}/runs.csv", caption="../report/runs.rst", category="4. Statistics"),
-    params:
-        runs=[f"{STUDY_DIR}/runs/{setup}/trial{trial}" for setup, trial in RUNS],
     log:
         f"{LOG_DIR}/aggregate_timings.log",
     conda:
@@ -148,11 +156,18 @@ rule aggregate_timings:
     localrule: True
     threads: 1
     shell:
-        "ganstudy aggregate-timings --out {output.timings} --runs-out {output.runs} {params.runs} > {log} 2>&1"
+        "ganstudy aggregate-timings @{input.arguments} > {log} 2>&1"
+
+
+job_arguments(
+    "aggregate_timings", "--out", rules.aggregate_timings.output.timings, "--runs-out", rules.aggregate_timings.output.runs,
+    *(f"{STUDY_DIR}/runs/{setup}/trial{trial}" for setup, trial in RUNS),
+)
 
 
 rule timing:
     input:
+        unpack(arguments_inputs("timing")),
         timings=rules.aggregate_timings.output.timings,
         runs=rules.aggregate_timings.output.runs,
     output:
@@ -171,12 +186,6 @@ rule timing:
             caption="../report/epochs.rst",
             category="4. Statistics",
         ),
-    params:
-        setups=SETUPS,
-        baselines=[f"{setup}={baseline}" for setup, baseline in BASELINES.items()],
-        references=as_json(EPOCH_FACTS),
-        digits=config["statistics"]["digits"],
-        out_dir=lambda wildcards, output: os.path.dirname(output.timing[0]),
     log:
         f"{LOG_DIR}/timing.log",
     conda:
@@ -184,13 +193,22 @@ rule timing:
     localrule: True
     threads: 1
     shell:
-        "ganstudy timing --timings {input.timings} --runs {input.runs} --setups {params.setups} --baselines {params.baselines}"
-        " --references {params.references:q} --digits {params.digits} --out-dir {params.out_dir} > {log} 2>&1"
+        "ganstudy timing @{input.arguments} > {log} 2>&1"
+
+
+# Each multi-rank set-up's one-rank run of the same work.
+BASELINE_ARGUMENTS = [f"{setup}={baseline}" for setup, baseline in BASELINES.items()]
+job_arguments(
+    "timing", "--timings", rules.timing.input.timings, "--runs", rules.timing.input.runs, "--setups", *SETUPS,
+    "--baselines", *BASELINE_ARGUMENTS, "--references", as_json(EPOCH_FACTS), "--digits", config["statistics"]["digits"],
+    "--out-dir", os.path.dirname(rules.timing.output.timing[0]),
+)
 
 
 rule reproduction:
     input:
-        rules.aggregate.output,
+        unpack(arguments_inputs("reproduction")),
+        scores=rules.aggregate.output,
     output:
         tables=report(
             expand(f"{STUDY_DIR}/tables/reproduction.{{ext}}", ext=TABLE_FORMATS),
@@ -200,11 +218,6 @@ rule reproduction:
         directions=report(
             f"{STUDY_DIR}/tables/reproduction_directions.csv", caption="../report/reproduction.rst", category="4. Statistics"
         ),
-    params:
-        setups=SETUPS,
-        references=as_json(REFERENCES),
-        digits=config["statistics"]["digits"],
-        out_dir=lambda wildcards, output: os.path.dirname(output.directions),
     log:
         f"{LOG_DIR}/reproduction.log",
     conda:
@@ -212,8 +225,14 @@ rule reproduction:
     localrule: True
     threads: 1
     shell:
-        "ganstudy reproduction --scores {input} --references {params.references:q} --setups {params.setups}"
-        " --digits {params.digits} --out-dir {params.out_dir} > {log} 2>&1"
+        "ganstudy reproduction @{input.arguments} > {log} 2>&1"
+
+
+if REFERENCES:
+    job_arguments(
+        "reproduction", "--scores", *rules.reproduction.input.scores, "--references", as_json(REFERENCES), "--setups", *SETUPS,
+        "--digits", config["statistics"]["digits"], "--out-dir", os.path.dirname(rules.reproduction.output.directions),
+    )
 
 
 rule tables:
