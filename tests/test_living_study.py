@@ -143,6 +143,17 @@ def test_each_edit_of_a_finished_study_plans_exactly_what_it_changes(living, env
     assert not set(jobs) & unwanted, jobs
 
 
+def test_a_statistics_edit_redoes_only_its_tables_and_figures_without_snakemake_s_metadata(living, tmp_path, env):
+    # A copy of the results without .snakemake/: the jobs' arguments files, not Snakemake's params, carry the edit.
+    shutil.copytree(living / "results", tmp_path / "results")
+    assert planned(snakemake(tmp_path, LIVING, "-n", env=env)) == {}
+    statistics = LIVING.get("statistics", {})
+    changed = _with(statistics={**statistics, "convergence_window": 0.5 if statistics.get("convergence_window") != 0.5 else 0.4})
+    jobs = planned(snakemake(tmp_path, changed, "-n", env=env))
+    assert jobs.get("convergence") == 1 and jobs.get("stats") == 1, jobs
+    assert not set(jobs) & (TRAINING | {"evaluate", "aggregate", "box_plot"}), jobs
+
+
 def test_key_order_and_the_site_change_nothing(living, env):
     assert planned(snakemake(living, LIVING, "-n", env=env)) == {}
     # The same study as a user may write it: every mapping's keys in another order, but the set-ups' own order,
