@@ -129,7 +129,7 @@ def run_record(folder: Path, setup: str) -> dict:
 @pytest.mark.parametrize("setup", sorted(RANKS))
 def test_ranks_run_on_both_nodes_and_give_the_one_rank_bits(setup, study_on_two_nodes, env, tmp_path):
     folder, log = study_on_two_nodes
-    assert f"srun -n {RANKS[setup]} --gpus-per-task=1 --kill-on-bad-exit=1 ganstudy train results/nodes/jobs/{setup}.json" in log
+    assert f"srun -n {RANKS[setup]} --gpus-per-task=1 --kill-on-bad-exit=1 ganstudy train @results/nodes/arguments/train/{setup}/trial0.args" in log
     record = run_record(folder, setup)
     assert record["world_size"] == RANKS[setup]
     # srun's block distribution: two ranks on the first node, the rest on the second.

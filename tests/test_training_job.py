@@ -83,8 +83,7 @@ def test_the_train_rule_s_shell_line_is_short_and_its_help_fits_a_screen(env):
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if re.search(r"ganstudy train ", line)]
     assert lines and all(len(line.removeprefix("Shell command: ")) < 300 for line in lines), max(lines, key=len)
-    assert all(re.search(r"ganstudy train results/digits_grid/jobs/grid\dx\d\.json --compute results/digits_grid/site/compute.json "
-                         r"--trial \d", line) for line in lines)
+    assert all(re.search(r"ganstudy train @results/digits_grid/arguments/train/grid\dx\d/trial\d\.args > ", line) for line in lines)
     help_text = subprocess.run(["ganstudy", "train", "--help"], capture_output=True, text=True, env=env).stdout
     assert len(help_text.splitlines()) <= 24
 

@@ -271,7 +271,7 @@ def test_per_class_jobs_get_one_rank_per_class_up_to_max_ranks(env, tmp_path):
         setup = re.match(r"setup=(\w+),", job["wildcards"]).group(1)
         tasks.setdefault(setup, set()).add(re.search(r"tasks=(\d+)", job["resources"]).group(1))
     assert tasks == {"dcgan": {"1"}, "dccgan": {"1"}, "per_class": {"100"}}
-    assert "mpiexec -n 100 ganstudy train results/dcgan_cifar100/jobs/per_class.json" in done.stdout
+    assert "mpiexec -n 100 ganstudy train @results/dcgan_cifar100/arguments/train/per_class/trial0.args" in done.stdout
     # The seed's layout: each rank's generator and discriminator on a GPU of their own, as the compute options
     # the training jobs read say (beside the job files, which hold what decides the results only).
     written = snakemake(tmp_path, yaml.safe_load(study.read_text()), "--cores", "1", "results/dcgan_cifar100/site/compute.json", env=env)

@@ -455,8 +455,7 @@ def _data_steps(commands: _Commands) -> None:
     sub = commands.step("reference-stats", _reference_stats, "FID statistics of the real images")
     _settings_option(sub, "evaluation section")
     sub.add_argument("--split", required=True)
-    # Given without a file by the workflow on data of one class, which train no classifier.
-    sub.add_argument("--classifier", nargs="?", help="the data set's classifier (needed unless --extractor quality is Inception)")
+    sub.add_argument("--classifier", help="the data set's classifier (needed unless --extractor quality is a pretrained network)")
     sub.add_argument(
         "--extractor", choices=["classifier", "quality"], default="classifier",
         help="classifier: the classifier's statistics (per-class scores, in-training FID); quality: those of "

@@ -7,6 +7,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import yaml
 
@@ -577,18 +578,21 @@ def out_of_date(path, content):
         return False
 
 
+# Whether the study has results already, read before this run writes anything.
+MADE_BEFORE = Path(f"{STUDY_DIR}/data/manifest.json").is_file()
+
+
 def refresh_specs():
     """Before any job of a real run: rewrite each spec and job file that no longer says what the config
     does (its stage is then redone). A spec missing beside outputs made before specs existed is written
     dated 1970, so that those outputs are kept, as they were before."""
-    made_before = Path(f"{STUDY_DIR}/data/manifest.json").is_file()
     for path, content in spec_files().items():
         if path.is_file() and not out_of_date(path, content):
             continue
         new = not path.is_file()
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, json.loads(as_json(content)))
-        if new and path.parent.name == "specs" and made_before:
+        if new and path.parent.name == "specs" and MADE_BEFORE:
             os.utime(path, (0, 0))
         elif not new:
             logger.info(f"rewrote {path}: the config has changed what it describes")
@@ -619,15 +623,21 @@ def arguments_file(job):
     return f"{STUDY_DIR}/arguments/{job}.args"
 
 
-def job_arguments(job, *arguments):
+def job_arguments(job, *arguments, kept=False):
     """Set the arguments of ``job`` (after its rule, whose inputs and outputs they name); a real run writes
-    the file now if it is missing or says something else."""
+    the file now if it is missing or says something else. ``kept``: for a job whose settings are in a spec
+    file too (data, classifier, scores) or whose run is judged by its record (training), a file written for
+    the first time beside a study made before arguments files existed is dated 1970, so that what the study
+    holds is kept (a cheap job is simply redone once)."""
     path = Path(arguments_file(job))
     ARGUMENTS[path] = "".join(f"{argument}\n" for argument in arguments)
     if EXECUTING and (not path.is_file() or path.read_text() != ARGUMENTS[path]):
-        if path.is_file():
+        new = not path.is_file()
+        if not new:
             logger.info(f"rewrote {path}: the config has changed the job's arguments")
         write_text(path, ARGUMENTS[path])
+        if new and kept and MADE_BEFORE:
+            os.utime(path, (0, 0))
 
 
 def arguments_inputs(job):
@@ -683,6 +693,7 @@ def train_rule_inputs(wildcards):
     # The Inception weights reach the job through its reference statistics, whose rule reads and checks them.
     inputs = {name: kept(path) for name, path in train_inputs(wildcards.setup).items() if name != "inception"}
     return inputs | {"job": kept(f"{STUDY_DIR}/jobs/{wildcards.setup}.json"), "compute": ancient(COMPUTE_FILE),
+                     "arguments": kept(arguments_file(f"train/{wildcards.setup}/trial{wildcards.trial}")),
                      "edited": EDITED if changed else []}
 
 
@@ -705,16 +716,14 @@ def evaluate_inputs(wildcards):
     return inputs
 
 
-def evaluate_args(wildcards, input):
-    """What the evaluate command scores against: the test split, or the classifier's statistics (and
-    Inception's when it is evaluation.extractor), and the reference split where a metric reads the real
-    images."""
+def evaluate_against(inputs):
+    """What the evaluate command scores against, from its job's ``inputs``: the test split, or the
+    classifier's statistics (and those of evaluation.extractor when it is a pretrained network), and the
+    reference split where a metric reads the real images."""
     if KIND.held_out is not None:
-        return f"--kind {KIND.name} --held-out {input.held_out}"
-    against = [f"--classifier {input.classifier} --reference {input.reference}"] if CLASSIFIER else []
-    against += [f"--{flag} {getattr(input, key)}" for key, flag in (("quality", "quality-reference"), ("real", "real"))
-                if key in input.keys()]
-    return " ".join(against)
+        return ["--kind", KIND.name, "--held-out", inputs["held_out"]]
+    flags = {"classifier": "classifier", "reference": "reference", "quality": "quality-reference", "real": "real"}
+    return [argument for key, flag in flags.items() if key in inputs for argument in (f"--{flag}", inputs[key])]
 
 
 def fetched_files():

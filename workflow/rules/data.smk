@@ -51,6 +51,7 @@ rule arguments:
 rule prepare_dataset:
     input:
         dataset_files(),
+        unpack(arguments_inputs("prepare_dataset")),
         spec=spec_inputs("data"),
     output:
         train=f"{STUDY_DIR}/data/train.npz",
@@ -61,10 +62,6 @@ rule prepare_dataset:
             caption="../report/manifest.rst",
             category="1. Data",
         ),
-    params:
-        settings=as_json(dataset_settings(config["dataset"])),
-        seed=config["seed"],
-        out_dir=subpath(output.manifest, parent=True),
     log:
         f"{LOG_DIR}/prepare_dataset.log",
     conda:
@@ -76,8 +73,11 @@ rule prepare_dataset:
         mem_mb=config["compute"]["prepare_mem_mb"],
         runtime=15,
     shell:
-        "ganstudy prepare --settings {params.settings:q} --seed {params.seed}"
-        " --out-dir {params.out_dir} > {log} 2>&1"
+        "ganstudy prepare @{input.arguments} > {log} 2>&1"
+
+
+job_arguments("prepare_dataset", "--settings", as_json(dataset_settings(config["dataset"])), "--seed", config["seed"],
+              "--out-dir", os.path.dirname(rules.prepare_dataset.output.manifest), kept=True)
 
 
 rule anova:

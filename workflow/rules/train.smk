@@ -49,8 +49,6 @@ rule train:
         profile=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/profile.csv",
         record=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/run.json",
     params:
-        out_dir=subpath(output.record, parent=True),
-        checkpoints=checkpoint_dir,
         launch=mpi_launch,
     log:
         f"{LOG_DIR}/train/{{setup}}/trial{{trial}}.log",
@@ -71,5 +69,12 @@ rule train:
         wall_warning_minutes=config["compute"]["wall_warning_minutes"],
         **SLURM_TRAIN_RESOURCES,
     shell:
-        "{params.launch} ganstudy train {input.job} --compute {input.compute} --trial {wildcards.trial} --out-dir {params.out_dir}"
-        " --checkpoint-dir {params.checkpoints} > {log} 2>&1"
+        "{params.launch} ganstudy train @{input.arguments} > {log} 2>&1"
+
+
+for setup, trial in RUNS:
+    job_arguments(
+        f"train/{setup}/trial{trial}", expand(rules.training_job.output, setup=setup)[0], "--compute", COMPUTE_FILE,
+        "--trial", trial, "--out-dir", os.path.dirname(expand(rules.train.output.record, setup=setup, trial=trial)[0]),
+        "--checkpoint-dir", checkpoint_dir(SimpleNamespace(setup=setup, trial=trial)), kept=True,
+    )
