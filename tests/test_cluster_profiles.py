@@ -168,7 +168,8 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
         assert args[args.index("-wa") + 1] == "USR1" and args[args.index("-wt") + 1] == "5"
     assert not any("-wa" in args for name, args in submitted.items() if not name.startswith("train/"))
     jsrun = (fake / "jsrun.log").read_text().splitlines()
-    assert sorted(Path(line.split(" ganstudy train ")[1].split()[0]).stem for line in jsrun) == list(MPI_SETUPS)
+    # Each job's arguments file: results/tiny/arguments/train/<set-up>/trial0.args.
+    assert sorted(Path(line.split(" ganstudy train @")[1].split()[0]).parent.name for line in jsrun) == list(MPI_SETUPS)
     assert all(line.startswith("jsrun -n 2 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train") for line in jsrun)
     for setup in MPI_SETUPS:
         record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())

@@ -177,7 +177,7 @@ def test_an_upgrade_that_rewrites_a_rule_s_command_retrains_nothing(living, tmp_
     for name in ("config", "profiles", "results", ".snakemake"):
         shutil.copytree(living / name, upgraded / name, symlinks=True, ignore=shutil.ignore_patterns("locks"))
     rule = upgraded / "workflow" / "rules" / "train.smk"
-    command = "--checkpoint-dir {params.checkpoints} > {log} 2>&1"
+    command = "ganstudy train @{input.arguments} > {log} 2>&1"
     assert rule.read_text().count(command) == 1
     rule.write_text(rule.read_text().replace(command, command.replace("> {log}", ">{log}")))
     def plan(*args: str) -> subprocess.CompletedProcess:

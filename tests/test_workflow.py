@@ -348,6 +348,8 @@ def test_the_inception_extractor_needs_its_weights_file_before_any_job(tmp_path,
     planned = snakemake(tmp_path, config, "-n", "-p", env=env)
     assert planned.returncode == 0, planned.stderr[-2000:]
     assert re.search(r"^quality_statistics\s+1$", planned.stdout, re.MULTILINE)
-    assert "--quality-reference results/tiny/classifier/reference_inception.npz" in planned.stdout
+    # Each scoring job reads the real images' Inception statistics (its arguments file passes them as --quality-reference).
+    scoring = planned_jobs(planned.stdout, "evaluate")
+    assert scoring and all("results/tiny/classifier/reference_inception.npz" in job["input"] for job in scoring)
     # The shrunken study's few samples: Inception FID would be biased, and the DAG says so before any job.
     assert f"evaluation.samples is {SHRUNKEN['evaluation']['samples']}, fewer than the 2049" in planned.stdout + planned.stderr
