@@ -252,11 +252,13 @@ def text(path: Path) -> str:
 
 def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
     """Every file of the study's results, (modification time, content), but plan.json (every start of
-    the workflow writes the plan of what it was asked to run, for `ganstudy status`) and the site's compute
+    the workflow writes the plan of what it was asked to run, for `ganstudy status`), the site's compute
     options (site/compute.json: how the ranks compute on this site, rewritten when the site changes, as
-    it does here from 2 GPUs per node to 1)."""
+    it does here from 2 GPUs per node to 1) and the jobs' arguments files (every start writes those its
+    config gives: here those of the study-wide tables and figures name only the lost grid)."""
     return {str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())
-            for path in (folder / "results").rglob("*") if path.is_file() and path.name != "plan.json" and path.parent.name != "site"}
+            for path in (folder / "results").rglob("*")
+            if path.is_file() and path.name != "plan.json" and path.parent.name != "site" and "arguments" not in path.parts}
 
 
 def test_a_lost_node_stops_the_job_by_heartbeat_and_the_retry_resumes_bit_identical(study_on_two_nodes, nodes, tmp_path, env):
