@@ -1,24 +1,13 @@
-"""The checkout ganstudy runs from: its workflow (Snakefile, schemas, profiles) lives beside the package
-(``pip install -e .`` of a clone), so a command run from any directory finds the schemas there, and the
-version names the commit."""
+"""The checkout ganstudy runs from: its workflow (Snakefile, profiles, docs) lives beside the package
+(``pip install -e .`` of a clone), and the version names the commit."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import ganstudy
-from ganstudy.errors import GanstudyError
 
 ROOT = Path(ganstudy.__file__).resolve().parents[2]
-
-
-def schemas_dir() -> Path:
-    """workflow/schemas of the checkout the package was installed from."""
-    folder = ROOT / "workflow" / "schemas"
-    if not (folder / "config.schema.yaml").is_file():
-        raise GanstudyError(f"the workflow's schemas are not beside the ganstudy package (looked in {folder}): install "
-                            "ganstudy from its clone with `pip install -e .` (make setup does), or pass the schema's path")
-    return folder
 
 
 def version_text() -> str:

@@ -84,10 +84,11 @@ def _counted(counts: dict[str, int]) -> str:
 def _config_reference(args: argparse.Namespace) -> None:
     from ganstudy.config_reference import write_reference
 
-    from ganstudy.checkout import ROOT, schemas_dir
+    from ganstudy.checkout import ROOT
+    from ganstudy.schema import SCHEMAS_DIR
 
     out = args.out or ROOT / "docs" / "config-reference.md"
-    gaps = write_reference(args.schemas or schemas_dir(), out)
+    gaps = write_reference(args.schemas or SCHEMAS_DIR, out)
     if gaps:
         raise GanstudyError("the schemas leave keys undocumented: " + "; ".join(gaps) + "; add them to the schema")
     print(f"wrote {out}")
@@ -100,9 +101,9 @@ def _validate_config(args: argparse.Namespace) -> None:
     from ganstudy.parts import part_problems, study_kind
     from ganstudy.sweeps import sweep_lines
 
-    from ganstudy.checkout import schemas_dir
+    from ganstudy.schema import CONFIG_SCHEMA
 
-    config = load_study_config(args.config, args.schema or schemas_dir() / "config.schema.yaml")
+    config = load_study_config(args.config, args.schema or CONFIG_SCHEMA)
     problems = part_problems(config)
     if not problems:
         dataset = config["dataset"]
@@ -422,13 +423,13 @@ def _person_commands(commands: _Commands) -> None:
 
     sub = commands.person("config-reference", _config_reference, "write the configuration reference from the schemas",
                           " (Markdown)")
-    sub.add_argument("--schemas", help="the schemas' folder (default: the checkout's workflow/schemas)")
+    sub.add_argument("--schemas", help="the schemas' folder (default: the package's, to which workflow/schemas links)")
     sub.add_argument("--out", help="default: the checkout's docs/config-reference.md")
 
     sub = commands.person("validate-config", _validate_config, "check a study config, its plugins and its data",
                           " against the schema; list its sweeps' set-ups")
     sub.add_argument("config")
-    sub.add_argument("--schema", help="default: the checkout's workflow/schemas/config.schema.yaml")
+    sub.add_argument("--schema", help="default: the package's config.schema.yaml (workflow/schemas links to it)")
 
     sub = commands.person("fetch", _fetch, "download a standard data set and verify its checksums", " (the published ones)")
     sub.add_argument("--name", required=True)

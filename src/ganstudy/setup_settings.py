@@ -1,6 +1,7 @@
 """A set-up's training settings, typed: one frozen dataclass per section of ``setups.<name>`` in the
-study's schema (workflow/schemas/config.schema.yaml describes every key and its default), built once
-when a training job starts. tests/test_settings.py checks that the fields are the schema's keys.
+study's schema (workflow/schemas/config.schema.yaml describes every key), built once when a training job
+starts. The defaults are the schema's (ganstudy.schema); tests/test_settings.py checks that the fields are
+its keys.
 
 Below the stages, not in train/: the workflow plans from them, and evaluation scores a generator as it
 trained (a paired generator's batch norm rows), which must not make evaluate import the training."""
@@ -13,44 +14,52 @@ from typing import Any
 
 from ganstudy.config import training_settings
 from ganstudy.errors import GanstudyError
+from ganstudy.schema import schema_defaults
 from ganstudy.typed import FrozenMapping, build
+
+
+# The schema's defaults (ganstudy.schema): the one place they are written.
+_GRID = schema_defaults("setups", "grid")
+_DATA_PARALLEL = schema_defaults("setups", "data_parallel")
+_JITTER = schema_defaults("setups", "jitter")
+_ENERGY_LOOP = schema_defaults("setups", "energy_loop")
 
 
 @dataclass(frozen=True)
 class GridSettings:
     """``grid``: Lipizzaner's coevolutionary grid."""
 
-    shape: str = "2x2"
-    min_cells: int = 1
-    max_cells: int = 1024
-    batch_cells: bool = True
-    population_size: int = 1
-    tournament_size: int = 2
-    n_replacements: int = 1
-    replacement: str = "always"
-    mutation_probability: float = 0.5
-    mutation_rate: float = 0.0001
-    mixture_sigma: float = 0.01
-    fitness_sample_size: int = 1000
-    fitness_mode: str = "average"
-    score_sample_size: int = 1000
-    data_ratio: float = 1.0
-    cell_classes: tuple[int, ...] | None = None
-    discriminator_skip: int = 1
-    heartbeat_timeout: float = 300
+    shape: str = _GRID["shape"]
+    min_cells: int = _GRID["min_cells"]
+    max_cells: int = _GRID["max_cells"]
+    batch_cells: bool = _GRID["batch_cells"]
+    population_size: int = _GRID["population_size"]
+    tournament_size: int = _GRID["tournament_size"]
+    n_replacements: int = _GRID["n_replacements"]
+    replacement: str = _GRID["replacement"]
+    mutation_probability: float = _GRID["mutation_probability"]
+    mutation_rate: float = _GRID["mutation_rate"]
+    mixture_sigma: float = _GRID["mixture_sigma"]
+    fitness_sample_size: int = _GRID["fitness_sample_size"]
+    fitness_mode: str = _GRID["fitness_mode"]
+    score_sample_size: int = _GRID["score_sample_size"]
+    data_ratio: float = _GRID["data_ratio"]
+    cell_classes: tuple[int, ...] | None = _GRID["cell_classes"]
+    discriminator_skip: int = _GRID["discriminator_skip"]
+    heartbeat_timeout: float = _GRID["heartbeat_timeout"]
 
 
 @dataclass(frozen=True)
 class DataParallelSettings:
     """``data_parallel``: one pair trained over the ranks on shards of each global batch."""
 
-    amp: str = "none"
-    accumulation_steps: int = 1
-    clip_norm: float | None = None
-    zero: bool | int = False
-    offload: str = "none"
-    scaling: str = "strong"
-    batch_norm: str = "global"
+    amp: str = _DATA_PARALLEL["amp"]
+    accumulation_steps: int = _DATA_PARALLEL["accumulation_steps"]
+    clip_norm: float | None = _DATA_PARALLEL["clip_norm"]
+    zero: bool | int = _DATA_PARALLEL["zero"]
+    offload: str = _DATA_PARALLEL["offload"]
+    scaling: str = _DATA_PARALLEL["scaling"]
+    batch_norm: str = _DATA_PARALLEL["batch_norm"]
 
     def __post_init__(self) -> None:
         if self.offload != "none" and self.zero_stage < 2:
@@ -68,22 +77,22 @@ class DataParallelSettings:
 class JitterSettings:
     """``jitter``: pix2pix's resize-and-crop and flip of training pairs (pix2pix only)."""
 
-    load_size: int | None = None
-    flip: bool = False
+    load_size: int | None = _JITTER["load_size"]
+    flip: bool = _JITTER["flip"]
 
 
 @dataclass(frozen=True)
 class EnergyLoopSettings:
     """``energy_loop``: 3DGAN's training step (calo3d only)."""
 
-    fake_energies: str = "uniform"
-    fake_energy_range: tuple[float, float] = (0.1, 5.0)
-    sum_fit: tuple[float, ...] = (0.0018, -0.023, 0.11, -0.28, 2.21)
-    label_flip: float = 0.05
-    split_discriminator_step: bool = True
-    generator_steps: int = 2
-    optimizer: str = "rmsprop"
-    discriminator_fakes: str = "predict"
+    fake_energies: str = _ENERGY_LOOP["fake_energies"]
+    fake_energy_range: tuple[float, float] = _ENERGY_LOOP["fake_energy_range"]
+    sum_fit: tuple[float, ...] = _ENERGY_LOOP["sum_fit"]
+    label_flip: float = _ENERGY_LOOP["label_flip"]
+    split_discriminator_step: bool = _ENERGY_LOOP["split_discriminator_step"]
+    generator_steps: int = _ENERGY_LOOP["generator_steps"]
+    optimizer: str = _ENERGY_LOOP["optimizer"]
+    discriminator_fakes: str = _ENERGY_LOOP["discriminator_fakes"]
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import yaml
 
 from ganstudy.config import section_problems
 from ganstudy.errors import GanstudyError
+from ganstudy.schema import SCHEMAS_DIR
 
 # The keys a site describes; a study's compute section has the same keys, null meaning "the site's".
 SITE_KEYS = ("node_cores", "node_gpus", "gpus_per_rank", "node_mem_mb", "modules")
@@ -42,7 +43,7 @@ def read_site(reference: str | None, base: str | os.PathLike[str]) -> dict[str, 
         if not isinstance(site, dict):
             raise GanstudyError(f"site file {path} must map keys to values, got {type(site).__name__}")
         where = f"site file {path}"
-    schema = yaml.safe_load((Path(base) / "workflow" / "schemas" / "site.schema.yaml").read_text())
+    schema = yaml.safe_load((SCHEMAS_DIR / "site.schema.yaml").read_text())
     problems = section_problems(site, schema, where)
     if "launcher" not in site:
         # Instead of the schema's "'launcher' is a required property": what to write.

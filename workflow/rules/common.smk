@@ -30,6 +30,7 @@ from ganstudy.parallel.partition import shard_rows
 from ganstudy.parts import part_problems, study_kind
 from ganstudy.pretrained import PRETRAINED
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
+from ganstudy.schema import CONFIG_SCHEMA
 from ganstudy.setup_settings import TrainingSettings
 from ganstudy.site import account_warning, read_site, resolve_node_cores, with_site
 from ganstudy.stats.timing import EPOCH_REFERENCES
@@ -43,7 +44,7 @@ try:
     # Snakemake's own YAML reading keeps the last of two equal keys silently.
     for configfile in workflow.configfiles:
         read_yaml(configfile)
-    validate_study_config(config, os.path.join(workflow.basedir, "workflow", "schemas", "config.schema.yaml"))
+    validate_study_config(config, CONFIG_SCHEMA)
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
 

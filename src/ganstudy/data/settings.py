@@ -1,7 +1,7 @@
 """The preparing stage's settings, typed: ``dataset`` as a frozen dataclass built once when the preparing
 command starts from the validated section (config.dataset_settings; workflow/schemas/config.schema.yaml
-describes every key and its default). tests/test_settings.py checks that the fields are the schema's
-keys with its defaults. Free of torch."""
+describes every key), with the schema's defaults (ganstudy.schema). tests/test_settings.py checks that the
+fields are the schema's keys. Free of torch."""
 
 from __future__ import annotations
 
@@ -10,16 +10,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ganstudy.data.loaders import LoadOptions
+from ganstudy.schema import schema_defaults
 from ganstudy.typed import FrozenMapping, build
+
+
+# The schema's defaults (ganstudy.schema): the one place they are written.
+_SMOTE = schema_defaults("dataset", "smote")
+_DATASET = schema_defaults("dataset")
 
 
 @dataclass(frozen=True)
 class SmoteSettings:
     """``dataset.smote``: oversampling of the training split."""
 
-    strategy: str = "none"
-    factor: float = 15
-    k_neighbors: int = 5
+    strategy: str = _SMOTE["strategy"]
+    factor: float = _SMOTE["factor"]
+    k_neighbors: int = _SMOTE["k_neighbors"]
 
 
 @dataclass(frozen=True)
@@ -27,15 +33,15 @@ class DatasetSettings:
     """``dataset`` as the preparing job sees it: ``direction`` only for the data sets that read it (None
     for the others)."""
 
-    name: str = "digits"
-    path: str | None = None
-    mirror: str | None = None
-    image_size: int | None = None
-    channels: int | None = None
+    name: str = _DATASET["name"]
+    path: str | None = _DATASET["path"]
+    mirror: str | None = _DATASET["mirror"]
+    image_size: int | None = _DATASET["image_size"]
+    channels: int | None = _DATASET["channels"]
     direction: str | None = None
     options: Mapping[str, Any] = field(default_factory=FrozenMapping)
     smote: SmoteSettings = field(default_factory=SmoteSettings)
-    test_fraction: float = 0.2
+    test_fraction: float = _DATASET["test_fraction"]
 
     @classmethod
     def of(cls, section: Mapping[str, Any], where: str = "dataset settings") -> DatasetSettings:
