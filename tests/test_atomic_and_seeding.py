@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ganstudy.atomic import atomic_path, read_json, write_json
-from ganstudy.checkpoint import FinishedOutputs, checkpoint_due, run_fingerprint
+from ganstudy.checkpoint import FinishedOutputs, checkpoint_due, load_state, run_fingerprint, save_state
 from ganstudy.seeding import derive_seed
 
 
@@ -121,3 +121,14 @@ def test_a_finished_run_s_outputs_replace_its_checkpoints_and_come_back_only_to_
     (folder / "finished" / "generator.pt").unlink()
     (out / "run.json").unlink()
     assert not finished.restore(out) and not (out / "run.json").exists()
+
+
+def test_the_same_state_saved_twice_gives_the_same_bytes(tmp_path):
+    # Saved through a randomly named temporary file, torch used to name the archive's records after it.
+    import torch
+
+    state = {"weights": torch.arange(6.0).reshape(2, 3), "name": "g"}
+    save_state(tmp_path / "a.pt", state)
+    save_state(tmp_path / "b.pt", state)
+    assert (tmp_path / "a.pt").read_bytes() == (tmp_path / "b.pt").read_bytes()
+    assert torch.equal(load_state(tmp_path / "b.pt", "rerun")["weights"], state["weights"])

@@ -23,9 +23,12 @@ from ganstudy.errors import GanstudyError
 
 
 def save_state(path: str | os.PathLike[str], state: dict[str, Any]) -> None:
-    """Write tensors and plain values (dict, list, str, numbers) so that a restricted load can read them."""
+    """Write tensors and plain values (dict, list, str, numbers) so that a restricted load can read them.
+    The same state gives the same bytes: saved to a file, torch names the archive's records after the
+    file, and the atomic write's temporary name is random (a classifier's sha256, which the score
+    tables print, changed from run to run)."""
     with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+        tmp.write_bytes(_serialised(state))
 
 
 def load_state(path: str | os.PathLike[str], remedy: str) -> dict[str, Any]:
@@ -41,10 +44,14 @@ def load_state(path: str | os.PathLike[str], remedy: str) -> dict[str, Any]:
     return state
 
 
-def _pack(state: dict[str, Any]) -> bytes:
+def _serialised(state: dict[str, Any]) -> bytes:
     buffer = io.BytesIO()
     torch.save(state, buffer)
-    return zlib.compress(buffer.getvalue(), level=3)
+    return buffer.getvalue()
+
+
+def _pack(state: dict[str, Any]) -> bytes:
+    return zlib.compress(_serialised(state), level=3)
 
 
 def _unpack(path: Path) -> dict[str, Any]:
