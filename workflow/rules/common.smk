@@ -613,11 +613,13 @@ def spec_inputs(name):
 
 # Each job's command-line arguments, one per line, in results/<study>/arguments/<job>.args (<job> names its
 # rule and, where the rule has several jobs, the values of their wildcards), which its command reads as
-# @FILE (argparse). A rule's shell line stays short however many runs a study has and however long their names are, and
-# `ganstudy <step> @FILE` runs the job again by hand. As with the spec files, a real run rewrites a file
+# @FILE (argparse). A rule's shell line stays short however many runs a study has and however long their
+# names are, and `ganstudy <step> @FILE` runs the job again by hand. As with the spec files, a real run rewrites a file
 # that no longer says what the config does before any job (the job is then redone, by modification time,
 # with or without Snakemake's metadata), and a dry-run gives its job the edited config as an input.
 ARGUMENTS = {}
+# The files that say something else than their job's arguments and are not rewritten (a dry-run).
+STALE_ARGUMENTS = set()
 
 
 def arguments_file(job):
@@ -632,13 +634,18 @@ def job_arguments(job, *arguments, kept=False):
     holds is kept (a cheap job is simply redone once)."""
     path = Path(arguments_file(job))
     ARGUMENTS[path] = "".join(f"{argument}\n" for argument in arguments)
-    if EXECUTING and (not path.is_file() or path.read_text() != ARGUMENTS[path]):
-        new = not path.is_file()
+    new = not path.is_file()
+    if not new and path.read_text() == ARGUMENTS[path]:
+        return
+    if not EXECUTING:
         if not new:
-            logger.info(f"rewrote {path}: the config has changed the job's arguments")
-        write_text(path, ARGUMENTS[path])
-        if new and kept and MADE_BEFORE:
-            os.utime(path, (0, 0))
+            STALE_ARGUMENTS.add(path)
+        return
+    if not new:
+        logger.info(f"rewrote {path}: the config has changed the job's arguments")
+    write_text(path, ARGUMENTS[path])
+    if new and kept and MADE_BEFORE:
+        os.utime(path, (0, 0))
 
 
 def arguments_inputs(job):
@@ -646,8 +653,7 @@ def arguments_inputs(job):
     where the file is stale); a function, since the arguments are set after the rule."""
     def inputs(wildcards):
         path = Path(arguments_file(job.format(**wildcards)))
-        stale = path.is_file() and path.read_text() != ARGUMENTS[path]
-        return {"arguments": str(path), "edited": EDITED if stale else []}
+        return {"arguments": str(path), "edited": EDITED if path in STALE_ARGUMENTS else []}
     return inputs
 
 
