@@ -180,12 +180,20 @@ def test_the_scoring_jobs_get_the_reference_split_only_where_a_metric_reads_the_
     from conftest import planned_jobs, with_pythonpath
     from test_workflow import snakemake
 
-    study = {"study": "tiny", "trials": 1, "setups": {"bce": {"iterations": 2}}, "evaluation": {"metrics": ["fid"]}}
-    plans = {}
+    study = {"study": "tiny", "trials": 1, "setups": {"bce": {"iterations": 2}}}
+    arguments = "results/tiny/arguments/evaluate/bce/trial0.args"
+    inputs, lines = {}, {}
     for metrics in (["fid"], ["fid", "brightness_gap"]):
-        done = snakemake(tmp_path, {**study, "evaluation": {"metrics": metrics}}, "-n", "-p", env=with_pythonpath(env, site))
+        config = {**study, "evaluation": {"metrics": metrics}}
+        done = snakemake(tmp_path, config, "-n", env=with_pythonpath(env, site))
         assert done.returncode == 0, done.stderr[-3000:]
         [job] = planned_jobs(done.stdout, "evaluate")
-        plans[len(metrics)] = job["Shell command"]
-    assert "--real" not in plans[1]
-    assert "--reference results/tiny/classifier/reference_stats.npz --real results/tiny/data/train.npz --seed" in plans[2]
+        inputs[len(metrics)] = job["input"].split(", ")
+        # A real start writes every job's arguments file (one argument per line) before any job runs.
+        done = snakemake(tmp_path, config, "--cores", "1", arguments, env=with_pythonpath(env, site))
+        assert done.returncode == 0, done.stderr[-3000:]
+        lines[len(metrics)] = (tmp_path / arguments).read_text().splitlines()
+    assert "--real" not in lines[1] and "results/tiny/data/train.npz" not in inputs[1]
+    real = lines[2].index("--real")
+    assert lines[2][real - 2:real + 3] == ["--reference", "results/tiny/classifier/reference_stats.npz", "--real", "results/tiny/data/train.npz", "--seed"]
+    assert "results/tiny/data/train.npz" in inputs[2]
