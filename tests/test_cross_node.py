@@ -183,6 +183,9 @@ def test_slurm_gives_each_training_job_the_nodes_tasks_gpus_and_memory_it_asked_
 # every iteration, with a heartbeat that notices a lost rank within seconds. It joins the study above
 # (same data, classifier and reference statistics), whose finished trainings must survive untouched.
 HEARTBEAT_S = 10
+# Slurm marks a silent node DOWN after SlurmdTimeout (ci/slurm_nodes.py: 20 s) and ends its jobs; this is
+# that with room for a busy machine and Snakemake's status polls.
+NODE_DOWN_S = 240
 LOST = {
     **STUDY,
     # Enough iterations that the job still runs when the test cuts the node after its second checkpoint,
@@ -281,6 +284,11 @@ def test_a_lost_node_stops_the_job_by_heartbeat_and_the_retry_resumes_bit_identi
             phases.mark("rank 0 stopped")
             assert "rank 1 (host gsnode2, cells " in text(train_log)
             assert not (run / "run.json").exists()
+            # The node stays lost, as a failed node does, until Slurm gives it up (DOWN after SlurmdTimeout) and
+            # with it the job. Back at once, its new slurmd knew nothing of the step, and srun waited for it
+            # from 40 s to 11 minutes, by the race between Slurm's kill request and the node's return.
+            wait_until(lambda: "Error in rule train" in text(out), study, out, NODE_DOWN_S, phases, phases.watch(out, nodes))
+            phases.mark("job failed")
             revived = cluster_command("revive", "gsnode2")
             phases.mark("gsnode2 back")
             assert revived.returncode == 0, f"{phases}: {revived.stderr}"
