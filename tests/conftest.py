@@ -291,6 +291,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.module.__name__ if item.module is not None else "", len(rank)))
 
 
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Seconds per module (set-up, call and tear-down summed) and per test worker, after the slowest tests:
+    CI's output is all a later change has to tell where a slower machine's minutes went and how to order
+    LONGEST_FIRST."""
+    modules: dict[str, float] = {}
+    workers: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) is None:
+                continue
+            module = report.nodeid.split("::")[0]
+            modules[module] = modules.get(module, 0.0) + report.duration
+            node = getattr(report, "node", None)
+            worker = node.gateway.id if node is not None else "main"
+            workers[worker] = workers.get(worker, 0.0) + report.duration
+    if not modules:
+        return
+    terminalreporter.write_sep("=", "seconds per module (the 15 longest) and per worker")
+    for module, seconds in sorted(modules.items(), key=lambda item: -item[1])[:15]:
+        terminalreporter.write_line(f"{seconds:8.1f}s {module}")
+    terminalreporter.write_line("  ".join(f"{worker} {seconds:.0f}s" for worker, seconds in sorted(workers.items())))
+
 @pytest.fixture(scope="session")
 def slurm_daemons() -> dict:
     """How the run's Slurm stands (pytest_configure): {"available": True} or {"available": False, "why": ...}."""
