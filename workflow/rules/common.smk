@@ -422,9 +422,8 @@ def mpi_launch(wildcards, resources):
         launch += f" --gpus-per-task={rank_gpus()}"
     if LAUNCHER == "srun" and THREADS > 1:
         launch += f" --cpus-per-task={THREADS}"
-    # A rank that fails (one that stops the job because another's node fell silent, say) ends the step at
-    # once: without it srun waits for the lost node's task until Slurm gives that node up, holding the
-    # allocation and the retry (12 minutes in the lost-node test).
+    # A rank that fails ends the step at once: srun kills the other ranks instead of leaving them to the
+    # heartbeat's timeout. Ranks on a lost node end only when Slurm gives the node up (docs/guide.md).
     if LAUNCHER == "srun":
         launch += " --kill-on-bad-exit=1"
     return Untracked(launch)
