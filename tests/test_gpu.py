@@ -249,6 +249,35 @@ def test_dropout_masks_on_cuda_are_the_cpu_s_bit_for_bit(dtype):
     assert cuda.device.type == "cuda" and torch.equal(cuda.cpu(), cpu)
 
 
+def test_a_stacked_update_sends_its_host_values_without_stopping_the_host():
+    """The whole layout's per-update values from the host (the defenders' rows, Adam's factors) reach the GPU
+    from pinned memory, queued like kernels: torch's sync debug mode raises at any call that makes the
+    host wait for the device, as a copy from pageable memory does."""
+    from ganstudy.train.grid.population import Individual
+    from ganstudy.train.grid.stacked import StackedPlayers
+    from test_stacked_cells import SPECS, pairs
+
+    cuda, spec = torch.device("cuda"), SPECS[0]
+    nets = pairs(spec, 3)
+    payloads = [Individual(g, torch.optim.Adam(g.parameters(), lr=1e-3), 1e-3, 0.0, "x/G").payload() for g, _ in nets]
+    net = nets[0][0].stacked()
+    players = StackedPlayers(net, payloads, (0.5, 0.999), cuda, row_by_row=False)
+    z = torch.randn(3, 6, spec.latent_dim, device=cuda)
+    steps = []
+    for checked in (False, True, True):  # the first update unchecked: it allocates the pinned blocks
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error" if checked else "default")
+        try:
+            frozen = players.frozen([2, 0, 1])
+            net(players.params, z).square().mean().backward()
+            players.step()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        steps.append([p.detach().clone() for p in players.params])
+    assert all(torch.equal(f, p[[2, 0, 1]]) for f, p in zip(frozen, steps[1]))
+    assert not any(torch.equal(a, b) for a, b in zip(steps[1], steps[2]))
+
+
 # --- scoring with the classifier (no Inception) on the GPU -------------------------------------------
 
 

@@ -104,7 +104,7 @@ class StackedPlayers:
             return detached
         # One index tensor for all parameter tensors: indexing each with the list would copy it to the
         # device once per tensor (pageable host-to-device copies cost an H200 as much as the products).
-        index = torch.tensor(rows, device=self.device)
+        index = _sent(torch.tensor(rows), self.device)
         return [p.index_select(0, index) for p in detached]
 
     def step(self) -> None:
@@ -118,10 +118,10 @@ class StackedPlayers:
             self._step_by_row()
             return
         # Per row, in float64 on the host: the step size lr / (1 - beta1^t) and sqrt(1 - beta2^t).
-        factors = torch.tensor(
+        factors = _sent(torch.tensor(
             [[lr / (1 - beta1**t) for lr, t in zip(self.lrs.tolist(), self.steps)], [math.sqrt(1 - beta2**t) for t in self.steps]],
             dtype=self.params[0].dtype,
-        ).to(self.device)
+        ), self.device)
         with torch.no_grad():
             for param, exp_avg, exp_avg_sq in zip(self.params, self.exp_avg, self.exp_avg_sq):
                 per_row = (-1,) + (1,) * (param.dim() - 1)
@@ -356,6 +356,16 @@ class StackedEngine:
         values.sum().backward()
         attackers.step()
         return values.detach().double()
+
+
+def _sent(host: Tensor, device: torch.device) -> Tensor:
+    """``host`` copied to ``device`` without stopping the host. From pageable memory a CUDA copy first waits
+    for every kernel queued before it, which at each update (the defenders' rows, Adam's factors) would
+    keep the host from queueing the next update's kernels while the GPU runs this one's; from pinned
+    memory it is queued on the stream like a kernel, and torch keeps the pinned block until it has run."""
+    if device.type != "cuda":
+        return host.to(device)
+    return host.pin_memory().to(device, non_blocking=True)
 
 
 def _by_cell(values: np.ndarray, rows: list[list[int]]) -> np.ndarray:
