@@ -301,7 +301,8 @@ def pytest_terminal_summary(terminalreporter) -> None:
     workers: dict[str, float] = {}
     for reports in terminalreporter.stats.values():
         for report in reports:
-            if getattr(report, "when", None) is None:
+            # Warnings and collection reports have no test phase's duration.
+            if getattr(report, "when", None) not in ("setup", "call", "teardown"):
                 continue
             module = report.nodeid.split("::")[0]
             modules[module] = modules.get(module, 0.0) + report.duration
