@@ -254,7 +254,8 @@ def test_a_stacked_update_sends_its_host_values_without_stopping_the_host():
     from pinned memory, queued like kernels: torch's sync debug mode raises at any call that makes the
     host wait for the device, as a copy from pageable memory does."""
     from ganstudy.train.grid.population import Individual
-    from ganstudy.train.grid.stacked import StackedPlayers
+    from ganstudy.train.grid.stacked import StackedPlayers, row_losses
+    from ganstudy.train.losses import LOSSES
     from test_stacked_cells import SPECS, pairs
 
     cuda, spec = torch.device("cuda"), SPECS[0]
@@ -276,6 +277,16 @@ def test_a_stacked_update_sends_its_host_values_without_stopping_the_host():
         steps.append([p.detach().clone() for p in players.params])
     assert all(torch.equal(f, p[[2, 0, 1]]) for f, p in zip(frozen, steps[1]))
     assert not any(torch.equal(a, b) for a, b in zip(steps[1], steps[2]))
+    # Mustangs: each update's rows grouped by their drawn loss, the groups' indices sent alike.
+    losses = [LOSSES.get("bce"), LOSSES.get("mse"), LOSSES.get("bce")]
+    out = torch.randn(3, 6, 1, device=cuda)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        values = row_losses(losses, lambda loss, r: loss.generator(out[r]), cuda)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert torch.equal(values, torch.cat([loss.generator(out[[k]]) for k, loss in enumerate(losses)]))
 
 
 # --- scoring with the classifier (no Inception) on the GPU -------------------------------------------

@@ -161,15 +161,17 @@ class StackedPlayers:
         return made
 
 
-def row_losses(losses: Sequence[AdversarialLoss], compute: Callable[[AdversarialLoss, slice | list[int]], Tensor]) -> Tensor:
+def row_losses(losses: Sequence[AdversarialLoss], compute: Callable[[AdversarialLoss, slice | Tensor], Tensor],
+               device: torch.device) -> Tensor:
     """Per-row loss values, ``losses[r]`` for row r: one call per distinct loss (Mustangs draws one of
-    three per cell and update), each on its rows; a row's value does not depend on the rows beside it."""
+    three per cell and update), each on its rows (an index on ``device``); a row's value does not depend on
+    the rows beside it."""
     distinct = list(dict.fromkeys(losses))
     if len(distinct) == 1:
         return compute(distinct[0], slice(None))
     groups = [[r for r, loss in enumerate(losses) if loss is chosen] for chosen in distinct]
-    values = torch.cat([compute(loss, rows) for loss, rows in zip(distinct, groups)])
-    return values[torch.tensor([r for rows in groups for r in rows]).argsort()]
+    values = torch.cat([compute(loss, _sent(torch.tensor(rows), device)) for loss, rows in zip(distinct, groups)])
+    return values[_sent(torch.tensor([r for rows in groups for r in rows]).argsort(), device)]
 
 
 @dataclass
@@ -347,12 +349,12 @@ class StackedEngine:
         losses = [drawn.losses[c] for c, cell_rows in enumerate(rows) for _ in cell_rows]
         if real is None:
             out = self.d_net(opponents.frozen(defenders), self.g_net(attackers.params, drawn.noise))
-            values = row_losses(losses, lambda loss, r: loss.generator(out[r]))
+            values = row_losses(losses, lambda loss, r: loss.generator(out[r]), out.device)
         else:
             with torch.no_grad():
                 fake = self.g_net(opponents.frozen(defenders), drawn.noise)
             d_real, d_fake = self.d_net(attackers.params, real), self.d_net(attackers.params, fake)
-            values = row_losses(losses, lambda loss, r: loss.discriminator(d_real[r], d_fake[r]))
+            values = row_losses(losses, lambda loss, r: loss.discriminator(d_real[r], d_fake[r]), d_real.device)
         values.sum().backward()
         attackers.step()
         return values.detach().double()
