@@ -291,7 +291,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.module.__name__ if item.module is not None else "", len(rank)))
 
 
-
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter) -> None:
     """Seconds per module (set-up, call and tear-down summed) and per test worker, after the slowest tests:
@@ -315,6 +314,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
     for module, seconds in sorted(modules.items(), key=lambda item: -item[1])[:15]:
         terminalreporter.write_line(f"{seconds:8.1f}s {module}")
     terminalreporter.write_line("  ".join(f"{worker} {seconds:.0f}s" for worker, seconds in sorted(workers.items())))
+
 
 @pytest.fixture(scope="session")
 def slurm_daemons() -> dict:

@@ -613,9 +613,10 @@ def spec_inputs(name):
 # Each job's command-line arguments, one per line, in results/<study>/arguments/<job>.args (<job> names its
 # rule and, where the rule has several jobs, the values of their wildcards), which its command reads as
 # @FILE (argparse). A rule's shell line stays short however many runs a study has and however long their
-# names are, and `ganstudy <step> @FILE` runs the job again by hand. As with the spec files, a real run rewrites a file
-# that no longer says what the config does before any job (the job is then redone, by modification time,
-# with or without Snakemake's metadata), and a dry-run gives its job the edited config as an input.
+# names are, and `ganstudy <step> @FILE` runs the job again by hand. As with the spec files, a real run
+# rewrites a file that no longer says what the config does before any job (the job is then redone, by
+# modification time, with or without Snakemake's metadata), and a dry-run gives its job the edited config
+# as an input.
 ARGUMENTS = {}
 # The files that say something else than their job's arguments and are not rewritten (a dry-run).
 STALE_ARGUMENTS = set()
