@@ -18,7 +18,7 @@ from ganstudy.train.job import job_description, read_job, write_job
 from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.run import run_training
 
-from conftest import SCHEMA, train_command
+from conftest import REPO, SCHEMA, train_command
 
 
 def _setup(**overrides):
@@ -80,11 +80,17 @@ def test_training_lowers_fid_against_the_untrained_generator(digits_dir, classif
     assert after < 0.5 * before, (before, after)
 
 
-def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path):
+def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path, monkeypatch):
     setup = _setup(iterations=3, loss="mse")
     job = tmp_path.parent / f"{tmp_path.name}.job.json"
     write_job(job, job_description("lp_mse", setup, 2026, {"train": str(digits_dir / "train.npz")}, {"threads": 1},
                                    sources={"dataset": {"name": "digits"}}))
+    # The job runs in a lab's own repository (snakemake -d there): the record names ganstudy's commit.
+    lab = tmp_path.parent / f"{tmp_path.name}.lab"
+    lab.mkdir()
+    for command in (["init", "-q"], ["-c", "user.name=lab", "-c", "user.email=lab@example.org", "commit", "-q", "--allow-empty", "-m", "lab"]):
+        subprocess.run(["git", *command], cwd=lab, check=True)
+    monkeypatch.chdir(lab)
     run_training(read_job(job), 1, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["generator.pt", "losses.csv", "profile.csv", "run.json", "samples.png"]
     losses = np.genfromtxt(tmp_path / "losses.csv", delimiter=",", names=True)
@@ -95,6 +101,8 @@ def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path):
     assert "MPICH" in record["mpi_library"] or "MPI" in record["mpi_library"]
     assert set(record["seeds"]) == {"init", "batches", "noise", "dropout", "score", "sample-grid"}
     assert record["versions"]["torch"] and record["train_seconds"] > 0
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    assert record["git"]["commit"] == commit
     # Where each part came from: ganstudy's own, with the hash of the source that trained it.
     assert record["parts"]["network"]["reference"] == "ganstudy.models.builtin:PERCEPTRON4"
     assert record["parts"]["kind"]["reference"] == "ganstudy.data.kinds:IMAGES"

@@ -14,7 +14,7 @@ def version_text() -> str:
     """``ganstudy <version> (git <commit>[, uncommitted changes])``, or without git where the checkout has none."""
     from ganstudy.provenance import git_state
 
-    state = git_state(str(ROOT))
+    state = git_state(ROOT)
     if state["commit"] is None:
         return f"ganstudy {ganstudy.__version__} (no git checkout at {ROOT})"
     changes = ", uncommitted changes" if state["dirty"] else ""

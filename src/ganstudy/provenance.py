@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 import ganstudy
+from ganstudy.checkout import ROOT
 
 _PACKAGES = ("torch", "torchvision", "torch-fidelity", "numpy", "scipy", "scikit-learn", "mpi4py", "snakemake")
 
@@ -26,16 +27,15 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
-def git_state(directory: str | None = None) -> dict[str, Any]:
-    """Commit of the checkout the job runs from, and whether it had uncommitted changes."""
-    cwd = directory or os.getcwd()
+def git_state(directory: str | os.PathLike[str]) -> dict[str, Any]:
+    """Commit of the git checkout at ``directory``, and whether it had uncommitted changes."""
     try:
         commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True, timeout=10
+            ["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, check=True, timeout=10
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=cwd, capture_output=True, text=True, check=True, timeout=10,
+            cwd=directory, capture_output=True, text=True, check=True, timeout=10,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
@@ -78,7 +78,9 @@ def provenance_record(step: str, settings: dict[str, Any], **extra: Any) -> dict
         "host": socket.gethostname(),
         "platform": platform.platform(),
         "versions": package_versions(),
-        "git": git_state(),
+        # The code's checkout, not the job's working directory: a study run with -d elsewhere (a
+        # scratch folder, a lab's own repository) would record none or another project's commit.
+        "git": git_state(ROOT),
         "finished_at": now(),
         **extra,
     }
