@@ -23,9 +23,10 @@ from typing import Any
 
 import torch
 
+from ganstudy.checkout import git_state
 from ganstudy.config import validate_study_config
 from ganstudy.parallel.world import mpi_library_version
-from ganstudy.provenance import git_state, now, package_versions
+from ganstudy.provenance import now, package_versions
 from ganstudy.train.job import job_description, write_job
 
 REPO = Path(__file__).resolve().parents[1]

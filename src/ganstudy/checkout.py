@@ -3,17 +3,33 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import ganstudy
 
 ROOT = Path(ganstudy.__file__).resolve().parents[2]
 
 
+def git_state(directory: str | os.PathLike[str]) -> dict[str, Any]:
+    """Commit of the git checkout at ``directory``, and whether it had uncommitted changes."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=directory, capture_output=True, text=True, check=True, timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": bool(dirty)}
+
+
 def version_text() -> str:
     """``ganstudy <version> (git <commit>[, uncommitted changes])``, or without git where the checkout has none."""
-    from ganstudy.provenance import git_state
-
     state = git_state(ROOT)
     if state["commit"] is None:
         return f"ganstudy {ganstudy.__version__} (no git checkout at {ROOT})"

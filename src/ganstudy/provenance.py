@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.metadata
-import os
 import platform
 import socket
 import subprocess
@@ -12,7 +11,7 @@ import sys
 from typing import Any
 
 import ganstudy
-from ganstudy.checkout import ROOT
+from ganstudy.checkout import ROOT, git_state
 
 _PACKAGES = ("torch", "torchvision", "torch-fidelity", "numpy", "scipy", "scikit-learn", "mpi4py", "snakemake")
 
@@ -25,21 +24,6 @@ def package_versions() -> dict[str, str | None]:
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
     return versions
-
-
-def git_state(directory: str | os.PathLike[str]) -> dict[str, Any]:
-    """Commit of the git checkout at ``directory``, and whether it had uncommitted changes."""
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, check=True, timeout=10
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=directory, capture_output=True, text=True, check=True, timeout=10,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-    return {"commit": commit, "dirty": bool(dirty)}
 
 
 def nvidia_driver_version() -> str | None:
