@@ -13,9 +13,11 @@ included, so that the figures that decide GPU speed can be measured where no GPU
 
 One iteration's counts are a run of 2 iterations minus a run of 1 (same start, same end: set-up, the
 first exchange and the final scoring cancel out), each run in this process on one MPI rank and one torch
-thread, with stacked cells where the network has a stacked form (grid.batch_cells, the default), in each
-layout of their work (compute.stack_layout): ``cache``, the CPU's, and ``whole``, the GPU's, counted here
-on the CPU: the operators a GPU would launch and the reads it would wait for.
+thread, with stacked cells (grid.batch_cells, the default), in each layout of their work
+(compute.stack_layout): ``cache``, the CPU's, and ``whole``, the GPU's, counted here on the CPU: the
+operators a GPU would launch and the reads it would wait for. The perceptron is stacked in either
+layout; dcgan trains cell by cell in both and, in the whole layout, evaluates its fitness and mixture
+images stacked (``StackedNetwork``).
 
 Cases: the thesis's four-layer perceptron on digits in 2x2, 6x6 and 18x18 grids, and a 6x6 grid
 (dcgan_cells 36) of the convolutional dcgan, with the default study's cell settings (batch 50, fitness
@@ -51,10 +53,8 @@ from grid_scaling import score_inputs
 
 # Tensor methods that copy a value to the host: on a GPU each waits for the device to finish.
 HOST_READS = ("item", "tolist", "cpu", "__float__", "__int__", "__bool__", "__index__")
-# The convolutional grid's shape is the size's (its cells train one after another today: minutes per iteration).
+# The convolutional grid's shape is the size's (its cells train one after another: minutes per iteration).
 CASES = {"4lp_2x2": ("perceptron4", "2x2"), "4lp_6x6": ("perceptron4", "6x6"), "4lp_18x18": ("perceptron4", "18x18"), "dcgan": ("dcgan", None)}
-# The cases with a stacked form, counted in each layout; dcgan trains cell by cell in either.
-STACKED = ("4lp_2x2", "4lp_6x6", "4lp_18x18")
 FULL = {"samples": 250, "data_ratio": 1.0, "network": {}, "classifier_epochs": 5, "dcgan_shape": "6x6"}
 LAYOUTS = ("cache", "whole")
 QUICK = {"samples": 50, "data_ratio": 0.01, "network": {"hidden_units": 16, "latent_dim": 8}, "classifier_epochs": 1, "dcgan_shape": "2x2"}
@@ -147,12 +147,11 @@ def cell_count(shape: str) -> int:
 
 
 def per_iteration(name: str, size: dict, folder: Path, tmp: str, layout: str) -> tuple[dict[str, float], Counter[str]]:
-    """Case ``name``'s counts per iteration and per cell in ``layout`` (no layout: a network trained cell
-    by cell), and its operators by name."""
+    """Case ``name``'s counts per iteration and per cell in ``layout``, and its operators by name."""
     network, shape = CASES[name]
     shape = shape or size[f"{name}_shape"]
-    counts, names = iteration_counts(grid_keys(network, shape, 1, size), run_files(folder), tmp, f"{name}-{layout}", layout=layout or "auto")
-    cells, case = cell_count(shape), f"{name}_{layout}" if layout else name
+    counts, names = iteration_counts(grid_keys(network, shape, 1, size), run_files(folder), tmp, f"{name}-{layout}", layout=layout)
+    cells, case = cell_count(shape), f"{name}_{layout}"
     return {f"operators_per_iteration_{case}": counts.operators, f"operators_per_cell_{case}": round(counts.operators / cells, 1),
             f"host_reads_per_iteration_{case}": counts.host_reads, f"host_reads_per_cell_{case}": round(counts.host_reads / cells, 2)}, names
 
@@ -166,7 +165,7 @@ def growing_operators(small: Counter[str], large: Counter[str], extra_cells: int
 def main() -> None:
     arguments = parser(__doc__)
     arguments.add_argument("cases", nargs="*", metavar="CASE", help=f"cases to count (default: all of {list(CASES)})")
-    arguments.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS), help="layouts of the stacked cases (default: both)")
+    arguments.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS), help="layouts to count in (default: both)")
     args = arguments.parse_args()
     if unknown := sorted(set(args.cases) - set(CASES)):
         arguments.error(f"unknown case(s) {', '.join(unknown)}; the cases are {', '.join(CASES)}")
@@ -180,11 +179,10 @@ def main() -> None:
         score_inputs(folder, size["classifier_epochs"])
         names = {}
         for layout in args.layouts:
-            for name in (name for name in STACKED if name in cases):
+            for name in cases:
                 counts, names[name, layout] = per_iteration(name, size, folder, tmp, layout)
                 results |= counts
         if "dcgan" in cases:
-            results |= per_iteration("dcgan", size, folder, tmp, "")[0]
             results["dcgan_cells"] = cell_count(size["dcgan_shape"])
     for layout in args.layouts:
         if ("4lp_2x2", layout) in names and ("4lp_18x18", layout) in names:

@@ -136,6 +136,18 @@ def site(tmp_path, monkeypatch):
             del sys.modules[name]
 
 
+@pytest.fixture
+def one_thread():
+    """One torch thread, as a grid rank runs (compute.threads_per_job 1): with more threads, BLAS and the
+    elementwise kernels split a stack's work at points that depend on its size."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO

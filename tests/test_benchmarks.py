@@ -31,7 +31,7 @@ RESULT_KEYS = {
     | {key for shape in ("6x6", "18x18") for key in
        (f"batched_speedup_{shape}", f"iteration_seconds_{shape}_batched", f"iteration_seconds_{shape}_loop")},
     "grid_dispatch": {f"{count}_{per}_{case}" for count in ("operators", "host_reads") for per in ("per_iteration", "per_cell")
-                      for case in [f"4lp_{shape}_{layout}" for shape in ("2x2", "6x6", "18x18") for layout in ("cache", "whole")] + ["dcgan"]}
+                      for case in [f"{name}_{layout}" for name in ("4lp_2x2", "4lp_6x6", "4lp_18x18", "dcgan") for layout in ("cache", "whole")]}
     | {f"{count}_growth_18x18_{layout}" for count in ("operators", "host_reads") for layout in ("cache", "whole")}
     | {"top_operators_per_cell_18x18_whole", "dcgan_cells", "device"},
     "gpu": {f"gemm_tflops_{kind}" for kind in ("fp32", "tf32")}

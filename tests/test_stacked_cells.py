@@ -17,6 +17,9 @@ from ganstudy.models.mixture import MixtureGenerator, proportional_counts
 from ganstudy.models.stacked import StackedMLP
 from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids
 from ganstudy.train.grid.population import Individual
+from ganstudy.models.stacked_network import StackedNetwork
+from ganstudy.train.grid.draws import GridDraws
+from ganstudy.train.grid.iteration import LoopEngine, StackedEvaluationEngine
 from ganstudy.train.grid.stacked import FitnessCase, StackedEngine, StackedPlayers, fitness_losses
 from ganstudy.train.losses import LOSSES
 
@@ -57,16 +60,6 @@ def test_stacked_tanh_is_tanh_in_value_and_gradient():
     assert y[-5:].tolist() == [-1.0, pytest.approx(0.0, abs=1e-7), 0.0, pytest.approx(0.0, abs=1e-7), 1.0]
     y.backward(torch.full_like(x, 3.0))
     torch.testing.assert_close(x.grad.double(), 3 * (1 - exact**2), rtol=0, atol=2e-6)
-
-
-@pytest.fixture
-def one_thread():
-    # As a grid rank runs (compute.threads_per_job 1): with more threads, BLAS and the elementwise
-    # kernels split a stack's work at points that depend on its size.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=["digits", "odd"])
@@ -210,8 +203,8 @@ def test_a_cells_span_images_do_not_depend_on_the_cells_beside_it(whole, one_thr
     assert torch.equal(alone, together)
 
 
-def grid_cells(loss: str, count: int = 4) -> list:
-    """``count`` cells of a 2x2 grid on random 8x8 images, with their first selections."""
+def grid_cells(loss: str, count: int = 4, network: str = "perceptron4") -> list:
+    """``count`` cells of a 2x2 grid of ``network`` on random 8x8 images, initialised."""
     from ganstudy.config import validate_study_config
     from ganstudy.parallel.topology import GridShape
     from ganstudy.train.grid.cell import CellStreams, GridCell
@@ -220,7 +213,7 @@ def grid_cells(loss: str, count: int = 4) -> list:
 
     from conftest import SCHEMA
 
-    section = {"mode": "grid", "hidden_units": 32, "latent_dim": 16, "batch_size": 20, "loss": loss,
+    section = {"mode": "grid", "network": network, "hidden_units": 32, "latent_dim": 16, "batch_size": 20, "loss": loss,
                "grid": {"shape": "2x2", "population_size": 2, "n_replacements": 1, "data_ratio": 1.0}}
     setup = TrainingSettings.from_config(validate_study_config({"setups": {"g": section}}, SCHEMA)["setups"]["g"])
     images = torch.rand(100, 1, 8, 8, generator=torch.Generator().manual_seed(3)) * 2 - 1
@@ -256,3 +249,21 @@ def test_the_stacked_engine_trains_what_the_per_cell_loop_trains(loss, whole, on
     # Another iteration draws otherwise.
     again = StackedEngine(net[0].stacked(), net[1].stacked(), whole).train(cells, copy.deepcopy(selections), 4, lambda: None)
     assert not torch.equal(again[0][0][0]["params"]["net.0.weight"], stacked[0][0][0]["params"]["net.0.weight"])
+
+
+def test_the_evaluation_engine_scores_and_samples_what_the_per_cell_loop_does(one_thread):
+    # dcgan: batch norm (running statistics in evaluation), dropout (off in evaluation), convolutions.
+    cells = grid_cells("bce", network="dcgan")
+    gathered = {cell.cell: cell.shared_state() for cell in cells}
+    pools = [cell.neighbourhood_payloads(gathered) for cell in cells]
+    reals, noises = GridDraws(cells, 1, whole=True).fitness_samples()
+    cases = lambda: [FitnessCase(g, d, real, z) for (g, d), real, z in zip(pools, reals, noises)]  # noqa: E731
+    g, d = build_pair("dcgan", cells[0].spec)
+    stacked, looped = StackedEvaluationEngine(StackedNetwork(g), StackedNetwork(d), whole=True), LoopEngine(whole=True)
+    for (g_stacked, d_stacked), (g_looped, d_looped) in zip(stacked.fitness(cells, cases()), looped.fitness(cells, cases())):
+        assert g_stacked.shape == g_looped.shape == (6, 6)  # 3 neighbours of 2 individuals each
+        np.testing.assert_allclose(g_stacked, g_looped, rtol=1e-5)
+        np.testing.assert_allclose(d_stacked, d_looped, rtol=1e-5)
+    steps = [cell.mixture_step(gathered, z) for cell, z in zip(cells, GridDraws(cells, 1, whole=True).mixture_noise())]
+    for a, b in zip(stacked.span_images(cells, steps), looped.span_images(cells, steps)):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

@@ -18,7 +18,7 @@ from torch import nn
 Tensor = torch.Tensor
 
 
-def _sigmoid(x: Tensor) -> Tensor:
+def stable_sigmoid(x: Tensor) -> Tensor:
     # torch.sigmoid's CPU kernel computes the elements past the last full vector block another way, so
     # a value's bits would depend on where the stack ends; exp, add and divide do not (measured).
     return 1 / (1 + torch.exp(-x))
@@ -69,7 +69,7 @@ def separate(tensors: Sequence[Tensor]) -> list[Tensor]:
 
 
 # Activation modules with a stacked form of their own; others are applied as they are.
-_STACKED_ACTIVATIONS: dict[type[nn.Module], Callable[[Tensor], Tensor]] = {nn.Sigmoid: _sigmoid, nn.Tanh: _tanh}
+_STACKED_ACTIVATIONS: dict[type[nn.Module], Callable[[Tensor], Tensor]] = {nn.Sigmoid: stable_sigmoid, nn.Tanh: _tanh}
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ learning-rate mutation at each update -> fitness of the trained copies -> replac
 worst local individuals -> (1+1)-ES step on the mixture weights of the neighbourhood's generators.
 
 Every phase runs for all of the rank's cells before the next, so an engine can batch the cells'
-networks (``StackedEngine``); ``LoopEngine`` runs them cell by cell, for networks with no stacked form.
+networks (``StackedEngine``); ``LoopEngine`` runs them cell by cell, for networks with no stacked form;
+``StackedEvaluationEngine`` stacks the evaluations of networks that have a stacked form for evaluation only.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ganstudy.train.grid.cell import GridCell, IterationReport
 from ganstudy.train.grid.draws import GridDraws
 from ganstudy.train.grid.mixture_es import MixtureStep
 from ganstudy.train.grid.population import Payload
-from ganstudy.train.grid.stacked import FitnessCase
+from ganstudy.train.grid.stacked import FitnessCase, StackedEngine
 
 Trained = tuple[list[Payload], list[Payload], float, float]  # generators, discriminators, mean G and D loss
 
@@ -55,6 +56,14 @@ class LoopEngine:
 
     def span_images(self, cells, steps):
         return [cell.span_images(step) for cell, step in zip(cells, steps)]
+
+
+class StackedEvaluationEngine(StackedEngine):
+    """Fitness and mixture images of all cells through stacked networks that only evaluate
+    (``StackedNetwork``); training cell by cell, as the loop does."""
+
+    def train(self, cells, selections, iteration, beat):
+        return LoopEngine(self.whole).train(cells, selections, iteration, beat)
 
 
 def score_mixtures(

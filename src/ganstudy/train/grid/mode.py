@@ -20,13 +20,14 @@ from ganstudy.checkpoint import CheckpointStore, checkpoint_due, run_fingerprint
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import MixtureGenerator
+from ganstudy.models.stacked_network import StackedNetwork
 from ganstudy.parallel.exchange import NeighbourExchange
 from ganstudy.parallel.heartbeat import Heartbeat
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.topology import Cell, GridShape, assign_cells, resolve_shape
 from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
 from ganstudy.train.grid.draws import GRID_ENGINE
-from ganstudy.train.grid.iteration import Engine, LoopEngine, iterate_cells, score_mixtures
+from ganstudy.train.grid.iteration import Engine, LoopEngine, StackedEvaluationEngine, iterate_cells, score_mixtures
 from ganstudy.train.grid.pool import NetworkPool
 from ganstudy.train.grid.stacked import StackedEngine, whole_stack
 from ganstudy.train.modes import TrainingContext, TrainingResult
@@ -58,19 +59,31 @@ def _check_settings(context: TrainingContext) -> None:
 
 def _engine(setup: TrainingSettings, spec: Any, device: torch.device, layout: str, root: bool) -> Engine:
     """Stacked cells in ``layout`` (compute.stack_layout) when asked for and possible; otherwise the
-    per-cell loop, said once."""
+    per-cell loop, said once. A network with a hand-stacked form (``stacked()``) trains stacked; any
+    other is stacked for fitness and mixture images in the whole layout (``StackedNetwork``: grouped
+    convolutions, slower than the loop's on a CPU, measured) and trains cell by cell."""
     generator, discriminator = build_pair(setup.network, spec)
     threads = torch.get_num_threads()
     whole = whole_stack(layout, device)
     if not setup.grid.batch_cells:
         return LoopEngine(whole)
-    if not (hasattr(generator, "stacked") and hasattr(discriminator, "stacked")):
-        reason = f"network {setup.network} has no stacked form"
-    elif device.type == "cpu" and threads > 1:
+    if device.type == "cpu" and threads > 1:
         # Threads split a stack's work at points that depend on the stack's size, i.e. on the layout.
         reason = f"stacked cells give the same bits on any rank count only with one CPU thread per rank, this rank has {threads}"
-    else:
+    elif hasattr(generator, "stacked") and hasattr(discriminator, "stacked"):
         return StackedEngine(generator.stacked(), discriminator.stacked(), whole)
+    elif not whole:
+        reason = (f"network {setup.network} has no hand-stacked form, and its general one is slower than the loop on a CPU "
+                  "(compute.stack_layout whole stacks its fitness and mixture)")
+    else:
+        try:
+            engine = StackedEvaluationEngine(StackedNetwork(generator), StackedNetwork(discriminator), whole)
+        except TypeError as error:
+            reason = f"network {setup.network} has no stacked form ({error})"
+        else:
+            if root:
+                _say(f"network {setup.network}: fitness and mixture images stacked, training cell by cell")
+            return engine
     if root:
         _say(f"{reason}: each rank trains its cells one after another")
     return LoopEngine(whole)

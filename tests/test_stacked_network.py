@@ -1,0 +1,99 @@
+"""StackedNetwork: any network's copies evaluated together (grid fitness and mixture images of
+convolutional cells), checked against the lone networks and for bits that do not depend on the stack."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from ganstudy.models import NetworkSpec, build_pair
+from ganstudy.models.stacked_network import StackedNetwork
+
+CPU = torch.device("cpu")
+# (network, image shape, latent size, samples per row)
+NETWORKS = [("dcgan", (1, 8, 8), 16, 12), ("cnn28", (1, 28, 28), 8, 3)]
+
+
+def copies(name, shape, latent, count):
+    """``count`` pairs in evaluation mode, with batch-norm statistics and affine parameters of their own."""
+    pairs = []
+    for seed in range(count):
+        torch.manual_seed(seed)
+        pair = build_pair(name, NetworkSpec(shape, latent, 0))
+        for module in [m for net in pair for m in net.modules() if isinstance(m, nn.BatchNorm2d)]:
+            module.running_mean.normal_(0, 0.2)
+            module.running_var.uniform_(0.5, 2.0)
+            module.weight.data.normal_(1.0, 0.1)
+            module.bias.data.normal_(0.0, 0.1)
+        pairs.append(tuple(net.eval() for net in pair))
+    return pairs
+
+
+@pytest.mark.parametrize("name, shape, latent, samples", NETWORKS)
+def test_each_row_computes_what_its_lone_network_computes(name, shape, latent, samples, one_thread):
+    pairs = copies(name, shape, latent, 3)
+    g_net, d_net = StackedNetwork(pairs[0][0]), StackedNetwork(pairs[0][1])
+    z = torch.randn(3, samples, latent)
+    with torch.no_grad():
+        images = g_net(g_net.stack([g.state_dict() for g, _ in pairs], CPU), z)
+        scores = d_net(d_net.stack([d.state_dict() for _, d in pairs], CPU), images)
+        for row, (g, d) in enumerate(pairs):
+            torch.testing.assert_close(images[row], g(z[row]), rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(scores[row], d(images[row]), rtol=1e-5, atol=1e-6)
+    assert images.shape == (3, samples, *shape) and scores.shape == (3, samples)
+
+
+@pytest.mark.parametrize("name, shape, latent, samples", NETWORKS)
+def test_a_row_gives_the_same_bits_in_any_stack_at_any_place(name, shape, latent, samples, one_thread):
+    # Nine: oneDNN takes other kernels for grouped convolutions of fewer than 8 one-channel groups (AMD
+    # EPYC Zen 5), which StackedNetwork's padding of groups to 16 channels keeps out.
+    pairs = copies(name, shape, latent, 9)
+    g_net, d_net = StackedNetwork(pairs[0][0]), StackedNetwork(pairs[0][1])
+    g_params = g_net.stack([g.state_dict() for g, _ in pairs], CPU)
+    d_params = d_net.stack([d.state_dict() for _, d in pairs], CPU)
+    z = torch.randn(9, samples, latent)
+    with torch.no_grad():
+        images, scores = g_net(g_params, z), d_net(d_params, g_net(g_params, z))
+        # Row 2 alone, first of three, last of three, in the middle of five, among nine.
+        for rows in ([2], [2, 0, 1], [4, 0, 2], [0, 1, 2, 3, 4], list(range(9))):
+            index = torch.tensor(rows)
+            place = rows.index(2)
+            assert torch.equal(g_net([p[index] for p in g_params], z[index])[place], images[2])
+            assert torch.equal(d_net([p[index] for p in d_params], images[index])[place], scores[2])
+
+
+class _Centred(nn.Module):
+    """Breaks the stacking contract: a sample's value depends on the other samples of its batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 3)
+
+    def forward(self, x):
+        h = self.linear(x)
+        return h - h.mean(0)
+
+
+def test_a_stack_whose_rows_differ_from_their_pairs_runs_row_by_row_and_says_so(one_thread):
+    nets = []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        nets.append(_Centred())
+    stacked = StackedNetwork(nets[0])
+    params = stacked.stack([net.state_dict() for net in nets], CPU)
+    x = torch.randn(3, 6, 4)
+    with torch.no_grad(), pytest.warns(UserWarning, match="a stack of 3 rows of \\[6, 4\\] gives other bits than a row paired"):
+        out = stacked(params, x)
+    with torch.no_grad():
+        for row, net in enumerate(nets):
+            torch.testing.assert_close(out[row], net(x[row]))
+            assert torch.equal(stacked([p[row : row + 1] for p in params], x[row : row + 1])[0], out[row])
+
+
+def test_a_layer_with_no_stacked_form_is_named():
+    net = nn.Sequential(nn.Conv2d(1, 4, 3), nn.GroupNorm(2, 4))
+    with pytest.raises(TypeError, match="^1: a GroupNorm has no stacked form \\(stacked layers: Linear, Conv2d, ConvTranspose2d, BatchNorm2d\\)"):
+        StackedNetwork(net)
+    with pytest.raises(TypeError, match="^0 \\(Conv2d\\): a stacked convolution has groups=1"):
+        StackedNetwork(nn.Sequential(nn.Conv2d(4, 4, 3, groups=2)))
