@@ -149,6 +149,25 @@ def one_thread():
 
 
 @pytest.fixture(scope="session")
+def plugin_site(tmp_path_factory) -> Path:
+    """The example plugin (examples/sngan-plugin) installed by pip from a copy of its folder (pip builds in
+    the source tree), into a folder of its own: the jobs find it on PYTHONPATH, and the venv the other
+    tests see stays as it was."""
+    root = tmp_path_factory.mktemp("plugin")
+    source = shutil.copytree(REPO / "examples" / "sngan-plugin", root / "source")
+    site = root / "site"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                           "--disable-pip-version-check", "--target", str(site), str(source)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return site
+
+
+@pytest.fixture(scope="session")
+def plugin_env(env, plugin_site) -> dict:
+    return with_pythonpath(env, plugin_site)
+
+
+@pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
 

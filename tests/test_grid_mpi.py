@@ -179,6 +179,19 @@ def test_a_dcgan_grid_with_dropout_is_bit_identical_twice_and_on_1_and_2_ranks(l
     assert_same(result(tmp_path / "first"), result(tmp_path / "two"))
 
 
+def test_a_plugin_network_with_batch_norms_trains_stacked_and_bit_identical_on_1_and_2_ranks(
+        digits_dir, scoring, plugin_env, plugin_site, monkeypatch, tmp_path):
+    # The example plugin's DC-GAN without spectral norm: transposed convolutions and batch norms, no
+    # stacked form of its own; in the whole layout the general one trains its cells together.
+    monkeypatch.syspath_prepend(str(plugin_site))  # result() builds the network to load the generator
+    setup = {**settings(shape="3x3", fitness_sample_size=32, score_sample_size=64, data_ratio=0.1), "network": "sndcgan", "iterations": 2,
+             "network_options": {"base_channels": 8, "spectral_norm": False}}
+    for run, ranks in (("one", 1), ("two", 2)):
+        done = train(ranks, setup, tmp_path / run, digits_dir, scoring, plugin_env, stack_layout="whole")
+        assert "network sndcgan: cells stacked (general form)" in done.stderr
+    assert_same(result(tmp_path / "one"), result(tmp_path / "two"))
+
+
 def test_surplus_ranks_idle_and_say_so(digits_dir, scoring, env, tmp_path):
     done = train(3, settings(shape="auto"), tmp_path / "out", digits_dir, scoring, env)
     assert "1 of 3 ranks have no cell of the 1x2 grid and stay idle" in done.stderr

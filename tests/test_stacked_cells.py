@@ -203,8 +203,8 @@ def test_a_cells_span_images_do_not_depend_on_the_cells_beside_it(whole, one_thr
     assert torch.equal(alone, together)
 
 
-def grid_cells(loss: str, count: int = 4, network: str = "perceptron4") -> list:
-    """``count`` cells of a 2x2 grid of ``network`` on random 8x8 images, initialised."""
+def grid_cells(loss: str, count: int = 4, network: str = "perceptron4", side: int = 8, population: int = 2, images: int = 100) -> list:
+    """``count`` cells of a 2x2 grid of ``network`` on ``images`` random images of ``side`` x ``side``, initialised."""
     from ganstudy.config import validate_study_config
     from ganstudy.parallel.topology import GridShape
     from ganstudy.train.grid.cell import CellStreams, GridCell
@@ -214,12 +214,12 @@ def grid_cells(loss: str, count: int = 4, network: str = "perceptron4") -> list:
     from conftest import SCHEMA
 
     section = {"mode": "grid", "network": network, "hidden_units": 32, "latent_dim": 16, "batch_size": 20, "loss": loss,
-               "grid": {"shape": "2x2", "population_size": 2, "n_replacements": 1, "data_ratio": 1.0}}
+               "grid": {"shape": "2x2", "population_size": population, "n_replacements": 1, "data_ratio": 1.0}}
     setup = TrainingSettings.from_config(validate_study_config({"setups": {"g": section}}, SCHEMA)["setups"]["g"])
-    images = torch.rand(100, 1, 8, 8, generator=torch.Generator().manual_seed(3)) * 2 - 1
-    labels = np.arange(100) % 10
+    labels = np.arange(images) % 10
+    images = torch.rand(images, 1, side, side, generator=torch.Generator().manual_seed(3)) * 2 - 1
     shape = GridShape(2, 2)
-    spec = NetworkSpec((1, 8, 8), 16, 32)
+    spec = NetworkSpec((1, side, side), 16, 32)
     pool = NetworkPool(setup.network, spec, CPU)
     cells = [GridCell(c, shape, setup, spec, images, labels, None, CellStreams(5, 1, c, CPU), pool) for c in shape.cells()[:count]]
     for cell in cells:
@@ -249,6 +249,31 @@ def test_the_stacked_engine_trains_what_the_per_cell_loop_trains(loss, whole, on
     # Another iteration draws otherwise.
     again = StackedEngine(net[0].stacked(), net[1].stacked(), whole).train(cells, copy.deepcopy(selections), 4, lambda: None)
     assert not torch.equal(again[0][0][0]["params"]["net.0.weight"], stacked[0][0][0]["params"]["net.0.weight"])
+
+
+def test_the_general_stacked_form_trains_what_the_per_cell_loop_trains(one_thread):
+    # cnn28: transposed convolutions and batch norms in both networks, which normalise by each row's batch
+    # and update the running statistics of attackers and defenders alike, as the loop's training mode does.
+    from conftest import assert_trained_alike
+
+    # Two updates of each player (40 images, batches of 20): further on, the game's dynamics amplify
+    # rounding (3e-4 apart in the losses after 5 updates, from agreeing to the bit after one).
+    cells = grid_cells("bce", network="cnn28", side=28, population=1, images=40)
+    selections = [(cell.generators, cell.discriminators) for cell in cells]
+    g, d = (StackedNetwork(net) for net in build_pair("cnn28", cells[0].spec))
+    stacked = StackedEngine(g, d, whole=True).train(cells, copy.deepcopy(selections), 3, lambda: None)
+    looped = LoopEngine(whole=True).train(cells, copy.deepcopy(selections), 3, lambda: None)
+    for (g_a, d_a, g_loss_a, d_loss_a), (g_b, d_b, g_loss_b, d_loss_b), (g_start, d_start) in zip(stacked, looped, selections):
+        assert g_loss_a == pytest.approx(g_loss_b, rel=1e-5) and d_loss_a == pytest.approx(d_loss_b, rel=1e-5)
+        for a, b, start in zip(g_a + d_a, g_b + d_b, g_start + d_start):
+            assert a["lr"] == b["lr"] and a["origin"] == b["origin"]
+            # The running statistics and each batch norm's count of batches included. A bias just before a
+            # batch norm has a true gradient of zero, rounding noise, which Adam turns into steps of about
+            # the learning rate either way: such biases (and the running means that carry them) may part.
+            assert_trained_alike(a["params"], b["params"])
+            statistics = [key for key in start["params"] if key.endswith("running_var")]
+            assert statistics and not any(torch.equal(a["params"][key], start["params"][key]) for key in statistics)
+            assert [float(s["step"]) for s in a["adam"]["state"].values()] == [float(s["step"]) for s in b["adam"]["state"].values()]
 
 
 def test_the_evaluation_engine_scores_and_samples_what_the_per_cell_loop_does(one_thread):

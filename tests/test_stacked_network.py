@@ -97,3 +97,47 @@ def test_a_layer_with_no_stacked_form_is_named():
         StackedNetwork(net)
     with pytest.raises(TypeError, match="^0 \\(Conv2d\\): a stacked convolution has groups=1"):
         StackedNetwork(nn.Sequential(nn.Conv2d(4, 4, 3, groups=2)))
+
+
+def training_run(net, params, z):
+    """Outputs, parameter gradients and updated running statistics of a training pass of ``net`` (stacked)."""
+    params = [p.clone().requires_grad_(k < net.trainable) for k, p in enumerate(params)]
+    out = net(params, z, training=True)
+    grads = torch.autograd.grad(out.square().sum(), params[: net.trainable])
+    return out.detach(), list(grads), params[net.trainable :]
+
+
+def test_in_training_each_row_normalises_by_its_own_batch_as_its_lone_network_does(one_thread):
+    generators = [g.train() for g, _ in copies("dcgan", (1, 8, 8), 16, 3)]
+    stacked = StackedNetwork(generators[0])
+    z = torch.randn(3, 12, 16)
+    out, grads, statistics = training_run(stacked, stacked.stack([g.state_dict() for g in generators], CPU), z)
+    for row, g in enumerate(generators):
+        lone = g(z[row])
+        torch.testing.assert_close(out[row], lone.detach(), rtol=1e-5, atol=1e-6)
+        lone_grads = torch.autograd.grad(lone.square().sum(), list(g.parameters()))
+        for name, grad, lone_grad in zip(stacked.names, grads, lone_grads):
+            torch.testing.assert_close(grad[row], lone_grad, rtol=1e-4, atol=1e-5, msg=name)
+        # The lone network's training pass updated its running statistics: the row's are the same.
+        state = g.state_dict()
+        for name, value in zip(stacked.names[stacked.trainable :], statistics):
+            torch.testing.assert_close(value[row], state[name], rtol=1e-5, atol=1e-7, msg=name)
+
+
+def test_in_training_a_row_gives_the_same_bits_in_any_stack(one_thread):
+    generators = [g for g, _ in copies("dcgan", (1, 8, 8), 16, 9)]
+    stacked = StackedNetwork(generators[0])
+    params = stacked.stack([g.state_dict() for g in generators], CPU)
+    z = torch.randn(9, 12, 16)
+    whole = training_run(stacked, params, z)
+    for rows in ([2], [2, 0, 1], [4, 0, 2], [0, 1, 2, 3, 4]):
+        index = torch.tensor(rows)
+        part = training_run(stacked, [p[index] for p in params], z[index])
+        for a, b in zip([part[0], *part[1], *part[2]], [whole[0], *whole[1], *whole[2]]):
+            assert torch.equal(a[rows.index(2)], b[2])
+
+
+def test_only_networks_without_dropout_train_stacked():
+    dcgan = build_pair("dcgan", NetworkSpec((1, 8, 8), 16, 0))
+    cnn28 = build_pair("cnn28", NetworkSpec((1, 28, 28), 16, 0))
+    assert [StackedNetwork(net).trains for net in (*dcgan, *cnn28)] == [True, False, True, True]

@@ -78,6 +78,13 @@ class StackedMLP:
     activations: tuple[Callable[[Tensor], Tensor], ...]  # one elementwise activation per layer
     output_shape: tuple[int, ...]  # per sample: (C, H, W) for a generator, () for a discriminator
     shapes: tuple[tuple[int, ...], ...]  # one copy's parameter shapes, in the order of names
+    # As StackedNetwork: every tensor is a parameter, none counts anything, and it trains.
+    counters = ()
+    trains = True
+
+    @property
+    def trainable(self) -> int:
+        return len(self.names)
 
     @classmethod
     def of(cls, sequential: nn.Sequential, prefix: str, output_shape: Sequence[int]) -> StackedMLP:
@@ -112,8 +119,9 @@ class StackedMLP:
         copies = separate([row for t in host for row in t.unbind(0)])
         return [{name: copies[k * rows + r] for k, name in enumerate(self.names)} for r in range(rows)]
 
-    def __call__(self, params: Sequence[Tensor], x: Tensor) -> Tensor:
-        """``x``: [copies, samples, ...] -> [copies, samples, *output_shape]."""
+    def __call__(self, params: Sequence[Tensor], x: Tensor, training: bool = False) -> Tensor:
+        """``x``: [copies, samples, ...] -> [copies, samples, *output_shape]; no layer of it behaves otherwise
+        in ``training``."""
         copies, samples = x.shape[:2]
         h = x.reshape(copies, samples, -1)
         for k, activation in enumerate(self.activations):

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
-from ganstudy.models.stacked import stable_sigmoid
+from ganstudy.models.stacked import separate, stable_sigmoid
 
 Tensor = torch.Tensor
 # Channels per group of a stacked convolution, in and out, at the least (see the module's doc). 16
@@ -109,13 +109,14 @@ class _StackedConv(nn.Module):
 
 
 class _StackedBatchNorm(nn.Module):
-    """BatchNorm2d of every row with the row's running statistics (evaluation)."""
+    """BatchNorm2d of every row: in training each row's own batch statistics, with its running
+    statistics updated in place; in evaluation its running statistics."""
 
     def __init__(self, layer: nn.BatchNorm2d) -> None:
         super().__init__()
-        if not layer.track_running_stats:
-            raise TypeError("a stacked batch norm keeps running statistics (track_running_stats=True)")
-        self.weight, self.bias, self.eps = layer.weight, layer.bias, layer.eps
+        if not layer.track_running_stats or layer.momentum is None:
+            raise TypeError("a stacked batch norm keeps running statistics with a momentum (track_running_stats=True, momentum set)")
+        self.weight, self.bias, self.eps, self.momentum = layer.weight, layer.bias, layer.eps, layer.momentum
         self.register_buffer("running_mean", layer.running_mean)
         self.register_buffer("running_var", layer.running_var)
         self.register_buffer("num_batches_tracked", layer.num_batches_tracked)
@@ -123,8 +124,9 @@ class _StackedBatchNorm(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         rows = self.running_mean.shape[0]
         flat = lambda t: None if t is None else t.flatten()  # noqa: E731
-        y = F.batch_norm(_channels_folded(x, rows), self.running_mean.flatten(), self.running_var.flatten(),
-                         flat(self.weight), flat(self.bias), training=False, eps=self.eps)
+        # The running statistics are contiguous [rows, channels]: flattened, views that batch_norm updates.
+        y = F.batch_norm(_channels_folded(x, rows), self.running_mean.view(-1), self.running_var.view(-1),
+                         flat(self.weight), flat(self.bias), training=self.training, momentum=self.momentum, eps=self.eps)
         return _rows_folded(y, rows)
 
 
@@ -137,8 +139,8 @@ _STACKED_LAYERS = {nn.Linear: _StackedLinear, nn.Conv2d: _StackedConv, nn.ConvTr
 
 
 class StackedNetwork:
-    """The stacked form of ``network`` for evaluation, in StackedMLP's interface: ``stack`` the rows'
-    state dicts, call with them on [rows, samples, ...] inputs."""
+    """The stacked form of ``network`` in StackedMLP's interface: ``stack`` the rows' state dicts, call with
+    them on [rows, samples, ...] inputs, in evaluation or in training (``trains``: no dropout)."""
 
     def __init__(self, network: nn.Module) -> None:
         self.twin = copy.deepcopy(network).eval()
@@ -146,6 +148,9 @@ class StackedNetwork:
             for name, child in list(parent.named_children()):
                 where = f"{parent_name}.{name}" if parent_name else name
                 stacked = _STACKED_LAYERS.get(type(child))
+                if stacked is not None and (child._forward_hooks or child._forward_pre_hooks):
+                    raise TypeError(f"{where} ({type(child).__name__}): a layer with forward hooks (spectral_norm, weight_norm) "
+                                    "has no stacked form")
                 if stacked is not None:
                     try:
                         setattr(parent, name, stacked(child))
@@ -157,40 +162,80 @@ class StackedNetwork:
                 elif isinstance(child, nn.Sigmoid):
                     setattr(parent, name, _StableSigmoid())
         state = self.twin.state_dict()
-        # The floating tensors of the state dict (parameters and running statistics); the batch count
-        # of a batch norm is read only by momentum=None, which evaluation never uses.
-        self.names = tuple(name for name, t in state.items() if t.is_floating_point())
+        if state.keys() != network.state_dict().keys():
+            raise TypeError(f"its stacked twin holds {sorted(state)}, not the network's {sorted(network.state_dict())}")
+        parameters = dict(self.twin.named_parameters())
+        # Parameters first, then the floating buffers (running statistics); the integer ones (a batch
+        # norm's count of batches) are ``counters``, which ``StackedPlayers`` keeps per row.
+        self.names = tuple([*parameters, *(n for n, t in state.items() if n not in parameters and t.is_floating_point())])
+        self.trainable = len(parameters)
+        self.counters = tuple(n for n, t in state.items() if not t.is_floating_point())
         self.shapes = tuple(tuple(state[name].shape) for name in self.names)
+        # Dropout draws its masks from torch's global generator, per call; a stack cannot draw a cell's.
+        self.trains = not any(isinstance(m, nn.modules.dropout._DropoutNd) for m in network.modules())
         self._agrees: dict[tuple, bool] = {}
 
     def stack(self, states: Sequence[dict[str, Tensor]], device: torch.device) -> list[Tensor]:
-        """Stacked tensors on ``device`` from per-row state dicts of the network."""
-        return [torch.stack([state[name] for state in states]).to(device) for name in self.names]
+        """Stacked tensors on ``device`` of the names the first of ``states`` has, in ``names``' order: a
+        state dict's parameters and buffers, or an optimizer's moments of the parameters."""
+        return [torch.stack([state[name] for state in states]).to(device) for name in self.names if name in states[0]]
 
-    def __call__(self, params: Sequence[Tensor], x: Tensor) -> Tensor:
-        """``x``: [rows, samples, ...] -> [rows, samples, ...] (the network's output per sample)."""
+    def states(self, stacked: Sequence[Tensor]) -> list[dict[str, Tensor]]:
+        """Each row's tensors (the first ``len(stacked)`` names) on the host, each in a storage of its own."""
+        host = [t.detach().contiguous().cpu() for t in stacked]
+        rows = len(host[0])
+        copies = separate([row for t in host for row in t.unbind(0)])
+        return [{name: copies[k * rows + r] for k, name in enumerate(self.names[: len(stacked)])} for r in range(rows)]
+
+    def __call__(self, params: Sequence[Tensor], x: Tensor, training: bool = False) -> Tensor:
+        """``x``: [rows, samples, ...] -> [rows, samples, ...] (the network's output per sample). In
+        ``training``, batch norms use each row's batch and update its running statistics in ``params``."""
         rows = x.shape[0]
         if rows == 1:
-            return self._run(*_pairs(params, x, [0, 0]))[:1]
-        key = (rows, tuple(x.shape[1:]), str(x.device), x.dtype)
+            return self._row_by_row(params, x, training)
+        key = (rows, tuple(x.shape[1:]), str(x.device), x.dtype, training, torch.is_grad_enabled())
         agrees = self._agrees.get(key)
-        if agrees is False:
-            return torch.cat([self._run(*_pairs(params, x, [r, r]))[:1] for r in range(rows)])
-        out = self._run(params, x)
         if agrees is None:
-            agrees = self._agrees[key] = all(
-                torch.equal(out[r], self._run(*_pairs(params, x, [r, r]))[0]) for r in (0, rows - 1)
-            )
+            agrees = self._agrees[key] = self._agrees_with_pairs(params, x, training)
             if not agrees:
                 warnings.warn(f"stacked network: a stack of {rows} rows of {list(x.shape[1:])} gives other bits than a row "
                               "paired with a copy of itself on this machine; such stacks run row by row, in those pairs", stacklevel=2)
-                return self(params, x)
-        return out
+        return self._run(params, x, training) if agrees else self._row_by_row(params, x, training)
 
-    def _run(self, params: Sequence[Tensor], x: Tensor) -> Tensor:
+    def _run(self, params: Sequence[Tensor], x: Tensor, training: bool) -> Tensor:
         rows, samples = x.shape[:2]
-        out = functional_call(self.twin, dict(zip(self.names, params)), (x.flatten(0, 1),), strict=False)
+        out = functional_call(self.twin.train(training), dict(zip(self.names, params)), (x.flatten(0, 1),), strict=False)
         return out.view(rows, samples, *out.shape[1:])
+
+    def _row_by_row(self, params: Sequence[Tensor], x: Tensor, training: bool) -> Tensor:
+        """Each row in a pair with a copy of itself; in training its updated running statistics copied back."""
+        outputs = []
+        for row in range(len(x)):
+            pair, pair_x = _pairs(params, x, [row, row])
+            outputs.append(self._run(pair, pair_x, training)[:1])
+            if training:
+                with torch.no_grad():
+                    for stacked, paired in zip(params[self.trainable :], pair[self.trainable :]):
+                        stacked[row].copy_(paired[0])
+        return torch.cat(outputs)
+
+    def _agrees_with_pairs(self, params: Sequence[Tensor], x: Tensor, training: bool) -> bool:
+        """Whether the first and last rows of a stack of ``x``'s shape give the bits they give in a pair
+        with a copy of themselves: outputs, updated running statistics and, where gradients are taken,
+        the gradients of the parameters and of ``x``. On copies: the caller's tensors stay as they are."""
+        def trial(rows: list[int] | None) -> list[Tensor]:
+            tensors, inputs = (list(params), x) if rows is None else _pairs(params, x, rows)
+            tensors = [t.detach().clone().requires_grad_(grads and k < self.trainable) for k, t in enumerate(tensors)]
+            inputs = inputs.detach().clone().requires_grad_(grads)
+            out = self._run(tensors, inputs, training)
+            found = [out.detach(), *tensors[self.trainable :]]
+            if grads:
+                found += torch.autograd.grad(out.square().sum(), [*tensors[: self.trainable], inputs])
+            return found
+
+        grads = torch.is_grad_enabled()
+        whole = trial(None)
+        return all(torch.equal(a[row], b[0]) for row in (0, len(x) - 1) for a, b in zip(whole, trial([row, row])))
 
 
 def _pairs(params: Sequence[Tensor], x: Tensor, rows: list[int]) -> tuple[list[Tensor], Tensor]:

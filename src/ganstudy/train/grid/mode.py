@@ -77,16 +77,29 @@ def _engine(setup: TrainingSettings, spec: Any, device: torch.device, layout: st
                   "(compute.stack_layout whole stacks its fitness and mixture)")
     else:
         try:
-            engine = StackedEvaluationEngine(StackedNetwork(generator), StackedNetwork(discriminator), whole)
+            nets = StackedNetwork(generator), StackedNetwork(discriminator)
         except TypeError as error:
             reason = f"network {setup.network} has no stacked form ({error})"
         else:
+            why_not = _why_not_trained_stacked(nets, setup.grid.population_size)
             if root:
-                _say(f"network {setup.network}: fitness and mixture images stacked, training cell by cell")
-            return engine
+                _say(f"network {setup.network}: " + (f"fitness and mixture images stacked, training cell by cell ({why_not})"
+                                                        if why_not else "cells stacked (general form)"))
+            return StackedEvaluationEngine(*nets, whole) if why_not else StackedEngine(*nets, whole)
     if root:
         _say(f"{reason}: each rank trains its cells one after another")
     return LoopEngine(whole)
+
+
+def _why_not_trained_stacked(nets: tuple[StackedNetwork, StackedNetwork], population: int) -> str:
+    """Why the stacked form of a network cannot train it, or "" when it can."""
+    if not all(net.trains for net in nets):
+        return "dropout draws each cell's masks from its own stream"
+    if population > 1 and any(len(net.names) > net.trainable for net in nets):
+        # The attackers of a cell share their defender, whose running statistics the loop updates once per
+        # attacker, one after another.
+        return "batch norms train stacked in populations of one"
+    return ""
 
 
 def _restore(store: CheckpointStore, cells: dict[Cell, GridCell], control: Any, root: bool) -> tuple[int, dict[str, Any]]:

@@ -68,7 +68,12 @@ class StackedPlayers:
         # on 2 ranks: 31-34 s, against 31-40 s with whole-stack Adam; AMD EPYC, noisy VM). On a GPU one
         # launch per row and update would cost more than the arithmetic.
         self.row_by_row = row_by_row
-        self.params = [p.requires_grad_() for p in net.stack([p["params"] for p in payloads], device)]
+        # Parameters, then buffers (StackedNetwork's running statistics), which the forward updates in place.
+        self.params = net.stack([p["params"] for p in payloads], device)
+        self.trained = [p.requires_grad_() for p in self.params[: net.trainable]]
+        # Forward passes in training mode per row since the payloads' counters (a batch norm's count of batches).
+        self.forwards = np.zeros(len(payloads), dtype=np.int64)
+        self._counters = [{name: p["params"][name] for name in net.counters} for p in payloads]
         states = [p["adam"]["state"] for p in payloads]
         self.exp_avg = self._moments(payloads, states, "exp_avg", device)
         self.exp_avg_sq = self._moments(payloads, states, "exp_avg_sq", device)
@@ -81,13 +86,13 @@ class StackedPlayers:
         self._groups = [p["adam"]["param_groups"] for p in payloads]
         if self.row_by_row:
             views = lambda tensors: [list(rows) for rows in zip(*[t.detach().unbind(0) for t in tensors])]  # noqa: E731
-            self._rows, self._exp_avg_rows, self._exp_avg_sq_rows = views(self.params), views(self.exp_avg), views(self.exp_avg_sq)
+            self._rows, self._exp_avg_rows, self._exp_avg_sq_rows = views(self.trained), views(self.exp_avg), views(self.exp_avg_sq)
             # Read by the fused kernel, one count per row (torch's Adam keeps one per tensor, all equal).
             self._step_counts = torch.tensor(self.steps, dtype=torch.float32)
-            self._row_steps = [[count] * len(self.params) for count in self._step_counts.unbind(0)]
+            self._row_steps = [[count] * len(self.trained) for count in self._step_counts.unbind(0)]
 
     def _moments(self, payloads, states, moment: str, device: torch.device) -> list[Tensor]:
-        names = self.net.names
+        names = self.net.names[: self.net.trainable]
         per_row = [
             {name: state[k][moment] for k, name in enumerate(names)} if state else {name: torch.zeros_like(p["params"][name]) for name in names}
             for p, state in zip(payloads, states)
@@ -98,7 +103,10 @@ class StackedPlayers:
         return len(self.lrs)
 
     def frozen(self, rows: list[int] | None = None) -> list[Tensor]:
-        """The parameters without gradient tracking, optionally one row per entry of ``rows``."""
+        """The parameters and buffers without gradient tracking: of all rows, in their own storage (so that a
+        defender's batch norms update its running statistics in place), or copies of one row per entry
+        of ``rows`` (networks with running statistics train stacked only in populations of one, where
+        every cell's defender is its one opponent: all rows, in order)."""
         detached = [p.detach() for p in self.params]
         if rows is None or rows == list(range(len(self))):
             return detached
@@ -123,7 +131,7 @@ class StackedPlayers:
             dtype=self.params[0].dtype,
         ), self.device)
         with torch.no_grad():
-            for param, exp_avg, exp_avg_sq in zip(self.params, self.exp_avg, self.exp_avg_sq):
+            for param, exp_avg, exp_avg_sq in zip(self.trained, self.exp_avg, self.exp_avg_sq):
                 per_row = (-1,) + (1,) * (param.dim() - 1)
                 grad = param.grad
                 exp_avg.mul_(beta1).add_(grad * (1 - beta1))
@@ -135,20 +143,20 @@ class StackedPlayers:
     def _step_by_row(self) -> None:
         beta1, beta2 = self.betas
         self._step_counts += 1
-        grads = [list(views) for views in zip(*[p.grad.unbind(0) for p in self.params])]
+        grads = [list(views) for views in zip(*[p.grad.unbind(0) for p in self.trained])]
         for row, lr in enumerate(self.lrs.tolist()):
             torch._fused_adam_(
                 self._rows[row], grads[row], self._exp_avg_rows[row], self._exp_avg_sq_rows[row], [], self._row_steps[row],
                 lr=lr, beta1=beta1, beta2=beta2, weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False,
             )
-        for param in self.params:
+        for param in self.trained:
             param.grad = None
 
     def payloads(self, selected: Sequence[Payload]) -> list[Payload]:
         """Every row as a payload in the format of a lone network and its torch Adam state, with the
         fitness and origin of the selected individual the row was trained from."""
         params, exp_avg, exp_avg_sq = (self.net.states(t) for t in (self.params, self.exp_avg, self.exp_avg_sq))
-        names = self.net.names
+        names = self.net.names[: self.net.trainable]
         # One step count per row and parameter tensor, as torch's Adam keeps them (it adds to each in place).
         steps = separate(torch.tensor(self.steps, dtype=torch.float32).repeat_interleave(len(names)).unbind(0))
         made = []
@@ -156,7 +164,8 @@ class StackedPlayers:
             state = {k: {"step": steps[row * len(names) + k], "exp_avg": exp_avg[row][name], "exp_avg_sq": exp_avg_sq[row][name]}
                      for k, name in enumerate(names)}
             groups = [{**group, "lr": lr} for group in self._groups[row]]
-            made.append({"params": params[row], "adam": {"state": state, "param_groups": groups}, "lr": lr,
+            counted = {name: count + int(self.forwards[row]) for name, count in self._counters[row].items()}
+            made.append({"params": params[row] | counted, "adam": {"state": state, "param_groups": groups}, "lr": lr,
                          "fitness": chosen["fitness"], "origin": chosen["origin"]})
         return made
 
@@ -347,14 +356,18 @@ class StackedEngine:
         attackers.lrs = drawn.lrs.ravel()
         defenders = [opponent_rows[c][drawn.defenders[c]] for c, cell_rows in enumerate(rows) for _ in cell_rows]
         losses = [drawn.losses[c] for c, cell_rows in enumerate(rows) for _ in cell_rows]
+        # Both players in training mode, as in the loop: a defender's batch norms, too, normalise by the
+        # batch and update their running statistics (StackedNetwork; in place, in the opponents' stack).
         if real is None:
-            out = self.d_net(opponents.frozen(defenders), self.g_net(attackers.params, drawn.noise))
+            out = self.d_net(opponents.frozen(defenders), self.g_net(attackers.params, drawn.noise, True), True)
             values = row_losses(losses, lambda loss, r: loss.generator(out[r]), out.device)
         else:
             with torch.no_grad():
-                fake = self.g_net(opponents.frozen(defenders), drawn.noise)
-            d_real, d_fake = self.d_net(attackers.params, real), self.d_net(attackers.params, fake)
+                fake = self.g_net(opponents.frozen(defenders), drawn.noise, True)
+            d_real, d_fake = self.d_net(attackers.params, real, True), self.d_net(attackers.params, fake, True)
             values = row_losses(losses, lambda loss, r: loss.discriminator(d_real[r], d_fake[r]), d_real.device)
+        attackers.forwards += 1 if real is None else 2
+        np.add.at(opponents.forwards, defenders, 1)
         values.sum().backward()
         attackers.step()
         return values.detach().double()
