@@ -166,7 +166,7 @@ def test_a_network_with_no_hand_stacked_form_trains_cell_by_cell_on_a_cpu_and_sa
     assert (tmp_path / "out" / "generator.pt").exists()
 
 
-# In the whole layout dcgan's fitness and mixture images go through StackedNetwork (grouped convolutions).
+# In the whole layout dcgan's cells go through StackedNetwork (grouped convolutions, masks from each cell's stream).
 @pytest.mark.parametrize("layout", ["cache", "whole"])
 def test_a_dcgan_grid_with_dropout_is_bit_identical_twice_and_on_1_and_2_ranks(layout, digits_dir, scoring, env, tmp_path):
     # dcgan's discriminator drops units: each cell must draw its masks from its own stream, never from the
@@ -174,7 +174,7 @@ def test_a_dcgan_grid_with_dropout_is_bit_identical_twice_and_on_1_and_2_ranks(l
     setup = {**settings(fitness_sample_size=32, score_sample_size=64, data_ratio=0.1), "network": "dcgan", "iterations": 2}
     for run, ranks in (("first", 1), ("again", 1), ("two", 2)):
         done = train(ranks, setup, tmp_path / run, digits_dir, scoring, env, stack_layout=layout)
-        assert ("network dcgan: fitness and mixture images stacked, training cell by cell" in done.stderr) == (layout == "whole")
+        assert ("network dcgan: cells stacked (general form)" in done.stderr) == (layout == "whole")
     assert_same(result(tmp_path / "first"), result(tmp_path / "again"))
     assert_same(result(tmp_path / "first"), result(tmp_path / "two"))
 

@@ -276,6 +276,25 @@ def test_the_general_stacked_form_trains_what_the_per_cell_loop_trains(one_threa
             assert [float(s["step"]) for s in a["adam"]["state"].values()] == [float(s["step"]) for s in b["adam"]["state"].values()]
 
 
+def test_the_general_stacked_form_drops_what_the_per_cell_loop_drops(one_thread):
+    # dcgan's discriminator drops units: each row's masks come from its cell's dropout stream, as in the
+    # loop, so both train alike and leave every stream in the same state.
+    from conftest import assert_trained_alike
+
+    cells, again = (grid_cells("bce", network="dcgan", population=1, images=40) for _ in range(2))
+    selections = [(cell.generators, cell.discriminators) for cell in cells]
+    g, d = (StackedNetwork(net) for net in build_pair("dcgan", cells[0].spec))
+    stacked = StackedEngine(g, d, whole=True).train(cells, copy.deepcopy(selections), 3, lambda: None)
+    looped = LoopEngine(whole=True).train(again, copy.deepcopy(selections), 3, lambda: None)
+    for (g_a, d_a, g_loss_a, d_loss_a), (g_b, d_b, g_loss_b, d_loss_b) in zip(stacked, looped):
+        assert g_loss_a == pytest.approx(g_loss_b, rel=1e-5) and d_loss_a == pytest.approx(d_loss_b, rel=1e-5)
+        for a, b in zip(g_a + d_a, g_b + d_b):
+            assert_trained_alike(a["params"], b["params"])
+    for cell, twin in zip(cells, again):
+        assert torch.equal(cell.streams.dropout.state()["cpu"], twin.streams.dropout.state()["cpu"])
+    assert not torch.equal(cells[0].streams.dropout.state()["cpu"], grid_cells("bce", network="dcgan", count=1)[0].streams.dropout.state()["cpu"])
+
+
 def test_the_evaluation_engine_scores_and_samples_what_the_per_cell_loop_does(one_thread):
     # dcgan: batch norm (running statistics in evaluation), dropout (off in evaluation), convolutions.
     cells = grid_cells("bce", network="dcgan")

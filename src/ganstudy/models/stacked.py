@@ -119,9 +119,9 @@ class StackedMLP:
         copies = separate([row for t in host for row in t.unbind(0)])
         return [{name: copies[k * rows + r] for k, name in enumerate(self.names)} for r in range(rows)]
 
-    def __call__(self, params: Sequence[Tensor], x: Tensor, training: bool = False) -> Tensor:
+    def __call__(self, params: Sequence[Tensor], x: Tensor, training: bool = False, streams: Sequence | None = None) -> Tensor:
         """``x``: [copies, samples, ...] -> [copies, samples, *output_shape]; no layer of it behaves otherwise
-        in ``training``."""
+        in ``training``, and none draws from ``streams``."""
         copies, samples = x.shape[:2]
         h = x.reshape(copies, samples, -1)
         for k, activation in enumerate(self.activations):

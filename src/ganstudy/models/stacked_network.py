@@ -130,6 +130,34 @@ class _StackedBatchNorm(nn.Module):
         return _rows_folded(y, rows)
 
 
+class _RowStreams:
+    """The random streams of a call's rows, one per row (``GlobalStream``s: a grid cell's dropout
+    stream), shared by the twin's dropout layers for the call."""
+
+    def __init__(self) -> None:
+        self.streams: Sequence = ()
+
+
+class _StackedDropout(nn.Module):
+    """nn.Dropout of every row, its mask drawn from the row's own stream: each row's block of the folded
+    batch is dropped as the lone network drops its batch, with that stream's global generator in place."""
+
+    def __init__(self, layer: nn.Dropout, rows: _RowStreams) -> None:
+        super().__init__()
+        self.p, self.rows = layer.p, rows
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training:
+            return x
+        streams = self.rows.streams
+        blocks = x.chunk(len(streams))
+        dropped = []
+        for stream, block in zip(streams, blocks):
+            with stream.active():
+                dropped.append(F.dropout(block, self.p, training=True))
+        return torch.cat(dropped)
+
+
 class _StableSigmoid(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return stable_sigmoid(x)
@@ -144,9 +172,13 @@ class StackedNetwork:
 
     def __init__(self, network: nn.Module) -> None:
         self.twin = copy.deepcopy(network).eval()
+        self._rows = _RowStreams()
         for parent_name, parent in list(self.twin.named_modules()):
             for name, child in list(parent.named_children()):
                 where = f"{parent_name}.{name}" if parent_name else name
+                if type(child) is nn.Dropout:
+                    setattr(parent, name, _StackedDropout(child, self._rows))
+                    continue
                 stacked = _STACKED_LAYERS.get(type(child))
                 if stacked is not None and (child._forward_hooks or child._forward_pre_hooks):
                     raise TypeError(f"{where} ({type(child).__name__}): a layer with forward hooks (spectral_norm, weight_norm) "
@@ -171,8 +203,10 @@ class StackedNetwork:
         self.trainable = len(parameters)
         self.counters = tuple(n for n, t in state.items() if not t.is_floating_point())
         self.shapes = tuple(tuple(state[name].shape) for name in self.names)
-        # Dropout draws its masks from torch's global generator, per call; a stack cannot draw a cell's.
-        self.trains = not any(isinstance(m, nn.modules.dropout._DropoutNd) for m in network.modules())
+        # nn.Dropout draws each row's mask from the row's stream; other dropout layers (Dropout2d, ...)
+        # would draw from the process's generator for the whole stack.
+        self.trains = not any(isinstance(m, nn.modules.dropout._DropoutNd) and type(m) is not nn.Dropout for m in network.modules())
+        self.drops = any(isinstance(m, _StackedDropout) for m in self.twin.modules())
         self._agrees: dict[tuple, bool] = {}
 
     def stack(self, states: Sequence[dict[str, Tensor]], device: torch.device) -> list[Tensor]:
@@ -187,47 +221,59 @@ class StackedNetwork:
         copies = separate([row for t in host for row in t.unbind(0)])
         return [{name: copies[k * rows + r] for k, name in enumerate(self.names[: len(stacked)])} for r in range(rows)]
 
-    def __call__(self, params: Sequence[Tensor], x: Tensor, training: bool = False) -> Tensor:
+    def __call__(self, params: Sequence[Tensor], x: Tensor, training: bool = False, streams: Sequence | None = None) -> Tensor:
         """``x``: [rows, samples, ...] -> [rows, samples, ...] (the network's output per sample). In
-        ``training``, batch norms use each row's batch and update its running statistics in ``params``."""
+        ``training``, batch norms use each row's batch and update its running statistics in ``params``,
+        and dropout draws row r's masks from ``streams[r]`` (a ``GlobalStream``; needed if it drops)."""
         rows = x.shape[0]
+        if not (training and self.drops):
+            streams = None
+        elif streams is None or len(streams) != rows:
+            raise ValueError(f"{rows} rows of a network with dropout train with one random stream each")
         if rows == 1:
-            return self._row_by_row(params, x, training)
+            return self._row_by_row(params, x, training, streams)
         key = (rows, tuple(x.shape[1:]), str(x.device), x.dtype, training, torch.is_grad_enabled())
         agrees = self._agrees.get(key)
         if agrees is None:
-            agrees = self._agrees[key] = self._agrees_with_pairs(params, x, training)
+            agrees = self._agrees[key] = self._agrees_with_pairs(params, x, training, streams)
             if not agrees:
                 warnings.warn(f"stacked network: a stack of {rows} rows of {list(x.shape[1:])} gives other bits than a row "
                               "paired with a copy of itself on this machine; such stacks run row by row, in those pairs", stacklevel=2)
-        return self._run(params, x, training) if agrees else self._row_by_row(params, x, training)
+        return self._run(params, x, training, streams) if agrees else self._row_by_row(params, x, training, streams)
 
-    def _run(self, params: Sequence[Tensor], x: Tensor, training: bool) -> Tensor:
+    def _run(self, params: Sequence[Tensor], x: Tensor, training: bool, streams: Sequence | None) -> Tensor:
         rows, samples = x.shape[:2]
-        out = functional_call(self.twin.train(training), dict(zip(self.names, params)), (x.flatten(0, 1),), strict=False)
+        self._rows.streams = streams or ()
+        try:
+            out = functional_call(self.twin.train(training), dict(zip(self.names, params)), (x.flatten(0, 1),), strict=False)
+        finally:
+            self._rows.streams = ()
         return out.view(rows, samples, *out.shape[1:])
 
-    def _row_by_row(self, params: Sequence[Tensor], x: Tensor, training: bool) -> Tensor:
-        """Each row in a pair with a copy of itself; in training its updated running statistics copied back."""
+    def _row_by_row(self, params: Sequence[Tensor], x: Tensor, training: bool, streams: Sequence | None) -> Tensor:
+        """Each row in a pair with a copy of itself (whose draws come from a copy of the row's stream); in
+        training its updated running statistics copied back."""
         outputs = []
         for row in range(len(x)):
             pair, pair_x = _pairs(params, x, [row, row])
-            outputs.append(self._run(pair, pair_x, training)[:1])
+            outputs.append(self._run(pair, pair_x, training, _paired(streams, row))[:1])
             if training:
                 with torch.no_grad():
                     for stacked, paired in zip(params[self.trainable :], pair[self.trainable :]):
                         stacked[row].copy_(paired[0])
         return torch.cat(outputs)
 
-    def _agrees_with_pairs(self, params: Sequence[Tensor], x: Tensor, training: bool) -> bool:
+    def _agrees_with_pairs(self, params: Sequence[Tensor], x: Tensor, training: bool, streams: Sequence | None) -> bool:
         """Whether the first and last rows of a stack of ``x``'s shape give the bits they give in a pair
         with a copy of themselves: outputs, updated running statistics and, where gradients are taken,
-        the gradients of the parameters and of ``x``. On copies: the caller's tensors stay as they are."""
+        the gradients of the parameters and of ``x``. On copies of the tensors and of the streams: the
+        caller's stay as they are."""
         def trial(rows: list[int] | None) -> list[Tensor]:
             tensors, inputs = (list(params), x) if rows is None else _pairs(params, x, rows)
             tensors = [t.detach().clone().requires_grad_(grads and k < self.trainable) for k, t in enumerate(tensors)]
             inputs = inputs.detach().clone().requires_grad_(grads)
-            out = self._run(tensors, inputs, training)
+            drawing = None if streams is None else [copy.copy(streams[r]) for r in (rows or range(len(x)))]
+            out = self._run(tensors, inputs, training, drawing)
             found = [out.detach(), *tensors[self.trainable :]]
             if grads:
                 found += torch.autograd.grad(out.square().sum(), [*tensors[: self.trainable], inputs])
@@ -236,6 +282,12 @@ class StackedNetwork:
         grads = torch.is_grad_enabled()
         whole = trial(None)
         return all(torch.equal(a[row], b[0]) for row in (0, len(x) - 1) for a, b in zip(whole, trial([row, row])))
+
+
+def _paired(streams: Sequence | None, row: int) -> list | None:
+    """The streams of row ``row`` paired with a copy of itself: its own, then a copy of it, whose draws
+    are thrown away with the copy's output."""
+    return None if streams is None else [streams[row], copy.copy(streams[row])]
 
 
 def _pairs(params: Sequence[Tensor], x: Tensor, rows: list[int]) -> tuple[list[Tensor], Tensor]:

@@ -94,11 +94,11 @@ def _engine(setup: TrainingSettings, spec: Any, device: torch.device, layout: st
 def _why_not_trained_stacked(nets: tuple[StackedNetwork, StackedNetwork], population: int) -> str:
     """Why the stacked form of a network cannot train it, or "" when it can."""
     if not all(net.trains for net in nets):
-        return "dropout draws each cell's masks from its own stream"
-    if population > 1 and any(len(net.names) > net.trainable for net in nets):
-        # The attackers of a cell share their defender, whose running statistics the loop updates once per
-        # attacker, one after another.
-        return "batch norms train stacked in populations of one"
+        return "only nn.Dropout draws each cell's masks from the cell's own stream"
+    if population > 1 and any(len(net.names) > net.trainable or net.drops for net in nets):
+        # The attackers of a cell share their defender, whose running statistics and dropout stream the
+        # loop advances attacker after attacker.
+        return "batch norms and dropout train stacked in populations of one"
     return ""
 
 

@@ -333,11 +333,16 @@ class StackedEngine:
         g_sums = torch.zeros(len(gens), dtype=torch.float64, device=device)
         d_sums = torch.zeros(len(discs), dtype=torch.float64, device=device)
         d_steps = 0
+        # Each row's dropout stream, its cell's (general stacked networks drop in populations of one, where
+        # a cell's rows are its attacker and its defender).
+        streams = [cell.streams.dropout for cell in cells]
         for step in range(steps):
-            g_sums += self._update(draws.update(step, "g", _by_cell(gens.lrs, g_rows), [len(r) for r in d_rows]), gens, discs, g_rows, d_rows, None)
+            g_sums += self._update(draws.update(step, "g", _by_cell(gens.lrs, g_rows), [len(r) for r in d_rows]), gens, discs, g_rows, d_rows,
+                                   None, streams)
             if first.d_updates(step):
                 real = first.images[orders[:, step * batch : (step + 1) * batch]]  # [discriminator rows, batch, ...]
-                d_sums += self._update(draws.update(step, "d", _by_cell(discs.lrs, d_rows), [len(r) for r in g_rows]), discs, gens, d_rows, g_rows, real)
+                d_sums += self._update(draws.update(step, "d", _by_cell(discs.lrs, d_rows), [len(r) for r in g_rows]), discs, gens, d_rows, g_rows,
+                                       real, streams)
                 d_steps += 1
             beat()
         g_totals, d_totals = g_sums.tolist(), d_sums.tolist()
@@ -350,21 +355,22 @@ class StackedEngine:
         ]
 
     def _update(self, drawn: UpdateDraws, attackers: StackedPlayers, opponents: StackedPlayers, rows: list[list[int]],
-                opponent_rows: list[list[int]], real: Tensor | None) -> Tensor:
+                opponent_rows: list[list[int]], real: Tensor | None, streams: Sequence) -> Tensor:
         """One update of every attacker row (generators when ``real`` is None; else ``real`` holds each
-        discriminator row's batch) against its cell's drawn defender; the rows' losses."""
+        discriminator row's batch) against its cell's drawn defender; the rows' losses. ``streams``: each
+        cell's dropout stream, for networks that drop (in populations of one)."""
         attackers.lrs = drawn.lrs.ravel()
         defenders = [opponent_rows[c][drawn.defenders[c]] for c, cell_rows in enumerate(rows) for _ in cell_rows]
         losses = [drawn.losses[c] for c, cell_rows in enumerate(rows) for _ in cell_rows]
         # Both players in training mode, as in the loop: a defender's batch norms, too, normalise by the
         # batch and update their running statistics (StackedNetwork; in place, in the opponents' stack).
         if real is None:
-            out = self.d_net(opponents.frozen(defenders), self.g_net(attackers.params, drawn.noise, True), True)
+            out = self.d_net(opponents.frozen(defenders), self.g_net(attackers.params, drawn.noise, True, streams), True, streams)
             values = row_losses(losses, lambda loss, r: loss.generator(out[r]), out.device)
         else:
             with torch.no_grad():
-                fake = self.g_net(opponents.frozen(defenders), drawn.noise, True)
-            d_real, d_fake = self.d_net(attackers.params, real, True), self.d_net(attackers.params, fake, True)
+                fake = self.g_net(opponents.frozen(defenders), drawn.noise, True, streams)
+            d_real, d_fake = self.d_net(attackers.params, real, True, streams), self.d_net(attackers.params, fake, True, streams)
             values = row_losses(losses, lambda loss, r: loss.discriminator(d_real[r], d_fake[r]), d_real.device)
         attackers.forwards += 1 if real is None else 2
         np.add.at(opponents.forwards, defenders, 1)
