@@ -62,13 +62,14 @@ def data_parallel_device() -> str:
     return "cuda" if torch.cuda.device_count() >= 2 else "cpu"
 
 
-def train(ranks: int, settings: dict[str, Any], data: Path, out: Path, device: str = "auto", **inputs: Path) -> Path:
-    """``mpiexec -n ranks ganstudy train`` of one set-up on ``device`` (compute.device), 1 torch thread per
-    rank, from a job file beside ``out`` (``inputs``: the job's other input files); returns ``out``. A
-    failed run stops the benchmark with the end of its log."""
+def train(ranks: int, settings: dict[str, Any], data: Path, out: Path, device: str = "auto", stack_layout: str = "auto",
+          **inputs: Path) -> Path:
+    """``mpiexec -n ranks ganstudy train`` of one set-up on ``device`` (compute.device, compute.stack_layout),
+    1 torch thread per rank, from a job file beside ``out`` (``inputs``: the job's other input files);
+    returns ``out``. A failed run stops the benchmark with the end of its log."""
     job = out.parent / f"{out.name}.job.json"
     files = {"train": str(data), **{key: str(path) for key, path in inputs.items()}}
-    write_job(job, job_description(SETUP, settings, 1, files, {"threads": 1, "device": device}))
+    write_job(job, job_description(SETUP, settings, 1, files, {"threads": 1, "device": device, "stack_layout": stack_layout}))
     command = ["mpiexec", "-n", str(ranks), "ganstudy", "train", str(job), "--trial", "0", "--out-dir", str(out)]
     done = subprocess.run(command, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:

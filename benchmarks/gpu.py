@@ -21,8 +21,8 @@ start-up. Keys:
   the cells, 1.0 ideal); thesis_top10: torch.profiler's ten operators with the most self time on the
   device (on a CPU: the host) in a run of one iteration, each [name, milliseconds, calls].
 - cnn_grid_cells, cnn_iteration_seconds: a 6x6 grid (--quick 1x1) of the thesis's CNN28 cells on the
-  28x28 images, a tenth of them per cell (grid.data_ratio 0.1); on a GPU (the whole layout) their
-  fitness and mixture images stacked, their training cell by cell.
+  28x28 images, a tenth of them per cell (grid.data_ratio 0.1); on a GPU (the whole layout) stacked
+  in the general form (StackedNetwork).
 - per_class_epoch_seconds: seed 001's DC-GAN per class, all 10 classes on one rank, 28x28 images;
   conditional_epoch_seconds: its conditional DC-CGAN on the same images.
 - calo3d_epoch_seconds_fp32, _bf16; pix2pix_epoch_seconds_fp32, _bf16: the data-parallel networks

@@ -15,6 +15,13 @@ figure is the median of a run's iteration seconds after the first (losses.csv), 
 2. digits, 6x6 and 18x18 grids on 2 ranks (18 and 162 cells per rank), the default study's cell settings
    (batch 50, fitness and scores on 250 samples): iteration seconds with grid.batch_cells true and
    false in the same run; batched_speedup_<shape> = loop seconds / batched seconds.
+   A 6x6 grid (--quick 2x2) of the convolutional dcgan on 2 ranks, cells stacked in its general form
+   (compute.stack_layout whole) and cell by cell (cache, a CPU's default): cnn_batched_speedup = loop
+   seconds / stacked seconds (iteration_seconds_cnn_stacked, iteration_seconds_cnn_loop; cnn_grid_cells).
+   The 4LP's hand-stacked form (StackedMLP) against the general one (StackedNetwork) on the same 36
+   rows (--quick 4) of the thesis's digits networks, in one process: a training pass of generator and
+   discriminator on batches of 50; hand_stacked_speedup = general seconds / hand seconds
+   (seconds_per_pass_hand_stacked, seconds_per_pass_general_stacked).
 3. 28x28 images (60,000, upscaled digits made in memory), 4LP, batch 100, the per-cell work of the
    thesis's MNIST runs: 600 generator and 300 discriminator updates, lr mutation at each update, fitness
    on 1,000 samples, two FIDs of a 1,000-sample mixture per iteration:
@@ -36,6 +43,7 @@ from __future__ import annotations
 import csv
 import statistics
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -50,11 +58,16 @@ from ganstudy.evaluate.classifier import train_classifier
 from ganstudy.evaluate.settings import ClassifierSettings
 from ganstudy.evaluate.extractor import classifier_extractor
 from ganstudy.evaluate.scores import reference_statistics
+from ganstudy.models import NetworkSpec, build_pair
+from ganstudy.models.stacked_network import StackedNetwork
+from ganstudy.parallel.topology import resolve_shape
 
 FULL = {"digits_iterations": 12, "digits_samples": 500, "batched_iterations": {"6x6": 5, "18x18": 4}, "batched_samples": 250,
+        "cnn_shape": "6x6", "cnn_iterations": 3, "stack_rows": 36,
         "large_images": 60_000, "large_test_images": 2000, "large_iterations": 4, "thesis_iterations": 2,
         "thesis_samples": 1000, "classifier_epochs": {"digits": 20, "large": 2}, "data_ratio": 1.0, "network": {}}
 QUICK = {"digits_iterations": 2, "digits_samples": 50, "batched_iterations": {"6x6": 2, "18x18": 2}, "batched_samples": 50,
+         "cnn_shape": "2x2", "cnn_iterations": 2, "stack_rows": 4,
          "large_images": 200, "large_test_images": 200, "large_iterations": 2, "thesis_iterations": 2,
          "thesis_samples": 100, "classifier_epochs": {"digits": 1, "large": 1}, "data_ratio": 0.01,
          "network": {"hidden_units": 16, "latent_dim": 8}}
@@ -137,6 +150,43 @@ def batched_vs_loop(shape: str, size: dict, folder: Path, tmp: str) -> dict:
     }
 
 
+def cnn_batched_vs_loop(size: dict, folder: Path, tmp: str) -> dict:
+    """Part 2, convolutional: iteration seconds of a dcgan grid on 2 ranks, stacked (the general form, in
+    the whole layout) vs cell by cell (the cache layout)."""
+    cell = {"network": "dcgan", "batch_size": 50, "lr": 5e-4}
+    samples, shape = size["batched_samples"], size["cnn_shape"]
+    settings = grid_setup(size["cnn_iterations"], size, cell, shape=shape, fitness_sample_size=samples, score_sample_size=samples)
+    classifier = {"classifier": folder / "classifier.pt", "reference": folder / "reference.npz"}
+    seconds = {layout: median_seconds(train(2, settings, folder / "train.npz", Path(tmp, f"cnn-{layout}"), stack_layout=layout, **classifier))
+               for layout in ("whole", "cache")}
+    return {"cnn_grid_cells": resolve_shape(shape, ranks=2, min_cells=1, max_cells=10**9).size,
+            "iteration_seconds_cnn_stacked": round(seconds["whole"], 3), "iteration_seconds_cnn_loop": round(seconds["cache"], 3),
+            "cnn_batched_speedup": round(seconds["cache"] / seconds["whole"], 3)}
+
+
+def hand_vs_general(size: dict, repeats: int = 20) -> dict:
+    """Part 2, the perceptron: its hand-stacked form against the general one, same rows and inputs."""
+    torch.set_num_threads(1)
+    keys = setup({"mode": "grid", **size["network"]})  # the schema's defaults for the full size
+    spec = NetworkSpec((1, 8, 8), keys["latent_dim"], keys["hidden_units"])
+    torch.manual_seed(0)
+    pairs = [build_pair("perceptron4", spec) for _ in range(size["stack_rows"])]
+    z = torch.randn(len(pairs), 50, spec.latent_dim)
+    seconds = {}
+    for form, (g_net, d_net) in (("hand", (pairs[0][0].stacked(), pairs[0][1].stacked())),
+                                 ("general", (StackedNetwork(pairs[0][0]), StackedNetwork(pairs[0][1])))):
+        g_params = [p.requires_grad_() for p in g_net.stack([g.state_dict() for g, _ in pairs], torch.device("cpu"))]
+        d_params = [p.requires_grad_() for p in d_net.stack([d.state_dict() for _, d in pairs], torch.device("cpu"))]
+        passes = []
+        for _ in range(repeats + 3):
+            started = time.perf_counter()
+            d_net(d_params, g_net(g_params, z, True), True).sum().backward()
+            passes.append(time.perf_counter() - started)
+        seconds[form] = statistics.median(passes[3:])
+    return {"seconds_per_pass_hand_stacked": round(seconds["hand"], 5), "seconds_per_pass_general_stacked": round(seconds["general"], 5),
+            "hand_stacked_speedup": round(seconds["general"] / seconds["hand"], 3)}
+
+
 def thesis_grid(samples: int) -> dict:
     """The grid keys of the thesis's per-cell work besides the data: fitness and scores on ``samples``, the
     discriminators trained every other update."""
@@ -178,6 +228,7 @@ def main() -> None:
         results = digits_scaling(size, small, tmp)
         for shape in size["batched_iterations"]:
             results |= batched_vs_loop(shape, size, small, tmp)
+        results |= cnn_batched_vs_loop(size, small, tmp) | hand_vs_general(size)
         large.mkdir()
         mnist_like(small, large, size["large_images"], size["large_test_images"])
         score_inputs(large, size["classifier_epochs"]["large"])

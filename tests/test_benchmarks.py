@@ -27,7 +27,9 @@ RESULT_KEYS = {
     "grid_scaling": {"speedup", "iteration_seconds_1_rank_digits", "iteration_seconds_2_ranks_digits", "weak_efficiency",
                      "iteration_seconds_3x6_2_ranks_digits", "strong_speedup_28x28", "iteration_seconds_2x2_1_rank",
                      "iteration_seconds_2x2", "exchange_fraction", "iteration_seconds_thesis_4x4",
-                     "cell_iteration_seconds_thesis", "thesis_ranks", "device"}
+                     "cell_iteration_seconds_thesis", "thesis_ranks", "device", "cnn_grid_cells", "iteration_seconds_cnn_stacked",
+                     "iteration_seconds_cnn_loop", "cnn_batched_speedup", "seconds_per_pass_hand_stacked",
+                     "seconds_per_pass_general_stacked", "hand_stacked_speedup"}
     | {key for shape in ("6x6", "18x18") for key in
        (f"batched_speedup_{shape}", f"iteration_seconds_{shape}_batched", f"iteration_seconds_{shape}_loop")},
     "grid_dispatch": {f"{count}_{per}_{case}" for count in ("operators", "host_reads") for per in ("per_iteration", "per_cell")

@@ -162,7 +162,7 @@ def test_a_network_with_no_hand_stacked_form_trains_cell_by_cell_on_a_cpu_and_sa
     setup["iterations"] = 1
     done = train(2, setup, tmp_path / "out", digits_dir, scoring, env)
     assert done.stderr.count("network dcgan has no hand-stacked form, and its general one is slower than the loop on a CPU "
-                             "(compute.stack_layout whole stacks its fitness and mixture): each rank trains its cells one after another") == 1
+                             "(compute.stack_layout whole stacks it): each rank trains its cells one after another") == 1
     assert (tmp_path / "out" / "generator.pt").exists()
 
 

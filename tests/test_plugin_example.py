@@ -79,7 +79,7 @@ def test_the_example_plugin_s_study_runs_in_three_modes(tmp_path, plugin_env, pl
     # The plugin's network has no hand-stacked form: on a CPU the grid trains its cells one by one and says so once.
     log = (study / "logs" / "train" / "grid2x2" / "trial0.log").read_text()
     assert log.count("network sndcgan has no hand-stacked form, and its general one is slower than the loop on a CPU "
-                     "(compute.stack_layout whole stacks its fitness and mixture): each rank trains its cells one after another") == 1
+                     "(compute.stack_layout whole stacks it): each rank trains its cells one after another") == 1
     manifest = json.loads((study / "data" / "manifest.json").read_text())
     assert "sngan_plugin.shapes" in json.dumps(manifest)
     # The plugin's data set is in the provenance like its network: in the manifest and in every run.

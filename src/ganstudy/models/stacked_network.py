@@ -1,14 +1,16 @@
-"""N copies of any network built from common layers, evaluated together: the stacked form of
-convolutional networks (``dcgan``, the thesis's CNN28 and CNN64, a plugin's) for a rank's grid cells.
+"""N copies of any network built from common layers, run together: the general stacked form of a rank's
+grid cells, for networks with no hand-stacked one (``dcgan``, the thesis's CNN28 and CNN64, a plugin's).
 
 The copies' rows are folded into the batch dimension ([rows * samples, ...]), so that the network's own
 ``forward`` runs unchanged on a twin of it whose layers hold stacked tensors ([rows, ...]), swapped in
 by ``torch.func.functional_call``. Each layer with parameters or buffers unfolds the rows: a Linear is
 one ``baddbmm``; a convolution one grouped convolution over [samples, rows * channels, ...]; a batch
-norm one ``batch_norm`` over rows * channels. Layers without tensors act on the folded batch as they
-are, so the forward code may reshape, concatenate and apply functions freely, as long as dim 0 stays
-the samples and no sample's value depends on another's (a batch norm in training mode, which has a
-stacked layer, aside). The twin evaluates (``eval()``: running statistics, no dropout).
+norm one ``batch_norm`` over rows * channels (in training each row's batch statistics, its running
+statistics updated in place); a dropout layer drops each row's block with the row's own random stream
+(a grid cell's, as the loop draws it). Layers without tensors act on the folded batch as they are, so
+the forward code may reshape, concatenate and apply functions freely, as long as dim 0 stays the
+samples and no sample's value depends on another's (a batch norm in training mode, which has a stacked
+layer, aside).
 
 Bits. A grouped convolution's kernel is chosen by its shapes (oneDNN on AMD EPYC Zen 5: a stack of one,
 and groups of one channel, take other kernels than larger ones, so a row's bits would depend on how many

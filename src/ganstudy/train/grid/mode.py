@@ -59,9 +59,9 @@ def _check_settings(context: TrainingContext) -> None:
 
 def _engine(setup: TrainingSettings, spec: Any, device: torch.device, layout: str, root: bool) -> Engine:
     """Stacked cells in ``layout`` (compute.stack_layout) when asked for and possible; otherwise the
-    per-cell loop, said once. A network with a hand-stacked form (``stacked()``) trains stacked; any
-    other is stacked for fitness and mixture images in the whole layout (``StackedNetwork``: grouped
-    convolutions, slower than the loop's on a CPU, measured) and trains cell by cell."""
+    per-cell loop, said once. A network with a hand-stacked form (``stacked()``) is stacked in either
+    layout; any other in the whole layout only (``StackedNetwork``: grouped convolutions, slower than the
+    loop's on a CPU, measured), its training too where ``_why_not_trained_stacked`` allows."""
     generator, discriminator = build_pair(setup.network, spec)
     threads = torch.get_num_threads()
     whole = whole_stack(layout, device)
@@ -74,7 +74,7 @@ def _engine(setup: TrainingSettings, spec: Any, device: torch.device, layout: st
         return StackedEngine(generator.stacked(), discriminator.stacked(), whole)
     elif not whole:
         reason = (f"network {setup.network} has no hand-stacked form, and its general one is slower than the loop on a CPU "
-                  "(compute.stack_layout whole stacks its fitness and mixture)")
+                  "(compute.stack_layout whole stacks it)")
     else:
         try:
             nets = StackedNetwork(generator), StackedNetwork(discriminator)
