@@ -145,3 +145,22 @@ def test_dropout_trains_stacked_with_a_stream_per_row_and_other_dropout_layers_d
     with pytest.raises(ValueError, match="2 rows of a network with dropout train with one random stream each"):
         stacked(params, torch.randn(2, 4, 1, 8, 8), training=True)
     assert not StackedNetwork(nn.Sequential(nn.Conv2d(1, 2, 3), nn.Dropout2d(0.5))).trains
+
+
+def test_a_stack_too_large_for_one_call_runs_in_chunks_with_the_same_bits(monkeypatch, one_thread):
+    import ganstudy.models.stacked_network as module
+
+    generators = [g for g, _ in copies("dcgan", (1, 8, 8), 16, 5)]
+    stacked = StackedNetwork(generators[0])
+    params = stacked.stack([g.state_dict() for g in generators], CPU)
+    z = torch.randn(5, 12, 16)
+    whole = training_run(stacked, params, z)
+    # dcgan's generator on 8x8 digits: 16 x 2 x 2 after its linear layer, then maps of 128 and 64 at 4x4 and 8x8.
+    assert stacked._floats[(16,)] > 8 * 8 * 64
+    monkeypatch.setattr(module, "CALL_FLOATS", 2 * 12 * stacked._floats[(16,)])  # two rows a call
+    calls = []
+    monkeypatch.setattr(StackedNetwork, "_run", lambda self, p, x, *rest, run=StackedNetwork._run: calls.append(len(x)) or run(self, p, x, *rest))
+    chunked = training_run(stacked, params, z)
+    assert 2 in calls and max(calls) == 2
+    for a, b in zip([chunked[0], *chunked[1], *chunked[2]], [whole[0], *whole[1], *whole[2]]):
+        assert torch.equal(a, b)

@@ -40,6 +40,10 @@ Tensor = torch.Tensor
 # Channels per group of a stacked convolution, in and out, at the least (see the module's doc). 16
 # floats are one AVX-512 vector; 2 per group still took another kernel below 8 groups (measured).
 MIN_GROUP_CHANNELS = 16
+# Activations (floats, the layers' outputs) of one call at the most: a larger stack runs in chunks of
+# rows, each chunk's shape checked like any stack's. The whole layout evaluates every cell's fitness in
+# one call: 180 rows of CNN28 on 1,000 samples would hold some 40 GB at once.
+CALL_FLOATS = 2**29
 
 
 class _StackedLinear(nn.Module):
@@ -210,6 +214,7 @@ class StackedNetwork:
         self.trains = not any(isinstance(m, nn.modules.dropout._DropoutNd) and type(m) is not nn.Dropout for m in network.modules())
         self.drops = any(isinstance(m, _StackedDropout) for m in self.twin.modules())
         self._agrees: dict[tuple, bool] = {}
+        self._floats: dict[tuple, int] = {}
 
     def stack(self, states: Sequence[dict[str, Tensor]], device: torch.device) -> list[Tensor]:
         """Stacked tensors on ``device`` of the names the first of ``states`` has, in ``names``' order: a
@@ -232,6 +237,10 @@ class StackedNetwork:
             streams = None
         elif streams is None or len(streams) != rows:
             raise ValueError(f"{rows} rows of a network with dropout train with one random stream each")
+        chunk = max(1, CALL_FLOATS // (x.shape[1] * self._floats_per_sample(params, x)))
+        if rows > chunk:
+            return torch.cat([self([p[first : first + chunk] for p in params], x[first : first + chunk], training,
+                                   None if streams is None else streams[first : first + chunk]) for first in range(0, rows, chunk)])
         if rows == 1:
             return self._row_by_row(params, x, training, streams)
         key = (rows, tuple(x.shape[1:]), str(x.device), x.dtype, training, torch.is_grad_enabled())
@@ -242,6 +251,24 @@ class StackedNetwork:
                 warnings.warn(f"stacked network: a stack of {rows} rows of {list(x.shape[1:])} gives other bits than a row "
                               "paired with a copy of itself on this machine; such stacks run row by row, in those pairs", stacklevel=2)
         return self._run(params, x, training, streams) if agrees else self._row_by_row(params, x, training, streams)
+
+    def _floats_per_sample(self, params: Sequence[Tensor], x: Tensor) -> int:
+        """The layers' output floats per sample of ``x``'s shape, counted once per shape on a pair of
+        two of row 0's samples (in evaluation: no statistics updated, nothing drawn)."""
+        shape = tuple(x.shape[2:])
+        if shape not in self._floats:
+            counted = []
+            leaves = [m for m in self.twin.modules() if not list(m.children())]
+            handles = [m.register_forward_hook(lambda _, __, out: counted.append(out.numel())) for m in leaves]
+            try:
+                with torch.no_grad():
+                    pair, pair_x = _pairs(params, x[:, :2], [0, 0])
+                    self._run(pair, pair_x, False, None)
+            finally:
+                for handle in handles:
+                    handle.remove()
+            self._floats[shape] = max(1, sum(counted) // pair_x.shape[:2].numel())
+        return self._floats[shape]
 
     def _run(self, params: Sequence[Tensor], x: Tensor, training: bool, streams: Sequence | None) -> Tensor:
         rows, samples = x.shape[:2]
@@ -260,9 +287,10 @@ class StackedNetwork:
             pair, pair_x = _pairs(params, x, [row, row])
             outputs.append(self._run(pair, pair_x, training, _paired(streams, row))[:1])
             if training:
-                with torch.no_grad():
-                    for stacked, paired in zip(params[self.trainable :], pair[self.trainable :]):
-                        stacked[row].copy_(paired[0])
+                # Through ``.data``, as batch_norm's kernel updates running statistics: without a version
+                # bump, which would fail the backward of an earlier chunk that saved them (unused there).
+                for stacked, paired in zip(params[self.trainable :], pair[self.trainable :]):
+                    stacked.data[row].copy_(paired[0])
         return torch.cat(outputs)
 
     def _agrees_with_pairs(self, params: Sequence[Tensor], x: Tensor, training: bool, streams: Sequence | None) -> bool:
