@@ -89,6 +89,19 @@ def test_single_and_conditional_train_on_cuda(mode, network, deterministic, digi
     assert (generator.labels is not None) == (mode == "conditional")
 
 
+def test_a_dcgan_grid_stacked_in_the_general_form_on_cuda_gives_the_same_bits_on_1_and_2_ranks(digits_dir, scoring, tmp_path, env):
+    # On a GPU the whole layout (auto) stacks dcgan's cells: grouped convolutions through cuDNN, batch norms
+    # and each cell's dropout stream. A stack shape whose rows differ from their pairs would warn and
+    # run row by row: correct, but the GPU's launches would grow with the cells again.
+    setup = {**grid_settings(shape="3x3", fitness_sample_size=32, score_sample_size=64, data_ratio=0.1), "network": "dcgan", "iterations": 2}
+    for ranks in (1, 2):
+        done = run(grid_command(ranks, setup, tmp_path / f"n{ranks}", digits_dir, scoring, **CUDA), env)
+        assert "network dcgan: cells stacked (general form)" in done.stderr
+        assert "gives other bits than a row paired" not in done.stderr
+        assert_ran_on_cuda(tmp_path / f"n{ranks}", ranks)
+    assert_same(grid_result(tmp_path / "n1"), grid_result(tmp_path / "n2"))
+
+
 @pytest.mark.parametrize("batch_cells", [True, False], ids=["stacked", "loop"])
 def test_the_grid_on_cuda_gives_the_same_bits_on_1_and_2_ranks(batch_cells, digits_dir, scoring, tmp_path, env):
     # The grid scores its cells with the classifier on the GPU (FidScorer) while it trains. Stacked, a
