@@ -7,7 +7,7 @@ worst local individuals -> (1+1)-ES step on the mixture weights of the neighbour
 
 Every phase runs for all of the rank's cells before the next, so an engine can batch the cells'
 networks (``StackedEngine``); ``LoopEngine`` runs them cell by cell, for networks with no stacked form;
-``StackedEvaluationEngine`` stacks the evaluations of networks that have a stacked form for evaluation only.
+``StackedEvaluationEngine`` stacks only the evaluations of networks whose stacked form cannot train them.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ class LoopEngine:
 
 
 class StackedEvaluationEngine(StackedEngine):
-    """Fitness and mixture images of all cells through stacked networks that only evaluate
-    (``StackedNetwork``); training cell by cell, as the loop does."""
+    """Fitness and mixture images of all cells through stacked networks (``StackedNetwork``), training cell
+    by cell, as the loop does: for networks that the stacked form cannot train (mode.py says which)."""
 
     def train(self, cells, selections, iteration, beat):
         return LoopEngine(self.whole).train(cells, selections, iteration, beat)
