@@ -4,10 +4,11 @@ grid cells, for networks with no hand-stacked one (``dcgan``, the thesis's CNN28
 The copies' rows are folded into the batch dimension ([rows * samples, ...]), so that the network's own
 ``forward`` runs unchanged on a twin of it whose layers hold stacked tensors ([rows, ...]), swapped in
 by ``torch.func.functional_call``. Each layer with parameters or buffers unfolds the rows: a Linear is
-one ``baddbmm``; a convolution one grouped convolution over [samples, rows * channels, ...]; a batch
-norm one ``batch_norm`` over rows * channels (in training each row's batch statistics, its running
-statistics updated in place); a dropout layer drops each row's block with the row's own random stream
-(a grid cell's, as the loop draws it). Layers without tensors act on the folded batch as they are, so
+one ``baddbmm``; a convolution (1d to 3d, transposed or not) one grouped convolution over
+[samples, rows * channels, ...]; a layer norm normalises each sample and applies its row's scale and
+shift; a batch norm (1d to 3d) is one ``batch_norm`` over rows * channels (in training each row's batch
+statistics, its running statistics updated in place); a dropout layer drops each row's block with the
+row's own random stream (a grid cell's, as the loop draws it). Layers without tensors act on the folded batch as they are, so
 the forward code may reshape, concatenate and apply functions freely, as long as dim 0 stays the
 samples and no sample's value depends on another's (a batch norm in training mode, which has a stacked
 layer, aside).
@@ -86,22 +87,27 @@ def _padded(t: Tensor, dim: int, size: int) -> Tensor:
     return torch.cat([t, t.new_zeros(*t.shape[:dim], missing, *t.shape[dim + 1 :])], dim)
 
 
-class _StackedConv(nn.Module):
-    """Conv2d or ConvTranspose2d of every row as one grouped convolution."""
+_CONVOLUTIONS = {nn.Conv1d: F.conv1d, nn.Conv2d: F.conv2d, nn.Conv3d: F.conv3d,
+                 nn.ConvTranspose1d: F.conv_transpose1d, nn.ConvTranspose2d: F.conv_transpose2d, nn.ConvTranspose3d: F.conv_transpose3d}
 
-    def __init__(self, layer: nn.Conv2d | nn.ConvTranspose2d) -> None:
+
+class _StackedConv(nn.Module):
+    """A convolution (1d, 2d, 3d, transposed or not) of every row as one grouped convolution."""
+
+    def __init__(self, layer: nn.modules.conv._ConvNd) -> None:
         super().__init__()
         if layer.groups != 1 or layer.padding_mode != "zeros":
             raise TypeError("a stacked convolution has groups=1 and padding_mode='zeros'")
         self.weight, self.bias = layer.weight, layer.bias
-        self.transposed = isinstance(layer, nn.ConvTranspose2d)
+        self.convolve = _CONVOLUTIONS[type(layer)]
+        self.transposed = layer.transposed
         self.options = dict(stride=layer.stride, padding=layer.padding, dilation=layer.dilation)
         if self.transposed:
             self.options["output_padding"] = layer.output_padding
 
     def forward(self, x: Tensor) -> Tensor:
         rows = self.weight.shape[0]
-        # Weights: [rows, out, in, ...] (Conv2d) or [rows, in, out, ...] (ConvTranspose2d).
+        # Weights: [rows, out, in, ...], or [rows, in, out, ...] when transposed.
         in_dim, out_dim = (1, 2) if self.transposed else (2, 1)
         outputs = self.weight.shape[out_dim]
         width = max(MIN_GROUP_CHANNELS, outputs)
@@ -109,16 +115,15 @@ class _StackedConv(nn.Module):
         bias = None if self.bias is None else _padded(self.bias, 1, width).flatten()
         h = x.reshape(rows, -1, *x.shape[1:])
         h = _channels_folded(_padded(h, 2, MIN_GROUP_CHANNELS).flatten(0, 1), rows)
-        convolve = F.conv_transpose2d if self.transposed else F.conv2d
-        y = _rows_folded(convolve(h, weight.flatten(0, 1), bias, groups=rows, **self.options), rows)
+        y = _rows_folded(self.convolve(h, weight.flatten(0, 1), bias, groups=rows, **self.options), rows)
         return y[:, :outputs].contiguous() if width > outputs else y
 
 
 class _StackedBatchNorm(nn.Module):
-    """BatchNorm2d of every row: in training each row's own batch statistics, with its running
-    statistics updated in place; in evaluation its running statistics."""
+    """A batch norm (1d, 2d, 3d) of every row: in training each row's own batch statistics, with its
+    running statistics updated in place; in evaluation its running statistics."""
 
-    def __init__(self, layer: nn.BatchNorm2d) -> None:
+    def __init__(self, layer: nn.modules.batchnorm._BatchNorm) -> None:
         super().__init__()
         if not layer.track_running_stats or layer.momentum is None:
             raise TypeError("a stacked batch norm keeps running statistics with a momentum (track_running_stats=True, momentum set)")
@@ -164,12 +169,32 @@ class _StackedDropout(nn.Module):
         return torch.cat(dropped)
 
 
+class _StackedLayerNorm(nn.Module):
+    """LayerNorm of every row: each sample normalised alone, then scaled and shifted by its row's tensors."""
+
+    def __init__(self, layer: nn.LayerNorm) -> None:
+        super().__init__()
+        self.weight, self.bias = layer.weight, layer.bias
+        self.shape, self.eps = tuple(layer.normalized_shape), layer.eps
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = F.layer_norm(x, self.shape, None, None, self.eps)
+        if self.weight is None:
+            return y
+        rows = self.weight.shape[0]
+        h = y.reshape(rows, -1, *self.shape) * self.weight.unsqueeze(1)
+        if self.bias is not None:
+            h = h + self.bias.unsqueeze(1)
+        return h.reshape(x.shape)
+
+
 class _StableSigmoid(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return stable_sigmoid(x)
 
 
-_STACKED_LAYERS = {nn.Linear: _StackedLinear, nn.Conv2d: _StackedConv, nn.ConvTranspose2d: _StackedConv, nn.BatchNorm2d: _StackedBatchNorm}
+_STACKED_LAYERS = {nn.Linear: _StackedLinear, **{kind: _StackedConv for kind in _CONVOLUTIONS},
+                   **{kind: _StackedBatchNorm for kind in (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)}, nn.LayerNorm: _StackedLayerNorm}
 
 
 class StackedNetwork:
