@@ -21,8 +21,9 @@ start-up. Keys:
   the cells, 1.0 ideal); thesis_top10: torch.profiler's ten operators with the most self time on the
   device (on a CPU: the host) in a run of one iteration, each [name, milliseconds, calls].
 - cnn_grid_cells, cnn_iteration_seconds: a 6x6 grid (--quick 1x1) of the thesis's CNN28 cells on the
-  28x28 images, a tenth of them per cell (grid.data_ratio 0.1); on a GPU (the whole layout) stacked
-  in the general form (StackedNetwork).
+  28x28 images, a tenth of them per cell (grid.data_ratio 0.1), stacked in the general form
+  (StackedNetwork, compute.stack_layout whole); cnn_iteration_seconds_loop: the same grid cell by cell
+  (the cache layout); cnn_batched_speedup: loop seconds / stacked seconds, in the same run.
 - per_class_epoch_seconds: seed 001's DC-GAN per class, all 10 classes on one rank, 28x28 images;
   conditional_epoch_seconds: its conditional DC-CGAN on the same images.
 - calo3d_epoch_seconds_fp32, _bf16; pix2pix_epoch_seconds_fp32, _bf16: the data-parallel networks
@@ -116,11 +117,12 @@ class Parts:
         score_inputs(scoring, 1)
         self.files = {**run_files(scoring), "train": str(self.images / "train.npz")}
 
-    def _run(self, name: str, keys: dict, tf32: bool = False, files: dict[str, str] | None = None) -> Path:
+    def _run(self, name: str, keys: dict, tf32: bool = False, files: dict[str, str] | None = None, layout: str = "auto") -> Path:
         """A training run of set-up ``keys`` in this process (one rank; no interpreter start-up to wait
-        for), on the 28x28 images and the grid's scoring files unless ``files`` name others."""
+        for), on the 28x28 images and the grid's scoring files unless ``files`` name others, in
+        compute.stack_layout ``layout``."""
         out = self.tmp / name
-        job = job_file(keys, files or self.files, out, DEVICE, tf32)
+        job = job_file(keys, files or self.files, out, DEVICE, tf32, layout)
         if DEVICE == "cuda":
             torch.cuda.reset_peak_memory_stats()
         run_training(read_job(job), 0, out)
@@ -165,7 +167,10 @@ class Parts:
         shape = self.size["cnn_shape"]
         keys = {**thesis_keys(shape, 2, self.size), "network": "cnn28", **self.size["conv"]}
         keys["grid"] |= self.size["cnn"]
-        self.results |= {"cnn_grid_cells": cell_count(shape), "cnn_iteration_seconds": round(median_seconds(self._run("cnn", keys)), 3)}
+        # The whole layout stacks the cells (StackedNetwork); the cache layout trains them one after another.
+        seconds = {layout: median_seconds(self._run(f"cnn-{layout}", keys, layout=layout)) for layout in ("whole", "cache")}
+        self.results |= {"cnn_grid_cells": cell_count(shape), "cnn_iteration_seconds": round(seconds["whole"], 3),
+                         "cnn_iteration_seconds_loop": round(seconds["cache"], 3), "cnn_batched_speedup": round(seconds["cache"] / seconds["whole"], 3)}
 
     def per_class(self) -> None:
         images = {"train": self.files["train"]}

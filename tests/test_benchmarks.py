@@ -40,7 +40,8 @@ RESULT_KEYS = {
     | {f"thesis_{key}_{kind}" for key in ("iteration_seconds", "tflops", "peak_share", "routine_seconds") for kind in ("fp32", "tf32")}
     | {f"thesis_{key}" for key in ("cells", "gflop_per_iteration", "peak_memory_mb", "operators_per_iteration",
                                    "host_reads_per_iteration", "operators_growth", "host_reads_growth", "top10")}
-    | {"cnn_grid_cells", "cnn_iteration_seconds", "per_class_epoch_seconds", "conditional_epoch_seconds", "device"}
+    | {"cnn_grid_cells", "cnn_iteration_seconds", "cnn_iteration_seconds_loop", "cnn_batched_speedup", "per_class_epoch_seconds",
+       "conditional_epoch_seconds", "device"}
     | {f"{case}_epoch_seconds_{kind}" for case in ("calo3d", "pix2pix") for kind in ("fp32", "bf16")},
 }
 # Times, throughputs and the ratios of two of them, and counts: greater than zero.
