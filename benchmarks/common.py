@@ -25,6 +25,7 @@ import torch
 
 from ganstudy.checkout import git_state
 from ganstudy.config import validate_study_config
+from ganstudy.parallel.topology import resolve_shape
 from ganstudy.parallel.world import mpi_library_version
 from ganstudy.provenance import now, package_versions
 from ganstudy.train.job import job_description, write_job
@@ -161,3 +162,8 @@ def emit(name: str, results: dict[str, Any], args: argparse.Namespace) -> None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with args.out.open("a") as handle:
             handle.write(line + "\n")
+
+
+def cell_count(shape: str) -> int:
+    """The cells of a fixed "RxC" grid, as the grid mode reads its shape."""
+    return resolve_shape(shape, ranks=1, min_cells=1, max_cells=10**9).size

@@ -47,9 +47,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from common import emit, median_seconds, parser, routine_seconds
+from common import cell_count, emit, median_seconds, parser, routine_seconds
 import data_parallel_networks
-from grid_dispatch import cell_count, iteration_counts, job_file, run_files
+from grid_dispatch import iteration_counts, job_file, run_files
 from grid_scaling import mnist_like, score_inputs, thesis_grid
 from torch.profiler import ProfilerActivity, profile
 

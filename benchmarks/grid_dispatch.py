@@ -41,12 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from common import SETUP, emit, parser, setup
+from common import SETUP, cell_count, emit, parser, setup
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from ganstudy.data.prepare import prepare_dataset
-from ganstudy.parallel.topology import resolve_shape
 from ganstudy.train.job import job_description, read_job, write_job
 from ganstudy.train.run import run_training
 from grid_scaling import score_inputs
@@ -139,11 +138,6 @@ def iteration_counts(keys: dict, files: dict[str, str], tmp: str, name: str, dev
     """One iteration's counts, and its operators by name: a run of 2 iterations minus a run of 1."""
     (one, one_names), (two, two_names) = (counted_run({**keys, "iterations": n}, files, Path(tmp, f"{name}-{n}"), device, layout) for n in (1, 2))
     return two - one, two_names - one_names
-
-
-def cell_count(shape: str) -> int:
-    """The cells of a fixed "RxC" grid, as the grid mode reads its shape."""
-    return resolve_shape(shape, ranks=1, min_cells=1, max_cells=10**9).size
 
 
 def per_iteration(name: str, size: dict, folder: Path, tmp: str, layout: str) -> tuple[dict[str, float], Counter[str]]:

@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from common import emit, iterations_logged, median_seconds, parser, setup, train
+from common import cell_count, emit, iterations_logged, median_seconds, parser, setup, train
 
 from ganstudy.data.arrays import Split, save_split
 from ganstudy.data.prepare import prepare_dataset
@@ -60,7 +60,6 @@ from ganstudy.evaluate.extractor import classifier_extractor
 from ganstudy.evaluate.scores import reference_statistics
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.stacked_network import StackedNetwork
-from ganstudy.parallel.topology import resolve_shape
 
 FULL = {"digits_iterations": 12, "digits_samples": 500, "batched_iterations": {"6x6": 5, "18x18": 4}, "batched_samples": 250,
         "cnn_shape": "6x6", "cnn_iterations": 3, "stack_rows": 36,
@@ -159,7 +158,7 @@ def cnn_batched_vs_loop(size: dict, folder: Path, tmp: str) -> dict:
     classifier = {"classifier": folder / "classifier.pt", "reference": folder / "reference.npz"}
     seconds = {layout: median_seconds(train(2, settings, folder / "train.npz", Path(tmp, f"cnn-{layout}"), stack_layout=layout, **classifier))
                for layout in ("whole", "cache")}
-    return {"cnn_grid_cells": resolve_shape(shape, ranks=2, min_cells=1, max_cells=10**9).size,
+    return {"cnn_grid_cells": cell_count(shape),
             "iteration_seconds_cnn_stacked": round(seconds["whole"], 3), "iteration_seconds_cnn_loop": round(seconds["cache"], 3),
             "cnn_batched_speedup": round(seconds["cache"] / seconds["whole"], 3)}
 

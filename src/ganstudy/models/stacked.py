@@ -68,6 +68,17 @@ def separate(tensors: Sequence[Tensor]) -> list[Tensor]:
     return list(torch._foreach_mul(list(tensors), 1.0))
 
 
+def linear_rows(h: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """Each row's linear layer: ``h`` [rows, n, in] times ``weight`` [rows, in, out] (a transposed view
+    will do), plus ``bias`` [rows, out]."""
+    if weight.shape[2] == 1:
+        # A one-unit layer is a matrix-vector product: BLAS takes another kernel for a stack of one than
+        # for a longer stack, so its bits would depend on the cells sharing the rank.
+        out = (h * weight.transpose(1, 2)).sum(-1, keepdim=True)
+        return out if bias is None else out + bias.unsqueeze(1)
+    return torch.bmm(h, weight) if bias is None else torch.baddbmm(bias.unsqueeze(1), h, weight)
+
+
 # Activation modules with a stacked form of their own; others are applied as they are.
 _STACKED_ACTIVATIONS: dict[type[nn.Module], Callable[[Tensor], Tensor]] = {nn.Sigmoid: stable_sigmoid, nn.Tanh: _tanh}
 
@@ -125,11 +136,5 @@ class StackedMLP:
         copies, samples = x.shape[:2]
         h = x.reshape(copies, samples, -1)
         for k, activation in enumerate(self.activations):
-            weight, bias = params[2 * k], params[2 * k + 1]
-            if weight.shape[2] == 1:
-                # A one-unit layer is a matrix-vector product: BLAS takes another kernel for a stack of
-                # one than for a longer stack, so its bits would depend on the cells sharing the rank.
-                h = activation((h * weight.transpose(1, 2)).sum(-1, keepdim=True) + bias.unsqueeze(1))
-            else:
-                h = activation(torch.baddbmm(bias.unsqueeze(1), h, weight))
+            h = activation(linear_rows(h, params[2 * k], params[2 * k + 1]))
         return h.view(copies, samples, *self.output_shape)

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
-from ganstudy.models.stacked import separate, stable_sigmoid
+from ganstudy.models.stacked import linear_rows, separate, stable_sigmoid
 
 Tensor = torch.Tensor
 # Channels per group of a stacked convolution, in and out, at the least (see the module's doc). 16
@@ -53,18 +53,8 @@ class _StackedLinear(nn.Module):
         self.weight, self.bias = layer.weight, layer.bias
 
     def forward(self, x: Tensor) -> Tensor:
-        rows = self.weight.shape[0]
-        h = x.reshape(rows, -1, x.shape[-1])
-        if self.weight.shape[1] == 1:
-            # A one-unit layer is a matrix-vector product: BLAS takes another kernel for a stack of
-            # one than for a longer stack (see StackedMLP).
-            out = (h * self.weight).sum(-1, keepdim=True)
-            out = out if self.bias is None else out + self.bias.unsqueeze(1)
-        elif self.bias is None:
-            out = torch.bmm(h, self.weight.transpose(1, 2))
-        else:
-            out = torch.baddbmm(self.bias.unsqueeze(1), h, self.weight.transpose(1, 2))
-        return out.reshape(*x.shape[:-1], -1)
+        h = x.reshape(self.weight.shape[0], -1, x.shape[-1])
+        return linear_rows(h, self.weight.transpose(1, 2), self.bias).reshape(*x.shape[:-1], -1)
 
 
 def _channels_folded(x: Tensor, rows: int) -> Tensor:
