@@ -112,6 +112,28 @@ def assert_trained_alike(a: dict, b: dict, share: float = 1e-3) -> None:
     assert far <= share * total, f"{far} of {total} elements differ beyond rtol 1e-4, atol 1e-5 ({'; '.join(where)})"
 
 
+M32 = (1 << 32) - 1
+
+
+# The dropout masks' hash (ganstudy.counter_random.hash32, scaled_mask) written independently.
+def lowbias32(x: int) -> int:
+    """Wellons' lowbias32 in Python's unbounded integers, with the multipliers as published."""
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & M32
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & M32
+    return x ^ (x >> 16)
+
+
+def reference_mask(call: int, first_row: int, rows: int, per_row: int, keep: float):
+    import torch
+
+    threshold = round(keep * 2**32)
+    row_keys = [lowbias32((first_row + r + (call & M32)) & M32) for r in range(rows)]
+    element_keys = [lowbias32((e + (call >> 32)) & M32) for e in range(per_row)]
+    return torch.tensor([[float(lowbias32(rk ^ ek) < threshold) for ek in element_keys] for rk in row_keys]) / keep
+
+
 def install(site: Path, distribution: str, entry_points: str, module: str = "", source: str = "") -> None:
     """A package as pip leaves it in site-packages: its dist-info (metadata, entry points) and a module."""
     info = site / f"{distribution}-1.2.dist-info"

@@ -16,7 +16,7 @@ import torch
 from ganstudy.config import validate_study_config
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.models.artifact import load_generator, sample_generator
-from ganstudy.parallel.shard_dropout import scaled_mask
+from ganstudy.counter_random import scaled_mask
 from jobs import kill_job, start_job, wait_for
 from conftest import SCHEMA, assert_trained_alike
 from test_data_parallel_mpi import settings as dp_settings

@@ -124,6 +124,8 @@ def test_results_are_bit_identical_on_1_2_and_4_ranks(batch_cells, layout, digit
     record = json.loads((tmp_path / "n4" / "run.json").read_text())
     assert record["stack_layout"] == layout
     assert record["exchange"] == "cartesian" and record["grid_shape"] == "2x2" and len(record["hosts"]) == 4
+    # Engine 3 changed only nn.Dropout's masks: a perceptron's run draws engine 2's numbers, and says so.
+    assert record["grid_engine"] == 2
     assert len(record["mixture_weights"]) == 3  # a 2x2 neighbourhood has three distinct cells
     assert sum(record["mixture_weights"]) == pytest.approx(1.0)
 
@@ -166,17 +168,18 @@ def test_a_network_with_no_hand_stacked_form_trains_cell_by_cell_on_a_cpu_and_sa
     assert (tmp_path / "out" / "generator.pt").exists()
 
 
-# In the whole layout dcgan's cells go through StackedNetwork (grouped convolutions, masks from each cell's stream).
+# In the whole layout dcgan's cells go through StackedNetwork (grouped convolutions, masks keyed per row).
 @pytest.mark.parametrize("layout", ["cache", "whole"])
 def test_a_dcgan_grid_with_dropout_is_bit_identical_twice_and_on_1_and_2_ranks(layout, digits_dir, scoring, env, tmp_path):
-    # dcgan's discriminator drops units: each cell must draw its masks from its own stream, never from the
-    # process's global generator, whose state depends on the process and on the cells it ran before.
+    # dcgan's discriminator drops units: each cell's masks must be keyed by its own updates, never drawn
+    # from the process's global generator, whose state depends on the process and on the cells it ran before.
     setup = {**settings(fitness_sample_size=32, score_sample_size=64, data_ratio=0.1), "network": "dcgan", "iterations": 2}
     for run, ranks in (("first", 1), ("again", 1), ("two", 2)):
         done = train(ranks, setup, tmp_path / run, digits_dir, scoring, env, stack_layout=layout)
         assert ("network dcgan: cells stacked (general form)" in done.stderr) == (layout == "whole")
     assert_same(result(tmp_path / "first"), result(tmp_path / "again"))
     assert_same(result(tmp_path / "first"), result(tmp_path / "two"))
+    assert json.loads((tmp_path / "two" / "run.json").read_text())["grid_engine"] == 3
 
 
 def test_a_plugin_network_with_batch_norms_trains_stacked_and_bit_identical_on_1_and_2_ranks(

@@ -10,28 +10,13 @@ import pytest
 import torch
 from scipy import stats
 
+from ganstudy import counter_random as module
+from ganstudy.counter_random import hash32, scaled_mask
 from ganstudy.errors import GanstudyError
-from ganstudy.parallel import shard_dropout as module
 from ganstudy.parallel.partition import shard_rows
-from ganstudy.parallel.shard_dropout import hash32, row_masks, scaled_mask, shard_dropout
+from ganstudy.parallel.shard_dropout import row_masks, shard_dropout
 
-M32 = (1 << 32) - 1
-
-
-def lowbias32(x: int) -> int:
-    """Wellons' lowbias32 in Python's unbounded integers, with the multipliers as published."""
-    x ^= x >> 16
-    x = (x * 0x7FEB352D) & M32
-    x ^= x >> 15
-    x = (x * 0x846CA68B) & M32
-    return x ^ (x >> 16)
-
-
-def reference_mask(call: int, first_row: int, rows: int, per_row: int, keep: float) -> torch.Tensor:
-    threshold = round(keep * 2**32)
-    row_keys = [lowbias32((first_row + r + (call & M32)) & M32) for r in range(rows)]
-    element_keys = [lowbias32((e + (call >> 32)) & M32) for e in range(per_row)]
-    return torch.tensor([[float(lowbias32(rk ^ ek) < threshold) for ek in element_keys] for rk in row_keys]) / keep
+from conftest import M32, lowbias32, reference_mask
 
 
 def test_the_tensor_hash_is_lowbias32_bit_for_bit():

@@ -20,6 +20,7 @@ from ganstudy.train.grid.population import Individual
 from ganstudy.models.stacked_network import StackedNetwork
 from ganstudy.train.grid.draws import GridDraws
 from ganstudy.train.grid.iteration import LoopEngine, StackedEvaluationEngine
+from ganstudy.train.grid.mode import _why_not_trained_stacked
 from ganstudy.train.grid.stacked import FitnessCase, StackedEngine, StackedPlayers, fitness_losses
 from ganstudy.train.losses import LOSSES
 
@@ -276,23 +277,40 @@ def test_the_general_stacked_form_trains_what_the_per_cell_loop_trains(one_threa
             assert [float(s["step"]) for s in a["adam"]["state"].values()] == [float(s["step"]) for s in b["adam"]["state"].values()]
 
 
-def test_the_general_stacked_form_drops_what_the_per_cell_loop_drops(one_thread):
-    # dcgan's discriminator drops units: each row's masks come from its cell's dropout stream, as in the
-    # loop, so both train alike and leave every stream in the same state.
-    from conftest import assert_trained_alike
+def without_batch_norms(pair: tuple[nn.Module, nn.Module]) -> tuple[nn.Module, nn.Module]:
+    for net in pair:
+        for parent in list(net.modules()):
+            for name, child in list(parent.named_children()):
+                if isinstance(child, nn.modules.batchnorm._BatchNorm):
+                    setattr(parent, name, nn.Identity())
+    return pair
 
-    cells, again = (grid_cells("bce", network="dcgan", population=1, images=40) for _ in range(2))
+
+@pytest.mark.parametrize("population", [1, 2])
+def test_the_general_stacked_form_drops_what_the_per_cell_loop_drops(population, monkeypatch, one_thread):
+    # dcgan's discriminator drops units: each row's masks are keyed by its cell's update and attacker, as
+    # the loop keys its lone networks', so both train alike; in populations of two as well, where the
+    # attackers share a defender that drops by each attacker's key (dcgan without its batch norms, which
+    # train stacked in populations of one only). Neither draws from the cell's global stream.
+    from conftest import assert_trained_alike
+    import ganstudy.train.grid.pool as pool
+
+    pair = lambda spec: build_pair("dcgan", spec) if population == 1 else without_batch_norms(build_pair("dcgan", spec))  # noqa: E731
+    monkeypatch.setattr(pool, "build_pair", lambda name, spec: pair(spec))
+    cells, again, fresh = (grid_cells("bce", network="dcgan", population=population, images=40) for _ in range(3))
     selections = [(cell.generators, cell.discriminators) for cell in cells]
-    g, d = (StackedNetwork(net) for net in build_pair("dcgan", cells[0].spec))
+    g, d = (StackedNetwork(net) for net in pair(cells[0].spec))
+    assert g.drops or d.drops
+    assert not _why_not_trained_stacked((g, d), population)
     stacked = StackedEngine(g, d, whole=True).train(cells, copy.deepcopy(selections), 3, lambda: None)
     looped = LoopEngine(whole=True).train(again, copy.deepcopy(selections), 3, lambda: None)
     for (g_a, d_a, g_loss_a, d_loss_a), (g_b, d_b, g_loss_b, d_loss_b) in zip(stacked, looped):
         assert g_loss_a == pytest.approx(g_loss_b, rel=1e-5) and d_loss_a == pytest.approx(d_loss_b, rel=1e-5)
         for a, b in zip(g_a + d_a, g_b + d_b):
             assert_trained_alike(a["params"], b["params"])
-    for cell, twin in zip(cells, again):
-        assert torch.equal(cell.streams.dropout.state()["cpu"], twin.streams.dropout.state()["cpu"])
-    assert not torch.equal(cells[0].streams.dropout.state()["cpu"], grid_cells("bce", network="dcgan", count=1)[0].streams.dropout.state()["cpu"])
+    for cell, twin, untouched in zip(cells, again, fresh):
+        assert torch.equal(cell.streams.dropout.state()["cpu"], untouched.streams.dropout.state()["cpu"])
+        assert torch.equal(twin.streams.dropout.state()["cpu"], untouched.streams.dropout.state()["cpu"])
 
 
 def test_the_evaluation_engine_scores_and_samples_what_the_per_cell_loop_does(one_thread):

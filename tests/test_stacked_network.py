@@ -140,12 +140,12 @@ def test_in_training_a_row_gives_the_same_bits_in_any_stack(one_thread):
             assert torch.equal(a[rows.index(2)], b[2])
 
 
-def test_dropout_trains_stacked_with_a_stream_per_row_and_other_dropout_layers_do_not():
+def test_dropout_trains_stacked_with_a_key_per_row_and_other_dropout_layers_do_not():
     _, discriminator = build_pair("dcgan", NetworkSpec((1, 8, 8), 16, 0))
     stacked = StackedNetwork(discriminator)
     assert stacked.trains and stacked.drops
     params = stacked.stack([discriminator.state_dict()] * 2, CPU)
-    with pytest.raises(ValueError, match="2 rows of a network with dropout train with one random stream each"):
+    with pytest.raises(ValueError, match="2 rows of a network with dropout train inside keyed_masks"):
         stacked(params, torch.randn(2, 4, 1, 8, 8), training=True)
     assert not StackedNetwork(nn.Sequential(nn.Conv2d(1, 2, 3), nn.Dropout2d(0.5))).trains
 

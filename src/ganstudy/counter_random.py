@@ -20,6 +20,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from ganstudy.device_copy import to_device
+
 MASK32 = (1 << 32) - 1
 _MASK64 = (1 << 64) - 1
 _BITS = 24  # of a uniform: exact in float32 and float64
@@ -88,7 +90,7 @@ def _row_words(keys: Keys, device: torch.device) -> tuple[torch.Tensor, torch.Te
     rows apart where their first words, combined with two indices, happen to coincide."""
     keys = _words(keys).reshape(-1, 1)
     words = np.concatenate([keys & np.uint64(MASK32), keys >> np.uint64(32)], axis=1).astype(np.int64)
-    words = torch.from_numpy(words).to(device)
+    words = to_device(torch.from_numpy(words), device)
     return words[:, :1], words[:, 1:]
 
 
@@ -100,6 +102,35 @@ def random_bits(keys: Keys, count: int, device: torch.device) -> torch.Tensor:
     """[len(keys), count] 32-bit values (int64): value j of row r is a hash of (keys[r], j)."""
     first, second = _row_words(keys, device)
     return hash32(hash32(first ^ _index_words(0, count, device)) ^ second)
+
+
+# Elements of a dropout mask hashed at a time on a CPU: the hash's dozen whole-tensor passes then stay in
+# the core's cache (3x faster than one pass over calo3d's 847k-element rows); a GPU hashes a mask in one go.
+_CPU_BLOCK = 1 << 17
+
+
+def scaled_mask(calls: int | Keys, first_row: int, shape: torch.Size, keep: float, dtype: torch.dtype,
+                device: torch.device) -> torch.Tensor:
+    """Dropout's mask divided by ``keep``, of shape ``shape``, whose rows (dim 0) are ``len(calls)`` equal
+    blocks, one per call key (one call: the whole batch). Row first_row + s of a block and element e of
+    that row: kept when the 32-bit hash of the row's key and the element's key, each a hash of (the
+    block's call, the index), is below keep * 2**32. So a block's mask does not depend on the blocks
+    beside it, nor on where the rows of a batch are cut (``first_row``); on the CPU blocks of columns
+    (all rows at once) bound the work held in memory, and the bits do not depend on the block."""
+    low, high = _row_words([calls] if isinstance(calls, int) else calls, device)
+    blocks = len(low)
+    rows, per_row = shape[0] // blocks, shape[1:].numel()
+    if rows * blocks != shape[0]:
+        raise ValueError(f"a batch of {shape[0]} rows does not split into {blocks} equal blocks of dropout masks")
+    row_keys = hash32((torch.arange(first_row, first_row + rows, device=device) + low) & MASK32)
+    element_keys = hash32((torch.arange(per_row, device=device) + high) & MASK32)
+    mask = torch.empty(blocks, rows, per_row, dtype=dtype, device=device)
+    threshold = round(keep * 2**32)
+    columns = max(1, _CPU_BLOCK // max(shape[0], 1)) if device.type == "cpu" else max(per_row, 1)
+    for start in range(0, per_row, columns):
+        bits = hash32(row_keys[:, :, None] ^ element_keys[:, None, start : start + columns])
+        mask[:, :, start : start + columns] = bits < threshold
+    return mask.div_(keep).view(shape)
 
 
 def uniform(keys: Keys, count: int, device: torch.device, dtype: torch.dtype = torch.float64) -> torch.Tensor:

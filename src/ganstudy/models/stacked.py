@@ -89,9 +89,10 @@ class StackedMLP:
     activations: tuple[Callable[[Tensor], Tensor], ...]  # one elementwise activation per layer
     output_shape: tuple[int, ...]  # per sample: (C, H, W) for a generator, () for a discriminator
     shapes: tuple[tuple[int, ...], ...]  # one copy's parameter shapes, in the order of names
-    # As StackedNetwork: every tensor is a parameter, none counts anything, and it trains.
+    # As StackedNetwork: every tensor is a parameter, none counts anything, it trains and drops nothing.
     counters = ()
     trains = True
+    drops = False
 
     @property
     def trainable(self) -> int:
@@ -130,9 +131,9 @@ class StackedMLP:
         copies = separate([row for t in host for row in t.unbind(0)])
         return [{name: copies[k * rows + r] for k, name in enumerate(self.names)} for r in range(rows)]
 
-    def __call__(self, params: Sequence[Tensor], x: Tensor, training: bool = False, streams: Sequence | None = None) -> Tensor:
+    def __call__(self, params: Sequence[Tensor], x: Tensor, training: bool = False) -> Tensor:
         """``x``: [copies, samples, ...] -> [copies, samples, *output_shape]; no layer of it behaves otherwise
-        in ``training``, and none draws from ``streams``."""
+        in ``training``."""
         copies, samples = x.shape[:2]
         h = x.reshape(copies, samples, -1)
         for k, activation in enumerate(self.activations):

@@ -7,9 +7,9 @@ by ``torch.func.functional_call``. Each layer with parameters or buffers unfolds
 one ``baddbmm``; a convolution (1d to 3d, transposed or not) one grouped convolution over
 [samples, rows * channels, ...]; a layer norm normalises each sample and applies its row's scale and
 shift; a batch norm (1d to 3d) is one ``batch_norm`` over rows * channels (in training each row's batch
-statistics, its running statistics updated in place); a dropout layer drops each row's block with the
-row's own random stream (a grid cell's, as the loop draws it). Layers without tensors act on the folded batch as they are, so
-the forward code may reshape, concatenate and apply functions freely, as long as dim 0 stays the
+statistics, its running statistics updated in place); an nn.Dropout drops each row's block by the row's
+own key (``KeyedDropout``: a grid cell's, which the loop's lone network uses alike, so both drop the
+same units). Layers without tensors act on the folded batch as they are, so the forward code may reshape, concatenate and apply functions freely, as long as dim 0 stays the
 samples and no sample's value depends on another's (a batch norm in training mode, which has a stacked
 layer, aside).
 
@@ -30,11 +30,13 @@ import copy
 import warnings
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
+from ganstudy.models.keyed_dropout import dropout_layers, keyed_dropout
 from ganstudy.models.stacked import linear_rows, separate, stable_sigmoid
 
 Tensor = torch.Tensor
@@ -131,34 +133,6 @@ class _StackedBatchNorm(nn.Module):
         return _rows_folded(y, rows)
 
 
-class _RowStreams:
-    """The random streams of a call's rows, one per row (``GlobalStream``s: a grid cell's dropout
-    stream), shared by the twin's dropout layers for the call."""
-
-    def __init__(self) -> None:
-        self.streams: Sequence = ()
-
-
-class _StackedDropout(nn.Module):
-    """nn.Dropout of every row, its mask drawn from the row's own stream: each row's block of the folded
-    batch is dropped as the lone network drops its batch, with that stream's global generator in place."""
-
-    def __init__(self, layer: nn.Dropout, rows: _RowStreams) -> None:
-        super().__init__()
-        self.p, self.rows = layer.p, rows
-
-    def forward(self, x: Tensor) -> Tensor:
-        if not self.training:
-            return x
-        streams = self.rows.streams
-        blocks = x.chunk(len(streams))
-        dropped = []
-        for stream, block in zip(streams, blocks):
-            with stream.active():
-                dropped.append(F.dropout(block, self.p, training=True))
-        return torch.cat(dropped)
-
-
 class _StackedLayerNorm(nn.Module):
     """LayerNorm of every row: each sample normalised alone, then scaled and shifted by its row's tensors."""
 
@@ -192,14 +166,12 @@ class StackedNetwork:
     them on [rows, samples, ...] inputs, in evaluation or in training (``trains``: no dropout)."""
 
     def __init__(self, network: nn.Module) -> None:
-        self.twin = copy.deepcopy(network).eval()
-        self._rows = _RowStreams()
+        # nn.Dropout's masks keyed per row, numbered as ``keyed_dropout`` numbers a lone network's layers.
+        self.twin = keyed_dropout(copy.deepcopy(network)).eval()
+        self._dropouts = dropout_layers(self.twin)
         for parent_name, parent in list(self.twin.named_modules()):
             for name, child in list(parent.named_children()):
                 where = f"{parent_name}.{name}" if parent_name else name
-                if type(child) is nn.Dropout:
-                    setattr(parent, name, _StackedDropout(child, self._rows))
-                    continue
                 stacked = _STACKED_LAYERS.get(type(child))
                 if stacked is not None and (child._forward_hooks or child._forward_pre_hooks):
                     raise TypeError(f"{where} ({type(child).__name__}): a layer with forward hooks (spectral_norm, weight_norm) "
@@ -224,10 +196,10 @@ class StackedNetwork:
         self.trainable = len(parameters)
         self.counters = tuple(n for n, t in state.items() if not t.is_floating_point())
         self.shapes = tuple(tuple(state[name].shape) for name in self.names)
-        # nn.Dropout draws each row's mask from the row's stream; other dropout layers (Dropout2d, ...)
-        # would draw from the process's generator for the whole stack.
+        # nn.Dropout's masks are keyed per row; other dropout layers (Dropout2d, ...) would draw from the
+        # process's generator for the whole stack.
         self.trains = not any(isinstance(m, nn.modules.dropout._DropoutNd) and type(m) is not nn.Dropout for m in network.modules())
-        self.drops = any(isinstance(m, _StackedDropout) for m in self.twin.modules())
+        self.drops = bool(self._dropouts)
         self._agrees: dict[tuple, bool] = {}
         self._floats: dict[tuple, int] = {}
 
@@ -243,29 +215,39 @@ class StackedNetwork:
         copies = separate([row for t in host for row in t.unbind(0)])
         return [{name: copies[k * rows + r] for k, name in enumerate(self.names[: len(stacked)])} for r in range(rows)]
 
-    def __call__(self, params: Sequence[Tensor], x: Tensor, training: bool = False, streams: Sequence | None = None) -> Tensor:
+    def __call__(self, params: Sequence[Tensor], x: Tensor, training: bool = False) -> Tensor:
         """``x``: [rows, samples, ...] -> [rows, samples, ...] (the network's output per sample). In
         ``training``, batch norms use each row's batch and update its running statistics in ``params``,
-        and dropout draws row r's masks from ``streams[r]`` (a ``GlobalStream``; needed if it drops)."""
+        and dropout drops row r's samples by the r-th key of ``keyed_masks(self.twin, keys)``, which must
+        be active if the network drops."""
+        held = [layer.keys for layer in self._dropouts]
+        keys = held[0] if training and self.drops else None
+        if training and self.drops and (keys is None or len(keys) != len(x)):
+            raise ValueError(f"{len(x)} rows of a network with dropout train inside keyed_masks(net.twin, keys) with a key per row")
+        # Every run below (chunks, pairs, checks) counts the dropout layers' calls from here; the call counts once.
+        self._calls = [layer.calls for layer in self._dropouts]
+        try:
+            return self._stacked(params, x, training, keys)
+        finally:
+            for layer, layer_keys in zip(self._dropouts, held):
+                layer.keys = layer_keys
+
+    def _stacked(self, params: Sequence[Tensor], x: Tensor, training: bool, keys: np.ndarray | None) -> Tensor:
         rows = x.shape[0]
-        if not (training and self.drops):
-            streams = None
-        elif streams is None or len(streams) != rows:
-            raise ValueError(f"{rows} rows of a network with dropout train with one random stream each")
         chunk = max(1, CALL_FLOATS // (x.shape[1] * self._floats_per_sample(params, x)))
         if rows > chunk:
-            return torch.cat([self([p[first : first + chunk] for p in params], x[first : first + chunk], training,
-                                   None if streams is None else streams[first : first + chunk]) for first in range(0, rows, chunk)])
+            return torch.cat([self._stacked([p[first : first + chunk] for p in params], x[first : first + chunk], training,
+                                            None if keys is None else keys[first : first + chunk]) for first in range(0, rows, chunk)])
         if rows == 1:
-            return self._row_by_row(params, x, training, streams)
+            return self._row_by_row(params, x, training, keys)
         key = (rows, tuple(x.shape[1:]), str(x.device), x.dtype, training, torch.is_grad_enabled())
         agrees = self._agrees.get(key)
         if agrees is None:
-            agrees = self._agrees[key] = self._agrees_with_pairs(params, x, training, streams)
+            agrees = self._agrees[key] = self._agrees_with_pairs(params, x, training, keys)
             if not agrees:
                 warnings.warn(f"stacked network: a stack of {rows} rows of {list(x.shape[1:])} gives other bits than a row "
-                              "paired with a copy of itself on this machine; such stacks run row by row, in those pairs", stacklevel=2)
-        return self._run(params, x, training, streams) if agrees else self._row_by_row(params, x, training, streams)
+                              "paired with a copy of itself on this machine; such stacks run row by row, in those pairs", stacklevel=3)
+        return self._run(params, x, training, keys) if agrees else self._row_by_row(params, x, training, keys)
 
     def _floats_per_sample(self, params: Sequence[Tensor], x: Tensor) -> int:
         """The layers' output floats per sample of ``x``'s shape, counted once per shape on a pair of
@@ -285,22 +267,20 @@ class StackedNetwork:
             self._floats[shape] = max(1, sum(counted) // pair_x.shape[:2].numel())
         return self._floats[shape]
 
-    def _run(self, params: Sequence[Tensor], x: Tensor, training: bool, streams: Sequence | None) -> Tensor:
+    def _run(self, params: Sequence[Tensor], x: Tensor, training: bool, keys: np.ndarray | None) -> Tensor:
         rows, samples = x.shape[:2]
-        self._rows.streams = streams or ()
-        try:
-            out = functional_call(self.twin.train(training), dict(zip(self.names, params)), (x.flatten(0, 1),), strict=False)
-        finally:
-            self._rows.streams = ()
+        for layer, calls in zip(self._dropouts, self._calls):
+            layer.keys, layer.calls = keys, calls
+        out = functional_call(self.twin.train(training), dict(zip(self.names, params)), (x.flatten(0, 1),), strict=False)
         return out.view(rows, samples, *out.shape[1:])
 
-    def _row_by_row(self, params: Sequence[Tensor], x: Tensor, training: bool, streams: Sequence | None) -> Tensor:
-        """Each row in a pair with a copy of itself (whose draws come from a copy of the row's stream); in
-        training its updated running statistics copied back."""
+    def _row_by_row(self, params: Sequence[Tensor], x: Tensor, training: bool, keys: np.ndarray | None) -> Tensor:
+        """Each row in a pair with a copy of itself (and of its key); in training its updated running
+        statistics copied back."""
         outputs = []
         for row in range(len(x)):
             pair, pair_x = _pairs(params, x, [row, row])
-            outputs.append(self._run(pair, pair_x, training, _paired(streams, row))[:1])
+            outputs.append(self._run(pair, pair_x, training, None if keys is None else keys[[row, row]])[:1])
             if training:
                 # Through ``.data``, as batch_norm's kernel updates running statistics: without a version
                 # bump, which would fail the backward of an earlier chunk that saved them (unused there).
@@ -308,17 +288,15 @@ class StackedNetwork:
                     stacked.data[row].copy_(paired[0])
         return torch.cat(outputs)
 
-    def _agrees_with_pairs(self, params: Sequence[Tensor], x: Tensor, training: bool, streams: Sequence | None) -> bool:
+    def _agrees_with_pairs(self, params: Sequence[Tensor], x: Tensor, training: bool, keys: np.ndarray | None) -> bool:
         """Whether the first and last rows of a stack of ``x``'s shape give the bits they give in a pair
         with a copy of themselves: outputs, updated running statistics and, where gradients are taken,
-        the gradients of the parameters and of ``x``. On copies of the tensors and of the streams: the
-        caller's stay as they are."""
+        the gradients of the parameters and of ``x``. On copies of the tensors: the caller's stay as they are."""
         def trial(rows: list[int] | None) -> list[Tensor]:
             tensors, inputs = (list(params), x) if rows is None else _pairs(params, x, rows)
             tensors = [t.detach().clone().requires_grad_(grads and k < self.trainable) for k, t in enumerate(tensors)]
             inputs = inputs.detach().clone().requires_grad_(grads)
-            drawing = None if streams is None else [copy.copy(streams[r]) for r in (rows or range(len(x)))]
-            out = self._run(tensors, inputs, training, drawing)
+            out = self._run(tensors, inputs, training, keys if keys is None or rows is None else keys[rows])
             found = [out.detach(), *tensors[self.trainable :]]
             if grads:
                 found += torch.autograd.grad(out.square().sum(), [*tensors[: self.trainable], inputs])
@@ -327,12 +305,6 @@ class StackedNetwork:
         grads = torch.is_grad_enabled()
         whole = trial(None)
         return all(torch.equal(a[row], b[0]) for row in (0, len(x) - 1) for a, b in zip(whole, trial([row, row])))
-
-
-def _paired(streams: Sequence | None, row: int) -> list | None:
-    """The streams of row ``row`` paired with a copy of itself: its own, then a copy of it, whose draws
-    are thrown away with the copy's output."""
-    return None if streams is None else [streams[row], copy.copy(streams[row])]
 
 
 def _pairs(params: Sequence[Tensor], x: Tensor, rows: list[int]) -> tuple[list[Tensor], Tensor]:

@@ -17,6 +17,7 @@ from torch import nn
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.data.partition import cell_subset
 from ganstudy.models import NetworkSpec
+from ganstudy.models.keyed_dropout import keyed_masks
 from ganstudy.parallel.topology import Cell, GridShape
 from ganstudy.seeding import derive_seed
 from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids
@@ -34,10 +35,11 @@ def cell_label(cell: Cell) -> str:
 
 
 class GlobalStream:
-    """A cell's stream for the draws torch takes from its global generators (nn.Dropout's masks, on the
-    CPU or on the cell's GPU), which take no generator argument: the cell's state is swapped in around
-    the cell's work and read back after it. A rank's global state depends on the process and on the
-    cells it ran before; the cell's does not."""
+    """A cell's stream for the draws a network takes from torch's global generators (on the CPU or on the
+    cell's GPU) in its forward, which take no generator argument: Dropout2d's masks, say, where nn.Dropout's
+    are keyed (``KeyedDropout``). The cell's state is swapped in around the cell's work and read back
+    after it. A rank's global state depends on the process and on the cells it ran before; the cell's
+    does not."""
 
     def __init__(self, seed: int, device: torch.device) -> None:
         self.cuda = [device.index or 0] if device.type == "cuda" else []
@@ -67,7 +69,7 @@ class GlobalStream:
 class CellStreams:
     """The cell's random streams and seeds, each derived from (study seed, trial, cell, stream name):
     the seed of its tensor draws (``GridDraws``, counter-based), the numpy stream of its tournaments and
-    mixture mutations, and the stream of the dropout masks its networks draw."""
+    mixture mutations, and the stream of any other draws its networks take from torch's global generators."""
 
     def __init__(self, study_seed: int, trial: int, cell: Cell, device: torch.device) -> None:
         seed = lambda name: derive_seed(study_seed, trial, "cell", cell[0], cell[1], name)  # noqa: E731
@@ -288,8 +290,10 @@ class GridCell:
         drawn = draws.update(step, player, np.array([[a.lr for a in attackers]]), [len(opponents)])
         defender, loss, total = opponents[drawn.defenders[0]], drawn.losses[0], 0.0
         update = generator_step if player == "g" else discriminator_step
-        for attacker, lr, noise in zip(attackers, drawn.lrs[0], drawn.noise):
+        attacker_kind = 0 if player == "g" else 1
+        for attacker, lr, noise, keys in zip(attackers, drawn.lrs[0], drawn.noise, drawn.dropout):
             attacker.lr = float(lr)
             set_learning_rate(attacker.optimizer, attacker.lr)
-            total += float(update(self.task, attacker.net, defender.net, attacker.optimizer, loss, Batch(real, (noise,))))
+            with keyed_masks(attacker.net, keys[attacker_kind]), keyed_masks(defender.net, keys[1 - attacker_kind]):
+                total += float(update(self.task, attacker.net, defender.net, attacker.optimizer, loss, Batch(real, (noise,))))
         return total

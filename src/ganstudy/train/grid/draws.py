@@ -2,14 +2,16 @@
 
 Every draw of cell c in iteration i is a function of (c's draw seed, i, what is drawn, update, row):
 its fitness sample (real images and noise), the order of its images in the training pass, each
-update's defender, its Mustangs loss, its attackers' learning-rate mutations and their noise, and its
-mixture's noise. A rank draws for all of its cells in one call, and a cell's draws are the same bits
+update's defender, its Mustangs loss, its attackers' learning-rate mutations and their noise, the keys
+of the update's dropout masks (``KeyedDropout``), and its mixture's noise. A rank draws for all of its cells in one call, and a cell's draws are the same bits
 whether it is drawn alone (the per-cell loop) or with any other cells (the stacked engine, on any rank
 count). A pass's updates are drawn in blocks of steps, all cells at once: a key's numbers do not depend
 on the other keys of its call. A resumed run draws what an unbroken one did: no stream state to keep. The tournaments and
 the mixture ES's weight mutations stay on each cell's numpy stream (``CellStreams.evolution``): host
 work that launches nothing. ``GRID_ENGINE`` names this scheme in every grid run's record; engine 1 drew
-every tensor from per-cell streams in the loop's call order.
+every tensor from per-cell streams in the loop's call order, and engine 2 drew nn.Dropout's masks from
+each cell's stream (a generator call per cell, layer and update; in a stack, per row). Engines 2 and 3
+draw the same for networks without nn.Dropout (``draws_engine``).
 """
 
 from __future__ import annotations
@@ -44,7 +46,17 @@ class CellSeeds(Protocol):
     draw_seed: int
 
 
-GRID_ENGINE = 2
+GRID_ENGINE = 3
+
+
+def draws_engine(drops: bool) -> int:
+    """The engine whose draws a grid run makes: engine 3 changed only nn.Dropout's masks, so a run of
+    networks without it continues an engine-2 checkpoint with the bits an unbroken run would have."""
+    return GRID_ENGINE if drops else 2
+
+
+# The networks of an update whose dropout masks are keyed: the generator's (0) and the discriminator's (1).
+NETWORKS = np.arange(2)
 MUSTANGS_LOSSES = ("bce", "mse", "heuristic")
 # Floats of update noise drawn in one call. Each call costs a few dozen operators whatever its size, so a
 # small grid's whole pass is one call (one call per update made the default study's 1x1 pass 2.6x
@@ -61,6 +73,9 @@ class UpdateDraws:
     losses: list[AdversarialLoss]  # per cell
     lrs: np.ndarray  # [cells, attackers]: the attackers' learning rates after this update's mutation
     noise: torch.Tensor  # [cells * attackers, batch, latent], cell by cell, on the cells' device
+    # [cells * attackers, 2], cell by cell: the keys of each attacker's update's dropout masks in the
+    # generator and in the discriminator (``keyed_masks``), the attacker's and its defender's.
+    dropout: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -75,6 +90,7 @@ class _UpdateBlock:
     lr_normals: np.ndarray  # [count * cells, attackers]
     lr_uniforms: np.ndarray  # [count * cells, attackers]
     noise: torch.Tensor  # [count, cells * attackers, batch, latent]
+    dropout: np.ndarray  # [count, cells * attackers, 2]
 
 
 class GridDraws:
@@ -141,7 +157,7 @@ class GridDraws:
         grid = self.setup.grid
         mutated = mutate_learning_rates(lrs, self.setup.lr, grid.mutation_rate, grid.mutation_probability,
                                         block.lr_normals[rows], block.lr_uniforms[rows])
-        return UpdateDraws(defenders, losses, mutated, block.noise[step - block.first])
+        return UpdateDraws(defenders, losses, mutated, block.noise[step - block.first], block.dropout[step - block.first])
 
     def _update_block(self, first: int, player: str, attackers: int) -> _UpdateBlock:
         """The draws of updates from ``first`` on, as many as ``BLOCK_FLOATS`` of noise hold (at least one,
@@ -162,4 +178,6 @@ class GridDraws:
             lr_normals=normal(counter_keys(keys, "lr"), attackers, cpu, torch.float64).numpy(),
             lr_uniforms=uniform(counter_keys(keys, "lr-applies"), attackers, cpu).numpy(),
             noise=noise.view(count, len(self.cells) * attackers, self.setup.batch_size, self.latent),
+            dropout=counter_keys(keys[:, None, None], "dropout", np.arange(attackers)[None, :, None], NETWORKS[None, None, :]
+                                 ).reshape(count, len(self.cells) * attackers, len(NETWORKS)),
         )

@@ -26,7 +26,7 @@ from ganstudy.parallel.heartbeat import Heartbeat
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.topology import Cell, GridShape, assign_cells, resolve_shape
 from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
-from ganstudy.train.grid.draws import GRID_ENGINE
+from ganstudy.train.grid.draws import draws_engine
 from ganstudy.train.grid.iteration import Engine, LoopEngine, StackedEvaluationEngine, iterate_cells, score_mixtures
 from ganstudy.train.grid.pool import NetworkPool
 from ganstudy.train.grid.stacked import StackedEngine, whole_stack
@@ -42,10 +42,10 @@ def _say(message: str) -> None:
     print(f"ganstudy grid: {message}", file=sys.stderr, flush=True)
 
 
-def _fingerprint(context: TrainingContext, shape: GridShape) -> str:
+def _fingerprint(context: TrainingContext, shape: GridShape, engine: int) -> str:
     # The engine too: another engine's random draws would continue a run that it did not start.
     return run_fingerprint({"setup": as_dict(context.setup), "seed": context.study_seed, "trial": context.trial, "shape": str(shape),
-                            "engine": GRID_ENGINE})
+                            "engine": engine})
 
 
 def _check_settings(context: TrainingContext) -> None:
@@ -94,11 +94,11 @@ def _engine(setup: TrainingSettings, spec: Any, device: torch.device, layout: st
 def _why_not_trained_stacked(nets: tuple[StackedNetwork, StackedNetwork], population: int) -> str:
     """Why the stacked form of a network cannot train it, or "" when it can."""
     if not all(net.trains for net in nets):
-        return "only nn.Dropout draws each cell's masks from the cell's own stream"
-    if population > 1 and any(len(net.names) > net.trainable or net.drops for net in nets):
-        # The attackers of a cell share their defender, whose running statistics and dropout stream the
-        # loop advances attacker after attacker.
-        return "batch norms and dropout train stacked in populations of one"
+        return "only nn.Dropout's masks are keyed by each cell's update; other dropout layers draw from the process's generator"
+    if population > 1 and any(len(net.names) > net.trainable for net in nets):
+        # The attackers of a cell share their defender, whose running statistics the loop updates attacker
+        # after attacker.
+        return "batch norms train stacked in populations of one"
     return ""
 
 
@@ -160,11 +160,12 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
     images = torch.from_numpy(context.data.images).to(context.device)
     scorer = training_scorer(context, "training mode 'grid' scores its mixtures")
     pool = NetworkPool(setup.network, spec, context.device)
+    engine_version = draws_engine(pool.drops())
     cells = {cell: GridCell(cell, shape, setup, spec, images, context.data.labels, scorer,
                             CellStreams(context.study_seed, context.trial, cell, context.device), pool)
              for cell in blocks[rank]}
     # Without periodic checkpoints (checkpoint_period 0) the store still takes a stop signal's one.
-    store = CheckpointStore(context.checkpoint_dir, setup.checkpoints_kept, _fingerprint(context, shape)) if context.checkpoint_dir else None
+    store = CheckpointStore(context.checkpoint_dir, setup.checkpoints_kept, _fingerprint(context, shape, engine_version)) if context.checkpoint_dir else None
     done, shared = _restore(store, cells, control, rank == 0) if store else (0, {})
     if done == 0:
         for cell in cells.values():
@@ -192,7 +193,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
         heartbeat_comm.Free()
     if stopped_at is not None:
         raise context.stop.stopped(f"grid {shape}", stopped_at, str(store.directory) if store else None)
-    facts = {"grid_shape": str(shape), "grid_engine": GRID_ENGINE, "active_ranks": len(blocks), "exchange": run.exchange.kind}
+    facts = {"grid_shape": str(shape), "grid_engine": engine_version, "active_ranks": len(blocks), "exchange": run.exchange.kind}
     result = run.result(finals, spec, facts)
     control.Free()
     if result is not None:

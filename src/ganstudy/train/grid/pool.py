@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from ganstudy.models import NetworkSpec, build_pair
+from ganstudy.models.keyed_dropout import dropout_layers, keyed_dropout
 
 
 class NetworkPool:
@@ -24,9 +25,14 @@ class NetworkPool:
         self._tensors: dict[int, list[dict[str, torch.Tensor]]] = {0: [], 1: []}
 
     def build(self, kind: int) -> nn.Module:
-        """A new network of ``kind``; its random initialisation advances no stream of the caller's."""
+        """A new network of ``kind``, its nn.Dropout layers keyed (the cell's update names their masks); its
+        random initialisation advances no stream of the caller's."""
         with torch.random.fork_rng(devices=[]):
-            return build_pair(self.network, self.spec)[kind].to(self.device)
+            return keyed_dropout(build_pair(self.network, self.spec)[kind]).to(self.device)
+
+    def drops(self) -> bool:
+        """Whether the set-up's networks have nn.Dropout layers (keyed: ``KeyedDropout``)."""
+        return any(dropout_layers(self.get(kind, 0)) for kind in (0, 1))
 
     def get(self, kind: int, slot: int) -> nn.Module:
         nets = self._nets[kind]

@@ -2,11 +2,11 @@
 
 The networks of every cell on the rank are held as stacked parameters and run with batched matrix
 products (``StackedMLP``): one kernel call per layer serves every cell, where the per-cell loop pays
-Python, autograd and optimizer overhead once per cell and per update. Each cell still draws from its
-own random streams in the same order as the loop, and every row's arithmetic is independent of the
-other rows in its stack, so results do not depend on how cells are spread over ranks. Stacked networks
-are Linear layers and activations: they draw nothing from torch's global generator, which the loop
-swaps per cell for networks with dropout (``GlobalStream`` in cell.py).
+Python, autograd and optimizer overhead once per cell and per update. Each cell's draws are its own and
+counter-based, as in the loop (draws.py; an nn.Dropout's masks are keyed by the cell's update,
+``KeyedDropout``), and every row's arithmetic is independent of the other rows in its stack, so results
+do not depend on how cells are spread over ranks. A stacked network draws nothing from torch's global
+generator (mode.py keeps networks that would, such as those with Dropout2d, on the loop).
 
 Two layouts of the work (``compute.stack_layout``): on a CPU, chunks of cells sized for the cache and
 Adam row by row; on a GPU, the whole stack in every operation, so that the operators launched per
@@ -21,6 +21,7 @@ makes the same draws with other kernels, so it trains alike within rounding, not
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 import math
@@ -28,6 +29,8 @@ import math
 import numpy as np
 import torch
 
+from ganstudy.device_copy import to_device
+from ganstudy.models.keyed_dropout import keyed_masks
 from ganstudy.models.stacked import StackedMLP, separate
 from ganstudy.train.grid.mixture_es import MixtureStep
 from ganstudy.train.grid.draws import GridDraws, UpdateDraws
@@ -112,7 +115,7 @@ class StackedPlayers:
             return detached
         # One index tensor for all parameter tensors: indexing each with the list would copy it to the
         # device once per tensor (pageable host-to-device copies cost an H200 as much as the products).
-        index = _sent(torch.tensor(rows), self.device)
+        index = to_device(torch.tensor(rows), self.device)
         return [p.index_select(0, index) for p in detached]
 
     def step(self) -> None:
@@ -126,7 +129,7 @@ class StackedPlayers:
             self._step_by_row()
             return
         # Per row, in float64 on the host: the step size lr / (1 - beta1^t) and sqrt(1 - beta2^t).
-        factors = _sent(torch.tensor(
+        factors = to_device(torch.tensor(
             [[lr / (1 - beta1**t) for lr, t in zip(self.lrs.tolist(), self.steps)], [math.sqrt(1 - beta2**t) for t in self.steps]],
             dtype=self.params[0].dtype,
         ), self.device)
@@ -179,8 +182,8 @@ def row_losses(losses: Sequence[AdversarialLoss], compute: Callable[[Adversarial
     if len(distinct) == 1:
         return compute(distinct[0], slice(None))
     groups = [[r for r, loss in enumerate(losses) if loss is chosen] for chosen in distinct]
-    values = torch.cat([compute(loss, _sent(torch.tensor(rows), device)) for loss, rows in zip(distinct, groups)])
-    return values[_sent(torch.tensor([r for rows in groups for r in rows]).argsort(), device)]
+    values = torch.cat([compute(loss, to_device(torch.tensor(rows), device)) for loss, rows in zip(distinct, groups)])
+    return values[to_device(torch.tensor([r for rows in groups for r in rows]).argsort(), device)]
 
 
 @dataclass
@@ -333,16 +336,11 @@ class StackedEngine:
         g_sums = torch.zeros(len(gens), dtype=torch.float64, device=device)
         d_sums = torch.zeros(len(discs), dtype=torch.float64, device=device)
         d_steps = 0
-        # Each row's dropout stream, its cell's (general stacked networks drop in populations of one, where
-        # a cell's rows are its attacker and its defender).
-        streams = [cell.streams.dropout for cell in cells]
         for step in range(steps):
-            g_sums += self._update(draws.update(step, "g", _by_cell(gens.lrs, g_rows), [len(r) for r in d_rows]), gens, discs, g_rows, d_rows,
-                                   None, streams)
+            g_sums += self._update(draws.update(step, "g", _by_cell(gens.lrs, g_rows), [len(r) for r in d_rows]), gens, discs, g_rows, d_rows, None)
             if first.d_updates(step):
                 real = first.images[orders[:, step * batch : (step + 1) * batch]]  # [discriminator rows, batch, ...]
-                d_sums += self._update(draws.update(step, "d", _by_cell(discs.lrs, d_rows), [len(r) for r in g_rows]), discs, gens, d_rows, g_rows,
-                                       real, streams)
+                d_sums += self._update(draws.update(step, "d", _by_cell(discs.lrs, d_rows), [len(r) for r in g_rows]), discs, gens, d_rows, g_rows, real)
                 d_steps += 1
             beat()
         g_totals, d_totals = g_sums.tolist(), d_sums.tolist()
@@ -355,38 +353,38 @@ class StackedEngine:
         ]
 
     def _update(self, drawn: UpdateDraws, attackers: StackedPlayers, opponents: StackedPlayers, rows: list[list[int]],
-                opponent_rows: list[list[int]], real: Tensor | None, streams: Sequence) -> Tensor:
+                opponent_rows: list[list[int]], real: Tensor | None) -> Tensor:
         """One update of every attacker row (generators when ``real`` is None; else ``real`` holds each
-        discriminator row's batch) against its cell's drawn defender; the rows' losses. ``streams``: each
-        cell's dropout stream, for networks that drop (in populations of one)."""
+        discriminator row's batch) against its cell's drawn defender; the rows' losses."""
         attackers.lrs = drawn.lrs.ravel()
         defenders = [opponent_rows[c][drawn.defenders[c]] for c, cell_rows in enumerate(rows) for _ in cell_rows]
         losses = [drawn.losses[c] for c, cell_rows in enumerate(rows) for _ in cell_rows]
         # Both players in training mode, as in the loop: a defender's batch norms, too, normalise by the
-        # batch and update their running statistics (StackedNetwork; in place, in the opponents' stack).
-        if real is None:
-            out = self.d_net(opponents.frozen(defenders), self.g_net(attackers.params, drawn.noise, True, streams), True, streams)
-            values = row_losses(losses, lambda loss, r: loss.generator(out[r]), out.device)
-        else:
-            with torch.no_grad():
-                fake = self.g_net(opponents.frozen(defenders), drawn.noise, True, streams)
-            d_real, d_fake = self.d_net(attackers.params, real, True, streams), self.d_net(attackers.params, fake, True, streams)
-            values = row_losses(losses, lambda loss, r: loss.discriminator(d_real[r], d_fake[r]), d_real.device)
+        # batch and update their running statistics (StackedNetwork; in place, in the opponents' stack),
+        # and its dropout drops by the attacker row's key, as the loop's lone defender does.
+        with self._masks(drawn):
+            if real is None:
+                out = self.d_net(opponents.frozen(defenders), self.g_net(attackers.params, drawn.noise, True), True)
+                values = row_losses(losses, lambda loss, r: loss.generator(out[r]), out.device)
+            else:
+                with torch.no_grad():
+                    fake = self.g_net(opponents.frozen(defenders), drawn.noise, True)
+                d_real, d_fake = self.d_net(attackers.params, real, True), self.d_net(attackers.params, fake, True)
+                values = row_losses(losses, lambda loss, r: loss.discriminator(d_real[r], d_fake[r]), d_real.device)
         attackers.forwards += 1 if real is None else 2
         np.add.at(opponents.forwards, defenders, 1)
         values.sum().backward()
         attackers.step()
         return values.detach().double()
 
-
-def _sent(host: Tensor, device: torch.device) -> Tensor:
-    """``host`` copied to ``device`` without stopping the host. From pageable memory a CUDA copy first waits
-    for every kernel queued before it, which at each update (the defenders' rows, Adam's factors) would
-    keep the host from queueing the next update's kernels while the GPU runs this one's; from pinned
-    memory it is queued on the stream like a kernel, and torch keeps the pinned block until it has run."""
-    if device.type != "cuda":
-        return host.to(device)
-    return host.pin_memory().to(device, non_blocking=True)
+    def _masks(self, drawn: UpdateDraws) -> ExitStack:
+        """The update's dropout masks keyed per row (an attacker row's and its defender's), in the
+        networks that drop."""
+        masks = ExitStack()
+        for kind, net in enumerate((self.g_net, self.d_net)):
+            if net.drops:
+                masks.enter_context(keyed_masks(net.twin, drawn.dropout[:, kind]))
+        return masks
 
 
 def _by_cell(values: np.ndarray, rows: list[list[int]]) -> np.ndarray:
