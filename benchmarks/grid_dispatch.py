@@ -16,8 +16,8 @@ first exchange and the final scoring cancel out), each run in this process on on
 thread, with stacked cells (grid.batch_cells, the default), in each layout of their work
 (compute.stack_layout): ``cache``, the CPU's, and ``whole``, the GPU's, counted here on the CPU: the
 operators a GPU would launch and the reads it would wait for. The perceptron is stacked in either
-layout; dcgan trains cell by cell in both and, in the whole layout, evaluates its fitness and mixture
-images stacked (``StackedNetwork``).
+layout (``StackedMLP``); dcgan trains cell by cell in the cache layout and stacked in the whole one
+(``StackedNetwork``, its dropout masks keyed per row).
 
 Cases: the thesis's four-layer perceptron on digits in 2x2, 6x6 and 18x18 grids, and a 6x6 grid
 (dcgan_cells 36) of the convolutional dcgan, with the default study's cell settings (batch 50, fitness

@@ -91,7 +91,7 @@ def test_single_and_conditional_train_on_cuda(mode, network, deterministic, digi
 
 def test_a_dcgan_grid_stacked_in_the_general_form_on_cuda_gives_the_same_bits_on_1_and_2_ranks(digits_dir, scoring, tmp_path, env):
     # On a GPU the whole layout (auto) stacks dcgan's cells: grouped convolutions through cuDNN, batch norms
-    # and each cell's dropout stream. A stack shape whose rows differ from their pairs would warn and
+    # and dropout masks keyed per row, hashed on the GPU. A stack shape whose rows differ from their pairs would warn and
     # run row by row: correct, but the GPU's launches would grow with the cells again.
     setup = {**grid_settings(shape="3x3", fitness_sample_size=32, score_sample_size=64, data_ratio=0.1), "network": "dcgan", "iterations": 2}
     for ranks in (1, 2):

@@ -11,7 +11,7 @@ from torch import nn
 
 from ganstudy.counter_random import counter_key
 from ganstudy.errors import GanstudyError
-from ganstudy.models.keyed_dropout import keyed_dropout, keyed_masks
+from ganstudy.parallel.keyed_dropout import keyed_dropout, keyed_masks
 from ganstudy.models.stacked_network import StackedNetwork
 
 from conftest import reference_mask

@@ -36,8 +36,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
-from ganstudy.models.keyed_dropout import dropout_layers, keyed_dropout
 from ganstudy.models.stacked import linear_rows, separate, stable_sigmoid
+from ganstudy.parallel.keyed_dropout import dropout_layers, keyed_dropout
 
 Tensor = torch.Tensor
 # Channels per group of a stacked convolution, in and out, at the least (see the module's doc). 16

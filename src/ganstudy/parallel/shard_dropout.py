@@ -19,7 +19,7 @@ from torch import nn
 
 from ganstudy.counter_random import mix64, scaled_mask
 from ganstudy.errors import GanstudyError
-from ganstudy.models.keyed_dropout import replace_dropout
+from ganstudy.parallel.keyed_dropout import replace_dropout
 
 
 class ShardDropout(nn.Module):

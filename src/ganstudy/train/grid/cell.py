@@ -17,7 +17,7 @@ from torch import nn
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.data.partition import cell_subset
 from ganstudy.models import NetworkSpec
-from ganstudy.models.keyed_dropout import keyed_masks
+from ganstudy.parallel.keyed_dropout import keyed_masks
 from ganstudy.parallel.topology import Cell, GridShape
 from ganstudy.seeding import derive_seed
 from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids

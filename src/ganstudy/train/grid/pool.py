@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from ganstudy.models import NetworkSpec, build_pair
-from ganstudy.models.keyed_dropout import dropout_layers, keyed_dropout
+from ganstudy.parallel.keyed_dropout import dropout_layers, keyed_dropout
 
 
 class NetworkPool:

@@ -30,8 +30,8 @@ import numpy as np
 import torch
 
 from ganstudy.device_copy import to_device
-from ganstudy.models.keyed_dropout import keyed_masks
 from ganstudy.models.stacked import StackedMLP, separate
+from ganstudy.parallel.keyed_dropout import keyed_masks
 from ganstudy.train.grid.mixture_es import MixtureStep
 from ganstudy.train.grid.draws import GridDraws, UpdateDraws
 from ganstudy.train.grid.population import Payload

@@ -1,4 +1,4 @@
-"""nn.Dropout whose masks are keyed, not drawn from a stream: a grid cell's dropout.
+"""nn.Dropout whose masks are keyed, not drawn from a stream: a grid cell's dropout, the same on any rank layout.
 
 A cell's network draws the same masks whether it runs alone (the per-cell loop) or folded with other
 cells' rows into one stacked call (``StackedNetwork``), and whatever rank holds it: the caller names
