@@ -122,8 +122,10 @@ def scaled_mask(calls: int | Keys, first_row: int, shape: torch.Size, keep: floa
     rows, per_row = shape[0] // blocks, shape[1:].numel()
     if rows * blocks != shape[0]:
         raise ValueError(f"a batch of {shape[0]} rows does not split into {blocks} equal blocks of dropout masks")
-    row_keys = hash32((torch.arange(first_row, first_row + rows, device=device) + low) & MASK32)
-    element_keys = hash32((torch.arange(per_row, device=device) + high) & MASK32)
+    # The rows' and the elements' keys hashed in one pass (a lone network's small masks cost operators, not arithmetic).
+    keys = hash32(torch.cat([torch.arange(first_row, first_row + rows, device=device) + low,
+                             torch.arange(per_row, device=device) + high], dim=1).bitwise_and_(MASK32))
+    row_keys, element_keys = keys[:, :rows], keys[:, rows:]
     mask = torch.empty(blocks, rows, per_row, dtype=dtype, device=device)
     threshold = round(keep * 2**32)
     columns = max(1, _CPU_BLOCK // max(shape[0], 1)) if device.type == "cpu" else max(per_row, 1)
