@@ -2,16 +2,16 @@
 grid cells, for networks with no hand-stacked one (``dcgan``, the thesis's CNN28 and CNN64, a plugin's).
 
 The copies' rows are folded into the batch dimension ([rows * samples, ...]), so that the network's own
-``forward`` runs unchanged on a twin of it whose layers hold stacked tensors ([rows, ...]), swapped in
-by ``torch.func.functional_call``. Each layer with parameters or buffers unfolds the rows: a Linear is
-one ``baddbmm``; a convolution (1d to 3d, transposed or not) one grouped convolution over
-[samples, rows * channels, ...]; a layer norm normalises each sample and applies its row's scale and
-shift; a batch norm (1d to 3d) is one ``batch_norm`` over rows * channels (in training each row's batch
-statistics, its running statistics updated in place); an nn.Dropout drops each row's block by the row's
-own key (``KeyedDropout``: a grid cell's, which the loop's lone network uses alike, so both drop the
-same units). Layers without tensors act on the folded batch as they are, so the forward code may reshape, concatenate and apply functions freely, as long as dim 0 stays the
-samples and no sample's value depends on another's (a batch norm in training mode, which has a stacked
-layer, aside).
+``forward`` runs unchanged on a twin of it whose layers hold stacked tensors ([rows, ...]), swapped in by
+``torch.func.functional_call``. Each layer with parameters or buffers unfolds the rows: a Linear is one
+``baddbmm``; a convolution (1d to 3d, transposed or not) one grouped convolution over [samples, rows *
+channels, ...]; a layer norm normalises each sample and applies its row's scale and shift; a batch norm
+(1d to 3d) is one ``batch_norm`` over rows * channels (in training each row's batch statistics, its
+running statistics updated in place); an nn.Dropout drops each row's block by the row's own key
+(``KeyedDropout``: a grid cell's, which the loop's lone network uses alike, so both drop the same units).
+Layers without tensors act on the folded batch as they are, so the forward code may reshape, concatenate
+and apply functions freely, as long as dim 0 stays the samples and no sample's value depends on another's
+(a batch norm in training mode, which has a stacked layer, aside).
 
 Bits. A grouped convolution's kernel is chosen by its shapes (oneDNN on AMD EPYC Zen 5: a stack of one,
 and groups of one channel, take other kernels than larger ones, so a row's bits would depend on how many

@@ -1,17 +1,18 @@
 """The tensor draws of grid cells in an iteration, counter-based (``ganstudy.counter_random``).
 
-Every draw of cell c in iteration i is a function of (c's draw seed, i, what is drawn, update, row):
-its fitness sample (real images and noise), the order of its images in the training pass, each
-update's defender, its Mustangs loss, its attackers' learning-rate mutations and their noise, the keys
-of the update's dropout masks (``KeyedDropout``), and its mixture's noise. A rank draws for all of its cells in one call, and a cell's draws are the same bits
-whether it is drawn alone (the per-cell loop) or with any other cells (the stacked engine, on any rank
-count). A pass's updates are drawn in blocks of steps, all cells at once: a key's numbers do not depend
-on the other keys of its call. A resumed run draws what an unbroken one did: no stream state to keep. The tournaments and
-the mixture ES's weight mutations stay on each cell's numpy stream (``CellStreams.evolution``): host
-work that launches nothing. ``GRID_ENGINE`` names this scheme in every grid run's record; engine 1 drew
-every tensor from per-cell streams in the loop's call order, and engine 2 drew nn.Dropout's masks from
-each cell's stream (a generator call per cell, layer and update; in a stack, per row). Engines 2 and 3
-draw the same for networks without nn.Dropout (``draws_engine``).
+Every draw of cell c in iteration i is a function of (c's draw seed, i, what is drawn, update, row): its
+fitness sample (real images and noise), the order of its images in the training pass, each update's
+defender, its Mustangs loss, its attackers' learning-rate mutations and their noise, the keys of the
+update's dropout masks (``KeyedDropout``), and its mixture's noise. A rank draws for all of its cells in
+one call, and a cell's draws are the same bits whether it is drawn alone (the per-cell loop) or with any
+other cells (the stacked engine, on any rank count). A pass's updates are drawn in blocks of steps, all
+cells at once: a key's numbers do not depend on the other keys of its call. A resumed run draws what an
+unbroken one did: no stream state to keep. The tournaments and the mixture ES's weight mutations stay on
+each cell's numpy stream (``CellStreams.evolution``): host work that launches nothing. ``GRID_ENGINE``
+names this scheme in every grid run's record; engine 1 drew every tensor from per-cell streams in the
+loop's call order, and engine 2 drew nn.Dropout's masks from each cell's stream (a generator call per
+cell, layer and update; in a stack, per row). Engines 2 and 3 draw the same for networks without
+nn.Dropout (``draws_engine``).
 """
 
 from __future__ import annotations
@@ -47,14 +48,6 @@ class CellSeeds(Protocol):
 
 
 GRID_ENGINE = 3
-
-
-def draws_engine(drops: bool) -> int:
-    """The engine whose draws a grid run makes: engine 3 changed only nn.Dropout's masks, so a run of
-    networks without it continues an engine-2 checkpoint with the bits an unbroken run would have."""
-    return GRID_ENGINE if drops else 2
-
-
 # The networks of an update whose dropout masks are keyed: the generator's (0) and the discriminator's (1).
 NETWORKS = np.arange(2)
 MUSTANGS_LOSSES = ("bce", "mse", "heuristic")
@@ -63,6 +56,12 @@ MUSTANGS_LOSSES = ("bce", "mse", "heuristic")
 # slower than engine 1's), and a large grid's block stays a few MB in the CPU's cache layout and tens of MB
 # in the whole layout (compute.stack_layout).
 BLOCK_FLOATS = {"cache": 1 << 21, "whole": 1 << 24}
+
+
+def draws_engine(drops: bool) -> int:
+    """The engine whose draws a grid run makes: engine 3 changed only nn.Dropout's masks, so a run of
+    networks without it continues an engine-2 checkpoint with the bits an unbroken run would have."""
+    return GRID_ENGINE if drops else 2
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,9 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
                             CellStreams(context.study_seed, context.trial, cell, context.device), pool)
              for cell in blocks[rank]}
     # Without periodic checkpoints (checkpoint_period 0) the store still takes a stop signal's one.
-    store = CheckpointStore(context.checkpoint_dir, setup.checkpoints_kept, _fingerprint(context, shape, engine_version)) if context.checkpoint_dir else None
+    store = None
+    if context.checkpoint_dir:
+        store = CheckpointStore(context.checkpoint_dir, setup.checkpoints_kept, _fingerprint(context, shape, engine_version))
     done, shared = _restore(store, cells, control, rank == 0) if store else (0, {})
     if done == 0:
         for cell in cells.values():

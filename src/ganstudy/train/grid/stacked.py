@@ -337,10 +337,12 @@ class StackedEngine:
         d_sums = torch.zeros(len(discs), dtype=torch.float64, device=device)
         d_steps = 0
         for step in range(steps):
-            g_sums += self._update(draws.update(step, "g", _by_cell(gens.lrs, g_rows), [len(r) for r in d_rows]), gens, discs, g_rows, d_rows, None)
+            drawn = draws.update(step, "g", _by_cell(gens.lrs, g_rows), [len(r) for r in d_rows])
+            g_sums += self._update(drawn, gens, discs, g_rows, d_rows, None)
             if first.d_updates(step):
                 real = first.images[orders[:, step * batch : (step + 1) * batch]]  # [discriminator rows, batch, ...]
-                d_sums += self._update(draws.update(step, "d", _by_cell(discs.lrs, d_rows), [len(r) for r in g_rows]), discs, gens, d_rows, g_rows, real)
+                drawn = draws.update(step, "d", _by_cell(discs.lrs, d_rows), [len(r) for r in g_rows])
+                d_sums += self._update(drawn, discs, gens, d_rows, g_rows, real)
                 d_steps += 1
             beat()
         g_totals, d_totals = g_sums.tolist(), d_sums.tolist()
