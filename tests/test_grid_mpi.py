@@ -226,6 +226,21 @@ def test_a_killed_run_resumes_bit_identical_and_skips_a_corrupt_checkpoint(digit
     assert os.listdir(checkpoints) == ["finished"]  # the outputs took the checkpoints' place
 
 
+def test_a_killed_dcgan_grid_resumes_bit_identical_stacked(digits_dir, scoring, env, tmp_path):
+    # Grid engine 3 keys dcgan's dropout masks by (cell, iteration, update, ...): a run resumed in the
+    # middle drops the units an unbroken one drops, in the stacked form (the whole layout).
+    setup = {**settings(checkpoint_period=1, checkpoints_kept=2, fitness_sample_size=32, score_sample_size=64, data_ratio=0.1),
+             "network": "dcgan", "iterations": 6}
+    train(2, setup, tmp_path / "whole", digits_dir, scoring, env, stack_layout="whole")
+    checkpoints = tmp_path / "ckpt"
+    job = start_job(command(2, setup, tmp_path / "resumed", digits_dir, scoring, checkpoints, stack_layout="whole"), env)
+    wait_for(lambda: any(checkpoints.glob("iter-*/COMPLETE")), job)
+    kill_job(job)
+    done = train(2, setup, tmp_path / "resumed", digits_dir, scoring, env, checkpoints, stack_layout="whole")
+    assert "resumed from the checkpoint of iteration" in done.stderr
+    assert_same(result(tmp_path / "whole"), result(tmp_path / "resumed"))
+
+
 def test_a_changed_setup_never_resumes_from_old_checkpoints(digits_dir, scoring, env, tmp_path):
     setup = settings(checkpoint_period=1)
     setup["iterations"] = 12
