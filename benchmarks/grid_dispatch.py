@@ -19,16 +19,18 @@ operators a GPU would launch and the reads it would wait for. The perceptron is 
 layout (``StackedMLP``); dcgan trains cell by cell in the cache layout and stacked in the whole one
 (``StackedNetwork``, its dropout masks keyed per row).
 
-Cases: the thesis's four-layer perceptron on digits in 2x2, 6x6 and 18x18 grids, and a 6x6 grid
-(dcgan_cells 36) of the convolutional dcgan, with the default study's cell settings (batch 50, fitness
-and scores on 250 samples, the whole training split per cell). For each: per iteration and per cell,
-and the growth from 2x2 to 18x18 (operators_growth_18x18_<layout>, host_reads_growth_18x18_<layout>: 81
-times the cells; 1.0 would be work that does not grow with the cells; with both grids counted), and the
-operators that grow most in the whole layout (top_operators_per_cell_18x18_whole: the extra operators per
-extra cell, by name). --quick: the same 4LP grids and a 2x2 dcgan grid,
-one batch per cell (grid.data_ratio 0.01), 50 samples, 4LP networks of 16 hidden units, a 1-epoch
-classifier. ``CASE ...`` and ``--layouts`` count a part (full mode takes hours on a busy 2-core machine).
-Prints one JSON record last.
+Cases: the thesis's four-layer perceptron on digits in 2x2, 6x6 and 18x18 grids, and 2x2 and 6x6 grids
+(dcgan_cells 36) of the convolutional dcgan, with the default study's cell settings (batch 50, fitness and
+scores on 250 samples, the whole training split per cell). For each: per iteration and per cell, and the
+growth from 2x2 to 18x18 (operators_growth_18x18_<layout>, host_reads_growth_18x18_<layout>: 81 times the
+cells; 1.0 would be work that does not grow with the cells; with both grids counted), and the operators
+that grow most in the whole layout (top_operators_per_cell_18x18_whole: the extra operators per extra
+cell, by name). For dcgan, the operators and host reads that each cell past the small grid's adds
+(operators_added_per_cell_dcgan_<layout>, reads_added_per_cell_dcgan_<layout>;
+top_operators_added_per_cell_dcgan_whole). --quick: the same 4LP grids and 1x2 and 2x2 dcgan grids, one
+batch per cell (grid.data_ratio 0.01), 50 samples, 4LP networks of 16 hidden units, a 1-epoch classifier.
+``CASE ...`` and ``--layouts`` count a part (full mode takes hours on a busy 2-core machine). Prints one
+JSON record last.
 """
 
 from __future__ import annotations
@@ -53,10 +55,12 @@ from grid_scaling import score_inputs
 # Tensor methods that copy a value to the host: on a GPU each waits for the device to finish.
 HOST_READS = ("item", "tolist", "cpu", "__float__", "__int__", "__bool__", "__index__")
 # The convolutional grid's shape is the size's (its cells train one after another: minutes per iteration).
-CASES = {"4lp_2x2": ("perceptron4", "2x2"), "4lp_6x6": ("perceptron4", "6x6"), "4lp_18x18": ("perceptron4", "18x18"), "dcgan": ("dcgan", None)}
-FULL = {"samples": 250, "data_ratio": 1.0, "network": {}, "classifier_epochs": 5, "dcgan_shape": "6x6"}
+CASES = {"4lp_2x2": ("perceptron4", "2x2"), "4lp_6x6": ("perceptron4", "6x6"), "4lp_18x18": ("perceptron4", "18x18"), "dcgan": ("dcgan", None),
+         "dcgan_small": ("dcgan", None)}
+FULL = {"samples": 250, "data_ratio": 1.0, "network": {}, "classifier_epochs": 5, "dcgan_shape": "6x6", "dcgan_small_shape": "2x2"}
 LAYOUTS = ("cache", "whole")
-QUICK = {"samples": 50, "data_ratio": 0.01, "network": {"hidden_units": 16, "latent_dim": 8}, "classifier_epochs": 1, "dcgan_shape": "2x2"}
+QUICK = {"samples": 50, "data_ratio": 0.01, "network": {"hidden_units": 16, "latent_dim": 8}, "classifier_epochs": 1, "dcgan_shape": "2x2",
+         "dcgan_small_shape": "1x2"}
 
 
 class OperatorCounter(TorchDispatchMode):
@@ -186,6 +190,14 @@ def main() -> None:
     if ("4lp_2x2", "whole") in names and ("4lp_18x18", "whole") in names:
         extra_cells = cell_count("18x18") - cell_count("2x2")
         results["top_operators_per_cell_18x18_whole"] = growing_operators(names["4lp_2x2", "whole"], names["4lp_18x18", "whole"], extra_cells)
+    for layout in args.layouts:
+        if ("dcgan_small", layout) in names and ("dcgan", layout) in names:
+            extra_cells = cell_count(size["dcgan_shape"]) - cell_count(size["dcgan_small_shape"])
+            for count, key in (("operators", "operators"), ("host_reads", "reads")):
+                small, large = (results[f"{count}_per_iteration_{name}_{layout}"] for name in ("dcgan_small", "dcgan"))
+                results[f"{key}_added_per_cell_dcgan_{layout}"] = round((large - small) / extra_cells, 1)
+            if layout == "whole":
+                results["top_operators_added_per_cell_dcgan_whole"] = growing_operators(names["dcgan_small", layout], names["dcgan", layout], extra_cells)
     results["device"] = "cpu"
     emit("grid_dispatch", results, args)
 

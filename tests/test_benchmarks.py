@@ -33,9 +33,11 @@ RESULT_KEYS = {
     | {key for shape in ("6x6", "18x18") for key in
        (f"batched_speedup_{shape}", f"iteration_seconds_{shape}_batched", f"iteration_seconds_{shape}_loop")},
     "grid_dispatch": {f"{count}_{per}_{case}" for count in ("operators", "host_reads") for per in ("per_iteration", "per_cell")
-                      for case in [f"{name}_{layout}" for name in ("4lp_2x2", "4lp_6x6", "4lp_18x18", "dcgan") for layout in ("cache", "whole")]}
+                      for case in [f"{name}_{layout}" for name in ("4lp_2x2", "4lp_6x6", "4lp_18x18", "dcgan", "dcgan_small")
+                                   for layout in ("cache", "whole")]}
     | {f"{count}_growth_18x18_{layout}" for count in ("operators", "host_reads") for layout in ("cache", "whole")}
-    | {"top_operators_per_cell_18x18_whole", "dcgan_cells", "device"},
+    | {f"{count}_added_per_cell_dcgan_{layout}" for count in ("operators", "reads") for layout in ("cache", "whole")}
+    | {"top_operators_per_cell_18x18_whole", "top_operators_added_per_cell_dcgan_whole", "dcgan_cells", "device"},
     "gpu": {f"gemm_tflops_{kind}" for kind in ("fp32", "tf32")}
     | {f"thesis_{key}_{kind}" for key in ("iteration_seconds", "tflops", "peak_share", "routine_seconds") for kind in ("fp32", "tf32")}
     | {f"thesis_{key}" for key in ("cells", "gflop_per_iteration", "peak_memory_mb", "operators_per_iteration",
