@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from ganstudy.counter_random import counter_key
+from ganstudy.counter_random import counter_key, scaled_mask
 from ganstudy.errors import GanstudyError
 from ganstudy.parallel.keyed_dropout import keyed_dropout, keyed_masks
 from ganstudy.models.stacked_network import StackedNetwork
@@ -85,3 +85,17 @@ def test_a_stacked_network_drops_each_row_as_its_lone_network_drops_it(chunked, 
         assert torch.equal(alone[0], lone(x[1]))
     with pytest.raises(ValueError, match="3 rows of a network with dropout train inside keyed_masks"):
         stacked([], x, training=True)
+
+
+def test_a_mask_in_one_pass_has_the_bits_of_the_cpu_s_blocks_and_operators_that_do_not_grow_with_the_rows():
+    """``whole`` (the grid's whole layout, a GPU's) hashes a mask in one pass; on a CPU by default, blocks
+    of columns sized for the cache, more of them for more rows."""
+    def made(rows: int, whole: bool | None) -> tuple[torch.Tensor, list[str]]:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+            mask = scaled_mask(KEYS, 0, torch.Size([rows, 300]), 0.8, torch.float32, torch.device("cpu"), whole)
+        return mask, sorted(event.key for event in profile.key_averages() for _ in range(event.count))
+
+    (small, whole_small), (large, whole_large) = made(3 * 2, True), made(3 * 2000, True)
+    (large_blocks, blocks_large) = made(3 * 2000, None)
+    assert torch.equal(large, large_blocks) and torch.equal(small, large.view(3, 2000, 300)[:, :2].reshape(6, 300))
+    assert whole_small == whole_large and len(blocks_large) > len(whole_large)

@@ -110,13 +110,14 @@ _CPU_BLOCK = 1 << 17
 
 
 def scaled_mask(calls: int | Keys, first_row: int, shape: torch.Size, keep: float, dtype: torch.dtype,
-                device: torch.device) -> torch.Tensor:
+                device: torch.device, whole: bool | None = None) -> torch.Tensor:
     """Dropout's mask divided by ``keep``, of shape ``shape``, whose rows (dim 0) are ``len(calls)`` equal
     blocks, one per call key (one call: the whole batch). Row first_row + s of a block and element e of
     that row: kept when the 32-bit hash of the row's key and the element's key, each a hash of (the
     block's call, the index), is below keep * 2**32. So a block's mask does not depend on the blocks
-    beside it, nor on where the rows of a batch are cut (``first_row``); on the CPU blocks of columns
-    (all rows at once) bound the work held in memory, and the bits do not depend on the block."""
+    beside it, nor on where the rows of a batch are cut (``first_row``). ``whole``: the mask in one pass
+    of operators (a GPU's way, the default off the CPU), else in blocks of columns (all rows at once)
+    that bound the work held in the CPU's cache; the bits do not depend on the block."""
     low, high = _row_words([calls] if isinstance(calls, int) else calls, device)
     blocks = len(low)
     rows, per_row = shape[0] // blocks, shape[1:].numel()
@@ -128,7 +129,8 @@ def scaled_mask(calls: int | Keys, first_row: int, shape: torch.Size, keep: floa
     row_keys, element_keys = keys[:, :rows], keys[:, rows:]
     mask = torch.empty(blocks, rows, per_row, dtype=dtype, device=device)
     threshold = round(keep * 2**32)
-    columns = max(1, _CPU_BLOCK // max(shape[0], 1)) if device.type == "cpu" else max(per_row, 1)
+    whole = device.type != "cpu" if whole is None else whole
+    columns = max(per_row, 1) if whole else max(1, _CPU_BLOCK // max(shape[0], 1))
     for start in range(0, per_row, columns):
         bits = hash32(row_keys[:, :, None] ^ element_keys[:, None, start : start + columns])
         mask[:, :, start : start + columns] = bits < threshold

@@ -31,6 +31,7 @@ class KeyedDropout(nn.Module):
         self.p, self.layer = p, layer
         self.keys: np.ndarray | None = None
         self.calls = 0  # forward calls in training since the keys were set
+        self.whole: bool | None = None  # scaled_mask's: a mask in one pass of operators (None: off the CPU)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, layer={self.layer}"
@@ -44,7 +45,7 @@ class KeyedDropout(nn.Module):
         self.calls += 1
         if self.p == 1:
             return input * 0
-        return input * scaled_mask(calls, 0, input.shape, 1.0 - self.p, input.dtype, input.device)
+        return input * scaled_mask(calls, 0, input.shape, 1.0 - self.p, input.dtype, input.device, self.whole)
 
 
 def replace_dropout(module: nn.Module, make: Callable[[float, int], nn.Module]) -> nn.Module:
@@ -66,13 +67,14 @@ def dropout_layers(module: nn.Module) -> list[KeyedDropout]:
 
 
 @contextmanager
-def keyed_masks(module: nn.Module, keys: Keys) -> Iterator[None]:
+def keyed_masks(module: nn.Module, keys: Keys, whole: bool | None = None) -> Iterator[None]:
     """The masks of ``module``'s forward calls in training while active: ``keys``, one per block of rows
-    (a lone network's call: one key), name them, and the layers count their calls from 0."""
+    (a lone network's call: one key), name them, and the layers count their calls from 0. ``whole``: each
+    mask in one pass of operators (the grid's whole layout, a GPU's, also where it runs on a CPU)."""
     keys = np.atleast_1d(np.asarray(keys, dtype=np.uint64))
     layers = dropout_layers(module)
     for layer in layers:
-        layer.keys, layer.calls = keys, 0
+        layer.keys, layer.calls, layer.whole = keys, 0, whole
     try:
         yield
     finally:

@@ -385,7 +385,7 @@ class StackedEngine:
         masks = ExitStack()
         for kind, net in enumerate((self.g_net, self.d_net)):
             if net.drops:
-                masks.enter_context(keyed_masks(net.twin, drawn.dropout[:, kind]))
+                masks.enter_context(keyed_masks(net.twin, drawn.dropout[:, kind], self.whole))
         return masks
 
 
