@@ -169,6 +169,7 @@ class StackedNetwork:
         # nn.Dropout's masks keyed per row, numbered as ``keyed_dropout`` numbers a lone network's layers.
         self.twin = keyed_dropout(copy.deepcopy(network)).eval()
         self._dropouts = dropout_layers(self.twin)
+        self._calls: list[int] = []  # the dropout layers' call counts when the current call began
         for parent_name, parent in list(self.twin.named_modules()):
             for name, child in list(parent.named_children()):
                 where = f"{parent_name}.{name}" if parent_name else name
