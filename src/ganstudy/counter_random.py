@@ -85,7 +85,7 @@ def hash32(x: torch.Tensor) -> torch.Tensor:
 Keys = Sequence[int] | np.ndarray  # 64-bit keys: Python ints or a uint64 array (counter_keys)
 
 
-def _row_words(keys: Keys, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def _row_words(keys: int | Keys, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Two 32-bit words per key, [rows, 1] each: the first picks the row's numbers, the second keeps two
     rows apart where their first words, combined with two indices, happen to coincide."""
     keys = _words(keys).reshape(-1, 1)
@@ -118,7 +118,7 @@ def scaled_mask(calls: int | Keys, first_row: int, shape: torch.Size, keep: floa
     beside it, nor on where the rows of a batch are cut (``first_row``). ``whole``: the mask in one pass
     of operators (a GPU's way, the default off the CPU), else in blocks of columns (all rows at once)
     that bound the work held in the CPU's cache; the bits do not depend on the block."""
-    low, high = _row_words([calls] if isinstance(calls, int) else calls, device)
+    low, high = _row_words(calls, device)
     blocks = len(low)
     rows, per_row = shape[0] // blocks, shape[1:].numel()
     if rows * blocks != shape[0]:
