@@ -8,6 +8,7 @@ from scipy import stats as sps
 
 from ganstudy.stats.aggregate import aggregate_scores
 from ganstudy.stats.protocol import NOT_RECORDED, protocol_text
+from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import (
     kruskal_table, latex_table, markdown_table, pairwise_table, pvalue_matrix, results_table, summary_table, write_stats,
 )
@@ -64,24 +65,40 @@ def test_summary_table_matches_numpy():
     scores, values = _scores()
     table = summary_table(scores, "fid", ["a", "b", "c"]).set_index("setup")
     a = np.array(values["a"])
+    # Every trial of a beats every one of b and c's one: superiority 1; b loses to both, 0.
+    assert table.superiority.tolist() == [1.0, 0.0, 0.5]
     assert table.loc["a", "trials"] == 4
     assert table.loc["a", "mean"] == pytest.approx(a.mean())
     assert table.loc["a", "sd"] == pytest.approx(a.std(ddof=1))
     assert (table.loc["a", "min"], table.loc["a", "max"], table.loc["a", "median"]) == (10.0, 13.0, 11.5)
     assert table.loc["a", "mean_train_minutes"] == pytest.approx(2.5)
     assert math.isnan(table.loc["c", "sd"])  # one trial has no spread
-    # The 95% interval of the mean, against scipy's t-interval.
-    low, high = sps.t.interval(0.95, len(a) - 1, loc=a.mean(), scale=sps.sem(a))
+    # FID is bounded below: the 95% interval is scipy's t-interval of the log scores, taken back.
+    logs = np.log(a)
+    low, high = np.exp(sps.t.interval(0.95, len(a) - 1, loc=logs.mean(), scale=sps.sem(logs)))
     assert (table.loc["a", "ci_low"], table.loc["a", "ci_high"]) == (pytest.approx(low), pytest.approx(high))
+    assert table.loc["a", "centre"] == pytest.approx(sps.gmean(a)) and table.loc["a", "interval"].startswith("t on the log scale")
     assert math.isnan(table.loc["c", "ci_low"]) and math.isnan(table.loc["c", "ci_high"])
 
 
 def test_pvalue_matrix_is_the_upper_triangle_in_setup_order():
     scores, values = _scores()
-    matrix = pvalue_matrix(scores, "fid", ["a", "b", "c"])
+    matrix = pvalue_matrix(pairwise_table(scores, "fid", ["a", "b", "c"]), ["a", "b", "c"])
     assert list(matrix.index) == ["a", "b"] and list(matrix.columns) == ["b", "c"]
-    assert matrix.loc["a", "b"] == pytest.approx(sps.mannwhitneyu(values["a"], values["b"], method="asymptotic").pvalue)
+    # 4 against 4 trials: the exact test (auto), 2 / C(8, 4).
+    assert matrix.loc["a", "b"] == pytest.approx(sps.mannwhitneyu(values["a"], values["b"], method="exact").pvalue)
     assert math.isnan(matrix.loc["b", "b"])
+
+
+def test_a_pair_with_a_nan_score_keeps_its_p_value_in_the_matrix(tmp_path):
+    # Issue 66: the matrix took every score, NaN included, and left the pair out ("–") while the pairs table tested it.
+    scores = _frame({"a": [1.0, 2.0, 3.0, float("nan")], "b": [4.0, 5.0, 6.0, 7.0]})
+    scores.to_csv(tmp_path / "scores.csv", index=False)
+    write_stats(tmp_path / "scores.csv", ["a", "b"], ["fid"], tmp_path / "tables")
+    matrix = pd.read_csv(tmp_path / "tables" / "pvalues_fid.csv", index_col=0)
+    pairs = pd.read_csv(tmp_path / "tables" / "pairs_fid.csv")
+    assert matrix.loc["a", "b"] == pytest.approx(sps.mannwhitneyu([1, 2, 3], [4, 5, 6, 7], method="exact").pvalue)
+    assert matrix.loc["a", "b"] == pairs.p_value[0] and pairs.n_a[0] == 3
 
 
 def test_markdown_table_formats_numbers_and_missing_values():
@@ -109,7 +126,7 @@ def test_aggregate_and_write_stats(tmp_path):
     assert "lower is better" in (tmp_path / "tables" / "summary_fid.md").read_text()
     assert "higher is better" in (tmp_path / "tables" / "summary_isc.md").read_text()
     pvalues = pd.read_csv(tmp_path / "tables" / "pvalues_fid.csv", index_col=0)
-    assert pvalues.loc["x", "y"] == pytest.approx(sps.mannwhitneyu([1, 2, 3], [4, 5, 6], method="asymptotic").pvalue)
+    assert pvalues.loc["x", "y"] == pytest.approx(sps.mannwhitneyu([1, 2, 3], [4, 5, 6], method="exact").pvalue)
 
 
 def _scored(protocol: dict | None, **settings) -> dict:
@@ -152,7 +169,7 @@ def test_tables_say_the_protocol_and_warn_where_the_scores_compared_were_measure
     assert "Protocol: Inception-v3 (sha256 cdcdcdcdcdcd)" in alike and "WARNING" not in alike
     assert r"\footnotesize Protocol: Inception-v3" in (tmp_path / "alike" / "pairs_fid.tex").read_text()
     assert "fid: Protocol: Inception-v3" in (tmp_path / "alike" / "results.md").read_text()
-    write_stats(tmp_path / "scores.csv", ["x", "y", "z"], ["fid"], tmp_path / "mixed")
+    write_stats(tmp_path / "scores.csv", ["x", "y", "z"], ["fid"], tmp_path / "mixed", StatisticsSettings(min_trials=1))
     mixed = (tmp_path / "mixed" / "pairs_fid.md").read_text()
     assert "Protocol A: Inception-v3 (sha256 cdcdcdcdcdcd)" in mixed and "Protocol B: Inception-v3 (sha256 efefefefefef)" in mixed
     assert "WARNING: these fid scores were measured under 2 protocols (set-ups: x A; y A; z B)" in mixed
@@ -212,8 +229,10 @@ def _frame(values_by_setup, metric="fid"):
 
 def test_pairs_adjust_over_the_metric_and_say_which_set_up_is_better():
     scores = _frame({"a": TIED_A, "b": TIED_B, "c": [30.0, 31.0, 29.5, 30.5, 31.5]})
-    pairs = pairwise_table(scores, "fid", ["a", "b", "c"], min_trials=6).set_index(["setup_a", "setup_b"])
+    thesis = StatisticsSettings(test="asymptotic", min_trials=6)
+    pairs = pairwise_table(scores, "fid", ["a", "b", "c"], thesis).set_index(["setup_a", "setup_b"])
     raw = [ranksum_pvalue(TIED_A, TIED_B), ranksum_pvalue(TIED_A, scores[scores.setup == "c"].value), ranksum_pvalue(TIED_B, scores[scores.setup == "c"].value)]
+    assert set(pairs.test) == {"asymptotic"}
     np.testing.assert_allclose(pairs.p_value, raw)
     np.testing.assert_allclose(pairs.p_holm, holm(raw))
     # Lower FID is better: c beats both; a scores higher than b, so b is better.
@@ -221,6 +240,7 @@ def test_pairs_adjust_over_the_metric_and_say_which_set_up_is_better():
     assert pairs.loc[("a", "c"), "a12"] == 1.0 and pairs.loc[("a", "c"), "effect"] == "large"
     assert pairs.loc[("a", "c"), "note"] == "underpowered: c < 6 trials"
     isc = pairwise_table(_frame({"a": [1.0, 2.0], "b": [3.0, 4.0]}, "isc"), "isc", ["a", "b"])
+    assert isc.test.tolist() == ["exact"] and isc.p_value[0] == pytest.approx(1 / 3)
     assert isc.better.tolist() == ["b"]  # higher IS is better
 
 
@@ -232,10 +252,12 @@ def test_problem_set_ups_are_marked_not_fatal():
     assert summary.loc["holes", "trials"] == 2 and "1 NaN score(s) left out" in summary.loc["holes", "note"]
     assert summary.loc["holes", "mean"] == 2.0
     assert summary.loc["none", "note"] == "no runs" and summary.loc["none", "trials"] == 0
-    pairs = pairwise_table(scores, "fid", ["single", "flat", "holes", "none"], min_trials=3)
+    pairs = pairwise_table(scores, "fid", ["single", "flat", "holes", "none"], StatisticsSettings(min_trials=3))
+    # Identical scores differ in nothing (p = 1), and the note says so rather than "too few scores".
     flat_vs_flat = pairwise_table(_frame({"x": [5.0, 5.0], "y": [5.0, 5.0]}), "fid", ["x", "y"])
-    assert math.isnan(flat_vs_flat.p_value[0]) and flat_vs_flat.better[0] == "–"
-    assert pairs.set_index(["setup_a", "setup_b"]).loc[("single", "none"), "note"] == "underpowered: single, none < 3 trials"
+    assert flat_vs_flat.p_value[0] == 1.0 and flat_vs_flat.better[0] == "–" and flat_vs_flat.note[0].startswith("all scores identical;")
+    assert pairs.set_index(["setup_a", "setup_b"]).loc[("single", "none"), "note"] == (
+        "no finite scores on one side; underpowered: single, none < 3 trials")
     assert math.isnan(kruskal_table(_frame({"x": [5.0, 5.0], "y": [5.0]}), ["fid"], ["x", "y"]).p_value[0])
 
 
@@ -247,7 +269,8 @@ def test_the_thesis_table_4_5_layout_from_a_scores_csv(tmp_path):
         rows += [{"study": "thesis", "setup": setup, "trial": t, "metric": "fid", "value": mean + (t - (n - 1) / 2) * 0.01, "train_seconds": 4800.0}
                  for t in range(n)]
     pd.DataFrame(rows).to_csv(tmp_path / "scores.csv", index=False)
-    write_stats(tmp_path / "scores.csv", list(trials), ["fid"], tmp_path / "tables", min_trials=8, digits=3)
+    # The thesis's convention (statistics.test: asymptotic) reproduces its published p-values.
+    write_stats(tmp_path / "scores.csv", list(trials), ["fid"], tmp_path / "tables", StatisticsSettings(test="asymptotic", min_trials=8, digits=3))
     matrix = pd.read_csv(tmp_path / "tables" / "pvalues_fid.csv", index_col=0)
     assert list(matrix.index) == ["3x3", "6x6", "12x12"] and list(matrix.columns) == ["6x6", "12x12", "18x18"]
     assert matrix.loc["3x3", "6x6"] == pytest.approx(3.02e-11, rel=5e-3)

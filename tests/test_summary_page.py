@@ -12,6 +12,7 @@ import pytest
 
 from ganstudy.report.summary_page import headline, write_summary
 from ganstudy.stats.convergence import COLUMNS
+from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import write_stats
 
 SETUPS = ["a", "b", "c"]
@@ -33,7 +34,8 @@ def _study(tmp_path):
                     "converged": "yes"} for s in SETUPS]
     convergence[2].update(converged="no", window_from=50, projected_change=-0.2, projected_change_low=-0.3, projected_change_high=-0.1)
     pd.DataFrame(convergence, columns=COLUMNS).to_csv(tmp_path / "convergence.csv", index=False)
-    write_stats(tmp_path / "scores.csv", SETUPS, list(VALUES), tmp_path / "tables", convergence_path=tmp_path / "convergence.csv")
+    write_stats(tmp_path / "scores.csv", SETUPS, list(VALUES), tmp_path / "tables", StatisticsSettings(min_trials=1),
+                tmp_path / "convergence.csv")
     figures = [str(tmp_path / "figures" / "box_fid.png"), str(tmp_path / "figures" / "score_curves.png")]
     return write_summary(tmp_path, "s", SETUPS, list(VALUES), figures, tmp_path / "summary.md")
 
@@ -58,9 +60,10 @@ def test_each_metric_ranks_its_set_ups_in_its_direction_with_the_tables_numbers(
     summary = pd.read_csv(tmp_path / "tables" / f"summary_{metric}.csv").set_index("setup")
     pairs = pd.read_csv(tmp_path / "tables" / f"pairs_{metric}.csv")
     best = order[0]
-    for rank, setup, trials, mean, sd, interval, p, effect, converged in rows:
+    for rank, setup, trials, median, mean, sd, interval, superiority, p, effect, converged in rows:
         assert (int(trials), mean, sd) == (6, f"{summary.loc[setup, 'mean']:.4g}", f"{summary.loc[setup, 'sd']:.4g}")
         assert interval == f"{summary.loc[setup, 'ci_low']:.4g} to {summary.loc[setup, 'ci_high']:.4g}"
+        assert superiority == f"{summary.loc[setup, 'superiority']:.4g}"
         assert converged == ("no" if setup == "c" else "yes")
         if setup == best:
             assert (p, effect) == ("–", "–")
@@ -69,17 +72,25 @@ def test_each_metric_ranks_its_set_ups_in_its_direction_with_the_tables_numbers(
         assert p == f"{pair.p_holm.iloc[0]:.4g}"
         probability = _better_probability(VALUES[metric][best], VALUES[metric][setup], metric == "isc")
         assert effect == f"{probability:.2f} ({pair.effect.iloc[0]})"
+    # The order is the rank tests': each set-up's mean probability of beating the others, recomputed here.
+    others = {s: [o for o in SETUPS if o != s] for s in SETUPS}
+    expected = {s: np.mean([_better_probability(VALUES[metric][s], VALUES[metric][o], metric == "isc") for o in others[s]]) for s in SETUPS}
+    assert order == sorted(SETUPS, key=lambda s: -expected[s])
 
 
 def test_the_page_says_what_is_significant_what_did_not_converge_and_links_the_figures(tmp_path):
     text = _study(tmp_path)
     pairs = pd.read_csv(tmp_path / "tables" / "pairs_fid.csv").set_index(["setup_a", "setup_b"])
-    assert "**a** has the best mean FID." in text
+    # The primary metric (the first) answers at the top, in one sentence.
+    assert text.splitlines()[2].startswith("**a** ranks first in FID (lower is better); it is significantly better than b")
+    assert "**a** ranks first in FID: a trial of it scores better than one of another set-up with probability" in text
     # a beat b in every pair of trials: with six trials each, significant after Holm over the three pairs.
     assert pairs.loc[("a", "b"), "p_holm"] < 0.05
-    assert f"- b: worse, significantly (Holm p = {pairs.loc[('a', 'b'), 'p_holm']:.4g} < 0.05; A12 = 1.00, large)." in text
+    line = f"- **a** is better than b, significantly (Holm p = {pairs.loc[('a', 'b'), 'p_holm']:.4g} < 0.05; A12 = 1.00 ["
+    assert line in text and "large; shift -9.35 [" in text
     assert pairs.loc[("a", "c"), "p_holm"] >= 0.05
-    assert re.search(r"^- c: not significantly different \(Holm p = [\d.]+ ≥ 0\.05; A12 = 0\.\d\d, \w+\)\.$", text, re.MULTILINE)
+    assert re.search(r"^- a vs c: not significantly different \(Holm p = [\d.]+ ≥ 0\.05; A12 = 0\.\d\d \[0\.\d\d, 0\.\d\d\], \w+; "
+                     r"shift -?[\d.]+ \[-?[\d.]+, -?[\d.]+\]\)\.$", text, re.MULTILINE)
     convergence = text.split("## Convergence\n")[1].split("\n## ")[0]
     assert convergence.strip().startswith("- c: not converged: in-training FID still falling from iteration 50 on, 20% better")
     assert "- a:" not in convergence
@@ -87,9 +98,57 @@ def test_the_page_says_what_is_significant_what_did_not_converge_and_links_the_f
     assert (tmp_path / "summary.md").read_text() == text
 
 
+def _page(tmp_path, values, metric="fid", settings=StatisticsSettings(), metrics=None):
+    rows = [{"study": "s", "setup": setup, "trial": trial, "metric": m, "value": value, "train_seconds": 60.0}
+            for m in (metrics or [metric]) for setup, by_trial in values.items() for trial, value in enumerate(by_trial)]
+    pd.DataFrame(rows).to_csv(tmp_path / "scores.csv", index=False)
+    pd.DataFrame([{"setup": s, "converged": "yes"} for s in values], columns=COLUMNS).to_csv(tmp_path / "convergence.csv", index=False)
+    write_stats(tmp_path / "scores.csv", list(values), metrics or [metric], tmp_path / "tables", settings, tmp_path / "convergence.csv")
+    return write_summary(tmp_path, "s", list(values), metrics or [metric], [], tmp_path / "summary.md", settings)
+
+
+def test_the_verdict_follows_the_effect_not_the_mean(tmp_path):
+    # Issue 66: a's mean is the best (one lucky trial) while b beats a in 90% of the pairs; the page said "b: worse".
+    text = _page(tmp_path, {"a": [10.0] * 9 + [0.1], "b": [9.5] * 10})
+    assert "a has the best" not in text and "worse" not in text
+    assert "**b** has the best FID (lower is better): it is significantly better than every other set-up" in text
+    pairs = pd.read_csv(tmp_path / "tables" / "pairs_fid.csv")
+    assert pairs.better[0] == "b" and pairs.a12[0] == pytest.approx(0.9)  # a scores higher (worse) in 90% of the pairs
+    assert f"- **b** is better than a, significantly (Holm p = {pairs.p_holm[0]:.4g} < 0.05; A12 = 0.90 [" in text
+    assert [row[1] for row in _rows(text, "fid")] == ["b", "a"]
+
+
+def test_a_design_that_cannot_decide_says_so_and_counts_finite_trials(tmp_path):
+    # 3 set-ups of 4 trials, every trial separated: the smallest Holm p is 3 x 2 / C(8, 4) = 0.086.
+    values = {"a": [1.0, 2.0, 3.0, 4.0], "b": [11.0, 12.0, 13.0, 14.0, np.nan], "c": [21.0, 22.0, 23.0, 24.0]}
+    text = _page(tmp_path, values)
+    assert "These trials cannot decide FID (lower is better): no outcome of them could give a Holm p below 0.08571 ≥ 0.05" in text
+    assert "finite FID scores per set-up: a 4, b 4, c 4." in text
+    assert "- a vs b: these trials cannot decide: 4 against 4 trials, Holm-adjusted over the metric's pairs, give no p below 0.08571" in text
+    assert [row[1] for row in _rows(text, "fid")] == ["a", "b", "c"]
+
+
+def test_a_one_trial_set_up_is_never_first_and_one_trial_each_decides_nothing(tmp_path):
+    text = _page(tmp_path, {"lucky": [0.5], "a": [3.0, 3.5, 4.0], "b": [5.0, 5.5, 6.0]})
+    rows = _rows(text, "fid")
+    assert [(row[0], row[1]) for row in rows] == [("1", "a"), ("2", "b"), ("–", "lucky")]
+    alone = _page(tmp_path, {"x": [1.0], "y": [2.0]})
+    assert "No set-up has 2 finite FID scores: **x** is listed first on 1 trial" in alone
+    assert "large" not in alone.split("## FID")[1].split("|")[0]
+    assert "- x vs y: these trials cannot decide: 1 against 1 trials" in alone
+
+
+def test_the_declared_primary_metric_heads_the_page(tmp_path):
+    values = {"a": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "b": [7.0, 8.0, 9.0, 10.0, 11.0, 12.0]}
+    text = _page(tmp_path, values, settings=StatisticsSettings(primary_metric="isc"), metrics=["fid", "isc"])
+    # Higher IS is better: b; lower FID: a.
+    assert text.splitlines()[2].startswith("**b** has the best ISC (higher is better)")
+    assert "finite ISC scores per set-up" in text
+
+
 def test_the_headline_is_the_page_down_to_its_first_table(tmp_path):
     _study(tmp_path)
     top = headline(tmp_path / "summary.md")
     assert top.startswith(f"The study's answer: {tmp_path / 'summary.md'}\n\n# s: the answer\n")
-    assert "**a** has the best mean FID." in top and "|" not in top
+    assert "**a** ranks first in FID" in top and "|" not in top
     assert headline(tmp_path / "nowhere.md") is None

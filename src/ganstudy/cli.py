@@ -276,7 +276,9 @@ def _anova(args: argparse.Namespace) -> None:
 def _stats(args: argparse.Namespace) -> None:
     from ganstudy.stats.summary import write_stats
 
-    write_stats(args.scores, args.setups, args.metrics, args.out_dir, args.min_trials, args.digits, args.convergence)
+    from ganstudy.stats.settings import StatisticsSettings
+
+    write_stats(args.scores, args.setups, args.metrics, args.out_dir, StatisticsSettings.of(args.settings, "--settings"), args.convergence)
 
 
 def _sweep_stats(args: argparse.Namespace) -> None:
@@ -290,7 +292,10 @@ def _sweep_stats(args: argparse.Namespace) -> None:
 def _summary(args: argparse.Namespace) -> None:
     from ganstudy.report.summary_page import write_summary
 
-    write_summary(args.study_dir, args.study, args.setups, args.metrics, args.figures, args.out, args.digits)
+    from ganstudy.stats.settings import StatisticsSettings
+
+    write_summary(args.study_dir, args.study, args.setups, args.metrics, args.figures, args.out,
+                  StatisticsSettings.of(args.settings, "--settings"))
 
 
 def _convergence(args: argparse.Namespace) -> None:
@@ -524,9 +529,8 @@ def _statistics_steps(commands: _Commands) -> None:
     sub.add_argument("--scores", required=True)
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
     sub.add_argument("--metrics", nargs="+", required=True)
-    sub.add_argument("--min-trials", type=int, default=1, help="flag set-ups with fewer finite scores as underpowered")
+    _settings_option(sub, "statistics section")
     sub.add_argument("--convergence", help="convergence.csv: flag set-ups whose training had not converged")
-    _digits_option(sub)
     sub.add_argument("--out-dir", required=True)
 
     sub = commands.step("sweep-stats", _sweep_stats, "per sweep: main effects, Kruskal-Wallis per key, interactions, pairwise Holm p")
@@ -544,7 +548,7 @@ def _statistics_steps(commands: _Commands) -> None:
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--metrics", nargs="+", required=True)
     sub.add_argument("--figures", nargs="*", default=[], help="the study's figures, to link")
-    _digits_option(sub)
+    _settings_option(sub, "statistics section")
     sub.add_argument("--out", required=True)
 
     sub = commands.step("convergence", _convergence, "in-training score curves: the convergence table and figure")

@@ -234,7 +234,7 @@ rule summary:
 
 job_arguments(
     "summary", "--study-dir", os.path.dirname(rules.summary.output[0]), "--study", config["study"], "--setups", *SETUPS,
-    "--metrics", *METRICS, "--figures", *FIGURES, "--digits", config["statistics"]["digits"], "--out", *rules.summary.output,
+    "--metrics", *METRICS, "--figures", *FIGURES, "--settings", as_json(config["statistics"]), "--out", *rules.summary.output,
 )
 
 

@@ -94,8 +94,7 @@ rule stats:
 
 job_arguments(
     "stats", "--scores", *rules.stats.input.scores, "--convergence", rules.stats.input.convergence, "--setups", *SETUPS,
-    "--metrics", *METRICS, "--min-trials", config["statistics"]["min_trials"], "--digits", config["statistics"]["digits"],
-    "--out-dir", os.path.dirname(rules.stats.output.summary[0]),
+    "--metrics", *METRICS, "--settings", as_json(config["statistics"]), "--out-dir", os.path.dirname(rules.stats.output.summary[0]),
 )
 
 

@@ -52,6 +52,9 @@ class Metric:
     # The evaluation keys it reads (its subsets, splits, neighbourhood): part of its protocol, said in the
     # tables' footnotes.
     settings: tuple[str, ...] = ()
+    # The range its values can take, (low, high), None where unbounded: a set-up's interval stays inside it
+    # (ganstudy.stats.tests.location_interval).
+    bounds: tuple[float | None, float | None] = (None, None)
 
 
 def _check(value: object) -> str | None:
@@ -63,6 +66,9 @@ def _check(value: object) -> str | None:
         return "names no data kind or no compute as module:attribute"
     if not isinstance(value.settings, tuple) or not all(isinstance(key, str) for key in value.settings):
         return f"gives settings {value.settings!r}, not a tuple of evaluation keys"
+    low, high = value.bounds if isinstance(value.bounds, tuple) and len(value.bounds) == 2 else ("?", "?")
+    if not all(end is None or isinstance(end, Real) for end in (low, high)) or (None not in (low, high) and low >= high):
+        return f"gives bounds {value.bounds!r}, not (low, high) with low < high (None where unbounded)"
     return None
 
 
@@ -77,6 +83,11 @@ def get_metric(name: str) -> Metric:
 def better(name: str) -> str:
     """Which way a metric's column is better ("?" for a column no metric is named after, e.g. isc_std)."""
     return METRICS.get(name).better if name in METRICS else "?"
+
+
+def bounds(name: str) -> tuple[float | None, float | None]:
+    """The range of a metric's column (unbounded for a column no metric is named after)."""
+    return METRICS.get(name).bounds if name in METRICS else (None, None)
 
 
 def kind_metrics(kind: DataKind) -> list[str]:
@@ -176,42 +187,42 @@ def score_all(names: list[str] | tuple[str, ...], scoring: Any) -> dict[str, flo
 QUALITY_KINDS = frozenset({"images", "pairs"})
 
 FID = Metric("Frechet distance of the samples' and the real images' features", "lower", QUALITY_KINDS,
-             "ganstudy.evaluate.quality:fid", features=True)
+             "ganstudy.evaluate.quality:fid", features=True, bounds=(0.0, None))
 ISC = Metric("Inception-style score of the extractor's class probabilities (and its spread over splits, isc_std)",
              "higher", QUALITY_KINDS, "ganstudy.evaluate.quality:isc", features=True, probabilities=True,
-             settings=("isc_splits",))
+             settings=("isc_splits",), bounds=(1.0, None))
 KID = Metric("kernel distance (unbiased MMD^2, cubic polynomial kernel) over subsets (and its spread, kid_std)",
              "lower", QUALITY_KINDS, "ganstudy.evaluate.quality:kid", features=True,
              settings=("kid_subsets", "kid_subset_size"))
 PRECISION = Metric("share of samples inside the real images' k-nearest-neighbour manifold", "higher", QUALITY_KINDS,
-                   "ganstudy.evaluate.quality:precision", features=True, settings=("prc_neighborhood",))
+                   "ganstudy.evaluate.quality:precision", features=True, settings=("prc_neighborhood",), bounds=(0.0, 1.0))
 RECALL = Metric("share of real images inside the samples' k-nearest-neighbour manifold", "higher", QUALITY_KINDS,
-                "ganstudy.evaluate.quality:recall", features=True, settings=("prc_neighborhood",))
+                "ganstudy.evaluate.quality:recall", features=True, settings=("prc_neighborhood",), bounds=(0.0, 1.0))
 DENSITY = Metric("mean number of the real images' k-nearest-neighbour balls a sample lies in, over k (Naeem et al. 2020)",
-                 "higher", QUALITY_KINDS, "ganstudy.evaluate.quality:density", features=True, settings=("dc_neighborhood",))
+                 "higher", QUALITY_KINDS, "ganstudy.evaluate.quality:density", features=True, settings=("dc_neighborhood",), bounds=(0.0, None))
 COVERAGE = Metric("share of the real images' k-nearest-neighbour balls that hold a sample (Naeem et al. 2020)", "higher",
-                  QUALITY_KINDS, "ganstudy.evaluate.quality:coverage", features=True, settings=("dc_neighborhood",))
+                  QUALITY_KINDS, "ganstudy.evaluate.quality:coverage", features=True, settings=("dc_neighborhood",), bounds=(0.0, 1.0))
 CLASS_FID = Metric("mean over classes of the FID of a class's samples against its real images (labelled generators)",
-                   "lower", frozenset({"images"}), "ganstudy.evaluate.scores:class_fid", classifier=True, classes=True)
+                   "lower", frozenset({"images"}), "ganstudy.evaluate.scores:class_fid", classifier=True, classes=True, bounds=(0.0, None))
 LABEL_TVD = Metric("total variation distance of the classifier's label histogram of the samples and the real one",
-                   "lower", frozenset({"images"}), "ganstudy.evaluate.scores:label_tvd_metric", classifier=True, classes=True)
+                   "lower", frozenset({"images"}), "ganstudy.evaluate.scores:label_tvd_metric", classifier=True, classes=True, bounds=(0.0, 1.0))
 L1 = Metric("mean absolute difference of output and target in [0, 1]", "lower", frozenset({"pairs"}),
-            "ganstudy.evaluate.paired:l1")
+            "ganstudy.evaluate.paired:l1", bounds=(0.0, 1.0))
 PSNR = Metric("peak signal-to-noise ratio of output against target, dB", "higher", frozenset({"pairs"}),
               "ganstudy.evaluate.paired:psnr")
 SSIM = Metric("structural similarity of output and target (Wang et al. 2004)", "higher", frozenset({"pairs"}),
-              "ganstudy.evaluate.paired:ssim_metric")
+              "ganstudy.evaluate.paired:ssim_metric", bounds=(-1.0, 1.0))
 SF_MEAN = Metric("mean over energy bins of the relative error of the mean sampling fraction", "lower",
-                 frozenset({"showers"}), "ganstudy.evaluate.showers:sf_mean", settings=("energy_bins",))
+                 frozenset({"showers"}), "ganstudy.evaluate.showers:sf_mean", settings=("energy_bins",), bounds=(0.0, None))
 SF_WIDTH = Metric("mean over energy bins of the relative error of the sampling fraction's spread", "lower",
-                  frozenset({"showers"}), "ganstudy.evaluate.showers:sf_width", settings=("energy_bins",))
+                  frozenset({"showers"}), "ganstudy.evaluate.showers:sf_width", settings=("energy_bins",), bounds=(0.0, None))
 LONGITUDINAL = Metric("relative L1 distance of the mean energy profile along z", "lower", frozenset({"showers"}),
-                      "ganstudy.evaluate.showers:longitudinal")
+                      "ganstudy.evaluate.showers:longitudinal", bounds=(0.0, None))
 TRANSVERSE_X = Metric("relative L1 distance of the mean energy profile along x", "lower", frozenset({"showers"}),
-                      "ganstudy.evaluate.showers:transverse_x")
+                      "ganstudy.evaluate.showers:transverse_x", bounds=(0.0, None))
 GAN3D = Metric("3DGAN's optimisation metric: per primary-energy bin, the relative errors of the showers' mean first and "
                "second moments along x, y, z plus those of their mean per-cell energies, averaged over bins (and its two "
                "parts, gan3d_moments and gan3d_profiles)", "lower", frozenset({"showers"}), "ganstudy.evaluate.showers:gan3d",
-               settings=("gan3d_energies", "gan3d_half_width"))
+               settings=("gan3d_energies", "gan3d_half_width"), bounds=(0.0, None))
 TRANSVERSE_Y = Metric("relative L1 distance of the mean energy profile along y", "lower", frozenset({"showers"}),
-                      "ganstudy.evaluate.showers:transverse_y")
+                      "ganstudy.evaluate.showers:transverse_y", bounds=(0.0, None))

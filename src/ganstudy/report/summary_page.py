@@ -1,12 +1,14 @@
 """The study's answer on one page (results/<study>/summary.md), made from the tables it summarises.
 
-Per metric: the set-ups ranked by their mean over trials (in the metric's direction), with sd and the 95%
-t-interval of the mean (tables/summary_<metric>.csv), the Holm-adjusted rank-sum p-value and A12 of the
-best set-up against each other one (tables/pairs_<metric>.csv), each set-up's convergence verdict
-(convergence.csv), the papers' numbers where a set-up carries a ``reference`` (tables/reproduction.csv),
-and the protocol the scores were measured under. Then the set-ups whose training had not converged, and
-links to the figures. Nothing is computed here that the tables do not hold, so the page cannot disagree
-with them.
+It opens on the answer for ``statistics.primary_metric`` in one sentence. Then per metric: the set-ups
+ranked by the rank tests' own order (tables/summary_<metric>.csv's superiority: the mean probability that
+a trial beats one of another set-up; then the median), each with its finite trials, median, mean, sd and
+95% interval; the Holm-adjusted rank-sum p-value, A12 and shift of the first set-up against each other one
+(tables/pairs_<metric>.csv), each verdict naming the better set-up by the effect's direction and saying
+where the trials could not decide at all; each set-up's convergence verdict (convergence.csv), the papers'
+numbers where a set-up carries a ``reference`` (tables/reproduction.csv), and the protocol the scores were
+measured under. Then the set-ups whose training had not converged, and links to the figures. Nothing is
+computed here that the tables do not hold, so the page cannot disagree with them.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from ganstudy.atomic import write_text
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.protocol import protocol_notes
+from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import _fmt, markdown_table
 
-# The level the page calls a difference significant at; the tables give every p-value.
-ALPHA = 0.05
+# Fewer finite trials than this have no spread: such a set-up is ranked after those that have one.
+RANKED_TRIALS = 2
+TEST_COLUMNS = ["p_holm", "smallest_p_holm", "a12_first", "a12_first_low", "a12_first_high", "shift_first", "shift_first_low",
+                "shift_first_high", "effect", "better", "pair_note"]
 
 
 def _pair(pairs: pd.DataFrame, a: str, b: str) -> pd.Series | None:
@@ -32,53 +37,119 @@ def _pair(pairs: pd.DataFrame, a: str, b: str) -> pd.Series | None:
     return found.iloc[0] if len(found) else None
 
 
+def _towards(pair: pd.Series, first: str, higher: bool) -> dict[str, float]:
+    """The pair's A12 (and interval) as the probability that a trial of ``first`` scores better than one of
+    the other, and its shift as first - other."""
+    forward = pair.setup_a == first
+    a12 = (pair.a12, pair.a12_low, pair.a12_high) if forward else (1 - pair.a12, 1 - pair.a12_high, 1 - pair.a12_low)
+    if not higher:
+        a12 = (1 - a12[0], 1 - a12[2], 1 - a12[1])
+    shift = (pair["shift"], pair.shift_low, pair.shift_high) if forward else (-pair["shift"], -pair.shift_high, -pair.shift_low)
+    return dict(zip(TEST_COLUMNS[2:8], (*a12, *shift)))
+
+
 def ranking(summary: pd.DataFrame, pairs: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """The set-ups best first (no finite mean: last), with the best one's Holm-adjusted p-value against
-    each (p_holm), the probability that a trial of the best scores better than one of it (a12_best: the
-    pairs' A12 turned towards the best and the metric's direction) and the effect's magnitude."""
+    """The set-ups first to last: those with at least RANKED_TRIALS finite trials before the others, each
+    group by superiority (higher first), then by median in the metric's direction; no finite score last.
+    Beside each, the first one's test against it from the pairs table."""
     higher = better(metric) == "higher"
-    ordered = summary.assign(key=summary["mean"] * (-1 if higher else 1)).sort_values("key", kind="stable", na_position="last")
-    ordered = ordered.drop(columns="key").reset_index(drop=True)
-    best = ordered.setup.iloc[0] if len(ordered) and np.isfinite(ordered["mean"].iloc[0]) else None
+    keyed = summary.assign(_few=summary.trials < RANKED_TRIALS, _none=summary.trials == 0, _sup=-summary.superiority.fillna(-1),
+                           _median=summary["median"] * (-1 if higher else 1))
+    ordered = keyed.sort_values(["_none", "_few", "_sup", "_median"], kind="stable", na_position="last")
+    ordered = ordered.drop(columns=["_few", "_none", "_sup", "_median"]).reset_index(drop=True)
+    first = ordered.setup.iloc[0] if len(ordered) and ordered.trials.iloc[0] > 0 else None
     tests = []
     for setup in ordered.setup:
-        pair = _pair(pairs, best, setup) if best is not None and setup != best else None
+        pair = _pair(pairs, first, setup) if first is not None and setup != first else None
         if pair is None:
-            tests.append({"p_holm": np.nan, "a12_best": np.nan, "effect": "–"})
+            tests.append({"effect": "–", "better": "–", "pair_note": ""})
             continue
-        # pairs' A12 is of setup_a's values over setup_b's: a value greater is a score better where higher is better.
-        greater = pair.a12 if pair.setup_a == best else 1 - pair.a12
-        tests.append({"p_holm": pair.p_holm, "a12_best": greater if higher else 1 - greater, "effect": pair.effect})
-    return pd.concat([ordered, pd.DataFrame(tests, columns=["p_holm", "a12_best", "effect"])], axis=1)
+        tests.append({"p_holm": pair.p_holm, "smallest_p_holm": pair.smallest_p_holm, **_towards(pair, first, higher),
+                      "effect": pair.effect, "better": pair.better, "pair_note": "" if pd.isna(pair.note) else pair.note})
+    return pd.concat([ordered, pd.DataFrame(tests, columns=TEST_COLUMNS)], axis=1)
+
+
+def _interval(low: float, high: float, digits: int) -> str:
+    return f"{_fmt(low, digits)} to {_fmt(high, digits)}" if np.isfinite(low) and np.isfinite(high) else "–"
 
 
 def ranking_table(ranked: pd.DataFrame, converged: dict[str, str], digits: int) -> pd.DataFrame:
     """The ranking as the page shows it."""
     rows = []
     for place, row in enumerate(ranked.itertuples(), start=1):
-        finite = np.isfinite(row.mean)
-        rows.append({"rank": place if finite else "–", "set-up": row.setup, "trials": row.trials, "mean": row.mean, "sd": row.sd,
-                     "95% interval": f"{_fmt(row.ci_low, digits)} to {_fmt(row.ci_high, digits)}" if np.isfinite(row.ci_low) else "–",
-                     "p vs best (Holm)": row.p_holm,
-                     "A12 vs best": f"{row.a12_best:.2f} ({row.effect})" if np.isfinite(row.a12_best) else "–",
+        rows.append({"rank": place if row.trials >= RANKED_TRIALS else "–", "set-up": row.setup, "trials": row.trials,
+                     "median": row.median, "mean": row.mean, "sd": row.sd, "95% interval": _interval(row.ci_low, row.ci_high, digits),
+                     "P(beats others)": row.superiority, "p vs first (Holm)": row.p_holm,
+                     "A12 vs first": f"{row.a12_first:.2f} ({row.effect})" if np.isfinite(row.a12_first) else "–",
                      "converged": converged.get(row.setup, "–")})
     return pd.DataFrame(rows)
 
 
-def verdict(ranked: pd.DataFrame, metric: str, digits: int) -> str:
-    """The ranking in words: the best set-up and, for each other one, whether the data show it worse."""
-    if ranked.empty or not np.isfinite(ranked["mean"].iloc[0]):
+def _effect(row: pd.Series | tuple, digits: int, magnitude: bool = True) -> str:
+    text = f"A12 = {row.a12_first:.2f}"
+    if np.isfinite(row.a12_first_low):
+        text += f" [{row.a12_first_low:.2f}, {row.a12_first_high:.2f}]"
+    text += (f", {row.effect}" if magnitude else "") + f"; shift {_fmt(row.shift_first, digits)}"
+    return text + (f" [{_fmt(row.shift_first_low, digits)}, {_fmt(row.shift_first_high, digits)}]" if np.isfinite(row.shift_first_low) else "")
+
+
+def comparison(row: pd.Series | tuple, first: pd.Series, alpha: float, digits: int) -> str:
+    """One line: the ``first`` set-up against ``row``'s, in the terms of the test and of the effect's direction."""
+    other, first, trials = row.setup, first.setup, f"{first.trials} against {row.trials} trials"
+    if not np.isfinite(row.p_holm):
+        return f"- {first} vs {other}: no test ({row.pair_note or 'too few finite scores'})."
+    effect, p = _effect(row, digits), _fmt(row.p_holm, digits)
+    if row.p_holm < alpha:
+        winner, loser = (first, other) if row.better == first else (other, first)
+        return f"- **{winner}** is better than {loser}, significantly (Holm p = {p} < {alpha}; {effect})."
+    if row.smallest_p_holm >= alpha:
+        # No magnitude: an effect these trials cannot tell from chance is not "large".
+        effect = _effect(row, digits, magnitude=False)
+        return (f"- {first} vs {other}: these trials cannot decide: {trials}, Holm-adjusted over the metric's pairs, give no p "
+                f"below {_fmt(row.smallest_p_holm, digits)} ≥ {alpha} ({effect}).")
+    why = f"; {row.pair_note}" if row.pair_note else ""
+    return f"- {first} vs {other}: not significantly different (Holm p = {p} ≥ {alpha}; {effect}{why})."
+
+
+def verdict(ranked: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:
+    """The ranking in words: the first set-up, and each other one's test against it."""
+    if ranked.empty or ranked.trials.iloc[0] == 0:
         return f"No set-up has a finite {metric.upper()} yet."
-    lines = [f"**{ranked.setup.iloc[0]}** has the best mean {metric.upper()}."]
-    for row in ranked.iloc[1:].itertuples():
-        effect = f"A12 = {row.a12_best:.2f}, {row.effect}"
-        if not np.isfinite(row.p_holm):
-            lines.append(f"- {row.setup}: no test (too few finite scores).")
-        elif row.p_holm < ALPHA:
-            lines.append(f"- {row.setup}: worse, significantly (Holm p = {_fmt(row.p_holm, digits)} < {ALPHA}; {effect}).")
-        else:
-            lines.append(f"- {row.setup}: not significantly different (Holm p = {_fmt(row.p_holm, digits)} ≥ {ALPHA}; {effect}).")
+    first = ranked.iloc[0]
+    if first.trials < RANKED_TRIALS:
+        lines = [f"No set-up has {RANKED_TRIALS} finite {metric.upper()} scores: **{first.setup}** is listed first on "
+                 f"{first.trials} trial, which says nothing of its spread."]
+    else:
+        lines = [f"**{first.setup}** ranks first in {metric.upper()}: a trial of it scores better than one of another set-up "
+                 f"with probability {first.superiority:.2f} on average."]
+    lines += [comparison(row, first, alpha, digits) for row in ranked.iloc[1:].itertuples()]
     return "\n".join(lines)
+
+
+def answer(ranked: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:
+    """The primary metric's answer in one sentence."""
+    name = f"{metric.upper()} ({better(metric)} is better)"
+    if ranked.empty or ranked.trials.iloc[0] == 0:
+        return f"No set-up has a finite {name} yet."
+    first, others = ranked.iloc[0], ranked.iloc[1:]
+    if others.empty:
+        return f"One set-up, **{first.setup}**: nothing to compare in {name}."
+    tested = others[np.isfinite(others.p_holm.to_numpy(float))]
+    wins = tested[(tested.p_holm < alpha) & (tested.better == first.setup)]
+    if first.trials >= RANKED_TRIALS and len(wins) == len(others):
+        return (f"**{first.setup}** has the best {name}: it is significantly better than every other set-up "
+                f"(largest Holm p = {_fmt(wins.p_holm.max(), digits)} < {alpha}).")
+    if len(wins):
+        rest = [s for s in others.setup if s not in set(wins.setup)]
+        return (f"**{first.setup}** ranks first in {name}; it is significantly better than {', '.join(wins.setup)} "
+                f"(Holm p < {alpha}), not than {', '.join(rest)}.")
+    if len(tested) and (tested.smallest_p_holm >= alpha).all():
+        return (f"These trials cannot decide {name}: no outcome of them could give a Holm p below "
+                f"{_fmt(tested.smallest_p_holm.min(), digits)} ≥ {alpha}; **{first.setup}** ranks first, not significantly "
+                f"(add trials: `ganstudy validate-config` says how many).")
+    smallest = _fmt(tested.p_holm.min(), digits) if len(tested) else "–"
+    return (f"No set-up is significantly better than another in {name} against the first, **{first.setup}** "
+            f"(smallest Holm p = {smallest} ≥ {alpha}).")
 
 
 def _papers(reproduction: pd.DataFrame | None, metric: str, digits: int) -> str:
@@ -92,7 +163,7 @@ def _papers(reproduction: pd.DataFrame | None, metric: str, digits: int) -> str:
 
 
 def summary_page(study_dir: str | os.PathLike[str], study: str, setups: list[str], metrics: list[str], figures: list[str],
-                 digits: int = 4) -> str:
+                 settings: StatisticsSettings = StatisticsSettings()) -> str:
     """The page's Markdown; ``figures`` are paths under ``study_dir`` to link."""
     folder = Path(study_dir)
     tables = folder / "tables"
@@ -100,17 +171,23 @@ def summary_page(study_dir: str | os.PathLike[str], study: str, setups: list[str
     convergence = pd.read_csv(folder / "convergence.csv")
     converged = dict(zip(convergence.setup, convergence.converged))
     reproduction = pd.read_csv(tables / "reproduction.csv") if (tables / "reproduction.csv").is_file() else None
-    trials = scores.groupby("setup").trial.nunique()
+    digits, alpha, primary = settings.digits, settings.alpha, settings.primary(metrics)
+    ranked = {metric: ranking(pd.read_csv(tables / f"summary_{metric}.csv"), pd.read_csv(tables / f"pairs_{metric}.csv"), metric)
+              for metric in metrics}
+    trials = dict(zip(ranked[primary].setup, ranked[primary].trials))
     parts = [f"# {study}: the answer\n",
-             f"{len(setups)} set-ups ({', '.join(setups)}); trials per set-up: "
-             f"{', '.join(f'{s} {int(trials.get(s, 0))}' for s in setups)}. Made from the tables in tables/ and "
-             f"convergence.csv; p-values are two-sided tie-corrected rank-sum tests, Holm-adjusted over each metric's "
-             f"pairs; A12 is the probability that a trial of the best set-up scores better than one of the other.\n"]
+             answer(ranked[primary], primary, alpha, digits) + "\n",
+             f"{len(setups)} set-ups ({', '.join(setups)}); finite {primary.upper()} scores per set-up: "
+             f"{', '.join(f'{s} {int(trials.get(s, 0))}' for s in setups)}. Made from the tables in tables/ and convergence.csv. "
+             f"Set-ups are ranked by the probability that a trial of one scores better than one of another (the rank tests' "
+             f"order), then by median; p-values are two-sided Mann-Whitney tests (exact or asymptotic: tables/pairs_<metric>.md "
+             f"names each), Holm-adjusted over each metric's pairs, significant below {alpha}; A12 is the probability that a "
+             f"trial of the first set-up scores better than one of the other, and the shift is first minus other, each with "
+             f"its 95% interval.\n"]
     for metric in metrics:
-        ranked = ranking(pd.read_csv(tables / f"summary_{metric}.csv"), pd.read_csv(tables / f"pairs_{metric}.csv"), metric)
         footnote = protocol_notes(scores, metric, setups)[0]
-        parts += [f"## {metric.upper()} ({better(metric)} is better)\n", verdict(ranked, metric, digits) + "\n",
-                  markdown_table(ranking_table(ranked, converged, digits), False, digits), *(f"{line}\n" for line in footnote),
+        parts += [f"## {metric.upper()} ({better(metric)} is better)\n", verdict(ranked[metric], metric, alpha, digits) + "\n",
+                  markdown_table(ranking_table(ranked[metric], converged, digits), False, digits), *(f"{line}\n" for line in footnote),
                   _papers(reproduction, metric, digits)]
     notes = convergence_notes(convergence)
     parts.append("## Convergence\n")
@@ -122,8 +199,8 @@ def summary_page(study_dir: str | os.PathLike[str], study: str, setups: list[str
 
 
 def write_summary(study_dir: str | os.PathLike[str], study: str, setups: list[str], metrics: list[str], figures: list[str],
-                  out: str | os.PathLike[str], digits: int = 4) -> str:
-    text = summary_page(study_dir, study, setups, metrics, figures, digits)
+                  out: str | os.PathLike[str], settings: StatisticsSettings = StatisticsSettings()) -> str:
+    text = summary_page(study_dir, study, setups, metrics, figures, settings)
     write_text(out, text)
     return text
 

@@ -1,5 +1,5 @@
 """stats: per metric, a summary table per set-up (thesis table 4.4), the p-value matrix (table 4.5), every
-pair with Holm-adjusted p-values and A12 effect sizes, and a Kruskal-Wallis test across all set-ups;
+pair with Holm-adjusted p-values, what its trials could decide, A12 and the shift with their intervals, and a Kruskal-Wallis test across all set-ups;
 as CSV, Markdown and LaTeX (booktabs). Problems (no runs, too few trials, NaN scores, a constant
 metric, scores measured under different protocols) are written into the tables, not raised; the Markdown
 and LaTeX tables say the protocol of their scores in a footnote."""
@@ -14,13 +14,19 @@ import numpy as np
 import pandas as pd
 
 from ganstudy.atomic import atomic_path, write_text
-from ganstudy.evaluate.metrics import better
+from ganstudy.evaluate.metrics import better, bounds
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.protocol import protocol_notes
-from ganstudy.stats.tests import a12, a12_magnitude, holm, kruskal_wallis, mean_interval, ranksum_pvalue
+from ganstudy.stats.settings import StatisticsSettings
+from ganstudy.stats.tests import (
+    a12, a12_interval, a12_magnitude, holm, kruskal_wallis, location_interval, rank_test, shift_interval, smallest_p,
+)
 
-SUMMARY_COLUMNS = ["setup", "trials", "mean", "sd", "ci_low", "ci_high", "min", "max", "median", "iqr", "mean_train_minutes", "note"]
-PAIR_COLUMNS = ["setup_a", "setup_b", "n_a", "n_b", "p_value", "p_holm", "a12", "effect", "better", "note"]
+SUMMARY_COLUMNS = ["setup", "trials", "mean", "sd", "centre", "ci_low", "ci_high", "interval", "min", "max", "median", "iqr",
+                   "superiority", "mean_train_minutes", "note"]
+PAIR_COLUMNS = ["setup_a", "setup_b", "n_a", "n_b", "test", "p_value", "p_holm", "smallest_p_holm", "a12", "a12_low", "a12_high",
+                "shift", "shift_low", "shift_high", "effect", "better", "note"]
+CONFIDENCE = 0.95
 
 
 def _values(scores: pd.DataFrame, metric: str, setup: str) -> tuple[np.ndarray, pd.DataFrame, int]:
@@ -43,28 +49,42 @@ def _problems(values: np.ndarray, dropped: int, min_trials: int) -> list[str]:
     return notes
 
 
+def superiority(values: dict[str, np.ndarray], setup: str, higher: bool) -> float:
+    """The mean over the other set-ups with scores of the probability that a trial of ``setup`` scores
+    better than one of the other (A12 turned to the metric's direction, ties half): the rank tests' own
+    order, which one collapsed or one lucky trial cannot turn as it turns a mean."""
+    others = [other for other, v in values.items() if other != setup and len(v)]
+    if not len(values[setup]) or not others:
+        return float("nan")
+    return float(np.mean([a12(values[setup], values[o]) if higher else a12(values[o], values[setup]) for o in others]))
+
+
 def summary_table(scores: pd.DataFrame, metric: str, setups: list[str], min_trials: int = 1,
                   notes: dict[str, str] | None = None) -> pd.DataFrame:
-    """Per set-up: trials, mean, sd, the 95% t-interval of the mean, min, max, median, IQR, mean training
-    time and a note for problems (``notes`` adds one per set-up, e.g. that its training had not converged)."""
+    """Per set-up: finite trials, mean, sd, the 95% interval inside the metric's range (centre, ends and
+    method: tests.location_interval), min, max, median, IQR, the mean probability of beating the other
+    set-ups, mean training time and a note for problems (``notes`` adds one per set-up, e.g. that its
+    training had not converged)."""
     notes = notes or {}
+    higher = better(metric) == "higher"
+    finite = {setup: _values(scores, metric, setup)[0] for setup in setups}
     rows = []
     for setup in setups:
         values, part, dropped = _values(scores, metric, setup)
         some = len(values) > 0
-        low, high = mean_interval(values)
+        centre, low, high, method = location_interval(values, bounds(metric), CONFIDENCE)
         rows.append(
             {
                 "setup": setup,
                 "trials": len(values),
                 "mean": values.mean() if some else np.nan,
                 "sd": values.std(ddof=1) if len(values) > 1 else np.nan,
-                "ci_low": low,
-                "ci_high": high,
+                "centre": centre, "ci_low": low, "ci_high": high, "interval": method,
                 "min": values.min() if some else np.nan,
                 "max": values.max() if some else np.nan,
                 "median": np.median(values) if some else np.nan,
                 "iqr": np.subtract(*np.percentile(values, [75, 25])) if some else np.nan,
+                "superiority": superiority(finite, setup, higher),
                 "mean_train_minutes": part.train_seconds.mean() / 60 if len(part) else np.nan,
                 "note": "; ".join(_problems(values, dropped, min_trials) + ([notes[setup]] if setup in notes else [])),
             }
@@ -72,31 +92,37 @@ def summary_table(scores: pd.DataFrame, metric: str, setups: list[str], min_tria
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
-def pairwise_table(scores: pd.DataFrame, metric: str, setups: list[str], min_trials: int = 1) -> pd.DataFrame:
-    """Every pair: tie-corrected rank-sum p-value, Holm-adjusted over the metric's pairs, A12 of a over b
-    with its magnitude, and which set-up the data favour given the metric's direction."""
+def pairwise_table(scores: pd.DataFrame, metric: str, setups: list[str], settings: StatisticsSettings = StatisticsSettings()) -> pd.DataFrame:
+    """Every pair: the two-sided rank-sum test of its finite scores (``settings.test``: exact or asymptotic,
+    recorded), Holm-adjusted over the metric's pairs, the smallest Holm p its trials could give at all,
+    A12 of a over b with Newcombe's interval and magnitude, the Hodges-Lehmann shift of a over b with its
+    rank-based interval, and which set-up the effect favours in the metric's direction."""
     values = {s: _values(scores, metric, s)[0] for s in setups}
     higher = better(metric) == "higher"
     rows = []
     for i, a in enumerate(setups):
         for b in setups[i + 1 :]:
-            effect = a12(values[a], values[b])
-            if np.isnan(effect) or effect == 0.5:
-                favoured = "–"
-            else:
-                favoured = a if (effect > 0.5) == higher else b
-            short = [s for s in (a, b) if len(values[s]) < min_trials]
+            x, y = values[a], values[b]
+            effect = a12(x, y)
+            favoured = "–" if np.isnan(effect) or effect == 0.5 else (a if (effect > 0.5) == higher else b)
+            test = rank_test(x, y, settings.test)
+            short = [s for s in (a, b) if len(values[s]) < settings.min_trials]
+            note = [test.note] if test.note else []
+            note += [f"underpowered: {', '.join(short)} < {settings.min_trials} trials"] if short else []
             rows.append(
                 {
-                    "setup_a": a, "setup_b": b, "n_a": len(values[a]), "n_b": len(values[b]),
-                    "p_value": ranksum_pvalue(values[a], values[b]), "a12": effect,
-                    "effect": a12_magnitude(effect), "better": favoured,
-                    "note": f"underpowered: {', '.join(short)} < {min_trials} trials" if short else "",
+                    "setup_a": a, "setup_b": b, "n_a": len(x), "n_b": len(y), "test": test.method, "p_value": test.p,
+                    "smallest_p": smallest_p(len(x), len(y), settings.test), "a12": effect,
+                    **dict(zip(("a12_low", "a12_high"), a12_interval(x, y, CONFIDENCE))),
+                    **dict(zip(("shift", "shift_low", "shift_high"), shift_interval(x, y, CONFIDENCE))),
+                    "effect": a12_magnitude(effect), "better": favoured, "note": "; ".join(note),
                 }
             )
-    table = pd.DataFrame(rows, columns=PAIR_COLUMNS)
+    table = pd.DataFrame(rows, columns=[*PAIR_COLUMNS, "smallest_p"])
+    # One Holm family per metric: every table and figure takes a pair's adjusted p from here.
     table["p_holm"] = holm(table.p_value.to_numpy(float)) if len(table) else []
-    return table
+    table["smallest_p_holm"] = holm(table.pop("smallest_p").to_numpy(float)) if len(table) else []
+    return table[PAIR_COLUMNS]
 
 
 def kruskal_table(scores: pd.DataFrame, metrics: list[str], setups: list[str]) -> pd.DataFrame:
@@ -121,13 +147,11 @@ def results_table(scores: pd.DataFrame, metrics: list[str], setups: list[str], d
     return pd.DataFrame(rows)
 
 
-def pvalue_matrix(scores: pd.DataFrame, metric: str, setups: list[str]) -> pd.DataFrame:
-    """Upper triangle of pairwise p-values, rows and columns in set-up order (the thesis's layout)."""
-    values = {s: scores[(scores.metric == metric) & (scores.setup == s)].value.to_numpy(float) for s in setups}
+def pvalue_matrix(pairs: pd.DataFrame, setups: list[str]) -> pd.DataFrame:
+    """Upper triangle of the pairs' unadjusted p-values, rows and columns in set-up order (the thesis's layout)."""
     matrix = pd.DataFrame(np.nan, index=setups[:-1], columns=setups[1:])
-    for i, a in enumerate(setups):
-        for b in setups[i + 1 :]:
-            matrix.loc[a, b] = ranksum_pvalue(values[a], values[b])
+    for row in pairs.itertuples():
+        matrix.loc[row.setup_a, row.setup_b] = row.p_value
     matrix.index.name = "setup"
     return matrix
 
@@ -194,16 +218,34 @@ def _mark_pairs(pairs: pd.DataFrame, by_setup: dict[str, str]) -> pd.DataFrame:
     return pairs
 
 
+SUMMARY_NOTE = (f"Interval: {CONFIDENCE:.0%}, inside the metric's range; its column names the method: t = the mean's t-interval "
+                "(centre: the mean), t on the log scale = the geometric mean's, for a metric bounded below (centre: the geometric "
+                "mean), t on the logit scale = for a metric bounded on both sides. superiority: the mean over the other set-ups "
+                "of the probability that a trial of this one scores better than one of the other (ties half), the rank tests' order.")
+
+
+def pairs_note(test: str, alpha: float) -> str:
+    """What the pairs table's columns mean: the test, the adjustment, the intervals."""
+    method = {"auto": "exact where the pooled trials have at most 100,000 splits, else asymptotic",
+              "exact": "exact", "asymptotic": "asymptotic (the thesis's tie-corrected normal approximation)"}[test]
+    return (f"Tests: two-sided Mann-Whitney, {method} (statistics.test = {test}; the test column says which). p_holm: "
+            f"Holm-adjusted over the metric's pairs. smallest_p_holm: the smallest Holm p these trials could give at all (every "
+            f"trial of one set-up better than every one of the other); at or above {alpha} no outcome of these trials is "
+            f"significant. A12 of a over b with Newcombe's (2006) {CONFIDENCE:.0%} score interval; shift: the Hodges-Lehmann shift "
+            f"a - b (median of the pairwise differences) with its {CONFIDENCE:.0%} rank-based (Moses) interval, empty where the "
+            f"trials are too few for one.")
+
+
 def write_stats(
     scores_path: str | os.PathLike[str], setups: list[str], metrics: list[str], out_dir: str | os.PathLike[str],
-    min_trials: int = 1, digits: int = 4, convergence_path: str | os.PathLike[str] | None = None,
+    settings: StatisticsSettings = StatisticsSettings(), convergence_path: str | os.PathLike[str] | None = None,
 ) -> list[Path]:
     """Per metric: summary_, pvalues_ and pairs_<metric>.{csv,md,tex}; across metrics: results (mean ± sd) and
     kruskal.{csv,md,tex}. Set-ups that had not converged, had degraded or were inconclusive (``convergence_path``)
     are flagged in the summaries."""
     notes = convergence_notes(pd.read_csv(convergence_path)) if convergence_path else {}
     scores = pd.read_csv(scores_path)
-    out = Path(out_dir)
+    out, digits = Path(out_dir), settings.digits
     written = []
     footnotes = {}
     for metric in metrics:
@@ -211,14 +253,17 @@ def write_stats(
         footnotes[metric], by_setup = protocol_notes(scores, metric, setups)
         if by_setup:
             print(footnotes[metric][-1], file=sys.stderr)
-        written += write_table(out, f"summary_{metric}", summary_table(scores, metric, setups, min_trials, _protocol_marks(notes, by_setup)),
-                               f"{metric.upper()} per set-up ({direction})", False, digits, footnotes[metric])
-        written += write_table(out, f"pvalues_{metric}", pvalue_matrix(scores, metric, setups),
-                               f"{metric.upper()}: two-sided tie-corrected rank-sum p-values (Mann-Whitney U, normal approximation)",
-                               True, digits, footnotes[metric])
-        written += write_table(out, f"pairs_{metric}", _mark_pairs(pairwise_table(scores, metric, setups, min_trials), by_setup),
-                               f"{metric.upper()}: pairwise rank-sum p-values, Holm-adjusted, and Vargha-Delaney A12 of a over b ({direction})",
-                               False, digits, footnotes[metric])
+        summary = summary_table(scores, metric, setups, settings.min_trials, _protocol_marks(notes, by_setup))
+        written += write_table(out, f"summary_{metric}", summary, f"{metric.upper()} per set-up ({direction})", False, digits,
+                               [SUMMARY_NOTE, *footnotes[metric]])
+        pairs = _mark_pairs(pairwise_table(scores, metric, setups, settings), by_setup)
+        method = pairs_note(settings.test, settings.alpha)
+        written += write_table(out, f"pvalues_{metric}", pvalue_matrix(pairs, setups),
+                               f"{metric.upper()}: two-sided rank-sum p-values (Mann-Whitney U), unadjusted", True, digits,
+                               [method, *footnotes[metric]])
+        written += write_table(out, f"pairs_{metric}", pairs,
+                               f"{metric.upper()}: pairwise rank-sum p-values, Holm-adjusted, A12 of a over b and the shift a - b "
+                               f"({direction})", False, digits, [method, *footnotes[metric]])
     shared: dict[str, list[str]] = {}
     for metric in metrics:
         for line in footnotes[metric]:

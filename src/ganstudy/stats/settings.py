@@ -1,0 +1,37 @@
+"""The statistics' settings, typed: ``statistics`` as a frozen dataclass built once by each statistics
+step from the validated section (its ``--settings``), with the schema's defaults (ganstudy.schema).
+tests/test_settings.py checks that the fields are the schema's keys."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ganstudy.schema import schema_defaults
+from ganstudy.typed import build
+
+_STATISTICS = schema_defaults("statistics")
+
+
+@dataclass(frozen=True)
+class StatisticsSettings:
+    """``statistics``: the tests, the level, the flags and the tables' style."""
+
+    min_trials: int = _STATISTICS["min_trials"]
+    test: str = _STATISTICS["test"]
+    alpha: float = _STATISTICS["alpha"]
+    primary_metric: str | None = _STATISTICS["primary_metric"]
+    convergence_window: float = _STATISTICS["convergence_window"]
+    convergence_tolerance: float = _STATISTICS["convergence_tolerance"]
+    degradation_tolerance: float = _STATISTICS["degradation_tolerance"]
+    digits: int = _STATISTICS["digits"]
+
+    @classmethod
+    def of(cls, section: Mapping[str, Any], where: str = "statistics settings") -> StatisticsSettings:
+        """From a statistics step's ``--settings`` (keys left out take the schema's defaults)."""
+        return build(cls, section, where)
+
+    def primary(self, metrics: list[str]) -> str:
+        """The metric that heads the answer."""
+        return self.primary_metric or metrics[0]
