@@ -18,6 +18,7 @@ from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import ClassifierSettings, EvaluationSettings
 from ganstudy.pretrained import EXTRACTOR_KEYS
 from ganstudy.setup_settings import GridSettings, TrainingSettings
+from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.typed import _dataclass_in, as_dict, build
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
@@ -79,6 +80,7 @@ def test_the_preparing_and_scoring_stages_settings_are_the_schema_s_sections_wit
     compare(DatasetSettings, properties["dataset"]["properties"], "dataset", DATASET_KEYS)
     compare(EvaluationSettings, properties["evaluation"]["properties"], "evaluation", EVALUATION_KEYS)
     compare(ClassifierSettings, properties["classifier"]["properties"], "classifier", {})
+    compare(StatisticsSettings, properties["statistics"]["properties"], "statistics", {})
     config = validate_study_config({}, SCHEMA)
     for dataset in ("digits", "calorimeter"):
         section = evaluation_settings(config["evaluation"], dataset)

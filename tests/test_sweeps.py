@@ -7,7 +7,7 @@ import pytest
 
 from conftest import SCHEMA
 from ganstudy.config import ConfigError, validate_study_config
-from ganstudy.sweeps import swept_name, value_label
+from ganstudy.sweeps import sweep_levels, swept_name, value_label
 
 
 def expanded(setups: dict) -> dict:
@@ -108,7 +108,7 @@ def synthetic_sweep():
         name = swept_name("s", values)
         levels[name] = values
         for trial in range(4):
-            rows.append({"setup": name, "trial": trial, "metric": "fid", "value": 10 * lr / 1e-4 + rng.normal(0, 1)})
+            rows.append({"setup": name, "trial": trial, "metric": "fid", "value": 10 * lr / 1e-4 + rng.normal(0, 1), "train_seconds": 60.0})
     rows.append({"setup": name, "trial": 4, "metric": "fid", "value": float("nan")})  # left out, as the summaries do
     return pd.DataFrame(rows), levels
 
@@ -124,12 +124,19 @@ def test_main_effects_kruskal_and_interactions_agree_with_scipy():
     assert len(runs) == 24
     effects = main_effects(runs, levels)
     assert list(effects.value[effects.key == "lr"]) == ["0.0001", "0.0002", "0.0005"]
+    # Each level against statsmodels: the cell-means model's OLS fit and the contrast averaging the level's cells.
+    import statsmodels.formula.api as smf
+
+    finite = scores[scores.value.notna()]
+    fit = smf.ols("value ~ C(setup) - 1", data=finite).fit()
     for key, label, wanted in [("lr", "0.0002", lambda s: s.endswith("lr=0.0002")), ("batch_size", "64", lambda s: "batch_size=64" in s)]:
-        values = scores[scores.setup.map(wanted) & scores.value.notna()].value.to_numpy()
+        names = [name for name in fit.params.index if wanted(name.removeprefix("C(setup)[").removesuffix("]"))]
+        contrast = np.array([[1 / len(names) if name in names else 0.0 for name in fit.params.index]])
+        reference = fit.t_test(contrast)
         row = effects[(effects.key == key) & (effects.value == label)].iloc[0]
-        low, high = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
-        assert row.runs == len(values) and row["mean"] == pytest.approx(values.mean()) and row.sd == pytest.approx(values.std(ddof=1))
-        assert (row.ci_low, row.ci_high) == pytest.approx((low, high))
+        assert row.runs == finite.setup.map(wanted).sum() and row.cells == len(names)
+        assert row["mean"] == pytest.approx(float(reference.effect[0]))
+        assert (row.ci_low, row.ci_high) == pytest.approx(tuple(reference.conf_int(alpha=0.05)[0]))
     tests = key_tests({"fid": runs}, levels).set_index("key")
     by_lr = [scores[scores.setup.str.endswith(f"lr={lr!r}") & scores.value.notna()].value for lr in (1.0e-4, 2.0e-4, 5.0e-4)]
     assert tests.loc["lr", "p_value"] == pytest.approx(stats.kruskal(*by_lr).pvalue) and tests.loc["lr", "df"] == 2
@@ -146,9 +153,12 @@ def test_sweep_stats_writes_its_tables_and_figures(tmp_path, env):
     import json
     import subprocess
 
+    from ganstudy.stats.summary import write_stats
+
     scores, levels = synthetic_sweep()
     scores.to_csv(tmp_path / "scores.csv", index=False)
     (tmp_path / "sweeps.json").write_text(json.dumps({"s": levels}))
+    write_stats(tmp_path / "scores.csv", [*levels, "baseline"], ["fid"], tmp_path / "tables")
     done = subprocess.run(["ganstudy", "sweep-stats", "--scores", str(tmp_path / "scores.csv"), "--sweeps", str(tmp_path / "sweeps.json"),
                            "--metrics", "fid", "--out-dir", str(tmp_path / "tables"), "--figures", str(tmp_path / "figures")],
                           capture_output=True, text=True, env=env)
@@ -157,3 +167,57 @@ def test_sweep_stats_writes_its_tables_and_figures(tmp_path, env):
         assert all((tmp_path / "tables" / f"{name}.{ext}").is_file() for ext in ("csv", "md", "tex"))
     assert "lr" in (tmp_path / "tables" / "sweep_s_tests.md").read_text()
     assert (tmp_path / "figures" / "sweep_s_fid.png").stat().st_size > 10_000
+
+
+def test_an_unbalanced_sweeps_levels_are_means_of_cell_means():
+    import pandas as pd
+
+    from ganstudy.stats.sweeps import interaction, main_effects, sweep_runs
+
+    # Issue 66: with lr's cell at batch 64 holding three trials and the other one, the pooled mean of lr=1 is
+    # 43.0 while each batch size's cell says 40 and 50.5 (mean of cell means 45.25).
+    levels = {swept_name("s", {"batch_size": b, "lr": lr}): {"batch_size": b, "lr": lr} for b in (32, 64) for lr in (1, 2)}
+    values = {(32, 1): [39.0, 41.0], (64, 1): [50.0, 51.0, 50.5, 50.5], (32, 2): [30.0, 32.0], (64, 2): [20.0, 22.0]}
+    rows = [{"setup": swept_name("s", {"batch_size": b, "lr": lr}), "trial": i, "metric": "fid", "value": v}
+            for (b, lr), vs in values.items() for i, v in enumerate(vs)]
+    runs = sweep_runs(pd.DataFrame(rows), "fid", levels)
+    effects = main_effects(runs, levels).set_index(["key", "value"])
+    assert effects.loc[("lr", "1"), "mean"] == pytest.approx(45.25) and effects.loc[("lr", "1"), "runs"] == 6
+    assert interaction(runs, levels, "batch_size", "lr").loc["64", "1"] == pytest.approx(50.5)
+
+
+def test_a_list_valued_key_sweeps_and_its_statistics_run():
+    import pandas as pd
+
+    from ganstudy.stats.sweeps import key_tests, key_values, main_effects, sweep_runs
+
+    # Issue 66: betas: [[0.5, 0.999], [0.0, 0.9]] crashed key_values (a list is not hashable).
+    levels = sweep_levels(expanded({"s": {"sweep": {"betas": [[0.5, 0.999], [0.0, 0.9]], "lr": [1.0e-4, 2.0e-4]}}}))["s"]
+    assert key_values(levels, "betas") == ["0.5-0.999", "0.0-0.9"]
+    rows = [{"setup": name, "trial": i, "metric": "fid", "value": 10.0 + i + 3 * (values["betas"][0] == 0.5)}
+            for name, values in levels.items() for i in range(3)]
+    runs = sweep_runs(pd.DataFrame(rows), "fid", levels)
+    effects = main_effects(runs, levels).set_index(["key", "value"])
+    assert effects.loc[("betas", "0.5-0.999"), "mean"] - effects.loc[("betas", "0.0-0.9"), "mean"] == pytest.approx(3.0)
+    assert set(key_tests({"fid": runs}, levels).key) == {"betas", "lr"}
+
+
+def test_the_sweep_figure_takes_each_pairs_holm_p_from_the_studys_family(tmp_path):
+    import pandas as pd
+
+    from ganstudy.report.figures import _holm_matrix
+    from ganstudy.stats.summary import write_stats
+    from ganstudy.stats.tests import holm
+
+    # Issue 66: the figure adjusted over the sweep's pairs (0.0122) where pairs_fid did over the study's (0.0366).
+    scores, levels = synthetic_sweep()
+    extra = pd.DataFrame([{"setup": "baseline", "trial": i, "metric": "fid", "value": 5.0 + i, "train_seconds": 60.0} for i in range(4)])
+    pd.concat([scores, extra]).to_csv(tmp_path / "scores.csv", index=False)
+    write_stats(tmp_path / "scores.csv", [*levels, "baseline"], ["fid"], tmp_path / "tables")
+    pairs = pd.read_csv(tmp_path / "tables" / "pairs_fid.csv")
+    inside = pairs[pairs.setup_a.isin(list(levels)) & pairs.setup_b.isin(list(levels))]
+    matrix = _holm_matrix(inside, "s")
+    row = inside.iloc[0]
+    short = [name.removeprefix("s__").replace("__", ", ") for name in (row.setup_a, row.setup_b)]
+    assert matrix.loc[short[0], short[1]] == row.p_holm
+    assert row.p_holm == holm(pairs.p_value)[inside.index[0]] != holm(inside.p_value)[0]

@@ -286,7 +286,7 @@ def _sweep_stats(args: argparse.Namespace) -> None:
     from ganstudy.stats.sweeps import write_sweep_stats
 
     write_sweep_stats(args.scores, args.sweeps, args.metrics, args.out_dir, args.digits)
-    sweep_plots(args.scores, args.sweeps, args.metrics, args.figures)
+    sweep_plots(args.scores, args.sweeps, args.metrics, args.figures, args.out_dir)
 
 
 def _summary(args: argparse.Namespace) -> None:
@@ -538,7 +538,7 @@ def _statistics_steps(commands: _Commands) -> None:
     sub.add_argument("--sweeps", required=True, help="JSON: each sweep's set-ups and their values (the study's specs/sweeps.json)")
     sub.add_argument("--metrics", nargs="+", required=True)
     _digits_option(sub)
-    sub.add_argument("--out-dir", required=True, help="folder of the tables")
+    sub.add_argument("--out-dir", required=True, help="folder of the tables; the study's pairs_<metric>.csv are read there")
     sub.add_argument("--figures", required=True, help="folder of the figures")
 
     sub = commands.step("summary", _summary, "the study's answer on one page, from its tables: per metric the set-ups ranked, "

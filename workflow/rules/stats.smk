@@ -102,6 +102,8 @@ rule sweeps:
     input:
         unpack(arguments_inputs("sweeps")),
         scores=rules.aggregate.output,
+        # The study's pairs: the sweep figure's Holm p-values are theirs (one family per metric).
+        pairs=expand(f"{STUDY_DIR}/tables/pairs_{{metric}}.csv", metric=METRICS),
         sweeps=spec_inputs("sweeps"),
     output:
         effects=report(

@@ -19,7 +19,6 @@ from PIL import Image  # noqa: E402
 from ganstudy.atomic import atomic_path, read_json  # noqa: E402
 from ganstudy.evaluate.metrics import better  # noqa: E402
 from ganstudy.stats.convergence import WINDOW, setup_curves, verdict, window_trend  # noqa: E402
-from ganstudy.stats.summary import pairwise_table  # noqa: E402
 from ganstudy.stats.sweeps import CONFIDENCE, interaction, main_effects, read_sweeps, sweep_runs  # noqa: E402
 from ganstudy.sweeps import swept_keys  # noqa: E402
 from ganstudy.stats.timing import OVERALL, routine_table, timing_table  # noqa: E402
@@ -236,10 +235,11 @@ def shower_profiles(score_paths: list[str], setups: list[str], out_path: str | o
 
 
 def sweep_plots(scores_path: str | os.PathLike[str], sweeps_path: str | os.PathLike[str], metrics: list[str],
-                out_dir: str | os.PathLike[str]) -> list[str]:
-    """figures/sweep_<set-up>_<metric>.png for each sweep and metric: each key's main effect (mean and
-    interval against its values), each two keys' interaction (mean per pair of values) and the Holm-adjusted
-    rank-sum p-values of the sweep's set-ups pairwise."""
+                out_dir: str | os.PathLike[str], tables_dir: str | os.PathLike[str]) -> list[str]:
+    """figures/sweep_<set-up>_<metric>.png for each sweep and metric: each key's main effect (mean of cell
+    means and interval against its values), each two keys' interaction (mean per pair of values) and the
+    Holm-adjusted rank-sum p-values of the sweep's set-ups pairwise, as the study's pairs table in
+    ``tables_dir`` gives them (one Holm family per metric)."""
     scores, written = pd.read_csv(scores_path), []
     for declared, levels in read_sweeps(sweeps_path).items():
         keys = swept_keys(levels)
@@ -260,12 +260,14 @@ def sweep_plots(scores_path: str | os.PathLike[str], sweeps_path: str | os.PathL
                 axis.set_xticks(range(len(rows)), rows.value, rotation=20)
                 axis.set_xlabel(key)
                 axis.set_ylabel(label)
-                axis.set_title(f"{key}: mean, {CONFIDENCE:.0%} interval")
+                axis.set_title(f"{key}: mean of cell means, {CONFIDENCE:.0%} interval")
                 axis.grid(alpha=0.3)
             for axis, (first, second) in zip(axes[len(keys):], pairs):
                 _heatmap(axis, interaction(runs, levels, first, second), f"mean {metric.upper()}", ".3g")
-            matrix = _holm_matrix(pairwise_table(scores, metric, list(levels)), declared)
-            _heatmap(figure.add_subplot(grid[1, :]), matrix, "set-ups pairwise: rank-sum p, Holm-adjusted", ".2f", (0.0, 1.0))
+            pairs = pd.read_csv(Path(tables_dir) / f"pairs_{metric}.csv")
+            matrix = _holm_matrix(pairs[pairs.setup_a.isin(list(levels)) & pairs.setup_b.isin(list(levels))], declared)
+            _heatmap(figure.add_subplot(grid[1, :]), matrix, "set-ups pairwise: rank-sum p, Holm-adjusted over the study's pairs",
+                     ".2f", (0.0, 1.0))
             figure.suptitle(f"Sweep of {declared}")
             out = Path(out_dir) / f"sweep_{declared}_{metric}.png"
             _save(figure, out)

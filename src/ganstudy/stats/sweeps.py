@@ -1,10 +1,13 @@
 """A sweep's statistics (issue 47): which of its keys matter, and how.
 
-Per metric and swept key, the main effect: the metric's mean over the runs at each of the key's values
-(every trial of every set-up with that value, whatever the other keys say), with a 95% t-interval of the
-mean, and a Kruskal-Wallis test over the values. For every two keys, the interaction: the mean at each
-pair of values. Tables as CSV, Markdown and LaTeX; report/figures.py draws them, with the sweep's set-ups
-pairwise (rank-sum p-values, Holm-adjusted over the sweep's pairs: summary.pairwise_table).
+Per metric and swept key, the main effect at each of the key's values, on cell means: each set-up of the
+sweep is one cell (one combination of the keys' values), and a value's level is the mean of the means of
+its cells, so that a cell with more finite trials weighs no more than another and the other keys' effects
+cancel (the estimated marginal mean of a cell-means model). Its 95% t-interval takes the variance within
+the cells, pooled over the sweep. A Kruskal-Wallis test over each key's values. For every two keys, the
+interaction: the mean at each pair of values. Tables as CSV, Markdown and LaTeX; report/figures.py draws
+them, with the sweep's set-ups pairwise (their Holm-adjusted p-values from the study's pairs tables: one
+Holm family per metric).
 """
 
 from __future__ import annotations
@@ -16,15 +19,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.stats import t
 
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.summary import write_table
-from ganstudy.stats.tests import holm, kruskal_wallis, mean_interval
+from ganstudy.stats.tests import holm, kruskal_wallis
 from ganstudy.sweeps import swept_keys, value_label
 
 CONFIDENCE = 0.95
-EFFECT_COLUMNS = ["key", "value", "runs", "mean", "sd", "ci_low", "ci_high"]
+EFFECT_COLUMNS = ["key", "value", "cells", "runs", "mean", "pooled_sd", "ci_low", "ci_high"]
 TEST_COLUMNS = ["metric", "key", "values", "H", "df", "p_value", "p_holm"]
 
 
@@ -39,23 +43,31 @@ def sweep_runs(scores: pd.DataFrame, metric: str, levels: dict[str, dict[str, An
 
 
 def key_values(levels: dict[str, dict[str, Any]], key: str) -> list[str]:
-    """A key's values as labels, in numeric order when they are all numbers, else in the sweep's order."""
-    values = list(dict.fromkeys(values[key] for values in levels.values()))
+    """A key's values as labels, in numeric order when they are all numbers, else in the sweep's order
+    (a list-valued key, such as betas, by its labels: lists are not hashable)."""
+    values = list({value_label(values[key]): values[key] for values in levels.values()}.values())
     numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
     return [value_label(v) for v in (sorted(values) if numeric else values)]
 
 
 def main_effects(runs: pd.DataFrame, levels: dict[str, dict[str, Any]], confidence: float = CONFIDENCE) -> pd.DataFrame:
-    """Per swept key and value: runs, mean, sd and the ``confidence`` t-interval of the mean (NaN with
-    fewer than two runs)."""
+    """Per swept key and value: the cells (set-ups) and runs at it, the mean of its cells' means, the
+    within-cell sd pooled over the sweep and the ``confidence`` t-interval of the level (standard error
+    pooled sd x sqrt(sum of 1 / n over its cells) / cells, degrees of freedom runs - cells of the sweep;
+    NaN where no cell has two runs)."""
+    cells = runs.groupby("setup")["value"]
+    means, counts = cells.mean(), cells.count()
+    freedom = int(counts.sum() - len(counts))
+    pooled = float(np.sqrt(((runs.value - runs.setup.map(means)) ** 2).sum() / freedom)) if freedom > 0 else np.nan
+    quantile = t.ppf(0.5 + confidence / 2, freedom) if freedom > 0 else np.nan
     rows = []
     for key in swept_keys(levels):
         for label in key_values(levels, key):
-            values = runs.loc[runs[key] == label, "value"].to_numpy(float)
-            n = len(values)
-            low, high = mean_interval(values, confidence)
-            rows.append({"key": key, "value": label, "runs": n, "mean": values.mean() if n else np.nan,
-                         "sd": values.std(ddof=1) if n > 1 else np.nan, "ci_low": low, "ci_high": high})
+            at = [setup for setup in means.index if value_label(levels[setup][key]) == label]
+            level = float(means[at].mean()) if at else np.nan
+            half = quantile * pooled * np.sqrt((1 / counts[at]).sum()) / len(at) if at else np.nan
+            rows.append({"key": key, "value": label, "cells": len(at), "runs": int(counts[at].sum()), "mean": level,
+                         "pooled_sd": pooled, "ci_low": level - half, "ci_high": level + half})
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 
@@ -75,10 +87,12 @@ def key_tests(runs_by_metric: dict[str, pd.DataFrame], levels: dict[str, dict[st
 
 
 def interaction(runs: pd.DataFrame, levels: dict[str, dict[str, Any]], first: str, second: str) -> pd.DataFrame:
-    """The mean at each pair of values of two keys: rows ``first``'s values, columns ``second``'s."""
+    """The mean of the cells' means at each pair of values of two keys (the cells a third key splits weigh
+    alike): rows ``first``'s values, columns ``second``'s."""
     table = pd.DataFrame(np.nan, index=key_values(levels, first), columns=key_values(levels, second))
-    for (a, b), values in runs.groupby([first, second])["value"]:
-        table.loc[a, b] = values.mean()
+    cells = runs.groupby(["setup", first, second], as_index=False)["value"].mean()
+    for (a, b), means in cells.groupby([first, second])["value"]:
+        table.loc[a, b] = means.mean()
     table.index.name, table.columns.name = first, second
     return table
 
@@ -98,8 +112,9 @@ def write_sweep_stats(scores_path: str | os.PathLike[str], sweeps_path: str | os
         footnotes = {metric: protocol_notes(scores, metric, list(levels))[0] for metric in metrics}
         for metric in metrics:
             written += write_table(out, f"sweep_{declared}_{metric}", main_effects(runs[metric], levels),
-                                   f"{metric.upper()} of the sweep of {declared}: mean and {CONFIDENCE:.0%} interval over the runs at each value "
-                                   f"of each key ({better(metric)} is better)", False, digits, footnotes[metric])
+                                   f"{metric.upper()} of the sweep of {declared}: at each value of each key, the mean of its set-ups' means and "
+                                   f"its {CONFIDENCE:.0%} interval (within-set-up variance pooled) ({better(metric)} is better)", False, digits,
+                                   footnotes[metric])
         written += write_table(out, f"sweep_{declared}_tests", key_tests(runs, levels),
                                f"Sweep of {declared}: Kruskal-Wallis test over each key's values (tie-corrected), Holm-adjusted over the keys",
                                False, digits, [f"{metric}: {line}" for metric in metrics for line in footnotes[metric]])
