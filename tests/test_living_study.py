@@ -249,8 +249,8 @@ def test_a_sweep_added_to_a_finished_study_trains_its_set_ups_and_makes_its_stat
     study = tmp_path / "results" / STUDY
     assert sorted(p.name for p in (study / "runs").iterdir()) == [SMALL, LARGE, "mse__lr=0.0001", "mse__lr=0.0002"]
     effects = (study / "tables" / "sweep_mse_fid.csv").read_text().splitlines()
-    assert effects[0] == "key,value,runs,mean,sd,ci_low,ci_high" and [line.split(",")[:3] for line in effects[1:]] == [
-        ["lr", "0.0001", "2"], ["lr", "0.0002", "2"]]
+    assert effects[0] == "key,value,cells,runs,mean,pooled_sd,ci_low,ci_high" and [line.split(",")[:4] for line in effects[1:]] == [
+        ["lr", "0.0001", "1", "2"], ["lr", "0.0002", "1", "2"]]
     assert "lr" in (study / "tables" / "sweep_mse_tests.md").read_text()
     assert all((study / "figures" / f"sweep_mse_{metric}.png").is_file() for metric in ("fid", "isc"))
     # The sweep's set-ups are ordinary set-ups in the study's own tables too.

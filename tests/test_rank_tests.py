@@ -177,3 +177,25 @@ def test_intervals_of_unbounded_and_two_sided_metrics():
     _, low, high, method = location_interval([0.0, 0.1, 0.9], (0.0, 1.0))
     assert method == "t, clipped to the range" and low == 0.0 and high <= 1.0
     assert all(math.isnan(v) for v in location_interval([4.0], (0.0, None))[1:3])
+
+
+def test_the_design_says_before_any_job_what_the_trials_can_decide():
+    from ganstudy.stats.design import design_lines, smallest_holm, trials_needed
+
+    info, warnings = design_lines({"a": 4, "b": 4}, "auto", 0.05)
+    assert "4 against 4 trials: smallest Holm p 0.0286" in info[0] and warnings == []
+    # Issue 66: 4 trials and 3 set-ups can never reach 0.05 (0.086); 4 set-ups 0.171; 3 trials and 6 set-ups 1.
+    info, warnings = design_lines({"a": 4, "b": 4, "c": 4}, "auto", 0.05)
+    assert warnings == ["no comparison can reach Holm p < 0.05 with these trials, whatever the scores: the smallest is 0.0857; "
+                        "5 trials per set-up would let a complete separation reach it (trials, or setups.<name>.trials)."]
+    assert min(smallest_holm(dict.fromkeys("abcd", 4), "auto").values()) == pytest.approx(6 * 2 / 70)
+    assert min(smallest_holm(dict.fromkeys("abcdef", 3), "auto").values()) == 1.0
+    # The trials needed, by brute force over the exact test's smallest p.
+    for setups in (2, 3, 6):
+        pairs = setups * (setups - 1) // 2
+        needed = next(n for n in range(2, 50) if pairs * 2 / math.comb(2 * n, n) < 0.05)
+        assert trials_needed(setups, "auto", 0.05) == needed
+    # Uneven trials: only the pairs that cannot decide are named.
+    _, warnings = design_lines({"a": 8, "b": 8, "c": 1}, "auto", 0.05)
+    assert warnings[0].startswith("2 of the 3 comparisons (a vs c, b vs c) cannot reach Holm p < 0.05")
+    assert design_lines({"only": 5}, "auto", 0.05) == ([], [])

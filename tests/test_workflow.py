@@ -157,13 +157,14 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     summary = pd.read_csv(study / "tables" / "summary_fid.csv")
     # Set-ups in the config's order (the test writes it with sorted keys).
     assert list(summary.setup) == ["bce", "dp", "grid", "grid_seq", "per_class"] and list(summary.trials) == [2, 2, 2, 1, 2]
-    # The answer on one page, ranked by the summary table's means (lower FID first) and quoting its numbers;
-    # the end of the run says where it is.
+    # The answer on one page, ranked by the summary table's superiority (the rank tests' order; one trial
+    # last, unranked) and quoting its numbers; the end of the run says where it is.
     page = (study / "summary.md").read_text()
-    fid_rows = [line.split("|")[2:5] for line in page.split("## FID ")[1].split("\n## ")[0].splitlines() if re.match(r"\| \d ", line)]
-    ranked = summary.sort_values("mean")
-    assert [[cell.strip() for cell in row] for row in fid_rows] == [[s, str(t), f"{m:.4g}"] for s, t, m in zip(ranked.setup, ranked.trials, ranked["mean"])]
-    assert "The study's answer: results/tiny/summary.md" in done.stderr and f"**{ranked.setup.iloc[0]}** has the best mean FID." in done.stderr
+    fid_rows = [line.split("|")[1:5] for line in page.split("## FID ")[1].split("\n## ")[0].splitlines() if re.match(r"\| (\d|–) ", line)]
+    ranked = summary.assign(few=summary.trials < 2).sort_values(["few", "superiority", "median"], ascending=[True, False, True], kind="stable")
+    assert [[cell.strip() for cell in row] for row in fid_rows] == [
+        [str(place) if t >= 2 else "–", s, str(t), f"{m:.4g}"] for place, (s, t, m) in enumerate(zip(ranked.setup, ranked.trials, ranked["median"]), 1)]
+    assert "The study's answer: results/tiny/summary.md" in done.stderr and f"**{ranked.setup.iloc[0]}** ranks first in FID" in done.stderr
     class_fid = pd.read_csv(study / "tables" / "summary_class_fid.csv")
     assert list(class_fid.trials) == [0, 0, 0, 0, 2]
     # Every score measured alike, and the tables say how: the classifier at 8x8, the study's sample count.

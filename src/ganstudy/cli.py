@@ -99,6 +99,7 @@ def _validate_config(args: argparse.Namespace) -> None:
     from ganstudy.config import load_study_config
     from ganstudy.data.loaders import get_dataset
     from ganstudy.parts import part_problems, study_kind
+    from ganstudy.stats.design import design_lines
     from ganstudy.sweeps import sweep_lines
 
     from ganstudy.schema import CONFIG_SCHEMA
@@ -113,6 +114,12 @@ def _validate_config(args: argparse.Namespace) -> None:
     print(f"{args.config}: valid; study '{config['study']}' with set-ups {', '.join(config['setups'])}")
     for line in sweep_lines(config["setups"]):
         print(f"  {line}")
+    trials = {name: setup["trials"] or config["trials"] for name, setup in config["setups"].items()}
+    info, warnings = design_lines(trials, config["statistics"]["test"], config["statistics"]["alpha"])
+    for line in info:
+        print(f"  {line}")
+    for line in warnings:
+        print(f"  warning: {line}")
 
 
 def _prepare(args: argparse.Namespace) -> None:

@@ -36,6 +36,10 @@ def part_problems(config: dict[str, Any]) -> list[str]:
         problems += option_problems(config["dataset"], "options", f"data set '{name}'", get_dataset(name).options,
                                     DATASETS.origin(name), "dataset")
         problems += metric_problems(kind, config["evaluation"]["metrics"], config["evaluation"]["extractor"])
+    primary, metrics = config["statistics"]["primary_metric"], config["evaluation"]["metrics"]
+    if primary is not None and primary not in metrics:
+        problems.append(f"statistics.primary_metric: '{primary}' is not one of evaluation.metrics ({', '.join(metrics)}): "
+                        "name one of them, or null for the first")
     for setup_name, setup in config["setups"].items():
         key = f"setups.{setup_name}.network"
         try:

@@ -1,0 +1,58 @@
+"""What a study's design can decide, before any job: the smallest Holm-adjusted p-value each comparison of
+set-ups can reach with the configured trials (every trial of one set-up better than every trial of the
+other), and the trials per set-up that a decision needs where none could be significant.
+
+With few trials a rank test cannot reach a small p at all: 4 against 4 trials give 2 / C(8, 4) = 0.029 at
+the least, and Holm over 3 set-ups' 3 pairs multiplies it to 0.086. A study so designed spends its
+allocation on an answer that cannot be "significant", whatever the GANs do; the plan says so first.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from ganstudy.stats.tests import holm, smallest_p
+
+# The most trials per set-up the planner proposes; a design that needs more is named as such.
+MOST_TRIALS = 200
+
+
+def smallest_holm(trials: dict[str, int], test: str) -> dict[tuple[str, str], float]:
+    """Every pair of set-ups: the smallest Holm p (over the study's pairs) that its trials can give."""
+    pairs = list(combinations(trials, 2))
+    adjusted = holm([smallest_p(trials[a], trials[b], test) for a, b in pairs])
+    return dict(zip(pairs, (float(p) for p in adjusted)))
+
+
+def trials_needed(setups: int, test: str, alpha: float) -> int | None:
+    """The fewest trials per set-up with which a comparison of ``setups`` set-ups can reach Holm p < alpha."""
+    pairs = setups * (setups - 1) // 2
+    for n in range(2, MOST_TRIALS + 1):
+        if holm([smallest_p(n, n, test)] * pairs)[0] < alpha:
+            return n
+    return None
+
+
+def design_lines(trials: dict[str, int], test: str, alpha: float) -> tuple[list[str], list[str]]:
+    """What the plan says of the design: lines of information (the smallest Holm p of each kind of pair), and
+    warnings where a comparison can never be significant, naming the trials per set-up that would let it."""
+    if len(trials) < 2:
+        return [], []
+    smallest = smallest_holm(trials, test)
+    kinds: dict[tuple[int, int], list[float]] = {}
+    for (a, b), p in smallest.items():
+        kinds.setdefault(tuple(sorted((trials[a], trials[b]))), []).append(p)
+    pairs = len(smallest)
+    info = [f"design: {len(trials)} set-ups, {pairs} pair(s) per metric (Holm over them, statistics.test = {test}); "
+            + "; ".join(f"{n1} against {n2} trials: smallest Holm p {min(ps):.3g}" for (n1, n2), ps in sorted(kinds.items()))
+            + f" (every trial of one set-up better than every one of the other)"]
+    blocked = [pair for pair, p in smallest.items() if p >= alpha]
+    if not blocked:
+        return info, []
+    needed = trials_needed(len(trials), test, alpha)
+    more = (f"{needed} trials per set-up would let a complete separation reach it" if needed
+            else f"not even {MOST_TRIALS} trials per set-up would: compare fewer set-ups")
+    named = ", ".join(f"{a} vs {b}" for a, b in blocked[:6]) + (", ..." if len(blocked) > 6 else "")
+    which = "no comparison can" if len(blocked) == pairs else f"{len(blocked)} of the {pairs} comparisons ({named}) cannot"
+    return info, [f"{which} reach Holm p < {alpha} with these trials, whatever the scores: the smallest is "
+                  f"{min(smallest[pair] for pair in blocked):.3g}; {more} (trials, or setups.<name>.trials)."]
