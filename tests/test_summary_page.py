@@ -90,7 +90,10 @@ def test_the_page_says_what_is_significant_what_did_not_converge_and_links_the_f
     assert line in text and "large; shift -9.35 [" in text
     assert pairs.loc[("a", "c"), "p_holm"] >= 0.05
     assert re.search(r"^- a vs c: not significantly different \(Holm p = [\d.]+ ≥ 0\.05; A12 = 0\.\d\d \[0\.\d\d, 0\.\d\d\], \w+; "
-                     r"shift -?[\d.]+ \[-?[\d.]+, -?[\d.]+\]\)\.$", text, re.MULTILINE)
+                     r"shift -?[\d.]+ \[-?[\d.]+, -?[\d.]+\]\)\. ", text, re.MULTILINE)
+    # A12 = 0.62 and a shift of 0.5 over a spread of about 1.3: not within 100 trials at Holm over 3 pairs.
+    assert np.isnan(pairs.loc[("a", "c"), "trials_for_power"])
+    assert "- a vs c: not significantly different" in text and "No trials per set-up up to 100 would decide the measured effect" in text
     convergence = text.split("## Convergence\n")[1].split("\n## ")[0]
     assert convergence.strip().startswith("- c: not converged: in-training FID still falling from iteration 50 on, 20% better")
     assert "- a:" not in convergence
@@ -152,3 +155,14 @@ def test_the_headline_is_the_page_down_to_its_first_table(tmp_path):
     assert top.startswith(f"The study's answer: {tmp_path / 'summary.md'}\n\n# s: the answer\n")
     assert "**a** ranks first in FID" in top and "|" not in top
     assert headline(tmp_path / "nowhere.md") is None
+
+
+def test_an_undecided_comparison_says_the_trials_and_hours_a_decision_needs(tmp_path):
+    text = _page(tmp_path, {"a": [1.0, 2.0, 3.0, 4.0], "b": [2.5, 3.5, 4.5, 5.5]})
+    pairs = pd.read_csv(tmp_path / "tables" / "pairs_fid.csv")
+    needed = int(pairs.trials_for_power[0])
+    assert pairs.p_holm[0] >= 0.05 and 4 < needed <= 100
+    # Each further trial costs 60 s on 1 rank, for both set-ups.
+    assert (f"Power 0.8 at the measured effect needs {needed} trials per set-up (simulated, about "
+            f"{2 * (needed - 4) * 60 / 3600:.2g} rank-hours more at this study's trial times).") in text
+    assert pd.read_csv(tmp_path / "tables" / "summary_fid.csv").rank_hours.tolist() == [60 / 3600] * 2

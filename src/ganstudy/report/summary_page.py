@@ -29,7 +29,7 @@ from ganstudy.stats.summary import _fmt, markdown_table
 # Fewer finite trials than this have no spread: such a set-up is ranked after those that have one.
 RANKED_TRIALS = 2
 TEST_COLUMNS = ["p_holm", "smallest_p_holm", "a12_first", "a12_first_low", "a12_first_high", "shift_first", "shift_first_low",
-                "shift_first_high", "effect", "better", "pair_note"]
+                "shift_first_high", "effect", "better", "trials_for_power", "pair_note"]
 
 
 def _pair(pairs: pd.DataFrame, a: str, b: str) -> pd.Series | None:
@@ -65,7 +65,8 @@ def ranking(summary: pd.DataFrame, pairs: pd.DataFrame, metric: str) -> pd.DataF
             tests.append({"effect": "–", "better": "–", "pair_note": ""})
             continue
         tests.append({"p_holm": pair.p_holm, "smallest_p_holm": pair.smallest_p_holm, **_towards(pair, first, higher),
-                      "effect": pair.effect, "better": pair.better, "pair_note": "" if pd.isna(pair.note) else pair.note})
+                      "effect": pair.effect, "better": pair.better, "trials_for_power": pair.trials_for_power,
+                      "pair_note": "" if pd.isna(pair.note) else pair.note})
     return pd.concat([ordered, pd.DataFrame(tests, columns=TEST_COLUMNS)], axis=1)
 
 
@@ -93,9 +94,22 @@ def _effect(row: pd.Series | tuple, digits: int, magnitude: bool = True) -> str:
     return text + (f" [{_fmt(row.shift_first_low, digits)}, {_fmt(row.shift_first_high, digits)}]" if np.isfinite(row.shift_first_low) else "")
 
 
+def _plan(row: pd.Series | tuple, first: pd.Series, digits: int) -> str:
+    """What deciding the comparison would take: the trials per set-up for power 0.8 at the measured effect,
+    and their cost in rank-hours beyond the trials run."""
+    needed = row.trials_for_power
+    if not np.isfinite(needed):
+        return " No trials per set-up up to 100 would decide the measured effect with power 0.8."
+    more = max(0, needed - first.trials) * first.rank_hours + max(0, needed - row.trials) * row.rank_hours
+    cost = f", about {_fmt(more, 2)} rank-hours more at this study's trial times" if np.isfinite(more) and more > 0 else ""
+    return f" Power 0.8 at the measured effect needs {int(needed)} trials per set-up (simulated{cost})."
+
+
 def comparison(row: pd.Series | tuple, first: pd.Series, alpha: float, digits: int) -> str:
-    """One line: the ``first`` set-up against ``row``'s, in the terms of the test and of the effect's direction."""
-    other, first, trials = row.setup, first.setup, f"{first.trials} against {row.trials} trials"
+    """One line: the ``first`` set-up against ``row``'s, in the terms of the test and of the effect's direction;
+    where it is not decided, the trials a decision needs."""
+    other, first_row = row.setup, first
+    first, trials = first_row.setup, f"{first_row.trials} against {row.trials} trials"
     if not np.isfinite(row.p_holm):
         return f"- {first} vs {other}: no test ({row.pair_note or 'too few finite scores'})."
     effect, p = _effect(row, digits), _fmt(row.p_holm, digits)
@@ -106,9 +120,10 @@ def comparison(row: pd.Series | tuple, first: pd.Series, alpha: float, digits: i
         # No magnitude: an effect these trials cannot tell from chance is not "large".
         effect = _effect(row, digits, magnitude=False)
         return (f"- {first} vs {other}: these trials cannot decide: {trials}, Holm-adjusted over the metric's pairs, give no p "
-                f"below {_fmt(row.smallest_p_holm, digits)} ≥ {alpha} ({effect}).")
+                f"below {_fmt(row.smallest_p_holm, digits)} ≥ {alpha} ({effect}).{_plan(row, first_row, digits)}")
     why = f"; {row.pair_note}" if row.pair_note else ""
-    return f"- {first} vs {other}: not significantly different (Holm p = {p} ≥ {alpha}; {effect}{why})."
+    return (f"- {first} vs {other}: not significantly different (Holm p = {p} ≥ {alpha}; {effect}{why})."
+            f"{_plan(row, first_row, digits)}")
 
 
 def verdict(ranked: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:

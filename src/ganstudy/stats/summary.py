@@ -17,15 +17,16 @@ from ganstudy.atomic import atomic_path, write_text
 from ganstudy.evaluate.metrics import better, bounds
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.protocol import protocol_notes
+from ganstudy.stats.power import MOST_TRIALS, SIMULATIONS, trials_for_power
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.tests import (
     a12, a12_interval, a12_magnitude, holm, kruskal_wallis, location_interval, rank_test, shift_interval, smallest_p,
 )
 
 SUMMARY_COLUMNS = ["setup", "trials", "mean", "sd", "centre", "ci_low", "ci_high", "interval", "min", "max", "median", "iqr",
-                   "superiority", "mean_train_minutes", "note"]
+                   "superiority", "mean_train_minutes", "rank_hours", "note"]
 PAIR_COLUMNS = ["setup_a", "setup_b", "n_a", "n_b", "test", "p_value", "p_holm", "smallest_p_holm", "a12", "a12_low", "a12_high",
-                "shift", "shift_low", "shift_high", "effect", "better", "note"]
+                "shift", "shift_low", "shift_high", "effect", "better", "trials_for_power", "note"]
 CONFIDENCE = 0.95
 
 
@@ -86,6 +87,8 @@ def summary_table(scores: pd.DataFrame, metric: str, setups: list[str], min_tria
                 "iqr": np.subtract(*np.percentile(values, [75, 25])) if some else np.nan,
                 "superiority": superiority(finite, setup, higher),
                 "mean_train_minutes": part.train_seconds.mean() / 60 if len(part) else np.nan,
+                # A trial's cost: its ranks times its training time (a rank holds a core, or a GPU on a GPU site).
+                "rank_hours": (part.train_seconds * part.get("ranks", 1)).mean() / 3600 if len(part) else np.nan,
                 "note": "; ".join(_problems(values, dropped, min_trials) + ([notes[setup]] if setup in notes else [])),
             }
         )
@@ -96,8 +99,10 @@ def pairwise_table(scores: pd.DataFrame, metric: str, setups: list[str], setting
     """Every pair: the two-sided rank-sum test of its finite scores (``settings.test``: exact or asymptotic,
     recorded), Holm-adjusted over the metric's pairs, the smallest Holm p its trials could give at all,
     A12 of a over b with Newcombe's interval and magnitude, the Hodges-Lehmann shift of a over b with its
-    rank-based interval, and which set-up the effect favours in the metric's direction."""
+    rank-based interval, which set-up the effect favours in the metric's direction, and the trials per set-up
+    with which the study's test would decide the measured effect with power 0.8 (stats.power)."""
     values = {s: _values(scores, metric, s)[0] for s in setups}
+    family = len(setups) * (len(setups) - 1) // 2
     higher = better(metric) == "higher"
     rows = []
     for i, a in enumerate(setups):
@@ -115,7 +120,9 @@ def pairwise_table(scores: pd.DataFrame, metric: str, setups: list[str], setting
                     "smallest_p": smallest_p(len(x), len(y), settings.test), "a12": effect,
                     **dict(zip(("a12_low", "a12_high"), a12_interval(x, y, CONFIDENCE))),
                     **dict(zip(("shift", "shift_low", "shift_high"), shift_interval(x, y, CONFIDENCE))),
-                    "effect": a12_magnitude(effect), "better": favoured, "note": "; ".join(note),
+                    "effect": a12_magnitude(effect), "better": favoured,
+                    "trials_for_power": trials_for_power(x, y, settings.test, settings.alpha, family),
+                    "note": "; ".join(note),
                 }
             )
     table = pd.DataFrame(rows, columns=[*PAIR_COLUMNS, "smallest_p"])
@@ -233,7 +240,9 @@ def pairs_note(test: str, alpha: float) -> str:
             f"trial of one set-up better than every one of the other); at or above {alpha} no outcome of these trials is "
             f"significant. A12 of a over b with Newcombe's (2006) {CONFIDENCE:.0%} score interval; shift: the Hodges-Lehmann shift "
             f"a - b (median of the pairwise differences) with its {CONFIDENCE:.0%} rank-based (Moses) interval, empty where the "
-            f"trials are too few for one.")
+            f"trials are too few for one. trials_for_power: the trials per set-up with which this test, at {alpha} times the "
+            f"number of pairs, decides the measured shift in 80% of {SIMULATIONS:,} studies simulated from these scores (their "
+            f"shift and pooled, smoothed residuals); empty where no shift was measured or {MOST_TRIALS} trials would not do.")
 
 
 def write_stats(
