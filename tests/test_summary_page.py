@@ -166,3 +166,33 @@ def test_an_undecided_comparison_says_the_trials_and_hours_a_decision_needs(tmp_
     assert (f"Power 0.8 at the measured effect needs {needed} trials per set-up (simulated, about "
             f"{2 * (needed - 4) * 60 / 3600:.2g} rank-hours more at this study's trial times).") in text
     assert pd.read_csv(tmp_path / "tables" / "summary_fid.csv").rank_hours.tolist() == [60 / 3600] * 2
+
+
+def test_plan_trials_prints_the_design_and_what_each_undecided_comparison_needs(tmp_path, env):
+    import subprocess
+
+    import yaml
+
+    from ganstudy.stats.design import trials_plan
+
+    folder = tmp_path / "results" / "s"
+    folder.mkdir(parents=True)
+    _page(folder, {"a": [1.0, 2.0, 3.0, 4.0], "b": [2.5, 3.5, 4.5, 5.5], "c": [11.0, 12.0, 13.0, 14.0]})
+    plan = trials_plan(folder / "tables", 0.05).set_index(["setup_a", "setup_b"])
+    pairs = pd.read_csv(folder / "tables" / "pairs_fid.csv").set_index(["setup_a", "setup_b"])
+    # 3 set-ups of 4 trials: nothing can be decided; a vs b needs the pairs table's trials, at 60 s a trial.
+    assert set(plan.decided) == {"cannot"}
+    needed = pairs.loc[("a", "b"), "trials_for_power"]
+    assert plan.loc[("a", "b"), "trials_for_power"] == needed
+    assert plan.loc[("a", "b"), "rank_hours_more"] == pytest.approx(2 * (needed - 4) * 60 / 3600)
+    config = tmp_path / "study.yaml"
+    config.write_text(yaml.safe_dump({"study": "s", "results_dir": str(tmp_path / "results"), "trials": 4,
+                                      "setups": {"a": {}, "b": {}, "c": {}}}))
+    done = subprocess.run(["ganstudy", "plan-trials", str(config)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "warning: no comparison can reach Holm p < 0.05 with these trials, whatever the scores: the smallest is 0.0857" in done.stdout
+    assert f"| fid | a | b | 4 vs 4 | {pairs.loc[('a', 'b'), 'p_holm']:.4g} | cannot | {needed:.4g} |" in done.stdout
+    # Tables of an earlier ganstudy name the command that remakes them.
+    pd.read_csv(folder / "tables" / "pairs_fid.csv").drop(columns="trials_for_power").to_csv(folder / "tables" / "pairs_fid.csv")
+    stale = subprocess.run(["ganstudy", "plan-trials", str(config)], capture_output=True, text=True, env=env)
+    assert stale.returncode != 0 and "made by an earlier ganstudy" in stale.stderr and "--forcerun stats" in stale.stderr

@@ -122,6 +122,28 @@ def _validate_config(args: argparse.Namespace) -> None:
         print(f"  warning: {line}")
 
 
+def _plan_trials(args: argparse.Namespace) -> None:
+    from ganstudy.config import load_study_config
+    from ganstudy.schema import CONFIG_SCHEMA
+    from ganstudy.stats.design import design_lines, trials_plan
+    from ganstudy.stats.summary import markdown_table
+    from ganstudy.status import config_study_folder
+
+    config = load_study_config(args.config, CONFIG_SCHEMA)
+    statistics = config["statistics"]
+    trials = {name: setup["trials"] or config["trials"] for name, setup in config["setups"].items()}
+    info, warnings = design_lines(trials, statistics["test"], statistics["alpha"])
+    print("\n".join([*info, *(f"warning: {line}" for line in warnings)]))
+    tables = config_study_folder(args.config) / "tables"
+    if not (tables / f"pairs_{config['evaluation']['metrics'][0]}.csv").is_file():
+        print(f"{tables}: no pairs tables yet; after a run this also gives, per comparison not decided, the trials "
+              "per set-up for power 0.8 at the measured effect and their rank-hours")
+        return
+    print(f"\nAfter the run ({tables}): decided = Holm p < {statistics['alpha']}; cannot = no outcome of these trials "
+          "could be; trials_for_power: per set-up, for power 0.8 at the measured effect (simulated from the scores)\n")
+    print(markdown_table(trials_plan(tables, statistics["alpha"]), False, statistics["digits"]), end="")
+
+
 def _prepare(args: argparse.Namespace) -> None:
     from ganstudy.data.prepare import prepare_dataset
     from ganstudy.data.settings import DatasetSettings
@@ -442,6 +464,11 @@ def _person_commands(commands: _Commands) -> None:
                           " against the schema; list its sweeps' set-ups")
     sub.add_argument("config")
     sub.add_argument("--schema", help="default: the package's config.schema.yaml (workflow/schemas links to it)")
+
+    sub = commands.person("plan-trials", _plan_trials, "what a study's trials can decide and what a decision needs",
+                          ": the smallest Holm p of its design and, after a run, the trials and rank-hours each "
+                          "undecided comparison needs for power 0.8")
+    sub.add_argument("config", help="the study config (its results_dir/study is read after a run)")
 
     sub = commands.person("fetch", _fetch, "download a standard data set and verify its checksums", " (the published ones)")
     sub.add_argument("--name", required=True)
