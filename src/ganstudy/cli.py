@@ -99,7 +99,7 @@ def _validate_config(args: argparse.Namespace) -> None:
     from ganstudy.config import load_study_config
     from ganstudy.data.loaders import get_dataset
     from ganstudy.parts import part_problems, study_kind
-    from ganstudy.stats.design import design_lines
+    from ganstudy.stats.design import study_design
     from ganstudy.sweeps import sweep_lines
 
     from ganstudy.schema import CONFIG_SCHEMA
@@ -114,8 +114,7 @@ def _validate_config(args: argparse.Namespace) -> None:
     print(f"{args.config}: valid; study '{config['study']}' with set-ups {', '.join(config['setups'])}")
     for line in sweep_lines(config["setups"]):
         print(f"  {line}")
-    trials = {name: setup["trials"] or config["trials"] for name, setup in config["setups"].items()}
-    info, warnings = design_lines(trials, config["statistics"]["test"], config["statistics"]["alpha"])
+    info, warnings = study_design(config)
     for line in info:
         print(f"  {line}")
     for line in warnings:
@@ -125,14 +124,13 @@ def _validate_config(args: argparse.Namespace) -> None:
 def _plan_trials(args: argparse.Namespace) -> None:
     from ganstudy.config import load_study_config
     from ganstudy.schema import CONFIG_SCHEMA
-    from ganstudy.stats.design import design_lines, trials_plan
+    from ganstudy.stats.design import study_design, trials_plan
     from ganstudy.stats.summary import markdown_table
     from ganstudy.status import config_study_folder
 
     config = load_study_config(args.config, CONFIG_SCHEMA)
     statistics = config["statistics"]
-    trials = {name: setup["trials"] or config["trials"] for name, setup in config["setups"].items()}
-    info, warnings = design_lines(trials, statistics["test"], statistics["alpha"])
+    info, warnings = study_design(config)
     print("\n".join([*info, *(f"warning: {line}" for line in warnings)]))
     tables = config_study_folder(args.config) / "tables"
     if not (tables / f"pairs_{config['evaluation']['metrics'][0]}.csv").is_file():

@@ -33,7 +33,7 @@ from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retr
 from ganstudy.schema import CONFIG_SCHEMA
 from ganstudy.setup_settings import TrainingSettings
 from ganstudy.site import account_warning, read_site, resolve_node_cores, with_site
-from ganstudy.stats.design import design_lines
+from ganstudy.stats.design import study_design
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.status import write_plan
 from ganstudy.study_lock import acquire as acquire_study_lock, release as release_study_lock
@@ -173,8 +173,7 @@ FID_WARNING = (fid_sample_warning(config["evaluation"]["extractor"], config["eva
 if FID_WARNING:
     logger.warning(f"warning: {FID_WARNING}")
 # What the trials can decide at all, before any job (ganstudy.stats.design).
-DESIGN_INFO, DESIGN_WARNINGS = design_lines({s: config["setups"][s]["trials"] or config["trials"] for s in SETUPS},
-                                            config["statistics"]["test"], config["statistics"]["alpha"])
+DESIGN_INFO, DESIGN_WARNINGS = study_design(config)
 for line in DESIGN_INFO:
     logger.info(line)
 for line in DESIGN_WARNINGS:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -61,6 +62,12 @@ def design_lines(trials: dict[str, int], test: str, alpha: float) -> tuple[list[
     which = "no comparison can" if len(blocked) == pairs else f"{len(blocked)} of the {pairs} comparisons ({named}) cannot"
     return info, [f"{which} reach Holm p < {alpha} with these trials, whatever the scores: the smallest is "
                   f"{min(smallest[pair] for pair in blocked):.3g}; {more} (trials, or setups.<name>.trials)."]
+
+
+def study_design(config: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """``design_lines`` of a validated study config: each set-up's trials (its own or the study's)."""
+    trials = {name: setup["trials"] or config["trials"] for name, setup in config["setups"].items()}
+    return design_lines(trials, config["statistics"]["test"], config["statistics"]["alpha"])
 
 
 def trials_plan(tables: Path, alpha: float) -> pd.DataFrame:
