@@ -264,8 +264,8 @@ def sweep_plots(scores_path: str | os.PathLike[str], sweeps_path: str | os.PathL
                 axis.grid(alpha=0.3)
             for axis, (first, second) in zip(axes[len(keys):], pairs):
                 _heatmap(axis, interaction(runs, levels, first, second), f"mean {metric.upper()}", ".3g")
-            pairs = pd.read_csv(Path(tables_dir) / f"pairs_{metric}.csv")
-            matrix = _holm_matrix(pairs[pairs.setup_a.isin(list(levels)) & pairs.setup_b.isin(list(levels))], declared)
+            tested = pd.read_csv(Path(tables_dir) / f"pairs_{metric}.csv")
+            matrix = _holm_matrix(tested[tested.setup_a.isin(list(levels)) & tested.setup_b.isin(list(levels))], declared)
             _heatmap(figure.add_subplot(grid[1, :]), matrix, "set-ups pairwise: rank-sum p, Holm-adjusted over the study's pairs",
                      ".2f", (0.0, 1.0))
             figure.suptitle(f"Sweep of {declared}")
