@@ -236,4 +236,4 @@ def test_trials_for_power_is_the_fewest_trials_that_reach_it():
     # More pairs in the Holm family need more trials; no measured shift needs none.
     assert trials_for_power(x, y, "auto", 0.05, 6) > needed
     assert trials_for_power([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], "auto", 0.05, 1) is None
-    assert SIMULATIONS == 2000
+    assert SIMULATIONS == 1000
