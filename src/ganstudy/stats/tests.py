@@ -201,14 +201,6 @@ def _t_interval(values: np.ndarray, confidence: float) -> tuple[float, float, fl
     return float(values.mean()), float(values.mean() - half), float(values.mean() + half)
 
 
-def mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
-    """The ``confidence`` t-interval of the mean of ``values`` over trials; NaN with fewer than two."""
-    values = np.asarray(values, float)
-    if len(values) < 2:
-        return float("nan"), float("nan")
-    return _t_interval(values, confidence)[1:]
-
-
 def holm(pvalues: Sequence[float]) -> np.ndarray:
     """Holm's step-down adjustment (family-wise error), monotone and capped at 1; NaNs stay NaN and do
     not count as tests."""
