@@ -95,7 +95,7 @@ def test_the_page_says_what_is_significant_what_did_not_converge_and_links_the_f
     assert np.isnan(pairs.loc[("a", "c"), "trials_for_power"])
     assert "- a vs c: not significantly different" in text and "No trials per set-up up to 100 would decide the measured effect" in text
     convergence = text.split("## Convergence\n")[1].split("\n## ")[0]
-    assert convergence.strip().startswith("- c: not converged: in-training FID still falling from iteration 50 on, 20% better")
+    assert convergence.strip().startswith("- c: not converged: in-training FID still falling from iteration 50 on, -20% by the end")
     assert "- a:" not in convergence
     assert "- [box fid](figures/box_fid.png)\n- [score curves](figures/score_curves.png)" in text
     assert (tmp_path / "summary.md").read_text() == text

@@ -26,7 +26,7 @@ _MARKER = re.compile(r"<!-- walk-through: (beside the run above|a fresh checkout
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 # What a shrunken study may print otherwise than the real one: a convergence verdict (a table's last
 # cell) and an effect size's word.
-_VERDICT = re.compile(r"\| (?:yes|no|inconclusive|degraded|–) \|$")
+_VERDICT = re.compile(r"\| (?:yes|no|degraded|–) \|$")
 _EFFECT = re.compile(r"\((?:negligible|small|medium|large)\)|, (?:negligible|small|medium|large)\)")
 
 

@@ -84,19 +84,21 @@ def training_curves(loss_paths: list[str], setups: list[str], out_path: str | os
 
 def score_curves(loss_paths: list[str], setups: list[str], out_path: str | os.PathLike[str], window: float = WINDOW,
                  tolerance: float | None = None, degradation: float | None = None) -> None:
-    """In-training score per iteration: each set-up's mean over trials and the band from its best to its
-    worst trial (pair modes' fixed-batch FID, the grid's best cell, a paired generator's held-out L1),
-    and the convergence check's Theil-Sen trend over the last ``window`` of the iterations (dashed). Given
-    ``tolerance`` and ``degradation``, each legend entry ends with the check's verdict."""
+    """In-training score per iteration: each set-up's geometric mean over trials (the check works on log
+    scores) and the band from its best to its worst trial (pair modes' fixed-batch FID, the grid's best
+    cell, a paired generator's held-out L1), and the convergence check's trend over the last ``window`` of
+    the iterations (dashed: the mean of the trials' Theil-Sen lines). Given ``tolerance`` and
+    ``degradation``, each legend entry ends with the check's verdict."""
     figure, ax = plt.subplots(figsize=(6.5, 3.8))
     columns = set()
     for setup, (column, frame) in setup_curves(loss_paths, setups).items():
         columns.add(column)
-        mean = frame.mean(axis=1)
-        trend = window_trend(mean, window)
+        mean = np.exp(np.log(frame).mean(axis=1))
+        trend = window_trend(frame, window)
         details = [f"{frame.shape[1]} trials"] + (["best cell"] if column == "fid_best" else [])
-        judged = "–" if tolerance is None or degradation is None else verdict(trend, tolerance, degradation)
-        details += [f"converged: {judged}"] if judged != "–" else []
+        if tolerance is not None and degradation is not None:
+            judged = verdict(trend, tolerance, degradation)
+            details.append(f"converged: {'not judged' if judged == '–' else judged}")
         line, = ax.plot(mean.index, mean, marker="." if len(mean) < 40 else None, label=f"{setup} ({', '.join(details)})")
         ax.fill_between(mean.index, frame.min(axis=1), frame.max(axis=1), color=line.get_color(), alpha=0.2, linewidth=0)
         if np.isfinite(trend["slope"]):

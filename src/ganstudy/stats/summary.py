@@ -250,7 +250,7 @@ def write_stats(
     settings: StatisticsSettings = StatisticsSettings(), convergence_path: str | os.PathLike[str] | None = None,
 ) -> list[Path]:
     """Per metric: summary_, pvalues_ and pairs_<metric>.{csv,md,tex}; across metrics: results (mean ± sd) and
-    kruskal.{csv,md,tex}. Set-ups that had not converged, had degraded or were inconclusive (``convergence_path``)
+    kruskal.{csv,md,tex}. Set-ups that had not converged, had degraded or could not be judged (``convergence_path``)
     are flagged in the summaries."""
     notes = convergence_notes(pd.read_csv(convergence_path)) if convergence_path else {}
     scores = pd.read_csv(scores_path)
