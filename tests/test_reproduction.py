@@ -56,7 +56,12 @@ def test_directions_in_the_paper_and_in_ours_for_a_hand_made_case():
     assert got == {("g3", "g6"): ("g6", "g6", "yes"), ("g3", "g12"): ("g12", "g12", "yes"), ("g6", "g12"): ("g12", "g6", "no")}
     row = table[(table.setup_a == "g3") & (table.setup_b == "g6")].iloc[0]
     assert row.paper_p_welch == pytest.approx(stats.ttest_ind_from_stats(41.23, 2.36, 30, 24.63, 2.35, 30, equal_var=False).pvalue)
-    assert row.ours_p_ranksum == pytest.approx(stats.mannwhitneyu(ours["g3"], ours["g6"], method="asymptotic").pvalue)
+    # 3 against 3 trials: the exact test by default (the pairs tables' choice), the thesis's asymptotic one
+    # where statistics.test says so.
+    assert row.ours_test == "exact" and row.ours_p == pytest.approx(stats.mannwhitneyu(ours["g3"], ours["g6"], method="exact").pvalue)
+    thesis = direction_table(scores(ours), refs, ["g3", "g6", "g12"], "asymptotic").iloc[0]
+    assert thesis.ours_test == "asymptotic"
+    assert thesis.ours_p == pytest.approx(stats.mannwhitneyu(ours["g3"], ours["g6"], method="asymptotic").pvalue)
 
 
 def test_higher_is_better_metrics_and_missing_statistics(tmp_path):

@@ -335,8 +335,9 @@ def _convergence(args: argparse.Namespace) -> None:
 
 def _reproduction(args: argparse.Namespace) -> None:
     from ganstudy.stats.reproduction import write_reproduction
+    from ganstudy.stats.settings import StatisticsSettings
 
-    write_reproduction(args.scores, args.references, args.setups, args.out_dir, args.digits)
+    write_reproduction(args.scores, args.references, args.setups, args.out_dir, StatisticsSettings.of(args.settings, "--settings"))
 
 
 def _box_plot(args: argparse.Namespace) -> None:
@@ -596,7 +597,7 @@ def _statistics_steps(commands: _Commands) -> None:
     sub.add_argument("--scores", required=True)
     sub.add_argument("--references", type=_settings, required=True, help="set-up -> metric -> reference, as JSON")
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
-    _digits_option(sub)
+    _settings_option(sub, "statistics section")
     sub.add_argument("--out-dir", required=True)
 
     sub = commands.step("timing", _timing, "training time, speed-up and seconds-per-routine tables (Pérez et al. (2020)), epoch times (Conjevaram Sai Narayan et al.)")

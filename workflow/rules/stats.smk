@@ -232,7 +232,7 @@ rule reproduction:
 if REFERENCES:
     job_arguments(
         "reproduction", "--scores", *rules.reproduction.input.scores, "--references", as_json(REFERENCES), "--setups", *SETUPS,
-        "--digits", config["statistics"]["digits"], "--out-dir", os.path.dirname(rules.reproduction.output.directions),
+        "--settings", as_json(config["statistics"]), "--out-dir", os.path.dirname(rules.reproduction.output.directions),
     )
 
 

@@ -4,7 +4,8 @@ Two blocks. Per set-up and metric: the paper's mean ± sd (n), ours, the differe
 reference says our score is measured as the paper's was (``comparable``), Welch's two-sided t-test from
 the summary statistics, which is all a paper publishes. Per pair of set-ups that both carry a reference
 for a metric: which of the two is better in the paper (with Welch's p from its summary statistics) and in
-ours (with our tie-corrected rank-sum p, as in the other tables), and whether the directions agree. The
+ours (with our Mann-Whitney p by ``statistics.test``, exact or asymptotic as in the pairs tables), and
+whether the directions agree. The
 second block is the comparison that survives a change of scale, e.g. our classifier FID on 8x8 digits
 against the thesis's FID on MNIST.
 """
@@ -22,11 +23,12 @@ from ganstudy.atomic import atomic_path, write_text
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.summary import _values, latex_table, markdown_table
-from ganstudy.stats.tests import ranksum_pvalue, welch_pvalue
+from ganstudy.stats.settings import StatisticsSettings
+from ganstudy.stats.tests import rank_test, welch_pvalue
 
 SETUP_COLUMNS = ["setup", "metric", "source", "paper_mean", "paper_sd", "paper_trials", "ours_mean", "ours_sd", "ours_trials",
                  "difference", "p_welch", "note"]
-PAIR_COLUMNS = ["metric", "setup_a", "setup_b", "paper_better", "paper_p_welch", "ours_better", "ours_p_ranksum", "agree"]
+PAIR_COLUMNS = ["metric", "setup_a", "setup_b", "paper_better", "paper_p_welch", "ours_better", "ours_test", "ours_p", "agree"]
 NOT_COMPARABLE = "scales not comparable (other data, extractor or sample count): only directions are compared"
 
 
@@ -67,8 +69,10 @@ def reproduction_table(scores: pd.DataFrame, references: dict[str, dict[str, Any
     return pd.DataFrame(rows, columns=SETUP_COLUMNS)
 
 
-def direction_table(scores: pd.DataFrame, references: dict[str, dict[str, Any]], setups: list[str]) -> pd.DataFrame:
-    """Every pair of set-ups with references for the same metric: the better one in the paper and in ours."""
+def direction_table(scores: pd.DataFrame, references: dict[str, dict[str, Any]], setups: list[str], test: str = "auto",
+                    ) -> pd.DataFrame:
+    """Every pair of set-ups with references for the same metric: the better one in the paper and in ours
+    (``test``: statistics.test, the Mann-Whitney p's method)."""
     metrics = list(dict.fromkeys(m for s in setups for m in references.get(s, {})))
     rows = []
     for metric in metrics:
@@ -80,10 +84,11 @@ def direction_table(scores: pd.DataFrame, references: dict[str, dict[str, Any]],
                 mean_b, _, _, values_b = _ours(scores, metric, b)
                 paper = _better(metric, a, b, ref_a["mean"], ref_b["mean"])
                 ours = _better(metric, a, b, mean_a, mean_b)
+                tested = rank_test(values_a, values_b, test)
                 rows.append({
                     "metric": metric, "setup_a": a, "setup_b": b, "paper_better": paper,
                     "paper_p_welch": welch_pvalue(ref_a["mean"], ref_a["sd"], ref_a["trials"], ref_b["mean"], ref_b["sd"], ref_b["trials"]),
-                    "ours_better": ours, "ours_p_ranksum": ranksum_pvalue(values_a, values_b),
+                    "ours_better": ours, "ours_test": tested.method, "ours_p": tested.p,
                     "agree": "–" if "–" in (paper, ours) else ("yes" if paper == ours else "no"),
                 })
     return pd.DataFrame(rows, columns=PAIR_COLUMNS)
@@ -91,15 +96,15 @@ def direction_table(scores: pd.DataFrame, references: dict[str, dict[str, Any]],
 
 def write_reproduction(
     scores_path: str | os.PathLike[str], references: dict[str, dict[str, Any]], setups: list[str], out_dir: str | os.PathLike[str],
-    digits: int = 4,
+    settings: StatisticsSettings = StatisticsSettings(),
 ) -> list[Path]:
     """reproduction.{csv,md,tex} (both blocks in the Markdown and LaTeX; the CSV holds the per-set-up block)
     and reproduction_directions.csv."""
     scores = pd.read_csv(scores_path)
-    out = Path(out_dir)
-    per_setup, pairs = reproduction_table(scores, references, setups), direction_table(scores, references, setups)
+    out, digits = Path(out_dir), settings.digits
+    per_setup, pairs = reproduction_table(scores, references, setups), direction_table(scores, references, setups, settings.test)
     titles = ("The papers' results beside ours (difference = ours - paper; Welch's two-sided t-test where comparable)",
-              "Direction between set-ups in the paper (Welch p from its summary statistics) and in ours (tie-corrected rank-sum p)")
+              "Direction between set-ups in the paper (Welch p from its summary statistics) and in ours (Mann-Whitney p, its method in ours_test)")
     paths = [out / f"reproduction.{ext}" for ext in ("csv", "md", "tex")] + [out / "reproduction_directions.csv"]
     with atomic_path(paths[0]) as tmp:
         per_setup.to_csv(tmp, index=False)
