@@ -114,7 +114,10 @@ def test_aggregate_and_write_stats(tmp_path):
             path.write_text(json.dumps({"setup_name": setup, "trial": trial, "train_seconds": 30.0, "scores": {"fid": fid, "isc": 10 - fid}}))
             paths.append(path)
     table = aggregate_scores("demo", paths, tmp_path / "scores.csv")
-    assert len(table) == 12 and list(table.columns) == ["study", "setup", "trial", "metric", "value", "train_seconds", "ranks", "grid", "protocol"]
+    assert len(table) == 12 and list(table.columns) == ["study", "setup", "trial", "metric", "value", "train_seconds", "ranks",
+                                                        "cores_per_rank", "gpus_per_rank", "grid", "protocol"]
+    # Records that do not say what a rank held (ganstudy before 2026-12) count one core and no GPU.
+    assert set(table.cores_per_rank) == {1} and set(table.gpus_per_rank) == {0}
     assert set(table.protocol) == {NOT_RECORDED}
     written = write_stats(tmp_path / "scores.csv", ["x", "y"], ["fid", "isc"], tmp_path / "tables")
     assert sorted(p.name for p in written) == sorted(

@@ -60,11 +60,13 @@ def test_each_metric_ranks_its_set_ups_in_its_direction_with_the_tables_numbers(
     summary = pd.read_csv(tmp_path / "tables" / f"summary_{metric}.csv").set_index("setup")
     pairs = pd.read_csv(tmp_path / "tables" / f"pairs_{metric}.csv")
     best = order[0]
-    for rank, setup, trials, median, mean, sd, interval, superiority, p, effect, converged in rows:
+    for rank, setup, trials, median, mean, sd, interval, superiority, p, effect, hours, front, converged in rows:
         assert (int(trials), mean, sd) == (6, f"{summary.loc[setup, 'mean']:.4g}", f"{summary.loc[setup, 'sd']:.4g}")
         assert interval == f"{summary.loc[setup, 'ci_low']:.4g} to {summary.loc[setup, 'ci_high']:.4g}"
         assert superiority == f"{summary.loc[setup, 'superiority']:.4g}"
         assert converged == ("no" if setup == "c" else "yes")
+        # Every trial took 60 s on one rank of one core; equal costs: the best median alone is on the front.
+        assert hours == f"{60 / 3600:.4g}" and front == ("yes" if setup == best else "")
         if setup == best:
             assert (p, effect) == ("–", "–")
             continue
@@ -164,8 +166,8 @@ def test_an_undecided_comparison_says_the_trials_and_hours_a_decision_needs(tmp_
     assert pairs.p_holm[0] >= 0.05 and 4 < needed <= 100
     # Each further trial costs 60 s on 1 rank, for both set-ups.
     assert (f"Power 0.8 at the measured effect needs {needed} trials per set-up (simulated, about "
-            f"{2 * (needed - 4) * 60 / 3600:.2g} rank-hours more at this study's trial times).") in text
-    assert pd.read_csv(tmp_path / "tables" / "summary_fid.csv").rank_hours.tolist() == [60 / 3600] * 2
+            f"{2 * (needed - 4) * 60 / 3600:.2g} core-hours more at this study's trial times).") in text
+    assert pd.read_csv(tmp_path / "tables" / "summary_fid.csv").core_hours.tolist() == [60 / 3600] * 2
 
 
 def test_plan_trials_prints_the_design_and_what_each_undecided_comparison_needs(tmp_path, env):
@@ -184,7 +186,8 @@ def test_plan_trials_prints_the_design_and_what_each_undecided_comparison_needs(
     assert set(plan.decided) == {"cannot"}
     needed = pairs.loc[("a", "b"), "trials_for_power"]
     assert plan.loc[("a", "b"), "trials_for_power"] == needed
-    assert plan.loc[("a", "b"), "rank_hours_more"] == pytest.approx(2 * (needed - 4) * 60 / 3600)
+    assert plan.loc[("a", "b"), "hours_more"] == pytest.approx(2 * (needed - 4) * 60 / 3600)
+    assert set(plan.unit) == {"core-hours"}
     config = tmp_path / "study.yaml"
     config.write_text(yaml.safe_dump({"study": "s", "results_dir": str(tmp_path / "results"), "trials": 4,
                                       "setups": {"a": {}, "b": {}, "c": {}}}))
@@ -196,3 +199,38 @@ def test_plan_trials_prints_the_design_and_what_each_undecided_comparison_needs(
     pd.read_csv(folder / "tables" / "pairs_fid.csv").drop(columns="trials_for_power").to_csv(folder / "tables" / "pairs_fid.csv")
     stale = subprocess.run(["ganstudy", "plan-trials", str(config)], capture_output=True, text=True, env=env)
     assert stale.returncode != 0 and "made by an earlier ganstudy" in stale.stderr and "--forcerun stats" in stale.stderr
+
+
+def test_cost_per_trial_counts_each_rank_s_cores_or_gpus_and_draws_the_pareto_front(tmp_path, monkeypatch):
+    from ganstudy.stats.summary import cost_column, pareto_front, summary_table
+
+    # cheap: 1 rank x 2 cores x 60 s, FID about 5; mid: 4 ranks x 2 cores x 90 s, FID about 3 (better, dearer);
+    # waste: 4 ranks x 2 cores x 120 s, FID about 6 (dearer than cheap and worse).
+    costs = {"cheap": (1, 60.0), "mid": (4, 90.0), "waste": (4, 120.0)}
+    values = {"cheap": [5.0, 5.2, 4.8], "mid": [3.0, 3.1, 2.9], "waste": [6.0, 6.2, 5.8]}
+    rows = [{"setup": s, "trial": t, "metric": "fid", "value": v, "train_seconds": costs[s][1], "ranks": costs[s][0],
+             "cores_per_rank": 2, "gpus_per_rank": 0} for s, by_trial in values.items() for t, v in enumerate(by_trial)]
+    table = summary_table(pd.DataFrame(rows), "fid", list(values)).set_index("setup")
+    assert table.core_hours.tolist() == pytest.approx([2 * 60 / 3600, 8 * 90 / 3600, 8 * 120 / 3600])
+    assert table.gpu_hours.tolist() == [0, 0, 0] and cost_column(table.reset_index()) == ("core_hours", "core-hours")
+    assert table.pareto.tolist() == [True, True, False]
+    # On GPUs (one per rank), the cost is GPU-hours; cores still count in core_hours.
+    gpu = summary_table(pd.DataFrame(rows).assign(gpus_per_rank=1), "fid", list(values))
+    assert cost_column(gpu) == ("gpu_hours", "GPU-hours") and gpu.gpu_hours.tolist() == pytest.approx([60 / 3600, 4 * 90 / 3600, 4 * 120 / 3600])
+    # The front by hand: a tie in cost keeps the better score only; an unknown cost is never on it; higher-is-better flips.
+    assert pareto_front(np.array([1.0, 1.0, 2.0, np.nan]), np.array([5.0, 4.0, 3.0, 1.0]), False) == [False, True, True, False]
+    assert pareto_front(np.array([1.0, 2.0]), np.array([5.0, 4.0]), True) == [True, False]
+    # The figure: every trial at its own cost, the medians, the front through cheap and mid.
+    from ganstudy.report import figures as figure_module
+
+    pd.DataFrame(rows).to_csv(tmp_path / "scores.csv", index=False)
+    table.reset_index().to_csv(tmp_path / "summary_fid.csv", index=False)
+    drawn, save = [], figure_module._save
+    monkeypatch.setattr(figure_module, "_save", lambda figure, path: (drawn.append(figure), save(figure, path)))
+    figure_module.cost_plot(tmp_path / "scores.csv", tmp_path / "summary_fid.csv", "fid", list(values), tmp_path / "cost.png")
+    ax = drawn[0].axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["cheap (front)", "mid (front)", "waste"]
+    assert ax.get_xlabel() == "core-hours per trial (log scale)"
+    step = ax.get_lines()[0]
+    assert list(step.get_xdata()) == pytest.approx([2 * 60 / 3600, 8 * 90 / 3600]) and list(step.get_ydata()) == [5.0, 3.0]
+    assert (tmp_path / "cost.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -154,6 +154,10 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     scores = pd.read_csv(study / "scores.csv")
     # fid, isc, isc_std, label_tvd per run; class_fid only for the labelled per-class generators.
     assert len(scores) == 2 * (4 + 4 + 5 + 4) + 4
+    # What each run's ranks held, from its run.json (the cost columns): the job's thread count, no GPU here.
+    held = scores.drop_duplicates(["setup", "trial"]).set_index(["setup", "trial"])
+    assert set(held.gpus_per_rank) == {0} and (held.cores_per_rank >= 1).all()
+    assert held.loc[("dp", 0), "ranks"] == 2
     summary = pd.read_csv(study / "tables" / "summary_fid.csv")
     # Set-ups in the config's order (the test writes it with sorted keys).
     assert list(summary.setup) == ["bce", "dp", "grid", "grid_seq", "per_class"] and list(summary.trials) == [2, 2, 2, 1, 2]
@@ -215,11 +219,11 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
 
     again = snakemake(tmp_path, SHRUNKEN, "-n", "--cores", "2", env=env)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
-    # A table setting changes only the reporting: no training or scoring job reruns.
+    # A table setting changes only the reporting: no training or scoring job reruns (the cost figure reads the tables).
     restyled = {**SHRUNKEN, "statistics": {"digits": 3, "min_trials": 3}}
     plan = snakemake(tmp_path, restyled, "-n", "--cores", "2", env=env)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout.split("Job stats:")[1], re.MULTILINE))
-    assert plan.returncode == 0 and set(jobs) == {"stats", "timing", "reproduction", "summary", "all", "total"}, plan.stdout[-2000:]
+    assert plan.returncode == 0 and set(jobs) == {"stats", "cost_plot", "timing", "reproduction", "summary", "all", "total"}, plan.stdout[-2000:]
     done = snakemake(tmp_path, restyled, "--cores", "2", env=env)
     assert done.returncode == 0 and "underpowered: 2 < 3 trials" in (study / "tables" / "summary_fid.md").read_text()
     assert r"\toprule" in (study / "tables" / "pairs_fid.tex").read_text()

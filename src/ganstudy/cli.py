@@ -135,7 +135,7 @@ def _plan_trials(args: argparse.Namespace) -> None:
     tables = config_study_folder(args.config) / "tables"
     if not (tables / f"pairs_{config['evaluation']['metrics'][0]}.csv").is_file():
         print(f"{tables}: no pairs tables yet; after a run this also gives, per comparison not decided, the trials "
-              "per set-up for power 0.8 at the measured effect and their rank-hours")
+              "per set-up for power 0.8 at the measured effect and their core- or GPU-hours")
         return
     print(f"\nAfter the run ({tables}): decided = Holm p < {statistics['alpha']}; cannot = no outcome of these trials "
           "could be; trials_for_power: per set-up, for power 0.8 at the measured effect (simulated from the scores)\n")
@@ -346,6 +346,12 @@ def _box_plot(args: argparse.Namespace) -> None:
     box_plot(args.scores, args.metric, args.setups, args.out)
 
 
+def _cost_plot(args: argparse.Namespace) -> None:
+    from ganstudy.report.figures import cost_plot
+
+    cost_plot(args.scores, args.summary, args.metric, args.setups, args.out)
+
+
 def _kind_figure(args: argparse.Namespace) -> None:
     from ganstudy.contracts import KindFigureDraw
     from ganstudy.data.kinds import get_kind
@@ -465,7 +471,7 @@ def _person_commands(commands: _Commands) -> None:
     sub.add_argument("--schema", help="default: the package's config.schema.yaml (workflow/schemas links to it)")
 
     sub = commands.person("plan-trials", _plan_trials, "what a study's trials can decide and what a decision needs",
-                          ": the smallest Holm p of its design and, after a run, the trials and rank-hours each "
+                          ": the smallest Holm p of its design and, after a run, the trials and core- or GPU-hours each "
                           "undecided comparison needs for power 0.8")
     sub.add_argument("config", help="the study config (its results_dir/study is read after a run)")
 
@@ -636,6 +642,13 @@ def _figure_steps(commands: _Commands) -> None:
 
     sub = commands.step("box-plot", _box_plot, "box plot of one metric per set-up")
     sub.add_argument("--scores", required=True)
+    sub.add_argument("--metric", required=True)
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--out", required=True)
+
+    sub = commands.step("cost-plot", _cost_plot, "one metric against each trial's core- or GPU-hours, with the Pareto front")
+    sub.add_argument("--scores", required=True)
+    sub.add_argument("--summary", required=True, help="tables/summary_<metric>.csv (the medians, costs and front)")
     sub.add_argument("--metric", required=True)
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--out", required=True)

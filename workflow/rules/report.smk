@@ -27,6 +27,34 @@ for metric in METRICS:
                   "--out", *expand(rules.box_plot.output, metric=metric))
 
 
+rule cost_plot:
+    input:
+        unpack(arguments_inputs("cost_plot/{metric}")),
+        scores=rules.aggregate.output,
+        summary=f"{STUDY_DIR}/tables/summary_{{metric}}.csv",
+    output:
+        report(
+            f"{STUDY_DIR}/figures/cost_{{metric}}.png",
+            caption="../report/cost_plot.rst",
+            category="5. Figures",
+            labels={"metric": "{metric}"},
+        ),
+    log:
+        f"{LOG_DIR}/cost_plot_{{metric}}.log",
+    conda:
+        "../envs/ganstudy.yaml"
+    localrule: True
+    threads: 1
+    shell:
+        "ganstudy cost-plot @{input.arguments} > {log} 2>&1"
+
+
+for metric in METRICS:
+    job_arguments(f"cost_plot/{metric}", "--scores", *rules.cost_plot.input.scores, "--summary",
+                  *expand(rules.cost_plot.input.summary, metric=metric), "--metric", metric, "--setups", *SETUPS,
+                  "--out", *expand(rules.cost_plot.output, metric=metric))
+
+
 rule grid_size_plot:
     input:
         unpack(arguments_inputs("grid_size_plot")),
@@ -201,6 +229,7 @@ rule smote_samples:
 # Every figure of the study; the summary page links them.
 FIGURES = [
     *expand(rules.box_plot.output, metric=METRICS),
+    *expand(rules.cost_plot.output, metric=METRICS),
     *rules.sample_montage.output,
     *rules.training_curves.output,
     rules.convergence.output.figure,

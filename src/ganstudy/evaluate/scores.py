@@ -142,6 +142,9 @@ def write_scores(
         # The run's ranks and grid shape go with its scores into scores.csv (the scores-by-grid-size figure).
         world_size=run.get("world_size", 1),
         grid_shape=run.get("grid_shape"),
+        # What each rank held, for the cost columns: its threads' cores, and its GPUs where it ran on one.
+        cores_per_rank=run.get("torch_threads", 1),
+        gpus_per_rank=0 if str(run.get("device", "cpu")) == "cpu" else run.get("gpus_per_rank", 1),
         # Where each metric came from (a lab's plugin: its package, version and source hash).
         metric_parts={name: METRICS.origin(name).record() for name in settings.metrics},
         **facts,

@@ -19,6 +19,7 @@ from PIL import Image  # noqa: E402
 from ganstudy.atomic import atomic_path, read_json  # noqa: E402
 from ganstudy.evaluate.metrics import better  # noqa: E402
 from ganstudy.stats.convergence import WINDOW, setup_curves, verdict, window_trend  # noqa: E402
+from ganstudy.stats.summary import cost_column, trial_hours  # noqa: E402
 from ganstudy.stats.sweeps import CONFIDENCE, interaction, main_effects, read_sweeps, sweep_runs  # noqa: E402
 from ganstudy.sweeps import swept_keys  # noqa: E402
 from ganstudy.stats.timing import OVERALL, routine_table, timing_table  # noqa: E402
@@ -50,6 +51,36 @@ def box_plot(scores_path: str | os.PathLike[str], metric: str, setups: list[str]
     axes.set_ylabel(f"{metric.upper()} ({better(metric)} is better)")
     axes.set_title(f"{metric.upper()} over trials")
     axes.grid(axis="y", alpha=0.3)
+    _save(figure, out_path)
+
+
+def cost_plot(scores_path: str | os.PathLike[str], summary_path: str | os.PathLike[str], metric: str, setups: list[str],
+              out_path: str | os.PathLike[str]) -> None:
+    """Quality against cost: every trial's score against its own cost (core-hours, or GPU-hours where every
+    set-up trained on GPUs: stats.summary.cost_column), each set-up's median at its mean cost, and the
+    Pareto front through the set-ups no other beats on both (summary_<metric>.csv's ``pareto``)."""
+    scores = pd.read_csv(scores_path)
+    scores = scores[(scores.metric == metric) & scores.setup.isin(setups)]
+    summary = pd.read_csv(summary_path).set_index("setup").loc[setups]
+    column, unit = cost_column(summary.reset_index())
+    trial_cost = trial_hours(scores, column)
+    figure, ax = plt.subplots(figsize=(6.0, 3.8))
+    for setup in setups:
+        mine = (scores.setup == setup).to_numpy()
+        points = ax.scatter(trial_cost[mine], scores.value[mine], s=12, alpha=0.45)
+        row = summary.loc[setup]
+        if np.isfinite(row[column]) and np.isfinite(row["median"]):
+            ax.scatter([row[column]], [row["median"]], s=70, color=points.get_facecolor()[0], edgecolor="black", zorder=3,
+                       label=f"{_label(setup)}{' (front)' if row.pareto else ''}")
+    front = summary[summary.pareto.astype(bool)].sort_values(column)
+    if len(front):
+        ax.step(front[column], front["median"], where="post", color="black", linewidth=1, linestyle="--", zorder=2)
+    ax.set_xscale("log")
+    ax.set_xlabel(f"{unit} per trial (log scale)")
+    ax.set_ylabel(f"{metric.upper()} ({better(metric)} is better)")
+    ax.set_title(f"{metric.upper()} against cost: trials, medians and the Pareto front")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
     _save(figure, out_path)
 
 

@@ -24,7 +24,7 @@ from ganstudy.evaluate.metrics import better
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.settings import StatisticsSettings
-from ganstudy.stats.summary import _fmt, markdown_table
+from ganstudy.stats.summary import _fmt, cost_column, markdown_table
 
 # Fewer finite trials than this have no spread: such a set-up is ranked after those that have one.
 RANKED_TRIALS = 2
@@ -76,12 +76,14 @@ def _interval(low: float, high: float, digits: int) -> str:
 
 def ranking_table(ranked: pd.DataFrame, converged: dict[str, str], digits: int) -> pd.DataFrame:
     """The ranking as the page shows it."""
+    column, unit = cost_column(ranked)
     rows = []
     for place, row in enumerate(ranked.itertuples(), start=1):
         rows.append({"rank": place if row.trials >= RANKED_TRIALS else "–", "set-up": row.setup, "trials": row.trials,
                      "median": row.median, "mean": row.mean, "sd": row.sd, "95% interval": _interval(row.ci_low, row.ci_high, digits),
                      "P(beats others)": row.superiority, "p vs first (Holm)": row.p_holm,
                      "A12 vs first": f"{row.a12_first:.2f} ({row.effect})" if np.isfinite(row.a12_first) else "–",
+                     f"{unit} per trial": getattr(row, column), "on the cost front": "yes" if row.pareto else "",
                      "converged": converged.get(row.setup, "–")})
     return pd.DataFrame(rows)
 
@@ -94,20 +96,21 @@ def _effect(row: pd.Series | tuple, digits: int, magnitude: bool = True) -> str:
     return text + (f" [{_fmt(row.shift_first_low, digits)}, {_fmt(row.shift_first_high, digits)}]" if np.isfinite(row.shift_first_low) else "")
 
 
-def _plan(row: pd.Series | tuple, first: pd.Series, digits: int) -> str:
+def _plan(row: pd.Series | tuple, first: pd.Series, digits: int, cost: tuple[str, str]) -> str:
     """What deciding the comparison would take: the trials per set-up for power 0.8 at the measured effect,
-    and their cost in rank-hours beyond the trials run."""
+    and their cost (``cost``: the summary's column and unit) beyond the trials run."""
     needed = row.trials_for_power
     if not np.isfinite(needed):
         return " No trials per set-up up to 100 would decide the measured effect with power 0.8."
-    more = max(0, needed - first.trials) * first.rank_hours + max(0, needed - row.trials) * row.rank_hours
-    cost = f", about {_fmt(more, 2)} rank-hours more at this study's trial times" if np.isfinite(more) and more > 0 else ""
+    column, unit = cost
+    more = max(0, needed - first.trials) * getattr(first, column) + max(0, needed - row.trials) * getattr(row, column)
+    cost = f", about {_fmt(more, 2)} {unit} more at this study's trial times" if np.isfinite(more) and more > 0 else ""
     return f" Power 0.8 at the measured effect needs {int(needed)} trials per set-up (simulated{cost})."
 
 
-def comparison(row: pd.Series | tuple, first: pd.Series, alpha: float, digits: int) -> str:
+def comparison(row: pd.Series | tuple, first: pd.Series, alpha: float, digits: int, cost: tuple[str, str]) -> str:
     """One line: the ``first`` set-up against ``row``'s, in the terms of the test and of the effect's direction;
-    where it is not decided, the trials a decision needs."""
+    where it is not decided, the trials a decision needs and their cost (``cost``: summary.cost_column)."""
     other, first_row = row.setup, first
     first, trials = first_row.setup, f"{first_row.trials} against {row.trials} trials"
     if not np.isfinite(row.p_holm):
@@ -120,10 +123,10 @@ def comparison(row: pd.Series | tuple, first: pd.Series, alpha: float, digits: i
         # No magnitude: an effect these trials cannot tell from chance is not "large".
         effect = _effect(row, digits, magnitude=False)
         return (f"- {first} vs {other}: these trials cannot decide: {trials}, Holm-adjusted over the metric's pairs, give no p "
-                f"below {_fmt(row.smallest_p_holm, digits)} ≥ {alpha} ({effect}).{_plan(row, first_row, digits)}")
+                f"below {_fmt(row.smallest_p_holm, digits)} ≥ {alpha} ({effect}).{_plan(row, first_row, digits, cost)}")
     why = f"; {row.pair_note}" if row.pair_note else ""
     return (f"- {first} vs {other}: not significantly different (Holm p = {p} ≥ {alpha}; {effect}{why})."
-            f"{_plan(row, first_row, digits)}")
+            f"{_plan(row, first_row, digits, cost)}")
 
 
 def verdict(ranked: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:
@@ -137,8 +140,23 @@ def verdict(ranked: pd.DataFrame, metric: str, alpha: float, digits: int) -> str
     else:
         lines = [f"**{first.setup}** ranks first in {metric.upper()}: a trial of it scores better than one of another set-up "
                  f"with probability {first.superiority:.2f} on average."]
-    lines += [comparison(row, first, alpha, digits) for row in ranked.iloc[1:].itertuples()]
+    cost = cost_column(ranked)
+    lines += [comparison(row, first, alpha, digits, cost) for row in ranked.iloc[1:].itertuples()]
+    lines += [_front(ranked, metric, cost, digits)]
     return "\n".join(lines)
+
+
+def _front(ranked: pd.DataFrame, metric: str, cost: tuple[str, str], digits: int) -> str:
+    """Quality against cost in one line: the set-ups that no other beats on both (the Pareto front of the
+    median against the cost per trial), cheapest first."""
+    column, unit = cost
+    front = ranked[ranked.pareto.astype(bool)].sort_values(column)
+    if front.empty:
+        return f"- Cost: no set-up has both a measured {unit} per trial and a finite {metric.upper()}."
+    points = ", ".join(f"{row.setup} ({_fmt(getattr(row, column), 2)} {unit}, median {_fmt(row.median, digits)})"
+                       for row in front.itertuples())
+    beaten = "; every other set-up costs at least as much as one of these for a median no better" if len(front) < len(ranked) else ""
+    return f"- Quality against cost (median against {unit} per trial, the Pareto front): {points}{beaten}."
 
 
 def answer(ranked: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:

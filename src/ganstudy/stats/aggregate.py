@@ -1,5 +1,5 @@
 """aggregate: every evaluate record of a study -> one tidy CSV (one row per run and metric, with the protocol
-that measured it: ganstudy.stats.protocol)."""
+that measured it: ganstudy.stats.protocol, and what each of the run's ranks held: cores and GPUs)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pandas as pd
 from ganstudy.atomic import atomic_path, read_json
 from ganstudy.stats.protocol import protocol_text
 
-COLUMNS = ["study", "setup", "trial", "metric", "value", "train_seconds", "ranks", "grid", "protocol"]
+COLUMNS = ["study", "setup", "trial", "metric", "value", "train_seconds", "ranks", "cores_per_rank", "gpus_per_rank", "grid",
+           "protocol"]
 
 
 def aggregate_scores(study: str, score_paths: Iterable[str | os.PathLike[str]], out_path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -28,6 +29,9 @@ def aggregate_scores(study: str, score_paths: Iterable[str | os.PathLike[str]], 
                     "value": value,
                     "train_seconds": record["train_seconds"],
                     "ranks": record.get("world_size", 1),
+                    # Score records of ganstudy before 2026-12 did not say: one core per rank, no GPU.
+                    "cores_per_rank": record.get("cores_per_rank", 1),
+                    "gpus_per_rank": record.get("gpus_per_rank", 0),
                     "grid": record.get("grid_shape") or "",
                     "protocol": protocol_text(record, metric),
                 }

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ganstudy.errors import GanstudyError
+from ganstudy.stats.summary import cost_column
 from ganstudy.stats.tests import holm, smallest_p
 
 # The most trials per set-up the planner proposes; a design that needs more is named as such.
@@ -73,21 +74,24 @@ def study_design(config: dict[str, Any]) -> tuple[list[str], list[str]]:
 def trials_plan(tables: Path, alpha: float) -> pd.DataFrame:
     """After a study: every comparison of every metric (its pairs_<metric>.csv in ``tables``), whether it was
     decided, and for one that was not, the trials per set-up for power 0.8 at the measured effect and the
-    rank-hours they would add at the study's trial times (summary_<metric>.csv)."""
+    core-hours (GPU-hours where every set-up trained on GPUs) they would add at the study's trial times
+    (summary_<metric>.csv)."""
     rows = []
     for path in sorted(tables.glob("pairs_*.csv")):
         metric = path.stem.removeprefix("pairs_")
         pairs, summary = pd.read_csv(path), pd.read_csv(tables / f"summary_{metric}.csv")
-        if "trials_for_power" not in pairs or "rank_hours" not in summary:
+        if "trials_for_power" not in pairs or "core_hours" not in summary:
             raise GanstudyError(f"{tables}: its tables were made by an earlier ganstudy, without the trials for power: remake "
                                 f"them with `snakemake --forcerun stats --configfile <the study config>` (nothing retrains)")
-        hours = summary.set_index("setup").rank_hours
+        column, unit = cost_column(summary)
+        hours = summary.set_index("setup")[column]
         for pair in pairs.itertuples():
             decided = "yes" if pair.p_holm < alpha else ("cannot" if pair.smallest_p_holm >= alpha else "no")
             needed = pair.trials_for_power if decided != "yes" else np.nan
             more = (max(0, needed - pair.n_a) * hours[pair.setup_a] + max(0, needed - pair.n_b) * hours[pair.setup_b]
                     if np.isfinite(needed) else np.nan)
             rows.append({"metric": metric, "setup_a": pair.setup_a, "setup_b": pair.setup_b, "trials": f"{pair.n_a} vs {pair.n_b}",
-                         "p_holm": pair.p_holm, "decided": decided, "trials_for_power": needed, "rank_hours_more": more})
+                         "p_holm": pair.p_holm, "decided": decided, "trials_for_power": needed, "hours_more": more,
+                         "unit": unit})
     return pd.DataFrame(rows, columns=["metric", "setup_a", "setup_b", "trials", "p_holm", "decided", "trials_for_power",
-                                       "rank_hours_more"])
+                                       "hours_more", "unit"])

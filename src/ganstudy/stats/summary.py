@@ -24,7 +24,7 @@ from ganstudy.stats.tests import (
 )
 
 SUMMARY_COLUMNS = ["setup", "trials", "mean", "sd", "centre", "ci_low", "ci_high", "interval", "min", "max", "median", "iqr",
-                   "superiority", "mean_train_minutes", "rank_hours", "note"]
+                   "superiority", "mean_train_minutes", "core_hours", "gpu_hours", "pareto", "note"]
 PAIR_COLUMNS = ["setup_a", "setup_b", "n_a", "n_b", "test", "p_value", "p_holm", "smallest_p_holm", "a12", "a12_low", "a12_high",
                 "shift", "shift_low", "shift_high", "effect", "better", "trials_for_power", "note"]
 CONFIDENCE = 0.95
@@ -87,12 +87,43 @@ def summary_table(scores: pd.DataFrame, metric: str, setups: list[str], min_tria
                 "iqr": np.subtract(*np.percentile(values, [75, 25])) if some else np.nan,
                 "superiority": superiority(finite, setup, higher),
                 "mean_train_minutes": part.train_seconds.mean() / 60 if len(part) else np.nan,
-                # A trial's cost: its ranks times its training time (a rank holds a core, or a GPU on a GPU site).
-                "rank_hours": (part.train_seconds * part.get("ranks", 1)).mean() / 3600 if len(part) else np.nan,
+                # A trial's cost: its training time times what its ranks held.
+                "core_hours": float(trial_hours(part, "core_hours").mean()) if len(part) else np.nan,
+                "gpu_hours": float(trial_hours(part, "gpu_hours").mean()) if len(part) else np.nan,
                 "note": "; ".join(_problems(values, dropped, min_trials) + ([notes[setup]] if setup in notes else [])),
             }
         )
-    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    table = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    table["pareto"] = pareto_front(table[cost_column(table)[0]].to_numpy(float), table["median"].to_numpy(float), higher)
+    return table
+
+
+def trial_hours(scores: pd.DataFrame, column: str) -> pd.Series:
+    """Each row's training cost in ``column``'s unit ("core_hours" or "gpu_hours"): training seconds x ranks x
+    what each rank held, in hours. scores.csv of ganstudy before 2026-12 lacks the held columns: one core per
+    rank, no GPU."""
+    held, default = {"core_hours": ("cores_per_rank", 1), "gpu_hours": ("gpus_per_rank", 0)}[column]
+    return scores.train_seconds * scores.get("ranks", 1) * scores.get(held, default) / 3600
+
+
+def cost_column(summary: pd.DataFrame) -> tuple[str, str]:
+    """The column and unit of a study's cost per trial: GPU-hours where every set-up trained on GPUs, else
+    core-hours (a GPU rank holds cores too; GPU-hours would make a CPU set-up look free)."""
+    gpus = summary.gpu_hours.dropna()
+    return ("gpu_hours", "GPU-hours") if len(gpus) and bool((gpus > 0).all()) else ("core_hours", "core-hours")
+
+
+def pareto_front(cost: np.ndarray, quality: np.ndarray, higher: bool) -> list[bool]:
+    """Per set-up: True when no other costs at most as much and scores at least as well, one of them strictly
+    (the front of quality against cost); False where its cost or quality is unknown."""
+    score = quality if higher else -quality
+    known = np.isfinite(cost) & np.isfinite(score)
+    front = []
+    for i in range(len(cost)):
+        dominated = any(known[j] and cost[j] <= cost[i] and score[j] >= score[i] and (cost[j] < cost[i] or score[j] > score[i])
+                        for j in range(len(cost)) if j != i)
+        front.append(bool(known[i] and not dominated))
+    return front
 
 
 def pairwise_table(scores: pd.DataFrame, metric: str, setups: list[str], settings: StatisticsSettings = StatisticsSettings()) -> pd.DataFrame:
