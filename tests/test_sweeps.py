@@ -3,6 +3,8 @@ with stable names; a bad sweep is refused naming the key and the value."""
 
 import itertools
 
+import numpy as np
+
 import pytest
 
 from conftest import SCHEMA
@@ -163,7 +165,7 @@ def test_sweep_stats_writes_its_tables_and_figures(tmp_path, env):
                            "--metrics", "fid", "--out-dir", str(tmp_path / "tables"), "--figures", str(tmp_path / "figures")],
                           capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
-    for name in ("sweep_s_fid", "sweep_s_tests"):
+    for name in ("sweep_s_fid", "sweep_s_tests", "sweep_s_interactions"):
         assert all((tmp_path / "tables" / f"{name}.{ext}").is_file() for ext in ("csv", "md", "tex"))
     assert "lr" in (tmp_path / "tables" / "sweep_s_tests.md").read_text()
     assert (tmp_path / "figures" / "sweep_s_fid.png").stat().st_size > 10_000
@@ -221,3 +223,84 @@ def test_the_sweep_figure_takes_each_pairs_holm_p_from_the_studys_family(tmp_pat
     short = [name.removeprefix("s__").replace("__", ", ") for name in (row.setup_a, row.setup_b)]
     assert matrix.loc[short[0], short[1]] == row.p_holm
     assert row.p_holm == holm(pairs.p_value)[inside.index[0]] != holm(inside.p_value)[0]
+
+
+def _crossed(effects, interaction_size, rng, trials=4):
+    """Scores of a two-key sweep (a: 3 values, b: 2): the given main effects and an interaction that
+    reverses b's effect at a's last value, added to skewed (log-normal) noise."""
+    import pandas as pd
+
+    levels = {swept_name("s", {"a": a, "b": b}): {"a": a, "b": b} for a in (1, 2, 3) for b in (1, 2)}
+    rows = []
+    for name, values in levels.items():
+        centre = effects[0] * values["a"] + effects[1] * values["b"]
+        centre += interaction_size * (1 if values["a"] == 3 else -0.5) * (1 if values["b"] == 2 else -1)
+        for trial in range(trials):
+            rows.append({"setup": name, "trial": trial, "metric": "fid", "value": float(centre + np.exp(rng.normal(0, 0.5)))})
+    return pd.DataFrame(rows), levels
+
+
+def test_the_aligned_rank_transform_matches_statsmodels_and_a_hand_alignment():
+    import statsmodels.formula.api as smf
+    from statsmodels.stats.anova import anova_lm
+    from scipy.stats import rankdata
+
+    from ganstudy.stats.aligned_ranks import aligned_ranks, interaction_test
+    from ganstudy.stats.sweeps import sweep_runs
+
+    scores, levels = _crossed((0.5, 0.3), 0.4, np.random.default_rng(1))
+    # Unbalanced: one set-up lost a trial.
+    scores = scores.drop(index=3)
+    runs = sweep_runs(scores, "fid", levels)
+    # The alignment by hand: residual from the set-up's mean, plus mean(a, b) - mean(a) - mean(b) + mean,
+    # all on set-up means.
+    cell = runs.groupby("setup").value.mean()
+    at = {(a, b): cell[swept_name("s", {"a": int(a), "b": int(b)})] for a in "123" for b in "12"}
+    grand = np.mean(list(at.values()))
+    a_mean = {a: np.mean([at[(a, b)] for b in "12"]) for a in "123"}
+    b_mean = {b: np.mean([at[(a, b)] for a in "123"]) for b in "12"}
+    aligned = [row.value - cell[row.setup] + at[(row.a, row.b)] - a_mean[row.a] - b_mean[row.b] + grand for row in runs.itertuples()]
+    ranks = aligned_ranks(runs, "a", "b")
+    assert ranks.tolist() == rankdata(aligned).tolist()
+    # The F-test against statsmodels' type III ANOVA of the same ranks, sum-to-zero coding.
+    fit = smf.ols("rank ~ C(a, Sum) * C(b, Sum)", data=runs.assign(rank=ranks)).fit()
+    reference = anova_lm(fit, typ=3).loc["C(a, Sum):C(b, Sum)"]
+    got = interaction_test(runs, ["a", "b"], "a", "b")
+    assert got["df"] == reference.df == 2 and got["df_resid"] == len(runs) - 6
+    assert got["F"] == pytest.approx(reference.F) and got["p_value"] == pytest.approx(reference["PR(>F)"])
+    assert got["p_value"] < 0.01
+
+
+def test_the_aligned_rank_transform_holds_alpha_and_finds_a_crossed_interaction():
+    from ganstudy.stats.aligned_ranks import interaction_test
+    from ganstudy.stats.sweeps import sweep_runs
+
+    # Strong main effects that add up, skewed noise: an interaction flagged about alpha of the time. With
+    # b's effect reversed at a's last value, nearly always.
+    rng = np.random.default_rng(7)
+
+    def flagged(size):
+        tested = [interaction_test(sweep_runs(scores, "fid", levels), ["a", "b"], "a", "b")["p_value"] < 0.05
+                  for scores, levels in (_crossed((1.5, 1.5), size, rng) for _ in range(200))]
+        return np.mean(tested)
+
+    assert flagged(0.0) <= 0.09 and flagged(1.0) >= 0.9
+
+
+def test_interaction_tests_holm_over_the_pairs_of_keys_and_say_why_one_is_missing():
+    from ganstudy.stats.sweeps import interaction_tests, sweep_runs
+
+    scores, levels = synthetic_sweep()
+    runs = sweep_runs(scores, "fid", levels)
+    table = interaction_tests({"fid": runs}, levels)
+    assert table[["first", "second"]].values.tolist() == [["batch_size", "lr"]] and table.p_holm[0] == table.p_value[0]
+    # A pair of values without a finite score cannot be tested: the note says so.
+    gap = runs[~((runs.batch_size == "32") & (runs.lr == "0.0005"))]
+    assert "no set-up with a finite score" in interaction_tests({"fid": gap}, levels).note[0]
+    # One trial per set-up leaves no variance within them.
+    single = runs.groupby("setup").head(1)
+    assert "two finite trials" in interaction_tests({"fid": single}, levels).note[0]
+    # A sweep of one key has no pair: an empty table, its columns still there.
+    one = {name: {"lr": values["lr"]} for name, values in levels.items() if values["batch_size"] == 32}
+    alone = interaction_tests({"fid": sweep_runs(scores, "fid", one)}, one)
+    assert alone.empty and list(alone.columns) == ["metric", "first", "second", "F", "df", "df_resid", "p_value", "p_holm", "note"]

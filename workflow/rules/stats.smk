@@ -116,6 +116,11 @@ rule sweeps:
             caption="../report/sweep_tests.rst",
             category="4. Statistics",
         ),
+        interactions=report(
+            expand(f"{STUDY_DIR}/tables/sweep_{{sweep}}_interactions.{{ext}}", sweep=SWEEPS, ext=TABLE_FORMATS),
+            caption="../report/sweep_interactions.rst",
+            category="4. Statistics",
+        ),
         figures=report(
             expand(f"{STUDY_DIR}/figures/sweep_{{sweep}}_{{metric}}.png", sweep=SWEEPS, metric=METRICS),
             caption="../report/sweep_plot.rst",

@@ -5,9 +5,10 @@ sweep is one cell (one combination of the keys' values), and a value's level is 
 its cells, so that a cell with more finite trials weighs no more than another and the other keys' effects
 cancel (the estimated marginal mean of a cell-means model). Its 95% t-interval takes the variance within
 the cells, pooled over the sweep. A Kruskal-Wallis test over each key's values. For every two keys, the
-interaction: the mean at each pair of values. Tables as CSV, Markdown and LaTeX; report/figures.py draws
-them, with the sweep's set-ups pairwise (their Holm-adjusted p-values from the study's pairs tables: one
-Holm family per metric).
+interaction: the mean at each pair of values, and its test by the aligned rank transform
+(stats.aligned_ranks), Holm-adjusted over the pairs of keys. Tables as CSV, Markdown and LaTeX;
+report/figures.py draws them, with the sweep's set-ups pairwise (their Holm-adjusted p-values from the
+study's pairs tables: one Holm family per metric).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pandas as pd
 from scipy.stats import t
 
 from ganstudy.evaluate.metrics import better
+from ganstudy.stats.aligned_ranks import METHOD, interaction_test
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.summary import write_table
 from ganstudy.stats.tests import holm, kruskal_wallis
@@ -30,6 +32,7 @@ from ganstudy.sweeps import swept_keys, value_label
 CONFIDENCE = 0.95
 EFFECT_COLUMNS = ["key", "value", "cells", "runs", "mean", "pooled_sd", "ci_low", "ci_high"]
 TEST_COLUMNS = ["metric", "key", "values", "H", "df", "p_value", "p_holm"]
+INTERACTION_COLUMNS = ["metric", "first", "second", "F", "df", "df_resid", "p_value", "p_holm", "note"]
 
 
 def sweep_runs(scores: pd.DataFrame, metric: str, levels: dict[str, dict[str, Any]]) -> pd.DataFrame:
@@ -86,6 +89,18 @@ def key_tests(runs_by_metric: dict[str, pd.DataFrame], levels: dict[str, dict[st
     return pd.DataFrame(rows, columns=TEST_COLUMNS)
 
 
+def interaction_tests(runs_by_metric: dict[str, pd.DataFrame], levels: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """Per metric and pair of swept keys, the aligned-rank-transform test of their interaction,
+    Holm-adjusted over the metric's pairs of keys (none for a sweep of one key)."""
+    keys, rows = swept_keys(levels), []
+    for metric, runs in runs_by_metric.items():
+        tested = [{"metric": metric, "first": a, "second": b, **interaction_test(runs, keys, a, b)}
+                  for i, a in enumerate(keys) for b in keys[i + 1:]]
+        adjusted = holm([row["p_value"] for row in tested]) if tested else []
+        rows += [{**row, "p_holm": p_holm} for row, p_holm in zip(tested, adjusted)]
+    return pd.DataFrame(rows, columns=INTERACTION_COLUMNS)
+
+
 def interaction(runs: pd.DataFrame, levels: dict[str, dict[str, Any]], first: str, second: str) -> pd.DataFrame:
     """The mean of the cells' means at each pair of values of two keys (the cells a third key splits weigh
     alike): rows ``first``'s values, columns ``second``'s."""
@@ -104,8 +119,9 @@ def read_sweeps(sweeps_path: str | os.PathLike[str]) -> dict[str, dict[str, dict
 
 def write_sweep_stats(scores_path: str | os.PathLike[str], sweeps_path: str | os.PathLike[str], metrics: list[str],
                       out_dir: str | os.PathLike[str], digits: int = 4) -> list[Path]:
-    """For each sweep: sweep_<set-up>_<metric> (the main effects of its keys) and sweep_<set-up>_tests
-    (Kruskal-Wallis per metric and key) as CSV, Markdown and LaTeX."""
+    """For each sweep: sweep_<set-up>_<metric> (the main effects of its keys), sweep_<set-up>_tests
+    (Kruskal-Wallis per metric and key) and sweep_<set-up>_interactions (the aligned rank transform per
+    metric and pair of keys) as CSV, Markdown and LaTeX."""
     scores, out, written = pd.read_csv(scores_path), Path(out_dir), []
     for declared, levels in read_sweeps(sweeps_path).items():
         runs = {metric: sweep_runs(scores, metric, levels) for metric in metrics}
@@ -117,5 +133,8 @@ def write_sweep_stats(scores_path: str | os.PathLike[str], sweeps_path: str | os
                                    footnotes[metric])
         written += write_table(out, f"sweep_{declared}_tests", key_tests(runs, levels),
                                f"Sweep of {declared}: Kruskal-Wallis test over each key's values (tie-corrected), Holm-adjusted over the keys",
+                               False, digits, [f"{metric}: {line}" for metric in metrics for line in footnotes[metric]])
+        written += write_table(out, f"sweep_{declared}_interactions", interaction_tests(runs, levels),
+                               f"Sweep of {declared}: each two keys' interaction by the {METHOD}, Holm-adjusted over the pairs of keys",
                                False, digits, [f"{metric}: {line}" for metric in metrics for line in footnotes[metric]])
     return written
