@@ -19,7 +19,7 @@ from PIL import Image  # noqa: E402
 from ganstudy.atomic import atomic_path, read_json  # noqa: E402
 from ganstudy.evaluate.metrics import better  # noqa: E402
 from ganstudy.stats.convergence import WINDOW, setup_curves, verdict, window_trend  # noqa: E402
-from ganstudy.stats.summary import cost_column, trial_hours  # noqa: E402
+from ganstudy.stats.summary import cost_column, read_summary, trial_hours  # noqa: E402
 from ganstudy.stats.sweeps import CONFIDENCE, interaction, main_effects, read_sweeps, sweep_runs  # noqa: E402
 from ganstudy.sweeps import swept_keys  # noqa: E402
 from ganstudy.stats.timing import OVERALL, routine_table, timing_table  # noqa: E402
@@ -61,7 +61,7 @@ def cost_plot(scores_path: str | os.PathLike[str], summary_path: str | os.PathLi
     Pareto front through the set-ups no other beats on both (summary_<metric>.csv's ``pareto``)."""
     scores = pd.read_csv(scores_path)
     scores = scores[(scores.metric == metric) & scores.setup.isin(setups)]
-    summary = pd.read_csv(summary_path).set_index("setup").loc[setups]
+    summary = read_summary(summary_path).set_index("setup").loc[setups]
     column, unit = cost_column(summary.reset_index())
     trial_cost = trial_hours(scores, column)
     figure, ax = plt.subplots(figsize=(6.0, 3.8))

@@ -24,7 +24,7 @@ from ganstudy.evaluate.metrics import better
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.settings import StatisticsSettings
-from ganstudy.stats.summary import _fmt, cost_column, markdown_table
+from ganstudy.stats.summary import _fmt, cost_column, markdown_table, read_tables
 
 # Fewer finite trials than this have no spread: such a set-up is ranked after those that have one.
 RANKED_TRIALS = 2
@@ -205,8 +205,7 @@ def summary_page(study_dir: str | os.PathLike[str], study: str, setups: list[str
     converged = dict(zip(convergence.setup, convergence.converged))
     reproduction = pd.read_csv(tables / "reproduction.csv") if (tables / "reproduction.csv").is_file() else None
     digits, alpha, primary = settings.digits, settings.alpha, settings.primary(metrics)
-    ranked = {metric: ranking(pd.read_csv(tables / f"summary_{metric}.csv"), pd.read_csv(tables / f"pairs_{metric}.csv"), metric)
-              for metric in metrics}
+    ranked = {metric: ranking(*read_tables(tables, metric), metric) for metric in metrics}
     trials = dict(zip(ranked[primary].setup, ranked[primary].trials))
     parts = [f"# {study}: the answer\n",
              answer(ranked[primary], primary, alpha, digits) + "\n",

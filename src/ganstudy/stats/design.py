@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ganstudy.errors import GanstudyError
-from ganstudy.stats.summary import cost_column
+from ganstudy.stats.summary import cost_column, read_tables
 from ganstudy.stats.tests import holm, smallest_p
 
 # The most trials per set-up the planner proposes; a design that needs more is named as such.
@@ -79,10 +78,7 @@ def trials_plan(tables: Path, alpha: float) -> pd.DataFrame:
     rows = []
     for path in sorted(tables.glob("pairs_*.csv")):
         metric = path.stem.removeprefix("pairs_")
-        pairs, summary = pd.read_csv(path), pd.read_csv(tables / f"summary_{metric}.csv")
-        if "trials_for_power" not in pairs or "core_hours" not in summary:
-            raise GanstudyError(f"{tables}: its tables were made by an earlier ganstudy, without the trials for power: remake "
-                                f"them with `snakemake --forcerun stats --configfile <the study config>` (nothing retrains)")
+        summary, pairs = read_tables(tables, metric)
         column, unit = cost_column(summary)
         hours = summary.set_index("setup")[column]
         for pair in pairs.itertuples():

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ganstudy.atomic import atomic_path, write_text
+from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import better, bounds
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.protocol import protocol_notes
@@ -96,6 +97,27 @@ def summary_table(scores: pd.DataFrame, metric: str, setups: list[str], min_tria
     table = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     table["pareto"] = pareto_front(table[cost_column(table)[0]].to_numpy(float), table["median"].to_numpy(float), higher)
     return table
+
+
+def _current(path: Path, columns: list[str]) -> pd.DataFrame:
+    """A table as read; one that an earlier ganstudy made (without the cost or power columns) names the
+    command that remakes it, which retrains nothing."""
+    table = pd.read_csv(path)
+    missing = [column for column in columns if column not in table.columns]
+    if missing:
+        raise GanstudyError(f"{path} was made by an earlier ganstudy (no {', '.join(missing)}): remake the tables with "
+                            f"`snakemake --forcerun stats --configfile <the study config>` (nothing retrains)")
+    return table
+
+
+def read_summary(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """A summary_<metric>.csv, checked to be of this ganstudy."""
+    return _current(Path(path), SUMMARY_COLUMNS)
+
+
+def read_tables(tables: Path, metric: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """summary_<metric>.csv and pairs_<metric>.csv of ``tables``, each checked to be of this ganstudy."""
+    return read_summary(tables / f"summary_{metric}.csv"), _current(tables / f"pairs_{metric}.csv", PAIR_COLUMNS)
 
 
 def trial_hours(scores: pd.DataFrame, column: str) -> pd.Series:
