@@ -24,9 +24,9 @@ DOC = REPO / "docs" / "first-hour.md"
 _MARKER = re.compile(r"<!-- walk-through: (beside the run above|a fresh checkout) -->")
 # Signed: a shrunken study's 95% interval over 2 trials may reach below zero where the real one does not.
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
-# What a shrunken study may print otherwise than the real one: a convergence verdict (a table's last
-# cell) and an effect size's word.
-_VERDICT = re.compile(r"\| (?:yes|no|degraded|–) \|$")
+# What a shrunken study may print otherwise than the real one: whether a set-up is on the cost front and
+# its convergence verdict (a ranking table's last two cells), and an effect size's word.
+_VERDICT = re.compile(r"\| (?:yes)? *\| (?:yes|no|degraded|–) \|$")
 _EFFECT = re.compile(r"\((?:negligible|small|medium|large)\)|, (?:negligible|small|medium|large)\)")
 
 
@@ -153,7 +153,7 @@ def _checked(step: Step, output: str, returncode: int, folder: Path) -> Done:
 
 
 def _shape(line: str) -> str:
-    line = _EFFECT.sub("(effect)", _VERDICT.sub("| verdict |", _NUMBER.sub("#", line.strip())))
+    line = _EFFECT.sub("(effect)", _VERDICT.sub("| front | verdict |", _NUMBER.sub("#", line.strip())))
     return " ".join(line.split())
 
 
