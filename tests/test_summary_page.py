@@ -234,3 +234,9 @@ def test_cost_per_trial_counts_each_rank_s_cores_or_gpus_and_draws_the_pareto_fr
     step = ax.get_lines()[0]
     assert list(step.get_xdata()) == pytest.approx([2 * 60 / 3600, 8 * 90 / 3600]) and list(step.get_ydata()) == [5.0, 3.0]
     assert (tmp_path / "cost.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # A metric without a finite score (a per-class FID where no generator labels its samples) still draws.
+    empty = pd.DataFrame(rows).assign(value=np.nan)
+    empty.to_csv(tmp_path / "scores.csv", index=False)
+    summary_table(empty, "fid", list(values)).to_csv(tmp_path / "summary_fid.csv", index=False)
+    figure_module.cost_plot(tmp_path / "scores.csv", tmp_path / "summary_fid.csv", "fid", list(values), tmp_path / "none.png")
+    assert drawn[-1].axes[0].texts[0].get_text() == "no trial with a finite FID and a measured cost"

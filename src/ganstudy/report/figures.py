@@ -75,12 +75,19 @@ def cost_plot(scores_path: str | os.PathLike[str], summary_path: str | os.PathLi
     front = summary[summary.pareto.astype(bool)].sort_values(column)
     if len(front):
         ax.step(front[column], front["median"], where="post", color="black", linewidth=1, linestyle="--", zorder=2)
-    ax.set_xscale("log")
-    ax.set_xlabel(f"{unit} per trial (log scale)")
+    drawn = trial_cost[np.isfinite(scores.value.to_numpy(float))]
+    if (drawn > 0).any():
+        ax.set_xscale("log")
+        ax.set_xlabel(f"{unit} per trial (log scale)")
+    else:
+        # A metric no set-up has a finite score of (a per-class FID where no generator labels its samples).
+        ax.text(0.5, 0.5, f"no trial with a finite {metric.upper()} and a measured cost", ha="center", transform=ax.transAxes)
+        ax.set_xlabel(f"{unit} per trial")
     ax.set_ylabel(f"{metric.upper()} ({better(metric)} is better)")
     ax.set_title(f"{metric.upper()} against cost: trials, medians and the Pareto front")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
     _save(figure, out_path)
 
 
