@@ -89,6 +89,11 @@ def setup_curves(loss_paths: list[str], setups: list[str]) -> dict[str, tuple[st
     return curves
 
 
+def _log(scores: pd.Series) -> np.ndarray:
+    # A score of exactly 0 cannot fall further; the floor keeps its logarithm finite.
+    return np.log(np.maximum(scores.to_numpy(float), 1e-12))
+
+
 def _trial_window(curve: pd.Series, start: float) -> dict[str, float] | None:
     """One trial's window: its Theil-Sen line of log score, the residuals about it, its median and its best
     level before; None with fewer than MIN_POINTS in the window or none before it."""
@@ -97,12 +102,11 @@ def _trial_window(curve: pd.Series, start: float) -> dict[str, float] | None:
     if len(inside) < MIN_POINTS or len(before) < 1:
         return None
     x = inside.index.to_numpy(float)
-    # A score of exactly 0 cannot fall further; the floor keeps its logarithm finite.
-    y = np.log(np.maximum(inside.to_numpy(float), 1e-12))
+    y = _log(inside)
     slope, intercept, _, _ = theilslopes(y, x)
     residuals = y - intercept - slope * x
     m = min(len(inside), len(before))
-    best_before = np.log(np.maximum(before.to_numpy(float), 1e-12))
+    best_before = _log(before)
     return {"x": x, "slope": slope, "intercept": intercept, "residuals": residuals, "points": len(inside), "m": m,
             "level_in_window": float(np.median(y)),
             "level_before": float(pd.Series(best_before).rolling(m).median().min())}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,7 @@ def interaction_tests(runs_by_metric: dict[str, pd.DataFrame], levels: dict[str,
     keys, rows = swept_keys(levels), []
     for metric, runs in runs_by_metric.items():
         tested = [{"metric": metric, "first": a, "second": b, **interaction_test(runs, keys, a, b)}
-                  for i, a in enumerate(keys) for b in keys[i + 1:]]
+                  for a, b in combinations(keys, 2)]
         adjusted = holm([row["p_value"] for row in tested]) if tested else []
         rows += [{**row, "p_holm": p_holm} for row, p_holm in zip(tested, adjusted)]
     return pd.DataFrame(rows, columns=INTERACTION_COLUMNS)
@@ -126,6 +127,7 @@ def write_sweep_stats(scores_path: str | os.PathLike[str], sweeps_path: str | os
     for declared, levels in read_sweeps(sweeps_path).items():
         runs = {metric: sweep_runs(scores, metric, levels) for metric in metrics}
         footnotes = {metric: protocol_notes(scores, metric, list(levels))[0] for metric in metrics}
+        every_footnote = [f"{metric}: {line}" for metric in metrics for line in footnotes[metric]]
         for metric in metrics:
             written += write_table(out, f"sweep_{declared}_{metric}", main_effects(runs[metric], levels),
                                    f"{metric.upper()} of the sweep of {declared}: at each value of each key, the mean of its set-ups' means and "
@@ -133,8 +135,8 @@ def write_sweep_stats(scores_path: str | os.PathLike[str], sweeps_path: str | os
                                    footnotes[metric])
         written += write_table(out, f"sweep_{declared}_tests", key_tests(runs, levels),
                                f"Sweep of {declared}: Kruskal-Wallis test over each key's values (tie-corrected), Holm-adjusted over the keys",
-                               False, digits, [f"{metric}: {line}" for metric in metrics for line in footnotes[metric]])
+                               False, digits, every_footnote)
         written += write_table(out, f"sweep_{declared}_interactions", interaction_tests(runs, levels),
                                f"Sweep of {declared}: each two keys' interaction by the {METHOD}, Holm-adjusted over the pairs of keys",
-                               False, digits, [f"{metric}: {line}" for metric in metrics for line in footnotes[metric]])
+                               False, digits, every_footnote)
     return written
