@@ -240,3 +240,20 @@ def test_cost_per_trial_counts_each_rank_s_cores_or_gpus_and_draws_the_pareto_fr
     summary_table(empty, "fid", list(values)).to_csv(tmp_path / "summary_fid.csv", index=False)
     figure_module.cost_plot(tmp_path / "scores.csv", tmp_path / "summary_fid.csv", "fid", list(values), tmp_path / "none.png")
     assert drawn[-1].axes[0].texts[0].get_text() == "no trial with a finite FID and a measured cost"
+
+
+def test_the_cost_line_claims_no_beaten_set_up_where_the_others_are_unmeasured():
+    from ganstudy.report.summary_page import _front
+    from ganstudy.stats.summary import summary_table
+
+    # a and b both on the front; c has no finite score: it is not "beaten", only unmeasured.
+    rows = [{"setup": s, "trial": t, "metric": "fid", "value": v, "train_seconds": seconds, "ranks": 1}
+            for s, seconds, values in (("a", 60.0, [5.0, 5.2]), ("b", 120.0, [3.0, 3.2]), ("c", 60.0, [np.nan, np.nan]))
+            for t, v in enumerate(values)]
+    table = summary_table(pd.DataFrame(rows), "fid", ["a", "b", "c"])
+    line = _front(table, "fid", ("core_hours", "core-hours"), 4)
+    assert line.startswith("- Quality against cost (median against core-hours per trial, the Pareto front): a (") and "every other" not in line
+    # With a dearer, worse d measured, the claim holds and is made.
+    rows += [{"setup": "d", "trial": t, "metric": "fid", "value": 6.0 + t, "train_seconds": 180.0, "ranks": 1} for t in range(2)]
+    line = _front(summary_table(pd.DataFrame(rows), "fid", ["a", "b", "c", "d"]), "fid", ("core_hours", "core-hours"), 4)
+    assert line.endswith("; every other set-up costs at least as much as one of these for a median no better.")

@@ -155,7 +155,9 @@ def _front(ranked: pd.DataFrame, metric: str, cost: tuple[str, str], digits: int
         return f"- Cost: no set-up has both a measured {unit} per trial and a finite {metric.upper()}."
     points = ", ".join(f"{row.setup} ({_fmt(getattr(row, column), 2)} {unit}, median {_fmt(row.median, digits)})"
                        for row in front.itertuples())
-    beaten = "; every other set-up costs at least as much as one of these for a median no better" if len(front) < len(ranked) else ""
+    # Only set-ups with a cost and a median can be beaten; the others are off the front unmeasured.
+    measured = int((np.isfinite(ranked[column].to_numpy(float)) & np.isfinite(ranked["median"].to_numpy(float))).sum())
+    beaten = "; every other set-up costs at least as much as one of these for a median no better" if len(front) < measured else ""
     return f"- Quality against cost (median against {unit} per trial, the Pareto front): {points}{beaten}."
 
 
