@@ -16,7 +16,7 @@ from ganstudy.data.prepare import prepare_dataset
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import metric_problems
 from ganstudy.models import get_network
-from ganstudy.parts import part_problems
+from ganstudy.plan.parts import part_problems
 from test_workflow import SHRUNKEN, snakemake
 
 

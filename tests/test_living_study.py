@@ -20,10 +20,10 @@ import yaml
 
 import walkthrough
 from conftest import REPO
-from ganstudy.changed_runs import differences
+from ganstudy.plan.changed_runs import differences
 from ganstudy.data.arrays import file_digest
 from ganstudy.errors import GanstudyError
-from ganstudy.study_lock import acquire, release
+from ganstudy.plan.study_lock import acquire, release
 
 pytestmark = pytest.mark.workflow
 

@@ -13,7 +13,7 @@ import yaml
 
 from conftest import REPO, planned_jobs
 from ganstudy.errors import GanstudyError
-from ganstudy.site import SITE_KEYS, account_warning, read_site, resolve_node_cores, with_site
+from ganstudy.plan.site import SITE_KEYS, account_warning, read_site, resolve_node_cores, with_site
 from test_workflow import SHRUNKEN, snakemake
 
 SCHEMA = REPO / "workflow" / "schemas" / "site.schema.yaml"

@@ -245,7 +245,7 @@ def test_lr_decay_is_pix2pix_s_linear_policy() -> None:
     ({"jitter": {"load_size": 60}}, "setups.p.jitter.load_size: 60 is smaller than the images' side (dataset.image_size 64)"),
 ])
 def test_a_recipe_the_set_up_cannot_follow_stops_the_plan(keys, problem) -> None:
-    from ganstudy.parts import part_problems
+    from ganstudy.plan.parts import part_problems
     config = validate_study_config({"dataset": {"name": "paired_folder", "path": "x", "image_size": 64},
                                     "setups": {"p": {**paired_setup(), **keys}}, "evaluation": {"metrics": ["l1"]}}, SCHEMA)
     lines = [line for line in part_problems(config) if "lr_decay" in line or "jitter" in line]

@@ -95,10 +95,10 @@ def _config_reference(args: argparse.Namespace) -> None:
 
 
 def _validate_config(args: argparse.Namespace) -> None:
-    from ganstudy.classes import class_problems
+    from ganstudy.plan.classes import class_problems
     from ganstudy.config import load_study_config
     from ganstudy.data.loaders import get_dataset
-    from ganstudy.parts import part_problems, study_kind
+    from ganstudy.plan.parts import part_problems, study_kind
     from ganstudy.stats.design import study_design
     from ganstudy.sweeps import sweep_lines
 

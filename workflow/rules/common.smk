@@ -16,8 +16,6 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from ganstudy.atomic import write_json, write_text
-from ganstudy.changed_runs import archive_run, changed_runs
-from ganstudy.classes import class_problems
 from ganstudy.config import (
     ConfigError, classifier_settings, dataset_settings, evaluation_settings, read_yaml, speedup_baselines, validate_study_config,
 )
@@ -26,20 +24,21 @@ from ganstudy.data.sources import SOURCES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import get_metric, pretrained_metrics
 from ganstudy.evaluate.weights import check_weights, fid_sample_warning
-from ganstudy.parallel.partition import shard_rows
-from ganstudy.parts import part_problems, study_kind
+from ganstudy.plan.changed_runs import archive_run, changed_runs
+from ganstudy.plan.classes import class_problems
+from ganstudy.plan.launchers import LAUNCHERS
+from ganstudy.plan.layout import StudyLayout
+from ganstudy.plan.parts import part_problems, study_kind
+from ganstudy.plan.site import account_warning, read_site, resolve_node_cores, with_site
+from ganstudy.plan.study_lock import acquire as acquire_study_lock, release as release_study_lock
+from ganstudy.plan.user_inputs import missing_user_inputs
 from ganstudy.pretrained import PRETRAINED
-from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
 from ganstudy.schema import CONFIG_SCHEMA
-from ganstudy.setup_settings import TrainingSettings
-from ganstudy.site import account_warning, read_site, resolve_node_cores, with_site
 from ganstudy.stats.design import study_design
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.status import write_plan
-from ganstudy.study_lock import acquire as acquire_study_lock, release as release_study_lock
 from ganstudy.sweeps import sweep_levels
 from ganstudy.train.job import job_description, job_record, write_job
-from ganstudy.user_inputs import missing_user_inputs
 
 try:
     # Snakemake's own YAML reading keeps the last of two equal keys silently.
@@ -70,7 +69,7 @@ if config["site"] is None and workflow.is_main_process and (lost_site := profile
     raise WorkflowError(f"the profile names its site (site={lost_site}) in its config list, which --config on the command line "
                         f"replaced: the study would plan for this machine, without GPUs. Add it to your --config, e.g. "
                         f"--config site={lost_site} <your keys>")
-# The site (ganstudy.site): what a node is, from the profile's site file; study keys override it on purpose.
+# The site (ganstudy.plan.site): what a node is, from the profile's site file; study keys override it on purpose.
 try:
     SITE = read_site(config["site"], workflow.basedir)
 except GanstudyError as error:
@@ -211,7 +210,7 @@ PREPARED_MANIFEST = read_prepared_manifest()
 
 # The data's classes where known before any job (prepared, declared by the data set or counted at its
 # path; None: once read). Data of one class train no classifier: what needs one is refused here
-# (ganstudy.classes) unless classifier.weights gives one, and the per-class ANOVA is left out.
+# (ganstudy.plan.classes) unless classifier.weights gives one, and the per-class ANOVA is left out.
 DATA_CLASSES = (PREPARED_MANIFEST or {}).get("num_classes") or get_dataset(config["dataset"]["name"]).classes_at(config["dataset"]["path"])
 problems = class_problems(config, KIND, DATA_CLASSES)
 if problems:
@@ -223,32 +222,19 @@ if KIND.classes and not ANOVA:
     logger.info("the data have one class: no classifier is trained and the per-class ANOVA is left out")
 
 
-def pairs_of(name):
-    """Generator-discriminator pairs a set-up trains: one per grid cell or per class, else one."""
-    setup = config["setups"][name]
-    if setup["mode"] == "per_class":
-        return dataset_classes(name)
-    if setup["mode"] == "grid":
-        shape = setup["grid"]["shape"]
-        return setup["grid"]["max_cells"] if shape == "auto" else math.prod(int(n) for n in shape.split("x"))
-    return 1
-
-
-def tasks_of(name):
-    """MPI ranks of a set-up's training jobs: its ranks, else one per grid cell or per class capped by
-    compute.max_ranks (data_parallel: max_ranks); 1 for the one-rank modes."""
-    setup = config["setups"][name]
-    if setup["mode"] not in ("grid", "per_class", "data_parallel"):
-        return 1
-    if setup["ranks"]:
-        return setup["ranks"]
-    if setup["mode"] == "data_parallel":
-        return config["compute"]["max_ranks"]
-    return max(1, min(pairs_of(name), config["compute"]["max_ranks"]))
+# How the training jobs lay out on the site's nodes (ganstudy.plan.layout): ranks, nodes, GPUs, memory.
+LAYOUT = StudyLayout.from_config(config, DATA_CLASSES, SITE["name"])
 
 
 def setup_tasks(wildcards):
-    return tasks_of(wildcards.setup)
+    try:
+        return LAYOUT.ranks(wildcards.setup)
+    except GanstudyError as error:  # a per-class set-up on data whose classes are known only once read
+        raise WorkflowError(str(error)) from None
+
+
+def setup_nodes(wildcards):
+    return LAYOUT.nodes(setup_tasks(wildcards))
 
 
 def checkpoint_dir(wildcards):
@@ -263,56 +249,11 @@ def train_priority(wildcards):
     cores, 1x1 jobs half as long as 2x2 ones). Within a set-up, a run with checkpoints to resume from
     (or finished outputs to restore) goes before fresh ones, so that a study stopped and started again
     finishes the trials it began. Only the order of the numbers matters."""
-    tasks = setup_tasks(wildcards)
-    try:
-        pairs = pairs_of(wildcards.setup)
-    except WorkflowError:
-        pairs = tasks  # a per-class set-up whose classes are known only once its data is read
     # A checkpoint counts once its COMPLETE marker is written, kept outputs once FINISHED is
     # (ganstudy.checkpoint's layout; not imported here, it imports torch).
     folder = Path(checkpoint_dir(wildcards))
     started = any(folder.glob("iter-*/COMPLETE")) or (folder / "finished" / "FINISHED").is_file()
-    return config["setups"][wildcards.setup]["iterations"] * pairs / tasks + (0.5 if started else 0)
-
-
-def dataset_classes(setup_name):
-    """Classes of the study's data, where known before they are read."""
-    if DATA_CLASSES is None:
-        raise WorkflowError(
-            f"set-up '{setup_name}' trains per class on dataset '{config['dataset']['name']}', whose number of classes is "
-            f"known only once it is read: set setups.{setup_name}.ranks"
-        )
-    return DATA_CLASSES
-
-
-def known_tasks():
-    """Ranks of every set-up whose rank count the config decides; a per-class set-up on a data set whose
-    classes are known only once read is left out (its training job names the problem)."""
-    known = {}
-    for name in SETUPS:
-        try:
-            known[name] = tasks_of(name)
-        except WorkflowError:
-            pass
-    return known
-
-
-def check_ranks():
-    """A grid or per-class set-up given more ranks than it has cells or classes would queue ranks that idle
-    (and nodes for them): stop the DAG naming the set-up and the most it can use."""
-    problems = []
-    for name, setup in config["setups"].items():
-        if setup["mode"] in ("grid", "per_class") and setup["ranks"]:
-            try:
-                most = pairs_of(name)
-            except WorkflowError:
-                continue  # classes known only once read: the job refuses
-            if setup["ranks"] > most:
-                what = "classes" if setup["mode"] == "per_class" else "grid cells"
-                problems.append(f"setups.{name}.ranks: {setup['ranks']} ranks for {most} {what}; a rank holds at least one: "
-                                f"set ranks to at most {most}")
-    if problems:
-        raise WorkflowError("\n".join(problems))
+    return config["setups"][wildcards.setup]["iterations"] * LAYOUT.pairs_per_rank(wildcards.setup) + (0.5 if started else 0)
 
 
 def training_images():
@@ -326,35 +267,12 @@ def training_images():
     return images - math.ceil(config["dataset"]["test_fraction"] * images)
 
 
-def check_batches():
-    """A set-up whose batch is larger than the training split stops the DAG, not its training jobs."""
-    images = training_images()
-    problems = [f"setups.{name}.batch_size: {setup['batch_size']} is larger than the training split's {images} images: "
-                "lower batch_size" for name, setup in config["setups"].items() if images is not None and setup["batch_size"] > images]
-    if problems:
-        raise WorkflowError("\n".join(problems))
-
-
-check_ranks()
-check_batches()
-KNOWN_TASKS = known_tasks()
+problems = LAYOUT.problems(training_images())
+if problems:
+    raise WorkflowError("\n".join(problems))
+KNOWN_TASKS = LAYOUT.known_ranks()
 # Multi-rank set-up -> its one-rank run of the same work: the speed-up tables and plot compare them.
 BASELINES = speedup_baselines(config["setups"], KNOWN_TASKS)
-
-
-def check_data_parallel_batches():
-    """A global batch that cannot be shared out over its ranks stops the DAG, not a queued job."""
-    for name, setup in config["setups"].items():
-        if setup["mode"] == "data_parallel":
-            try:
-                ranks = KNOWN_TASKS[name]
-                global_batch = TrainingSettings.from_config(setup, f"set-up '{name}'").global_batch(ranks)
-                shard_rows(global_batch, ranks, setup["data_parallel"]["accumulation_steps"])
-            except GanstudyError as error:
-                raise WorkflowError(f"set-up '{name}': {error}") from None
-
-
-check_data_parallel_batches()
 
 
 def references_of(wanted):
@@ -373,26 +291,6 @@ if unknown:
                         f"{', '.join(EPOCH_REFERENCES)}; add the metric or remove the reference")
 # Scores against grid size are worth a figure once the study has grids of two sizes.
 GRID_SIZES = {setup["grid"]["shape"] for setup in config["setups"].values() if setup["mode"] == "grid"}
-
-
-def ranks_per_node():
-    """Ranks that fit on one node: one per GPU group, or per threads_per_job cores on a CPU cluster."""
-    compute = config["compute"]
-    if compute["node_gpus"]:
-        return max(1, compute["node_gpus"] // compute["gpus_per_rank"])
-    return max(1, compute["node_cores"] // THREADS)
-
-
-def setup_nodes(wildcards):
-    """Whole nodes a training job asks for (bsub -nnodes, sbatch -N)."""
-    return math.ceil(setup_tasks(wildcards) / ranks_per_node())
-
-
-def rank_gpus():
-    """GPUs of each training rank: gpus_per_rank on GPU nodes, none on a CPU cluster (node_gpus 0).
-    They are asked for whatever compute.device says: device cpu on GPU nodes is a choice, not a mistake."""
-    compute = config["compute"]
-    return compute["gpus_per_rank"] if compute["node_gpus"] else 0
 
 
 class Untracked:
@@ -416,24 +314,9 @@ def print_headline(study_dir):
 
 
 def mpi_launch(wildcards, resources):
-    """The launch prefix of a training job for the site's launcher: jsrun gets Summit's resource sets
-    (1 rank, its cores and its GPUs each), srun its GPUs per task (so that each rank is bound to its own)
-    and cores, mpiexec a rank count. A job of one rank is launched alike (srun binds its GPU)."""
-    if LAUNCHER == "jsrun":
-        per_node = ranks_per_node()
-        cores = config["compute"]["node_cores"] // per_node
-        return Untracked(f"jsrun -n {resources.tasks} -r {per_node} -a 1 -c {cores} -g {rank_gpus()} -b packed:{cores}")
-    launch = f"{LAUNCHER} -n {resources.tasks}"
-    # Inside a Snakemake Slurm job the allocation's SLURM_* defaults are cleared: srun is told everything.
-    if LAUNCHER == "srun" and rank_gpus():
-        launch += f" --gpus-per-task={rank_gpus()}"
-    if LAUNCHER == "srun" and THREADS > 1:
-        launch += f" --cpus-per-task={THREADS}"
-    # A rank that fails ends the step at once: srun kills the other ranks instead of leaving them to the
-    # heartbeat's timeout. Ranks on a lost node end only when Slurm gives the node up (docs/guide.md).
-    if LAUNCHER == "srun":
-        launch += " --kill-on-bad-exit=1"
-    return Untracked(launch)
+    """The launch prefix of a training job, from the site's launcher (ganstudy.plan.launchers). A job of one
+    rank is launched alike (srun binds its GPU)."""
+    return Untracked(LAUNCHERS.get(LAUNCHER).line(LAYOUT.rank_layout(resources.tasks)))
 
 
 def train_mpi(wildcards):
@@ -445,31 +328,18 @@ def train_mpi(wildcards):
 
 def train_gpus(wildcards):
     """GPUs a training job asks Slurm for in all (its ranks' GPUs; sbatch --gpus)."""
-    return setup_tasks(wildcards) * rank_gpus()
+    return setup_tasks(wildcards) * LAYOUT.gpus_per_rank
 
 
 def train_runtime(wildcards, attempt):
-    """Wall-time minutes of a training job: a retry (the job was stopped at its limit and resumes from
-    its checkpoint) asks for train_minutes times the attempt, up to compute.max_train_minutes."""
-    compute = config["compute"]
-    return retry_minutes(compute["train_minutes"], attempt, compute["max_train_minutes"])
+    return LAYOUT.runtime_minutes(attempt)
 
 
 def train_memory(wildcards, input):
-    """Memory (MB) per node of a training job (sbatch --mem): the ranks that share a node, each holding
-    the training split besides its libraries and networks (ganstudy.resources), or
-    compute.mem_mb_per_rank each when set."""
-    compute = config["compute"]
-    per_rank = compute["mem_mb_per_rank"]
-    if per_rank is None:
-        device = "cpu" if compute["device"] == "cpu" or not rank_gpus() else "cuda"
-        per_rank = rank_memory_mb(os.path.getsize(input.train), device)
-    memory = node_memory_mb(min(setup_tasks(wildcards), ranks_per_node()), per_rank)
-    if compute["node_mem_mb"] is not None and memory > compute["node_mem_mb"]:
-        raise WorkflowError(f"set-up {wildcards.setup}: its ranks on one node need {memory} MB, more than a node's "
-                            f"{compute['node_mem_mb']} MB (node_mem_mb, site '{SITE['name']}'): the job could never start; "
-                            "lower compute.mem_mb_per_rank or the ranks per node (compute.threads_per_job)")
-    return memory
+    try:
+        return LAYOUT.memory_mb(wildcards.setup, os.path.getsize(input.train))
+    except GanstudyError as error:
+        raise WorkflowError(str(error)) from None
 
 
 def check_compute():
@@ -489,12 +359,10 @@ def check_compute():
         raise WorkflowError("; ".join(problems))
 
 
-check_compute()
 # Slurm (--signal) and LSF (-wa/-wt) warn training jobs this long before their wall time: they checkpoint and stop.
 WARNING_SECONDS = config["compute"]["wall_warning_minutes"] * 60
-# Resources only Snakemake's Slurm plugin reads, on sites whose launcher is srun: no --ntasks-per-gpu
-# (srun binds the GPUs per task instead) and the wall-time warning signal. Other sites' plans leave them out.
-SLURM_TRAIN_RESOURCES = {"tasks_per_gpu": 0, "slurm_extra": f"--signal=USR1@{WARNING_SECONDS}"} if LAUNCHER == "srun" else {}
+# Resources only the site's scheduler plugin reads (Slurm: the wall-time warning signal, no --ntasks-per-gpu).
+TRAIN_RESOURCES = LAUNCHERS.get(LAUNCHER).resources(WARNING_SECONDS)
 
 
 def setup_threads(wildcards):
@@ -520,7 +388,7 @@ def train_inputs(setup_name):
 
 def input_sources(inputs):
     """The config sections that make a training job's input files: recorded in its job, they tell a
-    finished run made from other data or another classifier (ganstudy.changed_runs)."""
+    finished run made from other data or another classifier (ganstudy.plan.changed_runs)."""
     sources = {"dataset": dataset_settings(config["dataset"])}
     if "classifier" in inputs:
         sources["classifier"] = CLASSIFIER_SETTINGS
@@ -664,13 +532,13 @@ def arguments_inputs(job):
     return inputs
 
 
-# Finished runs whose run.json records another job than the config's (ganstudy.changed_runs), by (set-up,
+# Finished runs whose run.json records another job than the config's (ganstudy.plan.changed_runs), by (set-up,
 # trial). A run that executes jobs moves them into the study's archive here, before the DAG is built, so
 # that Snakemake plans them as missing; a dry-run (and --report, --lint, ...) only says so. Read by the main
 # process only: a job's own Snakemake (a cluster job step) starts after the move.
 CHANGED = {(changed.setup, changed.trial): changed for changed in changed_runs(
     STUDY_DIR, {name: job_record(description) for name, description in JOBS.items()}, RUNS)} if workflow.is_main_process else {}
-# One run per study at a time (ganstudy.study_lock): taken once every check above has passed and before this
+# One run per study at a time (ganstudy.plan.study_lock): taken once every check above has passed and before this
 # Snakemake changes anything in the study (it rewrites the spec files the config has changed and archives
 # changed runs), let go when the run ends (Snakefile) or this process exits. Dry-runs and the options
 # above never take it.

@@ -67,7 +67,7 @@ rule train:
         mem_mb=train_memory,
         runtime=train_runtime,
         wall_warning_minutes=config["compute"]["wall_warning_minutes"],
-        **SLURM_TRAIN_RESOURCES,
+        **TRAIN_RESOURCES,
     shell:
         "{params.launch} ganstudy train @{input.arguments} > {log} 2>&1"
 

@@ -68,7 +68,7 @@ def prepare_dataset(
     """``smote``: the config's dataset.smote section (strategy none / balance / factor). A source with its
     own split (RawDataset.split) keeps it and ``test_fraction`` is not used. ``settings``: the dataset
     section these arguments come from, recorded with the seed in the manifest, so that the workflow can
-    tell prepared data that no longer match the config (ganstudy.changed_runs)."""
+    tell prepared data that no longer match the config (ganstudy.plan.changed_runs)."""
     raw = get_dataset(name).read(name, path, options)
     counts = _class_counts(raw.labels)
     train_idx, test_idx, how_split = _split_rows(name, raw, counts, test_fraction, study_seed)

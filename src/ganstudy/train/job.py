@@ -63,7 +63,7 @@ class TrainingJob:
     kind: str = "images"
     # The config sections that made the input files (dataset; classifier and the FID layer where it
     # scores in training): not read by the training, recorded so that a finished run can be compared
-    # with the config that names it (ganstudy.changed_runs).
+    # with the config that names it (ganstudy.plan.changed_runs).
     sources: FrozenMapping = field(default_factory=FrozenMapping)
 
     def settings_record(self) -> dict[str, Any]:

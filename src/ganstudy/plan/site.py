@@ -16,6 +16,7 @@ import yaml
 
 from ganstudy.config import section_problems
 from ganstudy.errors import GanstudyError
+from ganstudy.plan.launchers import LAUNCHERS
 from ganstudy.schema import SCHEMAS_DIR
 
 # The keys a site describes; a study's compute section has the same keys, null meaning "the site's".
@@ -50,6 +51,11 @@ def read_site(reference: str | None, base: str | os.PathLike[str]) -> dict[str, 
         problems = [problem for problem in problems if "'launcher'" not in problem]
         problems.append(f"{where} names no launcher: add how a training job starts its ranks, `launcher: srun` (Slurm), "
                         "`launcher: jsrun` (LSF) or `launcher: mpiexec` (this machine); profiles/README.md")
+    elif isinstance(site["launcher"], str):
+        try:
+            LAUNCHERS.get(site["launcher"])
+        except GanstudyError as error:
+            problems.append(f"{where}: launcher: {error}")
     if problems:
         raise GanstudyError("; ".join(problems))
     return site
@@ -63,23 +69,16 @@ def resolve_node_cores(compute: dict[str, Any]) -> tuple[dict[str, Any], str | N
     return {**compute, "node_cores": os.cpu_count() or 1}, socket.gethostname()
 
 
-# Where each scheduler takes the account a job is charged to: the profile's resource, else the environment.
-_ACCOUNTS = {"srun": ("slurm_account", ("SBATCH_ACCOUNT", "SLURM_ACCOUNT"), "Slurm charges your default account, and "
-                      "a centre without one refuses every job"),
-             "jsrun": ("lsf_project", ("LSB_DEFAULTPROJECT",), "bsub -P is required on Summit-class machines: LSF "
-                       "refuses every job")}
-
-
 def account_warning(site: dict[str, Any], resources: dict[str, str], environ: Mapping[str, str]) -> str | None:
     """A line when the site's scheduler is given no account/project: neither the profile's resource
     (``resources``: its default-resources, name -> value) nor the environment names one."""
-    if site["launcher"] not in _ACCOUNTS:
+    account = LAUNCHERS.get(site["launcher"]).account
+    if account is None:
         return None
-    resource, variables, consequence = _ACCOUNTS[site["launcher"]]
-    if resources.get(resource, "").strip("'\" ") or any(environ.get(name) for name in variables):
+    if resources.get(account.resource, "").strip("'\" ") or any(environ.get(name) for name in account.variables):
         return None
-    return (f"site '{site['name']}': no account for the scheduler ({resource} in the profile's default-resources, or "
-            f"{' / '.join(variables)} in the environment): {consequence}")
+    return (f"site '{site['name']}': no account for the scheduler ({account.resource} in the profile's default-resources, "
+            f"or {' / '.join(account.variables)} in the environment): {account.consequence}")
 
 
 def with_site(compute: dict[str, Any], site: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -1,0 +1,83 @@
+"""How a training job starts its ranks on the nodes it was given, by launcher (a site's key ``launcher``).
+
+A launcher is an entry point of group ``ganstudy.launchers`` (ganstudy's own: mpiexec, srun, jsrun), or a
+``module:attribute`` naming a ``Launcher``: a site whose scheduler starts ranks another way (Flux, PBS's
+mpiexec variant) adds its own launcher in its own package, without editing ganstudy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ganstudy.registry import Registry, instance_of
+
+
+@dataclass(frozen=True)
+class RankLayout:
+    """What a launcher is told of a training job: its ranks and how they share the nodes."""
+
+    ranks: int
+    ranks_per_node: int
+    node_cores: int
+    gpus_per_rank: int  # 0 on a CPU site
+    threads: int  # compute.threads_per_job
+
+
+@dataclass(frozen=True)
+class Account:
+    """Where the launcher's scheduler takes the account a job is charged to: a profile resource, else one of
+    the environment variables; ``consequence`` says what happens to a job that names none."""
+
+    resource: str
+    variables: tuple[str, ...]
+    consequence: str
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """``line(layout)``: the prefix of a training job's shell line that starts its ranks.
+    ``resources(warning_seconds)``: extra resources of a training job that this launcher's scheduler plugin
+    reads (e.g. Slurm's end-of-wall-time signal)."""
+
+    line: Callable[[RankLayout], str]
+    account: Account | None = None
+    resources: Callable[[int], dict[str, object]] = field(default=lambda warning_seconds: {})
+
+
+def _mpiexec(layout: RankLayout) -> str:
+    return f"mpiexec -n {layout.ranks}"
+
+
+def _srun(layout: RankLayout) -> str:
+    # Inside a Snakemake Slurm job the allocation's SLURM_* defaults are cleared: srun is told everything,
+    # GPUs per task binding each rank to its own. A rank that fails ends the step at once (kill-on-bad-exit)
+    # instead of leaving its peers to the heartbeat's timeout.
+    line = f"srun -n {layout.ranks}"
+    if layout.gpus_per_rank:
+        line += f" --gpus-per-task={layout.gpus_per_rank}"
+    if layout.threads > 1:
+        line += f" --cpus-per-task={layout.threads}"
+    return line + " --kill-on-bad-exit=1"
+
+
+def _jsrun(layout: RankLayout) -> str:
+    # Summit's resource sets: one rank each, with its share of a node's cores and its GPUs.
+    cores = layout.node_cores // layout.ranks_per_node
+    return (f"jsrun -n {layout.ranks} -r {layout.ranks_per_node} -a 1 -c {cores} -g {layout.gpus_per_rank} "
+            f"-b packed:{cores}")
+
+
+def _slurm_resources(warning_seconds: int) -> dict[str, object]:
+    # No --ntasks-per-gpu (srun binds GPUs per task instead), and the signal that the job's wall time ends.
+    return {"tasks_per_gpu": 0, "slurm_extra": f"--signal=USR1@{warning_seconds}"}
+
+
+MPIEXEC = Launcher(_mpiexec)
+SRUN = Launcher(_srun, Account("slurm_account", ("SBATCH_ACCOUNT", "SLURM_ACCOUNT"),
+                               "Slurm charges your default account, and a centre without one refuses every job"),
+                _slurm_resources)
+JSRUN = Launcher(_jsrun, Account("lsf_project", ("LSB_DEFAULTPROJECT",),
+                                 "bsub -P is required on Summit-class machines: LSF refuses every job"))
+
+LAUNCHERS: Registry[Launcher] = Registry("launcher", "ganstudy.launchers", instance_of(Launcher))
