@@ -48,7 +48,10 @@ test-gpu: setup
 dry-run: setup
 	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) -n --quiet rules
 
+# The Python code's lint rules and format (ruff, pyproject.toml) and the workflow's (snakemake --lint).
 lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/snakemake --lint --configfile $(CONFIG)
 
 tables figures: setup

@@ -43,9 +43,14 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 def parser(doc: str | None) -> argparse.ArgumentParser:
     """The benchmark's command line; a script adds its own options before parsing."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true",
-                        help="the same runs on tiny sizes: a check that the benchmark runs, not a measurement")
-    parser.add_argument("--out", type=Path, metavar="FILE", help="also append the JSON record to this file (JSON lines)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="the same runs on tiny sizes: a check that the benchmark runs, not a measurement",
+    )
+    parser.add_argument(
+        "--out", type=Path, metavar="FILE", help="also append the JSON record to this file (JSON lines)"
+    )
     return parser
 
 
@@ -63,14 +68,23 @@ def data_parallel_device() -> str:
     return "cuda" if torch.cuda.device_count() >= 2 else "cpu"
 
 
-def train(ranks: int, settings: dict[str, Any], data: Path, out: Path, device: str = "auto", stack_layout: str = "auto",
-          **inputs: Path) -> Path:
+def train(
+    ranks: int,
+    settings: dict[str, Any],
+    data: Path,
+    out: Path,
+    device: str = "auto",
+    stack_layout: str = "auto",
+    **inputs: Path,
+) -> Path:
     """``mpiexec -n ranks ganstudy train`` of one set-up on ``device`` (compute.device, compute.stack_layout),
     1 torch thread per rank, from a job file beside ``out`` (``inputs``: the job's other input files);
     returns ``out``. A failed run stops the benchmark with the end of its log."""
     job = out.parent / f"{out.name}.job.json"
     files = {"train": str(data), **{key: str(path) for key, path in inputs.items()}}
-    write_job(job, job_description(SETUP, settings, 1, files, {"threads": 1, "device": device, "stack_layout": stack_layout}))
+    write_job(
+        job, job_description(SETUP, settings, 1, files, {"threads": 1, "device": device, "stack_layout": stack_layout})
+    )
     command = ["mpiexec", "-n", str(ranks), "ganstudy", "train", str(job), "--trial", "0", "--out-dir", str(out)]
     done = subprocess.run(command, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
@@ -121,8 +135,9 @@ def interleaved_medians(measure: Callable[[str, int], float], names: Iterable[st
 
 def _lscpu() -> dict[str, str]:
     try:
-        done = subprocess.run(["lscpu"], capture_output=True, text=True, check=True, timeout=10,
-                              env={**os.environ, "LC_ALL": "C"})
+        done = subprocess.run(
+            ["lscpu"], capture_output=True, text=True, check=True, timeout=10, env={**os.environ, "LC_ALL": "C"}
+        )
     except (OSError, subprocess.SubprocessError):
         return {}
     return {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in done.stdout.splitlines())}

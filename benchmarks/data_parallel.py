@@ -23,20 +23,31 @@ import tempfile
 from pathlib import Path
 
 from common import data_parallel_device, emit, interleaved_medians, median_seconds, parser, setup, train
-
 from ganstudy.data.arrays import Split, load_split, save_split
 from ganstudy.data.conform import conform
 from ganstudy.data.prepare import prepare_dataset
 
 FULL = {"images": 640, "batch_size": 128, "iterations": 3, "repeats": 3}
 QUICK = {"images": 8, "batch_size": 8, "iterations": 2, "repeats": 1}
-OPTIONS = {"accumulation_4": {"accumulation_steps": 4}, "clip_2": {"clip_norm": 2.0}, "zero": {"zero": True},
-           "zero3_offload": {"zero": 3, "offload": "cpu"}}
+OPTIONS = {
+    "accumulation_4": {"accumulation_steps": 4},
+    "clip_2": {"clip_norm": 2.0},
+    "zero": {"zero": True},
+    "zero3_offload": {"zero": 3, "offload": "cpu"},
+}
 
 
 def settings(options: dict, size: dict, iterations: int) -> dict:
-    return setup({"mode": "data_parallel", "network": "dcgan", "latent_dim": 100, "batch_size": size["batch_size"],
-                   "iterations": iterations, "data_parallel": options})
+    return setup(
+        {
+            "mode": "data_parallel",
+            "network": "dcgan",
+            "latent_dim": 100,
+            "batch_size": size["batch_size"],
+            "iterations": iterations,
+            "data_parallel": options,
+        }
+    )
 
 
 def main() -> None:
@@ -58,7 +69,9 @@ def main() -> None:
             return median_seconds(train(ranks, run_settings, data, folder / f"{name}-{repeat}", device))
 
         median = interleaved_medians(epoch_seconds, runs, size["repeats"])
-        median["amp_bf16"] = median_seconds(train(2, settings({"amp": "bf16"}, size, 2), data, folder / "amp_bf16", device))
+        median["amp_bf16"] = median_seconds(
+            train(2, settings({"amp": "bf16"}, size, 2), data, folder / "amp_bf16", device)
+        )
     results = {"efficiency": round(median["ranks1"] / (2 * median["ranks2"]), 3)}
     results |= {f"{name}_ratio": round(median[name] / median["ranks2"], 3) for name in [*OPTIONS, "amp_bf16"]}
     results |= {f"epoch_seconds_{name}": round(seconds, 3) for name, seconds in median.items()}

@@ -29,20 +29,27 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from common import data_parallel_device, emit, interleaved_medians, median_seconds, parser, setup, train
 
+from common import data_parallel_device, emit, interleaved_medians, median_seconds, parser, setup, train
 from ganstudy.data.arrays import Split, save_split
 
 FULL = {"iterations": 3, "repeats": 3, "network_keys": {}}
 # Thinner networks (calo3d hidden_units 2, pix2pix ngf = ndf = 8), a global batch of 4.
-QUICK = {"iterations": 2, "repeats": 1, "network_keys": {"calo3d": {"hidden_units": 2, "batch_size": 4},
-                                                         "pix2pix": {"hidden_units": 8, "batch_size": 4}}}
+QUICK = {
+    "iterations": 2,
+    "repeats": 1,
+    "network_keys": {"calo3d": {"hidden_units": 2, "batch_size": 4}, "pix2pix": {"hidden_units": 8, "batch_size": 4}},
+}
 # case -> (network, set-up keys, image side); an epoch is 2 global batches.
 CASES = {
     "calo3d": ("calo3d", {"latent_dim": 200, "hidden_units": 8, "batch_size": 32}, 25),
     "pix2pix": ("pix2pix", {"latent_dim": 1, "hidden_units": 64, "batch_size": 32}, 64),
     "pix2pix256": ("pix2pix", {"latent_dim": 1, "hidden_units": 64, "batch_size": 8}, 256),
-    "pix2pix_bf16": ("pix2pix", {"latent_dim": 1, "hidden_units": 64, "batch_size": 32, "data_parallel": {"amp": "bf16"}}, 64),
+    "pix2pix_bf16": (
+        "pix2pix",
+        {"latent_dim": 1, "hidden_units": 64, "batch_size": 32, "data_parallel": {"amp": "bf16"}},
+        64,
+    ),
 }
 
 
@@ -52,7 +59,9 @@ def data(case: str, rows: int, folder: Path) -> Path:
     rng = np.random.default_rng(0)
     if network == "calo3d":
         energy = rng.uniform(1, 5, (rows, 1)).astype(np.float32)
-        images = (rng.exponential(1.0, (rows, 1, side, side, side)) * energy[:, :, None, None, None] / 50).astype(np.float32)
+        images = (rng.exponential(1.0, (rows, 1, side, side, side)) * energy[:, :, None, None, None] / 50).astype(
+            np.float32
+        )
         split = Split(images, np.zeros(rows, np.int64), conditions=energy)
     else:
         inputs = rng.uniform(-1, 1, (rows, 3, side, side)).astype(np.float32)
@@ -86,15 +95,22 @@ def main() -> None:
             train_split = data(case, 2 * case_settings["batch_size"], folder)
 
             def epoch_seconds(ranks: str, repeat: int) -> float:
-                return median_seconds(train(int(ranks), case_settings, train_split, folder / f"{case}-{ranks}-{repeat}", device))
+                return median_seconds(
+                    train(int(ranks), case_settings, train_split, folder / f"{case}-{ranks}-{repeat}", device)
+                )
 
             amp = case_settings["data_parallel"]["amp"] != "none"
             median = interleaved_medians(epoch_seconds, ("1", "2"), 1 if amp else size["repeats"])
             one, two = median["1"], median["2"]
             last = pd.read_csv(folder / f"{case}-2-0" / "losses.csv").iloc[-1]
-            results |= {f"{case}_efficiency": round(one / (2 * two), 3), f"{case}_epoch_seconds_1": round(one, 3),
-                        f"{case}_epoch_seconds_2": round(two, 3), f"{case}_global_batch": case_settings["batch_size"],
-                        f"{case}_d_loss": round(float(last.d_loss), 4), f"{case}_g_loss": round(float(last.g_loss), 4)}
+            results |= {
+                f"{case}_efficiency": round(one / (2 * two), 3),
+                f"{case}_epoch_seconds_1": round(one, 3),
+                f"{case}_epoch_seconds_2": round(two, 3),
+                f"{case}_global_batch": case_settings["batch_size"],
+                f"{case}_d_loss": round(float(last.d_loss), 4),
+                f"{case}_g_loss": round(float(last.g_loss), 4),
+            }
     emit("data_parallel_networks", results, args)
 
 

@@ -1,9 +1,9 @@
 """What one GPU does with a study's work: the prepared check of a GPU machine (`make bench-gpu`, issue 46).
 
-One script, about 11 minutes on one H200 (the profile part 2.5 of them), nothing to install beyond
-`make setup`; on a machine without a GPU only --quick runs (the same code on the CPU, on tiny sizes). Every run trains in this process, on
-one rank with one torch thread (no interpreter start-up to wait for); seconds are a run's own clock (losses.csv), the median of its iterations or epochs after the first, without
-start-up. Keys:
+One script, about 11 minutes on one H200 (the profile part 2.5 of them), nothing to install beyond `make
+setup`; on a machine without a GPU only --quick runs (the same code on the CPU, on tiny sizes). Every run
+trains in this process, on one rank with one torch thread (no interpreter start-up to wait for); seconds are a
+run's own clock (losses.csv), the median of its iterations or epochs after the first, without start-up. Keys:
 
 - gemm_tflops_fp32, gemm_tflops_tf32: a square float32 matrix product (8192; --quick 256) in float32
   and in TF32, the device's practical peak, which the shares below divide by.
@@ -47,27 +47,51 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from common import cell_count, emit, median_seconds, parser, routine_seconds
-import data_parallel_networks
-from grid_dispatch import iteration_counts, job_file, run_files
-from grid_scaling import mnist_like, score_inputs, thesis_grid
 from torch.profiler import ProfilerActivity, profile
 
+import data_parallel_networks
+from common import cell_count, emit, median_seconds, parser, routine_seconds
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.train.job import read_job
 from ganstudy.train.run import run_training
+from grid_dispatch import iteration_counts, job_file, run_files
+from grid_scaling import mnist_like, score_inputs, thesis_grid
 
-FULL = {"gemm": 8192, "images": 60_000, "scoring_images": 2000, "thesis_shape": "18x18", "samples": 1000, "data_ratio": 1.0,
-        "network": {}, "cnn_shape": "6x6", "cnn": {"data_ratio": 0.1}, "conv": {}, "networks": data_parallel_networks.FULL}
-QUICK = {"gemm": 256, "images": 200, "scoring_images": 200, "thesis_shape": "2x2", "samples": 50, "data_ratio": 0.01,
-         "network": {"hidden_units": 16, "latent_dim": 8}, "cnn_shape": "1x1",
-         # CNN28's 512 maps take seconds per batch of 100 on a CPU: batches and samples of 20.
-         "cnn": {"data_ratio": 0.01, "fitness_sample_size": 20, "score_sample_size": 20},
-         # The convolutional networks' (CNN28 and the DC-GANs) own keys: latent 8, batches of 8.
-         "conv": {"latent_dim": 8, "batch_size": 8},
-         # calo3d's bf16 kernels are emulated on most CPUs: 10 s per batch of 4 showers.
-         "networks": {**data_parallel_networks.QUICK, "network_keys": {"calo3d": {"hidden_units": 2, "batch_size": 2},
-                                                                       "pix2pix": {"hidden_units": 8, "batch_size": 2}}}}
+FULL = {
+    "gemm": 8192,
+    "images": 60_000,
+    "scoring_images": 2000,
+    "thesis_shape": "18x18",
+    "samples": 1000,
+    "data_ratio": 1.0,
+    "network": {},
+    "cnn_shape": "6x6",
+    "cnn": {"data_ratio": 0.1},
+    "conv": {},
+    "networks": data_parallel_networks.FULL,
+}
+QUICK = {
+    "gemm": 256,
+    "images": 200,
+    "scoring_images": 200,
+    "thesis_shape": "2x2",
+    "samples": 50,
+    "data_ratio": 0.01,
+    "network": {"hidden_units": 16, "latent_dim": 8},
+    "cnn_shape": "1x1",
+    # CNN28's 512 maps take seconds per batch of 100 on a CPU: batches and samples of 20.
+    "cnn": {"data_ratio": 0.01, "fitness_sample_size": 20, "score_sample_size": 20},
+    # The convolutional networks' (CNN28 and the DC-GANs) own keys: latent 8, batches of 8.
+    "conv": {"latent_dim": 8, "batch_size": 8},
+    # calo3d's bf16 kernels are emulated on most CPUs: 10 s per batch of 4 showers.
+    "networks": {
+        **data_parallel_networks.QUICK,
+        "network_keys": {
+            "calo3d": {"hidden_units": 2, "batch_size": 2},
+            "pix2pix": {"hidden_units": 8, "batch_size": 2},
+        },
+    },
+}
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
@@ -97,15 +121,23 @@ def _synchronise() -> None:
 
 def thesis_keys(shape: str, iterations: int, size: dict) -> dict:
     """grid_scaling's thesis work in a ``shape`` grid of 4LP cells."""
-    return {"mode": "grid", "iterations": iterations, **size["network"],
-            "grid": {"shape": shape, "data_ratio": size["data_ratio"], **thesis_grid(size["samples"])}}
+    return {
+        "mode": "grid",
+        "iterations": iterations,
+        **size["network"],
+        "grid": {"shape": shape, "data_ratio": size["data_ratio"], **thesis_grid(size["samples"])},
+    }
 
 
 class Parts:
     """The benchmark's parts over one set of data, each adding its keys to ``results``."""
 
     def __init__(self, size: dict, tmp: Path) -> None:
-        self.size, self.tmp, self.results = size, tmp, {"device": torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu"}
+        self.size, self.tmp, self.results = (
+            size,
+            tmp,
+            {"device": torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu"},
+        )
         digits, self.images, scoring = tmp / "digits", tmp / "images", tmp / "scoring"
         prepare_dataset("digits", None, 0.2, 1, digits)
         # The 28x28 images the networks train on; the grid's classifier and reference from a smaller set
@@ -117,7 +149,9 @@ class Parts:
         score_inputs(scoring, 1)
         self.files = {**run_files(scoring), "train": str(self.images / "train.npz")}
 
-    def _run(self, name: str, keys: dict, tf32: bool = False, files: dict[str, str] | None = None, layout: str = "auto") -> Path:
+    def _run(
+        self, name: str, keys: dict, tf32: bool = False, files: dict[str, str] | None = None, layout: str = "auto"
+    ) -> Path:
         """A training run of set-up ``keys`` in this process (one rank; no interpreter start-up to wait
         for), on the 28x28 images and the grid's scoring files unless ``files`` name others, in
         compute.stack_layout ``layout``."""
@@ -129,24 +163,36 @@ class Parts:
         return out
 
     def gemm(self) -> None:
-        self.results |= {f"gemm_tflops_{kind}": round(gemm_tflops(self.size["gemm"], kind == "tf32"), 3) for kind in ("fp32", "tf32")}
+        self.results |= {
+            f"gemm_tflops_{kind}": round(gemm_tflops(self.size["gemm"], kind == "tf32"), 3) for kind in ("fp32", "tf32")
+        }
 
     def thesis(self) -> None:
         size, shape = self.size, self.size["thesis_shape"]
         counts, _ = iteration_counts(thesis_keys(shape, 1, size), self.files, str(self.tmp), "thesis-count", DEVICE)
-        small = counts if shape == "2x2" else iteration_counts(thesis_keys("2x2", 1, size), self.files, str(self.tmp), "2x2-count", DEVICE)[0]
+        small = (
+            counts
+            if shape == "2x2"
+            else iteration_counts(thesis_keys("2x2", 1, size), self.files, str(self.tmp), "2x2-count", DEVICE)[0]
+        )
         if "gemm_tflops_fp32" not in self.results:
             self.gemm()
-        results = {"thesis_cells": cell_count(shape), "thesis_gflop_per_iteration": round(counts.flops / 1e9, 3),
-                   "thesis_operators_per_iteration": counts.operators, "thesis_host_reads_per_iteration": counts.host_reads,
-                   "thesis_operators_growth": round(counts.operators / small.operators, 2),
-                   "thesis_host_reads_growth": round(counts.host_reads / small.host_reads, 2)}
+        results = {
+            "thesis_cells": cell_count(shape),
+            "thesis_gflop_per_iteration": round(counts.flops / 1e9, 3),
+            "thesis_operators_per_iteration": counts.operators,
+            "thesis_host_reads_per_iteration": counts.host_reads,
+            "thesis_operators_growth": round(counts.operators / small.operators, 2),
+            "thesis_host_reads_growth": round(counts.host_reads / small.host_reads, 2),
+        }
         for kind in ("fp32", "tf32"):
             out = self._run(f"thesis-{kind}", thesis_keys(shape, 2, size), tf32=kind == "tf32")
             seconds = median_seconds(out)
             results[f"thesis_iteration_seconds_{kind}"] = round(seconds, 3)
             results[f"thesis_tflops_{kind}"] = round(counts.flops / seconds / 1e12, 4)
-            results[f"thesis_peak_share_{kind}"] = round(counts.flops / seconds / 1e12 / self.results[f"gemm_tflops_{kind}"], 5)
+            results[f"thesis_peak_share_{kind}"] = round(
+                counts.flops / seconds / 1e12 / self.results[f"gemm_tflops_{kind}"], 5
+            )
             results[f"thesis_routine_seconds_{kind}"] = routine_seconds(out)
             if kind == "fp32":
                 results["thesis_peak_memory_mb"] = _peak_memory_mb(out)
@@ -161,21 +207,36 @@ class Parts:
             run_training(job, 0, out)
         own = "self_device_time_total" if DEVICE == "cuda" else "self_cpu_time_total"
         events = sorted(profiler.key_averages(), key=lambda event: getattr(event, own), reverse=True)[:10]
-        self.results["thesis_top10"] = [[event.key, round(getattr(event, own) / 1000, 3), event.count] for event in events]
+        self.results["thesis_top10"] = [
+            [event.key, round(getattr(event, own) / 1000, 3), event.count] for event in events
+        ]
 
     def cnn(self) -> None:
         shape = self.size["cnn_shape"]
         keys = {**thesis_keys(shape, 2, self.size), "network": "cnn28", **self.size["conv"]}
         keys["grid"] |= self.size["cnn"]
         # The whole layout stacks the cells (StackedNetwork); the cache layout trains them one after another.
-        seconds = {layout: median_seconds(self._run(f"cnn-{layout}", keys, layout=layout)) for layout in ("whole", "cache")}
-        self.results |= {"cnn_grid_cells": cell_count(shape), "cnn_iteration_seconds": round(seconds["whole"], 3),
-                         "cnn_iteration_seconds_loop": round(seconds["cache"], 3), "cnn_batched_speedup": round(seconds["cache"] / seconds["whole"], 3)}
+        seconds = {
+            layout: median_seconds(self._run(f"cnn-{layout}", keys, layout=layout)) for layout in ("whole", "cache")
+        }
+        self.results |= {
+            "cnn_grid_cells": cell_count(shape),
+            "cnn_iteration_seconds": round(seconds["whole"], 3),
+            "cnn_iteration_seconds_loop": round(seconds["cache"], 3),
+            "cnn_batched_speedup": round(seconds["cache"] / seconds["whole"], 3),
+        }
 
     def per_class(self) -> None:
         images = {"train": self.files["train"]}
         for mode, network in (("per_class", "dcgan"), ("conditional", "dccgan")):
-            keys = {"mode": mode, "network": network, "latent_dim": 100, "batch_size": 64, "iterations": 2, **self.size["conv"]}
+            keys = {
+                "mode": mode,
+                "network": network,
+                "latent_dim": 100,
+                "batch_size": 64,
+                "iterations": 2,
+                **self.size["conv"],
+            }
             self.results[f"{mode}_epoch_seconds"] = round(median_seconds(self._run(mode, keys, files=images)), 3)
 
     def networks(self) -> None:
@@ -184,7 +245,10 @@ class Parts:
             settings = data_parallel_networks.settings(case, self.size["networks"])
             split = data_parallel_networks.data(case, 2 * settings["batch_size"], self.tmp)
             for amp in ("fp32", "bf16"):
-                run = {**settings, "data_parallel": {**settings["data_parallel"], "amp": "none" if amp == "fp32" else "bf16"}}
+                run = {
+                    **settings,
+                    "data_parallel": {**settings["data_parallel"], "amp": "none" if amp == "fp32" else "bf16"},
+                }
                 seconds = median_seconds(self._run(f"{case}-{amp}", run, files={"train": str(split)}))
                 self.results[f"{case}_epoch_seconds_{amp}"] = round(seconds, 3)
 
@@ -195,8 +259,14 @@ def _peak_memory_mb(out: Path) -> float:
     return round(max(rank["gpu_mb"].values()) if rank["gpu_mb"] else rank["rss_mb"], 1)
 
 
-PARTS: dict[str, Callable[[Parts], None]] = {"gemm": Parts.gemm, "thesis": Parts.thesis, "profile": Parts.profile, "cnn": Parts.cnn,
-                                             "per_class": Parts.per_class, "networks": Parts.networks}
+PARTS: dict[str, Callable[[Parts], None]] = {
+    "gemm": Parts.gemm,
+    "thesis": Parts.thesis,
+    "profile": Parts.profile,
+    "cnn": Parts.cnn,
+    "per_class": Parts.per_class,
+    "networks": Parts.networks,
+}
 
 
 def main() -> None:
@@ -207,7 +277,9 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown part(s) {sorted(unknown)}; the parts are {list(PARTS)}")
     if DEVICE == "cpu" and not args.quick:
-        raise SystemExit("torch finds no CUDA GPU here: this benchmark measures a GPU (--quick runs its code on the CPU)")
+        raise SystemExit(
+            "torch finds no CUDA GPU here: this benchmark measures a GPU (--quick runs its code on the CPU)"
+        )
     torch.set_num_threads(1)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

@@ -43,10 +43,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from common import SETUP, cell_count, emit, parser, setup
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
+from common import SETUP, cell_count, emit, parser, setup
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.train.job import job_description, read_job, write_job
 from ganstudy.train.run import run_training
@@ -55,12 +55,30 @@ from grid_scaling import score_inputs
 # Tensor methods that copy a value to the host: on a GPU each waits for the device to finish.
 HOST_READS = ("item", "tolist", "cpu", "__float__", "__int__", "__bool__", "__index__")
 # The convolutional grid's shape is the size's (its cells train one after another: minutes per iteration).
-CASES = {"4lp_2x2": ("perceptron4", "2x2"), "4lp_6x6": ("perceptron4", "6x6"), "4lp_18x18": ("perceptron4", "18x18"), "dcgan": ("dcgan", None),
-         "dcgan_small": ("dcgan", None)}
-FULL = {"samples": 250, "data_ratio": 1.0, "network": {}, "classifier_epochs": 5, "dcgan_shape": "6x6", "dcgan_small_shape": "2x2"}
+CASES = {
+    "4lp_2x2": ("perceptron4", "2x2"),
+    "4lp_6x6": ("perceptron4", "6x6"),
+    "4lp_18x18": ("perceptron4", "18x18"),
+    "dcgan": ("dcgan", None),
+    "dcgan_small": ("dcgan", None),
+}
+FULL = {
+    "samples": 250,
+    "data_ratio": 1.0,
+    "network": {},
+    "classifier_epochs": 5,
+    "dcgan_shape": "6x6",
+    "dcgan_small_shape": "2x2",
+}
 LAYOUTS = ("cache", "whole")
-QUICK = {"samples": 50, "data_ratio": 0.01, "network": {"hidden_units": 16, "latent_dim": 8}, "classifier_epochs": 1, "dcgan_shape": "2x2",
-         "dcgan_small_shape": "1x2"}
+QUICK = {
+    "samples": 50,
+    "data_ratio": 0.01,
+    "network": {"hidden_units": 16, "latent_dim": 8},
+    "classifier_epochs": 1,
+    "dcgan_shape": "2x2",
+    "dcgan_small_shape": "1x2",
+}
 
 
 class OperatorCounter(TorchDispatchMode):
@@ -108,17 +126,34 @@ class Counts:
 
 def grid_keys(network: str, shape: str, iterations: int, size: dict) -> dict:
     """A grid set-up with the default study's cell settings (batch 50) on ``size``'s samples and data."""
-    return {"mode": "grid", "network": network, "iterations": iterations, "batch_size": 50, "lr": 5e-4, **size["network"],
-            "grid": {"shape": shape, "data_ratio": size["data_ratio"], "fitness_sample_size": size["samples"],
-                     "score_sample_size": size["samples"]}}
+    return {
+        "mode": "grid",
+        "network": network,
+        "iterations": iterations,
+        "batch_size": 50,
+        "lr": 5e-4,
+        **size["network"],
+        "grid": {
+            "shape": shape,
+            "data_ratio": size["data_ratio"],
+            "fitness_sample_size": size["samples"],
+            "score_sample_size": size["samples"],
+        },
+    }
 
 
 def run_files(folder: Path) -> dict[str, str]:
     """A grid run's input files in ``folder``: its training split, classifier and reference statistics."""
-    return {"train": str(folder / "train.npz"), "classifier": str(folder / "classifier.pt"), "reference": str(folder / "reference.npz")}
+    return {
+        "train": str(folder / "train.npz"),
+        "classifier": str(folder / "classifier.pt"),
+        "reference": str(folder / "reference.npz"),
+    }
 
 
-def job_file(keys: dict, files: dict[str, str], out: Path, device: str, tf32: bool = False, layout: str = "auto") -> Path:
+def job_file(
+    keys: dict, files: dict[str, str], out: Path, device: str, tf32: bool = False, layout: str = "auto"
+) -> Path:
     """The job file of a one-rank run of set-up ``keys`` on ``device`` (compute.tf32, compute.stack_layout),
     written beside ``out``."""
     job = out.parent / f"{out.name}.job.json"
@@ -127,7 +162,9 @@ def job_file(keys: dict, files: dict[str, str], out: Path, device: str, tf32: bo
     return job
 
 
-def counted_run(keys: dict, files: dict[str, str], out: Path, device: str = "cpu", layout: str = "auto") -> tuple[Counts, Counter[str]]:
+def counted_run(
+    keys: dict, files: dict[str, str], out: Path, device: str = "cpu", layout: str = "auto"
+) -> tuple[Counts, Counter[str]]:
     """Operators dispatched, host reads and FLOPs of a whole training run of set-up ``keys`` on this
     process's one rank; and the operators by name."""
     job = job_file(keys, files, out, device, layout=layout)
@@ -137,10 +174,18 @@ def counted_run(keys: dict, files: dict[str, str], out: Path, device: str = "cpu
     return Counts(sum(operators.operators.values()), sum(reads.values()), flops.get_total_flops()), operators.operators
 
 
-def iteration_counts(keys: dict, files: dict[str, str], tmp: str, name: str, device: str = "cpu", layout: str = "auto",
-                     ) -> tuple[Counts, Counter[str]]:
+def iteration_counts(
+    keys: dict,
+    files: dict[str, str],
+    tmp: str,
+    name: str,
+    device: str = "cpu",
+    layout: str = "auto",
+) -> tuple[Counts, Counter[str]]:
     """One iteration's counts, and its operators by name: a run of 2 iterations minus a run of 1."""
-    (one, one_names), (two, two_names) = (counted_run({**keys, "iterations": n}, files, Path(tmp, f"{name}-{n}"), device, layout) for n in (1, 2))
+    (one, one_names), (two, two_names) = (
+        counted_run({**keys, "iterations": n}, files, Path(tmp, f"{name}-{n}"), device, layout) for n in (1, 2)
+    )
     return two - one, two_names - one_names
 
 
@@ -148,10 +193,16 @@ def per_iteration(name: str, size: dict, folder: Path, tmp: str, layout: str) ->
     """Case ``name``'s counts per iteration and per cell in ``layout``, and its operators by name."""
     network, shape = CASES[name]
     shape = shape or size[f"{name}_shape"]
-    counts, names = iteration_counts(grid_keys(network, shape, 1, size), run_files(folder), tmp, f"{name}-{layout}", layout=layout)
+    counts, names = iteration_counts(
+        grid_keys(network, shape, 1, size), run_files(folder), tmp, f"{name}-{layout}", layout=layout
+    )
     cells, case = cell_count(shape), f"{name}_{layout}"
-    return {f"operators_per_iteration_{case}": counts.operators, f"operators_per_cell_{case}": round(counts.operators / cells, 1),
-            f"host_reads_per_iteration_{case}": counts.host_reads, f"host_reads_per_cell_{case}": round(counts.host_reads / cells, 2)}, names
+    return {
+        f"operators_per_iteration_{case}": counts.operators,
+        f"operators_per_cell_{case}": round(counts.operators / cells, 1),
+        f"host_reads_per_iteration_{case}": counts.host_reads,
+        f"host_reads_per_cell_{case}": round(counts.host_reads / cells, 2),
+    }, names
 
 
 def growing_operators(small: Counter[str], large: Counter[str], extra_cells: int, top: int = 6) -> dict[str, float]:
@@ -163,7 +214,9 @@ def growing_operators(small: Counter[str], large: Counter[str], extra_cells: int
 def main() -> None:
     arguments = parser(__doc__)
     arguments.add_argument("cases", nargs="*", metavar="CASE", help=f"cases to count (default: all of {list(CASES)})")
-    arguments.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS), help="layouts to count in (default: both)")
+    arguments.add_argument(
+        "--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS), help="layouts to count in (default: both)"
+    )
     args = arguments.parse_args()
     if unknown := sorted(set(args.cases) - set(CASES)):
         arguments.error(f"unknown case(s) {', '.join(unknown)}; the cases are {', '.join(CASES)}")
@@ -189,7 +242,9 @@ def main() -> None:
                 results[f"{count}_growth_18x18_{layout}"] = round(large / small, 2)
     if ("4lp_2x2", "whole") in names and ("4lp_18x18", "whole") in names:
         extra_cells = cell_count("18x18") - cell_count("2x2")
-        results["top_operators_per_cell_18x18_whole"] = growing_operators(names["4lp_2x2", "whole"], names["4lp_18x18", "whole"], extra_cells)
+        results["top_operators_per_cell_18x18_whole"] = growing_operators(
+            names["4lp_2x2", "whole"], names["4lp_18x18", "whole"], extra_cells
+        )
     for layout in args.layouts:
         if ("dcgan_small", layout) in names and ("dcgan", layout) in names:
             extra_cells = cell_count(size["dcgan_shape"]) - cell_count(size["dcgan_small_shape"])
@@ -197,7 +252,9 @@ def main() -> None:
                 small, large = (results[f"{count}_per_iteration_{name}_{layout}"] for name in ("dcgan_small", "dcgan"))
                 results[f"{key}_added_per_cell_dcgan_{layout}"] = round((large - small) / extra_cells, 1)
             if layout == "whole":
-                results["top_operators_added_per_cell_dcgan_whole"] = growing_operators(names["dcgan_small", layout], names["dcgan", layout], extra_cells)
+                results["top_operators_added_per_cell_dcgan_whole"] = growing_operators(
+                    names["dcgan_small", layout], names["dcgan", layout], extra_cells
+                )
     results["device"] = "cpu"
     emit("grid_dispatch", results, args)
 

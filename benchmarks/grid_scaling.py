@@ -50,26 +50,51 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from common import cell_count, emit, iterations_logged, median_seconds, parser, setup, train
 
+from common import cell_count, emit, iterations_logged, median_seconds, parser, setup, train
 from ganstudy.data.arrays import Split, save_split
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.evaluate.classifier import train_classifier
-from ganstudy.evaluate.settings import ClassifierSettings
 from ganstudy.evaluate.extractor import classifier_extractor
 from ganstudy.evaluate.scores import reference_statistics
+from ganstudy.evaluate.settings import ClassifierSettings
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.stacked_network import StackedNetwork
 
-FULL = {"digits_iterations": 12, "digits_samples": 500, "batched_iterations": {"6x6": 5, "18x18": 4}, "batched_samples": 250,
-        "cnn_shape": "6x6", "cnn_iterations": 3, "stack_rows": 36,
-        "large_images": 60_000, "large_test_images": 2000, "large_iterations": 4, "thesis_iterations": 2,
-        "thesis_samples": 1000, "classifier_epochs": {"digits": 20, "large": 2}, "data_ratio": 1.0, "network": {}}
-QUICK = {"digits_iterations": 2, "digits_samples": 50, "batched_iterations": {"6x6": 2, "18x18": 2}, "batched_samples": 50,
-         "cnn_shape": "2x2", "cnn_iterations": 2, "stack_rows": 4,
-         "large_images": 200, "large_test_images": 200, "large_iterations": 2, "thesis_iterations": 2,
-         "thesis_samples": 100, "classifier_epochs": {"digits": 1, "large": 1}, "data_ratio": 0.01,
-         "network": {"hidden_units": 16, "latent_dim": 8}}
+FULL = {
+    "digits_iterations": 12,
+    "digits_samples": 500,
+    "batched_iterations": {"6x6": 5, "18x18": 4},
+    "batched_samples": 250,
+    "cnn_shape": "6x6",
+    "cnn_iterations": 3,
+    "stack_rows": 36,
+    "large_images": 60_000,
+    "large_test_images": 2000,
+    "large_iterations": 4,
+    "thesis_iterations": 2,
+    "thesis_samples": 1000,
+    "classifier_epochs": {"digits": 20, "large": 2},
+    "data_ratio": 1.0,
+    "network": {},
+}
+QUICK = {
+    "digits_iterations": 2,
+    "digits_samples": 50,
+    "batched_iterations": {"6x6": 2, "18x18": 2},
+    "batched_samples": 50,
+    "cnn_shape": "2x2",
+    "cnn_iterations": 2,
+    "stack_rows": 4,
+    "large_images": 200,
+    "large_test_images": 200,
+    "large_iterations": 2,
+    "thesis_iterations": 2,
+    "thesis_samples": 100,
+    "classifier_epochs": {"digits": 1, "large": 1},
+    "data_ratio": 0.01,
+    "network": {"hidden_units": 16, "latent_dim": 8},
+}
 
 
 def grid_setup(iterations: int, size: dict, cell: dict | None = None, **grid) -> dict:
@@ -79,7 +104,14 @@ def grid_setup(iterations: int, size: dict, cell: dict | None = None, **grid) ->
 
 def run(ranks: int, settings: dict, folder: Path, out: Path) -> Path:
     """A grid run on ``folder``'s training split, scored with its classifier (the grid always scores)."""
-    return train(ranks, settings, folder / "train.npz", out, classifier=folder / "classifier.pt", reference=folder / "reference.npz")
+    return train(
+        ranks,
+        settings,
+        folder / "train.npz",
+        out,
+        classifier=folder / "classifier.pt",
+        reference=folder / "reference.npz",
+    )
 
 
 def exchange_fraction(out: Path, skip: int = 1) -> float:
@@ -120,8 +152,9 @@ def digits_scaling(size: dict, folder: Path, tmp: str) -> dict:
     samples = size["digits_samples"]
     seconds = {}
     for shape, ranks in (("3x3", 1), ("3x3", 2), ("3x6", 2)):
-        settings = grid_setup(size["digits_iterations"], size, shape=shape, fitness_sample_size=samples,
-                              score_sample_size=samples)
+        settings = grid_setup(
+            size["digits_iterations"], size, shape=shape, fitness_sample_size=samples, score_sample_size=samples
+        )
         seconds[shape, ranks] = median_seconds(run(ranks, settings, folder, Path(tmp, f"digits-{shape}-{ranks}")))
     one = seconds["3x3", 1]
     return {
@@ -139,8 +172,15 @@ def batched_vs_loop(shape: str, size: dict, folder: Path, tmp: str) -> dict:
     samples = size["batched_samples"]
     seconds = {}
     for batched in (True, False):
-        settings = grid_setup(size["batched_iterations"][shape], size, cell, shape=shape, fitness_sample_size=samples,
-                              score_sample_size=samples, batch_cells=batched)
+        settings = grid_setup(
+            size["batched_iterations"][shape],
+            size,
+            cell,
+            shape=shape,
+            fitness_sample_size=samples,
+            score_sample_size=samples,
+            batch_cells=batched,
+        )
         seconds[batched] = median_seconds(run(2, settings, folder, Path(tmp, f"{shape}-{batched}")))
     return {
         f"iteration_seconds_{shape}_batched": round(seconds[True], 3),
@@ -154,13 +194,22 @@ def cnn_batched_vs_loop(size: dict, folder: Path, tmp: str) -> dict:
     the whole layout) vs cell by cell (the cache layout)."""
     cell = {"network": "dcgan", "batch_size": 50, "lr": 5e-4}
     samples, shape = size["batched_samples"], size["cnn_shape"]
-    settings = grid_setup(size["cnn_iterations"], size, cell, shape=shape, fitness_sample_size=samples, score_sample_size=samples)
+    settings = grid_setup(
+        size["cnn_iterations"], size, cell, shape=shape, fitness_sample_size=samples, score_sample_size=samples
+    )
     classifier = {"classifier": folder / "classifier.pt", "reference": folder / "reference.npz"}
-    seconds = {layout: median_seconds(train(2, settings, folder / "train.npz", Path(tmp, f"cnn-{layout}"), stack_layout=layout, **classifier))
-               for layout in ("whole", "cache")}
-    return {"cnn_grid_cells": cell_count(shape),
-            "iteration_seconds_cnn_stacked": round(seconds["whole"], 3), "iteration_seconds_cnn_loop": round(seconds["cache"], 3),
-            "cnn_batched_speedup": round(seconds["cache"] / seconds["whole"], 3)}
+    seconds = {
+        layout: median_seconds(
+            train(2, settings, folder / "train.npz", Path(tmp, f"cnn-{layout}"), stack_layout=layout, **classifier)
+        )
+        for layout in ("whole", "cache")
+    }
+    return {
+        "cnn_grid_cells": cell_count(shape),
+        "iteration_seconds_cnn_stacked": round(seconds["whole"], 3),
+        "iteration_seconds_cnn_loop": round(seconds["cache"], 3),
+        "cnn_batched_speedup": round(seconds["cache"] / seconds["whole"], 3),
+    }
 
 
 def hand_vs_general(size: dict, repeats: int = 20) -> dict:
@@ -172,8 +221,10 @@ def hand_vs_general(size: dict, repeats: int = 20) -> dict:
     pairs = [build_pair("perceptron4", spec) for _ in range(size["stack_rows"])]
     z = torch.randn(len(pairs), 50, spec.latent_dim)
     seconds = {}
-    for form, (g_net, d_net) in (("hand", (pairs[0][0].stacked(), pairs[0][1].stacked())),
-                                 ("general", (StackedNetwork(pairs[0][0]), StackedNetwork(pairs[0][1])))):
+    for form, (g_net, d_net) in (
+        ("hand", (pairs[0][0].stacked(), pairs[0][1].stacked())),
+        ("general", (StackedNetwork(pairs[0][0]), StackedNetwork(pairs[0][1]))),
+    ):
         g_params = [p.requires_grad_() for p in g_net.stack([g.state_dict() for g, _ in pairs], torch.device("cpu"))]
         d_params = [p.requires_grad_() for p in d_net.stack([d.state_dict() for _, d in pairs], torch.device("cpu"))]
         passes = []
@@ -182,8 +233,11 @@ def hand_vs_general(size: dict, repeats: int = 20) -> dict:
             d_net(d_params, g_net(g_params, z, True), True).sum().backward()
             passes.append(time.perf_counter() - started)
         seconds[form] = statistics.median(passes[3:])
-    return {"seconds_per_pass_hand_stacked": round(seconds["hand"], 5), "seconds_per_pass_general_stacked": round(seconds["general"], 5),
-            "hand_stacked_speedup": round(seconds["general"] / seconds["hand"], 3)}
+    return {
+        "seconds_per_pass_hand_stacked": round(seconds["hand"], 5),
+        "seconds_per_pass_general_stacked": round(seconds["general"], 5),
+        "hand_stacked_speedup": round(seconds["general"] / seconds["hand"], 3),
+    }
 
 
 def thesis_grid(samples: int) -> dict:

@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from common import emit, interleaved_medians, parser, setup, train
 
+from common import emit, interleaved_medians, parser, setup, train
 from ganstudy.data.arrays import Split, load_split, save_split
 from ganstudy.data.prepare import prepare_dataset
 
@@ -30,7 +30,9 @@ QUICK = {"weak_iterations": 1, "strong_iterations": 1, "repeats": 1, "images_per
 
 
 def settings(iterations: int) -> dict:
-    return setup({"mode": "per_class", "network": "dcgan", "latent_dim": 100, "batch_size": 32, "iterations": iterations})
+    return setup(
+        {"mode": "per_class", "network": "dcgan", "latent_dim": 100, "batch_size": 32, "iterations": iterations}
+    )
 
 
 def equal_classes(split: Split, classes: list[int], per_class: int) -> Split:

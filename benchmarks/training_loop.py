@@ -23,16 +23,16 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from common import emit, interleaved_medians, parser, setup
-from grid_scaling import score_inputs
 
+from common import emit, interleaved_medians, parser, setup
 from ganstudy.data.arrays import load_split
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.models import build_pair
 from ganstudy.parallel.world import mpi_world
-from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.setup_settings import TrainingSettings
+from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.train.network_spec import network_spec
+from grid_scaling import score_inputs
 
 FULL = {"iterations": 20, "repeats": 5}
 QUICK = {"iterations": 1, "repeats": 1}
@@ -79,16 +79,30 @@ def main() -> None:
         torch.set_num_threads(1)  # after the classifier's training, which sets its own
         settings = setup({"iterations": size["iterations"]})
         typed = TrainingSettings.from_config(settings)
-        grid_typed = TrainingSettings.from_config(setup({
-            "iterations": size["iterations"], "mode": "grid",
-            "grid": {"shape": "1x1", "fitness_sample_size": 100, "score_sample_size": 100}}))
+        grid_typed = TrainingSettings.from_config(
+            setup(
+                {
+                    "iterations": size["iterations"],
+                    "mode": "grid",
+                    "grid": {"shape": "1x1", "fitness_sample_size": 100, "score_sample_size": 100},
+                }
+            )
+        )
         spec = network_spec(typed, data)
         images = torch.from_numpy(data.images)
         samples = size["iterations"] * (len(images) // settings["batch_size"]) * settings["batch_size"]
         cpu = torch.device("cpu")
         context = TrainingContext(typed, data, 2026, 0, mpi_world(), cpu)
-        grid_context = TrainingContext(grid_typed, data, 2026, 0, mpi_world(), cpu,
-                                       classifier_path=folder / "classifier.pt", reference_path=folder / "reference.npz")
+        grid_context = TrainingContext(
+            grid_typed,
+            data,
+            2026,
+            0,
+            mpi_world(),
+            cpu,
+            classifier_path=folder / "classifier.pt",
+            reference_path=folder / "reference.npz",
+        )
         timed = {"ours": lambda: get_mode("single")(context), "bare": lambda: bare_loop(images, settings, spec)}
 
         def seconds(name: str, _repeat: int) -> float:

@@ -25,7 +25,6 @@ import sys
 import time
 from pathlib import Path
 
-
 CONF = Path("/etc/slurm/slurm.conf")
 GRES_CONF = Path("/etc/slurm/gres.conf")
 # GPUs for the scheduler only: sbatch/srun GPU requests are granted and bound (SLURM_JOB_GPUS,
@@ -83,7 +82,11 @@ def _wait(check, what: str, seconds: float = 30) -> None:
 
 
 # Each daemon forks into the background and writes its PID file; the file names the process to stop.
-PID_FILES = {"munged": Path("/run/munge/munged.pid"), "slurmctld": Path("/run/slurmctld.pid"), "slurmd": Path("/run/slurmd.pid")}
+PID_FILES = {
+    "munged": Path("/run/munge/munged.pid"),
+    "slurmctld": Path("/run/slurmctld.pid"),
+    "slurmd": Path("/run/slurmd.pid"),
+}
 
 
 def _running(daemon: str) -> int | None:
@@ -100,7 +103,9 @@ def _running(daemon: str) -> int | None:
 def check_installed() -> None:
     missing = [tool for tool in ("munged", "slurmctld", "slurmd", "sinfo") if shutil.which(tool) is None]
     if missing:
-        raise RuntimeError(f"Slurm is not installed (no {', '.join(missing)}): run `python ci/slurm.py install` as root")
+        raise RuntimeError(
+            f"Slurm is not installed (no {', '.join(missing)}): run `python ci/slurm.py install` as root"
+        )
 
 
 def make_fake_gpus(folder: Path, count: int) -> None:
@@ -154,7 +159,9 @@ def start() -> dict[str, int]:
         Path(folder).mkdir(parents=True, exist_ok=True)
     CONF.write_text(config_text())
     make_fake_gpus(FAKE_GPUS, GPUS)
-    GRES_CONF.write_text(f"# Written by ci/slurm.py: GPUs for the scheduler only.\nName=gpu File={FAKE_GPUS}/nvidia[0-{GPUS - 1}]\n")
+    GRES_CONF.write_text(
+        f"# Written by ci/slurm.py: GPUs for the scheduler only.\nName=gpu File={FAKE_GPUS}/nvidia[0-{GPUS - 1}]\n"
+    )
     remove_stale_mpi_segments()
     started = start_munged()
     commands = {"slurmctld": ["slurmctld"], "slurmd": ["slurmd"]}
@@ -163,8 +170,14 @@ def start() -> dict[str, int]:
             subprocess.run(command, check=True)
             _wait(lambda: _running(daemon) is not None, daemon)
             started[daemon] = _running(daemon)
-    _wait(lambda: subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True).stdout.strip() in ("idle", "mixed", "allocated"),
-          "the Slurm node", 60)
+    _wait(
+        lambda: (
+            subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True).stdout.strip()
+            in ("idle", "mixed", "allocated")
+        ),
+        "the Slurm node",
+        60,
+    )
     return started
 
 

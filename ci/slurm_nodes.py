@@ -13,8 +13,8 @@ reach this cluster through SLURM_CONF=/etc/slurm-nodes/slurm.conf.
 
 Only names and addresses of its own are touched: namespaces ganstudy-<node>, links gsbr0 and gsv<N>,
 10.231.0.0/24. A node's processes see /etc/slurm-nodes as /etc/slurm and /run/ganstudy-nodes/hosts as
-/etc/hosts (a mount namespace of its own), so that MPI and torch.distributed find each node by name; `ip netns exec` is not used, as it
-mounts a /sys without the cgroup file system that slurmd needs.
+/etc/hosts (a mount namespace of its own), so that MPI and torch.distributed find each node by name; `ip netns
+exec` is not used, as it mounts a /sys without the cgroup file system that slurmd needs.
 """
 
 from __future__ import annotations
@@ -112,7 +112,11 @@ PartitionName={PARTITION} Nodes={",".join(NODES)} Default=YES MaxTime=INFINITE S
 
 def gres_text() -> str:
     lines = [f"NodeName={node} Name=gpu File={RUN_DIR}/gpus/{node}/nvidia[0-{GPUS_PER_NODE - 1}]" for node in NODES]
-    return "# Written by ci/slurm_nodes.py: each node's GPUs, for the scheduler only (see ci/slurm.py).\n" + "\n".join(lines) + "\n"
+    return (
+        "# Written by ci/slurm_nodes.py: each node's GPUs, for the scheduler only (see ci/slurm.py).\n"
+        + "\n".join(lines)
+        + "\n"
+    )
 
 
 def hosts_text() -> str:
@@ -183,8 +187,22 @@ def _start_slurmd(node: str) -> int:
     # Snakemake job step drops SLURM_CONF from its srun's environment) and its own /etc/hosts, where MPI
     # and torch.distributed find a peer's address by name as on a cluster with DNS.
     mounts = f"mount --bind {CONF_DIR} /etc/slurm && mount --bind {HOSTS} /etc/hosts"
-    subprocess.run(["nsenter", f"--net=/run/netns/{namespace(node)}", "unshare", "--uts", "--mount", "--propagation", "slave", "--",
-                    "sh", "-c", f"{mounts} && hostname {node} && exec slurmd -N {node}"], check=True)
+    subprocess.run(
+        [
+            "nsenter",
+            f"--net=/run/netns/{namespace(node)}",
+            "unshare",
+            "--uts",
+            "--mount",
+            "--propagation",
+            "slave",
+            "--",
+            "sh",
+            "-c",
+            f"{mounts} && hostname {node} && exec slurmd -N {node}",
+        ],
+        check=True,
+    )
     pid_file = RUN_DIR / f"slurmd-{node}.pid"
     _wait(lambda: _pid_file_pid(pid_file) is not None, f"slurmd of {node}")
     return _pid_file_pid(pid_file)
@@ -196,8 +214,11 @@ def node_states() -> dict[str, str]:
 
 
 def _wait_until_up(nodes: list[str], seconds: float = 90) -> None:
-    _wait(lambda: all(node_states().get(node, "").rstrip("*") in ("idle", "mixed", "allocated") for node in nodes),
-          f"Slurm nodes {', '.join(nodes)}", seconds)
+    _wait(
+        lambda: all(node_states().get(node, "").rstrip("*") in ("idle", "mixed", "allocated") for node in nodes),
+        f"Slurm nodes {', '.join(nodes)}",
+        seconds,
+    )
 
 
 def start() -> dict:

@@ -24,7 +24,12 @@ TINY = {
     "trials": 1,
     "classifier": {"epochs": 3, "min_accuracy": 0.0},
     "setups": {
-        "grid": {"mode": "grid", "iterations": 1, "hidden_units": 32, "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
+        "grid": {
+            "mode": "grid",
+            "iterations": 1,
+            "hidden_units": 32,
+            "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50},
+        },
         "per_class": {"mode": "per_class", "network": "dcgan", "iterations": 1, "batch_size": 32, "latent_dim": 16},
         # torch.distributed must come up from the launcher's MPI world (jsrun, srun) like the others.
         "dp": {"mode": "data_parallel", "network": "dcgan", "iterations": 1, "batch_size": 32, "latent_dim": 16},
@@ -34,9 +39,21 @@ TINY = {
 }
 
 
-def train_command(setup: dict, train: Path, out: Path, *, seed: int, trial: int = 0, ranks: int | None = None, name: str = "s",
-                  checkpoints: Path | None = None, classifier: Path | None = None, reference: Path | None = None,
-                  held_out: Path | None = None, **compute) -> list[str]:
+def train_command(
+    setup: dict,
+    train: Path,
+    out: Path,
+    *,
+    seed: int,
+    trial: int = 0,
+    ranks: int | None = None,
+    name: str = "s",
+    checkpoints: Path | None = None,
+    classifier: Path | None = None,
+    reference: Path | None = None,
+    held_out: Path | None = None,
+    **compute,
+) -> list[str]:
     """``ganstudy train`` of a validated set-up as the workflow runs it: the set-up's job file (written
     beside ``out``) and the command, under ``mpiexec -n ranks`` when ranks are given."""
     from ganstudy.train.job import job_description, write_job
@@ -178,8 +195,23 @@ def plugin_site(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("plugin")
     source = shutil.copytree(REPO / "examples" / "sngan-plugin", root / "source")
     site = root / "site"
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                           "--disable-pip-version-check", "--target", str(site), str(source)], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "--target",
+            str(site),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     return site
 
@@ -228,7 +260,9 @@ def classifier_path(digits_dir: Path) -> Path:
 
     settings = ClassifierSettings(epochs=40, batch_size=64, lr=1e-3, min_accuracy=0.0)
     model = digits_dir / "classifier.pt"
-    train_classifier(digits_dir / "train.npz", digits_dir / "test.npz", settings, 2026, model, digits_dir / "classifier.json", 1)
+    train_classifier(
+        digits_dir / "train.npz", digits_dir / "test.npz", settings, 2026, model, digits_dir / "classifier.json", 1
+    )
     return model
 
 
@@ -292,7 +326,9 @@ def stand_in_inception(tmp_path_factory: pytest.TempPathFactory):
     module.FeatureExtractorInceptionV3.load_state_dict = lambda self, state, *args, **kwargs: None
     try:
         torch.manual_seed(0)
-        model = module.FeatureExtractorInceptionV3("inception-v3-compat", ["2048"], feature_extractor_weights_path="unused")
+        model = module.FeatureExtractorInceptionV3(
+            "inception-v3-compat", ["2048"], feature_extractor_weights_path="unused"
+        )
     finally:
         module.torch.load, module.FeatureExtractorInceptionV3.load_state_dict = original_load, original_apply
     path = tmp_path_factory.mktemp("inception") / "weights-inception.pth"
@@ -305,8 +341,20 @@ SLURM_STATE = "GANSTUDY_TEST_SLURM"
 # The longest modules first (minutes on 2 cores), so that the two workers of `make test` (pytest-xdist,
 # --dist loadscope: a module's tests on one worker, its fixtures made once) finish together. The Slurm
 # modules wait on the scheduler most of their time, beside the other worker's training.
-LONGEST_FIRST = ("test_cross_node", "test_workflow", "test_cluster_profiles", "test_benchmarks", "test_grid_mpi", "test_living_study",
-                 "test_data_parallel_mpi", "test_stop_signal", "test_single_class", "test_per_class_mpi", "test_plugin_example", "test_tasks")
+LONGEST_FIRST = (
+    "test_cross_node",
+    "test_workflow",
+    "test_cluster_profiles",
+    "test_benchmarks",
+    "test_grid_mpi",
+    "test_living_study",
+    "test_data_parallel_mpi",
+    "test_stop_signal",
+    "test_single_class",
+    "test_per_class_mpi",
+    "test_plugin_example",
+    "test_tasks",
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -322,8 +370,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if shutil.which("slurmctld") is None:
         state = {"available": False, "why": "Slurm is not installed (CI installs it: python3 ci/slurm.py install)"}
     else:
-        joined = subprocess.run([sys.executable, str(REPO / "ci" / "slurm.py"), "join", str(os.getpid())], capture_output=True,
-                                text=True, timeout=180)
+        joined = subprocess.run(
+            [sys.executable, str(REPO / "ci" / "slurm.py"), "join", str(os.getpid())],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         if joined.returncode != 0:
             state = {"available": False, "why": f"Slurm did not start: {joined.stderr.strip()[-1500:]}"}
         else:
@@ -335,7 +387,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput") or SLURM_STATE not in os.environ:
         return
     if json.loads(os.environ.pop(SLURM_STATE))["available"]:
-        subprocess.run([sys.executable, str(REPO / "ci" / "slurm.py"), "leave", str(os.getpid())], check=True, timeout=60)
+        subprocess.run(
+            [sys.executable, str(REPO / "ci" / "slurm.py"), "leave", str(os.getpid())], check=True, timeout=60
+        )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -15,11 +15,11 @@ import torch
 
 from ganstudy.parallel.process_group import torch_process_group
 from ganstudy.parallel.world import mpi_world
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.data_parallel import DataParallelTrainer
-from ganstudy.train.tasks import Batch
 from ganstudy.train.network_spec import network_spec
 from ganstudy.train.seeds import pair_seeds
-from ganstudy.setup_settings import TrainingSettings
+from ganstudy.train.tasks import Batch
 
 CPU = (torch.device("cpu"), torch.device("cpu"))
 
@@ -56,8 +56,16 @@ def trainer(section: dict, world) -> DataParallelTrainer:
     data = fixed_data(setup.network)
     conditional = setup.network == "dccgan"
     spec = network_spec(setup, data, conditional=conditional, any_task=True)
-    return DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, pair_seeds(7, 0), CPU, world,
-                               conditions=data.conditions)
+    return DataParallelTrainer(
+        setup,
+        spec,
+        data.images,
+        data.labels if conditional else None,
+        pair_seeds(7, 0),
+        CPU,
+        world,
+        conditions=data.conditions,
+    )
 
 
 def global_mean(loss: torch.Tensor, world) -> torch.Tensor:
@@ -90,12 +98,16 @@ def main() -> None:
         elif action == "train":
             pair = trainer(setup, world)
             pair.train(None)
-            saved = {"generator": pair.full_state(pair.generator), "discriminator": pair.full_state(pair.discriminator),
-                     "history": pair.history}
+            saved = {
+                "generator": pair.full_state(pair.generator),
+                "discriminator": pair.full_state(pair.discriminator),
+                "history": pair.history,
+            }
         elif action == "layout":
             # What each rank holds of each parameter: its shard's elements and device, against the whole's.
             pair = trainer(setup, world)
             from torch.distributed.tensor import DTensor
+
             layout = {}
             for net in ("generator", "discriminator"):
                 for name, p in getattr(pair, net).named_parameters():
@@ -114,8 +126,12 @@ def main() -> None:
             world.comm.Barrier()
             resumed = trainer(setup, world)
             resumed.train(folder)
-            saved = {"whole": whole.full_state(whole.generator), "resumed": resumed.full_state(resumed.generator),
-                     "whole_d": whole.full_state(whole.discriminator), "resumed_d": resumed.full_state(resumed.discriminator)}
+            saved = {
+                "whole": whole.full_state(whole.generator),
+                "resumed": resumed.full_state(resumed.generator),
+                "whole_d": whole.full_state(whole.discriminator),
+                "resumed_d": resumed.full_state(resumed.discriminator),
+            }
     if world.is_root:
         torch.save(saved, out)
 

@@ -11,7 +11,9 @@ from collections.abc import Callable
 
 def start_job(line: list[str], env: dict[str, str]) -> subprocess.Popen:
     # A session of its own, so that killing the job kills every rank of it.
-    return subprocess.Popen(line, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    return subprocess.Popen(
+        line, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
 
 
 def kill_job(job: subprocess.Popen) -> None:

@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import numpy as np
-
 import pytest
 
 from ganstudy.atomic import atomic_path, read_json, write_json
@@ -56,7 +55,9 @@ def test_atomic_files_get_the_mode_of_the_user_s_umask_not_mkstemp_s(tmp_path, u
 def test_atomic_files_are_fsynced_before_and_their_folder_after_the_rename(tmp_path, monkeypatch):
     events = []
     real_fsync, real_replace = os.fsync, os.replace
-    monkeypatch.setattr(os, "fsync", lambda fd: (events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"))), real_fsync(fd))[1])
+    monkeypatch.setattr(
+        os, "fsync", lambda fd: (events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"))), real_fsync(fd))[1]
+    )
     monkeypatch.setattr(os, "replace", lambda a, b: (events.append(("rename", str(b))), real_replace(a, b))[1])
     write_json(tmp_path / "out" / "run.json", {"v": 1})
     final = str(tmp_path / "out" / "run.json")
@@ -90,7 +91,10 @@ def test_every_mode_s_checkpoints_follow_one_policy():
     assert not any(checkpoint_due(done, 10, 0) for done in range(1, 11)) and checkpoint_due(10, 10, 0, final=True)
     # The fingerprint is the sha256 of the identity as sorted JSON, whatever the order it was built in:
     # checkpoints written before this policy was shared still resume.
-    assert run_fingerprint({"seed": 2, "setup": {"lr": 0.5}}) == hashlib.sha256(b'{"seed": 2, "setup": {"lr": 0.5}}').hexdigest()
+    assert (
+        run_fingerprint({"seed": 2, "setup": {"lr": 0.5}})
+        == hashlib.sha256(b'{"seed": 2, "setup": {"lr": 0.5}}').hexdigest()
+    )
     assert run_fingerprint({"setup": {"lr": 0.5}, "seed": 2}) == run_fingerprint({"seed": 2, "setup": {"lr": 0.5}})
 
 

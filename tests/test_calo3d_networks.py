@@ -81,7 +81,10 @@ def test_layers_match_the_original(pair_25):
     assert [(m.eps, m.momentum) for m in norms] == [(1e-3, 0.01)] * 5
     convs = _layers(discriminator, nn.Conv3d)
     assert [(m.in_channels, m.out_channels, m.kernel_size[0], m.padding[0]) for m in convs] == [
-        (1, 32, 5, 2), (32, 8, 5, 2), (8, 8, 5, 2), (8, 8, 5, 1)
+        (1, 32, 5, 2),
+        (32, 8, 5, 2),
+        (8, 8, 5, 2),
+        (8, 8, 5, 1),
     ]
     assert [m.p for m in _layers(discriminator, nn.Dropout)] == [0.2] * 4
     # 25 -> 23 after the padding-1 convolution -> 11 after the average pooling.

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from ganstudy.data import calorimeter
-from ganstudy.data.settings import SmoteSettings
 from ganstudy.data.arrays import load_split
 from ganstudy.data.calorimeter import load_calorimeter
 from ganstudy.data.loaders import LoadOptions
 from ganstudy.data.prepare import prepare_dataset
+from ganstudy.data.settings import SmoteSettings
 from ganstudy.errors import GanstudyError
 
 SHAPE = (5, 5, 7)
@@ -64,7 +64,9 @@ def test_a_folder_of_files_is_read_in_name_order_a_block_at_a_time(tmp_path, mon
 @pytest.mark.parametrize("layout", ["flat", "column", "older"])
 def test_files_with_an_energy_dataset_instead_of_target(tmp_path, layout):
     energy = np.array([20.0, 40.0, 80.0])
-    stored = {"flat": energy, "column": energy[:, None], "older": np.stack([np.zeros(3), energy], axis=1)[:, None, :]}[layout]
+    stored = {"flat": energy, "column": energy[:, None], "older": np.stack([np.zeros(3), energy], axis=1)[:, None, :]}[
+        layout
+    ]
     write_file(tmp_path / "s.h5", 3, target=None, energy=stored)
     raw = load_calorimeter(str(tmp_path / "s.h5"), LoadOptions())
     np.testing.assert_allclose(raw.conditions[:, 0], energy / 100, rtol=1e-6)
@@ -83,7 +85,9 @@ def test_prepare_keeps_the_showers_units_and_the_energies_with_their_rows(tmp_pa
             row = int(np.argmin(np.abs(energy / 100 - condition[0])))
             np.testing.assert_array_equal(image, expected(ecal)[row])
     with pytest.raises(GanstudyError, match="showers' primary energies"):
-        prepare_dataset("calorimeter", str(tmp_path / "s.h5"), 0.2, 7, tmp_path / "smote", smote=SmoteSettings("balance", 2, 1))
+        prepare_dataset(
+            "calorimeter", str(tmp_path / "s.h5"), 0.2, 7, tmp_path / "smote", smote=SmoteSettings("balance", 2, 1)
+        )
 
 
 def test_bad_files_and_settings_are_named(tmp_path):
@@ -99,7 +103,10 @@ def test_bad_files_and_settings_are_named(tmp_path):
     with pytest.raises(GanstudyError, match=r"text.h5 is not a readable HDF5 file .*replace it"):
         load(str(tmp_path / "text.h5"), LoadOptions())
     cases = {
-        "no_ecal.h5": ({"ECAL": None, "showers": np.zeros((2, 2))}, r"has no dataset 'ECAL' .*it has \['showers', 'target'\]"),
+        "no_ecal.h5": (
+            {"ECAL": None, "showers": np.zeros((2, 2))},
+            r"has no dataset 'ECAL' .*it has \['showers', 'target'\]",
+        ),
         "no_energy.h5": ({"target": None}, r"holds no primary energy: neither dataset 'target' nor 'energy'"),
         "flat_ecal.h5": ({"ECAL": np.zeros((6, 25))}, r"'ECAL' has shape \(6, 25\); expected \(N, X, Y, Z\)"),
         "short_target.h5": ({"target": np.ones((6, 1))}, r"'target' has shape \(6, 1\); 3DGAN's files have \(N, 2\)"),

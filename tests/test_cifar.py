@@ -32,7 +32,10 @@ def _archive(path: Path, folder: str, batches: dict[str, object]) -> None:
 
 
 def _batch(rng, rows: int, label_key: str, classes: int) -> dict:
-    return {"data": rng.integers(0, 256, (rows, 3072), dtype=np.uint8), label_key: [int(v) for v in rng.integers(0, classes, rows)]}
+    return {
+        "data": rng.integers(0, 256, (rows, 3072), dtype=np.uint8),
+        label_key: [int(v) for v in rng.integers(0, classes, rows)],
+    }
 
 
 @pytest.fixture()
@@ -64,8 +67,16 @@ def test_cifar100_uses_the_fine_labels(tmp_path):
 @pytest.mark.parametrize(
     "member, content, message",
     [
-        ("data_batch_3", {"data": np.zeros((4, 3000), np.uint8), "labels": [0] * 4}, "data_batch_3: 'data' must be uint8 rows of 3072"),
-        ("test_batch", {"data": np.zeros((4, 3072), np.uint8), "labels": [0, 1, 2, 10]}, "test_batch: expected 4 labels in 0..9"),
+        (
+            "data_batch_3",
+            {"data": np.zeros((4, 3000), np.uint8), "labels": [0] * 4},
+            "data_batch_3: 'data' must be uint8 rows of 3072",
+        ),
+        (
+            "test_batch",
+            {"data": np.zeros((4, 3072), np.uint8), "labels": [0, 1, 2, 10]},
+            "test_batch: expected 4 labels in 0..9",
+        ),
         ("data_batch_1", {"data": np.zeros((4, 3072), np.uint8)}, "data_batch_1 is missing"),
         ("data_batch_2", _Exploit(), "data_batch_2 is not a CIFAR python batch .*refusing to load posix.system"),
     ],

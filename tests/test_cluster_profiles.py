@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 from conftest import REPO, SCHEMA, TINY, planned_jobs, require_slurm, with_user_data
-
 from ganstudy.config import load_study_config
 
 pytestmark = pytest.mark.workflow
@@ -27,14 +26,25 @@ def dry_run(profile: str, config: Path | None, env: dict, without: str | None = 
     """Snakemake's plan of ``config`` (None: the default study) under ``profile``; with ``without``, a
     package that planning must not import (python -X importtime lists what it did)."""
     # --forceall: the plan must not depend on what results/ already holds.
-    command = ["snakemake", "--profile", profile, "-n", "--forceall"] + (["--configfile", str(config)] if config else [])
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300,
-                          env={**env, "PYTHONPROFILEIMPORTTIME": "1"} if without else env)
+    command = ["snakemake", "--profile", profile, "-n", "--forceall"] + (
+        ["--configfile", str(config)] if config else []
+    )
+    done = subprocess.run(
+        command,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "PYTHONPROFILEIMPORTTIME": "1"} if without else env,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    # Snakemake's default disk_mb (input.size_mb, a coroutine) warned "coroutine ... was never awaited": the profiles set it.
+    # Snakemake's default disk_mb (input.size_mb, a coroutine) warned "coroutine ... was never awaited": the
+    # profiles set it.
     assert "RuntimeWarning" not in done.stderr, done.stderr[-3000:]
     if without:
-        assert not re.search(rf"^import time:.*\|\s+{re.escape(without)}$", done.stderr, re.MULTILINE), f"the plan imported {without}"
+        assert not re.search(rf"^import time:.*\|\s+{re.escape(without)}$", done.stderr, re.MULTILINE), (
+            f"the plan imported {without}"
+        )
         assert re.search(r"^import time:.*\|\s+ganstudy\.models$", done.stderr, re.MULTILINE)  # it did list the imports
     return done.stdout + done.stderr
 
@@ -46,9 +56,12 @@ def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env):
     # The study names no hardware: the site does. Summit's and slurm-gpu's nodes have GPUs (a GPU per
     # rank, bound by jsrun or srun); the slurm site's are CPU nodes, whose jobs ask for no GPU. Its
     # compute.max_ranks is 1 (a laptop packs its one-core jobs side by side): one rank per job.
-    launcher = {"summit": "jsrun -n 1 -r 6 -a 1 -c 7 -g 1 -b packed:7", "slurm": "srun -n 1 --kill-on-bad-exit=1",
-                "slurm-gpu": "srun -n 1 --gpus-per-task=1 --kill-on-bad-exit=1",
-                "local": "mpiexec -n 1"}[profile]
+    launcher = {
+        "summit": "jsrun -n 1 -r 6 -a 1 -c 7 -g 1 -b packed:7",
+        "slurm": "srun -n 1 --kill-on-bad-exit=1",
+        "slurm-gpu": "srun -n 1 --gpus-per-task=1 --kill-on-bad-exit=1",
+        "local": "mpiexec -n 1",
+    }[profile]
     assert f"{launcher} ganstudy train @results/digits_grid/arguments/train/grid2x2/trial0.args" in out
     site = {"summit": "summit", "slurm": "slurm", "slurm-gpu": "slurm-gpu", "local": "this machine"}[profile]
     assert f"site '{site}': " in out
@@ -72,18 +85,28 @@ def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env):
 
 
 def test_a_profile_that_still_names_the_launcher_as_a_resource_is_stopped_with_where_it_goes_now(env):
-    done = subprocess.run(["snakemake", "--profile", "slurm", "-n", "--forceall", "--set-resources", "train:mpi=srun"],
-                          cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    done = subprocess.run(
+        ["snakemake", "--profile", "slurm", "-n", "--forceall", "--set-resources", "train:mpi=srun"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert done.returncode != 0
     out = done.stdout + done.stderr
-    assert "the profile sets `set-resources: train: mpi:`: the launcher is now the site's key `launcher:`" in out, out[-2000:]
+    assert "the profile sets `set-resources: train: mpi:`: the launcher is now the site's key `launcher:`" in out, out[
+        -2000:
+    ]
 
 
 def test_no_slurm_profile_submits_job_arrays():
     # With the Slurm plugin pair we pin, arrays can hang a run or train the wrong trial (profiles/README.md).
     for profile in ("slurm", "slurm-gpu"):
         settings = yaml.safe_load((REPO / "profiles" / profile / "config.v8+.yaml").read_text())
-        assert not {"slurm-array-jobs", "slurm-array-limit"} & set(settings), f"{profile}: see profiles/README.md, No job arrays"
+        assert not {"slurm-array-jobs", "slurm-array-limit"} & set(settings), (
+            f"{profile}: see profiles/README.md, No job arrays"
+        )
 
 
 def test_no_embedded_study_describes_node_hardware():
@@ -97,12 +120,18 @@ def test_no_embedded_study_describes_node_hardware():
 # job of it asks for, its launch line).
 SUMMIT_GEOMETRY = {
     # 324 ranks, 6 per node with a GPU each -> 54 whole nodes.
-    "lipizzaner_mnist_4lp": [("grid18x18", 8, "nodes=54,", "jsrun -n 324 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train")],
+    "lipizzaner_mnist_4lp": [
+        ("grid18x18", 8, "nodes=54,", "jsrun -n 324 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train")
+    ],
     # The same 324 cells on one node: 6 ranks of 54 cells, a GPU each.
-    "thesis_18x18_one_node": [("grid18x18", 8, "nodes=1,", "jsrun -n 6 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train")],
+    "thesis_18x18_one_node": [
+        ("grid18x18", 8, "nodes=1,", "jsrun -n 6 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train")
+    ],
     # Seed 001's layout: two GPUs per rank -> 3 ranks of 14 cores per node; 100 ranks -> 34 nodes.
-    "dcgan_cifar100": [("per_class", None, "nodes=34,", "jsrun -n 100 -r 3 -a 1 -c 14 -g 2 -b packed:14 ganstudy train"),
-                       ("dcgan", None, "nodes=1,", "jsrun -n 1 ")],
+    "dcgan_cifar100": [
+        ("per_class", None, "nodes=34,", "jsrun -n 100 -r 3 -a 1 -c 14 -g 2 -b packed:14 ganstudy train"),
+        ("dcgan", None, "nodes=1,", "jsrun -n 1 "),
+    ],
 }
 
 
@@ -116,7 +145,9 @@ def test_the_cluster_profiles_plan_every_study(study, env, tmp_path):
     # than slurm's (each plan is seconds of the suite).
     for profile in ("summit", "slurm") if study.stem in SUMMIT_GEOMETRY else ("slurm",):
         # Every Snakemake start plans the study (a cluster job step too): torch, seconds to import, is left to the jobs.
-        out = dry_run(profile, with_user_data(study, tmp_path / profile), env, without="torch" if profile == "slurm" else None)
+        out = dry_run(
+            profile, with_user_data(study, tmp_path / profile), env, without="torch" if profile == "slurm" else None
+        )
         assert re.search(rf"^train\s+{runs}$", out, re.MULTILINE)
         if config["dataset"].get("smote", {}).get("strategy", "none") != "none":
             assert re.search(r"^smote_samples\s+1$", out, re.MULTILINE)
@@ -126,7 +157,9 @@ def test_the_cluster_profiles_plan_every_study(study, env, tmp_path):
         assert f"mem_mb={wanted}," in job, job
         # Every job reads its arguments from a file (@FILE): its shell line stays short whatever the number of
         # runs and the names of the set-ups.
-        commands = [line.removeprefix("Shell command: ") for line in out.splitlines() if line.startswith("Shell command: ")]
+        commands = [
+            line.removeprefix("Shell command: ") for line in out.splitlines() if line.startswith("Shell command: ")
+        ]
         long = [command for command in commands if len(command) >= 300]
         assert not long, long[0]
         geometry = SUMMIT_GEOMETRY.get(study.stem, []) if profile == "summit" else []
@@ -138,7 +171,11 @@ def test_the_cluster_profiles_plan_every_study(study, env, tmp_path):
 
 def _jobs(out: str, setup: str) -> list[str]:
     """Each training job of ``setup``: its resources and shell command."""
-    return [f"{job.get('resources', '')}\n{job.get('Shell command', '')}" for job in planned_jobs(out) if job["wildcards"].startswith(f"setup={setup},")]
+    return [
+        f"{job.get('resources', '')}\n{job.get('Shell command', '')}"
+        for job in planned_jobs(out)
+        if job["wildcards"].startswith(f"setup={setup},")
+    ]
 
 
 def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_jsrun(tmp_path, env):
@@ -146,11 +183,29 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
     fake.mkdir()
     lsf_env = {**env, "PATH": f"{REPO / 'tests' / 'fake_lsf'}{os.pathsep}{env['PATH']}", "FAKE_LSF_DIR": str(fake)}
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(TINY))
-    command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile", str(tmp_path / "study.yaml"),
-               "--profile", str(REPO / "profiles" / "summit"), "--default-resources", "lsf_project=GEN150", "lsf_queue=batch",
-               "lsf_alloc_flags='gpumps smt4'", "nodes=1", "runtime=30", "wall_warning_minutes=0", "--jobs", "2",
-               # The fake LSF answers at once: asked every 2 s, not the profile's 10, the test waits less on its polls.
-               "--seconds-between-status-checks", "2"]
+    command = [
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(tmp_path),
+        "--configfile",
+        str(tmp_path / "study.yaml"),
+        "--profile",
+        str(REPO / "profiles" / "summit"),
+        "--default-resources",
+        "lsf_project=GEN150",
+        "lsf_queue=batch",
+        "lsf_alloc_flags='gpumps smt4'",
+        "nodes=1",
+        "runtime=30",
+        "wall_warning_minutes=0",
+        "--jobs",
+        "2",
+        # The fake LSF answers at once: asked every 2 s, not the profile's 10, the test waits less on its polls.
+        "--seconds-between-status-checks",
+        "2",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, env=lsf_env, timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
     submitted = {}
@@ -159,7 +214,9 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
         submitted[args[args.index("-J") + 1] + "/" + job.name] = args
     rules = sorted(name.split("/")[0] for name in submitted)
     # Light rules run on the login node; the rest are LSF jobs.
-    assert rules == ["evaluate"] * 3 + ["prepare_dataset", "reference_statistics"] + ["train"] * 3 + ["train_classifier"]
+    assert rules == ["evaluate"] * 3 + ["prepare_dataset", "reference_statistics"] + ["train"] * 3 + [
+        "train_classifier"
+    ]
     train = [args for name, args in submitted.items() if name.startswith("train/")]
     for args in train:
         assert args[:6] == ["-J", "train", "-nnodes", "1", "-W", "2:00"]
@@ -199,11 +256,25 @@ def slurm(slurm_daemons):
 def slurm_study(tmp_path: Path, env: dict, compute: dict, setups: dict | None = None) -> str:
     """Run TINY, with these set-ups besides its own, through the real Slurm with these compute settings;
     Snakemake's output."""
-    config = {**TINY, "setups": {**TINY["setups"], **(setups or {})},
-              "compute": {**TINY["compute"], "node_cores": os.cpu_count(), "train_minutes": 10, **compute}}
+    config = {
+        **TINY,
+        "setups": {**TINY["setups"], **(setups or {})},
+        "compute": {**TINY["compute"], "node_cores": os.cpu_count(), "train_minutes": 10, **compute},
+    }
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(config))
-    command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile", str(tmp_path / "study.yaml"),
-               "--profile", str(REPO / "profiles" / "slurm"), "--jobs", "2"]
+    command = [
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(tmp_path),
+        "--configfile",
+        str(tmp_path / "study.yaml"),
+        "--profile",
+        str(REPO / "profiles" / "slurm"),
+        "--jobs",
+        "2",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1200)
     assert done.returncode == 0, done.stderr[-4000:]
     return done.stdout + done.stderr
@@ -211,7 +282,7 @@ def slurm_study(tmp_path: Path, env: dict, compute: dict, setups: dict | None = 
 
 def failed_jobs(log: str) -> str:
     """What Snakemake printed of each failed job (its error and, with show-failed-logs, its Slurm log)."""
-    blocks = [log[start.start():start.start() + 3000] for start in re.finditer(r"^Error in rule ", log, re.MULTILINE)]
+    blocks = [log[start.start() : start.start() + 3000] for start in re.finditer(r"^Error in rule ", log, re.MULTILINE)]
     return "\n---\n".join(blocks) or f"no job failed; the end of Snakemake's output:\n{log[-3000:]}"
 
 
@@ -228,7 +299,10 @@ def test_a_shrunken_study_runs_through_slurm_on_gpu_nodes_one_gpu_per_rank(slurm
     assert len(submitted) == 11, failed_jobs(log)
     for setup in (*MPI_SETUPS, "single"):
         ranks = 1 if setup == "single" else 2
-        assert f"srun -n {ranks} --gpus-per-task=1 --kill-on-bad-exit=1 ganstudy train @results/tiny/arguments/train/{setup}/trial0.args" in log
+        assert (
+            f"srun -n {ranks} --gpus-per-task=1 --kill-on-bad-exit=1 ganstudy train "
+            f"@results/tiny/arguments/train/{setup}/trial0.args" in log
+        )
         record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
         assert record["world_size"] == ranks
         assert len(record["ranks"]) == ranks and all(rank["rss_mb"] > 100 for rank in record["ranks"])

@@ -16,8 +16,13 @@ def long_functions(source: Path, longest: int = LONGEST) -> list[str]:
     found = []
     for path in sorted(source.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > longest:
-                found.append(f"{path.relative_to(source)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.end_lineno - node.lineno + 1 > longest
+            ):
+                found.append(
+                    f"{path.relative_to(source)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+                )
     return found
 
 

@@ -3,11 +3,16 @@ import copy
 import pytest
 import yaml
 
-from ganstudy.config import (
-    NETWORK_KEYS, ConfigError, dataset_settings, evaluation_settings, load_study_config, training_settings, validate_study_config,
-)
-
 from conftest import REPO, SCHEMA
+from ganstudy.config import (
+    NETWORK_KEYS,
+    ConfigError,
+    dataset_settings,
+    evaluation_settings,
+    load_study_config,
+    training_settings,
+    validate_study_config,
+)
 
 
 def test_default_config_is_valid_and_defaults_are_filled(default_config):

@@ -44,9 +44,11 @@ def test_a_callable_is_held_to_the_arguments_it_is_called_with():
     assert contract_problems(lambda *args, **kwargs: None, contracts.ShapeCheck) == []
     assert contract_problems(lambda spec, shape=None: None, contracts.ShapeCheck) == []  # a default: not required
     assert contract_problems(lambda: None, contracts.ShapeCheck) == [
-        "takes (), but is called as (spec) (ganstudy.contracts.ShapeCheck)"]
+        "takes (), but is called as (spec) (ganstudy.contracts.ShapeCheck)"
+    ]
     assert contract_problems(lambda spec, size: None, contracts.ShapeCheck) == [
-        "takes (spec, size), but is called as (spec) (ganstudy.contracts.ShapeCheck)"]
+        "takes (spec, size), but is called as (spec) (ganstudy.contracts.ShapeCheck)"
+    ]
     assert contract_problems("not callable", contracts.ShapeCheck) == ["is of type str, not a callable"]
 
 
@@ -127,14 +129,16 @@ def refusal(call) -> str:
 
 def test_a_network_s_builder_and_shape_check_are_checked_when_it_is_loaded(lab):
     assert refusal(lambda: get_network("c_two_arguments")) == (
-        "network 'c_two_arguments' (lab_parts:TWO_ARGUMENT_BUILDER (from lab-parts 1.2)) its build takes (spec, size), but "
-        "is called as (spec) (ganstudy.contracts.NetworkBuilder); fix it in its package")
+        "network 'c_two_arguments' (lab_parts:TWO_ARGUMENT_BUILDER (from lab-parts 1.2)) its build takes (spec, "
+        "size), but is called as (spec) (ganstudy.contracts.NetworkBuilder); fix it in its package"
+    )
     assert "its fits takes (), but is called as (spec)" in refusal(lambda: get_network("c_no_spec"))
     # A builder named by reference is checked where it is imported, before it is called.
     spec = NetworkSpec((1, 8, 8), 8, 8)
     assert refusal(lambda: build_pair("c_late", spec)) == (
-        "network 'c_late' (lab_parts:LATE_BUILDER (from lab-parts 1.2)): its builder: 'lab_parts:build_with_a_size' takes "
-        "(spec, size), but is called as (spec) (ganstudy.contracts.NetworkBuilder); fix it in its package")
+        "network 'c_late' (lab_parts:LATE_BUILDER (from lab-parts 1.2)): its builder: 'lab_parts:build_with_a_size' "
+        "takes (spec, size), but is called as (spec) (ganstudy.contracts.NetworkBuilder); fix it in its package"
+    )
 
 
 def test_a_data_set_s_loader_and_class_counter_are_checked_when_it_is_loaded(lab):
@@ -147,13 +151,16 @@ def test_a_data_set_s_loader_and_class_counter_are_checked_when_it_is_loaded(lab
 def test_a_metric_s_compute_is_checked_before_it_is_called(lab):
     assert refusal(lambda: compute_columns("c_two_columns", object())) == (
         "metric 'c_two_columns' (lab_parts:TWO_COLUMNS (from lab-parts 1.2)): 'lab_parts:compute_with_reals' takes "
-        "(scoring, reals), but is called as (scoring) (ganstudy.contracts.MetricCompute); fix it in its package")
+        "(scoring, reals), but is called as (scoring) (ganstudy.contracts.MetricCompute); fix it in its package"
+    )
 
 
 def test_a_task_s_overrides_take_what_the_methods_they_override_take(lab):
     assert refusal(lambda: TASKS.get("c_no_batch")) == (
-        "training task 'c_no_batch' (lab_parts:ScoreWithoutBatch (from lab-parts 1.2)) judge takes (self, discriminator, "
-        "images), but is called as (self, discriminator, images, batch) (ganstudy.train.tasks.Task.judge); fix it in its package")
+        "training task 'c_no_batch' (lab_parts:ScoreWithoutBatch (from lab-parts 1.2)) judge takes (self, "
+        "discriminator, images), but is called as (self, discriminator, images, batch) "
+        "(ganstudy.train.tasks.Task.judge); fix it in its package"
+    )
     assert contract_problems(Task, Task) == []
 
 
@@ -161,12 +168,18 @@ def test_a_kind_s_parts_are_checked_against_their_contracts_when_a_job_imports_t
     kind = get_kind("c_voxels")
     where = "data kind 'c_voxels' (lab_parts:VOXELS (from lab-parts 1.2))"
     said = refusal(lambda: kind.part(kind.held_out.scorer, contracts.HeldOutScorer))
-    assert said.startswith(f"{where}: 'lab_parts:Scorer' __init__ takes (self, split_path, count, seed, network, device, setup), "
-                           "but is called as (self, split_path, count, seed, network, device, setup, ranks)")
+    assert said.startswith(
+        f"{where}: 'lab_parts:Scorer' __init__ takes (self, split_path, count, seed, network, device, setup), "
+        "but is called as (self, split_path, count, seed, network, device, setup, ranks)"
+    )
     assert "score takes (self), but is called as (self, generator) (ganstudy.contracts.HeldOutScorer.score)" in said
     assert "has no column (ganstudy.contracts.HeldOutScorer.column)" in said
     # The scoring function of before the job object (one argument per input) is named as such.
     said = refusal(lambda: kind.part(kind.held_out.evaluate, contracts.HeldOutEvaluation))
-    assert said.startswith(f"{where}: 'lab_parts:evaluate' takes (generator_path, run_record_path, split_path, settings, "
-                           "study_seed, trial, out_path), but is called as (job) (ganstudy.contracts.HeldOutEvaluation)")
-    assert "is called as (generator, spec, data, seed, path)" in refusal(lambda: kind.part(kind.sample_figure, contracts.SampleFigure))
+    assert said.startswith(
+        f"{where}: 'lab_parts:evaluate' takes (generator_path, run_record_path, split_path, settings, "
+        "study_seed, trial, out_path), but is called as (job) (ganstudy.contracts.HeldOutEvaluation)"
+    )
+    assert "is called as (generator, spec, data, seed, path)" in refusal(
+        lambda: kind.part(kind.sample_figure, contracts.SampleFigure)
+    )

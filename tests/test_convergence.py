@@ -81,7 +81,9 @@ def test_a_plateau_with_heavy_noise_and_outliers_is_never_flagged(seed, every):
 def test_a_plateau_of_ten_trials_under_noise_passes(seed):
     # Ten trials under 10% noise pin the window's change to about +-2%: inside the 5% tolerance.
     rng = np.random.default_rng(seed)
-    frame = pd.DataFrame({trial: _plateau_after(3.0 + trial / 10, rng, noise=0.1) for trial in range(10)}, index=ITERATIONS)
+    frame = pd.DataFrame(
+        {trial: _plateau_after(3.0 + trial / 10, rng, noise=0.1) for trial in range(10)}, index=ITERATIONS
+    )
     trend = window_trend(frame)
     assert trend["judged"] == 10 and -0.05 < trend["projected_change_low"] < 0 < trend["projected_change_high"] < 0.1
     assert verdict(trend, 0.05, 0.25) == "yes", trend
@@ -116,7 +118,9 @@ def test_trials_that_disagree_widen_the_interval_that_their_mean_curve_hides():
     rng = np.random.default_rng(4)
     flat = pd.DataFrame({t: _plateau_after(3.0, rng, noise=0.02) for t in range(6)}, index=ITERATIONS)
     tilt = np.where(ITERATIONS > 300, (ITERATIONS - 300) / 99, 0.0)
-    apart = pd.DataFrame({t: flat[t] * np.exp((1 if t % 2 else -1) * math.log(1.25) * tilt) for t in range(6)}, index=ITERATIONS)
+    apart = pd.DataFrame(
+        {t: flat[t] * np.exp((1 if t % 2 else -1) * math.log(1.25) * tilt) for t in range(6)}, index=ITERATIONS
+    )
     together, spread = window_trend(flat), window_trend(apart)
     assert abs(together["slope"]) < 1e-4 and abs(spread["slope"]) < 1e-4
     assert verdict(together, 0.05, 0.25) == "yes"
@@ -125,7 +129,8 @@ def test_trials_that_disagree_widen_the_interval_that_their_mean_curve_hides():
     slopes = [theilslopes(np.log(apart[t][300:]), ITERATIONS[300:]).slope for t in range(6)]
     # (Student t on about 6 x 98 degrees of freedom, fewer by the residuals' small autocorrelation.)
     assert spread["slope_high"] - spread["slope"] == pytest.approx(
-        student_t.ppf(0.975, 6 * 98) * np.std(slopes, ddof=1) / math.sqrt(6), rel=2e-3)
+        student_t.ppf(0.975, 6 * 98) * np.std(slopes, ddof=1) / math.sqrt(6), rel=2e-3
+    )
 
 
 def test_autocorrelated_noise_widens_the_interval():
@@ -191,7 +196,7 @@ def test_a_window_with_fewer_than_three_points_is_not_judged():
 
 def test_a_set_up_still_improving_is_flagged_and_a_flat_one_is_not(tmp_path):
     rng = np.random.default_rng(0)
-    falling = 400 * np.exp(-ITERATIONS / 200)            # still falling steeply at the end
+    falling = 400 * np.exp(-ITERATIONS / 200)  # still falling steeply at the end
     plateau = _plateau_after(50.0, rng, noise=0.05)
     paths = [_losses(tmp_path, "short", t, falling + t) for t in range(3)]
     paths += [_losses(tmp_path, "long", t, plateau + t) for t in range(3)]
@@ -224,15 +229,25 @@ def test_a_set_up_still_improving_is_flagged_and_a_flat_one_is_not(tmp_path):
     # Never silent about a set-up it could not judge: a page without a note reads as converged.
     assert table.loc["brief", "converged"] == "–" and table.loc["brief", "points"] == 1
     assert notes["none"] == "not judged: no run of it logged an in-training score"
-    assert notes["brief"] == ("not judged: the last 25% of its in-training FID curve holds 1 point(s), the check needs 3 "
-                              "and some before them (train longer or score more often)")
-    assert notes["short"].startswith("not converged: in-training FID still falling from iteration 301 on, -39% by the end")
-    assert notes["rising"] == ("degraded: median in-training FID from iteration 301 on 60% worse than its best level before "
-                               "(95% interval +60% to +60% at the end; trained past its best)")
+    assert notes["brief"] == (
+        "not judged: the last 25% of its in-training FID curve holds 1 point(s), the check needs 3 "
+        "and some before them (train longer or score more often)"
+    )
+    assert notes["short"].startswith(
+        "not converged: in-training FID still falling from iteration 301 on, -39% by the end"
+    )
+    assert notes["rising"] == (
+        "degraded: median in-training FID from iteration 301 on 60% worse than its best level before "
+        "(95% interval +60% to +60% at the end; trained past its best)"
+    )
     # Noiseless: carried from the median (mid-window, 19% up) at its own slope to the end, 40% up.
-    assert notes["climbing"] == ("degraded: in-training FID rising from iteration 301 on, 40% worse than its best level "
-                                 "before by the end (95% interval +40% to +40%; median 19%; trained past its best)")
-    scores = pd.DataFrame([{"setup": s, "trial": 0, "metric": "fid", "value": 1.0, "train_seconds": 1.0} for s in ("short", "long")])
+    assert notes["climbing"] == (
+        "degraded: in-training FID rising from iteration 301 on, 40% worse than its best level "
+        "before by the end (95% interval +40% to +40%; median 19%; trained past its best)"
+    )
+    scores = pd.DataFrame(
+        [{"setup": s, "trial": 0, "metric": "fid", "value": 1.0, "train_seconds": 1.0} for s in ("short", "long")]
+    )
     summary = summary_table(scores, "fid", ["short", "long"], 1, notes).set_index("setup")
     assert "not converged" in summary.loc["short", "note"] and summary.loc["long", "note"] == ""
     score_curves(paths, ["short", "long", "pc", "grid"], tmp_path / "curves.png")
@@ -248,7 +263,15 @@ def test_a_short_curve_still_falling_under_noise_is_not_judged(tmp_path, monkeyp
     noise = np.exp(rng.normal(0, 0.25, 30))
     falling = 40 * np.exp(-iterations / 33) * noise
     trend = window_trend(pd.Series(falling, index=iterations))
-    assert trend["points"] == 8 and trend["projected_change_low"] < -0.5 < trend["projected_change"] < -0.05 < 0 < trend["projected_change_high"]
+    assert (
+        trend["points"] == 8
+        and trend["projected_change_low"]
+        < -0.5
+        < trend["projected_change"]
+        < -0.05
+        < 0
+        < trend["projected_change_high"]
+    )
     assert verdict(trend, 0.05, 0.25) == "–"
     # A tolerance beyond the interval's fall lets it pass: the verdict follows the setting.
     assert verdict(trend, -trend["projected_change_low"] + 0.01, 0.25) == "yes"
@@ -261,8 +284,10 @@ def test_a_short_curve_still_falling_under_noise_is_not_judged(tmp_path, monkeyp
     table = write_convergence(paths, ["short"], 0.05, 0.25, tmp_path / "convergence.csv").set_index("setup")
     assert table.loc["short", "converged"] == "–"
     notes = convergence_notes(pd.read_csv(tmp_path / "convergence.csv"))
-    assert notes["short"].startswith(f"not judged: in-training FID from iteration 23 on {trend['projected_change']:+.0%} by the end, "
-                                     f"and its 95% interval {trend['projected_change_low']:+.0%} to ")
+    assert notes["short"].startswith(
+        f"not judged: in-training FID from iteration 23 on {trend['projected_change']:+.0%} by the end, "
+        f"and its 95% interval {trend['projected_change_low']:+.0%} to "
+    )
     assert "cannot rule out a fall of more than 5% (1 trial(s), 8 points in the window:" in notes["short"]
     scores = pd.DataFrame([{"setup": "short", "trial": 0, "metric": "fid", "value": 1.0, "train_seconds": 1.0}])
     assert summary_table(scores, "fid", ["short"], 1, notes).loc[0, "note"] == notes["short"]

@@ -11,7 +11,17 @@ import pytest
 import torch
 from scipy import stats
 
-from ganstudy.counter_random import _log, _sin_cos, counter_key, counter_keys, integers, mix64, normal, random_bits, uniform
+from ganstudy.counter_random import (
+    _log,
+    _sin_cos,
+    counter_key,
+    counter_keys,
+    integers,
+    mix64,
+    normal,
+    random_bits,
+    uniform,
+)
 
 CPU = torch.device("cpu")
 KEYS = [counter_key(2026, "test", k) for k in range(37)]
@@ -19,7 +29,9 @@ KEYS = [counter_key(2026, "test", k) for k in range(37)]
 
 @pytest.mark.parametrize("dtype, tolerance", [(torch.float32, 1.2e-6), (torch.float64, 1e-12)])
 def test_the_polynomial_log_sine_and_cosine_are_torchs_within_the_dtypes_precision(dtype, tolerance):
-    u = torch.cat([torch.linspace(2.0**-24, 1.0, 100_001, dtype=dtype), torch.tensor([2.0**-24, 0.5, 1.0], dtype=dtype)])
+    u = torch.cat(
+        [torch.linspace(2.0**-24, 1.0, 100_001, dtype=dtype), torch.tensor([2.0**-24, 0.5, 1.0], dtype=dtype)]
+    )
     torch.testing.assert_close(_log(u), torch.log(u), rtol=tolerance, atol=tolerance)
     x = torch.linspace(0, math.pi / 2, 100_001, dtype=dtype)[:-1]
     sin, cos = _sin_cos(x)
@@ -62,7 +74,13 @@ def test_a_keys_draws_are_the_same_bits_alone_and_among_any_keys(count, dtype, m
 
 
 def test_keys_differ_by_every_part():
-    keys = {counter_key(1, "g", 0), counter_key(1, "g", 1), counter_key(1, "d", 0), counter_key(2, "g", 0), counter_key(1, "g", 0, 0)}
+    keys = {
+        counter_key(1, "g", 0),
+        counter_key(1, "g", 1),
+        counter_key(1, "d", 0),
+        counter_key(2, "g", 0),
+        counter_key(1, "g", 0, 0),
+    }
     assert len(keys) == 5 and all(0 <= k < 2**64 for k in keys)
     assert counter_key(1, "g", 0) == counter_key(1, "g", 0)
 
@@ -81,8 +99,12 @@ def test_keys_are_splitmix64_chains_one_at_a_time_or_many_at_once():
     expected = lambda seed, step: _splitmix64(_splitmix64(_splitmix64(seed % 2**64) ^ zlib.crc32(b"g")) ^ step)  # noqa: E731
     seeds = [0, 5, 2**63 + 11, 2**64 - 1, -3]
     assert [counter_key(seed, "g", 7) for seed in seeds] == [expected(seed, 7) for seed in seeds]
-    many = counter_keys(np.array([seed % 2**64 for seed in seeds], dtype=np.uint64)[None, :], "g", np.arange(4)[:, None])
+    many = counter_keys(
+        np.array([seed % 2**64 for seed in seeds], dtype=np.uint64)[None, :], "g", np.arange(4)[:, None]
+    )
     assert many.shape == (4, 5) and many.dtype == np.uint64
-    assert [[int(key) for key in row] for row in many] == [[expected(seed, step) for seed in seeds] for step in range(4)]
+    assert [[int(key) for key in row] for row in many] == [
+        [expected(seed, step) for seed in seeds] for step in range(4)
+    ]
     # Keys as an array draw what the same keys as Python ints draw.
     assert torch.equal(normal(many.ravel(), 9, CPU), normal([int(key) for key in many.ravel()], 9, CPU))

@@ -33,7 +33,11 @@ STUDY = {
     **TINY,
     "study": "nodes",
     "setups": {
-        "grid3": {**TINY["setups"]["grid"], "iterations": 2, "grid": {**TINY["setups"]["grid"]["grid"], "shape": "3x1"}},
+        "grid3": {
+            **TINY["setups"]["grid"],
+            "iterations": 2,
+            "grid": {**TINY["setups"]["grid"]["grid"], "shape": "3x1"},
+        },
         "per_class": {**TINY["setups"]["per_class"], "iterations": 2},
         # One iteration: four data-parallel ranks on this machine's 2 cores are the module's slowest runs (twice: on
         # the nodes and again as the reference), and one pass over the data crosses the nodes' all-reduce at every step.
@@ -82,13 +86,35 @@ def nodes(slurm_daemons, env):
 
 
 def study_command(folder: Path, study: dict, node_gpus: int, targets: list[str]) -> list[str]:
-    """Snakemake on ``study``'s ``targets`` with --profile slurm-gpu and a site of two-core nodes of ``node_gpus`` GPUs."""
-    site = {"name": "two namespaces", "launcher": "srun", "node_cores": os.cpu_count(), "node_gpus": node_gpus, "gpus_per_rank": 1}
+    """Snakemake on ``study``'s ``targets`` with --profile slurm-gpu and a site of two-core nodes of
+    ``node_gpus`` GPUs."""
+    site = {
+        "name": "two namespaces",
+        "launcher": "srun",
+        "node_cores": os.cpu_count(),
+        "node_gpus": node_gpus,
+        "gpus_per_rank": 1,
+    }
     (folder / "site.yaml").write_text(yaml.safe_dump(site))
     (folder / "study.yaml").write_text(yaml.safe_dump(study))
-    return ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(folder), "--configfile", str(folder / "study.yaml"),
-            "--profile", str(REPO / "profiles" / "slurm-gpu"), "--config", f"site={folder / 'site.yaml'}", "--jobs", "2",
-            "--latency-wait", "5", *targets]
+    return [
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(folder),
+        "--configfile",
+        str(folder / "study.yaml"),
+        "--profile",
+        str(REPO / "profiles" / "slurm-gpu"),
+        "--config",
+        f"site={folder / 'site.yaml'}",
+        "--jobs",
+        "2",
+        "--latency-wait",
+        "5",
+        *targets,
+    ]
 
 
 def run_targets(study: dict, setups) -> list[str]:
@@ -99,7 +125,9 @@ def slurm_jobs(log: str, env: dict) -> dict[str, dict]:
     """Each training job's record as Slurm holds it (scontrol show job -d), by set-up."""
     jobs = {}
     for job_id in re.findall(r"has been submitted with SLURM jobid (\d+)", log):
-        shown = subprocess.run(["scontrol", "show", "job", "-d", job_id], capture_output=True, text=True, env=env, check=True).stdout
+        shown = subprocess.run(
+            ["scontrol", "show", "job", "-d", job_id], capture_output=True, text=True, env=env, check=True
+        ).stdout
         fields = dict(re.findall(r"(\S+?)=(\S*)", shown))
         setup = re.search(r"rule_train_wildcards_(\w+?)_\d+$", fields["Comment"])
         if setup:
@@ -108,7 +136,9 @@ def slurm_jobs(log: str, env: dict) -> dict[str, dict]:
 
 
 def hostnames(hostlist: str, env: dict) -> list[str]:
-    return subprocess.run(["scontrol", "show", "hostnames", hostlist], capture_output=True, text=True, env=env, check=True).stdout.split()
+    return subprocess.run(
+        ["scontrol", "show", "hostnames", hostlist], capture_output=True, text=True, env=env, check=True
+    ).stdout.split()
 
 
 @pytest.fixture(scope="module")
@@ -116,8 +146,13 @@ def study_on_two_nodes(nodes, tmp_path_factory):
     """STUDY's trainings on the two nodes (through the data, classifier and reference statistics they
     need): its folder and Snakemake's output."""
     folder = tmp_path_factory.mktemp("nodes")
-    done = subprocess.run(study_command(folder, STUDY, GPUS_PER_NODE, run_targets(STUDY, RANKS)), capture_output=True, text=True,
-                          env=nodes, timeout=1500)
+    done = subprocess.run(
+        study_command(folder, STUDY, GPUS_PER_NODE, run_targets(STUDY, RANKS)),
+        capture_output=True,
+        text=True,
+        env=nodes,
+        timeout=1500,
+    )
     assert done.returncode == 0, done.stderr[-5000:]
     return folder, done.stdout + done.stderr
 
@@ -129,7 +164,10 @@ def run_record(folder: Path, setup: str) -> dict:
 @pytest.mark.parametrize("setup", sorted(RANKS))
 def test_ranks_run_on_both_nodes_and_give_the_one_rank_bits(setup, study_on_two_nodes, env, tmp_path):
     folder, log = study_on_two_nodes
-    assert f"srun -n {RANKS[setup]} --gpus-per-task=1 --kill-on-bad-exit=1 ganstudy train @results/nodes/arguments/train/{setup}/trial0.args" in log
+    assert (
+        f"srun -n {RANKS[setup]} --gpus-per-task=1 --kill-on-bad-exit=1 ganstudy train "
+        f"@results/nodes/arguments/train/{setup}/trial0.args" in log
+    )
     record = run_record(folder, setup)
     assert record["world_size"] == RANKS[setup]
     # srun's block distribution: two ranks on the first node, the rest on the second.
@@ -137,8 +175,14 @@ def test_ranks_run_on_both_nodes_and_give_the_one_rank_bits(setup, study_on_two_
     # The same job file in this machine's own namespace: one rank (data parallelism: as many ranks as on
     # the nodes, since its sums' order follows the rank count; see tests/test_data_parallel_mpi.py).
     ranks = ["mpiexec", "-n", str(RANKS[setup])] if setup == "dp" else []
-    done = subprocess.run([*ranks, "ganstudy", "train", f"results/nodes/jobs/{setup}.json", "--trial", "0", "--out-dir", str(tmp_path)],
-                          cwd=folder, capture_output=True, text=True, env=env, timeout=600)
+    done = subprocess.run(
+        [*ranks, "ganstudy", "train", f"results/nodes/jobs/{setup}.json", "--trial", "0", "--out-dir", str(tmp_path)],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert_same_generators(folder / "results" / "nodes" / "runs" / setup / "trial0", tmp_path)
 
@@ -156,26 +200,37 @@ def test_each_node_binds_its_own_gpus_by_node_local_rank(setup, study_on_two_nod
     assert [rank["node_rank"] for rank in record["ranks"]] == [0, 1, 0, 1][: RANKS[setup]]
     # ganstudy placement finds nothing wrong but the CPU this test trains on on purpose.
     assert {problem.split(" trained on the CPU")[0] for problem in placement_problems(record)} == {
-        f"rank {rank} on {host}" for rank, host in enumerate(record["hosts"])}
+        f"rank {rank} on {host}" for rank, host in enumerate(record["hosts"])
+    }
 
 
 def test_slurm_gives_each_training_job_the_nodes_tasks_gpus_and_memory_it_asked_for(study_on_two_nodes, nodes):
     folder, log = study_on_two_nodes
     jobs = slurm_jobs(log, nodes)
     assert sorted(jobs) == sorted(RANKS)
-    asked = {re.search(r"setup=(\w+)", job["wildcards"]).group(1): dict(re.findall(r"(\w+)=([^,]+)", job["resources"]))
-             for job in planned_jobs(log)}
+    asked = {
+        re.search(r"setup=(\w+)", job["wildcards"]).group(1): dict(re.findall(r"(\w+)=([^,]+)", job["resources"]))
+        for job in planned_jobs(log)
+    }
     for setup, job in jobs.items():
         tasks, memory = RANKS[setup], int(asked[setup]["mem_mb"])
-        assert (job["NumNodes"], job["NumTasks"], job["JOB_GRES"], job["MinMemoryNode"]) == ("2", str(tasks), f"gpu:{tasks}", f"{memory}M"), job
+        assert (job["NumNodes"], job["NumTasks"], job["JOB_GRES"], job["MinMemoryNode"]) == (
+            "2",
+            str(tasks),
+            f"gpu:{tasks}",
+            f"{memory}M",
+        ), job
         # Per node as Slurm placed it (a line may name several nodes: gsnode[1-2]); the three-rank grid
         # leaves one core of the second node free.
-        per_node = {node: (cpus, int(mem)) for nodes_, cpus, mem in job["per_node"] for node in hostnames(nodes_, nodes)}
-        assert per_node == {
-            "gsnode1": ("0-1", memory), "gsnode2": ("0-1" if tasks == 4 else "0", memory)}, job
+        per_node = {
+            node: (cpus, int(mem)) for nodes_, cpus, mem in job["per_node"] for node in hostnames(nodes_, nodes)
+        }
+        assert per_node == {"gsnode1": ("0-1", memory), "gsnode2": ("0-1" if tasks == 4 else "0", memory)}, job
         # And the GPUs on each node, as Slurm told the ranks there.
         record = run_record(folder, setup)
-        on_node = {host: rank["scheduler"]["SLURM_GPUS_ON_NODE"] for host, rank in zip(record["hosts"], record["ranks"])}
+        on_node = {
+            host: rank["scheduler"]["SLURM_GPUS_ON_NODE"] for host, rank in zip(record["hosts"], record["ranks"])
+        }
         assert on_node == {"gsnode1": "2", "gsnode2": str(tasks - 2)}
 
 
@@ -191,8 +246,20 @@ LOST = {
     # Enough iterations that the job still runs when the test cuts the node after its second checkpoint,
     # and no more: the retry trains the rest and the reference run all of them, on 2 cores shared with
     # the other test worker, where ranks that wait on each other spin (100 iterations took 780-910 s in CI).
-    "setups": {"lost": {"mode": "grid", "iterations": 30, "hidden_units": 32, "checkpoint_period": 1,
-                        "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50, "heartbeat_timeout": HEARTBEAT_S}}},
+    "setups": {
+        "lost": {
+            "mode": "grid",
+            "iterations": 30,
+            "hidden_units": 32,
+            "checkpoint_period": 1,
+            "grid": {
+                "shape": "2x2",
+                "fitness_sample_size": 50,
+                "score_sample_size": 50,
+                "heartbeat_timeout": HEARTBEAT_S,
+            },
+        }
+    },
     "compute": {**STUDY["compute"], "max_ranks": 2},
 }
 
@@ -225,7 +292,9 @@ class Phases:
                     self.mark(f"'{line}' x{count}")
             if time.monotonic() - last[0] >= 2:
                 last[0] = time.monotonic()
-                listed = subprocess.run(["squeue", "-h", "-o", "%i %T %r"], capture_output=True, text=True, env=env).stdout
+                listed = subprocess.run(
+                    ["squeue", "-h", "-o", "%i %T %r"], capture_output=True, text=True, env=env
+                ).stdout
                 for state in listed.strip().splitlines():
                     if state not in seen:
                         seen.add(state)
@@ -237,8 +306,14 @@ class Phases:
         return "; ".join(self.marks) or "no step reached"
 
 
-def wait_until(predicate, study: subprocess.Popen, output: Path, timeout: float, phases: Phases,
-               meanwhile: Callable[[], None] = lambda: None) -> None:
+def wait_until(
+    predicate,
+    study: subprocess.Popen,
+    output: Path,
+    timeout: float,
+    phases: Phases,
+    meanwhile: Callable[[], None] = lambda: None,
+) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         meanwhile()
@@ -259,12 +334,16 @@ def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
     options (site/compute.json: how the ranks compute on this site, rewritten when the site changes, as
     it does here from 2 GPUs per node to 1) and the jobs' arguments files (every start writes those its
     config gives: here those of the study-wide tables and figures name only the lost grid)."""
-    return {str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())
-            for path in (folder / "results").rglob("*")
-            if path.is_file() and path.name != "plan.json" and path.parent.name != "site" and "arguments" not in path.parts}
+    return {
+        str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())
+        for path in (folder / "results").rglob("*")
+        if path.is_file() and path.name != "plan.json" and path.parent.name != "site" and "arguments" not in path.parts
+    }
 
 
-def test_a_lost_node_stops_the_job_by_heartbeat_and_the_retry_resumes_bit_identical(study_on_two_nodes, nodes, tmp_path, env):
+def test_a_lost_node_stops_the_job_by_heartbeat_and_the_retry_resumes_bit_identical(
+    study_on_two_nodes, nodes, tmp_path, env
+):
     folder, _ = study_on_two_nodes
     finished = snapshot(folder)
     run = folder / "results" / "nodes" / "runs" / "lost" / "trial0"
@@ -272,8 +351,13 @@ def test_a_lost_node_stops_the_job_by_heartbeat_and_the_retry_resumes_bit_identi
     train_log = folder / "results" / "nodes" / "logs" / "train" / "lost" / "trial0.log"
     out, phases = tmp_path / "snakemake.out", Phases()
     with out.open("w") as output:
-        study = subprocess.Popen(study_command(folder, LOST, 1, run_targets(LOST, ["lost"])), stdout=output, stderr=subprocess.STDOUT,
-                                 text=True, env=nodes)
+        study = subprocess.Popen(
+            study_command(folder, LOST, 1, run_targets(LOST, ["lost"])),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=nodes,
+        )
         try:
             wait_until(lambda: len(list(checkpoints.glob("iter-*/COMPLETE"))) >= 2, study, out, 600, phases)
             phases.mark("2 checkpoints")
@@ -287,12 +371,21 @@ def test_a_lost_node_stops_the_job_by_heartbeat_and_the_retry_resumes_bit_identi
             # The node stays lost, as a failed node does, until Slurm gives it up (DOWN after SlurmdTimeout) and
             # with it the job. Back at once, its new slurmd knew nothing of the step, and srun waited for it
             # from 40 s to 11 minutes, by the race between Slurm's kill request and the node's return.
-            wait_until(lambda: "Error in rule train" in text(out), study, out, NODE_DOWN_S, phases, phases.watch(out, nodes))
+            wait_until(
+                lambda: "Error in rule train" in text(out), study, out, NODE_DOWN_S, phases, phases.watch(out, nodes)
+            )
             phases.mark("job failed")
             revived = cluster_command("revive", "gsnode2")
             phases.mark("gsnode2 back")
             assert revived.returncode == 0, f"{phases}: {revived.stderr}"
-            wait_until(lambda: "resumed from the checkpoint" in text(train_log), study, out, 900, phases, phases.watch(out, nodes))
+            wait_until(
+                lambda: "resumed from the checkpoint" in text(train_log),
+                study,
+                out,
+                900,
+                phases,
+                phases.watch(out, nodes),
+            )
             phases.mark("retry resumed")
             assert study.wait(timeout=900) == 0, f"{phases}: {out.read_text()[-5000:]}"
             phases.mark("Snakemake done")
@@ -309,7 +402,13 @@ def test_a_lost_node_stops_the_job_by_heartbeat_and_the_retry_resumes_bit_identi
     after = snapshot(folder)
     assert {name: after.get(name) for name in finished} == finished
     # The resumed grid holds the bits of an uninterrupted run of its job file.
-    done = subprocess.run(["ganstudy", "train", "results/nodes/jobs/lost.json", "--trial", "0", "--out-dir", str(tmp_path / "whole")],
-                          cwd=folder, capture_output=True, text=True, env=env, timeout=900)
+    done = subprocess.run(
+        ["ganstudy", "train", "results/nodes/jobs/lost.json", "--trial", "0", "--out-dir", str(tmp_path / "whole")],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert_same_generators(run, tmp_path / "whole")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from ganstudy.data.arrays import load_split, file_digest, to_uint8
+from ganstudy.data.arrays import file_digest, load_split, to_uint8
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.errors import GanstudyError
 
@@ -98,7 +98,11 @@ def test_a_single_image_class_cannot_be_split(tmp_path):
 
 
 def test_unknown_data_set_lists_the_registered_ones(tmp_path):
-    with pytest.raises(GanstudyError, match="unknown data set 'cifar7'; registered data sets: calorimeter, cifar10, cifar100, digits, fashion_mnist, image_folder, mnist, npz, paired_folder"):
+    with pytest.raises(
+        GanstudyError,
+        match="unknown data set 'cifar7'; registered data sets: calorimeter, cifar10, cifar100, digits, "
+        "fashion_mnist, image_folder, mnist, npz, paired_folder",
+    ):
         prepare_dataset("cifar7", None, 0.2, 1, tmp_path)
 
 

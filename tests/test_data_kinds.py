@@ -26,14 +26,23 @@ def test_every_data_set_names_a_registered_kind_and_every_kind_a_task():
     # ganstudy's own (a plugin installed in this environment may add more).
     own = [name for name in DATASETS if DATASETS.origin(name).distribution == "ganstudy"]
     assert {name: get_dataset(name).kind for name in own} == {
-        "calorimeter": "showers", "cifar10": "images", "cifar100": "images", "digits": "images", "fashion_mnist": "images",
-        "image_folder": "images", "mnist": "images", "npz": "images", "paired_folder": "pairs",
+        "calorimeter": "showers",
+        "cifar10": "images",
+        "cifar100": "images",
+        "digits": "images",
+        "fashion_mnist": "images",
+        "image_folder": "images",
+        "mnist": "images",
+        "npz": "images",
+        "paired_folder": "pairs",
     }
     # Classes known before reading size per-class jobs; folders and user arrays are counted once read.
     assert get_dataset("cifar100").classes == 100 and get_dataset("image_folder").classes is None
     assert [kind_for_task(task) for task in ("noise", "paired", "energy")] == [IMAGES, PAIRS, SHOWERS]
     assert kind_for_task(get_network("pix2pix").task) is get_kind("pairs")
-    with pytest.raises(GanstudyError, match="data kinds of networks trained by task 'hinge': none; name the job's kind"):
+    with pytest.raises(
+        GanstudyError, match="data kinds of networks trained by task 'hinge': none; name the job's kind"
+    ):
         kind_for_task("hinge")
 
 
@@ -51,8 +60,10 @@ def test_a_network_that_cannot_learn_the_data_is_refused_before_any_job(tmp_path
     config = copy.deepcopy(SHRUNKEN)
     config["setups"]["bce"]["network"] = "pix2pix"
     done = snakemake(tmp_path, config, "-n", env=env)
-    problem = ("setups.bce.network: network 'pix2pix' is trained by task 'paired', but dataset 'digits' holds images with "
-               "classes, whose networks are trained by task 'noise'")
+    problem = (
+        "setups.bce.network: network 'pix2pix' is trained by task 'paired', but dataset 'digits' holds images with "
+        "classes, whose networks are trained by task 'noise'"
+    )
     assert done.returncode != 0 and problem in done.stdout + done.stderr, (done.stdout + done.stderr)[-2000:]
     assert not (tmp_path / "results").exists()
 
@@ -94,13 +105,16 @@ LOADERS = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("attribute, problem", [
-    ("PAIRS_WITHOUT_CONDITIONS", "returned no conditions, but its kind 'pairs' has"),
-    ("DOUBLES", "returned images of float64 (20, 1, 8, 8), not float32 (N, C, H, W)"),
-    ("THREE_CLASSES", "returned labels 0..3, outside its declared classes 0..2"),
-    ("DICT", "returned dict, not a RawDataset"),
-    ("NOT_A_DATA_SET", "is of type function, not DataSet"),
-])
+@pytest.mark.parametrize(
+    "attribute, problem",
+    [
+        ("PAIRS_WITHOUT_CONDITIONS", "returned no conditions, but its kind 'pairs' has"),
+        ("DOUBLES", "returned images of float64 (20, 1, 8, 8), not float32 (N, C, H, W)"),
+        ("THREE_CLASSES", "returned labels 0..3, outside its declared classes 0..2"),
+        ("DICT", "returned dict, not a RawDataset"),
+        ("NOT_A_DATA_SET", "is of type function, not DataSet"),
+    ],
+)
 def test_a_loader_that_breaks_the_contract_is_named(site, tmp_path, attribute, problem):
     (site / "lab_loaders.py").write_text(LOADERS)
     name = f"lab_loaders:{attribute}"
@@ -112,16 +126,21 @@ def test_a_loader_that_breaks_the_contract_is_named(site, tmp_path, attribute, p
 
 def test_a_network_that_cannot_build_for_a_standard_data_set_s_images_is_named_while_planning(default_config):
     config = copy.deepcopy(default_config)
-    config["setups"] = {"cnn": {**config["setups"]["grid1x1"], "network": "cnn28"},
-                        "dc": {**config["setups"]["grid1x1"], "network": "dcgan"}}
+    config["setups"] = {
+        "cnn": {**config["setups"]["grid1x1"], "network": "cnn28"},
+        "dc": {**config["setups"]["grid1x1"], "network": "dcgan"},
+    }
     assert part_problems(config) == [
-        "setups.cnn.network: network cnn28 makes 28x28 images, the data are 8x8: set dataset.image_size to 28 (dataset 'digits' "
-        "gives 8x8 images with 1 channel(s))"]
+        "setups.cnn.network: network cnn28 makes 28x28 images, the data are 8x8: set dataset.image_size to 28 "
+        "(dataset 'digits' gives 8x8 images with 1 channel(s))"
+    ]
     # Resized as the message says, both fit; a size the DC-GAN cannot upsample to is named.
     config["dataset"]["image_size"] = 28
     assert part_problems(config) == []
     config["dataset"]["image_size"] = 30
-    assert part_problems(config)[0].startswith("setups.cnn.network: network cnn28 makes 28x28 images, the data are 30x30")
+    assert part_problems(config)[0].startswith(
+        "setups.cnn.network: network cnn28 makes 28x28 images, the data are 30x30"
+    )
     assert "setups.dc.network: the DC-GAN networks upsample twice by 2" in part_problems(config)[1]
 
 
@@ -149,7 +168,6 @@ def test_a_plugin_s_options_schema_is_closed_unless_it_says_otherwise(default_co
     assert part_problems(config) == [] and config["setups"]["lab"]["network_options"] == {"width": 8}
     config["setups"]["lab"].update(network="lab_networks:OPEN", network_options={"widht": 8})
     assert part_problems(config) == [] and config["setups"]["lab"]["network_options"] == {"widht": 8, "width": 64}
-
 
 
 LAB_DRAWN = textwrap.dedent("""
@@ -181,9 +199,10 @@ def test_a_data_set_s_options_are_checked_against_its_schema_and_reach_its_loade
     config = copy.deepcopy(default_config)
     config["dataset"] |= {"name": "drawn", "options": {"per_clas": 10}}
     [problem] = part_problems(config)
-    assert problem == ("dataset.options: unknown key 'per_clas' (did you mean 'per_class'?); allowed here: per_class, seed (the options "
-                       "schema of data set "
-                       "'drawn', lab_drawn:DRAWN (from lab-drawn 1.2))")
+    assert problem == (
+        "dataset.options: unknown key 'per_clas' (did you mean 'per_class'?); allowed here: per_class, seed (the "
+        "options schema of data set 'drawn', lab_drawn:DRAWN (from lab-drawn 1.2))"
+    )
     config["dataset"]["options"] = {"per_class": 10}
     assert part_problems(config) == [] and config["dataset"]["options"] == {"per_class": 10, "seed": 3}
     # The preparing job's settings carry them (a change re-prepares the data and retrains what used them).
@@ -194,8 +213,11 @@ def test_a_data_set_s_options_are_checked_against_its_schema_and_reach_its_loade
     # A data set without an options schema takes none; without options the section is as it always was,
     # so that the data of a study prepared before data sets had options are not prepared again.
     config["dataset"] = {**default_config["dataset"], "options": {"per_class": 10}}
-    assert part_problems(config) == ["dataset.options: data set 'digits' takes no options, got ['per_class']; remove them"]
+    assert part_problems(config) == [
+        "dataset.options: data set 'digits' takes no options, got ['per_class']; remove them"
+    ]
     assert "options" not in dataset_settings(default_config["dataset"])
+
 
 LAB_KIND = textwrap.dedent("""
     from ganstudy.data.kinds import DataKind, HeldOut
@@ -214,6 +236,7 @@ def test_a_kind_whose_parts_are_not_installed_is_named_while_planning(site):
     assert get_kind("voxels").missing_parts() == [
         f"data kind 'voxels' ({origin}) names 'lab_kind.figures:draw', but module 'lab_kind.figures' is not installed: "
         "fix its package or install it",
-        f"data kind 'voxels' ({origin}) names 'lab_kind.scoring:Scorer', but module 'lab_kind.scoring' is not installed: "
-        "fix its package or install it"]
+        f"data kind 'voxels' ({origin}) names 'lab_kind.scoring:Scorer', but module 'lab_kind.scoring' is not "
+        "installed: fix its package or install it",
+    ]
     assert [kind.missing_parts() for kind in (IMAGES, PAIRS, SHOWERS)] == [[], [], []]

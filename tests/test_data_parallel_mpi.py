@@ -18,15 +18,22 @@ from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import load_generator
-from ganstudy.parallel.shard_dropout import row_masks, shard_dropout
 from ganstudy.parallel.partition import shard_rows
+from ganstudy.parallel.shard_dropout import row_masks, shard_dropout
 from ganstudy.train.seeds import pair_seeds
 
 pytestmark = pytest.mark.mpi
 
 PROBE = REPO / "tests" / "dp_probe.py"
-BASE = {"mode": "data_parallel", "batch_size": 16, "latent_dim": 8, "hidden_units": 32, "iterations": 2, "checkpoint_period": 0,
-        "score_period": 0}
+BASE = {
+    "mode": "data_parallel",
+    "batch_size": 16,
+    "latent_dim": 8,
+    "hidden_units": 32,
+    "iterations": 2,
+    "checkpoint_period": 0,
+    "score_period": 0,
+}
 # Float sums in another order (two half-batch gradients added vs one whole-batch reduction, batch-norm
 # statistics summed over ranks) differ in the last bits: 1e-5 relative is a thousand float32 ulps, far
 # below any real discrepancy (a wrong shard or a missing average is off by O(1)).
@@ -141,9 +148,13 @@ def test_zero_sharded_adam_trains_the_same_weights_as_plain_adam(tmp_path, env):
     assert_close_dicts(zero["discriminator"], plain["discriminator"], **TOLERANCE)
 
 
-@pytest.mark.parametrize("zero", [{"zero": 2}, {"zero": 3}, {"zero": 3, "offload": "cpu"}], ids=["stage2", "stage3", "stage3-offload"])
+@pytest.mark.parametrize(
+    "zero", [{"zero": 2}, {"zero": 3}, {"zero": 3, "offload": "cpu"}], ids=["stage2", "stage3", "stage3-offload"]
+)
 @pytest.mark.parametrize("network", ["dcgan", "calo3d"])
-def test_sharded_weights_gradients_and_state_train_the_same_weights_as_plain_data_parallelism(network, zero, tmp_path, env):
+def test_sharded_weights_gradients_and_state_train_the_same_weights_as_plain_data_parallelism(
+    network, zero, tmp_path, env
+):
     """ZeRO stages 2 and 3 (torch's fully_shard), with and without CPU offload: on 2 ranks the same
     weights as one replica per rank, after two steps of each player (calo3d: RMSprop, split updates)."""
     sizes = {"latent_dim": 4, "hidden_units": 2} if network == "calo3d" else {}
@@ -152,11 +163,15 @@ def test_sharded_weights_gradients_and_state_train_the_same_weights_as_plain_dat
     assert_close_dicts(sharded["generator"], plain["generator"], **TOLERANCE)
     assert_close_dicts(sharded["discriminator"], plain["discriminator"], **TOLERANCE)
     for a, b in zip(plain["history"], sharded["history"]):
-        assert a["d_loss"] == pytest.approx(b["d_loss"], rel=1e-5) and a["g_loss"] == pytest.approx(b["g_loss"], rel=1e-5)
+        assert a["d_loss"] == pytest.approx(b["d_loss"], rel=1e-5) and a["g_loss"] == pytest.approx(
+            b["g_loss"], rel=1e-5
+        )
 
 
 def test_zero_3_leaves_each_rank_its_shard_of_every_parameter(tmp_path, env):
-    got = probe("layout", 2, settings(network="dcgan", data_parallel={"zero": 3, "offload": "cpu"}), tmp_path / "layout.pt", env)
+    got = probe(
+        "layout", 2, settings(network="dcgan", data_parallel={"zero": 3, "offload": "cpu"}), tmp_path / "layout.pt", env
+    )
     first, second = got["layouts"]
     assert first.keys() == second.keys()
     for name, (local, whole, device, kind) in first.items():
@@ -173,12 +188,22 @@ def test_two_ranks_train_what_one_rank_trains(tmp_path, env):
     # Six Adam steps per player: last-bit differences of each step's sums, amplified only where a gradient cancels.
     assert_trained_alike(one["generator"], two["generator"])
     for a, b in zip(one["history"], two["history"]):
-        assert a["d_loss"] == pytest.approx(b["d_loss"], rel=1e-5) and a["g_loss"] == pytest.approx(b["g_loss"], rel=1e-5)
+        assert a["d_loss"] == pytest.approx(b["d_loss"], rel=1e-5) and a["g_loss"] == pytest.approx(
+            b["g_loss"], rel=1e-5
+        )
 
 
-def test_weak_scaling_is_strong_scaling_of_the_per_rank_batch_times_the_ranks_at_the_rate_times_the_ranks(tmp_path, env):
+def test_weak_scaling_is_strong_scaling_of_the_per_rank_batch_times_the_ranks_at_the_rate_times_the_ranks(
+    tmp_path, env
+):
     """Horovod's recipe (Hesam et al.): batch_size rows per rank and lr x ranks."""
-    weak = probe("train", 2, settings(network="dcgan", batch_size=8, lr=0.0002, data_parallel={"scaling": "weak"}), tmp_path / "weak.pt", env)
+    weak = probe(
+        "train",
+        2,
+        settings(network="dcgan", batch_size=8, lr=0.0002, data_parallel={"scaling": "weak"}),
+        tmp_path / "weak.pt",
+        env,
+    )
     strong = probe("train", 2, settings(network="dcgan", batch_size=16, lr=0.0004), tmp_path / "strong.pt", env)
     assert_close_dicts(weak["generator"], strong["generator"], rtol=1e-6, atol=1e-7)
     assert_close_dicts(weak["discriminator"], strong["discriminator"], rtol=1e-6, atol=1e-7)
@@ -188,10 +213,15 @@ def test_per_rank_batch_norm_is_horovod_s_and_differs_from_the_global_one_on_two
     per_rank = {"data_parallel": {"batch_norm": "per_rank"}}
     one = probe("train", 1, settings(network="dcgan", **per_rank), tmp_path / "one.pt", env)
     # On one rank both normalise the same rows; only the kernels differ (torch's layer vs the synchronised one).
-    assert_trained_alike(one["generator"], probe("train", 1, settings(network="dcgan"), tmp_path / "g1.pt", env)["generator"])
+    assert_trained_alike(
+        one["generator"], probe("train", 1, settings(network="dcgan"), tmp_path / "g1.pt", env)["generator"]
+    )
     two = probe("train", 2, settings(network="dcgan", **per_rank), tmp_path / "two.pt", env)
     two_global = probe("train", 2, settings(network="dcgan"), tmp_path / "g2.pt", env)
-    assert any(not torch.allclose(two["generator"][key], two_global["generator"][key], rtol=1e-3, atol=1e-4) for key in two["generator"])
+    assert any(
+        not torch.allclose(two["generator"][key], two_global["generator"][key], rtol=1e-3, atol=1e-4)
+        for key in two["generator"]
+    )
 
 
 def test_bf16_autocast_changes_the_numbers_a_little(tmp_path, env):
@@ -234,7 +264,9 @@ def test_the_mode_writes_a_plain_generator_and_the_shard_timings(digits_dir, tmp
 
 
 def test_a_global_batch_that_does_not_split_is_named(digits_dir, tmp_path, env):
-    with pytest.raises(GanstudyError, match="batch_size 30 does not split into 2 rank.* x 2 micro-batch.*multiple of 4"):
+    with pytest.raises(
+        GanstudyError, match="batch_size 30 does not split into 2 rank.* x 2 micro-batch.*multiple of 4"
+    ):
         shard_rows(30, 2, 2)
     setup = settings(batch_size=33)
     command = train_command(setup, digits_dir / "train.npz", tmp_path / "run", seed=5, ranks=2, name="dp")

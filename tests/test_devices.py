@@ -18,7 +18,14 @@ from ganstudy.parallel.world import mpi_world, select_devices
 from ganstudy.train.job import job_description, read_job, write_job
 
 CPU = (torch.device("cpu"), torch.device("cpu"))
-SCHEDULER = ("SLURM_JOB_ID", "LSB_JOBID", "CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "JSM_NAMESPACE_LOCAL_RANK")
+SCHEDULER = (
+    "SLURM_JOB_ID",
+    "LSB_JOBID",
+    "CUDA_VISIBLE_DEVICES",
+    "SLURM_STEP_GPUS",
+    "SLURM_JOB_GPUS",
+    "JSM_NAMESPACE_LOCAL_RANK",
+)
 
 
 @pytest.fixture()
@@ -47,9 +54,18 @@ def test_auto_in_a_slurm_gpu_job_without_cuda_names_rank_host_and_what_the_sched
     message = str(caught.value)
     assert f"rank 0 of 1 on host {socket.gethostname()}" in message
     assert "compute.device is 'auto' and the site's node_gpus is 2 in Slurm job 4242" in message
-    for shown in ("CUDA_VISIBLE_DEVICES unset", "SLURM_JOB_ID=4242", "SLURM_STEP_ID=0", "SLURM_STEP_GPUS=0,1",
-                  "SLURM_NODELIST=gpu[01-02]", "SLURM_TRES_PER_TASK=gres/gpu:1", "SLURM_GPUS_ON_NODE unset",
-                  "LSB_JOBID unset", "JSM_NAMESPACE_LOCAL_RANK unset", "OMPI_COMM_WORLD_LOCAL_RANK"):
+    for shown in (
+        "CUDA_VISIBLE_DEVICES unset",
+        "SLURM_JOB_ID=4242",
+        "SLURM_STEP_ID=0",
+        "SLURM_STEP_GPUS=0,1",
+        "SLURM_NODELIST=gpu[01-02]",
+        "SLURM_TRES_PER_TASK=gres/gpu:1",
+        "SLURM_GPUS_ON_NODE unset",
+        "LSB_JOBID unset",
+        "JSM_NAMESPACE_LOCAL_RANK unset",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+    ):
         assert shown in message, shown
     assert "Ask the scheduler for GPUs" in message and "partition" in message
     assert "compute.device: cpu" in message and "a site with node_gpus: 0" in message
@@ -59,7 +75,10 @@ def test_auto_in_an_lsf_gpu_job_without_cuda_names_the_jsrun_variables(no_cuda):
     no_cuda.setenv("LSB_JOBID", "777")
     no_cuda.setenv("JSM_NAMESPACE_LOCAL_RANK", "3")
     no_cuda.setenv("CUDA_VISIBLE_DEVICES", "")
-    with pytest.raises(GanstudyError, match=r"the site's node_gpus is 6 in LSF job 777.*CUDA_VISIBLE_DEVICES=,.*JSM_NAMESPACE_LOCAL_RANK=3"):
+    with pytest.raises(
+        GanstudyError,
+        match=r"the site's node_gpus is 6 in LSF job 777.*CUDA_VISIBLE_DEVICES=,.*JSM_NAMESPACE_LOCAL_RANK=3",
+    ):
         select_devices(mpi_world(), "auto", 1, node_gpus=6)
 
 
@@ -79,7 +98,10 @@ def test_cuda_without_cuda_is_an_error_with_the_same_diagnosis(slurm_without_gpu
     with pytest.raises(GanstudyError) as caught:
         select_devices(mpi_world(), "cuda", 1, node_gpus=0)
     message = str(caught.value)
-    assert f"rank 0 of 1 on host {socket.gethostname()}: compute.device is 'cuda', but torch finds no CUDA device" in message
+    assert (
+        f"rank 0 of 1 on host {socket.gethostname()}: compute.device is 'cuda', but torch finds no CUDA device"
+        in message
+    )
     assert "SLURM_STEP_GPUS=0,1" in message and "CUDA_VISIBLE_DEVICES unset" in message
     assert "compute.device: cpu" in message
 
@@ -105,7 +127,10 @@ def test_a_job_s_compute_options_default_to_no_gpu_promise_and_deterministic_ker
     compute = read_job(tmp_path / "plain.json").compute
     assert compute.node_gpus == 0 and compute.deterministic is True and compute.device == "auto"
     assert compute.tf32 is False
-    write_job(tmp_path / "set.json", job_description("s", setup, 1, {"train": "t.npz"}, {"node_gpus": 4, "deterministic": False, "tf32": True}))
+    write_job(
+        tmp_path / "set.json",
+        job_description("s", setup, 1, {"train": "t.npz"}, {"node_gpus": 4, "deterministic": False, "tf32": True}),
+    )
     compute = read_job(tmp_path / "set.json").compute
     assert compute.node_gpus == 4 and compute.deterministic is False and compute.tf32 is True
 
@@ -114,8 +139,12 @@ def test_a_job_s_compute_options_default_to_no_gpu_promise_and_deterministic_ker
 def torch_flags(monkeypatch):
     """Restores torch's global determinism switches after the test."""
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
-    saved = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
-             torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark)
+    saved = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.backends.cudnn.deterministic,
+        torch.backends.cudnn.benchmark,
+    )
     tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     yield monkeypatch
     torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
@@ -124,7 +153,11 @@ def torch_flags(monkeypatch):
 
 
 def _flags():
-    return torch.are_deterministic_algorithms_enabled(), torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark
+    return (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.backends.cudnn.deterministic,
+        torch.backends.cudnn.benchmark,
+    )
 
 
 def test_deterministic_cuda_switches_every_kernel_choice_and_cublas_before_its_first_call(torch_flags):

@@ -10,20 +10,43 @@ from ganstudy.report.export import finished_runs
 
 
 def test_finished_trials_of_the_plan_with_per_class_series_and_flat_settings(tmp_path):
-    (tmp_path / "plan.json").write_text(json.dumps({"study": "s", "setups": {"pc": {"mode": "per_class", "trials": 2, "iterations": 2}}}))
+    (tmp_path / "plan.json").write_text(
+        json.dumps({"study": "s", "setups": {"pc": {"mode": "per_class", "trials": 2, "iterations": 2}}})
+    )
     run = tmp_path / "runs" / "pc" / "trial0"
     run.mkdir(parents=True)
-    (run / "run.json").write_text(json.dumps({"settings": {"lr": 0.0002, "grid": {"shape": "2x2"}, "betas": [0.5, 0.999], "tf": None},
-                                              "study_seed": 7, "world_size": 2}))
-    (run / "losses.csv").write_text("class,iteration,g_loss,d_loss,fid\n0,1,1.5,0.5,\n0,2,1.25,0.75,3.0\n3,1,2.0,1.0,nan\n")
+    (run / "run.json").write_text(
+        json.dumps(
+            {
+                "settings": {"lr": 0.0002, "grid": {"shape": "2x2"}, "betas": [0.5, 0.999], "tf": None},
+                "study_seed": 7,
+                "world_size": 2,
+            }
+        )
+    )
+    (run / "losses.csv").write_text(
+        "class,iteration,g_loss,d_loss,fid\n0,1,1.5,0.5,\n0,2,1.25,0.75,3.0\n3,1,2.0,1.0,nan\n"
+    )
     study, runs, missing = finished_runs(tmp_path)
     assert study == "s" and [r.key for r in runs] == ["pc/trial0"] and missing == ["pc/trial1: not finished, left out"]
     # Each class's columns under its own name; empty and NaN cells are no points.
-    assert sorted(runs[0].series()) == sorted([("class0/g_loss", 1, 1.5), ("class0/d_loss", 1, 0.5), ("class0/g_loss", 2, 1.25),
-                                               ("class0/d_loss", 2, 0.75), ("class0/fid", 2, 3.0), ("class3/g_loss", 1, 2.0),
-                                               ("class3/d_loss", 1, 1.0)])
+    assert sorted(runs[0].series()) == sorted(
+        [
+            ("class0/g_loss", 1, 1.5),
+            ("class0/d_loss", 1, 0.5),
+            ("class0/g_loss", 2, 1.25),
+            ("class0/d_loss", 2, 0.75),
+            ("class0/fid", 2, 3.0),
+            ("class3/g_loss", 1, 2.0),
+            ("class3/d_loss", 1, 1.0),
+        ]
+    )
     params = runs[0].params()
-    assert params["settings.lr"] == 0.0002 and params["settings.grid.shape"] == "2x2" and params["settings.betas"] == "[0.5, 0.999]"
+    assert (
+        params["settings.lr"] == 0.0002
+        and params["settings.grid.shape"] == "2x2"
+        and params["settings.betas"] == "[0.5, 0.999]"
+    )
     assert params["settings.tf"] == "null" and params["study_seed"] == 7 and runs[0].scores() == {}
     # A retrained trial (its losses changed) has another fingerprint.
     before = runs[0].fingerprint()

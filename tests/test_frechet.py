@@ -22,7 +22,9 @@ def test_statistics_and_distance_are_torch_fidelity_s_bit_for_bit(samples, width
     ours = [feature_statistics(features) for features in (fake, real)]
     theirs = [fid_features_to_statistics(features) for features in (fake, real)]
     for mine, other in zip(ours, theirs):
-        assert mine.keys() == other.keys() and all(np.array_equal(mine[k], other[k]) and mine[k].dtype == other[k].dtype for k in mine)
+        assert mine.keys() == other.keys() and all(
+            np.array_equal(mine[k], other[k]) and mine[k].dtype == other[k].dtype for k in mine
+        )
     assert frechet_distance(*ours) == fid_statistics_to_metric(*theirs, verbose=False)[KEY_METRIC_FID]
 
 
@@ -36,6 +38,9 @@ def test_the_distance_of_known_gaussians():
 
 
 def test_a_grid_rank_imports_neither_torch_fidelity_nor_torchvision():
-    code = "import sys, ganstudy.train.run, ganstudy.train.grid.mode; print(sorted({'torch_fidelity', 'torchvision'} & set(sys.modules)))"
+    code = (
+        "import sys, ganstudy.train.run, ganstudy.train.grid.mode; "
+        "print(sorted({'torch_fidelity', 'torchvision'} & set(sys.modules)))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -13,16 +13,20 @@ from pathlib import Path
 import pytest
 import torch
 
+from conftest import SCHEMA, assert_trained_alike
 from ganstudy.config import validate_study_config
+from ganstudy.counter_random import scaled_mask
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.models.artifact import load_generator, sample_generator
-from ganstudy.counter_random import scaled_mask
 from jobs import kill_job, start_job, wait_for
-from conftest import SCHEMA, assert_trained_alike
 from test_data_parallel_mpi import settings as dp_settings
-from test_grid_mpi import assert_same, result as grid_result
-from test_grid_mpi import command as grid_command, settings as grid_settings
-from test_per_class_mpi import assert_same_generators, command as train_command, settings as per_class_settings
+from test_grid_mpi import assert_same
+from test_grid_mpi import command as grid_command
+from test_grid_mpi import result as grid_result
+from test_grid_mpi import settings as grid_settings
+from test_per_class_mpi import assert_same_generators
+from test_per_class_mpi import command as train_command
+from test_per_class_mpi import settings as per_class_settings
 from test_tasks import paired_setup, save_tiny_split
 from test_training import _setup as single_settings
 
@@ -62,7 +66,9 @@ def assert_ran_on_cuda(out: Path, ranks: int = 1, discriminator: str = "cuda:0",
     assert facts["discriminator_device"] == discriminator
     names = {torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())}
     assert len(facts["device_names"]) == ranks and all(set(rank) <= names for rank in facts["device_names"])
-    assert facts["cuda"]["torch_cuda"] == torch.version.cuda and facts["cuda"]["cudnn"] == torch.backends.cudnn.version()
+    assert (
+        facts["cuda"]["torch_cuda"] == torch.version.cuda and facts["cuda"]["cudnn"] == torch.backends.cudnn.version()
+    )
     assert facts["deterministic"] is deterministic and facts["tf32"] is False
 
 
@@ -77,9 +83,14 @@ def assert_finite_float32(out: Path) -> None:
 # --- every mode on CUDA ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode, network, deterministic", [
-    ("single", "dcgan", True), ("conditional", "dccgan", True), ("conditional", "dccgan", False),
-])
+@pytest.mark.parametrize(
+    "mode, network, deterministic",
+    [
+        ("single", "dcgan", True),
+        ("conditional", "dccgan", True),
+        ("conditional", "dccgan", False),
+    ],
+)
 def test_single_and_conditional_train_on_cuda(mode, network, deterministic, digits_dir, tmp_path, env):
     setup = single_settings(mode=mode, network=network, iterations=2, batch_size=64, latent_dim=16, checkpoint_period=0)
     run(train_command(1, setup, tmp_path, digits_dir, **CUDA, deterministic=deterministic), env)
@@ -89,11 +100,17 @@ def test_single_and_conditional_train_on_cuda(mode, network, deterministic, digi
     assert (generator.labels is not None) == (mode == "conditional")
 
 
-def test_a_dcgan_grid_stacked_in_the_general_form_on_cuda_gives_the_same_bits_on_1_and_2_ranks(digits_dir, scoring, tmp_path, env):
+def test_a_dcgan_grid_stacked_in_the_general_form_on_cuda_gives_the_same_bits_on_1_and_2_ranks(
+    digits_dir, scoring, tmp_path, env
+):
     # On a GPU the whole layout (auto) stacks dcgan's cells: grouped convolutions through cuDNN, batch norms
-    # and dropout masks keyed per row, hashed on the GPU. A stack shape whose rows differ from their pairs would warn and
-    # run row by row: correct, but the GPU's launches would grow with the cells again.
-    setup = {**grid_settings(shape="3x3", fitness_sample_size=32, score_sample_size=64, data_ratio=0.1), "network": "dcgan", "iterations": 2}
+    # and dropout masks keyed per row, hashed on the GPU. A stack shape whose rows differ from their pairs
+    # would warn and run row by row: correct, but the GPU's launches would grow with the cells again.
+    setup = {
+        **grid_settings(shape="3x3", fitness_sample_size=32, score_sample_size=64, data_ratio=0.1),
+        "network": "dcgan",
+        "iterations": 2,
+    }
     for ranks in (1, 2):
         done = run(grid_command(ranks, setup, tmp_path / f"n{ranks}", digits_dir, scoring, **CUDA), env)
         assert "network dcgan: cells stacked (general form)" in done.stderr
@@ -158,8 +175,16 @@ def test_data_parallel_trains_over_nccl(ranks, digits_dir, tmp_path, env):
 def test_fp16_with_gradient_scaling_and_zero_trains_float32_weights(ranks, digits_dir, tmp_path, env):
     need_gpus(ranks)
     options = {"zero": True}
-    run(train_command(ranks, dp_settings(network="dcgan", batch_size=64, iterations=1, data_parallel=options),
-                      tmp_path / "fp32", digits_dir, **CUDA), env)
+    run(
+        train_command(
+            ranks,
+            dp_settings(network="dcgan", batch_size=64, iterations=1, data_parallel=options),
+            tmp_path / "fp32",
+            digits_dir,
+            **CUDA,
+        ),
+        env,
+    )
     fp16 = dp_settings(network="dcgan", batch_size=64, iterations=1, data_parallel={**options, "amp": "fp16"})
     run(train_command(ranks, fp16, tmp_path / "fp16", digits_dir, **CUDA), env)
     facts = record(tmp_path / "fp16")["data_parallel"]
@@ -227,7 +252,9 @@ def test_a_cuda_run_matches_the_cpu_run_within_float32_rounding(cpu_and_cuda):
     cpu, cuda = losses(cpu_and_cuda["cpu"]), losses(cpu_and_cuda["cuda"])
     assert [row["iteration"] for row in cuda] == [1, 2, 3]
     for a, b in zip(cpu, cuda):
-        assert b["d_loss"] == pytest.approx(a["d_loss"], rel=1e-3) and b["g_loss"] == pytest.approx(a["g_loss"], rel=1e-3)
+        assert b["d_loss"] == pytest.approx(a["d_loss"], rel=1e-3) and b["g_loss"] == pytest.approx(
+            a["g_loss"], rel=1e-3
+        )
     on_cpu, _ = load_generator(cpu_and_cuda["cpu"] / "generator.pt")
     on_cuda, _ = load_generator(cpu_and_cuda["cuda"] / "generator.pt")
     for key, value in on_cpu.state_dict().items():
@@ -238,7 +265,9 @@ def test_a_killed_cuda_run_resumes_to_the_same_bits_as_an_uninterrupted_one(digi
     # The DC-GAN: cuDNN convolutions and dropout from the GPU's random stream, both of which a
     # non-deterministic run or a badly restored checkpoint would change. Enough passes that the job is
     # still running when its second checkpoint is complete.
-    setup = single_settings(network="dcgan", iterations=40, batch_size=32, latent_dim=16, checkpoint_period=1, checkpoints_kept=2)
+    setup = single_settings(
+        network="dcgan", iterations=40, batch_size=32, latent_dim=16, checkpoint_period=1, checkpoints_kept=2
+    )
     run(train_command(1, setup, tmp_path / "whole", digits_dir, **CUDA), env)
     checkpoints = tmp_path / "ckpt"
     job = start_job(train_command(1, setup, tmp_path / "resumed", digits_dir, checkpoints, **CUDA), env)
@@ -249,7 +278,10 @@ def test_a_killed_cuda_run_resumes_to_the_same_bits_as_an_uninterrupted_one(digi
     assert "resumed from the checkpoint of iteration" in done.stderr
     assert_ran_on_cuda(tmp_path / "resumed")
     assert_same_generators(tmp_path / "whole", tmp_path / "resumed")
-    untimed = lambda out: [{k: v for k, v in row.items() if k not in ("seconds", "score_seconds")} for row in losses(out)]  # noqa: E731
+
+    def untimed(out):
+        return [{k: v for k, v in row.items() if k not in ("seconds", "score_seconds")} for row in losses(out)]
+
     assert untimed(tmp_path / "whole") == untimed(tmp_path / "resumed")
 
 
@@ -320,12 +352,31 @@ def test_the_classifier_scores_the_same_on_the_gpu_and_the_cpu(cpu_and_cuda, sco
 
 def test_evaluate_scores_a_cuda_trained_generator_like_the_cpu_trained_one(cpu_and_cuda, scoring, tmp_path, env):
     classifier, reference = scoring
-    evaluation = validate_study_config({"evaluation": {"samples": 1000, "metrics": ["fid", "isc", "label_tvd"]}}, SCHEMA)["evaluation"]
+    evaluation = validate_study_config(
+        {"evaluation": {"samples": 1000, "metrics": ["fid", "isc", "label_tvd"]}}, SCHEMA
+    )["evaluation"]
     scores = {}
     for device, out in cpu_and_cuda.items():
-        line = ["ganstudy", "evaluate", "--settings", json.dumps(evaluation), "--generator", str(out / "generator.pt"),
-                "--run-record", str(out / "run.json"), "--classifier", str(classifier), "--reference", str(reference),
-                "--seed", "5", "--trial", "0", "--out", str(tmp_path / f"{device}.json")]
+        line = [
+            "ganstudy",
+            "evaluate",
+            "--settings",
+            json.dumps(evaluation),
+            "--generator",
+            str(out / "generator.pt"),
+            "--run-record",
+            str(out / "run.json"),
+            "--classifier",
+            str(classifier),
+            "--reference",
+            str(reference),
+            "--seed",
+            "5",
+            "--trial",
+            "0",
+            "--out",
+            str(tmp_path / f"{device}.json"),
+        ]
         run(line, env)
         scores[device] = json.loads((tmp_path / f"{device}.json").read_text())["scores"]
     # The weights agree to 1e-4 (test above): a few pixels of the 1000 samples round to the next of 256

@@ -16,16 +16,20 @@ import psutil
 import pytest
 import torch
 
+from conftest import SCHEMA, train_command
 from ganstudy.config import validate_study_config
 from ganstudy.models.artifact import load_generator
-
-from conftest import SCHEMA, train_command
 from jobs import kill_job, start_job, wait_for
 
 pytestmark = pytest.mark.mpi
 
 TINY = {
-    "mode": "grid", "iterations": 3, "hidden_units": 32, "latent_dim": 16, "batch_size": 50, "checkpoint_period": 0,
+    "mode": "grid",
+    "iterations": 3,
+    "hidden_units": 32,
+    "latent_dim": 16,
+    "batch_size": 50,
+    "checkpoint_period": 0,
     "grid": {"shape": "2x2", "fitness_sample_size": 64, "score_sample_size": 64, "data_ratio": 0.25},
 }
 SETUP_KEYS = {"checkpoint_period", "checkpoints_kept"}
@@ -40,13 +44,29 @@ def settings(**keys):
 
 def command(ranks, setup, out, digits_dir, scoring, checkpoints=None, **compute):
     classifier, reference = scoring
-    return train_command(setup, digits_dir / "train.npz", out, seed=11, trial=1, ranks=ranks, name="g", checkpoints=checkpoints,
-                         classifier=classifier, reference=reference, **compute)
+    return train_command(
+        setup,
+        digits_dir / "train.npz",
+        out,
+        seed=11,
+        trial=1,
+        ranks=ranks,
+        name="g",
+        checkpoints=checkpoints,
+        classifier=classifier,
+        reference=reference,
+        **compute,
+    )
 
 
 def train(ranks, setup, out, digits_dir, scoring, env, checkpoints=None, **compute):
-    done = subprocess.run(command(ranks, setup, out, digits_dir, scoring, checkpoints, **compute), capture_output=True, text=True, env=env,
-                          timeout=300)
+    done = subprocess.run(
+        command(ranks, setup, out, digits_dir, scoring, checkpoints, **compute),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
@@ -76,7 +96,8 @@ blocks = assign_cells(shape, world.size)
 exchange = NeighbourExchange(world.comm, shape, blocks)
 received = exchange.exchange({{cell: world.rank for cell in blocks[world.rank]}})
 report = {{"kind": exchange.kind, "neighbours": exchange.neighbour_ranks(),
-          "received": sorted([list(c) for c in received]), "owners": {{f"{{c[0]}}-{{c[1]}}": r for c, r in received.items()}}}}
+          "received": sorted([list(c) for c in received]),
+          "owners": {{f"{{c[0]}}-{{c[1]}}": r for c, r in received.items()}}}}
 # One file per rank: lines printed by several ranks at once can interleave.
 open(f"{out}/rank{{world.rank}}.json", "w").write(json.dumps({{"rank": world.rank, **report}}))
 """
@@ -87,7 +108,9 @@ def test_every_rank_receives_exactly_its_cells_neighbourhoods(ranks, rows, cols,
     from ganstudy.parallel.topology import GridShape, assign_cells
 
     code = PROBE.format(rows=rows, cols=cols, out=tmp_path)
-    done = subprocess.run(["mpiexec", "-n", str(ranks), sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        ["mpiexec", "-n", str(ranks), sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     shape = GridShape(rows, cols)
     blocks = assign_cells(shape, ranks)
@@ -102,17 +125,23 @@ def test_every_rank_receives_exactly_its_cells_neighbourhoods(ranks, rows, cols,
         assert all(report["owners"][f"{c[0]}-{c[1]}"] == owner[c] for c in needed)
         if ranks == shape.size:
             assert report["kind"] == "cartesian"
-            (row, col), = mine
+            ((row, col),) = mine
             # Cartesian order: N, S, W, E.
-            assert report["neighbours"] == [owner[((row - 1) % rows, col)], owner[((row + 1) % rows, col)],
-                                            owner[(row, (col - 1) % cols)], owner[(row, (col + 1) % cols)]]
+            assert report["neighbours"] == [
+                owner[((row - 1) % rows, col)],
+                owner[((row + 1) % rows, col)],
+                owner[(row, (col - 1) % cols)],
+                owner[(row, (col + 1) % cols)],
+            ]
         else:
             assert report["kind"] == "graph"
             assert set(report["neighbours"]) == {owner[n] for n in needed} - {report["rank"]}
 
 
 # The whole-stack layout is a GPU's (compute.stack_layout auto); run on the CPU here, it is tested where no GPU is.
-@pytest.mark.parametrize("batch_cells, layout", [(True, "cache"), (True, "whole"), (False, "auto")], ids=["stacked", "whole-stack", "loop"])
+@pytest.mark.parametrize(
+    "batch_cells, layout", [(True, "cache"), (True, "whole"), (False, "auto")], ids=["stacked", "whole-stack", "loop"]
+)
 def test_results_are_bit_identical_on_1_2_and_4_ranks(batch_cells, layout, digits_dir, scoring, env, tmp_path):
     setup = settings(batch_cells=batch_cells)
     outcomes = {}
@@ -144,7 +173,12 @@ def test_auto_shape_on_6_ranks_is_3x2_and_matches_runs_on_1_and_2_ranks(digits_d
 def test_stacked_cells_of_odd_sizes_are_bit_identical_on_1_2_and_6_ranks(digits_dir, scoring, env, tmp_path):
     # Sizes that are no multiple of a vector register: the last elements of a stacked tensor take
     # another code path in some CPU kernels, and which cell is last depends on the rank layout.
-    setup = {**settings(shape="3x2", fitness_sample_size=61, score_sample_size=64), "hidden_units": 37, "latent_dim": 5, "batch_size": 23}
+    setup = {
+        **settings(shape="3x2", fitness_sample_size=61, score_sample_size=64),
+        "hidden_units": 37,
+        "latent_dim": 5,
+        "batch_size": 23,
+    }
     for ranks in (1, 2, 6):
         train(ranks, setup, tmp_path / f"n{ranks}", digits_dir, scoring, env)
     assert_same(result(tmp_path / "n1"), result(tmp_path / "n2"))
@@ -159,21 +193,34 @@ def test_a_6x6_grid_is_bit_identical_on_1_and_2_ranks(digits_dir, scoring, env, 
     assert_same(result(tmp_path / "n1"), result(tmp_path / "n2"))
 
 
-def test_a_network_with_no_hand_stacked_form_trains_cell_by_cell_on_a_cpu_and_says_so(digits_dir, scoring, env, tmp_path):
+def test_a_network_with_no_hand_stacked_form_trains_cell_by_cell_on_a_cpu_and_says_so(
+    digits_dir, scoring, env, tmp_path
+):
     setup = {**settings(shape="1x2"), "network": "dcgan"}
     setup["iterations"] = 1
     done = train(2, setup, tmp_path / "out", digits_dir, scoring, env)
-    assert done.stderr.count("network dcgan has no hand-stacked form, and its general one is slower than the loop on a CPU "
-                             "(compute.stack_layout whole stacks it): each rank trains its cells one after another") == 1
+    assert (
+        done.stderr.count(
+            "network dcgan has no hand-stacked form, and its general one is slower than the loop on a CPU "
+            "(compute.stack_layout whole stacks it): each rank trains its cells one after another"
+        )
+        == 1
+    )
     assert (tmp_path / "out" / "generator.pt").exists()
 
 
 # In the whole layout dcgan's cells go through StackedNetwork (grouped convolutions, masks keyed per row).
 @pytest.mark.parametrize("layout", ["cache", "whole"])
-def test_a_dcgan_grid_with_dropout_is_bit_identical_twice_and_on_1_and_2_ranks(layout, digits_dir, scoring, env, tmp_path):
+def test_a_dcgan_grid_with_dropout_is_bit_identical_twice_and_on_1_and_2_ranks(
+    layout, digits_dir, scoring, env, tmp_path
+):
     # dcgan's discriminator drops units: each cell's masks must be keyed by its own updates, never drawn
     # from the process's global generator, whose state depends on the process and on the cells it ran before.
-    setup = {**settings(fitness_sample_size=32, score_sample_size=64, data_ratio=0.1), "network": "dcgan", "iterations": 2}
+    setup = {
+        **settings(fitness_sample_size=32, score_sample_size=64, data_ratio=0.1),
+        "network": "dcgan",
+        "iterations": 2,
+    }
     for run, ranks in (("first", 1), ("again", 1), ("two", 2)):
         done = train(ranks, setup, tmp_path / run, digits_dir, scoring, env, stack_layout=layout)
         assert ("network dcgan: cells stacked (general form)" in done.stderr) == (layout == "whole")
@@ -183,12 +230,17 @@ def test_a_dcgan_grid_with_dropout_is_bit_identical_twice_and_on_1_and_2_ranks(l
 
 
 def test_a_plugin_network_with_batch_norms_trains_stacked_and_bit_identical_on_1_and_2_ranks(
-        digits_dir, scoring, plugin_env, plugin_site, monkeypatch, tmp_path):
+    digits_dir, scoring, plugin_env, plugin_site, monkeypatch, tmp_path
+):
     # The example plugin's DC-GAN without spectral norm: transposed convolutions and batch norms, no
     # stacked form of its own; in the whole layout the general one trains its cells together.
     monkeypatch.syspath_prepend(str(plugin_site))  # result() builds the network to load the generator
-    setup = {**settings(shape="3x3", fitness_sample_size=32, score_sample_size=64, data_ratio=0.1), "network": "sndcgan", "iterations": 2,
-             "network_options": {"base_channels": 8, "spectral_norm": False}}
+    setup = {
+        **settings(shape="3x3", fitness_sample_size=32, score_sample_size=64, data_ratio=0.1),
+        "network": "sndcgan",
+        "iterations": 2,
+        "network_options": {"base_channels": 8, "spectral_norm": False},
+    }
     for run, ranks in (("one", 1), ("two", 2)):
         done = train(ranks, setup, tmp_path / run, digits_dir, scoring, plugin_env, stack_layout="whole")
         assert "network sndcgan: cells stacked (general form)" in done.stderr
@@ -201,7 +253,13 @@ def test_surplus_ranks_idle_and_say_so(digits_dir, scoring, env, tmp_path):
 
 
 def test_too_few_ranks_for_min_cells_fails_clearly(digits_dir, scoring, env, tmp_path):
-    done = subprocess.run(command(2, settings(shape="auto", min_cells=4), tmp_path, digits_dir, scoring), capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        command(2, settings(shape="auto", min_cells=4), tmp_path, digits_dir, scoring),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode != 0
     assert "fewer than grid.min_cells=4: 2 MPI ranks are too few; launch at least 4 ranks" in done.stderr
     assert not (tmp_path / "run.json").exists()
@@ -220,7 +278,9 @@ def test_a_killed_run_resumes_bit_identical_and_skips_a_corrupt_checkpoint(digit
     (newest / "cell-1-1.ckpt").write_bytes(b"torn write")
     done = train(2, setup, tmp_path / "resumed", digits_dir, scoring, env, checkpoints)
     iteration = int(newest.name.split("-")[1])
-    assert f"warning: checkpoint of iteration {iteration} is unreadable" in done.stderr and "cell-1-1.ckpt" in done.stderr
+    assert (
+        f"warning: checkpoint of iteration {iteration} is unreadable" in done.stderr and "cell-1-1.ckpt" in done.stderr
+    )
     assert "resumed from the checkpoint of iteration" in done.stderr
     assert_same(result(tmp_path / "whole"), result(tmp_path / "resumed"))
     assert os.listdir(checkpoints) == ["finished"]  # the outputs took the checkpoints' place
@@ -229,11 +289,18 @@ def test_a_killed_run_resumes_bit_identical_and_skips_a_corrupt_checkpoint(digit
 def test_a_killed_dcgan_grid_resumes_bit_identical_stacked(digits_dir, scoring, env, tmp_path):
     # Grid engine 3 keys dcgan's dropout masks by (cell, iteration, update, ...): a run resumed in the
     # middle drops the units an unbroken one drops, in the stacked form (the whole layout).
-    setup = {**settings(checkpoint_period=1, checkpoints_kept=2, fitness_sample_size=32, score_sample_size=64, data_ratio=0.1),
-             "network": "dcgan", "iterations": 6}
+    setup = {
+        **settings(
+            checkpoint_period=1, checkpoints_kept=2, fitness_sample_size=32, score_sample_size=64, data_ratio=0.1
+        ),
+        "network": "dcgan",
+        "iterations": 6,
+    }
     train(2, setup, tmp_path / "whole", digits_dir, scoring, env, stack_layout="whole")
     checkpoints = tmp_path / "ckpt"
-    job = start_job(command(2, setup, tmp_path / "resumed", digits_dir, scoring, checkpoints, stack_layout="whole"), env)
+    job = start_job(
+        command(2, setup, tmp_path / "resumed", digits_dir, scoring, checkpoints, stack_layout="whole"), env
+    )
     wait_for(lambda: any(checkpoints.glob("iter-*/COMPLETE")), job)
     kill_job(job)
     done = train(2, setup, tmp_path / "resumed", digits_dir, scoring, env, checkpoints, stack_layout="whole")
@@ -290,7 +357,9 @@ def test_a_dead_or_stalled_rank_ends_the_job_within_the_heartbeat_timeout(how, d
 
 
 @pytest.mark.parametrize("replacement", ["always", "better"])
-def test_populations_of_two_with_mustangs_losses_are_identical_on_1_and_3_ranks(replacement, digits_dir, scoring, env, tmp_path):
+def test_populations_of_two_with_mustangs_losses_are_identical_on_1_and_3_ranks(
+    replacement, digits_dir, scoring, env, tmp_path
+):
     setup = settings(population_size=2, n_replacements=1, shape="1x3", replacement=replacement)
     setup["loss"] = "mustangs"
     train(1, setup, tmp_path / "one", digits_dir, scoring, env)
@@ -311,5 +380,7 @@ def test_cells_train_on_their_own_label_subsets(digits_dir, scoring, env, tmp_pa
     assert int(cells["0-0"][images]) == int(np.isin(labels, [0, 1, 2]).sum())
     assert int(cells["0-1"][images]) == int(np.isin(labels, [3, 4]).sum())
     wrong = settings(shape="2x2", cell_classes=[[0], [1]])
-    done = subprocess.run(command(1, wrong, tmp_path / "wrong", digits_dir, scoring), capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        command(1, wrong, tmp_path / "wrong", digits_dir, scoring), capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode != 0 and "grid.cell_classes lists classes for 2 cells, the 2x2 grid has 4" in done.stderr

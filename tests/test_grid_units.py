@@ -30,8 +30,13 @@ NEIGHBOURS_1x3 = {(0, 0): [(0, 0), (0, 2), (0, 1)]}
 
 @pytest.mark.parametrize(
     "shape, table",
-    [(GridShape(3, 3), NEIGHBOURS_3x3), (GridShape(2, 3), NEIGHBOURS_2x3), (GridShape(2, 2), NEIGHBOURS_2x2),
-     (GridShape(1, 3), NEIGHBOURS_1x3), (GridShape(1, 1), {(0, 0): [(0, 0)]})],
+    [
+        (GridShape(3, 3), NEIGHBOURS_3x3),
+        (GridShape(2, 3), NEIGHBOURS_2x3),
+        (GridShape(2, 2), NEIGHBOURS_2x2),
+        (GridShape(1, 3), NEIGHBOURS_1x3),
+        (GridShape(1, 1), {(0, 0): [(0, 0)]}),
+    ],
 )
 def test_neighbourhoods_match_the_hand_written_tables(shape, table):
     for cell, expected in table.items():
@@ -45,7 +50,10 @@ def test_neighbourhood_is_symmetric_on_rectangular_grids():
             assert cell in shape.neighbourhood(other)
 
 
-@pytest.mark.parametrize("ranks, shape", [(1, "1x1"), (2, "2x1"), (3, "1x2"), (4, "2x2"), (5, "2x2"), (6, "3x2"), (7, "2x3"), (9, "3x3"), (10, "3x3")])
+@pytest.mark.parametrize(
+    "ranks, shape",
+    [(1, "1x1"), (2, "2x1"), (3, "1x2"), (4, "2x2"), (5, "2x2"), (6, "3x2"), (7, "2x3"), (9, "3x3"), (10, "3x3")],
+)
 def test_auto_shape_follows_the_thesis_rule(ranks, shape):
     # w = round(sqrt(n)) columns, h = n // w rows.
     assert str(resolve_shape("auto", ranks, 1, 1024)) == shape
@@ -56,7 +64,9 @@ def test_auto_shape_is_capped_by_max_cells():
 
 
 def test_too_few_ranks_for_min_cells_names_the_problem():
-    with pytest.raises(GanstudyError, match=r"fewer than grid.min_cells=9: 4 MPI ranks are too few; launch at least 9 ranks"):
+    with pytest.raises(
+        GanstudyError, match=r"fewer than grid.min_cells=9: 4 MPI ranks are too few; launch at least 9 ranks"
+    ):
         resolve_shape("auto", 4, 9, 1024)
 
 
@@ -120,11 +130,19 @@ def test_conditional_replacement_keeps_a_local_individual_that_is_better_than_it
     assert [p["id"] for p in replace_worst(local, new, 2, only_better=True)] == ["a", "y", "x"]
     # y (2.0) against a (1.0): kept; x against c: kept (4.0 > 3.0); z (6.0) against b (5.0): kept.
     assert [p["id"] for p in replace_worst(local, new, 3, only_better=True)] == ["a", "c", "b"]
-    assert replace_worst([{"fitness": 0.1, "id": "old"}], [{"fitness": 9.0, "id": "new"}], 1, only_better=True)[0]["id"] == "old"
-    assert replace_worst([{"fitness": 0.1, "id": "old"}], [{"fitness": 0.1, "id": "new"}], 1, only_better=True)[0]["id"] == "old"
+    assert (
+        replace_worst([{"fitness": 0.1, "id": "old"}], [{"fitness": 9.0, "id": "new"}], 1, only_better=True)[0]["id"]
+        == "old"
+    )
+    assert (
+        replace_worst([{"fitness": 0.1, "id": "old"}], [{"fitness": 0.1, "id": "new"}], 1, only_better=True)[0]["id"]
+        == "old"
+    )
 
 
-@pytest.mark.parametrize("weights, total", [([0.5, 0.5], 7), ([0.2, 0.3, 0.5], 1000), ([1.0], 5), ([0.0, 1.0, 0.0], 9), ([1, 1, 1], 10)])
+@pytest.mark.parametrize(
+    "weights, total", [([0.5, 0.5], 7), ([0.2, 0.3, 0.5], 1000), ([1.0], 5), ([0.0, 1.0, 0.0], 9), ([1, 1, 1], 10)]
+)
 def test_proportional_counts_sum_to_the_total_and_stay_within_one_of_exact(weights, total):
     counts = proportional_counts(weights, total)
     assert sum(counts) == total
@@ -188,17 +206,34 @@ def test_states_cross_the_wire_as_numpy_arrays_and_arrive_as_the_same_tensors():
 
     from ganstudy.parallel.exchange import from_wire, to_wire
 
-    state = {"params": {"w": torch.randn(3, 4), "count": torch.tensor(5), "half": torch.randn(2, dtype=torch.bfloat16)},
-             "adam": {"state": {0: {"step": torch.tensor(3.0)}}, "param_groups": [{"lr": 1e-3, "params": [0]}]},
-             "lr": 0.1, "origin": "0-1/G0", "pair": (torch.ones(2), 7)}
+    state = {
+        "params": {"w": torch.randn(3, 4), "count": torch.tensor(5), "half": torch.randn(2, dtype=torch.bfloat16)},
+        "adam": {"state": {0: {"step": torch.tensor(3.0)}}, "param_groups": [{"lr": 1e-3, "params": [0]}]},
+        "lr": 0.1,
+        "origin": "0-1/G0",
+        "pair": (torch.ones(2), 7),
+    }
     wire = to_wire(state)
     # Every tensor numpy can hold goes as an array; bfloat16, which numpy lacks, as the tensor it is.
     assert not torch.is_tensor(wire["params"]["w"]) and torch.is_tensor(wire["params"]["half"])
     back = from_wire(pickle.loads(pickle.dumps(wire, protocol=5)))
-    flat = lambda s: [s["params"]["w"], s["params"]["count"], s["params"]["half"], s["adam"]["state"][0]["step"], s["pair"][0]]  # noqa: E731
+
+    def flat(s):
+        return [
+            s["params"]["w"],
+            s["params"]["count"],
+            s["params"]["half"],
+            s["adam"]["state"][0]["step"],
+            s["pair"][0],
+        ]
+
     for got, sent in zip(flat(back), flat(state)):
         assert got.dtype == sent.dtype and got.shape == sent.shape and torch.equal(got, sent)
-    assert back["adam"]["param_groups"] == state["adam"]["param_groups"] and back["origin"] == state["origin"] and back["pair"][1] == 7
+    assert (
+        back["adam"]["param_groups"] == state["adam"]["param_groups"]
+        and back["origin"] == state["origin"]
+        and back["pair"][1] == 7
+    )
     back["params"]["w"].add_(1)  # writable, as an unpickled tensor is
 
 
@@ -208,16 +243,29 @@ def test_a_pass_drawn_in_blocks_of_updates_draws_what_one_update_at_a_time_does(
 
     from conftest import SCHEMA
     from ganstudy.config import validate_study_config
+    from ganstudy.setup_settings import TrainingSettings
     from ganstudy.train.grid import draws as grid_draws
     from ganstudy.train.losses import LOSSES
-    from ganstudy.setup_settings import TrainingSettings
 
-    section = {"mode": "grid", "loss": loss, "batch_size": 5, "lr": 0.001,
-               "grid": {"shape": "1x3", "mutation_probability": 0.5, "mutation_rate": 0.01}}
+    section = {
+        "mode": "grid",
+        "loss": loss,
+        "batch_size": 5,
+        "lr": 0.001,
+        "grid": {"shape": "1x3", "mutation_probability": 0.5, "mutation_rate": 0.01},
+    }
     setup = TrainingSettings.from_config(validate_study_config({"setups": {"s": section}}, SCHEMA)["setups"]["s"])
     spec = NetworkSpec((1, 4, 4), latent_dim=6, hidden_units=8)
-    cells = [SimpleNamespace(setup=setup, spec=spec, device=torch.device("cpu"), loss=LOSSES.get("bce"),
-                             streams=SimpleNamespace(draw_seed=seed)) for seed in (11, 12, 13)]
+    cells = [
+        SimpleNamespace(
+            setup=setup,
+            spec=spec,
+            device=torch.device("cpu"),
+            loss=LOSSES.get("bce"),
+            streams=SimpleNamespace(draw_seed=seed),
+        )
+        for seed in (11, 12, 13)
+    ]
     steps, attackers, opponents = 7, 2, [1, 2, 3]
 
     def drawn(draws):
@@ -234,9 +282,13 @@ def test_a_pass_drawn_in_blocks_of_updates_draws_what_one_update_at_a_time_does(
     alone = drawn(grid_draws.GridDraws(cells, 4, False))
     # The whole layout's draws: the pass in one block, the noise in one pass of operators.
     whole = drawn(grid_draws.GridDraws(cells, 4, True, steps))
-    for (defenders, losses, lrs, noise), (defenders1, losses1, lrs1, noise1), (_, _, lrs2, noise2) in zip(blocks, alone, whole):
+    for (defenders, losses, lrs, noise), (defenders1, losses1, lrs1, noise1), (_, _, lrs2, noise2) in zip(
+        blocks, alone, whole
+    ):
         assert np.array_equal(lrs, lrs2) and torch.equal(noise, noise2)
-        assert defenders == defenders1 and losses == losses1 and np.array_equal(lrs, lrs1) and torch.equal(noise, noise1)
+        assert (
+            defenders == defenders1 and losses == losses1 and np.array_equal(lrs, lrs1) and torch.equal(noise, noise1)
+        )
         assert all(d < n for d, n in zip(defenders, opponents)) and noise.shape == (3 * attackers, 5, 6)
     assert len({tuple(d) for d, *_ in blocks}) > 1 and not torch.equal(blocks[0][3], blocks[1][3])
     if loss == "mustangs":

@@ -10,10 +10,10 @@ import pytest
 from PIL import Image
 
 from ganstudy.data.arrays import load_split
-from ganstudy.data.settings import SmoteSettings
 from ganstudy.data.loaders import LoadOptions, load_fashion_mnist, load_image_folder
 from ganstudy.data.partition import cell_subset, class_partitions
 from ganstudy.data.prepare import prepare_dataset
+from ganstudy.data.settings import SmoteSettings
 from ganstudy.errors import GanstudyError
 from ganstudy.report.images import real_vs_smote
 from test_mnist_fetch import idx_bytes
@@ -25,7 +25,12 @@ FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3
 def fashion(tmp_path):
     """Unpacked (not gzipped) IDX files, written byte by byte."""
     rng = np.random.default_rng(2)
-    arrays = dict(zip(FILES, (rng.integers(0, 256, (12, 28, 28)), np.arange(12) % 10, rng.integers(0, 256, (5, 28, 28)), np.arange(5))))
+    arrays = dict(
+        zip(
+            FILES,
+            (rng.integers(0, 256, (12, 28, 28)), np.arange(12) % 10, rng.integers(0, 256, (5, 28, 28)), np.arange(5)),
+        )
+    )
     for name, array in arrays.items():
         (tmp_path / name).write_bytes(idx_bytes(array))
     return tmp_path, arrays
@@ -142,7 +147,11 @@ def test_partitions_file_lists_each_class_of_the_training_split(tmp_path, digits
         assert sorted(partitions.files) == [f"class_{c}" for c in range(10)]
         for label in range(10):
             np.testing.assert_array_equal(partitions[f"class_{label}"], np.flatnonzero(train.labels == label))
-    assert json.loads((tmp_path / "manifest.json").read_text())["files"]["partitions"]["classes"] == 10 == manifest["num_classes"]
+    assert (
+        json.loads((tmp_path / "manifest.json").read_text())["files"]["partitions"]["classes"]
+        == 10
+        == manifest["num_classes"]
+    )
 
 
 def test_cell_subsets_keep_their_classes_and_ratio():

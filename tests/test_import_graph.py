@@ -134,8 +134,10 @@ def test_the_cycle_finder_finds_a_lazy_import_cycle():
     # The check itself: a cycle closed by an import inside a function, as the registries once had.
     source = {"a": "import b\n", "b": "def f():\n    from a import x\n", "c": "import a\n"}
     modules = {name: Path(f"{name}.py") for name in source}
-    graph = {name: set().union(*[imported(node, "", modules) for node in ast.walk(ast.parse(text))]) - {name}
-             for name, text in source.items()}
+    graph = {
+        name: set().union(*[imported(node, "", modules) for node in ast.walk(ast.parse(text))]) - {name}
+        for name, text in source.items()
+    }
     assert graph == {"a": {"b"}, "b": {"a"}, "c": {"a"}}
     assert cycles(graph) == [["a", "b"]]
 
@@ -148,7 +150,12 @@ def test_the_stages_packages_depend_one_way():
 
 def test_the_order_check_finds_a_later_stage_reached_through_a_top_level_module():
     # data.kinds -> ganstudy.shared (top-level) -> evaluate.metrics: data would depend on evaluate.
-    graph = {"ganstudy.data.kinds": {"ganstudy.shared"}, "ganstudy.shared": {"ganstudy.evaluate.metrics"},
-             "ganstudy.evaluate.metrics": {"ganstudy.data.kinds"}, "ganstudy.train.run": {"ganstudy.evaluate.metrics"}}
+    graph = {
+        "ganstudy.data.kinds": {"ganstudy.shared"},
+        "ganstudy.shared": {"ganstudy.evaluate.metrics"},
+        "ganstudy.evaluate.metrics": {"ganstudy.data.kinds"},
+        "ganstudy.train.run": {"ganstudy.evaluate.metrics"},
+    }
     assert order_violations(graph, ("data", "evaluate", "train")) == [
-        "ganstudy.evaluate.metrics <- ganstudy.shared <- ganstudy.data.kinds"]
+        "ganstudy.evaluate.metrics <- ganstudy.shared <- ganstudy.data.kinds"
+    ]

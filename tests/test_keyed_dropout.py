@@ -9,12 +9,11 @@ import pytest
 import torch
 from torch import nn
 
+from conftest import reference_mask
 from ganstudy.counter_random import counter_key, scaled_mask
 from ganstudy.errors import GanstudyError
-from ganstudy.parallel.keyed_dropout import keyed_dropout, keyed_masks
 from ganstudy.models.stacked_network import StackedNetwork
-
-from conftest import reference_mask
+from ganstudy.parallel.keyed_dropout import keyed_dropout, keyed_masks
 
 KEYS = np.array([0xC0FFEE, 2**64 - 5, 17], dtype=np.uint64)
 
@@ -31,7 +30,9 @@ def test_a_block_s_mask_is_the_reference_of_its_key_layer_and_call():
     for call, out in enumerate((first, second)):
         for block, key in enumerate(KEYS.tolist()):
             # Layer 0, then layer 1, each with its own call key: the reference's masks multiply.
-            expected = reference_mask(counter_key(key, 0, call), 0, 4, 10, 0.75) * reference_mask(counter_key(key, 1, call), 0, 4, 10, 0.5)
+            expected = reference_mask(counter_key(key, 0, call), 0, 4, 10, 0.75) * reference_mask(
+                counter_key(key, 1, call), 0, 4, 10, 0.5
+            )
             assert torch.equal(out[4 * block : 4 * block + 4], expected)
     assert not torch.equal(first, second)  # the second call under the same keys drops other units
 
@@ -54,7 +55,10 @@ def test_outside_its_keys_a_training_layer_refuses_and_evaluation_passes_through
     net = dropping(0.5)
     with pytest.raises(GanstudyError, match="KeyedDropout ran in training outside keyed_masks"):
         net(torch.ones(2, 3))
-    with keyed_masks(net, KEYS), pytest.raises(ValueError, match="a batch of 7 rows does not split into 3 equal blocks"):
+    with (
+        keyed_masks(net, KEYS),
+        pytest.raises(ValueError, match="a batch of 7 rows does not split into 3 equal blocks"),
+    ):
         net(torch.ones(7, 3))
     x = torch.randn(4, 3)
     assert torch.equal(net.eval()(x), x)
@@ -90,6 +94,7 @@ def test_a_stacked_network_drops_each_row_as_its_lone_network_drops_it(chunked, 
 def test_a_mask_in_one_pass_has_the_bits_of_the_cpu_s_blocks_and_operators_that_do_not_grow_with_the_rows():
     """``whole`` (the grid's whole layout, a GPU's) hashes a mask in one pass; on a CPU by default, blocks
     of columns sized for the cache, more of them for more rows."""
+
     def made(rows: int, whole: bool | None) -> tuple[torch.Tensor, list[str]]:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
             mask = scaled_mask(KEYS, 0, torch.Size([rows, 300]), 0.8, torch.float32, torch.device("cpu"), whole)

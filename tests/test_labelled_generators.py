@@ -18,9 +18,9 @@ from ganstudy.models.artifact import load_generator, sample_labelled, save_gener
 from ganstudy.models.mixture import ConditionalGenerator, MixtureGenerator
 from ganstudy.parallel.partition import assign_classes
 from ganstudy.parallel.world import gpu_indices, mpi_world
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.stats.anova import pixel_anova
 from ganstudy.train.modes import TrainingContext, get_mode
-from ganstudy.setup_settings import TrainingSettings
 
 
 def test_classes_are_assigned_once_each_and_balanced_by_sample_count():
@@ -98,11 +98,16 @@ def test_labelled_artifacts_round_trip(kind, tmp_path):
 def test_a_format_2_generator_still_loads_as_an_unlabelled_mixture(tmp_path):
     spec = NetworkSpec((1, 8, 8), 8, 16)
     generator, _ = build_pair("perceptron4", spec)
-    save_state(tmp_path / "old.pt", {
-        "format": "ganstudy-generator/2", "network": "perceptron4",
-        "spec": {"image_shape": [1, 8, 8], "latent_dim": 8, "hidden_units": 16},
-        "weights": [1.0], "components": [generator.state_dict()],
-    })
+    save_state(
+        tmp_path / "old.pt",
+        {
+            "format": "ganstudy-generator/2",
+            "network": "perceptron4",
+            "spec": {"image_shape": [1, 8, 8], "latent_dim": 8, "hidden_units": 16},
+            "weights": [1.0],
+            "components": [generator.state_dict()],
+        },
+    )
     loaded, _ = load_generator(tmp_path / "old.pt")
     assert isinstance(loaded, MixtureGenerator) and loaded.labels is None
 
@@ -112,7 +117,9 @@ def _setup(**keys):
 
 
 def _train(setup, data):
-    return get_mode(setup["mode"])(TrainingContext(TrainingSettings.from_config(setup), data, 3, 0, mpi_world(), torch.device("cpu")))
+    return get_mode(setup["mode"])(
+        TrainingContext(TrainingSettings.from_config(setup), data, 3, 0, mpi_world(), torch.device("cpu"))
+    )
 
 
 def test_conditional_mode_returns_a_generator_that_samples_the_class_prior(digits_dir):
@@ -141,7 +148,10 @@ def test_a_network_that_does_not_fit_the_mode_is_a_clear_error(digits_dir, mode,
 def test_anova_matches_the_textbook_formula_and_scipy():
     rng = np.random.default_rng(0)
     labels = np.repeat([0, 1, 2], [5, 7, 6])
-    images = rng.normal(size=(18, 3, 4, 4)).astype(np.float32) + labels[:, None, None, None] * np.array([0.5, 0, 2])[None, :, None, None]
+    images = (
+        rng.normal(size=(18, 3, 4, 4)).astype(np.float32)
+        + labels[:, None, None, None] * np.array([0.5, 0, 2])[None, :, None, None]
+    )
     table = pixel_anova(Split(images, labels))
     assert table.channel.tolist() == ["red", "green", "blue"]
     for channel in range(3):

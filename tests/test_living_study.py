@@ -14,15 +14,15 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import torch
 import pytest
+import torch
 import yaml
 
 import walkthrough
 from conftest import REPO
-from ganstudy.plan.changed_runs import differences
 from ganstudy.data.arrays import file_digest
 from ganstudy.errors import GanstudyError
+from ganstudy.plan.changed_runs import differences
 from ganstudy.plan.study_lock import acquire, release
 
 pytestmark = pytest.mark.workflow
@@ -32,8 +32,11 @@ def shrunken_default() -> dict:
     """The default study (config/config.yaml) at a size the suite can afford: its study and set-up names,
     2 trials of 4 iterations, 100 samples scored."""
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config.update(trials=2, classifier={"epochs": 2, "min_accuracy": 0.0},
-                  evaluation={**config["evaluation"], "samples": 100, "batch_size": 50, "isc_splits": 2})
+    config.update(
+        trials=2,
+        classifier={"epochs": 2, "min_accuracy": 0.0},
+        evaluation={**config["evaluation"], "samples": 100, "batch_size": 50, "isc_splits": 2},
+    )
     for setup in config["setups"].values():
         setup.update(iterations=4, checkpoint_period=2, hidden_units=32)
         setup["grid"].update(fitness_sample_size=50, score_sample_size=50)
@@ -46,11 +49,22 @@ STUDY = LIVING["study"]
 SMALL, LARGE = LIVING["setups"]  # the 1x1 and the 2x2 grid
 
 
-def snakemake(workdir: Path, config: dict | str, *args: str, env: dict, sort_keys: bool = True, timeout: int = 900) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, config: dict | str, *args: str, env: dict, sort_keys: bool = True, timeout: int = 900
+) -> subprocess.CompletedProcess:
     """Snakemake on ``workdir`` with ``config`` (a mapping, or YAML text as a user wrote it)."""
     text = config if isinstance(config, str) else yaml.safe_dump(config, sort_keys=sort_keys)
     (workdir / "study.yaml").write_text(text)
-    command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(workdir / "study.yaml"), *args]
+    command = [
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-d",
+        str(workdir),
+        "--configfile",
+        str(workdir / "study.yaml"),
+        *args,
+    ]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
 
 
@@ -81,7 +95,8 @@ def first_hour(tmp_path_factory, env) -> list[walkthrough.Done]:
 
 @pytest.fixture(scope="session")
 def living(first_hour) -> Path:
-    """The finished study the walk-through leaves (2 set-ups x 2 trials), shared by the tests that plan on or copy it."""
+    """The finished study the walk-through leaves (2 set-ups x 2 trials), shared by the tests that plan on or
+    copy it."""
     workdir = first_hour[0].folder
     assert yaml.safe_load((workdir / "config" / "config.yaml").read_text()) == LIVING
     return workdir
@@ -89,10 +104,20 @@ def living(first_hour) -> Path:
 
 def test_the_first_hour_walk_through_prints_what_it_shows(first_hour):
     # Each command ran (the fixture checks that) and printed its excerpt's lines, numbers aside.
-    assert [step.step.text.split()[0] for step in first_hour] == ["make", "ganstudy", "make", "ganstudy", "cat", "make", "make",
-                                                                  "SBATCH_ACCOUNT=mylab"]
+    assert [step.step.text.split()[0] for step in first_hour] == [
+        "make",
+        "ganstudy",
+        "make",
+        "ganstudy",
+        "cat",
+        "make",
+        "make",
+        "SBATCH_ACCOUNT=mylab",
+    ]
     missing = {step.step.text.strip(): step.missing for step in first_hour if step.missing}
-    assert not missing, "\n\n".join(f"{command}: not printed:\n" + "\n".join(lines) for command, lines in missing.items())
+    assert not missing, "\n\n".join(
+        f"{command}: not printed:\n" + "\n".join(lines) for command, lines in missing.items()
+    )
     assert all(step.step.excerpt for step in first_hour if step.step.text.strip() != "make setup")
     # The answer and the report land in the study's folder; the cluster's plan found no account to warn of.
     study = first_hour[0].folder / "results" / STUDY
@@ -102,15 +127,26 @@ def test_the_first_hour_walk_through_prints_what_it_shows(first_hour):
 
 def test_an_excerpt_matches_only_what_was_printed_numbers_aside():
     # A ranking row's last two cells (on the cost front, converged) may differ: a shrunken study decides them otherwise.
-    printed = ("4 runs: 2 done, 2 running\n| 1 | grid1x1 | 2 | 0.51 | 0.3 | -2.4 to 3.6 | 1 | – | – | 0.01 |  | – |\n"
-               "grid2x2  1      running  -/4\n")
-    assert walkthrough.missing_lines("8 runs: 2 done, 2 running...\n...\n"
-                                     "| 1 | grid2x2 | 4 | 2.9 | 1.1 | 1.1 to 4.7 | 1 | – | – | 0.06 | yes | yes |\n", printed) == []
-    assert walkthrough.missing_lines("| 1 | grid2x2 | 4 | 2.9 | 1.1 | 1.1 to 4.7 | – | – | – | 0.06 | yes | yes |\n",
-                                     printed) == ["| 1 | grid2x2 | 4 | 2.9 | 1.1 | 1.1 to 4.7 | – | – | – | 0.06 | yes | yes |"]
+    printed = (
+        "4 runs: 2 done, 2 running\n| 1 | grid1x1 | 2 | 0.51 | 0.3 | -2.4 to 3.6 | 1 | – | – | 0.01 |  | – |\n"
+        "grid2x2  1      running  -/4\n"
+    )
+    assert (
+        walkthrough.missing_lines(
+            "8 runs: 2 done, 2 running...\n...\n"
+            "| 1 | grid2x2 | 4 | 2.9 | 1.1 | 1.1 to 4.7 | 1 | – | – | 0.06 | yes | yes |\n",
+            printed,
+        )
+        == []
+    )
+    assert walkthrough.missing_lines(
+        "| 1 | grid2x2 | 4 | 2.9 | 1.1 | 1.1 to 4.7 | – | – | – | 0.06 | yes | yes |\n", printed
+    ) == ["| 1 | grid2x2 | 4 | 2.9 | 1.1 | 1.1 to 4.7 | – | – | – | 0.06 | yes | yes |"]
     # A word, a state or a column that differs is missing.
     assert walkthrough.missing_lines("8 runs: 2 done, 2 failed\ngrid2x2  1      waiting  -/500\n", printed) == [
-        "8 runs: 2 done, 2 failed", "grid2x2  1      waiting  -/500"]
+        "8 runs: 2 done, 2 failed",
+        "grid2x2  1      waiting  -/500",
+    ]
     assert [step.kind for step in walkthrough.steps()][:3] == ["bash", "bash", "bash"]
 
 
@@ -124,16 +160,28 @@ def _with(setups: dict | None = None, **keys) -> dict:
 TRAINING = {"training_job", "train", "prepare_dataset", "train_classifier", "reference_statistics"}
 EDITS = {
     # edit name: (config, rules that must be planned with their counts, rules that must not be planned)
-    "metric added": (_with(evaluation={**LIVING["evaluation"], "metrics": ["fid", "isc", "kid"], "kid_subset_size": 50}),
-                     {"evaluate": 4}, TRAINING),
+    "metric added": (
+        _with(evaluation={**LIVING["evaluation"], "metrics": ["fid", "isc", "kid"], "kid_subset_size": 50}),
+        {"evaluate": 4},
+        TRAINING,
+    ),
     "samples changed": (_with(evaluation={**LIVING["evaluation"], "samples": 120}), {"evaluate": 4}, TRAINING),
-    "lr of one set-up": (_with({**LIVING["setups"], SMALL: {**LIVING["setups"][SMALL], "lr": 1e-4}}),
-                         {"train": 2, "evaluate": 2}, {"prepare_dataset", "train_classifier", "reference_statistics"}),
-    "set-up added": (_with({**LIVING["setups"], "mse": {"loss": "mse", "iterations": 2}}),
-                     {"train": 2, "training_job": 1, "evaluate": 2}, {"prepare_dataset"}),
+    "lr of one set-up": (
+        _with({**LIVING["setups"], SMALL: {**LIVING["setups"][SMALL], "lr": 1e-4}}),
+        {"train": 2, "evaluate": 2},
+        {"prepare_dataset", "train_classifier", "reference_statistics"},
+    ),
+    "set-up added": (
+        _with({**LIVING["setups"], "mse": {"loss": "mse", "iterations": 2}}),
+        {"train": 2, "training_job": 1, "evaluate": 2},
+        {"prepare_dataset"},
+    ),
     "set-up removed": (_with({LARGE: LIVING["setups"][LARGE]}), {"stats": 1}, TRAINING | {"evaluate"}),
-    "sweep added": (_with({**LIVING["setups"], "mse": {"loss": "mse", "iterations": 2, "sweep": {"lr": [1.0e-4, 2.0e-4]}}}),
-                    {"train": 4, "training_job": 2, "evaluate": 4}, {"prepare_dataset"}),
+    "sweep added": (
+        _with({**LIVING["setups"], "mse": {"loss": "mse", "iterations": 2, "sweep": {"lr": [1.0e-4, 2.0e-4]}}}),
+        {"train": 4, "training_job": 2, "evaluate": 4},
+        {"prepare_dataset"},
+    ),
     "trials raised": (_with(trials=3), {"train": 2, "evaluate": 2}, {"training_job", "prepare_dataset"}),
     "seed changed": (_with(seed=7), {"prepare_dataset": 1, "train_classifier": 1, "train": 4}, set()),
 }
@@ -152,7 +200,9 @@ def test_a_statistics_edit_redoes_only_its_tables_and_figures_without_snakemake_
     shutil.copytree(living / "results", tmp_path / "results")
     assert planned(snakemake(tmp_path, LIVING, "-n", env=env)) == {}
     statistics = LIVING.get("statistics", {})
-    changed = _with(statistics={**statistics, "convergence_window": 0.5 if statistics.get("convergence_window") != 0.5 else 0.4})
+    changed = _with(
+        statistics={**statistics, "convergence_window": 0.5 if statistics.get("convergence_window") != 0.5 else 0.4}
+    )
     jobs = planned(snakemake(tmp_path, changed, "-n", env=env))
     assert jobs.get("convergence") == 1 and jobs.get("stats") == 1, jobs
     assert not set(jobs) & (TRAINING | {"evaluate", "aggregate", "box_plot"}), jobs
@@ -160,11 +210,16 @@ def test_a_statistics_edit_redoes_only_its_tables_and_figures_without_snakemake_
 
 def test_key_order_and_the_site_change_nothing(living, env):
     assert planned(snakemake(living, LIVING, "-n", env=env)) == {}
+
     # The same study as a user may write it: every mapping's keys in another order, but the set-ups' own order,
     # which is the order of the tables' rows.
     def reversed_keys(value):
         return {key: reversed_keys(value[key]) for key in reversed(list(value))} if isinstance(value, dict) else value
-    reordered = {**reversed_keys(LIVING), "setups": {name: reversed_keys(setup) for name, setup in LIVING["setups"].items()}}
+
+    reordered = {
+        **reversed_keys(LIVING),
+        "setups": {name: reversed_keys(setup) for name, setup in LIVING["setups"].items()},
+    }
     assert list(reordered)[0] != "study" and list(reordered["setups"][LARGE])[0] != "mode"
     assert planned(snakemake(living, reordered, "-n", env=env, sort_keys=False)) == {}
     # Another site (GPU nodes): the launch line and the compute options change, no training reruns.
@@ -184,12 +239,22 @@ def test_an_upgrade_that_rewrites_a_rule_s_command_retrains_nothing(living, tmp_
     command = "ganstudy train @{input.arguments} > {log} 2>&1"
     assert rule.read_text().count(command) == 1
     rule.write_text(rule.read_text().replace(command, command.replace("> {log}", ">{log}")))
+
     def plan(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["snakemake", "--configfile", "config/config.yaml", "-n", *args], cwd=upgraded, capture_output=True,
-                              text=True, env=env, timeout=300)
+        return subprocess.run(
+            ["snakemake", "--configfile", "config/config.yaml", "-n", *args],
+            cwd=upgraded,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+
     # Snakemake's own default sees the rewritten command as changed code and would retrain every run ...
     default = plan("--cores", "1", "--workflow-profile", "none")
-    assert planned(default).get("train") == 4 and "Code has changed since last execution" in said(default), said(default)[-2000:]
+    assert planned(default).get("train") == 4 and "Code has changed since last execution" in said(default), said(
+        default
+    )[-2000:]
     # ... the workflow's own profile (profiles/default, read beside the Snakefile) leaves that trigger out, with
     # or without a site's profile: nothing to do.
     assert planned(plan("--cores", "1")) == {}
@@ -202,7 +267,9 @@ def test_a_changed_set_up_is_seen_without_snakemake_s_metadata_and_its_runs_are_
     study = tmp_path / "results" / STUDY
     changed = _with({**LIVING["setups"], SMALL: {**LIVING["setups"][SMALL], "lr": 1e-4}})
     plan = snakemake(tmp_path, changed, "-n", env=env)
-    assert plan.returncode == 0 and "2 finished run(s) no longer match the config; a run moves them" in said(plan), said(plan)[-2000:]
+    assert plan.returncode == 0 and "2 finished run(s) no longer match the config; a run moves them" in said(plan), (
+        said(plan)[-2000:]
+    )
     assert f"{SMALL} trial 0: settings.lr: 0.0005 -> 0.0001" in said(plan) and f"{LARGE} trial" not in said(plan)
     assert not (study / "archive").exists()  # a dry-run moves nothing
     old_run = (study / "runs" / SMALL / "trial0" / "run.json").read_text()
@@ -214,13 +281,18 @@ def test_a_changed_set_up_is_seen_without_snakemake_s_metadata_and_its_runs_are_
     # The old runs are readable in the archive, in the study's layout, with a record of why they moved.
     [archive] = list((study / "archive").iterdir())
     assert (archive / "runs" / SMALL / "trial0" / "run.json").read_text() == old_run
-    assert (archive / "runs" / SMALL / "trial1" / "generator.pt").is_file() and (archive / "scores" / SMALL / "trial1.json").is_file()
+    assert (archive / "runs" / SMALL / "trial1" / "generator.pt").is_file() and (
+        archive / "scores" / SMALL / "trial1.json"
+    ).is_file()
     assert (archive / "logs" / "train" / SMALL / "trial0.log").is_file()
     record = json.loads((archive / "archived" / SMALL / "trial0.json").read_text())
     assert record["changes"] == ["settings.lr: 0.0005 -> 0.0001"]
     # The new runs were trained with the new lr (the job file was rewritten too), the 2x2's were not touched.
     for trial in (0, 1):
-        assert json.loads((study / "runs" / SMALL / f"trial{trial}" / "run.json").read_text())["job"]["settings"]["lr"] == 1e-4
+        assert (
+            json.loads((study / "runs" / SMALL / f"trial{trial}" / "run.json").read_text())["job"]["settings"]["lr"]
+            == 1e-4
+        )
     assert json.loads((study / "jobs" / f"{SMALL}.json").read_text())["settings"]["lr"] == 1e-4
     assert (study / "runs" / LARGE / "trial1" / "generator.pt").read_bytes() == grid_before
     assert planned(snakemake(tmp_path, changed, "-n", env=env)) == {}
@@ -253,8 +325,9 @@ def test_a_sweep_added_to_a_finished_study_trains_its_set_ups_and_makes_its_stat
     study = tmp_path / "results" / STUDY
     assert sorted(p.name for p in (study / "runs").iterdir()) == [SMALL, LARGE, "mse__lr=0.0001", "mse__lr=0.0002"]
     effects = (study / "tables" / "sweep_mse_fid.csv").read_text().splitlines()
-    assert effects[0] == "key,value,cells,runs,mean,pooled_sd,ci_low,ci_high" and [line.split(",")[:4] for line in effects[1:]] == [
-        ["lr", "0.0001", "1", "2"], ["lr", "0.0002", "1", "2"]]
+    assert effects[0] == "key,value,cells,runs,mean,pooled_sd,ci_low,ci_high" and [
+        line.split(",")[:4] for line in effects[1:]
+    ] == [["lr", "0.0001", "1", "2"], ["lr", "0.0002", "1", "2"]]
     assert "lr" in (study / "tables" / "sweep_mse_tests.md").read_text()
     assert all((study / "figures" / f"sweep_mse_{metric}.png").is_file() for metric in ("fid", "isc"))
     # The sweep's set-ups are ordinary set-ups in the study's own tables too.
@@ -296,22 +369,41 @@ def test_a_run_with_checkpoints_to_resume_is_trained_before_fresh_runs_of_its_se
     # A checkpoint cut short (no marker) resumes nothing and gives no precedence.
     (study / "checkpoints" / SMALL / "trial0" / "iter-000001").mkdir(parents=True)
     plan = said(snakemake(tmp_path, LIVING, "-n", env=env))
-    priority = {int(trial): float(value) for trial, value in
-                re.findall(rf"wildcards: setup={SMALL}, trial=(\d+)\n\s+priority: ([\d.]+)", plan)}
+    priority = {
+        int(trial): float(value)
+        for trial, value in re.findall(rf"wildcards: setup={SMALL}, trial=(\d+)\n\s+priority: ([\d.]+)", plan)
+    }
     assert set(priority) == {0, 1} and priority[1] > priority[0], plan[-3000:]
 
 
-@pytest.mark.parametrize("edit, problem", [
-    ({"study": ".."}, "'study': '..' is not allowed here"),
-    ({"setups": {LARGE: {**LIVING["setups"][LARGE], "ranks": 8}}}, f"setups.{LARGE}.ranks: 8 ranks for 4 grid cells; a rank holds at least one: set ranks to at most 4"),
-    ({"setups": {"pc": {"mode": "per_class", "network": "dcgan", "ranks": 12}}}, "setups.pc.ranks: 12 ranks for 10 classes"),
-    ({"setups": {"big": {"batch_size": 5000}}}, "setups.big.batch_size: 5000 is larger than the training split's 1437 images"),
-    ({"results_dir": "taken"}, "is a file, not a folder"),
-    ({"setups": {"s": {"iterations": 2, "sweep": {"lr": [1.0e-4, "fast"]}}}}, "'lr' must be of type number, got 'fast' (sweep of set-up s: lr='fast')"),
-    # Each set-up a sweep makes is checked like any other.
-    ({"setups": {"g": {**LIVING["setups"][LARGE], "ranks": 4, "sweep": {"grid.shape": ["2x2", "1x2"]}}}},
-     "setups.g__grid.shape=1x2.ranks: 4 ranks for 2 grid cells"),
-])
+@pytest.mark.parametrize(
+    "edit, problem",
+    [
+        ({"study": ".."}, "'study': '..' is not allowed here"),
+        (
+            {"setups": {LARGE: {**LIVING["setups"][LARGE], "ranks": 8}}},
+            f"setups.{LARGE}.ranks: 8 ranks for 4 grid cells; a rank holds at least one: set ranks to at most 4",
+        ),
+        (
+            {"setups": {"pc": {"mode": "per_class", "network": "dcgan", "ranks": 12}}},
+            "setups.pc.ranks: 12 ranks for 10 classes",
+        ),
+        (
+            {"setups": {"big": {"batch_size": 5000}}},
+            "setups.big.batch_size: 5000 is larger than the training split's 1437 images",
+        ),
+        ({"results_dir": "taken"}, "is a file, not a folder"),
+        (
+            {"setups": {"s": {"iterations": 2, "sweep": {"lr": [1.0e-4, "fast"]}}}},
+            "'lr' must be of type number, got 'fast' (sweep of set-up s: lr='fast')",
+        ),
+        # Each set-up a sweep makes is checked like any other.
+        (
+            {"setups": {"g": {**LIVING["setups"][LARGE], "ranks": 4, "sweep": {"grid.shape": ["2x2", "1x2"]}}}},
+            "setups.g__grid.shape=1x2.ranks: 4 ranks for 2 grid cells",
+        ),
+    ],
+)
 def test_bad_names_files_and_rank_counts_stop_the_plan_before_any_job(tmp_path, env, edit, problem):
     (tmp_path / "taken").write_text("a file where the results would go")
     done = snakemake(tmp_path, {**LIVING, **edit}, "-n", env=env)
@@ -322,18 +414,30 @@ def test_bad_names_files_and_rank_counts_stop_the_plan_before_any_job(tmp_path, 
 def test_a_set_up_written_twice_stops_the_plan_naming_the_key_and_both_lines(tmp_path, env):
     text = "study: twice\nsetups:\n  a:\n    iterations: 2\n  b:\n    iterations: 3\n  a:\n    iterations: 4\n"
     done = snakemake(tmp_path, text, "-n", env=env)
-    assert done.returncode != 0 and "key 'a' appears twice in one mapping (lines 3 and 7)" in said(done), said(done)[-2000:]
+    assert done.returncode != 0 and "key 'a' appears twice in one mapping (lines 3 and 7)" in said(done), said(done)[
+        -2000:
+    ]
     # A merge key is no duplicate: the keys beside it override the merged ones on purpose.
-    merged = "study: merged\ntrials: 2\nsetups:\n  a: &base\n    iterations: 2\n  b:\n    <<: *base\n    iterations: 3\n"
+    merged = (
+        "study: merged\ntrials: 2\nsetups:\n  a: &base\n    iterations: 2\n  b:\n    <<: *base\n    iterations: 3\n"
+    )
     assert planned(snakemake(tmp_path, merged, "-n", env=env))["train"] == 2 * 2
 
 
 def test_the_profile_s_site_is_not_lost_to_config_on_the_command_line(env):
     command = ["snakemake", "--profile", str(REPO / "profiles" / "slurm-gpu"), "-n"]
-    lost = subprocess.run([*command, "--config", "trials=1"], cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
+    lost = subprocess.run(
+        [*command, "--config", "trials=1"], cwd=REPO, capture_output=True, text=True, env=env, timeout=300
+    )
     assert lost.returncode != 0 and "--config site=profiles/slurm-gpu/site.yaml" in said(lost), said(lost)[-2000:]
-    kept = subprocess.run([*command, "--config", "trials=1", "site=profiles/slurm-gpu/site.yaml"], cwd=REPO, capture_output=True,
-                          text=True, env=env, timeout=300)
+    kept = subprocess.run(
+        [*command, "--config", "trials=1", "site=profiles/slurm-gpu/site.yaml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert kept.returncode == 0 and "site 'slurm-gpu'" in said(kept), said(kept)[-2000:]
 
 
@@ -348,8 +452,24 @@ def test_a_second_run_on_the_same_results_stops_at_once_and_the_first_finishes(l
     first_dir.mkdir(), second_dir.mkdir()
     (first_dir / "study.yaml").write_text(yaml.safe_dump(config))
     score = shared / STUDY / "scores" / "bce" / "trial0.json"
-    first = subprocess.Popen(["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(first_dir), "--configfile", str(first_dir / "study.yaml"),
-                              "--cores", "1", str(score)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    first = subprocess.Popen(
+        [
+            "snakemake",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-d",
+            str(first_dir),
+            "--configfile",
+            str(first_dir / "study.yaml"),
+            "--cores",
+            "1",
+            str(score),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     lock = shared / STUDY / ".lock"
     deadline = time.monotonic() + 240
     while not (shared / STUDY / "runs").exists() and time.monotonic() < deadline and first.poll() is None:
@@ -363,7 +483,9 @@ def test_a_second_run_on_the_same_results_stops_at_once_and_the_first_finishes(l
     assert first.returncode == 0, out[-3000:]
     assert "prepare_dataset" not in out and "train_classifier" not in out, out[-3000:]
     study = shared / STUDY
-    assert json.loads((study / "runs" / "bce" / "trial0" / "run.json").read_text())["job"]["settings"]["iterations"] == 80
+    assert (
+        json.loads((study / "runs" / "bce" / "trial0" / "run.json").read_text())["job"]["settings"]["iterations"] == 80
+    )
     assert score.is_file() and not lock.exists()
     # A dry-run and ganstudy status never need the lock.
     assert planned(snakemake(second_dir, config, "-n", str(score), env=env)) == {}
@@ -395,7 +517,9 @@ def test_differences_name_each_changed_key_whatever_the_order():
     assert differences({"settings": {"trials": 3, "lr": 1.0}}, {"settings": {"lr": 1.0}}) == []  # trials change no run
     # An optional input added later and unset (inputs.inception) is the same run as one recorded before it.
     assert differences({"inputs": {"train": "t"}}, {"inputs": {"train": "t", "inception": None}}) == []
-    assert differences({"inputs": {"train": "t"}}, {"inputs": {"train": "t", "inception": "w"}}) == ['inputs.inception: "absent" -> "w"']
+    assert differences({"inputs": {"train": "t"}}, {"inputs": {"train": "t", "inception": "w"}}) == [
+        'inputs.inception: "absent" -> "w"'
+    ]
 
 
 def test_a_truncated_split_is_named_by_its_manifest_s_sha256(digits_dir, tmp_path):
@@ -405,7 +529,10 @@ def test_a_truncated_split_is_named_by_its_manifest_s_sha256(digits_dir, tmp_pat
     assert len(load_split(data / "train.npz").labels) == 1437
     content = (data / "train.npz").read_bytes()
     (data / "train.npz").write_bytes(content[: len(content) // 2])
-    with pytest.raises(GanstudyError, match=r"train.npz is not the file its manifest .* records: its sha256 differs .* Delete .*data and rerun"):
+    with pytest.raises(
+        GanstudyError,
+        match=r"train.npz is not the file its manifest .* records: its sha256 differs .* Delete .*data and rerun",
+    ):
         load_split(data / "train.npz")
 
 
@@ -416,7 +543,15 @@ def test_a_study_exported_to_mlflow_and_tensorboard_reads_back_and_a_second_expo
 
     shutil.copytree(living / "results", tmp_path / "results")
     study = tmp_path / "results" / STUDY
-    export = ["ganstudy", "export", str(study), "--mlflow", str(tmp_path / "mlflow"), "--tensorboard", str(tmp_path / "tb")]
+    export = [
+        "ganstudy",
+        "export",
+        str(study),
+        "--mlflow",
+        str(tmp_path / "mlflow"),
+        "--tensorboard",
+        str(tmp_path / "tb"),
+    ]
     done = subprocess.run(export, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, said(done)[-3000:]
     assert f"experiment ganstudy/{STUDY}: 4 run(s) written, 0 run(s) unchanged, 0 run(s) deleted" in done.stdout
@@ -429,7 +564,9 @@ def test_a_study_exported_to_mlflow_and_tensorboard_reads_back_and_a_second_expo
         scores = json.loads((study / "scores" / setup / f"{trial}.json").read_text())["scores"]
         assert run["metrics.score/fid"] == scores["fid"] and run["metrics.score/isc"] == scores["isc"]
         record = json.loads((study / "runs" / setup / trial / "run.json").read_text())
-        assert run["params.settings.lr"] == str(record["settings"]["lr"]) and run["params.study_seed"] == str(record["study_seed"])
+        assert run["params.settings.lr"] == str(record["settings"]["lr"]) and run["params.study_seed"] == str(
+            record["study_seed"]
+        )
     # Per iteration as losses.csv has it, and the run's files as artifacts.
     client = MlflowClient(tracking_uri=uri)
     losses = pd.read_csv(study / "runs" / LARGE / "trial0" / "losses.csv")
@@ -441,22 +578,34 @@ def test_a_study_exported_to_mlflow_and_tensorboard_reads_back_and_a_second_expo
     events.Reload()
     # TensorBoard keeps float32.
     g_loss = events.Scalars("g_loss")
-    assert [e.step for e in g_loss] == list(losses.iteration) and [e.value for e in g_loss] == pytest.approx(list(losses.g_loss), rel=1e-6)
-    assert events.Scalars("score/fid")[0].value == pytest.approx(json.loads((study / "scores" / LARGE / "trial0.json").read_text())["scores"]["fid"])
+    assert [e.step for e in g_loss] == list(losses.iteration) and [e.value for e in g_loss] == pytest.approx(
+        list(losses.g_loss), rel=1e-6
+    )
+    assert events.Scalars("score/fid")[0].value == pytest.approx(
+        json.loads((study / "scores" / LARGE / "trial0.json").read_text())["scores"]["fid"]
+    )
     assert len(events.Images("samples")) == 1
-    # The study changes: the 1x1's trial 1 rescored, the 2x2's trials dropped from the plan. The export follows, and only
-    # there; a run the lab logged into the experiment itself is not the export's to delete.
+    # The study changes: the 1x1's trial 1 rescored, the 2x2's trials dropped from the plan. The export
+    # follows, and only there; a run the lab logged into the experiment itself is not the export's to delete.
     client.create_run(runs["experiment_id"].iloc[0], run_name="a lab's own")
     scores = json.loads((study / "scores" / SMALL / "trial1.json").read_text())
-    (study / "scores" / SMALL / "trial1.json").write_text(json.dumps({**scores, "scores": {**scores["scores"], "fid": 1.5}}))
+    (study / "scores" / SMALL / "trial1.json").write_text(
+        json.dumps({**scores, "scores": {**scores["scores"], "fid": 1.5}})
+    )
     plan = json.loads((study / "plan.json").read_text())
     (study / "plan.json").write_text(json.dumps({**plan, "setups": {SMALL: plan["setups"][SMALL]}}))
     again = subprocess.run(export, capture_output=True, text=True, env=env, timeout=300)
     assert again.returncode == 0, said(again)[-3000:]
     assert "1 run(s) written, 1 run(s) unchanged, 2 run(s) deleted" in again.stdout
     runs = mlflow.search_runs(experiment_names=[f"ganstudy/{STUDY}"]).set_index("tags.ganstudy.run")
-    assert sorted(runs.index.dropna()) == [f"{SMALL}/trial0", f"{SMALL}/trial1"] and runs.loc[f"{SMALL}/trial1", "metrics.score/fid"] == 1.5
+    assert (
+        sorted(runs.index.dropna()) == [f"{SMALL}/trial0", f"{SMALL}/trial1"]
+        and runs.loc[f"{SMALL}/trial1", "metrics.score/fid"] == 1.5
+    )
     assert list(runs[runs.index.isna()]["tags.mlflow.runName"]) == ["a lab's own"]
     assert sorted(p.name for p in (tmp_path / "tb" / STUDY).iterdir()) == [SMALL]
     nowhere = subprocess.run(["ganstudy", "export", str(study)], capture_output=True, text=True, env=env, timeout=60)
-    assert nowhere.returncode != 0 and "say where to: --mlflow DIR, --mlflow-uri URI and/or --tensorboard DIR" in nowhere.stderr
+    assert (
+        nowhere.returncode != 0
+        and "say where to: --mlflow DIR, --mlflow-uri URI and/or --tensorboard DIR" in nowhere.stderr
+    )

@@ -14,13 +14,40 @@ import torch
 from conftest import install
 from ganstudy.data.kinds import IMAGES, PAIRS, SHOWERS, all_kinds
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import METRICS, Metric, better, get_metric, pretrained_metrics, kind_metrics, metric_problems, score_all
+from ganstudy.evaluate.metrics import (
+    METRICS,
+    Metric,
+    better,
+    get_metric,
+    kind_metrics,
+    metric_problems,
+    pretrained_metrics,
+    score_all,
+)
 from ganstudy.evaluate.scoring import Scoring
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.registry import resolve
 
-BUILT_IN = {"fid", "isc", "kid", "precision", "recall", "density", "coverage", "class_fid", "label_tvd", "l1", "psnr", "ssim", "sf_mean", "sf_width",
-            "longitudinal", "transverse_x", "transverse_y", "gan3d"}
+BUILT_IN = {
+    "fid",
+    "isc",
+    "kid",
+    "precision",
+    "recall",
+    "density",
+    "coverage",
+    "class_fid",
+    "label_tvd",
+    "l1",
+    "psnr",
+    "ssim",
+    "sf_mean",
+    "sf_width",
+    "longitudinal",
+    "transverse_x",
+    "transverse_y",
+    "gan3d",
+}
 
 
 def test_built_in_metrics_are_entry_points_of_ganstudy_with_a_direction_a_kind_and_a_compute():
@@ -29,14 +56,46 @@ def test_built_in_metrics_are_entry_points_of_ganstudy_with_a_direction_a_kind_a
     for name in BUILT_IN:
         metric = get_metric(name)
         assert METRICS.origin(name).distribution == "ganstudy"
-        assert metric.better in ("lower", "higher") and metric.kinds <= kinds and callable(resolve(metric.compute, name))
+        assert (
+            metric.better in ("lower", "higher") and metric.kinds <= kinds and callable(resolve(metric.compute, name))
+        )
     assert [better(name) for name in ("fid", "isc", "ssim", "sf_mean")] == ["lower", "higher", "higher", "lower"]
     assert better("isc_std") == "?"
     # Each kind's metrics are the registered ones that name it.
-    assert set(kind_metrics(IMAGES)) == {"fid", "isc", "kid", "precision", "recall", "density", "coverage", "class_fid", "label_tvd"}
-    assert set(kind_metrics(PAIRS)) == {"fid", "isc", "kid", "precision", "recall", "density", "coverage", "l1", "psnr", "ssim"}
-    assert set(kind_metrics(SHOWERS)) == {"sf_mean", "sf_width", "longitudinal", "transverse_x", "transverse_y", "gan3d"}
-    assert pretrained_metrics(PAIRS, ["l1", "fid", "kid"]) == ["fid", "kid"] and pretrained_metrics(IMAGES, ["fid"]) == []
+    assert set(kind_metrics(IMAGES)) == {
+        "fid",
+        "isc",
+        "kid",
+        "precision",
+        "recall",
+        "density",
+        "coverage",
+        "class_fid",
+        "label_tvd",
+    }
+    assert set(kind_metrics(PAIRS)) == {
+        "fid",
+        "isc",
+        "kid",
+        "precision",
+        "recall",
+        "density",
+        "coverage",
+        "l1",
+        "psnr",
+        "ssim",
+    }
+    assert set(kind_metrics(SHOWERS)) == {
+        "sf_mean",
+        "sf_width",
+        "longitudinal",
+        "transverse_x",
+        "transverse_y",
+        "gan3d",
+    }
+    assert (
+        pretrained_metrics(PAIRS, ["l1", "fid", "kid"]) == ["fid", "kid"] and pretrained_metrics(IMAGES, ["fid"]) == []
+    )
 
 
 LAB = textwrap.dedent("""
@@ -78,11 +137,25 @@ LAB = textwrap.dedent("""
 
     BRIGHTNESS_GAP = Metric("mean brightness of samples minus real images'", "lower", frozenset({"images"}),
                             "lab_metrics:brightness_gap", real_images=True)
-    UNDECLARED = Metric("reads the real images without saying so", "lower", frozenset({"images"}), "lab_metrics:brightness_gap")
+    UNDECLARED = Metric("reads the real images without saying so", "lower", frozenset({"images"}),
+                        "lab_metrics:brightness_gap")
 """)
 
-POINTS = "[ganstudy.metrics]\n" + "".join(f"{name} = lab_metrics:{name.upper()}\n" for name in (
-    "sharpness", "words", "text", "silent", "quiet", "clash", "sideways", "unshipped", "brightness_gap", "undeclared"))
+POINTS = "[ganstudy.metrics]\n" + "".join(
+    f"{name} = lab_metrics:{name.upper()}\n"
+    for name in (
+        "sharpness",
+        "words",
+        "text",
+        "silent",
+        "quiet",
+        "clash",
+        "sideways",
+        "unshipped",
+        "brightness_gap",
+        "undeclared",
+    )
+)
 
 
 @pytest.fixture
@@ -101,12 +174,31 @@ def test_a_lab_metric_registers_like_the_built_ins_and_its_columns_are_scores(la
     assert "evaluation.metrics ['sharpness'] do not score paired images (they score images with classes)" in problem
 
 
-@pytest.mark.parametrize("name, problem", [
-    ("words", "metric 'words' (lab_metrics:WORDS (from lab-metrics 1.2)) compute returned list, not a mapping of column name to number"),
-    ("text", "metric 'text' (lab_metrics:TEXT (from lab-metrics 1.2)) compute returned 'sharp': 'very'; columns are names (str) with numbers"),
-    ("silent", "metric 'silent' (lab_metrics:SILENT (from lab-metrics 1.2)) compute returned no column and left no note in scoring.notes['silent']"),
-    ("sideways", "metric 'sideways' (lab_metrics:SIDEWAYS (from lab-metrics 1.2)) says better is 'smaller', not one of lower, higher; fix it in its package"),
-])
+@pytest.mark.parametrize(
+    "name, problem",
+    [
+        (
+            "words",
+            "metric 'words' (lab_metrics:WORDS (from lab-metrics 1.2)) compute returned list, not a mapping of "
+            "column name to number",
+        ),
+        (
+            "text",
+            "metric 'text' (lab_metrics:TEXT (from lab-metrics 1.2)) compute returned 'sharp': 'very'; columns are "
+            "names (str) with numbers",
+        ),
+        (
+            "silent",
+            "metric 'silent' (lab_metrics:SILENT (from lab-metrics 1.2)) compute returned no column and left no note "
+            "in scoring.notes['silent']",
+        ),
+        (
+            "sideways",
+            "metric 'sideways' (lab_metrics:SIDEWAYS (from lab-metrics 1.2)) says better is 'smaller', not one of "
+            "lower, higher; fix it in its package",
+        ),
+    ],
+)
 def test_a_metric_that_breaks_its_contract_is_named_with_its_package(lab, name, problem):
     with pytest.raises(GanstudyError) as error:
         score_all([name], lab)
@@ -117,20 +209,26 @@ def test_a_metric_whose_compute_module_is_missing_is_named_by_the_plan_not_after
     # The plan is torch-free: it looks the module up without importing it.
     assert metric_problems(IMAGES, ["fid", "unshipped"], "classifier") == [
         "evaluation.metrics: metric 'unshipped' (lab_metrics:UNSHIPPED (from lab-metrics 1.2)) names "
-        "'lab_metrics.heavy:compute', but module 'lab_metrics.heavy' is not installed: fix its package or install it"]
+        "'lab_metrics.heavy:compute', but module 'lab_metrics.heavy' is not installed: fix its package or install it"
+    ]
 
 
 def test_two_metrics_writing_one_column_is_an_error_not_an_overwrite(lab):
-    with pytest.raises(GanstudyError, match=r"metric 'clash' \(lab_metrics:CLASH \(from lab-metrics 1.2\)\) writes column\(s\) "
-                                            r"\['sharpness'\] that another of evaluation.metrics"):
+    with pytest.raises(
+        GanstudyError,
+        match=r"metric 'clash' \(lab_metrics:CLASH \(from lab-metrics 1.2\)\) writes column\(s\) "
+        r"\['sharpness'\] that another of evaluation.metrics",
+    ):
         score_all(["sharpness", "clash"], lab)
 
 
 def test_a_metric_named_as_module_and_attribute_is_refused_with_why(lab):
     problems = metric_problems(IMAGES, ["lab_metrics:SHARPNESS", "sharpnes"], "classifier")
-    assert problems[0] == ("evaluation.metrics: metric 'lab_metrics:SHARPNESS' is named as module:attribute, but a metric's name "
-                           "is its column in scores.csv and in the tables: register it as an entry point of group "
-                           "'ganstudy.metrics' in its package (docs/plugins.md)")
+    assert problems[0] == (
+        "evaluation.metrics: metric 'lab_metrics:SHARPNESS' is named as module:attribute, but a metric's name "
+        "is its column in scores.csv and in the tables: register it as an entry point of group "
+        "'ganstudy.metrics' in its package (docs/plugins.md)"
+    )
     assert problems[1].startswith("evaluation.metrics: unknown metric 'sharpnes'; registered metrics: ")
     assert "sharpness" in problems[1] and "module:attribute" not in problems[1]
     assert isinstance(get_metric("quiet"), Metric)
@@ -170,8 +268,11 @@ def test_a_metric_that_declares_it_reads_the_real_images_gets_them(lab, digits_d
     assert scoring.real_count() == len(real.labels) and scoring.protocol("test")["real"] == len(real.labels)
     # Without the split (the workflow gives it only for metrics that declare the read), the metric is named.
     unscored = ImageScoring(EvaluationSettings(), 15, samples, None, None, None, None)
-    with pytest.raises(GanstudyError, match=r"metric 'undeclared' \(lab_metrics:UNDECLARED \(from lab-metrics 1.2\)\): it reads the "
-                                            r"real images, and this scoring has none: declare real_images=True"):
+    with pytest.raises(
+        GanstudyError,
+        match=r"metric 'undeclared' \(lab_metrics:UNDECLARED \(from lab-metrics 1.2\)\): it reads the "
+        r"real images, and this scoring has none: declare real_images=True",
+    ):
         score_all(["undeclared"], unscored)
 
 
@@ -195,5 +296,11 @@ def test_the_scoring_jobs_get_the_reference_split_only_where_a_metric_reads_the_
         lines[len(metrics)] = (tmp_path / arguments).read_text().splitlines()
     assert "--real" not in lines[1] and "results/tiny/data/train.npz" not in inputs[1]
     real = lines[2].index("--real")
-    assert lines[2][real - 2:real + 3] == ["--reference", "results/tiny/classifier/reference_stats.npz", "--real", "results/tiny/data/train.npz", "--seed"]
+    assert lines[2][real - 2 : real + 3] == [
+        "--reference",
+        "results/tiny/classifier/reference_stats.npz",
+        "--real",
+        "results/tiny/data/train.npz",
+        "--seed",
+    ]
     assert "results/tiny/data/train.npz" in inputs[2]

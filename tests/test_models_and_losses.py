@@ -89,13 +89,19 @@ def test_losses_of_low_precision_logits_beyond_the_sigmoid_s_range_are_finite_an
         assert loss.generator(logits[3:]).item() == pytest.approx(40.0)
 
 
-@pytest.mark.parametrize("shape, start, features", [((1, 8, 8), (2, 2), 512), ((1, 28, 28), (7, 7), 512), ((3, 32, 32), (8, 8), 512)])
+@pytest.mark.parametrize(
+    "shape, start, features", [((1, 8, 8), (2, 2), 512), ((1, 28, 28), (7, 7), 512), ((3, 32, 32), (8, 8), 512)]
+)
 def test_dcgan_follows_seed_001_tables_1_and_2(shape, start, features):
     generator, discriminator = build_pair("dcgan", NetworkSpec(shape, 100, 0))
     first = generator.input[0]
     # Table 1: input 100 -> 128 maps of (H/4, W/4), e.g. 8192 = 128 * 8 * 8 for 32x32 images.
     assert (first.in_features, first.out_features) == (100, 128 * math.prod(start))
-    convs = [(m.in_channels, m.out_channels, m.kernel_size, m.padding) for m in generator.modules() if isinstance(m, torch.nn.Conv2d)]
+    convs = [
+        (m.in_channels, m.out_channels, m.kernel_size, m.padding)
+        for m in generator.modules()
+        if isinstance(m, torch.nn.Conv2d)
+    ]
     assert convs == [(128, 128, (3, 3), (1, 1)), (128, 64, (3, 3), (1, 1)), (64, shape[0], (3, 3), (1, 1))]
     assert [m.eps for m in generator.modules() if isinstance(m, torch.nn.BatchNorm2d)] == [1e-5, 0.8, 0.8]
     d_convs = [(m.in_channels, m.out_channels) for m in discriminator.modules() if isinstance(m, torch.nn.Conv2d)]
@@ -136,7 +142,9 @@ def test_dccgan_conditions_both_networks_on_the_label():
         as_seven = generator(z, torch.full((4,), 7))
         assert not torch.equal(as_three, as_seven)
         discriminator.eval()
-        assert not torch.equal(discriminator(as_three, torch.full((4,), 3)), discriminator(as_three, torch.full((4,), 7)))
+        assert not torch.equal(
+            discriminator(as_three, torch.full((4,), 3)), discriminator(as_three, torch.full((4,), 7))
+        )
 
 
 def test_dc_networks_refuse_sizes_they_cannot_build():
@@ -157,5 +165,8 @@ def test_the_thesis_xray_cnns_follow_table_4_3(name, size, widths):
     convs = [m.out_channels for m in discriminator.modules() if isinstance(m, torch.nn.Conv2d)]
     assert convs == [*widths[::-1], 1]
     assert discriminator(images).shape == (3,)
-    with pytest.raises(GanstudyError, match=f"network {name} makes {size}x{size} images, the data are 8x8: set dataset.image_size to {size}"):
+    with pytest.raises(
+        GanstudyError,
+        match=f"network {name} makes {size}x{size} images, the data are 8x8: set dataset.image_size to {size}",
+    ):
         build_pair(name, NetworkSpec((1, 8, 8), 100, 0))

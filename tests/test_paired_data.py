@@ -13,17 +13,16 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from conftest import SCHEMA
 from ganstudy.cli import main
-from ganstudy.data.settings import SmoteSettings
 from ganstudy.config import ConfigError, validate_study_config
 from ganstudy.data.arrays import file_digest, load_split
 from ganstudy.data.fetch import extract_tar, fetch_dataset
 from ganstudy.data.loaders import LoadOptions
 from ganstudy.data.paired import load_paired_folder
 from ganstudy.data.prepare import prepare_dataset
+from ganstudy.data.settings import SmoteSettings
 from ganstudy.errors import GanstudyError
-
-from conftest import SCHEMA
 
 # File name -> its row in sorted order; written in another order so that sorting is what is tested.
 TRAIN = {"b.png": 1, "c.png": 2, "a.jpg": 0}
@@ -152,7 +151,9 @@ def test_bad_folders_and_files_are_named(tmp_path):
         load_paired_folder(str(root))
     (root / "test" / "odd.png").unlink()
     write_pair(root / "test" / "big.png", (0, 0, 0), (9, 9, 9), width=64, height=32)
-    with pytest.raises(GanstudyError, match=r"test/big.png is 64x32 but .*train/a.jpg is 32x16: set dataset.image_size"):
+    with pytest.raises(
+        GanstudyError, match=r"test/big.png is 64x32 but .*train/a.jpg is 32x16: set dataset.image_size"
+    ):
         load_paired_folder(str(root))
     assert load_paired_folder(str(root), LoadOptions(image_size=16)).images.shape == (6, 3, 16, 16)
     (root / "test" / "big.png").unlink()
@@ -200,7 +201,9 @@ def test_a_fetched_archive_without_checksum_is_recorded_and_unpacked(tmp_path, c
     assert (folder / "facades.tar.gz.sha256").read_text() == f"{sha256}  facades.tar.gz\n"
     err = capfd.readouterr().err
     assert "facades.tar.gz has no published checksum and is not verified" in err and sha256 in err
-    np.testing.assert_array_equal(load_paired_folder(str(folder / "facades")).images, load_paired_folder(str(pairs)).images)
+    np.testing.assert_array_equal(
+        load_paired_folder(str(folder / "facades")).images, load_paired_folder(str(pairs)).images
+    )
     assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no staging folder left
     # An entry already unpacked is kept, not written again.
     (folder / "facades" / "train" / "a.jpg").unlink()

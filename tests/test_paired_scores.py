@@ -12,8 +12,8 @@ from scipy.ndimage import gaussian_filter
 
 from ganstudy.contracts import HeldOutJob
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.evaluate.paired import paired_scores, ssim
+from ganstudy.evaluate.settings import EvaluationSettings
 from test_data_parallel_mpi import settings as dp_settings
 
 
@@ -38,7 +38,9 @@ def test_ssim_matches_an_independent_gaussian_filter_implementation() -> None:
     assert 0.05 < min(want) and max(want) < 0.95
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-10, atol=1e-12)
     # Colour images: the mean over channels.
-    torch.testing.assert_close(ssim(torch.from_numpy(x)[None], torch.from_numpy(y)[None]), torch.tensor([np.mean(want)], dtype=torch.float64))
+    torch.testing.assert_close(
+        ssim(torch.from_numpy(x)[None], torch.from_numpy(y)[None]), torch.tensor([np.mean(want)], dtype=torch.float64)
+    )
 
 
 def test_ssim_of_constant_images_is_its_luminance_term() -> None:
@@ -72,6 +74,7 @@ def test_bad_shapes_are_named() -> None:
 def pix2pix_settings(**keys) -> dict:
     """A pix2pix set-up as run.json records it."""
     from ganstudy.config import training_settings
+
     return training_settings(dp_settings(network="pix2pix", latent_dim=1, hidden_units=8, l1_weight=100, **keys))
 
 
@@ -90,14 +93,22 @@ def pix2pix_run(tmp_path_factory):
     torch.manual_seed(0)
     generator, _ = build_pair("pix2pix", spec)
     save_generator(out / "generator.pt", MixtureGenerator([generator], [1.0]), "pix2pix", spec)
-    write_json(out / "run.json", {"setup_name": "p2p", "train_seconds": 1.5, "settings": pix2pix_settings(batch_size=1)})
+    write_json(
+        out / "run.json", {"setup_name": "p2p", "train_seconds": 1.5, "settings": pix2pix_settings(batch_size=1)}
+    )
     rng = np.random.default_rng(1)
     inputs = rng.uniform(-1, 1, (6, 3, 64, 64)).astype(np.float32)
     save_split(out / "test.npz", Split(np.flip(inputs, 3).copy(), np.zeros(6, np.int64), conditions=inputs))
     return out
 
 
-SETTINGS = {"metrics": ["l1", "psnr", "ssim"], "extractor": "classifier", "batch_size": 4, "isc_splits": 1, "samples": 100}
+SETTINGS = {
+    "metrics": ["l1", "psnr", "ssim"],
+    "extractor": "classifier",
+    "batch_size": 4,
+    "isc_splits": 1,
+    "samples": 100,
+}
 
 
 def test_a_paired_generator_is_scored_on_its_outputs_for_the_test_inputs(pix2pix_run, tmp_path):
@@ -107,9 +118,23 @@ def test_a_paired_generator_is_scored_on_its_outputs_for_the_test_inputs(pix2pix
     from ganstudy.models.artifact import load_generator
     from ganstudy.seeding import derive_seed
 
-    record = evaluate_pairs(HeldOutJob(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 1,
-                            tmp_path / "s.json", 1))
-    assert read_json(tmp_path / "s.json")["scores"] == record["scores"] and set(record["scores"]) == {"l1", "psnr", "ssim"}
+    record = evaluate_pairs(
+        HeldOutJob(
+            pix2pix_run / "generator.pt",
+            pix2pix_run / "run.json",
+            pix2pix_run / "test.npz",
+            EvaluationSettings.of(SETTINGS),
+            7,
+            1,
+            tmp_path / "s.json",
+            1,
+        )
+    )
+    assert read_json(tmp_path / "s.json")["scores"] == record["scores"] and set(record["scores"]) == {
+        "l1",
+        "psnr",
+        "ssim",
+    }
     assert record["pairs"] == 6 and record["setup_name"] == "p2p" and record["extractor"] is None
     assert record["protocol"] == {"generated": 6, "real": 6, "real_split": "test", "extractors": {}}
     # Independent: pix2pix's test.py by hand, one input at a time in training mode, dropout drawn from the seed.
@@ -117,20 +142,46 @@ def test_a_paired_generator_is_scored_on_its_outputs_for_the_test_inputs(pix2pix
     pairs = load_split(pix2pix_run / "test.npz")
     torch.manual_seed(derive_seed(7, 1, "evaluate"))
     with torch.no_grad():
-        outputs = np.concatenate([generator(torch.from_numpy(pairs.conditions[i : i + 1])).numpy() for i in range(6)]).astype(np.float64)
+        outputs = np.concatenate(
+            [generator(torch.from_numpy(pairs.conditions[i : i + 1])).numpy() for i in range(6)]
+        ).astype(np.float64)
     x, y = (outputs + 1) / 2, (pairs.images.astype(np.float64) + 1) / 2
     assert record["scores"]["l1"] == pytest.approx(np.abs(x - y).mean(), rel=1e-6)
-    assert record["scores"]["psnr"] == pytest.approx(np.mean([10 * math.log10(1 / ((a - b) ** 2).mean()) for a, b in zip(x, y)]), rel=1e-6)
+    assert record["scores"]["psnr"] == pytest.approx(
+        np.mean([10 * math.log10(1 / ((a - b) ** 2).mean()) for a, b in zip(x, y)]), rel=1e-6
+    )
     # Dropout is the generator's noise: another trial's seed gives other outputs, the same trial the same.
-    again = evaluate_pairs(HeldOutJob(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 1,
-                           tmp_path / "t.json", 1))
-    other = evaluate_pairs(HeldOutJob(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 2,
-                           tmp_path / "u.json", 1))
+    again = evaluate_pairs(
+        HeldOutJob(
+            pix2pix_run / "generator.pt",
+            pix2pix_run / "run.json",
+            pix2pix_run / "test.npz",
+            EvaluationSettings.of(SETTINGS),
+            7,
+            1,
+            tmp_path / "t.json",
+            1,
+        )
+    )
+    other = evaluate_pairs(
+        HeldOutJob(
+            pix2pix_run / "generator.pt",
+            pix2pix_run / "run.json",
+            pix2pix_run / "test.npz",
+            EvaluationSettings.of(SETTINGS),
+            7,
+            2,
+            tmp_path / "u.json",
+            1,
+        )
+    )
     assert again["scores"] == record["scores"] and other["scores"]["l1"] != record["scores"]["l1"]
     assert record["batch_norm_rows"] == 1
 
 
-@pytest.mark.parametrize("keys, rows", [({"batch_size": 2}, 2), ({"batch_size": 8, "data_parallel": {"accumulation_steps": 2}}, 4)])
+@pytest.mark.parametrize(
+    "keys, rows", [({"batch_size": 2}, 2), ({"batch_size": 8, "data_parallel": {"accumulation_steps": 2}}, 4)]
+)
 def test_a_generator_trained_on_batches_is_scored_on_groups_of_as_many_inputs(pix2pix_run, tmp_path, keys, rows):
     """Batch norm runs on the inputs' statistics when scored: as many inputs at once as it normalised
     together in training (a data-parallel global batch, or one micro-batch of every rank)."""
@@ -142,20 +193,46 @@ def test_a_generator_trained_on_batches_is_scored_on_groups_of_as_many_inputs(pi
 
     run = {**read_json(pix2pix_run / "run.json"), "settings": pix2pix_settings(**keys)}
     write_json(tmp_path / "run.json", run)
-    record = evaluate_pairs(HeldOutJob(pix2pix_run / "generator.pt", tmp_path / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 1,
-                            tmp_path / "s.json", 1))
+    record = evaluate_pairs(
+        HeldOutJob(
+            pix2pix_run / "generator.pt",
+            tmp_path / "run.json",
+            pix2pix_run / "test.npz",
+            EvaluationSettings.of(SETTINGS),
+            7,
+            1,
+            tmp_path / "s.json",
+            1,
+        )
+    )
     assert record["batch_norm_rows"] == rows
     generator = load_generator(pix2pix_run / "generator.pt")[0].components[0].train()
-    conditions, targets = (torch.from_numpy(a) for a in (load_split(pix2pix_run / "test.npz").conditions, load_split(pix2pix_run / "test.npz").images))
+    conditions, targets = (
+        torch.from_numpy(a)
+        for a in (load_split(pix2pix_run / "test.npz").conditions, load_split(pix2pix_run / "test.npz").images)
+    )
     torch.manual_seed(derive_seed(7, 1, "evaluate"))
     with torch.no_grad():
         # 6 pairs: groups of 2, 2, 2 or of 4 and the remaining 2.
         outputs = torch.cat([generator(conditions[i : i + rows]) for i in range(0, 6, rows)]).double()
     assert record["scores"]["l1"] == pytest.approx(float((outputs - targets.double()).abs().mean() / 2), rel=1e-6)
     one = read_json(pix2pix_run / "run.json")
-    assert one["settings"]["batch_size"] == 1 and record["scores"]["l1"] != evaluate_pairs(HeldOutJob(
-        pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(SETTINGS), 7, 1,
-        tmp_path / "one.json", 1))["scores"]["l1"]
+    assert (
+        one["settings"]["batch_size"] == 1
+        and record["scores"]["l1"]
+        != evaluate_pairs(
+            HeldOutJob(
+                pix2pix_run / "generator.pt",
+                pix2pix_run / "run.json",
+                pix2pix_run / "test.npz",
+                EvaluationSettings.of(SETTINGS),
+                7,
+                1,
+                tmp_path / "one.json",
+                1,
+            )
+        )["scores"]["l1"]
+    )
 
 
 def test_fid_of_outputs_against_targets_uses_inception_features(pix2pix_run, stand_in_inception, tmp_path):
@@ -166,30 +243,70 @@ def test_fid_of_outputs_against_targets_uses_inception_features(pix2pix_run, sta
     from test_evaluate import _independent_fid
 
     weights, model = stand_in_inception
-    settings = {**SETTINGS, "metrics": ["fid", "ssim"], "extractor": "inception", "inception_weights": str(weights), "inception_sha256": None}
-    record = evaluate_pairs(HeldOutJob(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of(settings), 7, 1,
-                            tmp_path / "s.json", 1))
+    settings = {
+        **SETTINGS,
+        "metrics": ["fid", "ssim"],
+        "extractor": "inception",
+        "inception_weights": str(weights),
+        "inception_sha256": None,
+    }
+    record = evaluate_pairs(
+        HeldOutJob(
+            pix2pix_run / "generator.pt",
+            pix2pix_run / "run.json",
+            pix2pix_run / "test.npz",
+            EvaluationSettings.of(settings),
+            7,
+            1,
+            tmp_path / "s.json",
+            1,
+        )
+    )
     assert set(record["scores"]) == {"fid", "ssim"} and record["extractor"].startswith("ganstudy-inception-")
     assert "the reference statistics hold 6 real images" in record["notes"]["fid"]
     pairs = load_split(pix2pix_run / "test.npz")
-    outputs = translate(load_generator(pix2pix_run / "generator.pt")[0].components[0], torch.from_numpy(pairs.conditions),
-                        derive_seed(7, 1, "evaluate"), 1)
+    outputs = translate(
+        load_generator(pix2pix_run / "generator.pt")[0].components[0],
+        torch.from_numpy(pairs.conditions),
+        derive_seed(7, 1, "evaluate"),
+        1,
+    )
     with torch.no_grad():
         made = model(torch.from_numpy(to_uint8(outputs.numpy())))[0].double().numpy()
         real = model(torch.from_numpy(to_uint8(pairs.images)))[0].double().numpy()
     assert record["scores"]["fid"] == pytest.approx(_independent_fid(made, real), rel=1e-3)
 
 
-@pytest.mark.parametrize("change, problem", [
-    ({"metrics": ["l1", "class_fid"]}, r"evaluation.metrics \['class_fid'\] do not score paired images \(they score images with classes\)"),
-    ({"metrics": ["fid"]}, r"\['fid'\] of paired images are computed on a pretrained network's features \(data of kind 'pairs' train no classifier\)"),
-])
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        (
+            {"metrics": ["l1", "class_fid"]},
+            r"evaluation.metrics \['class_fid'\] do not score paired images \(they score images with classes\)",
+        ),
+        (
+            {"metrics": ["fid"]},
+            r"\['fid'\] of paired images are computed on a pretrained network's features \(data of kind 'pairs' "
+            r"train no classifier\)",
+        ),
+    ],
+)
 def test_metrics_that_paired_data_cannot_give_are_refused(pix2pix_run, tmp_path, change, problem):
     from ganstudy.evaluate.paired import evaluate_pairs
 
     with pytest.raises(GanstudyError, match=problem):
-        evaluate_pairs(HeldOutJob(pix2pix_run / "generator.pt", pix2pix_run / "run.json", pix2pix_run / "test.npz", EvaluationSettings.of({**SETTINGS, **change}), 7, 1,
-                       tmp_path / "s.json", 1))
+        evaluate_pairs(
+            HeldOutJob(
+                pix2pix_run / "generator.pt",
+                pix2pix_run / "run.json",
+                pix2pix_run / "test.npz",
+                EvaluationSettings.of({**SETTINGS, **change}),
+                7,
+                1,
+                tmp_path / "s.json",
+                1,
+            )
+        )
     assert not (tmp_path / "s.json").exists()
 
 
@@ -197,6 +314,23 @@ def test_pairs_of_another_shape_are_named(pix2pix_run, tmp_path):
     from ganstudy.data.arrays import Split, save_split
     from ganstudy.evaluate.paired import evaluate_pairs
 
-    save_split(tmp_path / "small.npz", Split(np.zeros((2, 3, 8, 8), np.float32), np.zeros(2, np.int64), conditions=np.zeros((2, 3, 8, 8), np.float32)))
-    with pytest.raises(GanstudyError, match=r"holds inputs of shape \(3, 8, 8\), but the generator .* maps inputs of shape \(3, 64, 64\)"):
-        evaluate_pairs(HeldOutJob(pix2pix_run / "generator.pt", pix2pix_run / "run.json", tmp_path / "small.npz", EvaluationSettings.of(SETTINGS), 7, 1, tmp_path / "s.json", 1))
+    save_split(
+        tmp_path / "small.npz",
+        Split(np.zeros((2, 3, 8, 8), np.float32), np.zeros(2, np.int64), conditions=np.zeros((2, 3, 8, 8), np.float32)),
+    )
+    with pytest.raises(
+        GanstudyError,
+        match=r"holds inputs of shape \(3, 8, 8\), but the generator .* maps inputs of shape \(3, 64, 64\)",
+    ):
+        evaluate_pairs(
+            HeldOutJob(
+                pix2pix_run / "generator.pt",
+                pix2pix_run / "run.json",
+                tmp_path / "small.npz",
+                EvaluationSettings.of(SETTINGS),
+                7,
+                1,
+                tmp_path / "s.json",
+                1,
+            )
+        )

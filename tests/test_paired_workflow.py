@@ -26,14 +26,30 @@ def paired_folder(root):
 
 
 def study(tmp_path, weights):
-    setup = {"network": "pix2pix", "iterations": 2, "batch_size": 2, "hidden_units": 8, "score_period": 1, "score_samples": 2}
+    setup = {
+        "network": "pix2pix",
+        "iterations": 2,
+        "batch_size": 2,
+        "hidden_units": 8,
+        "score_period": 1,
+        "score_samples": 2,
+    }
     return {
         "study": "pairs",
         "trials": 2,
-        "dataset": {"name": "paired_folder", "path": str(paired_folder(tmp_path / "facades")), "direction": "BtoA", "image_size": 16},
+        "dataset": {
+            "name": "paired_folder",
+            "path": str(paired_folder(tmp_path / "facades")),
+            "direction": "BtoA",
+            "image_size": 16,
+        },
         "setups": {"single": {**setup, "mode": "single"}, "dp": {**setup, "mode": "data_parallel", "ranks": 2}},
-        "evaluation": {"metrics": ["l1", "psnr", "ssim", "fid"], "batch_size": 4, "extractor": "inception",
-                       "inception_weights": str(weights)},
+        "evaluation": {
+            "metrics": ["l1", "psnr", "ssim", "fid"],
+            "batch_size": 4,
+            "extractor": "inception",
+            "inception_weights": str(weights),
+        },
         "compute": {"max_ranks": 2},
     }
 
@@ -47,7 +63,11 @@ def test_a_pix2pix_study_runs_end_to_end_without_a_classifier(tmp_path, env, sta
     scores = pd.read_csv(out / "scores.csv")
     assert set(scores.metric) == {"l1", "psnr", "ssim", "fid"} and len(scores) == 2 * 2 * 4
     record = json.loads((out / "scores" / "dp" / "trial1.json").read_text())
-    assert record["pairs"] == 3 and record["extractor"].startswith("ganstudy-inception-") and "3 real images" in record["notes"]["fid"]
+    assert (
+        record["pairs"] == 3
+        and record["extractor"].startswith("ganstudy-inception-")
+        and "3 real images" in record["notes"]["fid"]
+    )
     l1 = scores[scores.metric == "l1"].value
     assert ((0 < l1) & (l1 < 1)).all()
     run = json.loads((out / "runs" / "dp" / "trial0" / "run.json").read_text())
@@ -70,10 +90,16 @@ def test_a_pix2pix_study_runs_end_to_end_without_a_classifier(tmp_path, env, sta
     assert "Input | output | target of the first 8 training" in captions["results/pairs/runs/dp/trial1/samples.png"]
 
 
-@pytest.mark.parametrize("change, problem", [
-    ({"evaluation": {"metrics": ["l1", "label_tvd"]}}, "['label_tvd'] do not score paired images (they score images with classes)"),
-    ({"evaluation": {"metrics": ["fid"]}}, "set evaluation.extractor to inception"),
-])
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        (
+            {"evaluation": {"metrics": ["l1", "label_tvd"]}},
+            "['label_tvd'] do not score paired images (they score images with classes)",
+        ),
+        ({"evaluation": {"metrics": ["fid"]}}, "set evaluation.extractor to inception"),
+    ],
+)
 def test_what_paired_data_cannot_give_stops_the_dag_naming_the_key(tmp_path, env, change, problem):
     config = {**study(tmp_path, "unused"), **change}
     done = snakemake(tmp_path, config, "-n", env=env)
@@ -82,4 +108,7 @@ def test_what_paired_data_cannot_give_stops_the_dag_naming_the_key(tmp_path, env
 
 def test_paired_metrics_need_paired_data(tmp_path, env):
     done = snakemake(tmp_path, {"evaluation": {"metrics": ["fid", "ssim"]}}, "-n", env=env)
-    assert done.returncode != 0 and "['ssim'] do not score images with classes (they score paired images)" in done.stdout + done.stderr
+    assert (
+        done.returncode != 0
+        and "['ssim'] do not score images with classes (they score paired images)" in done.stdout + done.stderr
+    )

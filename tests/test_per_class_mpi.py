@@ -21,20 +21,33 @@ from jobs import kill_job, start_job, wait_for
 
 pytestmark = pytest.mark.mpi
 
-TINY = {"mode": "per_class", "network": "dcgan", "iterations": 2, "latent_dim": 16, "batch_size": 32, "checkpoint_period": 0,
-        "score_period": 0}
+TINY = {
+    "mode": "per_class",
+    "network": "dcgan",
+    "iterations": 2,
+    "latent_dim": 16,
+    "batch_size": 32,
+    "checkpoint_period": 0,
+    "score_period": 0,
+}
 
 
 def settings(**keys) -> dict:
     return validate_study_config({"setups": {"p": {**TINY, **keys}}}, SCHEMA)["setups"]["p"]
 
 
-def command(ranks: int, setup: dict, out: Path, digits_dir: Path, checkpoints: Path | None = None, **compute) -> list[str]:
-    return train_command(setup, digits_dir / "train.npz", out, seed=5, ranks=ranks, name="p", checkpoints=checkpoints, **compute)
+def command(
+    ranks: int, setup: dict, out: Path, digits_dir: Path, checkpoints: Path | None = None, **compute
+) -> list[str]:
+    return train_command(
+        setup, digits_dir / "train.npz", out, seed=5, ranks=ranks, name="p", checkpoints=checkpoints, **compute
+    )
 
 
 def train(ranks: int, setup: dict, out: Path, digits_dir: Path, env: dict, checkpoints: Path | None = None):
-    done = subprocess.run(command(ranks, setup, out, digits_dir, checkpoints), capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        command(ranks, setup, out, digits_dir, checkpoints), capture_output=True, text=True, env=env, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
@@ -42,8 +55,6 @@ def train(ranks: int, setup: dict, out: Path, digits_dir: Path, env: dict, check
 def classes_table(out: Path) -> list[dict[str, str]]:
     with (out / "classes.csv").open() as handle:
         return list(csv.DictReader(handle))
-
-
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +85,9 @@ def test_every_class_is_trained_exactly_once_on_its_balanced_rank(runs, counts):
         assert sorted(label for block in record["class_assignment"] for label in block) == sorted(counts)
         # Two passes per class, each logged once.
         losses = list(csv.DictReader((out / "losses.csv").open()))
-        assert sorted((int(r["class"]), int(r["iteration"])) for r in losses) == [(c, i) for c in sorted(counts) for i in (1, 2)]
+        assert sorted((int(r["class"]), int(r["iteration"])) for r in losses) == [
+            (c, i) for c in sorted(counts) for i in (1, 2)
+        ]
 
 
 def test_the_generators_are_bit_identical_on_1_2_and_3_ranks(runs):
@@ -96,7 +109,9 @@ def test_the_bundle_samples_classes_in_proportion_to_the_training_prior(runs, co
 
 
 def test_more_ranks_than_classes_fails_and_says_so(digits_dir, env, tmp_path):
-    done = subprocess.run(command(11, settings(), tmp_path, digits_dir), capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        command(11, settings(), tmp_path, digits_dir), capture_output=True, text=True, env=env, timeout=300
+    )
     assert done.returncode != 0
     assert "11 MPI ranks for 10 classes would leave 1 rank(s) without a class; launch at most 10 ranks" in done.stderr
     assert not (tmp_path / "run.json").exists()

@@ -56,19 +56,37 @@ def test_unet_256_layers_match_the_original(pair_256):
     downs = _layers(generator, nn.Conv2d)
     ups = _layers(generator, nn.ConvTranspose2d)
     assert [(m.in_channels, m.out_channels) for m in downs] == [
-        (3, 64), (64, 128), (128, 256), (256, 512), (512, 512), (512, 512), (512, 512), (512, 512)
+        (3, 64),
+        (64, 128),
+        (128, 256),
+        (256, 512),
+        (512, 512),
+        (512, 512),
+        (512, 512),
+        (512, 512),
     ]
     # Innermost first. Every up convolution but the innermost reads twice the maps its level's down
     # convolution made: its inner block's output concatenated with the skip connection.
     assert [(m.in_channels, m.out_channels) for m in ups] == [
-        (512, 512), (1024, 512), (1024, 512), (1024, 512), (1024, 256), (512, 128), (256, 64), (128, 3)
+        (512, 512),
+        (1024, 512),
+        (1024, 512),
+        (1024, 512),
+        (1024, 256),
+        (512, 128),
+        (256, 64),
+        (128, 3),
     ]
     # num_downs - 5 = 3 dropout blocks, each 0.5.
     assert [m.p for m in _layers(generator, nn.Dropout)] == [0.5, 0.5, 0.5]
     assert isinstance(list(generator.modules())[-1], nn.Tanh)
     convs = _layers(discriminator, nn.Conv2d)
     assert [(m.in_channels, m.out_channels, m.stride[0]) for m in convs] == [
-        (6, 64, 2), (64, 128, 2), (128, 256, 2), (256, 512, 1), (512, 1, 1)
+        (6, 64, 2),
+        (64, 128, 2),
+        (128, 256, 2),
+        (256, 512, 1),
+        (512, 1, 1),
     ]
 
 
@@ -176,4 +194,6 @@ def test_instance_norm_normalises_each_image_alone_with_biased_convolutions():
         torch.testing.assert_close(discriminator(x, x)[:1], discriminator(x[:1], x[:1]))
         assert not torch.allclose(batch_normed(x)[:1], batch_normed(x[:1]))
     # Batch norm stays the default, so studies that name no norm keep their networks.
-    assert _layers(build_pair("pix2pix", NetworkSpec((3, 32, 32), 1, 4, condition_shape=(3, 32, 32)))[0], nn.BatchNorm2d)
+    assert _layers(
+        build_pair("pix2pix", NetworkSpec((3, 32, 32), 1, 4, condition_shape=(3, 32, 32)))[0], nn.BatchNorm2d
+    )

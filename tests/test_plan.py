@@ -28,22 +28,37 @@ def planned(study: dict, site: str | None = None, classes: int | None = 10) -> S
     return StudyLayout.from_config(config, classes, "test site")
 
 
-GRIDS = {"setups": {
-    "g18": {"mode": "grid", "grid": {"shape": "18x18"}},
-    "g2": {"mode": "grid", "grid": {"shape": "2x2"}, "ranks": 2},
-    "auto": {"mode": "grid", "grid": {"shape": "auto", "max_cells": 9}},
-    "classes": {"mode": "per_class", "network": "dcgan"},
-    "dp": {"mode": "data_parallel", "ranks": 4},
-    "one": {"mode": "single"},
-}, "compute": {"max_ranks": 400}}
+GRIDS = {
+    "setups": {
+        "g18": {"mode": "grid", "grid": {"shape": "18x18"}},
+        "g2": {"mode": "grid", "grid": {"shape": "2x2"}, "ranks": 2},
+        "auto": {"mode": "grid", "grid": {"shape": "auto", "max_cells": 9}},
+        "classes": {"mode": "per_class", "network": "dcgan"},
+        "dp": {"mode": "data_parallel", "ranks": 4},
+        "one": {"mode": "single"},
+    },
+    "compute": {"max_ranks": 400},
+}
 
 
 def test_a_set_up_has_a_rank_per_cell_or_class_up_to_max_ranks_and_its_own_ranks_where_set():
     layout = planned(GRIDS, "summit")
     assert {name: layout.ranks(name) for name in GRIDS["setups"]} == {
-        "g18": 324, "g2": 2, "auto": 9, "classes": 10, "dp": 4, "one": 1}
+        "g18": 324,
+        "g2": 2,
+        "auto": 9,
+        "classes": 10,
+        "dp": 4,
+        "one": 1,
+    }
     assert {name: layout.pairs(name) for name in GRIDS["setups"]} == {
-        "g18": 324, "g2": 4, "auto": 9, "classes": 10, "dp": 1, "one": 1}
+        "g18": 324,
+        "g2": 4,
+        "auto": 9,
+        "classes": 10,
+        "dp": 1,
+        "one": 1,
+    }
     assert layout.pairs_per_rank("g2") == 2.0
     capped = planned({**GRIDS, "compute": {"max_ranks": 4}}, "summit")
     assert (capped.ranks("g18"), capped.ranks("classes"), capped.ranks("dp"), capped.ranks("g2")) == (4, 4, 4, 2)
@@ -58,7 +73,10 @@ def test_summit_nodes_hold_a_rank_per_gpu_and_jsrun_gets_resource_sets_of_their_
     line = LAUNCHERS.get("jsrun").line(layout.rank_layout(324))
     assert line == "jsrun -n 324 -r 6 -a 1 -c 7 -g 1 -b packed:7"
     two = planned({**GRIDS, "compute": {"max_ranks": 400, "gpus_per_rank": 2}}, "summit")
-    assert two.ranks_per_node == 3 and LAUNCHERS.get("jsrun").line(two.rank_layout(4)) == "jsrun -n 4 -r 3 -a 1 -c 14 -g 2 -b packed:14"
+    assert (
+        two.ranks_per_node == 3
+        and LAUNCHERS.get("jsrun").line(two.rank_layout(4)) == "jsrun -n 4 -r 3 -a 1 -c 14 -g 2 -b packed:14"
+    )
 
 
 def test_a_cpu_site_fits_cores_over_threads_ranks_on_a_node_and_asks_for_no_gpu():
@@ -75,46 +93,81 @@ def test_a_cpu_site_fits_cores_over_threads_ranks_on_a_node_and_asks_for_no_gpu(
 
 def test_a_per_class_set_up_on_data_of_unknown_classes_is_left_to_its_job_naming_the_key():
     layout = planned(GRIDS, "summit", classes=None)
-    with pytest.raises(ClassesUnknown, match=r"set-up 'classes' trains per class on dataset 'digits', whose number of classes is "
-                       r"known only once it is read: set setups.classes.ranks"):
+    with pytest.raises(
+        ClassesUnknown,
+        match=r"set-up 'classes' trains per class on dataset 'digits', whose number of classes is "
+        r"known only once it is read: set setups.classes.ranks",
+    ):
         layout.ranks("classes")
     assert "classes" not in layout.known_ranks() and layout.known_ranks()["g18"] == 324
     # Given ranks, it is planned; a rank holds one or more classes.
-    fixed = planned({**GRIDS, "setups": {**GRIDS["setups"], "classes": {"mode": "per_class", "ranks": 5}}}, "summit", classes=None)
+    fixed = planned(
+        {**GRIDS, "setups": {**GRIDS["setups"], "classes": {"mode": "per_class", "ranks": 5}}}, "summit", classes=None
+    )
     assert fixed.ranks("classes") == 5 and fixed.pairs_per_rank("classes") == 1.0
 
 
 def test_what_could_never_be_laid_out_is_named_each_with_its_key():
-    study = {"setups": {
-        "wide": {"mode": "grid", "grid": {"shape": "2x2"}, "ranks": 5},
-        "many": {"mode": "per_class", "network": "dcgan", "ranks": 11},
-        "big": {"mode": "single", "batch_size": 2000},
-        "dp": {"mode": "data_parallel", "batch_size": 10, "data_parallel": {"accumulation_steps": 4}},
-    }, "compute": {"max_ranks": 2, "train_minutes": 60, "max_train_minutes": 30, "wall_warning_minutes": 60,
-                   "mem_mb_per_rank": 100}}
+    study = {
+        "setups": {
+            "wide": {"mode": "grid", "grid": {"shape": "2x2"}, "ranks": 5},
+            "many": {"mode": "per_class", "network": "dcgan", "ranks": 11},
+            "big": {"mode": "single", "batch_size": 2000},
+            "dp": {"mode": "data_parallel", "batch_size": 10, "data_parallel": {"accumulation_steps": 4}},
+        },
+        "compute": {
+            "max_ranks": 2,
+            "train_minutes": 60,
+            "max_train_minutes": 30,
+            "wall_warning_minutes": 60,
+            "mem_mb_per_rank": 100,
+        },
+    }
     problems = planned(study).problems(training_images=1500)
     assert problems[:3] == [
         "setups.wide.ranks: 5 ranks for 4 grid cells; a rank holds at least one: set ranks to at most 4",
         "setups.many.ranks: 11 ranks for 10 classes; a rank holds at least one: set ranks to at most 10",
-        "setups.big.batch_size: 2000 is larger than the training split's 1500 images: lower batch_size"]
+        "setups.big.batch_size: 2000 is larger than the training split's 1500 images: lower batch_size",
+    ]
     assert problems[3].startswith("set-up 'dp': ") and "10" in problems[3]
     assert [problem.split(" ")[0] for problem in problems[4:]] == [
-        "compute.max_train_minutes=30", "compute.wall_warning_minutes=60", "compute.mem_mb_per_rank=100"]
+        "compute.max_train_minutes=30",
+        "compute.wall_warning_minutes=60",
+        "compute.mem_mb_per_rank=100",
+    ]
     # The split's size unknown before any job: no batch is judged.
     assert not any(problem.startswith("setups.big") for problem in planned(study).problems(training_images=None))
     assert planned(GRIDS, "summit").problems(training_images=1500) == []
 
 
 def test_a_node_too_small_for_its_ranks_is_refused_naming_the_site_and_a_retry_asks_for_more_time():
-    layout = planned({"setups": {"g": {"mode": "grid", "grid": {"shape": "2x2"}}},
-                      "compute": {"max_ranks": 4, "node_mem_mb": 3000, "mem_mb_per_rank": 1000, "train_minutes": 40,
-                                  "max_train_minutes": 100}}, "slurm")
+    layout = planned(
+        {
+            "setups": {"g": {"mode": "grid", "grid": {"shape": "2x2"}}},
+            "compute": {
+                "max_ranks": 4,
+                "node_mem_mb": 3000,
+                "mem_mb_per_rank": 1000,
+                "train_minutes": 40,
+                "max_train_minutes": 100,
+            },
+        },
+        "slurm",
+    )
     # 2 cores a node (this test's), one thread a rank: 2 ranks share a node, 2,000 MB of its 3,000.
     assert layout.memory_mb("g", 10**6) == 2000
-    small = planned({"setups": {"g": {"mode": "grid", "grid": {"shape": "2x2"}}},
-                     "compute": {"max_ranks": 4, "node_mem_mb": 1500, "mem_mb_per_rank": 1000}}, "slurm")
-    with pytest.raises(GanstudyError, match=r"set-up g: its ranks on one node need 2000 MB, more than a node's 1500 MB "
-                       r"\(node_mem_mb, site 'test site'\)"):
+    small = planned(
+        {
+            "setups": {"g": {"mode": "grid", "grid": {"shape": "2x2"}}},
+            "compute": {"max_ranks": 4, "node_mem_mb": 1500, "mem_mb_per_rank": 1000},
+        },
+        "slurm",
+    )
+    with pytest.raises(
+        GanstudyError,
+        match=r"set-up g: its ranks on one node need 2000 MB, more than a node's 1500 MB "
+        r"\(node_mem_mb, site 'test site'\)",
+    ):
         small.memory_mb("g", 10**6)
     assert [layout.runtime_minutes(attempt) for attempt in (1, 2, 3)] == [40, 80, 100]
 
@@ -127,8 +180,10 @@ TOY = Launcher(lambda layout: f"toyrun --ranks {layout.ranks} --per-node {layout
 """
 
 
-def test_a_launcher_from_a_plugin_is_found_by_its_name_and_an_unknown_one_is_refused_listing_the_registered(site, tmp_path):
-    install(site, "toy-launcher", '[ganstudy.launchers]\ntoyrun = toy_launch:TOY\n', "toy_launch", TOY)
+def test_a_launcher_from_a_plugin_is_found_by_its_name_and_an_unknown_one_is_refused_listing_the_registered(
+    site, tmp_path
+):
+    install(site, "toy-launcher", "[ganstudy.launchers]\ntoyrun = toy_launch:TOY\n", "toy_launch", TOY)
     described = tmp_path / "site.yaml"
     described.write_text("name: toy\nlauncher: toyrun\nnode_cores: 8\n")
     toy = read_site(str(described), REPO)
@@ -136,14 +191,17 @@ def test_a_launcher_from_a_plugin_is_found_by_its_name_and_an_unknown_one_is_ref
     assert "toy_bank in the profile's default-resources, or TOY_BANK" in account_warning(toy, {}, {})
     assert account_warning(toy, {}, {"TOY_BANK": "lab"}) is None
     described.write_text("launcher: flux\n")
-    with pytest.raises(GanstudyError, match=rf"site file {described}: launcher: unknown launcher 'flux'; registered launchers: "
-                       r"jsrun, mpiexec, srun, toyrun"):
+    with pytest.raises(
+        GanstudyError,
+        match=rf"site file {described}: launcher: unknown launcher 'flux'; registered launchers: "
+        r"jsrun, mpiexec, srun, toyrun",
+    ):
         read_site(str(described), REPO)
 
 
 @pytest.mark.workflow
 def test_a_study_plans_its_training_jobs_with_a_plugins_launcher(site, tmp_path, env):
-    install(site, "toy-launcher", '[ganstudy.launchers]\ntoyrun = toy_launch:TOY\n', "toy_launch", TOY)
+    install(site, "toy-launcher", "[ganstudy.launchers]\ntoyrun = toy_launch:TOY\n", "toy_launch", TOY)
     (tmp_path / "site.yaml").write_text("name: toy cluster\nlauncher: toyrun\nnode_cores: 4\n")
     env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))}
     config = {**SHRUNKEN, "site": str(tmp_path / "site.yaml"), "compute": {"max_ranks": 2}}
@@ -151,7 +209,11 @@ def test_a_study_plans_its_training_jobs_with_a_plugins_launcher(site, tmp_path,
     assert done.returncode == 0, done.stdout[-3000:]
     assert len(planned_jobs(done.stdout)) == 9  # 2 trials of 4 set-ups, 1 of grid_seq
     shells = [job["Shell command"] for job in planned_jobs(done.stdout)]
-    assert shells and all(line.startswith(("toyrun --ranks 1 --per-node 4 ganstudy train", "toyrun --ranks 2 --per-node 4 ganstudy train"))
-                          for line in shells), shells
+    assert shells and all(
+        line.startswith(
+            ("toyrun --ranks 1 --per-node 4 ganstudy train", "toyrun --ranks 2 --per-node 4 ganstudy train")
+        )
+        for line in shells
+    ), shells
     assert any(line.startswith("toyrun --ranks 2 ") for line in shells)
     assert "site 'toy cluster': no account for the scheduler (toy_bank" in done.stdout + done.stderr

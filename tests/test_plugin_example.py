@@ -15,11 +15,11 @@ import pytest
 import torch
 import yaml
 
+from conftest import REPO
 from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
-from ganstudy.train.network_check import check_pair
 from ganstudy.setup_settings import TrainingSettings
-from conftest import REPO
+from ganstudy.train.network_check import check_pair
 from test_workflow import snakemake
 
 EXAMPLE = REPO / "examples" / "sngan-plugin"
@@ -36,8 +36,13 @@ def example_study(**evaluation) -> dict:
         setup.update(iterations=2, score_period=1, score_samples=50)
         if setup.get("mode") == "grid":
             setup["grid"].update(fitness_sample_size=50, score_sample_size=50)
-    config["evaluation"] = {"samples": 100, "batch_size": 50, "isc_splits": 2, "metrics": ["fid", "isc", "class_fid", "mmd", "coverage"],
-                            **evaluation}
+    config["evaluation"] = {
+        "samples": 100,
+        "batch_size": 50,
+        "isc_splits": 2,
+        "metrics": ["fid", "isc", "class_fid", "mmd", "coverage"],
+        **evaluation,
+    }
     return config
 
 
@@ -56,14 +61,19 @@ def test_the_example_plugin_s_study_runs_in_three_modes(tmp_path, plugin_env, pl
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     study = tmp_path / "results" / config["study"]
     scores = pd.read_csv(study / "scores.csv")
-    assert sorted(set(zip(scores["setup"], scores["trial"]))) == [(s, t) for s in ("data_parallel", "grid2x2", "single") for t in (0,)]
+    assert sorted(set(zip(scores["setup"], scores["trial"]))) == [
+        (s, t) for s in ("data_parallel", "grid2x2", "single") for t in (0,)
+    ]
     assert scores.query("metric == 'fid'")["value"].notna().all()
     # The plugin's metric: its two columns for every run, and its own tables beside FID's.
     mmd, bandwidth = (scores.query("metric == @column")["value"] for column in ("mmd", "mmd_bandwidth"))
     assert len(mmd) == len(bandwidth) == 3 and mmd.notna().all() and (bandwidth > 0).all(), scores.tail(12)
     assert (study / "tables" / "summary_mmd.csv").is_file()
     # ganstudy's own coverage beside the plugin's metric, in the same scoring job.
-    assert scores.query("metric == 'coverage'")["value"].between(0, 1).all() and len(scores.query("metric == 'coverage'")) == 3
+    assert (
+        scores.query("metric == 'coverage'")["value"].between(0, 1).all()
+        and len(scores.query("metric == 'coverage'")) == 3
+    )
     score = json.loads((study / "scores" / "single" / "trial0.json").read_text())
     assert score["metric_parts"]["mmd"]["distribution"] == "ganstudy-sngan-plugin"
     assert score["metric_parts"]["fid"]["distribution"] == "ganstudy"
@@ -78,23 +88,45 @@ def test_the_example_plugin_s_study_runs_in_three_modes(tmp_path, plugin_env, pl
         assert (study / "runs" / setup / "trial0" / "samples.png").read_bytes()[:4] == b"\x89PNG"
     # The plugin's network has no hand-stacked form: on a CPU the grid trains its cells one by one and says so once.
     log = (study / "logs" / "train" / "grid2x2" / "trial0.log").read_text()
-    assert log.count("network sndcgan has no hand-stacked form, and its general one is slower than the loop on a CPU "
-                     "(compute.stack_layout whole stacks it): each rank trains its cells one after another") == 1
+    assert (
+        log.count(
+            "network sndcgan has no hand-stacked form, and its general one is slower than the loop on a CPU "
+            "(compute.stack_layout whole stacks it): each rank trains its cells one after another"
+        )
+        == 1
+    )
     manifest = json.loads((study / "data" / "manifest.json").read_text())
     assert "sngan_plugin.shapes" in json.dumps(manifest)
     # The plugin's data set is in the provenance like its network: in the manifest and in every run.
     assert (manifest["part"]["distribution"], manifest["part"]["version"]) == ("ganstudy-sngan-plugin", "0.1.0")
     assert manifest["part"]["source_sha256"] == package_sha256(plugin_site / "sngan_plugin")
-    assert json.loads((study / "runs" / "single" / "trial0" / "run.json").read_text())["parts"]["dataset"] == manifest["part"]
+    assert (
+        json.loads((study / "runs" / "single" / "trial0" / "run.json").read_text())["parts"]["dataset"]
+        == manifest["part"]
+    )
 
 
-@pytest.mark.parametrize("options, network, problem", [
-    ({"base_channel": 8}, "sndcgan",
-     "setups.single.network_options: unknown key 'base_channel' (did you mean 'base_channels'?); allowed here: base_channels, "
-     f"spectral_norm (the options schema of network 'sndcgan', {ORIGIN})"),
-    ({"base_channels": 2}, "sndcgan", "setups.single.network_options: 'base_channels': 2 is less than the minimum of 4"),
-    ({"base_channels": 8}, "perceptron4", "setups.single.network_options: network 'perceptron4' takes no options, got ['base_channels']"),
-])
+@pytest.mark.parametrize(
+    "options, network, problem",
+    [
+        (
+            {"base_channel": 8},
+            "sndcgan",
+            "setups.single.network_options: unknown key 'base_channel' (did you mean 'base_channels'?); allowed "
+            f"here: base_channels, spectral_norm (the options schema of network 'sndcgan', {ORIGIN})",
+        ),
+        (
+            {"base_channels": 2},
+            "sndcgan",
+            "setups.single.network_options: 'base_channels': 2 is less than the minimum of 4",
+        ),
+        (
+            {"base_channels": 8},
+            "perceptron4",
+            "setups.single.network_options: network 'perceptron4' takes no options, got ['base_channels']",
+        ),
+    ],
+)
 def test_options_that_fail_the_plugin_s_schema_stop_the_dag(tmp_path, plugin_env, options, network, problem):
     config = example_study()
     config["setups"]["single"].update(network=network, network_options=options)
@@ -149,22 +181,27 @@ BROKEN = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("attribute, problem", [
-    ("ONE_MODULE", "built Image, not a (generator, discriminator) tuple of torch modules"),
-    ("FLAT", "generator returned (2, 64) for 2 rows, not images of shape (2, 1, 8, 8)"),
-    ("COLUMNS", "discriminator answered (2, 1) for 2 rows, not (2,) (what task 'noise' takes)"),
-    ("DETACHED", "gave a generator loss whose gradient does not reach the generator's parameters"),
-    ("FAILS", "did not build for NetworkSpec("),
-    ("NOT_A_NETWORK", "is of type type, not Network"),
-    # The builder's own refusal, with whose it is.
-    ("REFUSES", "(lab_networks:REFUSES): makes 32x32 images only: set dataset.image_size to 32"),
-])
+@pytest.mark.parametrize(
+    "attribute, problem",
+    [
+        ("ONE_MODULE", "built Image, not a (generator, discriminator) tuple of torch modules"),
+        ("FLAT", "generator returned (2, 64) for 2 rows, not images of shape (2, 1, 8, 8)"),
+        ("COLUMNS", "discriminator answered (2, 1) for 2 rows, not (2,) (what task 'noise' takes)"),
+        ("DETACHED", "gave a generator loss whose gradient does not reach the generator's parameters"),
+        ("FAILS", "did not build for NetworkSpec("),
+        ("NOT_A_NETWORK", "is of type type, not Network"),
+        # The builder's own refusal, with whose it is.
+        ("REFUSES", "(lab_networks:REFUSES): makes 32x32 images only: set dataset.image_size to 32"),
+    ],
+)
 def test_a_network_that_breaks_the_contract_is_named_when_its_job_starts(site, attribute, problem):
     from ganstudy.models import NetworkSpec
 
     (site / "lab_networks.py").write_text(BROKEN)
     name = f"lab_networks:{attribute}"
-    config = validate_study_config({"setups": {"s": {"network": name}}}, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    config = validate_study_config(
+        {"setups": {"s": {"network": name}}}, REPO / "workflow" / "schemas" / "config.schema.yaml"
+    )
     setup = TrainingSettings.from_config(config["setups"]["s"])
     state = torch.random.get_rng_state()
     with pytest.raises(GanstudyError) as error:
@@ -174,21 +211,25 @@ def test_a_network_that_breaks_the_contract_is_named_when_its_job_starts(site, a
     assert torch.equal(torch.random.get_rng_state(), state)
 
 
-
-@pytest.mark.parametrize("network, spec", [
-    ("perceptron4", dict(image_shape=(1, 8, 8))),
-    ("dcgan", dict(image_shape=(1, 8, 8))),
-    ("dccgan", dict(image_shape=(1, 8, 8), num_classes=3)),
-    ("cnn28", dict(image_shape=(1, 28, 28))),
-    ("cnn64", dict(image_shape=(3, 64, 64))),
-    ("pix2pix", dict(image_shape=(3, 16, 16), condition_shape=(1, 16, 16))),
-    ("calo3d", dict(image_shape=(1, 13, 13, 7), condition_shape=(1,))),
-])
+@pytest.mark.parametrize(
+    "network, spec",
+    [
+        ("perceptron4", dict(image_shape=(1, 8, 8))),
+        ("dcgan", dict(image_shape=(1, 8, 8))),
+        ("dccgan", dict(image_shape=(1, 8, 8), num_classes=3)),
+        ("cnn28", dict(image_shape=(1, 28, 28))),
+        ("cnn64", dict(image_shape=(3, 64, 64))),
+        ("pix2pix", dict(image_shape=(3, 16, 16), condition_shape=(1, 16, 16))),
+        ("calo3d", dict(image_shape=(1, 13, 13, 7), condition_shape=(1,))),
+    ],
+)
 def test_every_built_in_network_keeps_the_contract_plugins_are_held_to(network, spec):
     from ganstudy.models import NetworkSpec
 
-    config = validate_study_config({"setups": {"s": {"network": network, "hidden_units": 8, "latent_dim": 8}}},
-                                   REPO / "workflow" / "schemas" / "config.schema.yaml")
+    config = validate_study_config(
+        {"setups": {"s": {"network": network, "hidden_units": 8, "latent_dim": 8}}},
+        REPO / "workflow" / "schemas" / "config.schema.yaml",
+    )
     setup = TrainingSettings.from_config(config["setups"]["s"])
     check_pair(setup, NetworkSpec(latent_dim=8, hidden_units=8, **spec))
 

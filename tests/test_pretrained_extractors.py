@@ -27,7 +27,9 @@ from test_evaluate import _independent_fid, _independent_kid
 IMAGES = 48
 
 
-def dino_state(width: int = 128, depth: int = 2, grid: int = 16, registers: int = 0, swiglu: bool = False) -> dict[str, torch.Tensor]:
+def dino_state(
+    width: int = 128, depth: int = 2, grid: int = 16, registers: int = 0, swiglu: bool = False
+) -> dict[str, torch.Tensor]:
     """A DINOv2 state dict with the keys and shapes of facebookresearch/dinov2's *_pretrain.pth files
     (written out here, not taken from ganstudy's network), random weights."""
     generator = torch.Generator().manual_seed(width + depth + grid + registers + swiglu)
@@ -35,24 +37,40 @@ def dino_state(width: int = 128, depth: int = 2, grid: int = 16, registers: int 
     def random(*shape: int, around: float = 0.0, scale: float = 0.05) -> torch.Tensor:
         return around + scale * torch.randn(*shape, generator=generator)
 
-    state = {"cls_token": random(1, 1, width), "pos_embed": random(1, grid * grid + 1, width, scale=0.1),
-             "mask_token": random(1, width), "patch_embed.proj.weight": random(width, 3, 14, 14),
-             "patch_embed.proj.bias": random(width), "norm.weight": random(width, around=1.0), "norm.bias": random(width)}
+    state = {
+        "cls_token": random(1, 1, width),
+        "pos_embed": random(1, grid * grid + 1, width, scale=0.1),
+        "mask_token": random(1, width),
+        "patch_embed.proj.weight": random(width, 3, 14, 14),
+        "patch_embed.proj.bias": random(width),
+        "norm.weight": random(width, around=1.0),
+        "norm.bias": random(width),
+    }
     if registers:
         state["register_tokens"] = random(1, registers, width)
     # dinov2's SwiGLUFFNFused rounds two thirds of the MLP's width up to a multiple of 8.
     hidden = (int(4 * width * 2 / 3) + 7) // 8 * 8 if swiglu else 4 * width
     for block in range(depth):
         prefix = f"blocks.{block}."
-        state |= {prefix + "norm1.weight": random(width, around=1.0), prefix + "norm1.bias": random(width),
-                  prefix + "attn.qkv.weight": random(3 * width, width), prefix + "attn.qkv.bias": random(3 * width),
-                  prefix + "attn.proj.weight": random(width, width), prefix + "attn.proj.bias": random(width),
-                  prefix + "ls1.gamma": random(width, around=1.0, scale=0.2), prefix + "norm2.weight": random(width, around=1.0),
-                  prefix + "norm2.bias": random(width), prefix + "ls2.gamma": random(width, around=1.0, scale=0.2)}
+        state |= {
+            prefix + "norm1.weight": random(width, around=1.0),
+            prefix + "norm1.bias": random(width),
+            prefix + "attn.qkv.weight": random(3 * width, width),
+            prefix + "attn.qkv.bias": random(3 * width),
+            prefix + "attn.proj.weight": random(width, width),
+            prefix + "attn.proj.bias": random(width),
+            prefix + "ls1.gamma": random(width, around=1.0, scale=0.2),
+            prefix + "norm2.weight": random(width, around=1.0),
+            prefix + "norm2.bias": random(width),
+            prefix + "ls2.gamma": random(width, around=1.0, scale=0.2),
+        }
         first, second = ("w12", "w3") if swiglu else ("fc1", "fc2")
-        state |= {f"{prefix}mlp.{first}.weight": random(hidden * (2 if swiglu else 1), width),
-                  f"{prefix}mlp.{first}.bias": random(hidden * (2 if swiglu else 1)),
-                  f"{prefix}mlp.{second}.weight": random(width, hidden), f"{prefix}mlp.{second}.bias": random(width)}
+        state |= {
+            f"{prefix}mlp.{first}.weight": random(hidden * (2 if swiglu else 1), width),
+            f"{prefix}mlp.{first}.bias": random(hidden * (2 if swiglu else 1)),
+            f"{prefix}mlp.{second}.weight": random(width, hidden),
+            f"{prefix}mlp.{second}.bias": random(width),
+        }
     return state
 
 
@@ -67,12 +85,26 @@ def timm_dino(state: dict[str, torch.Tensor]) -> nn.Module:
     swiglu = "blocks.0.mlp.w12.weight" in state
     first = state["blocks.0.mlp.w12.weight" if swiglu else "blocks.0.mlp.fc1.weight"].shape[0]
     registers = state["register_tokens"].shape[1] if "register_tokens" in state else 0
-    model = VisionTransformer(img_size=grid * 14, patch_size=14, embed_dim=width, depth=depth, num_heads=width // 64,
-                              mlp_ratio=first / width, init_values=1.0, num_classes=0, global_pool="token",
-                              reg_tokens=registers, no_embed_class=True, mlp_layer=SwiGLUPacked if swiglu else Mlp,
-                              act_layer=nn.SiLU if swiglu else nn.GELU)
-    renamed = {key.replace("mlp.w12", "mlp.fc1").replace("mlp.w3", "mlp.fc2"): value for key, value in state.items()
-               if key not in ("mask_token", "register_tokens", "cls_token", "pos_embed")}
+    model = VisionTransformer(
+        img_size=grid * 14,
+        patch_size=14,
+        embed_dim=width,
+        depth=depth,
+        num_heads=width // 64,
+        mlp_ratio=first / width,
+        init_values=1.0,
+        num_classes=0,
+        global_pool="token",
+        reg_tokens=registers,
+        no_embed_class=True,
+        mlp_layer=SwiGLUPacked if swiglu else Mlp,
+        act_layer=nn.SiLU if swiglu else nn.GELU,
+    )
+    renamed = {
+        key.replace("mlp.w12", "mlp.fc1").replace("mlp.w3", "mlp.fc2"): value
+        for key, value in state.items()
+        if key not in ("mask_token", "register_tokens", "cls_token", "pos_embed")
+    }
     renamed |= {"cls_token": state["cls_token"] + state["pos_embed"][:, :1], "pos_embed": state["pos_embed"][:, 1:]}
     if registers:
         renamed["reg_token"] = state["register_tokens"]
@@ -150,7 +182,9 @@ def scored(tmp_path_factory, digits_dir):
 
 def _read(images: torch.Tensor, size: int, mean: tuple[float, ...], deviation: tuple[float, ...]) -> torch.Tensor:
     """uint8 grey images as the pretrained networks read them: 3 channels, resized, normalised."""
-    resized = interpolate_bilinear_2d_like_tensorflow1x(images.repeat(1, 3, 1, 1).float(), size=(size, size), align_corners=False)
+    resized = interpolate_bilinear_2d_like_tensorflow1x(
+        images.repeat(1, 3, 1, 1).float(), size=(size, size), align_corners=False
+    )
     return (resized - 255 * torch.tensor(mean)[:, None, None]) / (255 * torch.tensor(deviation)[:, None, None])
 
 
@@ -168,12 +202,31 @@ def test_fid_and_kid_on_dinov2_and_clip_features_match_independent_computations(
     folder, fake, real = scored
     weights = folder / file
     digest = file_digest(weights)
-    settings = EvaluationSettings.of({"samples": IMAGES, "batch_size": 16, "metrics": ["fid", "kid"], "extractor": kind,
-                                      "extractor_weights": str(weights), "extractor_sha256": digest[:10], "kid_subsets": 1})
+    settings = EvaluationSettings.of(
+        {
+            "samples": IMAGES,
+            "batch_size": 16,
+            "metrics": ["fid", "kid"],
+            "extractor": kind,
+            "extractor_weights": str(weights),
+            "extractor_sha256": digest[:10],
+            "kid_subsets": 1,
+        }
+    )
     extractor = pretrained_extractor(kind, weights, digest[:10])
     reference_statistics(folder / "real.npz", extractor, kind, 16, tmp_path / "reference.npz", 1)
-    record = evaluate_generator(folder / "generator.pt", folder / "run.json", None, None, settings, 5, 0, tmp_path / "s.json", 1,
-                                tmp_path / "reference.npz")
+    record = evaluate_generator(
+        folder / "generator.pt",
+        folder / "run.json",
+        None,
+        None,
+        settings,
+        5,
+        0,
+        tmp_path / "s.json",
+        1,
+        tmp_path / "reference.npz",
+    )
     generated, real_features = _independent(kind, folder, fake), _independent(kind, folder, real)
     assert real_features.shape == (IMAGES, width)
     assert record["scores"]["fid"] == pytest.approx(_independent_fid(generated, real_features), rel=1e-3)
@@ -189,12 +242,17 @@ def test_a_wrong_or_missing_dinov2_file_and_is_on_an_embedding_are_refused(score
     folder = scored[0]
     with pytest.raises(GanstudyError, match=r"not evaluation.extractor_sha256=0000000000"):
         pretrained_extractor("dinov2", folder / "dinov2.pth", "0000000000")
-    with pytest.raises(GanstudyError, match=r"evaluation.extractor_weights .*missing.pth' is not a file: evaluation.extractor "
-                                            r"dinov2 reads a DINOv2 backbone's weights .*dl.fbaipublicfiles.com/dinov2"):
+    with pytest.raises(
+        GanstudyError,
+        match=r"evaluation.extractor_weights .*missing.pth' is not a file: evaluation.extractor "
+        r"dinov2 reads a DINOv2 backbone's weights .*dl.fbaipublicfiles.com/dinov2",
+    ):
         pretrained_extractor("dinov2", tmp_path / "missing.pth", None)
     from ganstudy.data.kinds import get_kind
 
     problems = metric_problems(get_kind("images"), ["fid", "isc"], "clip")
-    assert problems == ["evaluation.metrics ['isc'] read class probabilities, and evaluation.extractor clip gives an embedding "
-                        "without classes: score them with the classifier or inception, or remove them"]
+    assert problems == [
+        "evaluation.metrics ['isc'] read class probabilities, and evaluation.extractor clip gives an embedding "
+        "without classes: score them with the classifier or inception, or remove them"
+    ]
     assert metric_problems(get_kind("pairs"), ["fid", "l1"], "dinov2") == []

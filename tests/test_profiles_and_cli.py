@@ -24,7 +24,12 @@ def test_a_dangling_link_in_the_home_folder_does_not_hide_the_repository_s_profi
     (config / "summit").symlink_to(tmp_path / "deleted-clone" / "profiles" / "summit")
     env = {**env, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
     done = subprocess.run(
-        ["snakemake", "--profile", "summit", "-n", "--forceall"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+        ["snakemake", "--profile", "summit", "-n", "--forceall"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert re.search(r"Using profiles? summit\b", done.stderr)
@@ -38,7 +43,12 @@ def test_another_clone_s_profile_in_the_home_folder_is_not_used(tmp_path, env):
     (other / "config.yaml").write_text("cores: 1\nprintshellcmds: false\n")
     env = {**env, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
     done = subprocess.run(
-        ["snakemake", "--profile", "local", "-n", "--forceall"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+        ["snakemake", "--profile", "local", "-n", "--forceall"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "mpiexec -n 1 ganstudy train" in done.stdout
@@ -57,7 +67,15 @@ def test_the_help_fits_a_screen_and_names_every_command(env):
     # The workflow's steps: named in the second group, each still a command with its own help.
     commands = build_parser()._subparsers._group_actions[0].choices
     named = set(re.findall(r"[a-z][a-z-]+", steps.split(":", 1)[1]))
-    assert named == set(commands) - {"status", "validate-config", "plan-trials", "placement", "export", "config-reference", "fetch"}
+    assert named == set(commands) - {
+        "status",
+        "validate-config",
+        "plan-trials",
+        "placement",
+        "export",
+        "config-reference",
+        "fetch",
+    }
     for step in ("train", "evaluate", "sweep-stats"):
         assert subprocess.run(["ganstudy", step, "--help"], capture_output=True, env=env).returncode == 0
 
@@ -65,15 +83,22 @@ def test_the_help_fits_a_screen_and_names_every_command(env):
 def test_version_names_the_package_version_and_the_commit(env, tmp_path):
     import ganstudy
 
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
     done = subprocess.run(["ganstudy", "--version"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"ganstudy {ganstudy.__version__} (git {commit[:12]}"), done.stdout
 
 
 def test_validate_config_works_from_any_directory(env, tmp_path):
-    done = subprocess.run(["ganstudy", "validate-config", str(REPO / "config" / "config.yaml")], capture_output=True, text=True,
-                          env=env, cwd=tmp_path)
+    done = subprocess.run(
+        ["ganstudy", "validate-config", str(REPO / "config" / "config.yaml")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert "valid; study 'digits_grid' with set-ups grid1x1, grid2x2" in done.stdout
 

@@ -27,7 +27,12 @@ class Clock:
 def test_a_report_logs_the_first_and_last_iteration_and_otherwise_at_most_every_interval(tmp_path, caplog):
     clock, table = Clock(), LiveTable(tmp_path / "losses.csv")
     report = TrainerReport("pair", 10, ("d_loss", "g_loss", "fid"), table, {}, interval=30.0, clock=clock)
-    report.restored([{"iteration": 1, "d_loss": 1.0, "g_loss": 2.0, "fid": 50.0}, {"iteration": 2, "d_loss": 0.9, "g_loss": 2.1, "fid": None}])
+    report.restored(
+        [
+            {"iteration": 1, "d_loss": 1.0, "g_loss": 2.0, "fid": 50.0},
+            {"iteration": 2, "d_loss": 0.9, "g_loss": 2.1, "fid": None},
+        ]
+    )
     with caplog.at_level(logging.INFO, logger=LOGGER.name):
         for iteration in range(3, 11):
             clock.now += 10.0  # 10 s per iteration
@@ -39,7 +44,11 @@ def test_a_report_logs_the_first_and_last_iteration_and_otherwise_at_most_every_
     assert lines[-1].endswith("ETA 0m00s; d_loss 0.5, g_loss 1.5, fid 12.5 (at 6)")
     table.close()
     rows = list(csv.DictReader((tmp_path / "losses.csv").open()))
-    assert [row["iteration"] for row in rows] == [str(i) for i in range(1, 11)] and rows[1]["fid"] == "" and rows[5]["fid"] == "12.5"
+    assert (
+        [row["iteration"] for row in rows] == [str(i) for i in range(1, 11)]
+        and rows[1]["fid"] == ""
+        and rows[5]["fid"] == "12.5"
+    )
 
 
 def test_a_report_names_hours_in_its_eta_and_passes_a_note(caplog):
@@ -59,7 +68,9 @@ def test_a_report_names_hours_in_its_eta_and_passes_a_note(caplog):
 
 @pytest.mark.workflow
 def test_a_running_job_s_log_shows_progress_and_its_losses_csv_grows_before_it_ends(digits_dir, tmp_path, env):
-    setup = validate_study_config({"setups": {"s": {"iterations": 100, "score_period": 0, "hidden_units": 64}}}, SCHEMA)["setups"]["s"]
+    setup = validate_study_config(
+        {"setups": {"s": {"iterations": 100, "score_period": 0, "hidden_units": 64}}}, SCHEMA
+    )["setups"]["s"]
     out = tmp_path / "run"
     command = train_command(setup, digits_dir / "train.npz", out, seed=3) + ["--progress-seconds", "0.5"]
     log = tmp_path / "train.log"

@@ -13,7 +13,14 @@ from scipy import special
 from scipy import stats as sps
 
 from ganstudy.stats.tests import (
-    _u_distribution, a12, a12_interval, holm, location_interval, rank_test, shift_interval, smallest_p,
+    _u_distribution,
+    a12,
+    a12_interval,
+    holm,
+    location_interval,
+    rank_test,
+    shift_interval,
+    smallest_p,
 )
 
 
@@ -31,7 +38,9 @@ def _enumerated_p(x, y):
     return sum(distance(split) >= observed - 1e-9 for split in splits) / len(splits)
 
 
-@pytest.mark.parametrize("n1, n2, exact, asymptotic", [(2, 2, 0.333, 0.245), (3, 3, 0.100, 0.081), (5, 5, 0.0079, 0.012)])
+@pytest.mark.parametrize(
+    "n1, n2, exact, asymptotic", [(2, 2, 0.333, 0.245), (3, 3, 0.100, 0.081), (5, 5, 0.0079, 0.012)]
+)
 def test_small_samples_take_the_exact_p_where_the_approximation_is_off(n1, n2, exact, asymptotic):
     # Issue 66's numbers: separated groups of n1 and n2 trials.
     x, y = np.arange(n1) + 0.5, 100.0 + np.arange(n2)
@@ -51,15 +60,22 @@ def test_ties_take_every_split_as_an_enumeration_and_scipys_permutation_test_do(
 
     def distance(a, b, axis):
         ranks = sps.rankdata(np.concatenate([a, b], axis=axis), axis=axis)
-        return np.abs(ranks[..., : a.shape[axis]].sum(axis=axis) - a.shape[axis] * (a.shape[axis] + 1) / 2 - a.shape[axis] * b.shape[axis] / 2)
+        return np.abs(
+            ranks[..., : a.shape[axis]].sum(axis=axis)
+            - a.shape[axis] * (a.shape[axis] + 1) / 2
+            - a.shape[axis] * b.shape[axis] / 2
+        )
 
-    scipy_p = sps.permutation_test((x, y), distance, permutation_type="independent", vectorized=True, alternative="greater",
-                                   n_resamples=np.inf).pvalue
+    scipy_p = sps.permutation_test(
+        (x, y), distance, permutation_type="independent", vectorized=True, alternative="greater", n_resamples=np.inf
+    ).pvalue
     assert test.p == pytest.approx(scipy_p, rel=1e-12)
     # scipy's "exact" ignores ties and says something else here.
     assert abs(test.p - sps.mannwhitneyu(x, y, method="exact").pvalue) > 1e-3
     # One trial against ties still enumerates (scipy's permutation test needs two per side).
-    assert rank_test([2.0], [1.0, 2.0, 3.0]).p == pytest.approx(_enumerated_p(np.array([2.0]), np.array([1.0, 2.0, 3.0])))
+    assert rank_test([2.0], [1.0, 2.0, 3.0]).p == pytest.approx(
+        _enumerated_p(np.array([2.0]), np.array([1.0, 2.0, 3.0]))
+    )
 
 
 def test_too_many_tied_splits_take_seeded_resamples_close_to_the_asymptotic_p():
@@ -167,12 +183,16 @@ def test_a_positive_scores_interval_stays_positive_and_covers_its_geometric_mean
 def test_intervals_of_unbounded_and_two_sided_metrics():
     values = np.array([-1.0, 0.5, 2.0, 3.0])
     centre, low, high, method = location_interval(values)
-    assert method == "t" and (low, high) == pytest.approx(sps.t.interval(0.95, 3, loc=values.mean(), scale=sps.sem(values)))
+    assert method == "t" and (low, high) == pytest.approx(
+        sps.t.interval(0.95, 3, loc=values.mean(), scale=sps.sem(values))
+    )
     rates = np.array([0.02, 0.05, 0.9, 0.95])
     centre, low, high, method = location_interval(rates, (0.0, 1.0))
     assert method == "t on the logit scale" and 0 < low < high < 1
     logits = special.logit(rates)
-    assert (low, high) == pytest.approx(special.expit(sps.t.interval(0.95, 3, loc=logits.mean(), scale=sps.sem(logits))))
+    assert (low, high) == pytest.approx(
+        special.expit(sps.t.interval(0.95, 3, loc=logits.mean(), scale=sps.sem(logits)))
+    )
     # A score on the bound cannot be transformed: the t-interval, clipped to the range.
     _, low, high, method = location_interval([0.0, 0.1, 0.9], (0.0, 1.0))
     assert method == "t, clipped to the range" and low == 0.0 and high <= 1.0
@@ -186,8 +206,10 @@ def test_the_design_says_before_any_job_what_the_trials_can_decide():
     assert "4 against 4 trials: smallest Holm p 0.0286" in info[0] and warnings == []
     # Issue 66: 4 trials and 3 set-ups can never reach 0.05 (0.086); 4 set-ups 0.171; 3 trials and 6 set-ups 1.
     info, warnings = design_lines({"a": 4, "b": 4, "c": 4}, "auto", 0.05)
-    assert warnings == ["no comparison can reach Holm p < 0.05 with these trials, whatever the scores: the smallest is 0.0857; "
-                        "5 trials per set-up would let a complete separation reach it (trials, or setups.<name>.trials)."]
+    assert warnings == [
+        "no comparison can reach Holm p < 0.05 with these trials, whatever the scores: the smallest is 0.0857; "
+        "5 trials per set-up would let a complete separation reach it (trials, or setups.<name>.trials)."
+    ]
     assert min(smallest_holm(dict.fromkeys("abcd", 4), "auto").values()) == pytest.approx(6 * 2 / 70)
     assert min(smallest_holm(dict.fromkeys("abcdef", 3), "auto").values()) == 1.0
     # The trials needed, by brute force over the exact test's smallest p.

@@ -16,8 +16,13 @@ def ref(mean, sd=None, trials=None, comparable=False, source="paper"):
 
 
 def scores(values: dict[str, list[float]], metric: str = "fid") -> pd.DataFrame:
-    return pd.DataFrame([{"setup": s, "trial": t, "metric": metric, "value": v, "train_seconds": 1.0}
-                         for s, vs in values.items() for t, v in enumerate(vs)])
+    return pd.DataFrame(
+        [
+            {"setup": s, "trial": t, "metric": metric, "value": v, "train_seconds": 1.0}
+            for s, vs in values.items()
+            for t, v in enumerate(vs)
+        ]
+    )
 
 
 def test_welch_from_summary_statistics_is_scipy_s_welch_on_the_raw_samples():
@@ -35,8 +40,10 @@ def test_welch_from_summary_statistics_is_scipy_s_welch_on_the_raw_samples():
 
 def test_a_comparable_reference_is_tested_and_an_incomparable_one_says_so():
     ours = {"g3": [40.0, 42.0, 44.0, 41.0], "g6": [20.0, 22.0, 21.0, 23.0]}
-    refs = {"g3": {"fid": ref(41.23, 2.36, 30, comparable=True, source="thesis table 4.4")},
-            "g6": {"fid": ref(24.63, 2.35, 30)}}
+    refs = {
+        "g3": {"fid": ref(41.23, 2.36, 30, comparable=True, source="thesis table 4.4")},
+        "g6": {"fid": ref(24.63, 2.35, 30)},
+    }
     table = reproduction_table(scores(ours), refs, ["g3", "g6"]).set_index("setup")
     mine = np.array(ours["g3"])
     expected = stats.ttest_ind_from_stats(41.23, 2.36, 30, mine.mean(), mine.std(ddof=1), 4, equal_var=False).pvalue
@@ -50,15 +57,27 @@ def test_directions_in_the_paper_and_in_ours_for_a_hand_made_case():
     # FID: lower is better. The paper: 3x3 41.2 > 6x6 24.6 > 12x12 19.9 (bigger grids better).
     # Ours: 6x6 beats 3x3 as in the paper, but 12x12 is worse than 6x6 (disagrees).
     ours = {"g3": [30.0, 31.0, 32.0], "g6": [20.0, 21.0, 22.0], "g12": [25.0, 26.0, 27.0]}
-    refs = {"g3": {"fid": ref(41.23, 2.36, 30)}, "g6": {"fid": ref(24.63, 2.35, 30)}, "g12": {"fid": ref(19.89, 2.54, 15)}}
+    refs = {
+        "g3": {"fid": ref(41.23, 2.36, 30)},
+        "g6": {"fid": ref(24.63, 2.35, 30)},
+        "g12": {"fid": ref(19.89, 2.54, 15)},
+    }
     table = direction_table(scores(ours), refs, ["g3", "g6", "g12"])
     got = {(r.setup_a, r.setup_b): (r.paper_better, r.ours_better, r.agree) for r in table.itertuples()}
-    assert got == {("g3", "g6"): ("g6", "g6", "yes"), ("g3", "g12"): ("g12", "g12", "yes"), ("g6", "g12"): ("g12", "g6", "no")}
+    assert got == {
+        ("g3", "g6"): ("g6", "g6", "yes"),
+        ("g3", "g12"): ("g12", "g12", "yes"),
+        ("g6", "g12"): ("g12", "g6", "no"),
+    }
     row = table[(table.setup_a == "g3") & (table.setup_b == "g6")].iloc[0]
-    assert row.paper_p_welch == pytest.approx(stats.ttest_ind_from_stats(41.23, 2.36, 30, 24.63, 2.35, 30, equal_var=False).pvalue)
+    assert row.paper_p_welch == pytest.approx(
+        stats.ttest_ind_from_stats(41.23, 2.36, 30, 24.63, 2.35, 30, equal_var=False).pvalue
+    )
     # 3 against 3 trials: the exact test by default (the pairs tables' choice), the thesis's asymptotic one
     # where statistics.test says so.
-    assert row.ours_test == "exact" and row.ours_p == pytest.approx(stats.mannwhitneyu(ours["g3"], ours["g6"], method="exact").pvalue)
+    assert row.ours_test == "exact" and row.ours_p == pytest.approx(
+        stats.mannwhitneyu(ours["g3"], ours["g6"], method="exact").pvalue
+    )
     thesis = direction_table(scores(ours), refs, ["g3", "g6", "g12"], "asymptotic").iloc[0]
     assert thesis.ours_test == "asymptotic"
     assert thesis.ours_p == pytest.approx(stats.mannwhitneyu(ours["g3"], ours["g6"], method="asymptotic").pvalue)
@@ -73,8 +92,15 @@ def test_higher_is_better_metrics_and_missing_statistics(tmp_path):
     assert np.isnan(table.paper_p_welch[0])
     scores(ours, "isc").to_csv(tmp_path / "scores.csv", index=False)
     written = write_reproduction(tmp_path / "scores.csv", refs, ["dcgan", "per_class"], tmp_path / "tables")
-    assert [p.name for p in written] == ["reproduction.csv", "reproduction.md", "reproduction.tex", "reproduction_directions.csv"]
+    assert [p.name for p in written] == [
+        "reproduction.csv",
+        "reproduction.md",
+        "reproduction.tex",
+        "reproduction_directions.csv",
+    ]
     markdown = (tmp_path / "tables" / "reproduction.md").read_text()
-    assert markdown.count("### ") == 2 and "| isc | dcgan | per_class | per_class |" in markdown and "None" not in markdown
+    assert (
+        markdown.count("### ") == 2 and "| isc | dcgan | per_class | per_class |" in markdown and "None" not in markdown
+    )
     # These scores (a hand-made scores.csv) carry no protocol: the footnote says so rather than nothing.
     assert "isc (ours): Protocol: not recorded" in markdown

@@ -22,8 +22,12 @@ def test_the_memory_estimate_grows_with_the_split_and_with_cuda():
 def test_peak_memory_sees_a_large_allocation():
     # In a fresh process: this one's peak may already be above anything the test allocates. Started from
     # this (large) process on purpose: the peak must be the child's own, not one inherited through exec.
-    code = ("import numpy as np; from ganstudy.resources import peak_memory; before = peak_memory()['rss_mb']; "
-            "block = np.ones(200 * 2**20 // 8); print(peak_memory()['rss_mb'] - before, peak_memory()['gpu_mb'])")
-    grown, gpus = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(maxsplit=1)
+    code = (
+        "import numpy as np; from ganstudy.resources import peak_memory; before = peak_memory()['rss_mb']; "
+        "block = np.ones(200 * 2**20 // 8); print(peak_memory()['rss_mb'] - before, peak_memory()['gpu_mb'])"
+    )
+    grown, gpus = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(
+        maxsplit=1
+    )
     assert 190 <= float(grown) <= 260  # 200 MiB touched
     assert gpus.strip() == "{}"  # no CUDA initialised

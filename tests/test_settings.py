@@ -11,8 +11,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ganstudy.config import (DATASET_KEYS, ConfigError, EVALUATION_KEYS, METRIC_KEYS, NETWORK_KEYS, dataset_settings, evaluation_settings, training_settings,
-                             validate_study_config)
+from ganstudy.config import (
+    DATASET_KEYS,
+    EVALUATION_KEYS,
+    METRIC_KEYS,
+    NETWORK_KEYS,
+    ConfigError,
+    dataset_settings,
+    evaluation_settings,
+    training_settings,
+    validate_study_config,
+)
 from ganstudy.data.settings import DatasetSettings, SmoteSettings
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import ClassifierSettings, EvaluationSettings
@@ -60,7 +69,9 @@ def test_every_validated_set_up_builds_and_round_trips_through_json(network):
     section = training_settings(config["setups"]["s"])
     settings = TrainingSettings.of(section)
     assert isinstance(settings.grid, GridSettings) and settings.betas == (0.5, 0.999)
-    assert (settings.energy_loop is not None) == (network == "calo3d") and (settings.l1_weight is not None) == (network == "pix2pix")
+    assert (settings.energy_loop is not None) == (network == "calo3d") and (settings.l1_weight is not None) == (
+        network == "pix2pix"
+    )
     again = TrainingSettings.of(json.loads(json.dumps(as_dict(settings))))
     assert again == settings and hash(again) == hash(settings)
 
@@ -87,8 +98,12 @@ def test_the_preparing_and_scoring_stages_settings_are_the_schema_s_sections_wit
         settings = EvaluationSettings.of(json.loads(json.dumps(section)))
         # Keys of other data sets are None; keys of metrics not scored take their defaults.
         defaults = {key: getattr(EvaluationSettings(), key) for key in METRIC_KEYS}
-        assert as_dict(settings) == {**section, **{key: section.get(key) for key in EVALUATION_KEYS},
-                                     **{key: None for key in EXTRACTOR_KEYS}, **defaults}
+        assert as_dict(settings) == {
+            **section,
+            **{key: section.get(key) for key in EVALUATION_KEYS},
+            **{key: None for key in EXTRACTOR_KEYS},
+            **defaults,
+        }
     # The DINOv2/CLIP file's keys only for those extractors: the others' scoring jobs keep their settings.
     dinov2 = {**config["evaluation"], "extractor": "dinov2", "extractor_weights": "/w/dinov2_vitl14_pretrain.pth"}
     assert evaluation_settings(dinov2, "digits")["extractor_weights"] == "/w/dinov2_vitl14_pretrain.pth"
@@ -104,10 +119,13 @@ def test_the_preparing_and_scoring_stages_settings_are_the_schema_s_sections_wit
 
 def test_global_batch_rate_and_batch_norm_rows_follow_the_scaling_and_batch_norm_options():
     from ganstudy.setup_settings import TrainingSettings
+
     config = validate_study_config({"setups": {"p": {"mode": "data_parallel", "batch_size": 8, "lr": 0.001}}}, SCHEMA)
     strong = TrainingSettings.from_config(config["setups"]["p"])
     assert (strong.global_batch(4), strong.rank_lr(4), strong.batch_norm_rows(4)) == (8, 0.001, 8)
-    weak = dataclasses.replace(strong, data_parallel=dataclasses.replace(strong.data_parallel, scaling="weak", accumulation_steps=2))
+    weak = dataclasses.replace(
+        strong, data_parallel=dataclasses.replace(strong.data_parallel, scaling="weak", accumulation_steps=2)
+    )
     assert (weak.global_batch(4), weak.rank_lr(4), weak.batch_norm_rows(4)) == (32, 0.004, 16)
     per_rank = dataclasses.replace(weak, data_parallel=dataclasses.replace(weak.data_parallel, batch_norm="per_rank"))
     assert per_rank.batch_norm_rows(4) == 4  # one rank's micro-batch of 8 / 2
@@ -118,6 +136,7 @@ def test_global_batch_rate_and_batch_norm_rows_follow_the_scaling_and_batch_norm
 
 def test_zero_stages_and_offload():
     from ganstudy.setup_settings import DataParallelSettings
+
     # zero: true is stage 1, as the key meant before stages 2 and 3.
     assert [DataParallelSettings(zero=z).zero_stage for z in (False, True, 0, 2, 3)] == [0, 1, 0, 2, 3]
     assert DataParallelSettings(zero=3, offload="cpu").offload == "cpu"

@@ -10,13 +10,12 @@ import pytest
 import torch
 from scipy import stats
 
+from conftest import M32, lowbias32, reference_mask
 from ganstudy import counter_random as module
 from ganstudy.counter_random import hash32, scaled_mask
 from ganstudy.errors import GanstudyError
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.parallel.shard_dropout import row_masks, shard_dropout
-
-from conftest import M32, lowbias32, reference_mask
 
 
 def test_the_tensor_hash_is_lowbias32_bit_for_bit():
@@ -38,7 +37,11 @@ def test_a_mask_is_the_reference_s_for_any_first_row_and_block(keep, monkeypatch
 @pytest.mark.parametrize("accumulation", [1, 2])
 def test_masks_do_not_depend_on_how_the_batch_is_split(ranks, accumulation):
     """Each rank holds a contiguous share of the global batch, in micro-batches, as data_parallel splits it."""
-    net = shard_dropout(torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.Dropout(0.25), torch.nn.Flatten(), torch.nn.Dropout(0.25)))
+    net = shard_dropout(
+        torch.nn.Sequential(
+            torch.nn.Conv2d(1, 2, 3), torch.nn.Dropout(0.25), torch.nn.Flatten(), torch.nn.Dropout(0.25)
+        )
+    )
     x = torch.randn(12, 1, 6, 6)
     with row_masks(net, 42, 0):
         whole = net(x)
@@ -46,7 +49,7 @@ def test_masks_do_not_depend_on_how_the_batch_is_split(ranks, accumulation):
     parts = []
     for offset in range(0, 12, rows):
         with row_masks(net, 42, offset):
-            parts.append(net(x[offset:offset + rows]))
+            parts.append(net(x[offset : offset + rows]))
     assert torch.equal(torch.cat(parts), whole)
     with row_masks(net, 43, 0):
         assert not torch.equal(net(x), whole)  # another call, other masks
@@ -54,6 +57,7 @@ def test_masks_do_not_depend_on_how_the_batch_is_split(ranks, accumulation):
 
 def test_the_mask_is_made_by_the_same_operations_for_2_or_200_rows():
     """Vectorised: no Python loop over rows (a CPU loops over blocks of columns, each for all rows)."""
+
     def operations(rows: int) -> list[str]:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
             scaled_mask(99, 0, torch.Size([rows, 300]), 0.8, torch.float32, torch.device("cpu"))

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from ganstudy.contracts import HeldOutJob
-from ganstudy.errors import GanstudyError
 from ganstudy.data.kinds import IMAGES, SHOWERS
+from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import metric_problems
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.evaluate.showers import mean_profiles, sampling_fraction, shower_scores
@@ -46,7 +46,8 @@ def test_a_perfect_generator_scores_0_and_one_depositing_twice_the_energy_scores
     # Twice the depositions: every bin's mean and width of the sampling fraction double, every profile too.
     assert doubled == pytest.approx({name: 1.0 for name in METRICS}, rel=1e-9)
     assert [b["showers"] for b in details["energy_bins"]] == [
-        int(((energy[:, 0] * 100 >= lo) & (energy[:, 0] * 100 < hi)).sum()) for lo, hi in zip(edges[:-1], edges[1:])]
+        int(((energy[:, 0] * 100 >= lo) & (energy[:, 0] * 100 < hi)).sum()) for lo, hi in zip(edges[:-1], edges[1:])
+    ]
 
 
 def test_bins_with_fewer_than_2_showers_are_left_out_and_no_bin_at_all_is_named():
@@ -54,16 +55,23 @@ def test_bins_with_fewer_than_2_showers_are_left_out_and_no_bin_at_all_is_named(
     energy[:] = [[0.2], [0.3], [0.4], [4.5], [0.25], [0.35]]  # 20-40 GeV, and one at 450
     _, details = shower_scores(real, real, energy, [0, 100, 500])
     assert [(b["low_gev"], b["showers"]) for b in details["energy_bins"]] == [(0, 5)]
-    with pytest.raises(GanstudyError, match=r"no bin of evaluation.energy_bins \[600, 700\] \(GeV\) holds 2 test showers.*20.0 to 450.0 GeV"):
+    with pytest.raises(
+        GanstudyError,
+        match=r"no bin of evaluation.energy_bins \[600, 700\] \(GeV\) holds 2 test showers.*20.0 to 450.0 GeV",
+    ):
         shower_scores(real, real, energy, [600, 700])
 
 
 def test_metrics_that_do_not_fit_the_data_are_named():
     assert metric_problems(SHOWERS, METRICS, "classifier") == []
-    assert "['fid'] do not score calorimeter showers (they score images with classes or paired images)" in \
-        metric_problems(SHOWERS, ["fid", "sf_mean"], "classifier")[0]
-    assert "['longitudinal'] do not score images with classes (they score calorimeter showers)" in \
-        metric_problems(IMAGES, ["fid", "longitudinal"], "classifier")[0]
+    assert (
+        "['fid'] do not score calorimeter showers (they score images with classes or paired images)"
+        in metric_problems(SHOWERS, ["fid", "sf_mean"], "classifier")[0]
+    )
+    assert (
+        "['longitudinal'] do not score images with classes (they score calorimeter showers)"
+        in metric_problems(IMAGES, ["fid", "longitudinal"], "classifier")[0]
+    )
 
 
 def saved_calo3d_run(folder) -> None:
@@ -89,8 +97,23 @@ def test_a_saved_calo3d_generator_is_scored_against_the_test_showers(tmp_path):
     real, energy = showers(12, seed=4)
     save_split(tmp_path / "test.npz", Split(real, np.zeros(12, np.int64), conditions=energy))
     settings = {"metrics": ["sf_mean", "longitudinal"], "batch_size": 5, "energy_bins": [0, 250, 500]}
-    record = evaluate_showers(HeldOutJob(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", EvaluationSettings.of(settings), 3, 1, tmp_path / "s.json", 1))
-    assert set(record["scores"]) == {"sf_mean", "longitudinal"} and record["showers"] == 12 and record["setup_name"] == "calo"
+    record = evaluate_showers(
+        HeldOutJob(
+            tmp_path / "generator.pt",
+            tmp_path / "run.json",
+            tmp_path / "test.npz",
+            EvaluationSettings.of(settings),
+            3,
+            1,
+            tmp_path / "s.json",
+            1,
+        )
+    )
+    assert (
+        set(record["scores"]) == {"sf_mean", "longitudinal"}
+        and record["showers"] == 12
+        and record["setup_name"] == "calo"
+    )
     assert record["protocol"] == {"generated": 12, "real": 12, "real_split": "test", "extractors": {}}
     # Independent: the generator called once on all rows, noise from the trial's seed, scores in numpy.
     generator = load_generator(tmp_path / "generator.pt")[0].components[0]
@@ -108,11 +131,32 @@ def test_a_saved_calo3d_generator_is_scored_against_the_test_showers(tmp_path):
     assert record["scores"]["longitudinal"] == pytest.approx(np.abs(z_fake - z_real).sum() / z_real.sum(), rel=1e-5)
     assert len(record["profiles"]["longitudinal"]["fake"]) == 7
     with pytest.raises(GanstudyError, match=r"do not score calorimeter showers"):
-        evaluate_showers(HeldOutJob(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", EvaluationSettings.of({**settings, "metrics": ["fid"]}), 3, 1,
-                         tmp_path / "t.json", 1))
+        evaluate_showers(
+            HeldOutJob(
+                tmp_path / "generator.pt",
+                tmp_path / "run.json",
+                tmp_path / "test.npz",
+                EvaluationSettings.of({**settings, "metrics": ["fid"]}),
+                3,
+                1,
+                tmp_path / "t.json",
+                1,
+            )
+        )
     save_split(tmp_path / "other.npz", Split(real[:, :, :4], np.zeros(12, np.int64), conditions=energy))
     with pytest.raises(GanstudyError, match=r"holds showers of shape \(1, 4, 5, 7\) .* makes \(1, 5, 5, 7\) showers"):
-        evaluate_showers(HeldOutJob(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "other.npz", EvaluationSettings.of(settings), 3, 1, tmp_path / "u.json", 1))
+        evaluate_showers(
+            HeldOutJob(
+                tmp_path / "generator.pt",
+                tmp_path / "run.json",
+                tmp_path / "other.npz",
+                EvaluationSettings.of(settings),
+                3,
+                1,
+                tmp_path / "u.json",
+                1,
+            )
+        )
 
 
 def hand_showers() -> tuple[np.ndarray, np.ndarray]:
@@ -131,9 +175,12 @@ def test_gan3d_metric_by_hand():
     x [6, 4], y [5, 5], z [5, 5]: mean relative errors .25, .25 and (1/6 + 3/2) / 2 = 5/6, so the profile
     error is 4/9, and gan3d 1/2 + 4/9 = 17/18."""
     from ganstudy.evaluate.showers import gan3d_metric
+
     real, fake = hand_showers()
     scores, rows, note = gan3d_metric(real, fake, np.array([100.0, 102.0]), (100, 200), 5)
-    assert note is None and rows == [{"energy_gev": 100, "showers": 2, "moments": 0.5, "profiles": pytest.approx(4 / 9)}]
+    assert note is None and rows == [
+        {"energy_gev": 100, "showers": 2, "moments": 0.5, "profiles": pytest.approx(4 / 9)}
+    ]
     assert scores == {"gan3d": pytest.approx(17 / 18), "gan3d_moments": 0.5, "gan3d_profiles": pytest.approx(4 / 9)}
     # A bin is the open interval (E - 5, E + 5): a shower at 95 GeV falls in none, and a metric with no bin says so.
     scores, rows, note = gan3d_metric(real, fake, np.array([95.0, 105.0]), (100,), 5)
@@ -146,6 +193,7 @@ def test_gan3d_metric_by_hand():
 
 def test_gan3d_moments_guard_showers_without_energy_as_3dgan_does():
     from ganstudy.evaluate.showers import gan3d_moments
+
     sums = np.array([[1.0, 3.0], [2.0, 2.0]])
     np.testing.assert_allclose(gan3d_moments(sums, sums.sum(1)), [[0.75, 0.1875], [0.5, 0.25]])
     assert not gan3d_moments(np.array([[1.0, 3.0], [0.0, 0.0]]), np.array([4.0, 0.0])).any()
@@ -159,14 +207,34 @@ def test_gan3d_is_scored_per_bin_beside_our_physics(tmp_path):
     real, energy = showers(40, seed=4)
     energy[:20] = 1.0 + np.linspace(-0.04, 0.04, 20, dtype=np.float32)[:, None]  # 96-104 GeV
     save_split(tmp_path / "test.npz", Split(real, np.zeros(40, np.int64), conditions=energy))
-    settings = EvaluationSettings.of({"metrics": ["gan3d", "sf_mean"], "batch_size": 8, "energy_bins": [0, 250, 500],
-                                      "gan3d_energies": [100, 300], "gan3d_half_width": 5})
-    record = evaluate_showers(HeldOutJob(tmp_path / "generator.pt", tmp_path / "run.json", tmp_path / "test.npz", settings, 3, 1, tmp_path / "s.json", 1))
+    settings = EvaluationSettings.of(
+        {
+            "metrics": ["gan3d", "sf_mean"],
+            "batch_size": 8,
+            "energy_bins": [0, 250, 500],
+            "gan3d_energies": [100, 300],
+            "gan3d_half_width": 5,
+        }
+    )
+    record = evaluate_showers(
+        HeldOutJob(
+            tmp_path / "generator.pt",
+            tmp_path / "run.json",
+            tmp_path / "test.npz",
+            settings,
+            3,
+            1,
+            tmp_path / "s.json",
+            1,
+        )
+    )
     assert set(record["scores"]) == {"gan3d", "gan3d_moments", "gan3d_profiles", "sf_mean"}
     bins = record["gan3d_bins"]
     assert bins[0]["energy_gev"] == 100 and bins[0]["showers"] == 20
     assert record["scores"]["gan3d_moments"] == pytest.approx(np.mean([b["moments"] for b in bins]))
-    assert record["scores"]["gan3d"] == pytest.approx(record["scores"]["gan3d_moments"] + record["scores"]["gan3d_profiles"])
+    assert record["scores"]["gan3d"] == pytest.approx(
+        record["scores"]["gan3d_moments"] + record["scores"]["gan3d_profiles"]
+    )
     assert record["scores"]["gan3d"] > 0
     # A perfect generator scores 0.
     assert gan3d_metric(real, real, energy[:, 0] * 100.0, (100,), 5)[0]["gan3d"] == 0

@@ -30,14 +30,29 @@ def shower_files(root):
 
 
 def test_a_calo3d_study_runs_end_to_end_without_a_classifier(tmp_path, env):
-    setup = {"mode": "data_parallel", "network": "calo3d", "iterations": 2, "batch_size": 4, "latent_dim": 4, "hidden_units": 2,
-             "score_period": 1, "score_samples": 6, "checkpoint_period": 1}
+    setup = {
+        "mode": "data_parallel",
+        "network": "calo3d",
+        "iterations": 2,
+        "batch_size": 4,
+        "latent_dim": 4,
+        "hidden_units": 2,
+        "score_period": 1,
+        "score_samples": 6,
+        "checkpoint_period": 1,
+    }
     config = {
         "study": "showers",
         "trials": 2,
         "dataset": {"name": "calorimeter", "path": str(shower_files(tmp_path / "calorimeter")), "test_fraction": 0.2},
         "setups": {"one": {**setup, "ranks": 1}, "two": {**setup, "ranks": 2}},
-        "evaluation": {"metrics": METRICS, "batch_size": 4, "energy_bins": [0, 600], "gan3d_energies": [255], "gan3d_half_width": 250},
+        "evaluation": {
+            "metrics": METRICS,
+            "batch_size": 4,
+            "energy_bins": [0, 600],
+            "gan3d_energies": [255],
+            "gan3d_half_width": 250,
+        },
         "compute": {"max_ranks": 2},
     }
     done = snakemake(tmp_path, config, "--cores", "2", env=env)
@@ -45,12 +60,24 @@ def test_a_calo3d_study_runs_end_to_end_without_a_classifier(tmp_path, env):
     out = tmp_path / "results" / "showers"
     assert not (out / "classifier").exists() and not (out / "tables" / "anova.csv").exists()
     manifest = json.loads((out / "data" / "manifest.json").read_text())
-    assert manifest["image_shape"] == [1, 5, 5, 7] and manifest["condition_shape"] == [1] and manifest["files"]["test"]["images"] == 6
+    assert (
+        manifest["image_shape"] == [1, 5, 5, 7]
+        and manifest["condition_shape"] == [1]
+        and manifest["files"]["test"]["images"] == 6
+    )
     scores = pd.read_csv(out / "scores.csv")
     # gan3d's two parts are columns of their own.
-    assert set(scores.metric) == {*METRICS, "gan3d_moments", "gan3d_profiles"} and len(scores) == 2 * 2 * 8 and (scores.value >= 0).all()
+    assert (
+        set(scores.metric) == {*METRICS, "gan3d_moments", "gan3d_profiles"}
+        and len(scores) == 2 * 2 * 8
+        and (scores.value >= 0).all()
+    )
     record = json.loads((out / "scores" / "two" / "trial0.json").read_text())
-    assert record["showers"] == 6 and record["energy_bins"][0]["showers"] == 6 and len(record["profiles"]["longitudinal"]["real"]) == 7
+    assert (
+        record["showers"] == 6
+        and record["energy_bins"][0]["showers"] == 6
+        and len(record["profiles"]["longitudinal"]["real"]) == 7
+    )
     # 3DGAN's own metric beside ours: one bin of all 6 test showers, its parts in the record.
     assert [row["showers"] for row in record["gan3d_bins"]] == [6]
     assert record["scores"]["gan3d"] == record["scores"]["gan3d_moments"] + record["scores"]["gan3d_profiles"]
@@ -73,10 +100,16 @@ def test_a_calo3d_study_runs_end_to_end_without_a_classifier(tmp_path, env):
 
 
 def test_scores_that_showers_cannot_give_stop_the_dag(tmp_path, env):
-    config = {"dataset": {"name": "calorimeter", "path": str(shower_files(tmp_path / "calorimeter"))},
-              "setups": {"one": {"mode": "single", "network": "calo3d"}}, "evaluation": {"metrics": ["fid"]}}
+    config = {
+        "dataset": {"name": "calorimeter", "path": str(shower_files(tmp_path / "calorimeter"))},
+        "setups": {"one": {"mode": "single", "network": "calo3d"}},
+        "evaluation": {"metrics": ["fid"]},
+    }
     done = snakemake(tmp_path, config, "-n", env=env)
-    assert done.returncode != 0 and "evaluation.metrics ['fid'] do not score calorimeter showers" in done.stdout + done.stderr
+    assert (
+        done.returncode != 0
+        and "evaluation.metrics ['fid'] do not score calorimeter showers" in done.stdout + done.stderr
+    )
     config["evaluation"]["metrics"] = ["sf_mean"]
     done = snakemake(tmp_path, config, "-n", env=env)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -13,13 +13,13 @@ import pytest
 import torch
 
 from conftest import SCHEMA
-from ganstudy.plan.classes import class_problems
 from ganstudy.config import load_study_config
 from ganstudy.data.arrays import Split, file_digest, load_split, save_split
 from ganstudy.data.kinds import IMAGES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.classifier import load_classifier, train_classifier
 from ganstudy.evaluate.settings import ClassifierSettings
+from ganstudy.plan.classes import class_problems
 from ganstudy.stats.anova import write_anova
 from test_workflow import snakemake
 
@@ -55,30 +55,44 @@ def one_class_study(folder: Path, **sections) -> dict:
 
 
 def test_what_needs_several_classes_stops_the_plan_naming_key_and_remedy(tmp_path, env, zeros_folder):
-    config = one_class_study(zeros_folder, setups={
-        "per_class": {"mode": "per_class", "iterations": 1},
-        "cgan": {"mode": "conditional", "network": "dccgan", "iterations": 1},
-        "dp": {"mode": "data_parallel", "network": "dccgan", "iterations": 1},
-        "grid": {"mode": "grid", "iterations": 1, "grid": {"shape": "2x2"}},
-        "curve": {"iterations": 4, "score_period": 2},
-    }, evaluation={"metrics": ["fid", "label_tvd"]})
+    config = one_class_study(
+        zeros_folder,
+        setups={
+            "per_class": {"mode": "per_class", "iterations": 1},
+            "cgan": {"mode": "conditional", "network": "dccgan", "iterations": 1},
+            "dp": {"mode": "data_parallel", "network": "dccgan", "iterations": 1},
+            "grid": {"mode": "grid", "iterations": 1, "grid": {"shape": "2x2"}},
+            "curve": {"iterations": 4, "score_period": 2},
+        },
+        evaluation={"metrics": ["fid", "label_tvd"]},
+    )
     done = snakemake(tmp_path, config, "-n", env=env)
     assert done.returncode != 0
     said = done.stdout + done.stderr
     data = f"dataset 'image_folder' ({zeros_folder}) has one class"
-    assert f"setups.per_class.mode: per_class learns the classes, but {data}: use mode single, grid or data_parallel" in said
+    assert (
+        f"setups.per_class.mode: per_class learns the classes, but {data}: use mode single, grid or data_parallel"
+        in said
+    )
     assert f"setups.cgan.mode: conditional learns the classes, but {data}" in said
     assert f"setups.dp.network: 'dccgan' is conditional (it learns the class labels), but {data}" in said
     assert f"evaluation.metrics label_tvd: compare the classes of samples and data, but {data}: remove them" in said
-    for reader in ("evaluation.extractor: classifier (metrics fid)", "setups.grid (mode grid selects its mixtures by FID during training)",
-                   "setups.curve.score_period (FID during training)"):
+    for reader in (
+        "evaluation.extractor: classifier (metrics fid)",
+        "setups.grid (mode grid selects its mixtures by FID during training)",
+        "setups.curve.score_period (FID during training)",
+    ):
         assert f"{reader}: scores with a classifier, but {data}, so none can be trained" in said, reader
     # Every set-up that scores in training (score_period is on by default) and is not refused for its mode is
     # named, each with both remedies: single, dp, grid, curve and the extractor.
     assert said.count("set classifier.weights") == said.count("or set evaluation.extractor: inception") == 5
     assert "Traceback" not in said and not (tmp_path / "results").exists()
-    checked = subprocess.run(["ganstudy", "validate-config", str(tmp_path / "study.yaml")], capture_output=True, text=True, env=env)
-    assert checked.returncode != 0 and f"setups.per_class.mode: per_class learns the classes, but {data}" in checked.stderr
+    checked = subprocess.run(
+        ["ganstudy", "validate-config", str(tmp_path / "study.yaml")], capture_output=True, text=True, env=env
+    )
+    assert (
+        checked.returncode != 0 and f"setups.per_class.mode: per_class learns the classes, but {data}" in checked.stderr
+    )
 
 
 def test_a_one_class_study_on_inception_runs_without_a_classifier(tmp_path, env, zeros_folder, stand_in_inception):
@@ -87,7 +101,8 @@ def test_a_one_class_study_on_inception_runs_without_a_classifier(tmp_path, env,
     plan is checked here, the scorer against the scoring job's features below.)"""
     weights = str(stand_in_inception[0])
     config = one_class_study(
-        zeros_folder, setups={
+        zeros_folder,
+        setups={
             "single": {"iterations": 2, "batch_size": 32, "hidden_units": 32, "score_period": 0},
             "dp": {"mode": "data_parallel", "iterations": 2, "batch_size": 32, "hidden_units": 32, "score_period": 0},
             "grid": {"mode": "grid", "iterations": 2, "grid": {"shape": "1x2"}},
@@ -104,7 +119,9 @@ def test_a_one_class_study_on_inception_runs_without_a_classifier(tmp_path, env,
     # The grid's job file: what its training reads.
     assert snakemake(tmp_path, config, "--cores", "1", "results/zeros/jobs/grid.json", env=env).returncode == 0
     grid_job = json.loads((tmp_path / "results" / "zeros" / "jobs" / "grid.json").read_text())
-    assert grid_job["inputs"]["inception"] == weights and grid_job["inputs"]["reference"].endswith("classifier/reference_inception.npz")
+    assert grid_job["inputs"]["inception"] == weights and grid_job["inputs"]["reference"].endswith(
+        "classifier/reference_inception.npz"
+    )
     assert grid_job["sources"]["reference"]["extractor"] == "inception"
     # Trained, scored and tabled: the single set-up (a data_parallel one runs the same scoring; it is planned
     # above, and so is the study's reporting, which reads no class).
@@ -137,9 +154,15 @@ def test_fid_during_training_on_inception_reads_what_the_scoring_job_reads(tmp_p
 
 
 def test_class_problems_name_grid_cell_classes_the_data_do_not_have(tmp_path):
-    config = load_study_config(_written(tmp_path, {"setups": {"g": {"mode": "grid", "grid": {"shape": "1x2", "cell_classes": [[0, 1], [9, 12]]}}}}), SCHEMA)
+    config = load_study_config(
+        _written(
+            tmp_path, {"setups": {"g": {"mode": "grid", "grid": {"shape": "1x2", "cell_classes": [[0, 1], [9, 12]]}}}}
+        ),
+        SCHEMA,
+    )
     assert class_problems(config, IMAGES, 10) == [
-        "setups.g.grid.cell_classes: cell 1 names class(es) [12], but dataset 'digits' has classes 0..9: name classes the data have"
+        "setups.g.grid.cell_classes: cell 1 names class(es) [12], but dataset 'digits' has classes 0..9: name "
+        "classes the data have"
     ]
     assert class_problems(config, IMAGES, None) == []
 
@@ -161,7 +184,9 @@ def test_the_classifier_job_refuses_one_class_and_the_anova_says_why(tmp_path, d
     save_split(train, _one_class(load_split(digits_dir / "train.npz")))
     save_split(test, _one_class(load_split(digits_dir / "test.npz")))
     settings = ClassifierSettings(epochs=1)
-    with pytest.raises(GanstudyError, match="the training split has one class: a classifier would have nothing to separate"):
+    with pytest.raises(
+        GanstudyError, match="the training split has one class: a classifier would have nothing to separate"
+    ):
         train_classifier(train, test, settings, 0, tmp_path / "c.pt", tmp_path / "c.json", 1)
     table = write_anova(train, tmp_path / "anova.csv", tmp_path / "anova.md")
     assert table.empty and (tmp_path / "anova.csv").read_text().startswith("channel,F,p_value")
@@ -175,16 +200,36 @@ def test_a_given_classifier_is_checked_and_recorded(tmp_path, digits_dir, classi
     # Its classes are the data's: its accuracy is measured (as the fixture's own record says) and min_accuracy holds.
     assert (tmp_path / "c.pt").read_bytes() == classifier_path.read_bytes()
     assert record["weights_sha256"] == file_digest(classifier_path) and record["num_classes"] == 10
-    assert record["test_accuracy"] == pytest.approx(json.loads((digits_dir / "classifier.json").read_text())["test_accuracy"])
+    assert record["test_accuracy"] == pytest.approx(
+        json.loads((digits_dir / "classifier.json").read_text())["test_accuracy"]
+    )
     assert sum(record["test_predicted_shares"]) == pytest.approx(1.0, abs=1e-5)
     with pytest.raises(GanstudyError, match="not classifier.sha256=0000000000"):
-        train_classifier(train, test, ClassifierSettings(weights=str(classifier_path), sha256="0000000000"), 0, tmp_path / "d.pt", tmp_path / "d.json", 1)
+        train_classifier(
+            train,
+            test,
+            ClassifierSettings(weights=str(classifier_path), sha256="0000000000"),
+            0,
+            tmp_path / "d.pt",
+            tmp_path / "d.json",
+            1,
+        )
     with pytest.raises(GanstudyError, match="below classifier.min_accuracy=1.0"):
-        train_classifier(train, test, ClassifierSettings(weights=str(classifier_path), min_accuracy=1.0), 0, tmp_path / "d.pt", tmp_path / "d.json", 1)
+        train_classifier(
+            train,
+            test,
+            ClassifierSettings(weights=str(classifier_path), min_accuracy=1.0),
+            0,
+            tmp_path / "d.pt",
+            tmp_path / "d.json",
+            1,
+        )
     big = tmp_path / "big.npz"
     save_split(big, Split(np.zeros((4, 1, 16, 16), np.float32), np.zeros(4, np.int64)))
     with pytest.raises(GanstudyError, match=r"reads images of shape \(1, 8, 8\), the study's data are \(1, 16, 16\)"):
-        train_classifier(big, big, ClassifierSettings(weights=str(classifier_path)), 0, tmp_path / "d.pt", tmp_path / "d.json", 1)
+        train_classifier(
+            big, big, ClassifierSettings(weights=str(classifier_path)), 0, tmp_path / "d.pt", tmp_path / "d.json", 1
+        )
     assert not (tmp_path / "d.pt").exists()
 
 
@@ -195,8 +240,15 @@ def test_one_class_data_train_and_score_with_the_users_classifier(tmp_path, env,
     shutil.copyfile(classifier_path, weights)
     config = one_class_study(
         zeros_folder,
-        setups={"grid": {"mode": "grid", "iterations": 2, "hidden_units": 32, "batch_size": 32,
-                         "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}}},
+        setups={
+            "grid": {
+                "mode": "grid",
+                "iterations": 2,
+                "hidden_units": 32,
+                "batch_size": 32,
+                "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50},
+            }
+        },
         classifier={"weights": str(weights)},
         evaluation={"metrics": ["fid", "isc", "kid"], "kid_subsets": 10, "kid_subset_size": 20},
     )
@@ -205,7 +257,11 @@ def test_one_class_data_train_and_score_with_the_users_classifier(tmp_path, env,
     study = tmp_path / "results" / "zeros"
     record = json.loads((study / "classifier" / "classifier.json").read_text())
     # The digits classifier sees this study's test images as zeros: its shares say so.
-    assert record["weights"] == str(weights) and record["test_accuracy"] is None and record["test_predicted_shares"][0] > 0.9
+    assert (
+        record["weights"] == str(weights)
+        and record["test_accuracy"] is None
+        and record["test_predicted_shares"][0] > 0.9
+    )
     assert (study / "classifier" / "classifier.pt").read_bytes() == weights.read_bytes()
     for setup in ("single", "grid"):
         scores = json.loads((study / "scores" / setup / "trial0.json").read_text())

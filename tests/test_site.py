@@ -31,8 +31,15 @@ def test_every_profile_carries_a_valid_site_and_names_it():
 
 def test_no_site_is_this_machine_without_gpus():
     site = read_site(None, REPO)
-    assert site == {"name": "this machine", "launcher": "mpiexec", "node_cores": None, "node_gpus": 0, "gpus_per_rank": 1,
-                    "node_mem_mb": None, "modules": []}
+    assert site == {
+        "name": "this machine",
+        "launcher": "mpiexec",
+        "node_cores": None,
+        "node_gpus": 0,
+        "gpus_per_rank": 1,
+        "node_mem_mb": None,
+        "modules": [],
+    }
     # null cores: the planning machine's, named.
     assert resolve_node_cores({"node_cores": None}) == ({"node_cores": os.cpu_count()}, socket.gethostname())
     assert resolve_node_cores({"node_cores": 42}) == ({"node_cores": 42}, None)
@@ -44,30 +51,47 @@ def test_no_site_is_this_machine_without_gpus():
 def test_a_site_file_without_a_launcher_is_refused_naming_the_choices(tmp_path):
     site = tmp_path / "site.yaml"
     site.write_text("name: our gpu nodes\nnode_gpus: 4\n")
-    with pytest.raises(GanstudyError, match=rf"site file {re.escape(str(site))} names no launcher: add how a training job starts its "
-                       r"ranks, `launcher: srun` \(Slurm\), `launcher: jsrun` \(LSF\) or `launcher: mpiexec`"):
+    with pytest.raises(
+        GanstudyError,
+        match=rf"site file {re.escape(str(site))} names no launcher: add how a training job starts its "
+        r"ranks, `launcher: srun` \(Slurm\), `launcher: jsrun` \(LSF\) or `launcher: mpiexec`",
+    ):
         read_site(str(site), REPO)
 
 
 def test_a_missing_or_bad_site_file_is_named(tmp_path):
-    with pytest.raises(GanstudyError, match=r"site file profiles/nowhere/site.yaml \(config key site, set by the profile\) is not a file"):
+    with pytest.raises(
+        GanstudyError,
+        match=r"site file profiles/nowhere/site.yaml \(config key site, set by the profile\) is not a file",
+    ):
         read_site("profiles/nowhere/site.yaml", REPO)
     bad = tmp_path / "site.yaml"
     bad.write_text("node_gpu: 4\nnode_cores: 0\n")
     with pytest.raises(GanstudyError) as error:
         read_site(str(bad), REPO)
-    assert f"site file {bad}" in str(error.value) and "node_gpu" in str(error.value) and "node_cores" in str(error.value)
+    assert (
+        f"site file {bad}" in str(error.value) and "node_gpu" in str(error.value) and "node_cores" in str(error.value)
+    )
     assert f"site file {bad} names no launcher" in str(error.value)
 
 
 def test_the_study_fills_what_it_leaves_null_from_the_site_and_its_overrides_are_listed():
     site = read_site("profiles/summit/site.yaml", REPO)
-    compute = {"max_ranks": 6, "node_cores": None, "node_gpus": None, "gpus_per_rank": 2, "node_mem_mb": None, "modules": None}
+    compute = {
+        "max_ranks": 6,
+        "node_cores": None,
+        "node_gpus": None,
+        "gpus_per_rank": 2,
+        "node_mem_mb": None,
+        "modules": None,
+    }
     merged, overrides = with_site(compute, site)
     assert (merged["node_cores"], merged["node_gpus"], merged["gpus_per_rank"], merged["max_ranks"]) == (42, 6, 2, 6)
-    assert overrides == ["compute.gpus_per_rank: the study sets 2 where the site 'summit' says 1; the study's value is used (node "
-                         "hardware belongs in the site file, profiles/<name>/site.yaml: remove the key from the study unless the "
-                         "study needs it)"]
+    assert overrides == [
+        "compute.gpus_per_rank: the study sets 2 where the site 'summit' says 1; the study's value is used (node "
+        "hardware belongs in the site file, profiles/<name>/site.yaml: remove the key from the study unless the "
+        "study needs it)"
+    ]
     # A study value equal to the site's is no override.
     assert with_site({**compute, "gpus_per_rank": 1}, site)[1] == []
 
@@ -80,16 +104,40 @@ def _gpus(out: str) -> list[int]:
 @pytest.mark.workflow
 def test_one_study_asks_for_gpus_only_on_a_gpu_site_and_an_override_is_said(tmp_path, env):
     config = {**SHRUNKEN, "compute": {"max_ranks": 2}}
-    cpu = snakemake(tmp_path, config, "-n", "--executor", "slurm", "--jobs", "4", "--config", "site=profiles/slurm/site.yaml", env=env)
+    cpu = snakemake(
+        tmp_path,
+        config,
+        "-n",
+        "--executor",
+        "slurm",
+        "--jobs",
+        "4",
+        "--config",
+        "site=profiles/slurm/site.yaml",
+        env=env,
+    )
     assert cpu.returncode == 0, cpu.stderr[-3000:]
     assert "site 'slurm': " in cpu.stdout and set(_gpus(cpu.stdout)) == {0}
-    gpu = snakemake(tmp_path, config, "-n", "--executor", "slurm", "--jobs", "4", "--config", "site=profiles/slurm-gpu/site.yaml", env=env)
+    gpu = snakemake(
+        tmp_path,
+        config,
+        "-n",
+        "--executor",
+        "slurm",
+        "--jobs",
+        "4",
+        "--config",
+        "site=profiles/slurm-gpu/site.yaml",
+        env=env,
+    )
     assert gpu.returncode == 0, gpu.stderr[-3000:]
     # Each job asks for a GPU per rank: one-rank set-ups 1, the 2-rank ones 2.
     assert "site 'slurm-gpu': " in gpu.stdout and set(_gpus(gpu.stdout)) == {1, 2}
     # A study that still carries another site's hardware runs, with a warning naming both values.
     old = {**config, "compute": {"max_ranks": 2, "node_gpus": 6, "node_cores": 42}}
-    done = snakemake(tmp_path, old, "-n", "--executor", "slurm", "--jobs", "4", "--config", "site=profiles/slurm/site.yaml", env=env)
+    done = snakemake(
+        tmp_path, old, "-n", "--executor", "slurm", "--jobs", "4", "--config", "site=profiles/slurm/site.yaml", env=env
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     said = done.stdout + done.stderr
     assert "compute.node_gpus: the study sets 6 where the site 'slurm' says 0; the study's value is used" in said
@@ -99,13 +147,17 @@ def test_one_study_asks_for_gpus_only_on_a_gpu_site_and_an_override_is_said(tmp_
 def test_a_cluster_site_without_an_account_is_warned_of_and_one_given_anywhere_is_enough():
     slurm, summit, local = (read_site(f"profiles/{name}/site.yaml", REPO) for name in ("slurm", "summit", "local"))
     warning = account_warning(slurm, {"runtime": "30"}, {})
-    assert warning == ("site 'slurm': no account for the scheduler (slurm_account in the profile's default-resources, or "
-                       "SBATCH_ACCOUNT / SLURM_ACCOUNT in the environment): Slurm charges your default account, and a centre "
-                       "without one refuses every job")
+    assert warning == (
+        "site 'slurm': no account for the scheduler (slurm_account in the profile's default-resources, or "
+        "SBATCH_ACCOUNT / SLURM_ACCOUNT in the environment): Slurm charges your default account, and a centre "
+        "without one refuses every job"
+    )
     assert account_warning(slurm, {"slurm_account": "abc123"}, {}) is None
     assert account_warning(slurm, {}, {"SBATCH_ACCOUNT": "abc123"}) is None
     # The summit profile's own default: an empty project, quoted as Snakemake passes it on.
-    assert "lsf_project in the profile's default-resources, or LSB_DEFAULTPROJECT" in account_warning(summit, {"lsf_project": "''"}, {})
+    assert "lsf_project in the profile's default-resources, or LSB_DEFAULTPROJECT" in account_warning(
+        summit, {"lsf_project": "''"}, {}
+    )
     assert account_warning(summit, {"lsf_project": "''"}, {"LSB_DEFAULTPROJECT": "GEN150"}) is None
     assert account_warning(summit, {"lsf_project": "GEN150"}, {}) is None
     assert account_warning(local, {}, {}) is None

@@ -15,12 +15,12 @@ from ganstudy.evaluate.fid import FidScorer
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import MixtureGenerator, proportional_counts
 from ganstudy.models.stacked import StackedMLP
-from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids
-from ganstudy.train.grid.population import Individual
 from ganstudy.models.stacked_network import StackedNetwork
 from ganstudy.train.grid.draws import GridDraws
 from ganstudy.train.grid.iteration import LoopEngine, StackedEvaluationEngine
+from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids
 from ganstudy.train.grid.mode import _why_not_trained_stacked
+from ganstudy.train.grid.population import Individual
 from ganstudy.train.grid.stacked import FitnessCase, StackedEngine, StackedPlayers, fitness_losses
 from ganstudy.train.losses import LOSSES
 
@@ -86,13 +86,17 @@ def test_stacked_adam_follows_torch_adam_row_by_row_and_round_trips_its_state(ro
     spec = SPECS[1]
     generators = [g for g, _ in pairs(spec, 2)]
     lrs = [1e-3, 3e-4]
-    optimizers = [torch.optim.Adam(g.parameters(), lr=lr, betas=(0.5, 0.999), foreach=False) for g, lr in zip(generators, lrs)]
+    optimizers = [
+        torch.optim.Adam(g.parameters(), lr=lr, betas=(0.5, 0.999), foreach=False) for g, lr in zip(generators, lrs)
+    ]
     # Row 0 starts fresh, row 1 with moments from two earlier steps.
     for _ in range(2):
         optimizers[1].zero_grad()
         generators[1](torch.randn(4, spec.latent_dim)).square().mean().backward()
         optimizers[1].step()
-    payloads = [Individual(g, o, lr, 0.0, f"x/G{k}").payload() for k, (g, o, lr) in enumerate(zip(generators, optimizers, lrs))]
+    payloads = [
+        Individual(g, o, lr, 0.0, f"x/G{k}").payload() for k, (g, o, lr) in enumerate(zip(generators, optimizers, lrs))
+    ]
     net = generators[0].stacked()
     players = StackedPlayers(net, payloads, (0.5, 0.999), torch.device("cpu"), row_by_row)
     for _ in range(3):
@@ -115,15 +119,22 @@ def test_stacked_adam_follows_torch_adam_row_by_row_and_round_trips_its_state(ro
         clone.load_state_dict(payload["params"])
         optimizer = torch.optim.Adam(clone.parameters(), lr=lrs[row], betas=(0.5, 0.999))
         optimizer.load_state_dict(payload["adam"])
-        torch.testing.assert_close(optimizer.state_dict()["state"][0]["exp_avg"], optimizers[row].state_dict()["state"][0]["exp_avg"], rtol=1e-5, atol=1e-9)
+        torch.testing.assert_close(
+            optimizer.state_dict()["state"][0]["exp_avg"],
+            optimizers[row].state_dict()["state"][0]["exp_avg"],
+            rtol=1e-5,
+            atol=1e-9,
+        )
 
 
 @pytest.mark.parametrize("row_by_row", [True, False], ids=["row-by-row", "whole-stack"])
 def test_stacked_adam_gives_a_row_the_same_bits_in_any_stack(row_by_row, one_thread):
     spec = SPECS[1]
     generators = [g for g, _ in pairs(spec, 3)]
-    payloads = [Individual(g, torch.optim.Adam(g.parameters(), lr=1e-3), lr, 0.0, "x/G").payload()
-                for g, lr in zip(generators, [1e-3, 2e-4, 5e-4])]
+    payloads = [
+        Individual(g, torch.optim.Adam(g.parameters(), lr=1e-3), lr, 0.0, "x/G").payload()
+        for g, lr in zip(generators, [1e-3, 2e-4, 5e-4])
+    ]
     net = generators[0].stacked()
     z = torch.randn(3, 6, spec.latent_dim)
     outcomes = []
@@ -156,7 +167,9 @@ def test_fitness_losses_are_the_losses_of_every_pair():
                     fake = g(case.z)
                     assert g_losses[i, j] == pytest.approx(float(loss.generator(d(fake))), rel=1e-5)
                     if d_losses is not None:
-                        assert d_losses[j, i] == pytest.approx(float(loss.discriminator(d(case.real), d(fake))), rel=1e-5)
+                        assert d_losses[j, i] == pytest.approx(
+                            float(loss.discriminator(d(case.real), d(fake))), rel=1e-5
+                        )
     assert np.isfinite(results[0][0]).all()
 
 
@@ -204,25 +217,36 @@ def test_a_cells_span_images_do_not_depend_on_the_cells_beside_it(whole, one_thr
     assert torch.equal(alone, together)
 
 
-def grid_cells(loss: str, count: int = 4, network: str = "perceptron4", side: int = 8, population: int = 2, images: int = 100) -> list:
+def grid_cells(
+    loss: str, count: int = 4, network: str = "perceptron4", side: int = 8, population: int = 2, images: int = 100
+) -> list:
     """``count`` cells of a 2x2 grid of ``network`` on ``images`` random images of ``side`` x ``side``, initialised."""
+    from conftest import SCHEMA
     from ganstudy.config import validate_study_config
     from ganstudy.parallel.topology import GridShape
+    from ganstudy.setup_settings import TrainingSettings
     from ganstudy.train.grid.cell import CellStreams, GridCell
     from ganstudy.train.grid.pool import NetworkPool
-    from ganstudy.setup_settings import TrainingSettings
 
-    from conftest import SCHEMA
-
-    section = {"mode": "grid", "network": network, "hidden_units": 32, "latent_dim": 16, "batch_size": 20, "loss": loss,
-               "grid": {"shape": "2x2", "population_size": population, "n_replacements": 1, "data_ratio": 1.0}}
+    section = {
+        "mode": "grid",
+        "network": network,
+        "hidden_units": 32,
+        "latent_dim": 16,
+        "batch_size": 20,
+        "loss": loss,
+        "grid": {"shape": "2x2", "population_size": population, "n_replacements": 1, "data_ratio": 1.0},
+    }
     setup = TrainingSettings.from_config(validate_study_config({"setups": {"g": section}}, SCHEMA)["setups"]["g"])
     labels = np.arange(images) % 10
     images = torch.rand(images, 1, side, side, generator=torch.Generator().manual_seed(3)) * 2 - 1
     shape = GridShape(2, 2)
     spec = NetworkSpec((1, side, side), 16, 32)
     pool = NetworkPool(setup.network, spec, CPU)
-    cells = [GridCell(c, shape, setup, spec, images, labels, None, CellStreams(5, 1, c, CPU), pool) for c in shape.cells()[:count]]
+    cells = [
+        GridCell(c, shape, setup, spec, images, labels, None, CellStreams(5, 1, c, CPU), pool)
+        for c in shape.cells()[:count]
+    ]
     for cell in cells:
         cell.initialise()
     return cells
@@ -239,16 +263,22 @@ def test_the_stacked_engine_trains_what_the_per_cell_loop_trains(loss, whole, on
     cells = grid_cells(loss)
     selections = [(cell.generators, cell.discriminators) for cell in cells]
     net = build_pair("perceptron4", cells[0].spec)
-    stacked = StackedEngine(net[0].stacked(), net[1].stacked(), whole).train(cells, copy.deepcopy(selections), 3, lambda: None)
+    stacked = StackedEngine(net[0].stacked(), net[1].stacked(), whole).train(
+        cells, copy.deepcopy(selections), 3, lambda: None
+    )
     looped = LoopEngine(whole).train(cells, copy.deepcopy(selections), 3, lambda: None)
     for (g_a, d_a, g_loss_a, d_loss_a), (g_b, d_b, g_loss_b, d_loss_b) in zip(stacked, looped):
         assert g_loss_a == pytest.approx(g_loss_b, rel=1e-5) and d_loss_a == pytest.approx(d_loss_b, rel=1e-5)
         for a, b in zip(g_a + d_a, g_b + d_b):
             assert a["lr"] == b["lr"] and a["origin"] == b["origin"]
             assert_trained_alike(a["params"], b["params"])
-            assert [float(s["step"]) for s in a["adam"]["state"].values()] == [float(s["step"]) for s in b["adam"]["state"].values()]
+            assert [float(s["step"]) for s in a["adam"]["state"].values()] == [
+                float(s["step"]) for s in b["adam"]["state"].values()
+            ]
     # Another iteration draws otherwise.
-    again = StackedEngine(net[0].stacked(), net[1].stacked(), whole).train(cells, copy.deepcopy(selections), 4, lambda: None)
+    again = StackedEngine(net[0].stacked(), net[1].stacked(), whole).train(
+        cells, copy.deepcopy(selections), 4, lambda: None
+    )
     assert not torch.equal(again[0][0][0]["params"]["net.0.weight"], stacked[0][0][0]["params"]["net.0.weight"])
 
 
@@ -264,7 +294,9 @@ def test_the_general_stacked_form_trains_what_the_per_cell_loop_trains(one_threa
     g, d = (StackedNetwork(net) for net in build_pair("cnn28", cells[0].spec))
     stacked = StackedEngine(g, d, whole=True).train(cells, copy.deepcopy(selections), 3, lambda: None)
     looped = LoopEngine(whole=True).train(cells, copy.deepcopy(selections), 3, lambda: None)
-    for (g_a, d_a, g_loss_a, d_loss_a), (g_b, d_b, g_loss_b, d_loss_b), (g_start, d_start) in zip(stacked, looped, selections):
+    for (g_a, d_a, g_loss_a, d_loss_a), (g_b, d_b, g_loss_b, d_loss_b), (g_start, d_start) in zip(
+        stacked, looped, selections
+    ):
         assert g_loss_a == pytest.approx(g_loss_b, rel=1e-5) and d_loss_a == pytest.approx(d_loss_b, rel=1e-5)
         for a, b, start in zip(g_a + d_a, g_b + d_b, g_start + d_start):
             assert a["lr"] == b["lr"] and a["origin"] == b["origin"]
@@ -274,7 +306,9 @@ def test_the_general_stacked_form_trains_what_the_per_cell_loop_trains(one_threa
             assert_trained_alike(a["params"], b["params"])
             statistics = [key for key in start["params"] if key.endswith("running_var")]
             assert statistics and not any(torch.equal(a["params"][key], start["params"][key]) for key in statistics)
-            assert [float(s["step"]) for s in a["adam"]["state"].values()] == [float(s["step"]) for s in b["adam"]["state"].values()]
+            assert [float(s["step"]) for s in a["adam"]["state"].values()] == [
+                float(s["step"]) for s in b["adam"]["state"].values()
+            ]
 
 
 def without_batch_norms(pair: tuple[nn.Module, nn.Module]) -> tuple[nn.Module, nn.Module]:
@@ -292,8 +326,8 @@ def test_the_general_stacked_form_drops_what_the_per_cell_loop_drops(population,
     # the loop keys its lone networks', so both train alike; in populations of two as well, where the
     # attackers share a defender that drops by each attacker's key (dcgan without its batch norms, which
     # train stacked in populations of one only). Neither draws from the cell's global stream.
-    from conftest import assert_trained_alike
     import ganstudy.train.grid.pool as pool
+    from conftest import assert_trained_alike
 
     pair = lambda spec: build_pair("dcgan", spec) if population == 1 else without_batch_norms(build_pair("dcgan", spec))  # noqa: E731
     monkeypatch.setattr(pool, "build_pair", lambda name, spec: pair(spec))
@@ -322,7 +356,9 @@ def test_the_evaluation_engine_scores_and_samples_what_the_per_cell_loop_does(on
     cases = lambda: [FitnessCase(g, d, real, z) for (g, d), real, z in zip(pools, reals, noises)]  # noqa: E731
     g, d = build_pair("dcgan", cells[0].spec)
     stacked, looped = StackedEvaluationEngine(StackedNetwork(g), StackedNetwork(d), whole=True), LoopEngine(whole=True)
-    for (g_stacked, d_stacked), (g_looped, d_looped) in zip(stacked.fitness(cells, cases()), looped.fitness(cells, cases())):
+    for (g_stacked, d_stacked), (g_looped, d_looped) in zip(
+        stacked.fitness(cells, cases()), looped.fitness(cells, cases())
+    ):
         assert g_stacked.shape == g_looped.shape == (6, 6)  # 3 neighbours of 2 individuals each
         np.testing.assert_allclose(g_stacked, g_looped, rtol=1e-5)
         np.testing.assert_allclose(d_stacked, d_looped, rtol=1e-5)

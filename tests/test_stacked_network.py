@@ -86,7 +86,10 @@ def test_a_stack_whose_rows_differ_from_their_pairs_runs_row_by_row_and_says_so(
     stacked = StackedNetwork(nets[0])
     params = stacked.stack([net.state_dict() for net in nets], CPU)
     x = torch.randn(3, 6, 4)
-    with torch.no_grad(), pytest.warns(UserWarning, match="a stack of 3 rows of \\[6, 4\\] gives other bits than a row paired"):
+    with (
+        torch.no_grad(),
+        pytest.warns(UserWarning, match="a stack of 3 rows of \\[6, 4\\] gives other bits than a row paired"),
+    ):
         out = stacked(params, x)
     with torch.no_grad():
         for row, net in enumerate(nets):
@@ -96,7 +99,9 @@ def test_a_stack_whose_rows_differ_from_their_pairs_runs_row_by_row_and_says_so(
 
 def test_a_layer_with_no_stacked_form_is_named():
     net = nn.Sequential(nn.Conv2d(1, 4, 3), nn.GroupNorm(2, 4))
-    with pytest.raises(TypeError, match="^1: a GroupNorm has no stacked form \\(stacked layers: Linear, Conv1d, .*, LayerNorm\\)"):
+    with pytest.raises(
+        TypeError, match="^1: a GroupNorm has no stacked form \\(stacked layers: Linear, Conv1d, .*, LayerNorm\\)"
+    ):
         StackedNetwork(net)
     with pytest.raises(TypeError, match="^0 \\(Conv2d\\): a stacked convolution has groups=1"):
         StackedNetwork(nn.Sequential(nn.Conv2d(4, 4, 3, groups=2)))
@@ -162,7 +167,11 @@ def test_a_stack_too_large_for_one_call_runs_in_chunks_with_the_same_bits(monkey
     assert stacked._floats[(16,)] > 8 * 8 * 64
     monkeypatch.setattr(module, "CALL_FLOATS", 2 * 12 * stacked._floats[(16,)])  # two rows a call
     calls = []
-    monkeypatch.setattr(StackedNetwork, "_run", lambda self, p, x, *rest, run=StackedNetwork._run: calls.append(len(x)) or run(self, p, x, *rest))
+    monkeypatch.setattr(
+        StackedNetwork,
+        "_run",
+        lambda self, p, x, *rest, run=StackedNetwork._run: calls.append(len(x)) or run(self, p, x, *rest),
+    )
     chunked = training_run(stacked, params, z)
     assert 2 in calls and max(calls) == 2
     for a, b in zip([chunked[0], *chunked[1], *chunked[2]], [whole[0], *whole[1], *whole[2]]):
@@ -174,7 +183,12 @@ class _Sequence(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.body = nn.Sequential(nn.Conv1d(2, 8, 3, padding=1), nn.BatchNorm1d(8), nn.ReLU(), nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1))
+        self.body = nn.Sequential(
+            nn.Conv1d(2, 8, 3, padding=1),
+            nn.BatchNorm1d(8),
+            nn.ReLU(),
+            nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1),
+        )
         self.norm = nn.LayerNorm([4, 12])
         self.head = nn.Linear(48, 5)
 

@@ -10,7 +10,14 @@ from ganstudy.stats.aggregate import aggregate_scores
 from ganstudy.stats.protocol import NOT_RECORDED, protocol_text
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import (
-    kruskal_table, latex_table, markdown_table, pairwise_table, pvalue_matrix, results_table, summary_table, write_stats,
+    kruskal_table,
+    latex_table,
+    markdown_table,
+    pairwise_table,
+    pvalue_matrix,
+    results_table,
+    summary_table,
+    write_stats,
 )
 from ganstudy.stats.tests import a12, a12_magnitude, holm, kruskal_wallis, ranksum_pvalue
 
@@ -57,7 +64,16 @@ def _scores():
     values = {"a": [10.0, 12.0, 11.0, 13.0], "b": [20.0, 22.0, 21.0, 19.0], "c": [15.0]}
     for setup, vals in values.items():
         for trial, v in enumerate(vals):
-            rows.append({"study": "s", "setup": setup, "trial": trial, "metric": "fid", "value": v, "train_seconds": 60.0 * (trial + 1)})
+            rows.append(
+                {
+                    "study": "s",
+                    "setup": setup,
+                    "trial": trial,
+                    "metric": "fid",
+                    "value": v,
+                    "train_seconds": 60.0 * (trial + 1),
+                }
+            )
     return pd.DataFrame(rows), values
 
 
@@ -77,7 +93,9 @@ def test_summary_table_matches_numpy():
     logs = np.log(a)
     low, high = np.exp(sps.t.interval(0.95, len(a) - 1, loc=logs.mean(), scale=sps.sem(logs)))
     assert (table.loc["a", "ci_low"], table.loc["a", "ci_high"]) == (pytest.approx(low), pytest.approx(high))
-    assert table.loc["a", "centre"] == pytest.approx(sps.gmean(a)) and table.loc["a", "interval"].startswith("t on the log scale")
+    assert table.loc["a", "centre"] == pytest.approx(sps.gmean(a)) and table.loc["a", "interval"].startswith(
+        "t on the log scale"
+    )
     assert math.isnan(table.loc["c", "ci_low"]) and math.isnan(table.loc["c", "ci_high"])
 
 
@@ -111,17 +129,42 @@ def test_aggregate_and_write_stats(tmp_path):
     for setup, fids in {"x": [1.0, 2.0, 3.0], "y": [4.0, 5.0, 6.0]}.items():
         for trial, fid in enumerate(fids):
             path = tmp_path / f"{setup}{trial}.json"
-            path.write_text(json.dumps({"setup_name": setup, "trial": trial, "train_seconds": 30.0, "scores": {"fid": fid, "isc": 10 - fid}}))
+            path.write_text(
+                json.dumps(
+                    {
+                        "setup_name": setup,
+                        "trial": trial,
+                        "train_seconds": 30.0,
+                        "scores": {"fid": fid, "isc": 10 - fid},
+                    }
+                )
+            )
             paths.append(path)
     table = aggregate_scores("demo", paths, tmp_path / "scores.csv")
-    assert len(table) == 12 and list(table.columns) == ["study", "setup", "trial", "metric", "value", "train_seconds", "ranks",
-                                                        "cores_per_rank", "gpus_per_rank", "grid", "protocol"]
+    assert len(table) == 12 and list(table.columns) == [
+        "study",
+        "setup",
+        "trial",
+        "metric",
+        "value",
+        "train_seconds",
+        "ranks",
+        "cores_per_rank",
+        "gpus_per_rank",
+        "grid",
+        "protocol",
+    ]
     # Records that do not say what a rank held (ganstudy before 2026-12) count one core and no GPU.
     assert set(table.cores_per_rank) == {1} and set(table.gpus_per_rank) == {0}
     assert set(table.protocol) == {NOT_RECORDED}
     written = write_stats(tmp_path / "scores.csv", ["x", "y"], ["fid", "isc"], tmp_path / "tables")
     assert sorted(p.name for p in written) == sorted(
-        [f"{kind}_{m}.{ext}" for kind in ("summary", "pvalues", "pairs") for m in ("fid", "isc") for ext in ("csv", "md", "tex")]
+        [
+            f"{kind}_{m}.{ext}"
+            for kind in ("summary", "pvalues", "pairs")
+            for m in ("fid", "isc")
+            for ext in ("csv", "md", "tex")
+        ]
         + [f"{name}.{ext}" for name in ("kruskal", "results") for ext in ("csv", "md", "tex")]
     )
     summary = pd.read_csv(tmp_path / "tables" / "summary_fid.csv")
@@ -133,24 +176,51 @@ def test_aggregate_and_write_stats(tmp_path):
 
 
 def _scored(protocol: dict | None, **settings) -> dict:
-    return {"protocol": protocol, "settings": {"kid_subsets": 100, "kid_subset_size": 1000, **settings},
-            "versions": {"torch-fidelity": "0.4.0"}}
+    return {
+        "protocol": protocol,
+        "settings": {"kid_subsets": 100, "kid_subset_size": 1000, **settings},
+        "versions": {"torch-fidelity": "0.4.0"},
+    }
 
 
-CLASSIFIER = {"kind": "classifier", "sha256": "ab" * 32, "layers": ["logits"], "input": "8x8 uint8 as generated, no resize, scaled to [-1, 1]",
-              "dtype": "float32"}
-INCEPTION = {"kind": "inception", "sha256": "cd" * 32, "layers": ["2048", "logits_unbiased"], "input": "8x8 uint8 resized to 299x299", "dtype": "float32"}
+CLASSIFIER = {
+    "kind": "classifier",
+    "sha256": "ab" * 32,
+    "layers": ["logits"],
+    "input": "8x8 uint8 as generated, no resize, scaled to [-1, 1]",
+    "dtype": "float32",
+}
+INCEPTION = {
+    "kind": "inception",
+    "sha256": "cd" * 32,
+    "layers": ["2048", "logits_unbiased"],
+    "input": "8x8 uint8 resized to 299x299",
+    "dtype": "float32",
+}
 
 
 def test_a_score_s_protocol_names_what_its_metric_read():
-    both = _scored({"generated": 2000, "real": 1437, "real_split": "train", "extractors": {"quality": INCEPTION, "classifier": CLASSIFIER}})
+    both = _scored(
+        {
+            "generated": 2000,
+            "real": 1437,
+            "real_split": "train",
+            "extractors": {"quality": INCEPTION, "classifier": CLASSIFIER},
+        }
+    )
     fid = protocol_text(both, "fid")
-    assert fid == ("Inception-v3 (sha256 cdcdcdcdcdcd) layer 2048/logits_unbiased, 8x8 uint8 resized to 299x299, float32; "
-                   "2000 generated vs 1437 real (train split); torch-fidelity 0.4.0")
+    assert fid == (
+        "Inception-v3 (sha256 cdcdcdcdcdcd) layer 2048/logits_unbiased, 8x8 uint8 resized to 299x299, float32; "
+        "2000 generated vs 1437 real (train split); torch-fidelity 0.4.0"
+    )
     # class_fid reads the classifier only; kid_std is kid's column and says kid's settings.
-    assert protocol_text(both, "class_fid").startswith("the data set's classifier (sha256 abababababab) layer logits, 8x8 uint8 as generated")
+    assert protocol_text(both, "class_fid").startswith(
+        "the data set's classifier (sha256 abababababab) layer logits, 8x8 uint8 as generated"
+    )
     assert "kid_subsets 100; kid_subset_size 1000; 2000 generated" in protocol_text(both, "kid_std")
-    showers = _scored({"generated": 500, "real": 500, "real_split": "test", "extractors": {}}, energy_bins=[0, 100, 500])
+    showers = _scored(
+        {"generated": 500, "real": 500, "real_split": "test", "extractors": {}}, energy_bins=[0, 100, 500]
+    )
     assert protocol_text(showers, "sf_mean") == "energy_bins [0, 100, 500]; 500 generated vs 500 real (test split)"
     assert protocol_text({"scores": {}}, "fid") == NOT_RECORDED
 
@@ -163,8 +233,17 @@ def test_tables_say_the_protocol_and_warn_where_the_scores_compared_were_measure
             extractor = {**INCEPTION, "sha256": "ef" * 32} if setup == "z" else INCEPTION
             protocol = {"generated": 2000, "real": 1437, "real_split": "train", "extractors": {"quality": extractor}}
             path = tmp_path / f"{setup}{trial}.json"
-            path.write_text(json.dumps({"setup_name": setup, "trial": trial, "train_seconds": 30.0, "scores": {"fid": fid},
-                                        **_scored(protocol)}))
+            path.write_text(
+                json.dumps(
+                    {
+                        "setup_name": setup,
+                        "trial": trial,
+                        "train_seconds": 30.0,
+                        "scores": {"fid": fid},
+                        **_scored(protocol),
+                    }
+                )
+            )
             paths.append(path)
     aggregate_scores("demo", paths, tmp_path / "scores.csv")
     write_stats(tmp_path / "scores.csv", ["x", "y"], ["fid"], tmp_path / "alike")
@@ -174,10 +253,16 @@ def test_tables_say_the_protocol_and_warn_where_the_scores_compared_were_measure
     assert "fid: Protocol: Inception-v3" in (tmp_path / "alike" / "results.md").read_text()
     write_stats(tmp_path / "scores.csv", ["x", "y", "z"], ["fid"], tmp_path / "mixed", StatisticsSettings(min_trials=1))
     mixed = (tmp_path / "mixed" / "pairs_fid.md").read_text()
-    assert "Protocol A: Inception-v3 (sha256 cdcdcdcdcdcd)" in mixed and "Protocol B: Inception-v3 (sha256 efefefefefef)" in mixed
+    assert (
+        "Protocol A: Inception-v3 (sha256 cdcdcdcdcdcd)" in mixed
+        and "Protocol B: Inception-v3 (sha256 efefefefefef)" in mixed
+    )
     assert "WARNING: these fid scores were measured under 2 protocols (set-ups: x A; y A; z B)" in mixed
     pairs = pd.read_csv(tmp_path / "mixed" / "pairs_fid.csv").set_index(["setup_a", "setup_b"]).note.fillna("")
-    assert pairs[("x", "y")] == "" and pairs[("x", "z")] == pairs[("y", "z")] == "protocols differ (A vs B): not comparable"
+    assert (
+        pairs[("x", "y")] == ""
+        and pairs[("x", "z")] == pairs[("y", "z")] == "protocols differ (A vs B): not comparable"
+    )
     summary = pd.read_csv(tmp_path / "mixed" / "summary_fid.csv").set_index("setup").note
     assert list(summary) == ["protocol A", "protocol A", "protocol B"]
 
@@ -203,7 +288,13 @@ def test_a12_matches_the_mann_whitney_u_and_a_hand_count():
     assert a12(TIED_A, TIED_B) == pytest.approx(u / (len(TIED_A) * len(TIED_B)))
     # 3 values against 2: wins (3>1, 3>2, 2>1) = 3, ties (2=2, 1=1) = 2 -> (3 + 2/2) / 6.
     assert a12([3, 2, 1], [1, 2]) == pytest.approx(4 / 6)
-    assert [a12_magnitude(v) for v in (0.5, 0.45, 0.62, 0.30, 0.95)] == ["negligible", "negligible", "small", "medium", "large"]
+    assert [a12_magnitude(v) for v in (0.5, 0.45, 0.62, 0.30, 0.95)] == [
+        "negligible",
+        "negligible",
+        "small",
+        "medium",
+        "large",
+    ]
 
 
 def test_kruskal_wallis_matches_scipy_and_the_tie_corrected_formula():
@@ -225,8 +316,11 @@ def test_kruskal_wallis_matches_scipy_and_the_tie_corrected_formula():
 
 def _frame(values_by_setup, metric="fid"):
     return pd.DataFrame(
-        [{"study": "s", "setup": s, "trial": t, "metric": metric, "value": v, "train_seconds": 60.0}
-         for s, vals in values_by_setup.items() for t, v in enumerate(vals)]
+        [
+            {"study": "s", "setup": s, "trial": t, "metric": metric, "value": v, "train_seconds": 60.0}
+            for s, vals in values_by_setup.items()
+            for t, v in enumerate(vals)
+        ]
     )
 
 
@@ -234,7 +328,11 @@ def test_pairs_adjust_over_the_metric_and_say_which_set_up_is_better():
     scores = _frame({"a": TIED_A, "b": TIED_B, "c": [30.0, 31.0, 29.5, 30.5, 31.5]})
     thesis = StatisticsSettings(test="asymptotic", min_trials=6)
     pairs = pairwise_table(scores, "fid", ["a", "b", "c"], thesis).set_index(["setup_a", "setup_b"])
-    raw = [ranksum_pvalue(TIED_A, TIED_B), ranksum_pvalue(TIED_A, scores[scores.setup == "c"].value), ranksum_pvalue(TIED_B, scores[scores.setup == "c"].value)]
+    raw = [
+        ranksum_pvalue(TIED_A, TIED_B),
+        ranksum_pvalue(TIED_A, scores[scores.setup == "c"].value),
+        ranksum_pvalue(TIED_B, scores[scores.setup == "c"].value),
+    ]
     assert set(pairs.test) == {"asymptotic"}
     np.testing.assert_allclose(pairs.p_value, raw)
     np.testing.assert_allclose(pairs.p_holm, holm(raw))
@@ -258,9 +356,14 @@ def test_problem_set_ups_are_marked_not_fatal():
     pairs = pairwise_table(scores, "fid", ["single", "flat", "holes", "none"], StatisticsSettings(min_trials=3))
     # Identical scores differ in nothing (p = 1), and the note says so rather than "too few scores".
     flat_vs_flat = pairwise_table(_frame({"x": [5.0, 5.0], "y": [5.0, 5.0]}), "fid", ["x", "y"])
-    assert flat_vs_flat.p_value[0] == 1.0 and flat_vs_flat.better[0] == "–" and flat_vs_flat.note[0].startswith("all scores identical;")
+    assert (
+        flat_vs_flat.p_value[0] == 1.0
+        and flat_vs_flat.better[0] == "–"
+        and flat_vs_flat.note[0].startswith("all scores identical;")
+    )
     assert pairs.set_index(["setup_a", "setup_b"]).loc[("single", "none"), "note"] == (
-        "no finite scores on one side; underpowered: single, none < 3 trials")
+        "no finite scores on one side; underpowered: single, none < 3 trials"
+    )
     assert math.isnan(kruskal_table(_frame({"x": [5.0, 5.0], "y": [5.0]}), ["fid"], ["x", "y"]).p_value[0])
 
 
@@ -269,11 +372,26 @@ def test_the_thesis_table_4_5_layout_from_a_scores_csv(tmp_path):
     trials = {"3x3": (30, 41.23), "6x6": (30, 24.63), "12x12": (15, 19.89), "18x18": (8, 17.20)}
     rows = []
     for offset, (setup, (n, mean)) in enumerate(trials.items()):
-        rows += [{"study": "thesis", "setup": setup, "trial": t, "metric": "fid", "value": mean + (t - (n - 1) / 2) * 0.01, "train_seconds": 4800.0}
-                 for t in range(n)]
+        rows += [
+            {
+                "study": "thesis",
+                "setup": setup,
+                "trial": t,
+                "metric": "fid",
+                "value": mean + (t - (n - 1) / 2) * 0.01,
+                "train_seconds": 4800.0,
+            }
+            for t in range(n)
+        ]
     pd.DataFrame(rows).to_csv(tmp_path / "scores.csv", index=False)
     # The thesis's convention (statistics.test: asymptotic) reproduces its published p-values.
-    write_stats(tmp_path / "scores.csv", list(trials), ["fid"], tmp_path / "tables", StatisticsSettings(test="asymptotic", min_trials=8, digits=3))
+    write_stats(
+        tmp_path / "scores.csv",
+        list(trials),
+        ["fid"],
+        tmp_path / "tables",
+        StatisticsSettings(test="asymptotic", min_trials=8, digits=3),
+    )
     matrix = pd.read_csv(tmp_path / "tables" / "pvalues_fid.csv", index_col=0)
     assert list(matrix.index) == ["3x3", "6x6", "12x12"] and list(matrix.columns) == ["6x6", "12x12", "18x18"]
     assert matrix.loc["3x3", "6x6"] == pytest.approx(3.02e-11, rel=5e-3)
@@ -286,7 +404,12 @@ def test_the_thesis_table_4_5_layout_from_a_scores_csv(tmp_path):
     latex = (tmp_path / "tables" / "pvalues_fid.tex").read_text()
     assert r"\toprule" in latex and r"3x3 & 3.02e-11 & 6.47e-08 & 1.88e-05 \\" in latex
     summary = pd.read_csv(tmp_path / "tables" / "summary_fid.csv")
-    assert summary.trials.tolist() == [30, 30, 15, 8] and summary["mean"].round(2).tolist() == [41.23, 24.63, 19.89, 17.20]
+    assert summary.trials.tolist() == [30, 30, 15, 8] and summary["mean"].round(2).tolist() == [
+        41.23,
+        24.63,
+        19.89,
+        17.20,
+    ]
 
 
 def test_results_table_is_mean_plus_minus_sd_per_set_up_and_metric():

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import SCHEMA, train_command, with_pythonpath
 from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.status import CONFIG_DEFAULTS, STALE_SECONDS, status_table, study_status, trial_status, write_plan
 from ganstudy.train.progress import HEARTBEAT
-from conftest import SCHEMA, train_command, with_pythonpath
 from test_plugin_example import BROKEN
 from test_workflow import snakemake
 
@@ -25,7 +25,8 @@ from test_workflow import snakemake
 def test_status_of_a_real_run_names_the_failed_job_and_its_error(tmp_path, env):
     (tmp_path / "lab_networks.py").write_text(BROKEN)
     config = {
-        "study": "tiny", "trials": 2,
+        "study": "tiny",
+        "trials": 2,
         "classifier": {"epochs": 3, "min_accuracy": 0.0},
         "setups": {
             "good": {"mode": "single", "iterations": 3, "score_period": 0},
@@ -45,8 +46,12 @@ def test_status_of_a_real_run_names_the_failed_job_and_its_error(tmp_path, env):
         failed = rows[("broken", trial)]
         assert failed.state == "failed" and "ganstudy train: error: network 'lab_networks:FAILS'" in failed.note, failed
         assert f"logs/train/broken/trial{trial}.log" in failed.note
-    shown = subprocess.run(["ganstudy", "status", "tiny", "--results-dir", str(tmp_path / "results")], capture_output=True,
-                           text=True, env=env)
+    shown = subprocess.run(
+        ["ganstudy", "status", "tiny", "--results-dir", str(tmp_path / "results")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[-1] == "4 runs: 2 done, 2 failed"
 
@@ -55,7 +60,7 @@ LOG = """\
 ganstudy per_class: 3 classes on 1 rank(s)
 2026-11-25 10:00:00 grid 2x2: iteration 1/300 (0%), 1.5 s/it, ETA 7m29s; d_loss 1.3, g_loss 0.7, fid_best 40.1; slowest rank 1 (1.5 s)
 2026-11-25 10:00:30 grid 2x2: iteration 21/300 (7%), 1.49 s/it, ETA 6m56s; d_loss 1.2, g_loss 0.8, fid_best 20.4; slowest rank 1 (1.4 s)
-"""
+"""  # noqa: E501 (a training log's lines as written)
 
 
 def test_status_reads_a_running_a_stopped_and_a_waiting_run_from_their_files(tmp_path):
@@ -68,7 +73,9 @@ def test_status_reads_a_running_a_stopped_and_a_waiting_run_from_their_files(tmp
     run.mkdir(parents=True)
     # losses.csv as a live job leaves it: its last line may be torn.
     (run / "losses.csv").write_text("iteration,g_loss,fid_best\n1,0.7,40.1\n20,0.8,20.4\n21,0.8,19.9\n22,0.")
-    (log / "trial1.log").write_text(LOG + "ganstudy train: grid 2x2 stopped by SIGUSR1 after iteration 22; its state is in x\n")
+    (log / "trial1.log").write_text(
+        LOG + "ganstudy train: grid 2x2 stopped by SIGUSR1 after iteration 22; its state is in x\n"
+    )
     rows = study_status(study)
     assert [row.state for row in rows] == ["running", "stopped", "waiting"]
     running = rows[0]
@@ -96,8 +103,9 @@ def study_with_one_run(tmp_path: Path, iterations: int = 300) -> tuple[Path, Pat
 
 def start_training(train: Path, run: Path, log: Path, env: dict[str, str]) -> subprocess.Popen:
     """A real ``ganstudy train`` job of the study's set-up, its output going to its log as the workflow's does."""
-    setup = validate_study_config({"setups": {"s": {"iterations": 100000, "score_period": 0, "hidden_units": 64}}},
-                                  SCHEMA)["setups"]["s"]
+    setup = validate_study_config(
+        {"setups": {"s": {"iterations": 100000, "score_period": 0, "hidden_units": 64}}}, SCHEMA
+    )["setups"]["s"]
     command = train_command(setup, train, run, seed=3) + ["--progress-seconds", "0.2"]
     with log.open("w") as handle:
         return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env)
@@ -132,14 +140,18 @@ def test_a_crashed_training_job_is_failed_with_its_exception_line(digits_dir, tm
     assert job.wait(timeout=120) != 0
     (row,) = study_status(study)
     # The split is named by ganstudy's own error line (a bare BadZipFile traceback before issue 45).
-    assert row.state == "failed" and row.note.startswith(f"ganstudy train: error: prepared split {truncated} is unreadable (File is "
-                                                         "not a zip file); delete it and rerun prepare_dataset"), log.read_text()[-2000:]
+    assert row.state == "failed" and row.note.startswith(
+        f"ganstudy train: error: prepared split {truncated} is unreadable (File is "
+        "not a zip file); delete it and rerun prepare_dataset"
+    ), log.read_text()[-2000:]
 
 
 def test_a_log_ending_in_a_bare_exception_is_failed(tmp_path):
     study, _, log = study_with_one_run(tmp_path)
-    log.write_text(LOG + "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n    assert False\n"
-                   "AssertionError\n")
+    log.write_text(
+        LOG + 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    assert False\n'
+        "AssertionError\n"
+    )
     (row,) = study_status(study)
     assert (row.state, row.iteration, row.note) == ("failed", 21, f"AssertionError (log {log})")
 

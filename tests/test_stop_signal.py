@@ -26,7 +26,14 @@ ITERATIONS = 4
 # A periodic checkpoint is never due in these runs: the one found after the signal is the signal's.
 NEVER = 1000
 # In-training FID every 2 iterations: scoring must not change the bits either, and the resumed curve is the same.
-PAIR = {"iterations": ITERATIONS, "latent_dim": 16, "batch_size": 64, "checkpoint_period": NEVER, "score_period": 2, "score_samples": 200}
+PAIR = {
+    "iterations": ITERATIONS,
+    "latent_dim": 16,
+    "batch_size": 64,
+    "checkpoint_period": NEVER,
+    "score_period": 2,
+    "score_samples": 200,
+}
 SETUPS = {
     "single": (1, {**PAIR, "mode": "single", "network": "perceptron4", "hidden_units": 32}),
     "conditional": (1, {**PAIR, "mode": "conditional", "network": "dccgan"}),
@@ -44,8 +51,16 @@ def line(mode: str, out: Path, checkpoints: Path, digits_dir: Path, grid_scoring
     ranks, setup = SETUPS[mode]
     setup = validate_study_config({"setups": {"s": setup}}, SCHEMA)["setups"]["s"]
     classifier, reference = grid_scoring
-    return train_command(setup, digits_dir / "train.npz", out, seed=3, ranks=ranks, checkpoints=checkpoints,
-                         classifier=classifier, reference=reference)
+    return train_command(
+        setup,
+        digits_dir / "train.npz",
+        out,
+        seed=3,
+        ranks=ranks,
+        checkpoints=checkpoints,
+        classifier=classifier,
+        reference=reference,
+    )
 
 
 def ranks_of(job) -> list[psutil.Process]:
@@ -63,15 +78,25 @@ def catches_stop_signals(process: psutil.Process) -> bool:
     """Whether the process has installed its handlers (SigCgt in /proc): before that a SIGTERM kills it."""
     try:
         with open(f"/proc/{process.pid}/status") as status:
-            caught = int(next(l for l in status if l.startswith("SigCgt:")).split()[1], 16)
+            caught = int(next(line for line in status if line.startswith("SigCgt:")).split()[1], 16)
     except (OSError, StopIteration):
         return False
     return all(caught & (1 << (sig - 1)) for sig in HANDLED)
 
 
-@pytest.mark.parametrize("mode, how", [("single", signal.SIGTERM), ("conditional", signal.SIGUSR1), ("per_class", signal.SIGTERM),
-                                       ("data_parallel", signal.SIGUSR1), ("grid", signal.SIGTERM)])
-def test_a_signalled_job_checkpoints_exits_non_zero_and_resumes_to_the_same_bits(mode, how, digits_dir, scoring, env, tmp_path):
+@pytest.mark.parametrize(
+    "mode, how",
+    [
+        ("single", signal.SIGTERM),
+        ("conditional", signal.SIGUSR1),
+        ("per_class", signal.SIGTERM),
+        ("data_parallel", signal.SIGUSR1),
+        ("grid", signal.SIGTERM),
+    ],
+)
+def test_a_signalled_job_checkpoints_exits_non_zero_and_resumes_to_the_same_bits(
+    mode, how, digits_dir, scoring, env, tmp_path
+):
     ranks = 2 if mode == "grid" else SETUPS[mode][0]
     checkpoints = tmp_path / "ckpt"
     job = start_job(line(mode, tmp_path / "stopped", checkpoints, digits_dir, scoring), env)

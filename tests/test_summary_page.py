@@ -18,24 +18,49 @@ from ganstudy.stats.summary import write_stats
 SETUPS = ["a", "b", "c"]
 VALUES = {
     # FID, lower is better: a clearly below b; c overlaps a.
-    "fid": {"a": [10.0, 11.0, 12.0, 13.0, 10.2, 11.8], "b": [20.0, 21.0, 22.0, 19.0, 20.5, 21.5],
-            "c": [10.5, 12.5, 11.5, 14.0, 10.1, 13.0]},
+    "fid": {
+        "a": [10.0, 11.0, 12.0, 13.0, 10.2, 11.8],
+        "b": [20.0, 21.0, 22.0, 19.0, 20.5, 21.5],
+        "c": [10.5, 12.5, 11.5, 14.0, 10.1, 13.0],
+    },
     # IS, higher is better: b clearly above a.
-    "isc": {"a": [5.0, 6.0, 5.5, 6.5, 5.8, 6.2], "b": [8.0, 9.0, 8.5, 9.5, 8.8, 9.2], "c": [5.2, 6.2, 5.9, 6.1, 5.4, 6.6]},
+    "isc": {
+        "a": [5.0, 6.0, 5.5, 6.5, 5.8, 6.2],
+        "b": [8.0, 9.0, 8.5, 9.5, 8.8, 9.2],
+        "c": [5.2, 6.2, 5.9, 6.1, 5.4, 6.6],
+    },
 }
 
 
 def _study(tmp_path):
-    rows = [{"study": "s", "setup": setup, "trial": trial, "metric": metric, "value": value, "train_seconds": 60.0}
-            for metric, by_setup in VALUES.items() for setup, values in by_setup.items() for trial, value in enumerate(values)]
+    rows = [
+        {"study": "s", "setup": setup, "trial": trial, "metric": metric, "value": value, "train_seconds": 60.0}
+        for metric, by_setup in VALUES.items()
+        for setup, values in by_setup.items()
+        for trial, value in enumerate(values)
+    ]
     pd.DataFrame(rows).to_csv(tmp_path / "scores.csv", index=False)
-    trend = {column: 0.0 for column in COLUMNS if column not in ("setup", "trials", "iterations", "score", "first", "converged")}
-    convergence = [{"setup": s, "trials": 6, "iterations": 100, "score": "fid", "first": 50.0, **trend,
-                    "converged": "yes"} for s in SETUPS]
-    convergence[2].update(converged="no", window_from=50, projected_change=-0.2, projected_change_low=-0.3, projected_change_high=-0.1)
+    trend = {
+        column: 0.0
+        for column in COLUMNS
+        if column not in ("setup", "trials", "iterations", "score", "first", "converged")
+    }
+    convergence = [
+        {"setup": s, "trials": 6, "iterations": 100, "score": "fid", "first": 50.0, **trend, "converged": "yes"}
+        for s in SETUPS
+    ]
+    convergence[2].update(
+        converged="no", window_from=50, projected_change=-0.2, projected_change_low=-0.3, projected_change_high=-0.1
+    )
     pd.DataFrame(convergence, columns=COLUMNS).to_csv(tmp_path / "convergence.csv", index=False)
-    write_stats(tmp_path / "scores.csv", SETUPS, list(VALUES), tmp_path / "tables", StatisticsSettings(min_trials=1),
-                tmp_path / "convergence.csv")
+    write_stats(
+        tmp_path / "scores.csv",
+        SETUPS,
+        list(VALUES),
+        tmp_path / "tables",
+        StatisticsSettings(min_trials=1),
+        tmp_path / "convergence.csv",
+    )
     figures = [str(tmp_path / "figures" / "box_fid.png"), str(tmp_path / "figures" / "score_curves.png")]
     return write_summary(tmp_path, "s", SETUPS, list(VALUES), figures, tmp_path / "summary.md")
 
@@ -70,13 +95,18 @@ def test_each_metric_ranks_its_set_ups_in_its_direction_with_the_tables_numbers(
         if setup == best:
             assert (p, effect) == ("–", "–")
             continue
-        pair = pairs[((pairs.setup_a == best) & (pairs.setup_b == setup)) | ((pairs.setup_a == setup) & (pairs.setup_b == best))]
+        pair = pairs[
+            ((pairs.setup_a == best) & (pairs.setup_b == setup)) | ((pairs.setup_a == setup) & (pairs.setup_b == best))
+        ]
         assert p == f"{pair.p_holm.iloc[0]:.4g}"
         probability = _better_probability(VALUES[metric][best], VALUES[metric][setup], metric == "isc")
         assert effect == f"{probability:.2f} ({pair.effect.iloc[0]})"
     # The order is the rank tests': each set-up's mean probability of beating the others, recomputed here.
     others = {s: [o for o in SETUPS if o != s] for s in SETUPS}
-    expected = {s: np.mean([_better_probability(VALUES[metric][s], VALUES[metric][o], metric == "isc") for o in others[s]]) for s in SETUPS}
+    expected = {
+        s: np.mean([_better_probability(VALUES[metric][s], VALUES[metric][o], metric == "isc") for o in others[s]])
+        for s in SETUPS
+    }
     assert order == sorted(SETUPS, key=lambda s: -expected[s])
 
 
@@ -84,31 +114,57 @@ def test_the_page_says_what_is_significant_what_did_not_converge_and_links_the_f
     text = _study(tmp_path)
     pairs = pd.read_csv(tmp_path / "tables" / "pairs_fid.csv").set_index(["setup_a", "setup_b"])
     # The primary metric (the first) answers at the top, in one sentence.
-    assert text.splitlines()[2].startswith("**a** ranks first in FID (lower is better); it is significantly better than b")
+    assert text.splitlines()[2].startswith(
+        "**a** ranks first in FID (lower is better); it is significantly better than b"
+    )
     assert "**a** ranks first in FID: a trial of it scores better than one of another set-up with probability" in text
     # a beat b in every pair of trials: with six trials each, significant after Holm over the three pairs.
     assert pairs.loc[("a", "b"), "p_holm"] < 0.05
-    line = f"- **a** is better than b, significantly (Holm p = {pairs.loc[('a', 'b'), 'p_holm']:.4g} < 0.05; A12 = 1.00 ["
+    line = (
+        f"- **a** is better than b, significantly (Holm p = {pairs.loc[('a', 'b'), 'p_holm']:.4g} < 0.05; A12 = 1.00 ["
+    )
     assert line in text and "large; shift -9.35 [" in text
     assert pairs.loc[("a", "c"), "p_holm"] >= 0.05
-    assert re.search(r"^- a vs c: not significantly different \(Holm p = [\d.]+ ≥ 0\.05; A12 = 0\.\d\d \[0\.\d\d, 0\.\d\d\], \w+; "
-                     r"shift -?[\d.]+ \[-?[\d.]+, -?[\d.]+\]\)\. ", text, re.MULTILINE)
+    assert re.search(
+        r"^- a vs c: not significantly different \(Holm p = [\d.]+ ≥ 0\.05; A12 = 0\.\d\d \[0\.\d\d, 0\.\d\d\], \w+; "
+        r"shift -?[\d.]+ \[-?[\d.]+, -?[\d.]+\]\)\. ",
+        text,
+        re.MULTILINE,
+    )
     # A12 = 0.62 and a shift of 0.5 over a spread of about 1.3: not within 100 trials at Holm over 3 pairs.
     assert np.isnan(pairs.loc[("a", "c"), "trials_for_power"])
-    assert "- a vs c: not significantly different" in text and "No trials per set-up up to 100 would decide the measured effect" in text
+    assert (
+        "- a vs c: not significantly different" in text
+        and "No trials per set-up up to 100 would decide the measured effect" in text
+    )
     convergence = text.split("## Convergence\n")[1].split("\n## ")[0]
-    assert convergence.strip().startswith("- c: not converged: in-training FID still falling from iteration 50 on, -20% by the end")
+    assert convergence.strip().startswith(
+        "- c: not converged: in-training FID still falling from iteration 50 on, -20% by the end"
+    )
     assert "- a:" not in convergence
     assert "- [box fid](figures/box_fid.png)\n- [score curves](figures/score_curves.png)" in text
     assert (tmp_path / "summary.md").read_text() == text
 
 
 def _page(tmp_path, values, metric="fid", settings=StatisticsSettings(), metrics=None):
-    rows = [{"study": "s", "setup": setup, "trial": trial, "metric": m, "value": value, "train_seconds": 60.0}
-            for m in (metrics or [metric]) for setup, by_trial in values.items() for trial, value in enumerate(by_trial)]
+    rows = [
+        {"study": "s", "setup": setup, "trial": trial, "metric": m, "value": value, "train_seconds": 60.0}
+        for m in (metrics or [metric])
+        for setup, by_trial in values.items()
+        for trial, value in enumerate(by_trial)
+    ]
     pd.DataFrame(rows).to_csv(tmp_path / "scores.csv", index=False)
-    pd.DataFrame([{"setup": s, "converged": "yes"} for s in values], columns=COLUMNS).to_csv(tmp_path / "convergence.csv", index=False)
-    write_stats(tmp_path / "scores.csv", list(values), metrics or [metric], tmp_path / "tables", settings, tmp_path / "convergence.csv")
+    pd.DataFrame([{"setup": s, "converged": "yes"} for s in values], columns=COLUMNS).to_csv(
+        tmp_path / "convergence.csv", index=False
+    )
+    write_stats(
+        tmp_path / "scores.csv",
+        list(values),
+        metrics or [metric],
+        tmp_path / "tables",
+        settings,
+        tmp_path / "convergence.csv",
+    )
     return write_summary(tmp_path, "s", list(values), metrics or [metric], [], tmp_path / "summary.md", settings)
 
 
@@ -127,9 +183,15 @@ def test_a_design_that_cannot_decide_says_so_and_counts_finite_trials(tmp_path):
     # 3 set-ups of 4 trials, every trial separated: the smallest Holm p is 3 x 2 / C(8, 4) = 0.086.
     values = {"a": [1.0, 2.0, 3.0, 4.0], "b": [11.0, 12.0, 13.0, 14.0, np.nan], "c": [21.0, 22.0, 23.0, 24.0]}
     text = _page(tmp_path, values)
-    assert "These trials cannot decide FID (lower is better): no outcome of them could give a Holm p below 0.08571 ≥ 0.05" in text
+    assert (
+        "These trials cannot decide FID (lower is better): no outcome of them could give a Holm p below 0.08571 ≥ 0.05"
+        in text
+    )
     assert "finite FID scores per set-up: a 4, b 4, c 4." in text
-    assert "- a vs b: these trials cannot decide: 4 against 4 trials, Holm-adjusted over the metric's pairs, give no p below 0.08571" in text
+    assert (
+        "- a vs b: these trials cannot decide: 4 against 4 trials, Holm-adjusted over the metric's pairs, give no p "
+        "below 0.08571" in text
+    )
     assert [row[1] for row in _rows(text, "fid")] == ["a", "b", "c"]
 
 
@@ -165,8 +227,10 @@ def test_an_undecided_comparison_says_the_trials_and_hours_a_decision_needs(tmp_
     needed = int(pairs.trials_for_power[0])
     assert pairs.p_holm[0] >= 0.05 and 4 < needed <= 100
     # Each further trial costs 60 s on 1 rank, for both set-ups.
-    assert (f"Power 0.8 at the measured effect needs {needed} trials per set-up (simulated, about "
-            f"{2 * (needed - 4) * 60 / 3600:.2g} core-hours more at this study's trial times).") in text
+    assert (
+        f"Power 0.8 at the measured effect needs {needed} trials per set-up (simulated, about "
+        f"{2 * (needed - 4) * 60 / 3600:.2g} core-hours more at this study's trial times)."
+    ) in text
     assert pd.read_csv(tmp_path / "tables" / "summary_fid.csv").core_hours.tolist() == [60 / 3600] * 2
 
 
@@ -189,16 +253,26 @@ def test_plan_trials_prints_the_design_and_what_each_undecided_comparison_needs(
     assert plan.loc[("a", "b"), "hours_more"] == pytest.approx(2 * (needed - 4) * 60 / 3600)
     assert set(plan.unit) == {"core-hours"}
     config = tmp_path / "study.yaml"
-    config.write_text(yaml.safe_dump({"study": "s", "results_dir": str(tmp_path / "results"), "trials": 4,
-                                      "setups": {"a": {}, "b": {}, "c": {}}}))
+    config.write_text(
+        yaml.safe_dump(
+            {"study": "s", "results_dir": str(tmp_path / "results"), "trials": 4, "setups": {"a": {}, "b": {}, "c": {}}}
+        )
+    )
     done = subprocess.run(["ganstudy", "plan-trials", str(config)], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
-    assert "warning: no comparison can reach Holm p < 0.05 with these trials, whatever the scores: the smallest is 0.0857" in done.stdout
+    assert (
+        "warning: no comparison can reach Holm p < 0.05 with these trials, whatever the scores: the smallest is 0.0857"
+        in done.stdout
+    )
     assert f"| fid | a | b | 4 vs 4 | {pairs.loc[('a', 'b'), 'p_holm']:.4g} | cannot | {needed:.4g} |" in done.stdout
     # Tables of an earlier ganstudy name the command that remakes them.
-    pd.read_csv(folder / "tables" / "pairs_fid.csv").drop(columns="trials_for_power").to_csv(folder / "tables" / "pairs_fid.csv")
+    pd.read_csv(folder / "tables" / "pairs_fid.csv").drop(columns="trials_for_power").to_csv(
+        folder / "tables" / "pairs_fid.csv"
+    )
     stale = subprocess.run(["ganstudy", "plan-trials", str(config)], capture_output=True, text=True, env=env)
-    assert stale.returncode != 0 and "made by an earlier ganstudy" in stale.stderr and "--forcerun stats" in stale.stderr
+    assert (
+        stale.returncode != 0 and "made by an earlier ganstudy" in stale.stderr and "--forcerun stats" in stale.stderr
+    )
 
 
 def test_cost_per_trial_counts_each_rank_s_cores_or_gpus_and_draws_the_pareto_front(tmp_path, monkeypatch):
@@ -208,17 +282,37 @@ def test_cost_per_trial_counts_each_rank_s_cores_or_gpus_and_draws_the_pareto_fr
     # waste: 4 ranks x 2 cores x 120 s, FID about 6 (dearer than cheap and worse).
     costs = {"cheap": (1, 60.0), "mid": (4, 90.0), "waste": (4, 120.0)}
     values = {"cheap": [5.0, 5.2, 4.8], "mid": [3.0, 3.1, 2.9], "waste": [6.0, 6.2, 5.8]}
-    rows = [{"setup": s, "trial": t, "metric": "fid", "value": v, "train_seconds": costs[s][1], "ranks": costs[s][0],
-             "cores_per_rank": 2, "gpus_per_rank": 0} for s, by_trial in values.items() for t, v in enumerate(by_trial)]
+    rows = [
+        {
+            "setup": s,
+            "trial": t,
+            "metric": "fid",
+            "value": v,
+            "train_seconds": costs[s][1],
+            "ranks": costs[s][0],
+            "cores_per_rank": 2,
+            "gpus_per_rank": 0,
+        }
+        for s, by_trial in values.items()
+        for t, v in enumerate(by_trial)
+    ]
     table = summary_table(pd.DataFrame(rows), "fid", list(values)).set_index("setup")
     assert table.core_hours.tolist() == pytest.approx([2 * 60 / 3600, 8 * 90 / 3600, 8 * 120 / 3600])
     assert table.gpu_hours.tolist() == [0, 0, 0] and cost_column(table.reset_index()) == ("core_hours", "core-hours")
     assert table.pareto.tolist() == [True, True, False]
     # On GPUs (one per rank), the cost is GPU-hours; cores still count in core_hours.
     gpu = summary_table(pd.DataFrame(rows).assign(gpus_per_rank=1), "fid", list(values))
-    assert cost_column(gpu) == ("gpu_hours", "GPU-hours") and gpu.gpu_hours.tolist() == pytest.approx([60 / 3600, 4 * 90 / 3600, 4 * 120 / 3600])
-    # The front by hand: a tie in cost keeps the better score only; an unknown cost is never on it; higher-is-better flips.
-    assert pareto_front(np.array([1.0, 1.0, 2.0, np.nan]), np.array([5.0, 4.0, 3.0, 1.0]), False) == [False, True, True, False]
+    assert cost_column(gpu) == ("gpu_hours", "GPU-hours") and gpu.gpu_hours.tolist() == pytest.approx(
+        [60 / 3600, 4 * 90 / 3600, 4 * 120 / 3600]
+    )
+    # The front by hand: a tie in cost keeps the better score only; an unknown cost is never on it;
+    # higher-is-better flips.
+    assert pareto_front(np.array([1.0, 1.0, 2.0, np.nan]), np.array([5.0, 4.0, 3.0, 1.0]), False) == [
+        False,
+        True,
+        True,
+        False,
+    ]
     assert pareto_front(np.array([1.0, 2.0]), np.array([5.0, 4.0]), True) == [True, False]
     # The figure: every trial at its own cost, the medians, the front through cheap and mid.
     from ganstudy.report import figures as figure_module
@@ -227,18 +321,25 @@ def test_cost_per_trial_counts_each_rank_s_cores_or_gpus_and_draws_the_pareto_fr
     table.reset_index().to_csv(tmp_path / "summary_fid.csv", index=False)
     drawn, save = [], figure_module._save
     monkeypatch.setattr(figure_module, "_save", lambda figure, path: (drawn.append(figure), save(figure, path)))
-    figure_module.cost_plot(tmp_path / "scores.csv", tmp_path / "summary_fid.csv", "fid", list(values), tmp_path / "cost.png")
+    figure_module.cost_plot(
+        tmp_path / "scores.csv", tmp_path / "summary_fid.csv", "fid", list(values), tmp_path / "cost.png"
+    )
     ax = drawn[0].axes[0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["cheap (front)", "mid (front)", "waste"]
     assert ax.get_xlabel() == "core-hours per trial (log scale)"
     step = ax.get_lines()[0]
-    assert list(step.get_xdata()) == pytest.approx([2 * 60 / 3600, 8 * 90 / 3600]) and list(step.get_ydata()) == [5.0, 3.0]
+    assert list(step.get_xdata()) == pytest.approx([2 * 60 / 3600, 8 * 90 / 3600]) and list(step.get_ydata()) == [
+        5.0,
+        3.0,
+    ]
     assert (tmp_path / "cost.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # A metric without a finite score (a per-class FID where no generator labels its samples) still draws.
     empty = pd.DataFrame(rows).assign(value=np.nan)
     empty.to_csv(tmp_path / "scores.csv", index=False)
     summary_table(empty, "fid", list(values)).to_csv(tmp_path / "summary_fid.csv", index=False)
-    figure_module.cost_plot(tmp_path / "scores.csv", tmp_path / "summary_fid.csv", "fid", list(values), tmp_path / "none.png")
+    figure_module.cost_plot(
+        tmp_path / "scores.csv", tmp_path / "summary_fid.csv", "fid", list(values), tmp_path / "none.png"
+    )
     assert drawn[-1].axes[0].texts[0].get_text() == "no trial with a finite FID and a measured cost"
 
 
@@ -247,13 +348,23 @@ def test_the_cost_line_claims_no_beaten_set_up_where_the_others_are_unmeasured()
     from ganstudy.stats.summary import summary_table
 
     # a and b both on the front; c has no finite score: it is not "beaten", only unmeasured.
-    rows = [{"setup": s, "trial": t, "metric": "fid", "value": v, "train_seconds": seconds, "ranks": 1}
-            for s, seconds, values in (("a", 60.0, [5.0, 5.2]), ("b", 120.0, [3.0, 3.2]), ("c", 60.0, [np.nan, np.nan]))
-            for t, v in enumerate(values)]
+    rows = [
+        {"setup": s, "trial": t, "metric": "fid", "value": v, "train_seconds": seconds, "ranks": 1}
+        for s, seconds, values in (("a", 60.0, [5.0, 5.2]), ("b", 120.0, [3.0, 3.2]), ("c", 60.0, [np.nan, np.nan]))
+        for t, v in enumerate(values)
+    ]
     table = summary_table(pd.DataFrame(rows), "fid", ["a", "b", "c"])
     line = _front(table, "fid", ("core_hours", "core-hours"), 4)
-    assert line.startswith("- Quality against cost (median against core-hours per trial, the Pareto front): a (") and "every other" not in line
+    assert (
+        line.startswith("- Quality against cost (median against core-hours per trial, the Pareto front): a (")
+        and "every other" not in line
+    )
     # With a dearer, worse d measured, the claim holds and is made.
-    rows += [{"setup": "d", "trial": t, "metric": "fid", "value": 6.0 + t, "train_seconds": 180.0, "ranks": 1} for t in range(2)]
-    line = _front(summary_table(pd.DataFrame(rows), "fid", ["a", "b", "c", "d"]), "fid", ("core_hours", "core-hours"), 4)
+    rows += [
+        {"setup": "d", "trial": t, "metric": "fid", "value": 6.0 + t, "train_seconds": 180.0, "ranks": 1}
+        for t in range(2)
+    ]
+    line = _front(
+        summary_table(pd.DataFrame(rows), "fid", ["a", "b", "c", "d"]), "fid", ("core_hours", "core-hours"), 4
+    )
     assert line.endswith("; every other set-up costs at least as much as one of these for a median no better.")

@@ -25,22 +25,31 @@ from ganstudy.evaluate.showers import generate_showers, shower_scores
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import load_generator
 from ganstudy.seeding import derive_seed
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.modes import TrainingContext
-from ganstudy.train.pair import PairTrainer
 from ganstudy.train.network_spec import network_spec
+from ganstudy.train.pair import PairTrainer
 from ganstudy.train.score_curve import score_curve
 from ganstudy.train.seeds import pair_seeds
 from ganstudy.train.steps import adam, discriminator_step, generator_step, make_optimizer
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.tasks import TASKS, TrainingData
 
 SIZE = 16
 
 
 def paired_setup(**keys) -> dict:
-    setup = {"mode": "single", "network": "pix2pix", "hidden_units": 8, "batch_size": 4, "iterations": 2, "checkpoint_period": 0,
-             "score_period": 0, "l1_weight": 10.0, **keys}
+    setup = {
+        "mode": "single",
+        "network": "pix2pix",
+        "hidden_units": 8,
+        "batch_size": 4,
+        "iterations": 2,
+        "checkpoint_period": 0,
+        "score_period": 0,
+        "l1_weight": 10.0,
+        **keys,
+    }
     return validate_study_config({"setups": {"p": setup}}, SCHEMA)["setups"]["p"]
 
 
@@ -57,7 +66,9 @@ def test_paired_losses_are_pix2pix_s_halved_discriminator_loss_and_adversarial_p
     a, b = paired_data(4)
     torch.manual_seed(0)
     # 16x16: the U-Net has no dropout, so both computations see the same generator output.
-    generator, discriminator = build_pair("pix2pix", NetworkSpec((3, SIZE, SIZE), 1, 8, condition_shape=(1, SIZE, SIZE)))
+    generator, discriminator = build_pair(
+        "pix2pix", NetworkSpec((3, SIZE, SIZE), 1, 8, condition_shape=(1, SIZE, SIZE))
+    )
     batch = task.draw(TrainingData(b, conditions=a), torch.arange(4), torch.Generator(), torch.device("cpu"))
 
     with torch.no_grad():
@@ -83,7 +94,9 @@ def test_a_paired_pair_learns_its_mapping() -> None:
     setup = TrainingSettings.from_config(setup)
     spec = network_spec(setup, data, any_task=True)
     assert spec.condition_shape == (1, SIZE, SIZE) and spec.image_shape == (3, SIZE, SIZE)
-    trainer = PairTrainer(setup, spec, data.images, None, pair_seeds(1, 0), (torch.device("cpu"),) * 2, conditions=data.conditions)
+    trainer = PairTrainer(
+        setup, spec, data.images, None, pair_seeds(1, 0), (torch.device("cpu"),) * 2, conditions=data.conditions
+    )
     with torch.no_grad():
         before = (trainer.generator.eval()(a) - b).abs().mean()
     trainer.generator.train()
@@ -99,8 +112,15 @@ def test_a_paired_step_runs_the_generator_once_and_reuses_its_output_as_pix2pix_
     setup = TrainingSettings.from_config(paired_setup(iterations=1))
     a, b = paired_data(8)
     data = Split(b.numpy(), np.zeros(8, dtype=np.int64), conditions=a.numpy())
-    trainer = PairTrainer(setup, network_spec(setup, data, any_task=True), data.images, None, pair_seeds(1, 0),
-                          (torch.device("cpu"),) * 2, conditions=data.conditions)
+    trainer = PairTrainer(
+        setup,
+        network_spec(setup, data, any_task=True),
+        data.images,
+        None,
+        pair_seeds(1, 0),
+        (torch.device("cpu"),) * 2,
+        conditions=data.conditions,
+    )
     calls = []
     trainer.generator.register_forward_hook(lambda module, inputs, output: calls.append(output))
     trainer.train()
@@ -120,17 +140,37 @@ def test_a_paired_network_on_data_without_conditions_is_refused() -> None:
 def test_modes_of_noise_networks_refuse_a_paired_network(mode: str) -> None:
     a, b = paired_data(4)
     data = Split(b.numpy(), np.zeros(4, dtype=np.int64), conditions=a.numpy())
-    with pytest.raises(GanstudyError, match=f"mode '{mode}' trains networks of noise only.*mode single or data_parallel"):
+    with pytest.raises(
+        GanstudyError, match=f"mode '{mode}' trains networks of noise only.*mode single or data_parallel"
+    ):
         network_spec(TrainingSettings.from_config(paired_setup(mode=mode)), data)
 
 
-@pytest.mark.parametrize("network, kind, problem", [
-    ("pix2pix", PAIRS, "scores a paired generator on held-out pairs during training: give the job's inputs.held_out"),
-    ("calo3d", SHOWERS, "scores a shower generator on held-out showers during training: give the job's inputs.held_out"),
-])
+@pytest.mark.parametrize(
+    "network, kind, problem",
+    [
+        (
+            "pix2pix",
+            PAIRS,
+            "scores a paired generator on held-out pairs during training: give the job's inputs.held_out",
+        ),
+        (
+            "calo3d",
+            SHOWERS,
+            "scores a shower generator on held-out showers during training: give the job's inputs.held_out",
+        ),
+    ],
+)
 def test_an_in_training_score_without_what_it_needs_is_refused(network: str, kind: DataKind, problem: str) -> None:
-    context = TrainingContext(TrainingSettings.from_config(paired_setup(score_period=5, network=network)), Split(np.zeros((1, 1, 8, 8), np.float32), np.zeros(1, np.int64)),
-                              1, 0, None, torch.device("cpu"), kind=kind)
+    context = TrainingContext(
+        TrainingSettings.from_config(paired_setup(score_period=5, network=network)),
+        Split(np.zeros((1, 1, 8, 8), np.float32), np.zeros(1, np.int64)),
+        1,
+        0,
+        None,
+        torch.device("cpu"),
+        kind=kind,
+    )
     with pytest.raises(GanstudyError, match=problem):
         score_curve(context)
 
@@ -152,7 +192,14 @@ def train_paired(tmp: Path, env: dict, ranks: int, mode: str, size: int = 64, na
     # 64x64 gives the U-Net one dropout block: data parallelism must give its rows the masks one rank would.
     # An in-training score reads held-out pairs: the training pairs serve.
     files = {"held_out": split} if keys.get("score_period") else {}
-    return run_train(split, paired_setup(mode=mode, hidden_units=4, iterations=2, **keys), tmp / f"{name}{mode}{ranks}", ranks, env, **files)
+    return run_train(
+        split,
+        paired_setup(mode=mode, hidden_units=4, iterations=2, **keys),
+        tmp / f"{name}{mode}{ranks}",
+        ranks,
+        env,
+        **files,
+    )
 
 
 @pytest.mark.mpi
@@ -166,15 +213,19 @@ def test_a_paired_run_writes_triptychs_and_data_parallel_ranks_agree(tmp_path: P
     assert spec.condition_shape == (1, 64, 64)
     with torch.no_grad():
         assert generator(torch.zeros(2, 1, 64, 64)).shape == (2, 3, 64, 64)
-    one, two = (load_generator(train_paired(tmp_path, env, ranks, "data_parallel") / "generator.pt")[0] for ranks in (1, 2))
+    one, two = (
+        load_generator(train_paired(tmp_path, env, ranks, "data_parallel") / "generator.pt")[0] for ranks in (1, 2)
+    )
     assert_trained_alike(one.state_dict(), two.state_dict())
 
 
 @pytest.mark.mpi
 def test_pix2pix_s_jitter_and_lr_decay_give_the_same_training_on_1_and_2_ranks(tmp_path: Path, env: dict) -> None:
     recipe = {"jitter": {"load_size": 72, "flip": True}, "lr_decay_iterations": 2}
-    one, two = (load_generator(train_paired(tmp_path, env, ranks, "data_parallel", name="recipe", **recipe) / "generator.pt")[0]
-                for ranks in (1, 2))
+    one, two = (
+        load_generator(train_paired(tmp_path, env, ranks, "data_parallel", name="recipe", **recipe) / "generator.pt")[0]
+        for ranks in (1, 2)
+    )
     plain = load_generator(train_paired(tmp_path, env, 1, "data_parallel") / "generator.pt")[0]
     assert_trained_alike(one.state_dict(), two.state_dict())
     # The comparison tells training with and without the recipe apart: most elements differ.
@@ -183,12 +234,16 @@ def test_pix2pix_s_jitter_and_lr_decay_give_the_same_training_on_1_and_2_ranks(t
 
 
 @pytest.mark.mpi
-def test_pix2pix_under_zero_3_with_offload_trains_and_scores_what_plain_data_parallelism_does(tmp_path: Path, env: dict) -> None:
+def test_pix2pix_under_zero_3_with_offload_trains_and_scores_what_plain_data_parallelism_does(
+    tmp_path: Path, env: dict
+) -> None:
     """A reused generator forward (its graph kept across the discriminator's update), dropout in the
     U-Net and the in-training score, which gathers the sharded generator to rank 0."""
     scored = {"score_period": 1, "score_samples": 4}
-    runs = {name: train_paired(tmp_path, env, 2, "data_parallel", name=name, data_parallel=options, **scored)
-            for name, options in (("plain", {}), ("zero3", {"zero": 3, "offload": "cpu"}))}
+    runs = {
+        name: train_paired(tmp_path, env, 2, "data_parallel", name=name, data_parallel=options, **scored)
+        for name, options in (("plain", {}), ("zero3", {"zero": 3, "offload": "cpu"}))
+    }
     plain, sharded = (load_generator(run / "generator.pt")[0] for run in runs.values())
     assert_trained_alike(plain.state_dict(), sharded.state_dict())
     scores = [pd.read_csv(run / "losses.csv").l1.to_numpy() for run in runs.values()]
@@ -200,6 +255,7 @@ def test_pix2pix_under_zero_3_with_offload_trains_and_scores_what_plain_data_par
 
 def test_jitter_resizes_crops_and_mirrors_input_and_target_alike() -> None:
     from ganstudy.train.tasks import Jitter
+
     pairs = torch.rand(6, 4, 16, 16) * 2 - 1
     assert torch.equal(Jitter(16, False)(pairs, torch.Generator().manual_seed(0)), pairs)  # resized to its own side
     jittered = Jitter(20, True)(pairs, torch.Generator().manual_seed(1))
@@ -218,36 +274,72 @@ def test_jitter_resizes_crops_and_mirrors_input_and_target_alike() -> None:
 def test_lr_decay_is_pix2pix_s_linear_policy() -> None:
     """Against torch's LambdaLR with the original's rule (epoch_count 1, scheduler stepped after each epoch)."""
     for iterations, decay in ((200, 100), (10, 3), (5, 0)):
-        task = TASKS.get("paired")(TrainingSettings.from_config(paired_setup(iterations=iterations, lr_decay_iterations=decay)))
+        task = TASKS.get("paired")(
+            TrainingSettings.from_config(paired_setup(iterations=iterations, lr_decay_iterations=decay))
+        )
         optimizer = torch.optim.Adam([torch.zeros(1, requires_grad=True)], lr=0.0002)
         n_epochs = iterations - decay
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda epoch: 1.0 - max(0, epoch + 1 - n_epochs) / float(decay + 1))
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda epoch: 1.0 - max(0, epoch + 1 - n_epochs) / float(decay + 1)
+        )
         for iteration in range(1, iterations + 1):
-            assert 0.0002 * task.lr_factor(iteration) == pytest.approx(optimizer.param_groups[0]["lr"], rel=1e-12), iteration
+            assert 0.0002 * task.lr_factor(iteration) == pytest.approx(optimizer.param_groups[0]["lr"], rel=1e-12), (
+                iteration
+            )
             optimizer.step()
             scheduler.step()
     assert task.lr_factor(5) == 1.0
-    assert TASKS.get("paired")(TrainingSettings.from_config(paired_setup(iterations=200, lr_decay_iterations=100))).lr_factor(200) == pytest.approx(1 / 101)
+    assert TASKS.get("paired")(
+        TrainingSettings.from_config(paired_setup(iterations=200, lr_decay_iterations=100))
+    ).lr_factor(200) == pytest.approx(1 / 101)
     assert TASKS.get("noise")(TrainingSettings.from_config(paired_setup(network="dcgan"))).lr_factor(2) == 1.0
     # The trainer sets both optimisers' rate before each pass: after 3 of 3 iterations with 2 of decay, lr / 3.
     setup = TrainingSettings.from_config(paired_setup(iterations=3, lr_decay_iterations=2, lr=0.003))
     a, b = paired_data(8)
     data = Split(b.numpy(), np.zeros(8, dtype=np.int64), conditions=a.numpy())
-    trainer = PairTrainer(setup, network_spec(setup, data, any_task=True), data.images, None, pair_seeds(1, 0),
-                          (torch.device("cpu"),) * 2, conditions=data.conditions)
+    trainer = PairTrainer(
+        setup,
+        network_spec(setup, data, any_task=True),
+        data.images,
+        None,
+        pair_seeds(1, 0),
+        (torch.device("cpu"),) * 2,
+        conditions=data.conditions,
+    )
     trainer.train()
-    assert [group["lr"] for opt in (trainer.opt_g, trainer.opt_d) for group in opt.param_groups] == [pytest.approx(0.001)] * 2
+    assert [group["lr"] for opt in (trainer.opt_g, trainer.opt_d) for group in opt.param_groups] == [
+        pytest.approx(0.001)
+    ] * 2
 
 
-@pytest.mark.parametrize("keys, problem", [
-    ({"iterations": 10, "lr_decay_iterations": 11}, "setups.p.lr_decay_iterations: 11 is more than the set-up's 10 iterations"),
-    ({"mode": "grid", "lr_decay_iterations": 1}, "setups.p.lr_decay_iterations: mode grid mutates each cell's learning rate"),
-    ({"jitter": {"load_size": 60}}, "setups.p.jitter.load_size: 60 is smaller than the images' side (dataset.image_size 64)"),
-])
+@pytest.mark.parametrize(
+    "keys, problem",
+    [
+        (
+            {"iterations": 10, "lr_decay_iterations": 11},
+            "setups.p.lr_decay_iterations: 11 is more than the set-up's 10 iterations",
+        ),
+        (
+            {"mode": "grid", "lr_decay_iterations": 1},
+            "setups.p.lr_decay_iterations: mode grid mutates each cell's learning rate",
+        ),
+        (
+            {"jitter": {"load_size": 60}},
+            "setups.p.jitter.load_size: 60 is smaller than the images' side (dataset.image_size 64)",
+        ),
+    ],
+)
 def test_a_recipe_the_set_up_cannot_follow_stops_the_plan(keys, problem) -> None:
     from ganstudy.plan.parts import part_problems
-    config = validate_study_config({"dataset": {"name": "paired_folder", "path": "x", "image_size": 64},
-                                    "setups": {"p": {**paired_setup(), **keys}}, "evaluation": {"metrics": ["l1"]}}, SCHEMA)
+
+    config = validate_study_config(
+        {
+            "dataset": {"name": "paired_folder", "path": "x", "image_size": 64},
+            "setups": {"p": {**paired_setup(), **keys}},
+            "evaluation": {"metrics": ["l1"]},
+        },
+        SCHEMA,
+    )
     lines = [line for line in part_problems(config) if "lr_decay" in line or "jitter" in line]
     assert len(lines) == 1 and lines[0].startswith(problem)
     # The same keys on a network that does not read them plan (its jobs never see them).
@@ -262,8 +354,12 @@ def test_a_paired_generator_s_held_out_l1_is_scored_without_changing_a_training_
     a = rng.uniform(-1, 1, (5, 1, 64, 64)).astype(np.float32)
     save_split(tmp_path / "test.npz", Split(-np.repeat(a, 3, axis=1), np.zeros(5, np.int64), conditions=a))
     scored_setup = paired_setup(mode="single", hidden_units=4, iterations=2, score_period=1, score_samples=3)
-    scored = run_train(tmp_path / "train.npz", scored_setup, tmp_path / "scored", 1, env, held_out=tmp_path / "test.npz")
-    for (name, mine), theirs in zip(*(load_generator(run / "generator.pt")[0].state_dict().items() for run in (plain, scored))):
+    scored = run_train(
+        tmp_path / "train.npz", scored_setup, tmp_path / "scored", 1, env, held_out=tmp_path / "test.npz"
+    )
+    for (name, mine), theirs in zip(
+        *(load_generator(run / "generator.pt")[0].state_dict().items() for run in (plain, scored))
+    ):
         assert torch.equal(mine, theirs[1]), name
     losses = pd.read_csv(scored / "losses.csv")
     assert losses.l1.notna().all() and "fid" not in losses
@@ -274,8 +370,14 @@ def test_a_paired_generator_s_held_out_l1_is_scored_without_changing_a_training_
     with torch.no_grad():
         outputs = generator(torch.from_numpy(a[:3])).double().numpy()
     assert losses.l1.iloc[-1] == pytest.approx(np.abs(outputs + np.repeat(a[:3], 3, axis=1)).mean() / 2, rel=1e-6)
-    two = run_train(tmp_path / "train.npz", {**scored_setup, "mode": "data_parallel"}, tmp_path / "dp2", 2, env,
-                    held_out=tmp_path / "test.npz")
+    two = run_train(
+        tmp_path / "train.npz",
+        {**scored_setup, "mode": "data_parallel"},
+        tmp_path / "dp2",
+        2,
+        env,
+        held_out=tmp_path / "test.npz",
+    )
     assert pd.read_csv(two / "losses.csv").l1.notna().all()
 
 
@@ -310,7 +412,9 @@ def get_ecal_fit(energy: np.ndarray) -> np.ndarray:
     return np.polyval([0.0018, -0.023, 0.11, -0.28, 2.21], energy) * energy * 100
 
 
-@pytest.mark.parametrize("loop", [{}, {"label_flip": 0.5}, {"fake_energies": "data", "label_flip": 0}], ids=["3dgan", "flips", "data"])
+@pytest.mark.parametrize(
+    "loop", [{}, {"label_flip": 0.5}, {"fake_energies": "data", "label_flip": 0}], ids=["3dgan", "flips", "data"]
+)
 def test_energy_losses_are_3dgan_s_weighted_adversarial_energy_and_sum_errors(loop: dict) -> None:
     setup = paired_setup(network="calo3d", latent_dim=4, hidden_units=2, energy_loop=loop)
     task = TASKS.get("energy")(TrainingSettings.from_config(setup))
@@ -321,7 +425,9 @@ def test_energy_losses_are_3dgan_s_weighted_adversarial_energy_and_sum_errors(lo
     torch.manual_seed(0)
     generator, discriminator = build_pair("calo3d", NetworkSpec(SHOWER, 4, 2, condition_shape=(1,)))
     discriminator.eval()  # no dropout: both computations see the same outputs
-    batch = task.draw(TrainingData(images, conditions=energy), torch.arange(8), torch.Generator().manual_seed(2), torch.device("cpu"))
+    batch = task.draw(
+        TrainingData(images, conditions=energy), torch.arange(8), torch.Generator().manual_seed(2), torch.device("cpu")
+    )
     # The same stream drawn by hand: noise, then (3DGAN) fake energies U(0.1, 5), then each row's two flips.
     stream = torch.Generator().manual_seed(2)
     z = torch.randn(8, 4, generator=stream)
@@ -356,7 +462,9 @@ def test_energy_losses_are_3dgan_s_weighted_adversarial_energy_and_sum_errors(lo
     torch.testing.assert_close(step(("real",)), want_real, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(step(("fake",)), want_fake, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(step(("real", "fake")), want_real + want_fake, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(generator_step(task, generator, discriminator, opt_g, loss, batch), want_g, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        generator_step(task, generator, discriminator, opt_g, loss, batch), want_g, rtol=1e-5, atol=1e-5
+    )
     assert generator.training
     # The real showers' sum column is their sum: that error is zero.
     assert float(keras_mape(real_out[:, 2], sums)) < 1e-4
@@ -365,8 +473,15 @@ def test_energy_losses_are_3dgan_s_weighted_adversarial_energy_and_sum_errors(lo
 def test_an_energy_step_is_3dgan_s_two_discriminator_and_two_generator_rmsprop_updates() -> None:
     images, energy = showers(8)
     setup = paired_setup(network="calo3d", latent_dim=4, hidden_units=2, batch_size=4, iterations=1, lr=0.01)
-    trainer = PairTrainer(TrainingSettings.from_config(setup), NetworkSpec(SHOWER, 4, 2, condition_shape=(1,)), images, None, pair_seeds(1, 0),
-                          (torch.device("cpu"),) * 2, conditions=energy)
+    trainer = PairTrainer(
+        TrainingSettings.from_config(setup),
+        NetworkSpec(SHOWER, 4, 2, condition_shape=(1,)),
+        images,
+        None,
+        pair_seeds(1, 0),
+        (torch.device("cpu"),) * 2,
+        conditions=energy,
+    )
     trainer.train()
     for optimizer in (trainer.opt_d, trainer.opt_g):
         assert isinstance(optimizer, torch.optim.RMSprop)
@@ -409,16 +524,26 @@ def test_an_energy_run_writes_shower_pairs_and_data_parallel_ranks_agree(tmp_pat
     assert_trained_alike(one.state_dict(), two.state_dict())
 
 
-def test_a_shower_generator_s_held_out_physics_score_is_scored_without_changing_a_training_bit(tmp_path: Path, env: dict) -> None:
+def test_a_shower_generator_s_held_out_physics_score_is_scored_without_changing_a_training_bit(
+    tmp_path: Path, env: dict
+) -> None:
     images, energy = showers(8)
     save_split(tmp_path / "train.npz", Split(images, np.zeros(8, np.int64), conditions=energy))
     held_images, held_energy = showers(12)
     save_split(tmp_path / "test.npz", Split(held_images[8:], np.zeros(4, np.int64), conditions=held_energy[8:]))
     setup = paired_setup(network="calo3d", latent_dim=4, hidden_units=2, iterations=2)
     plain = run_train(tmp_path / "train.npz", setup, tmp_path / "plain", 1, env)
-    scored = run_train(tmp_path / "train.npz", {**setup, "score_period": 1, "score_samples": 3}, tmp_path / "scored", 1, env,
-                       held_out=tmp_path / "test.npz")
-    for (name, mine), theirs in zip(*(load_generator(run / "generator.pt")[0].state_dict().items() for run in (plain, scored))):
+    scored = run_train(
+        tmp_path / "train.npz",
+        {**setup, "score_period": 1, "score_samples": 3},
+        tmp_path / "scored",
+        1,
+        env,
+        held_out=tmp_path / "test.npz",
+    )
+    for (name, mine), theirs in zip(
+        *(load_generator(run / "generator.pt")[0].state_dict().items() for run in (plain, scored))
+    ):
         assert torch.equal(mine, theirs[1]), name
     losses = pd.read_csv(scored / "losses.csv")
     assert losses.showers.notna().all() and "fid" not in losses

@@ -27,11 +27,16 @@ def _run(root, setup, trial, per_rank, train_seconds):
     rows = ["iteration,cell,rank,routine,seconds"]
     for rank, routines in enumerate(per_rank):
         for routine, seconds in routines.items():
-            rows += [f"{it},{cell},{rank},{routine},{seconds * share}" for it in (1, 2) for cell, share in (("a", 0.1), ("b", 0.4))]
+            rows += [
+                f"{it},{cell},{rank},{routine},{seconds * share}"
+                for it in (1, 2)
+                for cell, share in (("a", 0.1), ("b", 0.4))
+            ]
     (folder / "profile.csv").write_text("\n".join(rows) + "\n")
     # Two classes per iteration, as per-class runs log them; the last iteration's losses are 1+trial and 2+trial.
-    losses = ["class,iteration,d_loss,g_loss,seconds"] + [f"{c},{it},{it + c * 0.5 + trial - 1},{it + c + trial},1.0"
-                                                         for it in (1, 2) for c in (0, 1)]
+    losses = ["class,iteration,d_loss,g_loss,seconds"] + [
+        f"{c},{it},{it + c * 0.5 + trial - 1},{it + c + trial},1.0" for it in (1, 2) for c in (0, 1)
+    ]
     (folder / "losses.csv").write_text("\n".join(losses) + "\n")
     return folder
 
@@ -42,8 +47,15 @@ def seed_000_runs(tmp_path):
     is the slowest in every routine, the other ranks take half as long."""
     folders = []
     for trial, factor in enumerate((0.9, 1.1)):
-        folders.append(_run(tmp_path, "sequential", trial, [{k: v * factor for k, v in SINGLE_CORE.items()}],
-                            OVERALL["sequential"] * factor))
+        folders.append(
+            _run(
+                tmp_path,
+                "sequential",
+                trial,
+                [{k: v * factor for k, v in SINGLE_CORE.items()}],
+                OVERALL["sequential"] * factor,
+            )
+        )
         slow = {k: v * factor for k, v in DISTRIBUTED.items()}
         half = {k: v / 2 for k, v in slow.items()}
         folders.append(_run(tmp_path, "distributed", trial, [half, half, slow, half], OVERALL["distributed"] * factor))
@@ -57,7 +69,9 @@ def test_aggregated_timings_sum_each_rank_s_routine_over_iterations_and_cells(se
     run = timings[(timings.setup == "distributed") & (timings.trial == 1)]
     assert run[run["rank"] == 2].set_index("routine").seconds["train"] == pytest.approx(43.8 * 1.1)
     assert run[run.routine == "overall"].seconds.tolist() == pytest.approx([97.9 * 1.1])  # the run's clock, once
-    assert len(timings[(timings.setup == "distributed") & (timings.trial == 0)]) == 4 * 4 + 1  # 4 ranks x 4 routines + overall
+    assert (
+        len(timings[(timings.setup == "distributed") & (timings.trial == 0)]) == 4 * 4 + 1
+    )  # 4 ranks x 4 routines + overall
 
 
 def test_routine_table_reproduces_seed_000s_profiling_table(seed_000_runs):
@@ -67,7 +81,9 @@ def test_routine_table_reproduces_seed_000s_profiling_table(seed_000_runs):
     assert list(dist.index) == ["gather", "train", "update_genomes", "mutate", "overall"]
     # The slowest rank's seconds, mean over trials, against the baseline's.
     assert dist.seconds.tolist() == pytest.approx([19.4, 43.8, 16.8, 17.9, 97.9])
-    assert dist.speedup["train"] == pytest.approx(264.9 / 43.8) and dist.acceleration["train"] == pytest.approx(1 - 43.8 / 264.9)
+    assert dist.speedup["train"] == pytest.approx(264.9 / 43.8) and dist.acceleration["train"] == pytest.approx(
+        1 - 43.8 / 264.9
+    )
     assert dist.share["train"] == pytest.approx(43.8 / 97.9)
     # The seed printed these, rounded from its raw timings: speed-up 1.00, 6.05, 11.87, 1.43, 5.21 and
     # acceleration 0.0%, 83.5%, 91.6%, 29.9%, 80.8%.
@@ -78,10 +94,14 @@ def test_routine_table_reproduces_seed_000s_profiling_table(seed_000_runs):
 
 def test_timing_table_gives_speedup_and_efficiency_against_the_baseline(seed_000_runs):
     timings, _ = seed_000_runs
-    table = timing_table(timings, ["sequential", "distributed", "other", "missing"], {"distributed": "sequential"}).set_index("setup")
+    table = timing_table(
+        timings, ["sequential", "distributed", "other", "missing"], {"distributed": "sequential"}
+    ).set_index("setup")
     row = table.loc["distributed"]
     assert row.ranks == 4 and row.trials == 2 and row.baseline == "sequential"
-    assert row.mean_train_minutes == pytest.approx(97.9 / 60) and row.sd_train_minutes == pytest.approx(np.std([88.11, 107.69], ddof=1) / 60)
+    assert row.mean_train_minutes == pytest.approx(97.9 / 60) and row.sd_train_minutes == pytest.approx(
+        np.std([88.11, 107.69], ddof=1) / 60
+    )
     assert row.speedup == pytest.approx(509.6 / 97.9) and row.efficiency == pytest.approx(509.6 / 97.9 / 4)
     assert np.isnan(table.loc["sequential", "speedup"]) and table.loc["missing", "trials"] == 0
     # The baseline need not be among the set-ups shown (the speed-up plot shows only the compared ones).
@@ -100,8 +120,13 @@ def test_epoch_table_has_seed_004s_epoch_time_and_final_losses(tmp_path):
     assert table.loc["none", "trials"] == 0 and np.isnan(table.loc["none", "epoch_seconds"])
     assert "source" not in table  # no set-up cites the paper: no empty paper columns
     # The paper's table 1 beside ours, for the set-ups that cite it; scores' references are not its business.
-    references = {"dp": {"epoch_seconds": {"mean": 37.84, "source": "seed 004 table 1"},
-                         "g_loss": {"mean": 25.451, "source": "seed 004 table 1"}, "fid": {"mean": 9.0, "source": "x"}}}
+    references = {
+        "dp": {
+            "epoch_seconds": {"mean": 37.84, "source": "seed 004 table 1"},
+            "g_loss": {"mean": 25.451, "source": "seed 004 table 1"},
+            "fid": {"mean": 9.0, "source": "x"},
+        }
+    }
     cited = epoch_table(pd.read_csv(tmp_path / "runs.csv"), ["dp", "none"], references).set_index("setup")
     assert cited.loc["dp", ["paper_epoch_seconds", "paper_g_loss"]].tolist() == [37.84, 25.451]
     assert np.isnan(cited.loc["dp", "paper_d_loss"]) and cited.loc["dp", "source"] == "seed 004 table 1"
@@ -111,16 +136,29 @@ def test_epoch_table_has_seed_004s_epoch_time_and_final_losses(tmp_path):
 
 def test_write_timing_writes_its_tables_in_three_formats(seed_000_runs):
     _, root = seed_000_runs
-    written = write_timing(root / "timings.csv", root / "runs.csv", ["sequential", "distributed"], {"distributed": "sequential"},
-                           root / "tables", digits=3)
-    assert sorted(p.name for p in written) == sorted(f"{n}.{e}" for n in ("timing", "routines", "epochs") for e in ("csv", "md", "tex"))
-    assert "| distributed | train | 43.8 | 0.447 | sequential | 265 | 0.835 | 6.05 |" in (root / "tables" / "routines.md").read_text()
+    written = write_timing(
+        root / "timings.csv",
+        root / "runs.csv",
+        ["sequential", "distributed"],
+        {"distributed": "sequential"},
+        root / "tables",
+        digits=3,
+    )
+    assert sorted(p.name for p in written) == sorted(
+        f"{n}.{e}" for n in ("timing", "routines", "epochs") for e in ("csv", "md", "tex")
+    )
+    assert (
+        "| distributed | train | 43.8 | 0.447 | sequential | 265 | 0.835 | 6.05 |"
+        in (root / "tables" / "routines.md").read_text()
+    )
 
 
 def test_a_profile_without_its_columns_is_named(tmp_path):
     folder = _run(tmp_path, "s", 0, [{"train": 1.0}], 1.0)
     (folder / "profile.csv").write_text("iteration,when\n1,2\n")
-    with pytest.raises(GanstudyError, match=r"s/trial0/profile.csv lacks the column\(s\) \['rank', 'routine', 'seconds'\]"):
+    with pytest.raises(
+        GanstudyError, match=r"s/trial0/profile.csv lacks the column\(s\) \['rank', 'routine', 'seconds'\]"
+    ):
         aggregate_timings([folder], tmp_path / "timings.csv", tmp_path / "runs.csv")
 
 
@@ -137,16 +175,33 @@ def test_a_set_up_s_baseline_is_the_one_rank_set_up_of_the_same_work():
     # Only ranks and trials may differ; the first one-rank match wins; no match, no baseline.
     assert speedup_baselines(setups, tasks) == {"dist": "seq", "dist3": "seq"}
     # A set-up whose rank count is not known yet takes no part.
-    assert speedup_baselines(setups, {k: v for k, v in tasks.items() if k != "seq"}) == {"dist": "seq_again", "dist3": "seq_again"}
+    assert speedup_baselines(setups, {k: v for k, v in tasks.items() if k != "seq"}) == {
+        "dist": "seq_again",
+        "dist3": "seq_again",
+    }
 
 
 def test_timing_and_score_figures_are_drawn(seed_000_runs):
     _, root = seed_000_runs
     routine_bars(root / "timings.csv", ["sequential", "distributed", "other"], root / "routines.png")
-    speedup_plot(root / "timings.csv", ["sequential", "distributed"], {"distributed": "sequential"}, root / "speedup.png")
-    rows = [{"study": "s", "setup": setup, "trial": t, "metric": metric, "value": v + t, "train_seconds": 1.0, "ranks": 1, "grid": grid}
-            for setup, grid, v in (("g1", "1x1", 5.0), ("g2", "2x2", 3.0), ("g2seq", "2x2", 3.5), ("plain", None, 9.0))
-            for t in range(3) for metric in ("fid", "isc")]
+    speedup_plot(
+        root / "timings.csv", ["sequential", "distributed"], {"distributed": "sequential"}, root / "speedup.png"
+    )
+    rows = [
+        {
+            "study": "s",
+            "setup": setup,
+            "trial": t,
+            "metric": metric,
+            "value": v + t,
+            "train_seconds": 1.0,
+            "ranks": 1,
+            "grid": grid,
+        }
+        for setup, grid, v in (("g1", "1x1", 5.0), ("g2", "2x2", 3.0), ("g2seq", "2x2", 3.5), ("plain", None, 9.0))
+        for t in range(3)
+        for metric in ("fid", "isc")
+    ]
     pd.DataFrame(rows).to_csv(root / "scores.csv", index=False)
     grid_size_plot(root / "scores.csv", ["fid", "isc"], ["g1", "g2", "g2seq", "plain"], root / "grid_sizes.png")
     for name in ("routines.png", "speedup.png", "grid_sizes.png"):

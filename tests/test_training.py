@@ -7,18 +7,17 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import REPO, SCHEMA, train_command
 from ganstudy.config import training_settings, validate_study_config
 from ganstudy.data.arrays import Split, load_split
 from ganstudy.errors import GanstudyError
 from ganstudy.models.artifact import load_generator, sample_generator
 from ganstudy.parallel.world import mpi_world
 from ganstudy.registry import source_sha256
-from ganstudy.train.modes import TrainingContext, get_mode
-from ganstudy.train.job import job_description, read_job, write_job
 from ganstudy.setup_settings import TrainingSettings
+from ganstudy.train.job import job_description, read_job, write_job
+from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.train.run import run_training
-
-from conftest import REPO, SCHEMA, train_command
 
 
 def _setup(**overrides):
@@ -54,9 +53,10 @@ def test_batch_larger_than_the_data_is_a_clear_error(digits_dir):
 
 
 def _fid_of(generator, latent_dim, classifier_path, reference):
-    from ganstudy.evaluate.classifier import load_classifier
-    from ganstudy.data.arrays import to_uint8
     from scipy import linalg
+
+    from ganstudy.data.arrays import to_uint8
+    from ganstudy.evaluate.classifier import load_classifier
 
     samples = torch.from_numpy(to_uint8(sample_generator(generator, latent_dim, 1000, 5, 500).numpy()))
     with torch.no_grad():
@@ -83,16 +83,34 @@ def test_training_lowers_fid_against_the_untrained_generator(digits_dir, classif
 def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path, monkeypatch):
     setup = _setup(iterations=3, loss="mse")
     job = tmp_path.parent / f"{tmp_path.name}.job.json"
-    write_job(job, job_description("lp_mse", setup, 2026, {"train": str(digits_dir / "train.npz")}, {"threads": 1},
-                                   sources={"dataset": {"name": "digits"}}))
+    write_job(
+        job,
+        job_description(
+            "lp_mse",
+            setup,
+            2026,
+            {"train": str(digits_dir / "train.npz")},
+            {"threads": 1},
+            sources={"dataset": {"name": "digits"}},
+        ),
+    )
     # The job runs in a lab's own repository (snakemake -d there): the record names ganstudy's commit.
     lab = tmp_path.parent / f"{tmp_path.name}.lab"
     lab.mkdir()
-    for command in (["init", "-q"], ["-c", "user.name=lab", "-c", "user.email=lab@example.org", "commit", "-q", "--allow-empty", "-m", "lab"]):
+    for command in (
+        ["init", "-q"],
+        ["-c", "user.name=lab", "-c", "user.email=lab@example.org", "commit", "-q", "--allow-empty", "-m", "lab"],
+    ):
         subprocess.run(["git", *command], cwd=lab, check=True)
     monkeypatch.chdir(lab)
     run_training(read_job(job), 1, tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["generator.pt", "losses.csv", "profile.csv", "run.json", "samples.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "generator.pt",
+        "losses.csv",
+        "profile.csv",
+        "run.json",
+        "samples.png",
+    ]
     losses = np.genfromtxt(tmp_path / "losses.csv", delimiter=",", names=True)
     assert list(losses["iteration"]) == [1, 2, 3] and np.all(np.isfinite(losses["d_loss"]))
     record = json.loads((tmp_path / "run.json").read_text())
@@ -101,7 +119,9 @@ def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path, mo
     assert "MPICH" in record["mpi_library"] or "MPI" in record["mpi_library"]
     assert set(record["seeds"]) == {"init", "batches", "noise", "dropout", "score", "sample-grid"}
     assert record["versions"]["torch"] and record["train_seconds"] > 0
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert record["git"]["commit"] == commit
     # Where each part came from: ganstudy's own, with the hash of the source that trained it.
     assert record["parts"]["network"]["reference"] == "ganstudy.models.builtin:PERCEPTRON4"
@@ -112,7 +132,11 @@ def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path, mo
     # What decides the GPU kernels, recorded on the CPU too: there the rank's device is "cpu", torch's CUDA
     # version is that of its build (None for a CPU-only wheel) and no NVIDIA driver answers.
     assert record["device_names"] == [["cpu"]] and record["deterministic"] is True
-    assert record["cuda"]["torch_cuda"] == torch.version.cuda and set(record["cuda"]) == {"torch_cuda", "cudnn", "nvidia_driver"}
+    assert record["cuda"]["torch_cuda"] == torch.version.cuda and set(record["cuda"]) == {
+        "torch_cuda",
+        "cudnn",
+        "nvidia_driver",
+    }
     if shutil.which("nvidia-smi") is None:
         assert record["cuda"]["nvidia_driver"] is None
     generator, spec = load_generator(tmp_path / "generator.pt")
@@ -136,7 +160,9 @@ def test_single_mode_refuses_several_ranks(digits_dir, tmp_path, env):
     assert not (tmp_path / "run").exists()
 
 
-def test_the_in_training_fid_is_the_fixed_batch_s_fid_and_changes_no_training_bit(digits_dir, classifier_path, tmp_path):
+def test_the_in_training_fid_is_the_fixed_batch_s_fid_and_changes_no_training_bit(
+    digits_dir, classifier_path, tmp_path
+):
     from ganstudy.evaluate.extractor import classifier_extractor
     from ganstudy.evaluate.fid import FidScorer
     from ganstudy.evaluate.scores import reference_statistics
@@ -147,7 +173,16 @@ def test_the_in_training_fid_is_the_fixed_batch_s_fid_and_changes_no_training_bi
     data = load_split(digits_dir / "train.npz")
     silent = _train(_setup(iterations=5, batch_size=100), data, 7, 0)
     setup = _setup(iterations=5, batch_size=100, score_period=2, score_samples=300)
-    context = TrainingContext(TrainingSettings.from_config(setup), data, 7, 0, mpi_world(), torch.device("cpu"), classifier_path=classifier_path, reference_path=reference)
+    context = TrainingContext(
+        TrainingSettings.from_config(setup),
+        data,
+        7,
+        0,
+        mpi_world(),
+        torch.device("cpu"),
+        classifier_path=classifier_path,
+        reference_path=reference,
+    )
     scored = get_mode("single")(context)
     assert all(torch.equal(a, b) for a, b in zip(_state(silent).values(), _state(scored).values()))
     fids = [row["fid"] for row in scored.history]
@@ -162,15 +197,24 @@ def test_the_in_training_fid_is_the_fixed_batch_s_fid_and_changes_no_training_bi
     assert any(row["routine"] == "score" for row in scored.profile)
 
 
-@pytest.mark.parametrize("keys, advice", [
-    ({"mode": "single"}, r"look for non-finite values in the training data$"),
-    ({"mode": "data_parallel", "data_parallel": {"amp": "bf16"}}, r"or train without data_parallel.amp: .*docs/guide.md"),
-])
+@pytest.mark.parametrize(
+    "keys, advice",
+    [
+        ({"mode": "single"}, r"look for non-finite values in the training data$"),
+        (
+            {"mode": "data_parallel", "data_parallel": {"amp": "bf16"}},
+            r"or train without data_parallel.amp: .*docs/guide.md",
+        ),
+    ],
+)
 def test_losses_that_stop_being_finite_stop_the_run_naming_the_iteration_and_what_to_check(digits_dir, keys, advice):
     data = load_split(digits_dir / "train.npz")
     images = data.images.copy()
     images[7, 0, 3, 3] = np.nan  # one pixel: every pass draws every row, so the first iteration's losses are NaN
-    with pytest.raises(GanstudyError, match=r"pair: the losses are not finite after iteration 1 of 5 \(d_loss nan, g_loss nan\), "
-                                            r"so the weights are lost to NaN or inf: lower the set-up's lr \(now 0.0002\)") as raised:
+    with pytest.raises(
+        GanstudyError,
+        match=r"pair: the losses are not finite after iteration 1 of 5 \(d_loss nan, g_loss nan\), "
+        r"so the weights are lost to NaN or inf: lower the set-up's lr \(now 0.0002\)",
+    ) as raised:
         _train(_setup(iterations=5, **keys), Split(images, data.labels), 1, 0)
     assert re.search(advice, str(raised.value)), raised.value

@@ -34,26 +34,45 @@ def test_a_job_file_round_trips_the_set_up_inputs_and_compute(tmp_path):
 
 def test_the_compute_options_come_from_their_own_file_and_no_run_record_holds_them(tmp_path):
     section = setup(iterations=2)
-    write_job(tmp_path / "job.json", job_description("s", section, 7, {"train": "t.npz"}, {"device": "cpu"}, sources={"dataset": {"name": "digits"}}))
-    (tmp_path / "compute.json").write_text(json.dumps({"device": "auto", "node_gpus": 4, "gpus_per_rank": 2, "threads": 3}))
+    write_job(
+        tmp_path / "job.json",
+        job_description(
+            "s", section, 7, {"train": "t.npz"}, {"device": "cpu"}, sources={"dataset": {"name": "digits"}}
+        ),
+    )
+    (tmp_path / "compute.json").write_text(
+        json.dumps({"device": "auto", "node_gpus": 4, "gpus_per_rank": 2, "threads": 3})
+    )
     job = with_compute(read_job(tmp_path / "job.json"), tmp_path / "compute.json")
-    assert (job.compute.device, job.compute.node_gpus, job.compute.gpus_per_rank, job.compute.threads) == ("auto", 4, 2, 3)
+    assert (job.compute.device, job.compute.node_gpus, job.compute.gpus_per_rank, job.compute.threads) == (
+        "auto",
+        4,
+        2,
+        3,
+    )
     # A run is the same run on any site: its record has the settings, seed, inputs, kind and sources only.
     record = job.record()
-    assert set(record) == {"setup", "seed", "settings", "inputs", "kind", "sources"} and record["sources"] == {"dataset": {"name": "digits"}}
+    assert set(record) == {"setup", "seed", "settings", "inputs", "kind", "sources"} and record["sources"] == {
+        "dataset": {"name": "digits"}
+    }
     assert "trials" not in record["settings"]
-    with pytest.raises(GanstudyError, match="compute options file .*missing.json does not exist: the workflow writes it"):
+    with pytest.raises(
+        GanstudyError, match="compute options file .*missing.json does not exist: the workflow writes it"
+    ):
         with_compute(job, tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text(json.dumps({"gpus": 1}))
     with pytest.raises(GanstudyError, match=r"compute options file .*bad.json: unknown key\(s\) gpus"):
         with_compute(job, tmp_path / "bad.json")
 
 
-@pytest.mark.parametrize("content, problem", [
-    (None, "does not exist: the workflow writes it"),
-    ("{not json", "is unreadable"),
-    ("[1, 2]", "holds no JSON object"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (None, "does not exist: the workflow writes it"),
+        ("{not json", "is unreadable"),
+        ("[1, 2]", "holds no JSON object"),
+    ],
+)
 def test_a_job_file_that_cannot_be_read_says_what_to_do(tmp_path, content, problem):
     path = tmp_path / "job.json"
     if content is not None:
@@ -66,8 +85,13 @@ def test_a_hand_edited_job_with_a_misspelt_key_stops_before_training_naming_it(t
     description = job_description("s", setup(iterations=1), 1, {"train": str(digits_dir / "train.npz")}, {})
     description["settings"]["grid"]["fitnes_mode"] = "best"
     write_job(tmp_path / "job.json", description)
-    done = subprocess.run(["ganstudy", "train", str(tmp_path / "job.json"), "--trial", "0", "--out-dir", str(tmp_path / "out")],
-                          capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        ["ganstudy", "train", str(tmp_path / "job.json"), "--trial", "0", "--out-dir", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert f"training job file {tmp_path / 'job.json'}.settings.grid: unknown key(s) fitnes_mode" in done.stderr
     assert not (tmp_path / "out").exists()
@@ -83,7 +107,10 @@ def test_the_train_rule_s_shell_line_is_short_and_its_help_fits_a_screen(env):
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if re.search(r"ganstudy train ", line)]
     assert lines and all(len(line.removeprefix("Shell command: ")) < 300 for line in lines), max(lines, key=len)
-    assert all(re.search(r"ganstudy train @results/digits_grid/arguments/train/grid\dx\d/trial\d\.args > ", line) for line in lines)
+    assert all(
+        re.search(r"ganstudy train @results/digits_grid/arguments/train/grid\dx\d/trial\d\.args > ", line)
+        for line in lines
+    )
     help_text = subprocess.run(["ganstudy", "train", "--help"], capture_output=True, text=True, env=env).stdout
     assert len(help_text.splitlines()) <= 24
 

@@ -14,10 +14,12 @@ pytestmark = pytest.mark.workflow
 STUDIES = sorted((REPO / "config" / "studies").glob("*.yaml"))
 # What each study needs from its user (the others' data ship with a package or are fetched by the workflow).
 # The x-ray studies score on Inception, as the thesis did.
-NEEDS = {"calo3d_scaling": ["dataset.path data/calorimeter"],
-         "covid_xray_28": ["dataset.path data/covid_xray", "evaluation.inception_weights data/weights-inception"],
-         "covid_xray_64": ["dataset.path data/covid_xray", "evaluation.inception_weights data/weights-inception"],
-         "pix2pix_facades": ["dataset.path data/facades", "evaluation.inception_weights data/weights-inception"]}
+NEEDS = {
+    "calo3d_scaling": ["dataset.path data/calorimeter"],
+    "covid_xray_28": ["dataset.path data/covid_xray", "evaluation.inception_weights data/weights-inception"],
+    "covid_xray_64": ["dataset.path data/covid_xray", "evaluation.inception_weights data/weights-inception"],
+    "pix2pix_facades": ["dataset.path data/facades", "evaluation.inception_weights data/weights-inception"],
+}
 
 
 def _snakemake(workdir, study, *args, env):
@@ -44,6 +46,8 @@ def test_a_real_run_without_the_data_stops_before_any_job(tmp_path, env):
     done = _snakemake(tmp_path, REPO / "config" / "studies" / "pix2pix_facades.yaml", "--cores", "1", env=env)
     assert done.returncode != 0
     said = done.stdout + done.stderr
-    assert "this study needs files that are not here yet" in said and "ganstudy fetch --name facades --folder data" in said
+    assert (
+        "this study needs files that are not here yet" in said and "ganstudy fetch --name facades --folder data" in said
+    )
     assert "download https://github.com/toshas/torch-fidelity/releases" in said
     assert not (tmp_path / "results").exists()

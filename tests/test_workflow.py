@@ -24,27 +24,65 @@ SHRUNKEN = {
     "dataset": {"smote": {"strategy": "balance"}},
     "classifier": {"epochs": 3, "min_accuracy": 0.0},
     "setups": {
-        "bce": {"loss": "bce", "iterations": 2, "reference": {"isc": {"mean": 2.54, "sd": 0.54, "source": "Lupo Pasini et al. (2021) table 5"}}},
-        "grid": {"mode": "grid", "iterations": 2, "hidden_units": 32, "checkpoint_period": 1,
-                 "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
+        "bce": {
+            "loss": "bce",
+            "iterations": 2,
+            "reference": {"isc": {"mean": 2.54, "sd": 0.54, "source": "Lupo Pasini et al. (2021) table 5"}},
+        },
+        "grid": {
+            "mode": "grid",
+            "iterations": 2,
+            "hidden_units": 32,
+            "checkpoint_period": 1,
+            "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50},
+        },
         # The same grid on one rank: the grid's speed-up baseline (only ranks and trials differ).
-        "grid_seq": {"mode": "grid", "iterations": 2, "hidden_units": 32, "checkpoint_period": 1, "ranks": 1, "trials": 1,
-                     "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50}},
-        "per_class": {"mode": "per_class", "network": "dcgan", "iterations": 1, "batch_size": 32, "latent_dim": 16,
-                      "reference": {"isc": {"mean": 2.71, "sd": 0.04, "source": "Lupo Pasini et al. (2021) table 5"}}},
-        "dp": {"mode": "data_parallel", "network": "dcgan", "iterations": 2, "batch_size": 32, "latent_dim": 16, "ranks": 2},
+        "grid_seq": {
+            "mode": "grid",
+            "iterations": 2,
+            "hidden_units": 32,
+            "checkpoint_period": 1,
+            "ranks": 1,
+            "trials": 1,
+            "grid": {"shape": "2x2", "fitness_sample_size": 50, "score_sample_size": 50},
+        },
+        "per_class": {
+            "mode": "per_class",
+            "network": "dcgan",
+            "iterations": 1,
+            "batch_size": 32,
+            "latent_dim": 16,
+            "reference": {"isc": {"mean": 2.71, "sd": 0.04, "source": "Lupo Pasini et al. (2021) table 5"}},
+        },
+        "dp": {
+            "mode": "data_parallel",
+            "network": "dcgan",
+            "iterations": 2,
+            "batch_size": 32,
+            "latent_dim": 16,
+            "ranks": 2,
+        },
     },
-    "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2, "metrics": ["fid", "isc", "class_fid", "label_tvd"]},
+    "evaluation": {
+        "samples": 100,
+        "batch_size": 50,
+        "isc_splits": 2,
+        "metrics": ["fid", "isc", "class_fid", "label_tvd"],
+    },
     "compute": {"max_ranks": 2},
 }
 
 
-def snakemake(workdir: Path, config: dict, *args: str, env: dict, timeout: int = 600, umask: int = 0o022) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, config: dict, *args: str, env: dict, timeout: int = 600, umask: int = 0o022
+) -> subprocess.CompletedProcess:
     config_path = workdir / "study.yaml"
     config_path.write_text(yaml.safe_dump(config))
     command = ["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(config_path), *args]
     # The umask of a user on a shared project space: the study's files must be readable by the group.
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout, preexec_fn=lambda: os.umask(umask))
+    return subprocess.run(
+        command, capture_output=True, text=True, env=env, timeout=timeout, preexec_fn=lambda: os.umask(umask)
+    )
 
 
 def report_captions(workdir: Path, config: dict, env: dict) -> dict[str, str]:
@@ -64,7 +102,11 @@ def test_dry_run_of_the_default_study_lists_every_job(env):
     done = subprocess.run(["snakemake", "-n", "--forceall"], cwd=REPO, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    jobs = {line.split()[0]: int(line.split()[1]) for line in done.stdout.splitlines() if line[:1].isalpha() and line.split()[-1].isdigit() and len(line.split()) == 2}
+    jobs = {
+        line.split()[0]: int(line.split()[1])
+        for line in done.stdout.splitlines()
+        if line[:1].isalpha() and line.split()[-1].isdigit() and len(line.split()) == 2
+    }
     runs = len(config["setups"]) * config["trials"]
     assert jobs["train"] == runs and jobs["evaluate"] == runs
     assert jobs["prepare_dataset"] == jobs["train_classifier"] == jobs["stats"] == 1
@@ -97,8 +139,11 @@ def test_a_misspelt_key_stops_the_run_before_any_job_naming_the_key(tmp_path, en
 
 
 def test_an_unknown_network_or_data_set_stops_the_dag_naming_the_key(tmp_path, env):
-    config = {**SHRUNKEN, "dataset": {**SHRUNKEN["dataset"], "name": "digitz"},
-              "setups": {"bce": {**SHRUNKEN["setups"]["bce"], "network": "perceptron5"}}}
+    config = {
+        **SHRUNKEN,
+        "dataset": {**SHRUNKEN["dataset"], "name": "digitz"},
+        "setups": {"bce": {**SHRUNKEN["setups"]["bce"], "network": "perceptron5"}},
+    }
     done = snakemake(tmp_path, config, "-n", env=env)
     output = done.stdout + done.stderr
     assert done.returncode != 0 and "Traceback" not in output
@@ -118,14 +163,26 @@ def test_a_global_batch_the_ranks_cannot_share_stops_the_dag_naming_the_set_up(t
     config = {**SHRUNKEN, "setups": {"dp": {"mode": "data_parallel", "batch_size": 30, "ranks": 4}}}
     done = snakemake(tmp_path, config, "-n", env=env)
     assert done.returncode != 0
-    assert "set-up 'dp': the global batch_size 30 does not split into 4 rank(s) x 1 micro-batch(es)" in done.stdout + done.stderr
+    assert (
+        "set-up 'dp': the global batch_size 30 does not split into 4 rank(s) x 1 micro-batch(es)"
+        in done.stdout + done.stderr
+    )
 
 
-@pytest.mark.parametrize("compute, named", [
-    ({"mem_mb_per_rank": 100}, "compute.mem_mb_per_rank=100 is below the 512 MB a rank needs"),
-    ({"train_minutes": 60, "max_train_minutes": 30}, "compute.max_train_minutes=30 is below compute.train_minutes=60"),
-    ({"train_minutes": 5, "wall_warning_minutes": 5}, "compute.wall_warning_minutes=5 must be below compute.train_minutes=5"),
-])
+@pytest.mark.parametrize(
+    "compute, named",
+    [
+        ({"mem_mb_per_rank": 100}, "compute.mem_mb_per_rank=100 is below the 512 MB a rank needs"),
+        (
+            {"train_minutes": 60, "max_train_minutes": 30},
+            "compute.max_train_minutes=30 is below compute.train_minutes=60",
+        ),
+        (
+            {"train_minutes": 5, "wall_warning_minutes": 5},
+            "compute.wall_warning_minutes=5 must be below compute.train_minutes=5",
+        ),
+    ],
+)
 def test_wall_time_and_memory_settings_that_cannot_work_stop_the_dag_naming_the_key(compute, named, tmp_path, env):
     done = snakemake(tmp_path, {**SHRUNKEN, "compute": {**SHRUNKEN.get("compute", {}), **compute}}, "-n", env=env)
     assert done.returncode != 0 and named in done.stdout + done.stderr, (done.stdout + done.stderr)[-2000:]
@@ -136,7 +193,10 @@ def test_a_missing_dataset_file_stops_the_run_naming_the_path(tmp_path, env):
     done = snakemake(tmp_path, config, "--cores", "1", env=env)
     assert done.returncode != 0
     # Stopped while planning, before any job, naming the key, the path and what to put there.
-    assert "this study needs files that are not here yet" in done.stderr and "dataset.path data/cells.npz (data set 'npz')" in done.stderr
+    assert (
+        "this study needs files that are not here yet" in done.stderr
+        and "dataset.path data/cells.npz (data set 'npz')" in done.stderr
+    )
     assert not (tmp_path / "results").exists()
 
 
@@ -148,7 +208,13 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
         for trial in (0, 1):
             run = study / "runs" / setup / f"trial{trial}"
             extra = {"grid": {"cells.csv"}, "per_class": {"classes.csv"}}.get(setup, set())
-            assert {p.name for p in run.iterdir()} == {"generator.pt", "losses.csv", "profile.csv", "samples.png", "run.json"} | extra
+            assert {p.name for p in run.iterdir()} == {
+                "generator.pt",
+                "losses.csv",
+                "profile.csv",
+                "samples.png",
+                "run.json",
+            } | extra
             assert (study / "scores" / setup / f"trial{trial}.json").is_file()
             assert (study / "logs" / "train" / setup / f"trial{trial}.log").is_file()
     scores = pd.read_csv(study / "scores.csv")
@@ -160,21 +226,40 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     assert held.loc[("dp", 0), "ranks"] == 2
     summary = pd.read_csv(study / "tables" / "summary_fid.csv")
     # Set-ups in the config's order (the test writes it with sorted keys).
-    assert list(summary.setup) == ["bce", "dp", "grid", "grid_seq", "per_class"] and list(summary.trials) == [2, 2, 2, 1, 2]
+    assert list(summary.setup) == ["bce", "dp", "grid", "grid_seq", "per_class"] and list(summary.trials) == [
+        2,
+        2,
+        2,
+        1,
+        2,
+    ]
     # The answer on one page, ranked by the summary table's superiority (the rank tests' order; one trial
     # last, unranked) and quoting its numbers; the end of the run says where it is.
     page = (study / "summary.md").read_text()
-    fid_rows = [line.split("|")[1:5] for line in page.split("## FID ")[1].split("\n## ")[0].splitlines() if re.match(r"\| (\d|–) ", line)]
-    ranked = summary.assign(few=summary.trials < 2).sort_values(["few", "superiority", "median"], ascending=[True, False, True], kind="stable")
+    fid_rows = [
+        line.split("|")[1:5]
+        for line in page.split("## FID ")[1].split("\n## ")[0].splitlines()
+        if re.match(r"\| (\d|–) ", line)
+    ]
+    ranked = summary.assign(few=summary.trials < 2).sort_values(
+        ["few", "superiority", "median"], ascending=[True, False, True], kind="stable"
+    )
     assert [[cell.strip() for cell in row] for row in fid_rows] == [
-        [str(place) if t >= 2 else "–", s, str(t), f"{m:.4g}"] for place, (s, t, m) in enumerate(zip(ranked.setup, ranked.trials, ranked["median"]), 1)]
-    assert "The study's answer: results/tiny/summary.md" in done.stderr and f"**{ranked.setup.iloc[0]}** ranks first in FID" in done.stderr
+        [str(place) if t >= 2 else "–", s, str(t), f"{m:.4g}"]
+        for place, (s, t, m) in enumerate(zip(ranked.setup, ranked.trials, ranked["median"]), 1)
+    ]
+    assert (
+        "The study's answer: results/tiny/summary.md" in done.stderr
+        and f"**{ranked.setup.iloc[0]}** ranks first in FID" in done.stderr
+    )
     class_fid = pd.read_csv(study / "tables" / "summary_class_fid.csv")
     assert list(class_fid.trials) == [0, 0, 0, 0, 2]
     # Every score measured alike, and the tables say how: the classifier at 8x8, the study's sample count.
     assert scores.groupby("metric").protocol.nunique().eq(1).all()
     fid_table = (study / "tables" / "summary_fid.md").read_text()
-    assert "Protocol: the data set's classifier (sha256 " in fid_table and "8x8 uint8 as generated, no resize" in fid_table
+    assert (
+        "Protocol: the data set's classifier (sha256 " in fid_table and "8x8 uint8 as generated, no resize" in fid_table
+    )
     assert "100 generated vs " in fid_table
     assert "WARNING" not in fid_table
     pvalues = pd.read_csv(study / "tables" / "pvalues_isc.csv", index_col=0)
@@ -182,7 +267,9 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     per_class_run = json.loads((study / "runs" / "per_class" / "trial0" / "run.json").read_text())
     assert per_class_run["world_size"] == 2 and sorted(sum(per_class_run["class_assignment"], [])) == list(range(10))
     manifest = json.loads((study / "data" / "manifest.json").read_text())
-    assert set(manifest["class_counts"]["train_after_smote"].values()) == {max(manifest["class_counts"]["train"].values())}
+    assert set(manifest["class_counts"]["train_after_smote"].values()) == {
+        max(manifest["class_counts"]["train"].values())
+    }
     assert (study / "figures" / "smote_samples.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     anova = pd.read_csv(study / "tables" / "anova.csv")
     assert list(anova.channel) == ["grey"] and anova.p_value[0] < 1e-6
@@ -196,7 +283,9 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     assert re.search(r"^\| bce \| [\d.]+ ± [\d.]+ \|", (study / "tables" / "results.md").read_text(), re.MULTILINE)
     # Seed 000's tables from the runs' own clocks: the 2-rank grid against the same grid on one rank.
     timings = pd.read_csv(study / "timings.csv")
-    assert set(timings[timings.setup == "grid"]["rank"]) == {0, 1} and set(timings[timings.setup == "grid_seq"]["rank"]) == {0}
+    assert set(timings[timings.setup == "grid"]["rank"]) == {0, 1} and set(
+        timings[timings.setup == "grid_seq"]["rank"]
+    ) == {0}
     overall = timings[timings.routine == "overall"].groupby("setup").seconds.mean()
     timing = pd.read_csv(study / "tables" / "timing.csv").set_index("setup")
     assert timing.loc["grid", "baseline"] == "grid_seq" and timing.loc["grid", "ranks"] == 2
@@ -214,7 +303,11 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     assert epochs.loc["dp", "d_loss"] == pytest.approx((last[0].d_loss + last[1].d_loss) / 2)
 
     # Written under umask 022: every file of the study is readable by the group and others (mkstemp's 0600 was not).
-    private = [str(p.relative_to(study)) for p in study.rglob("*") if p.is_file() and stat.S_IMODE(p.stat().st_mode) & 0o044 != 0o044]
+    private = [
+        str(p.relative_to(study))
+        for p in study.rglob("*")
+        if p.is_file() and stat.S_IMODE(p.stat().st_mode) & 0o044 != 0o044
+    ]
     assert not private, private
 
     again = snakemake(tmp_path, SHRUNKEN, "-n", "--cores", "2", env=env)
@@ -223,7 +316,15 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     restyled = {**SHRUNKEN, "statistics": {"digits": 3, "min_trials": 3}}
     plan = snakemake(tmp_path, restyled, "-n", "--cores", "2", env=env)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout.split("Job stats:")[1], re.MULTILINE))
-    assert plan.returncode == 0 and set(jobs) == {"stats", "cost_plot", "timing", "reproduction", "summary", "all", "total"}, plan.stdout[-2000:]
+    assert plan.returncode == 0 and set(jobs) == {
+        "stats",
+        "cost_plot",
+        "timing",
+        "reproduction",
+        "summary",
+        "all",
+        "total",
+    }, plan.stdout[-2000:]
     done = snakemake(tmp_path, restyled, "--cores", "2", env=env)
     assert done.returncode == 0 and "underpowered: 2 < 3 trials" in (study / "tables" / "summary_fid.md").read_text()
     assert r"\toprule" in (study / "tables" / "pairs_fid.tex").read_text()
@@ -232,8 +333,16 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     directions = pd.read_csv(study / "tables" / "reproduction_directions.csv")
     assert directions.paper_better.tolist() == ["per_class"] and directions.ours_better[0] in ("bce", "per_class")
     # Correcting a published number reruns its table only, never a training.
-    corrected = {**restyled, "setups": {**SHRUNKEN["setups"], "bce": {**SHRUNKEN["setups"]["bce"], "reference": {
-        "isc": {"mean": 2.6, "sd": 0.5, "source": "Lupo Pasini et al. (2021) table 5"}}}}}
+    corrected = {
+        **restyled,
+        "setups": {
+            **SHRUNKEN["setups"],
+            "bce": {
+                **SHRUNKEN["setups"]["bce"],
+                "reference": {"isc": {"mean": 2.6, "sd": 0.5, "source": "Lupo Pasini et al. (2021) table 5"}},
+            },
+        },
+    }
     plan = snakemake(tmp_path, corrected, "-n", "--cores", "2", env=env)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", plan.stdout.split("Job stats:")[1], re.MULTILINE))
     assert plan.returncode == 0 and set(jobs) == {"reproduction", "summary", "all", "total"}, plan.stdout[-2000:]
@@ -262,15 +371,25 @@ def test_a_failing_job_leaves_no_output_and_loses_no_finished_result(tmp_path, e
 
 def test_the_thesis_study_gives_every_18x18_job_one_rank_per_cell(env):
     study = REPO / "config" / "studies" / "lipizzaner_mnist_4lp.yaml"
-    done = subprocess.run(["snakemake", "-n", "--forceall", "--configfile", str(study)], cwd=REPO, capture_output=True, text=True, env=env)
-    resources = [job["resources"] for job in planned_jobs(done.stdout) if job["wildcards"].startswith("setup=grid18x18,")]
+    done = subprocess.run(
+        ["snakemake", "-n", "--forceall", "--configfile", str(study)], cwd=REPO, capture_output=True, text=True, env=env
+    )
+    resources = [
+        job["resources"] for job in planned_jobs(done.stdout) if job["wildcards"].startswith("setup=grid18x18,")
+    ]
     assert len(resources) == 8 and all("tasks=324," in line for line in resources)
     assert "rule fetch_dataset:" in done.stdout
 
 
 def test_per_class_jobs_get_one_rank_per_class_up_to_max_ranks(env, tmp_path):
     study = REPO / "config" / "studies" / "dcgan_cifar100.yaml"
-    done = subprocess.run(["snakemake", "-n", "-p", "--forceall", "--configfile", str(study)], cwd=REPO, capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        ["snakemake", "-n", "-p", "--forceall", "--configfile", str(study)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     tasks = {}
     for job in planned_jobs(done.stdout):
         setup = re.match(r"setup=(\w+),", job["wildcards"]).group(1)
@@ -279,17 +398,34 @@ def test_per_class_jobs_get_one_rank_per_class_up_to_max_ranks(env, tmp_path):
     assert "mpiexec -n 100 ganstudy train @results/dcgan_cifar100/arguments/train/per_class/trial0.args" in done.stdout
     # The seed's layout: each rank's generator and discriminator on a GPU of their own, as the compute options
     # the training jobs read say (beside the job files, which hold what decides the results only).
-    written = snakemake(tmp_path, yaml.safe_load(study.read_text()), "--cores", "1", "results/dcgan_cifar100/site/compute.json", env=env)
+    written = snakemake(
+        tmp_path, yaml.safe_load(study.read_text()), "--cores", "1", "results/dcgan_cifar100/site/compute.json", env=env
+    )
     assert written.returncode == 0, written.stderr[-3000:]
-    assert json.loads((tmp_path / "results" / "dcgan_cifar100" / "site" / "compute.json").read_text())["gpus_per_rank"] == 2
+    assert (
+        json.loads((tmp_path / "results" / "dcgan_cifar100" / "site" / "compute.json").read_text())["gpus_per_rank"]
+        == 2
+    )
 
 
 def test_neither_a_killed_training_job_nor_a_killed_snakemake_loses_finished_work(tmp_path, env):
     from ganstudy.models.artifact import load_generator
     from jobs import kill_job, start_job, wait_for
 
-    config = {"study": "tiny", "trials": 1, "setups": {"s": {
-        "mode": "single", "network": "dcgan", "iterations": 6, "batch_size": 32, "latent_dim": 16, "checkpoint_period": 1}}}
+    config = {
+        "study": "tiny",
+        "trials": 1,
+        "setups": {
+            "s": {
+                "mode": "single",
+                "network": "dcgan",
+                "iterations": 6,
+                "batch_size": 32,
+                "latent_dim": 16,
+                "checkpoint_period": 1,
+            }
+        },
+    }
     target = "results/tiny/runs/s/trial0/run.json"
     whole, cut = tmp_path / "whole", tmp_path / "cut"
     for folder in (whole, cut):
@@ -298,8 +434,21 @@ def test_neither_a_killed_training_job_nor_a_killed_snakemake_loses_finished_wor
 
     def start(folder: Path):
         # Targets after another option: --configfile takes several values.
-        return start_job(["snakemake", "-s", str(REPO / "Snakefile"), "-d", str(folder), "--configfile", str(folder / "study.yaml"),
-                          "--cores", "1", target], env)
+        return start_job(
+            [
+                "snakemake",
+                "-s",
+                str(REPO / "Snakefile"),
+                "-d",
+                str(folder),
+                "--configfile",
+                str(folder / "study.yaml"),
+                "--cores",
+                "1",
+                target,
+            ],
+            env,
+        )
 
     def rerun(folder: Path) -> str:
         # Snakemake died with its lock held: a user unlocks. The job was never recorded as done: Snakemake
@@ -312,7 +461,10 @@ def test_neither_a_killed_training_job_nor_a_killed_snakemake_loses_finished_wor
 
     # Snakemake stops while its job trains, as one in a closed login session or a head job at its wall time
     # would; the job goes on and finishes. The rerun restores its outputs instead of training again.
-    run, kept = whole / "results" / "tiny" / "runs" / "s" / "trial0", whole / "results" / "tiny" / "checkpoints" / "s" / "trial0"
+    run, kept = (
+        whole / "results" / "tiny" / "runs" / "s" / "trial0",
+        whole / "results" / "tiny" / "checkpoints" / "s" / "trial0",
+    )
     job = start(whole)
     wait_for(lambda: (run / "heartbeat").is_file(), job)  # the trainer is under way
     os.kill(job.pid, signal.SIGSTOP)
@@ -321,7 +473,10 @@ def test_neither_a_killed_training_job_nor_a_killed_snakemake_loses_finished_wor
     finished = {path.name: path.read_bytes() for path in run.iterdir()}
     assert "run.json" in finished and "generator.pt" in finished
     log = rerun(whole)
-    assert f"restored the outputs of this run, finished before its workflow recorded it, from {kept.relative_to(whole)}/finished" in log
+    assert (
+        "restored the outputs of this run, finished before its workflow recorded it, from "
+        f"{kept.relative_to(whole)}/finished" in log
+    )
     assert "iteration" not in log  # not one trained
     assert {path.name: path.read_bytes() for path in run.iterdir()} == finished
     assert "Nothing to be done" in snakemake(whole, config, "--cores", "1", target, env=env).stderr  # recorded now
@@ -340,12 +495,21 @@ def test_neither_a_killed_training_job_nor_a_killed_snakemake_loses_finished_wor
 
 
 def test_the_inception_extractor_needs_its_weights_file_before_any_job(tmp_path, env):
-    config = {**SHRUNKEN, "evaluation": {**SHRUNKEN["evaluation"], "extractor": "inception",
-                                         "inception_weights": str(tmp_path / "weights-inception.pth")}}
+    config = {
+        **SHRUNKEN,
+        "evaluation": {
+            **SHRUNKEN["evaluation"],
+            "extractor": "inception",
+            "inception_weights": str(tmp_path / "weights-inception.pth"),
+        },
+    }
     # A dry-run plans without it and says what to get; a real run stops before any job.
     planned = snakemake(tmp_path, config, "-n", env=env)
     assert planned.returncode == 0, planned.stderr[-2000:]
-    assert "weights-inception.pth: torch-fidelity's Inception-v3 weights; on a machine with internet download" in planned.stdout
+    assert (
+        "weights-inception.pth: torch-fidelity's Inception-v3 weights; on a machine with internet download"
+        in planned.stdout
+    )
     done = snakemake(tmp_path, config, "--cores", "1", env=env)
     assert done.returncode != 0 and "this study needs files that are not here yet" in done.stdout + done.stderr
     assert not (tmp_path / "results").exists()
@@ -353,8 +517,12 @@ def test_the_inception_extractor_needs_its_weights_file_before_any_job(tmp_path,
     planned = snakemake(tmp_path, config, "-n", "-p", env=env)
     assert planned.returncode == 0, planned.stderr[-2000:]
     assert re.search(r"^quality_statistics\s+1$", planned.stdout, re.MULTILINE)
-    # Each scoring job reads the real images' Inception statistics (its arguments file passes them as --quality-reference).
+    # Each scoring job reads the real images' Inception statistics (its arguments file passes them as
+    # --quality-reference).
     scoring = planned_jobs(planned.stdout, "evaluate")
     assert scoring and all("results/tiny/classifier/reference_inception.npz" in job["input"] for job in scoring)
     # The shrunken study's few samples: Inception FID would be biased, and the DAG says so before any job.
-    assert f"evaluation.samples is {SHRUNKEN['evaluation']['samples']}, fewer than the 2049" in planned.stdout + planned.stderr
+    assert (
+        f"evaluation.samples is {SHRUNKEN['evaluation']['samples']}, fewer than the 2049"
+        in planned.stdout + planned.stderr
+    )

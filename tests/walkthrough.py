@@ -58,9 +58,11 @@ def steps(doc: Path = DOC) -> list[Step]:
             markers.add(marker.group(1))
         elif line.startswith("```"):
             end = lines.index("```", index + 1)
-            kind, body = line[3:].strip(), "\n".join(lines[index + 1:end]) + "\n"
+            kind, body = line[3:].strip(), "\n".join(lines[index + 1 : end]) + "\n"
             if kind in ("bash", "yaml"):
-                found.append(Step(kind, body, beside="beside the run above" in markers, fresh="a fresh checkout" in markers))
+                found.append(
+                    Step(kind, body, beside="beside the run above" in markers, fresh="a fresh checkout" in markers)
+                )
                 markers = set()
             elif kind == "text" and found and found[-1].kind == "bash" and not found[-1].excerpt:
                 found[-1].excerpt = body
@@ -71,7 +73,11 @@ def steps(doc: Path = DOC) -> list[Step]:
 
 def config_edits(doc: Path = DOC) -> list[dict]:
     """The study edits the walk-through makes (its yaml blocks for config/config.yaml), in order."""
-    return [yaml.safe_load(step.text) for step in steps(doc) if step.kind == "yaml" and _target(step) == "config/config.yaml"]
+    return [
+        yaml.safe_load(step.text)
+        for step in steps(doc)
+        if step.kind == "yaml" and _target(step) == "config/config.yaml"
+    ]
 
 
 def merged(base: dict, edit: dict) -> dict:
@@ -111,7 +117,9 @@ def walk(first: Path, fresh: Path, config: dict, env: dict, timeout: int = 900) 
             folder = checkout(fresh, yaml.safe_load((folder / "config" / "config.yaml").read_text()))
         if step.kind == "yaml":
             path = folder / _target(step)
-            path.write_text(yaml.safe_dump(merged(yaml.safe_load(path.read_text()), yaml.safe_load(step.text)), sort_keys=False))
+            path.write_text(
+                yaml.safe_dump(merged(yaml.safe_load(path.read_text()), yaml.safe_load(step.text)), sort_keys=False)
+            )
             continue
         if step.beside:
             continue  # run with the step before it
@@ -119,7 +127,9 @@ def walk(first: Path, fresh: Path, config: dict, env: dict, timeout: int = 900) 
         if after is not None and after.beside:
             done += _beside(step, after, folder, env, timeout)
         else:
-            ran = subprocess.run(["bash", "-c", step.text], cwd=folder, capture_output=True, text=True, env=env, timeout=timeout)
+            ran = subprocess.run(
+                ["bash", "-c", step.text], cwd=folder, capture_output=True, text=True, env=env, timeout=timeout
+            )
             done.append(_checked(step, ran.stdout + ran.stderr, ran.returncode, folder))
     return done
 
@@ -133,7 +143,9 @@ def _beside(step: Step, watcher: Step, folder: Path, env: dict, timeout: int) ->
         watched, deadline = [], time.monotonic() + timeout
         while True:
             ended = running.poll() is not None or time.monotonic() > deadline
-            seen = subprocess.run(["bash", "-c", watcher.text], cwd=folder, capture_output=True, text=True, env=env, timeout=60)
+            seen = subprocess.run(
+                ["bash", "-c", watcher.text], cwd=folder, capture_output=True, text=True, env=env, timeout=60
+            )
             # Before the run has planned, the watcher may say there is nothing to watch yet.
             if seen.returncode == 0:
                 watched.append(seen.stdout + seen.stderr)

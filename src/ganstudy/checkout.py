@@ -21,7 +21,11 @@ def git_state(directory: str | os.PathLike[str]) -> dict[str, Any]:
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=directory, capture_output=True, text=True, check=True, timeout=10,
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}

@@ -98,7 +98,9 @@ class CheckpointStore:
 
     def complete(self, iteration: int) -> None:
         """Mark a checkpoint whose parts are all written (call after a barrier), and drop the oldest."""
-        write_text(self._folder(iteration) / "COMPLETE", json.dumps({"iteration": iteration, "fingerprint": self.fingerprint}))
+        write_text(
+            self._folder(iteration) / "COMPLETE", json.dumps({"iteration": iteration, "fingerprint": self.fingerprint})
+        )
         for old in self.iterations()[: -self.keep]:
             shutil.rmtree(self._folder(old), ignore_errors=True)
 
@@ -121,10 +123,12 @@ class CheckpointStore:
         others = sorted(int(r["iteration"]) for r in self._markers() if r.get("fingerprint") != self.fingerprint)
         if not others or self.iterations():
             return None
-        return (f"warning: the checkpoints of iterations {', '.join(map(str, others))} in {self.directory} were written with "
-                "other settings or by another version of the training engine: not resumed. This run starts from the beginning "
-                "and, when it finishes, leaves only its outputs in the folder; to finish those instead, stop it and rerun with the settings and "
-                "the ganstudy version that wrote them")
+        return (
+            f"warning: the checkpoints of iterations {', '.join(map(str, others))} in {self.directory} were written "
+            "with other settings or by another version of the training engine: not resumed. This run starts from the "
+            "beginning and, when it finishes, leaves only its outputs in the folder; to finish those instead, stop "
+            "it and rerun with the settings and the ganstudy version that wrote them"
+        )
 
     def read_part(self, iteration: int, name: str) -> dict[str, Any]:
         """A part's state; raises ValueError naming the file when it is missing or damaged."""
@@ -167,8 +171,10 @@ class FinishedOutputs:
     def keep(self, out_dir: str | os.PathLike[str]) -> None:
         """Link the complete outputs of ``out_dir`` (run.json among them), then drop the checkpoints."""
         out = Path(out_dir)
-        names = sorted((str(path.relative_to(out)) for path in out.rglob("*") if path.is_file()),
-                       key=lambda name: name == "run.json")  # run.json last: restored last, it marks a complete run
+        names = sorted(
+            (str(path.relative_to(out)) for path in out.rglob("*") if path.is_file()),
+            key=lambda name: name == "run.json",
+        )  # run.json last: restored last, it marks a complete run
         shutil.rmtree(self.kept, ignore_errors=True)
         for name in names:
             (self.kept / name).parent.mkdir(parents=True, exist_ok=True)

@@ -71,10 +71,16 @@ def _export(args: argparse.Namespace) -> None:
         if folder:
             folder.mkdir(parents=True, exist_ok=True)
         counts = export_mlflow(study, runs, uri, (folder / "artifacts").as_uri() if folder else None)
-        print(f"MLflow ({uri}), experiment ganstudy/{study}: {_counted(counts)}; browse: mlflow ui --backend-store-uri {uri}")
+        print(
+            f"MLflow ({uri}), experiment ganstudy/{study}: {_counted(counts)}; browse: mlflow ui --backend-store-uri "
+            f"{uri}"
+        )
     if args.tensorboard:
         counts = export_tensorboard(study, runs, args.tensorboard)
-        print(f"TensorBoard ({args.tensorboard}/{study}): {_counted(counts)}; browse: tensorboard --logdir {args.tensorboard}")
+        print(
+            f"TensorBoard ({args.tensorboard}/{study}): {_counted(counts)}; browse: tensorboard --logdir "
+            f"{args.tensorboard}"
+        )
 
 
 def _counted(counts: dict[str, int]) -> str:
@@ -82,9 +88,8 @@ def _counted(counts: dict[str, int]) -> str:
 
 
 def _config_reference(args: argparse.Namespace) -> None:
-    from ganstudy.config_reference import write_reference
-
     from ganstudy.checkout import ROOT
+    from ganstudy.config_reference import write_reference
     from ganstudy.schema import SCHEMAS_DIR
 
     out = args.out or ROOT / "docs" / "config-reference.md"
@@ -95,14 +100,13 @@ def _config_reference(args: argparse.Namespace) -> None:
 
 
 def _validate_config(args: argparse.Namespace) -> None:
-    from ganstudy.plan.classes import class_problems
     from ganstudy.config import load_study_config
     from ganstudy.data.loaders import get_dataset
+    from ganstudy.plan.classes import class_problems
     from ganstudy.plan.parts import part_problems, study_kind
+    from ganstudy.schema import CONFIG_SCHEMA
     from ganstudy.stats.design import study_design
     from ganstudy.sweeps import sweep_lines
-
-    from ganstudy.schema import CONFIG_SCHEMA
 
     config = load_study_config(args.config, args.schema or CONFIG_SCHEMA)
     problems = part_problems(config)
@@ -134,11 +138,15 @@ def _plan_trials(args: argparse.Namespace) -> None:
     print("\n".join([*info, *(f"warning: {line}" for line in warnings)]))
     tables = config_study_folder(args.config) / "tables"
     if not (tables / f"pairs_{config['evaluation']['metrics'][0]}.csv").is_file():
-        print(f"{tables}: no pairs tables yet; after a run this also gives, per comparison not decided, the trials "
-              "per set-up for power 0.8 at the measured effect and their core- or GPU-hours")
+        print(
+            f"{tables}: no pairs tables yet; after a run this also gives, per comparison not decided, the trials "
+            "per set-up for power 0.8 at the measured effect and their core- or GPU-hours"
+        )
         return
-    print(f"\nAfter the run ({tables}): decided = Holm p < {statistics['alpha']}; cannot = no outcome of these trials "
-          "could be; trials_for_power: per set-up, for power 0.8 at the measured effect (simulated from the scores)\n")
+    print(
+        f"\nAfter the run ({tables}): decided = Holm p < {statistics['alpha']}; cannot = no outcome of these trials "
+        "could be; trials_for_power: per set-up, for power 0.8 at the measured effect (simulated from the scores)\n"
+    )
     print(markdown_table(trials_plan(tables, statistics["alpha"]), False, statistics["digits"]), end="")
 
 
@@ -147,7 +155,9 @@ def _prepare(args: argparse.Namespace) -> None:
     from ganstudy.data.settings import DatasetSettings
 
     s = DatasetSettings.of(args.settings, "--settings")
-    manifest = prepare_dataset(s.name, s.path, s.test_fraction, args.seed, args.out_dir, s.load_options(), s.smote, args.settings)
+    manifest = prepare_dataset(
+        s.name, s.path, s.test_fraction, args.seed, args.out_dir, s.load_options(), s.smote, args.settings
+    )
     print(json.dumps(manifest["class_counts"]))
 
 
@@ -166,7 +176,10 @@ def _train_classifier(args: argparse.Namespace) -> None:
     record = train_classifier(args.train, args.test, settings, args.seed, args.model, args.metrics, args.threads)
     if record["test_accuracy"] is None:
         shares = ", ".join(f"{share:.3f}" for share in record["test_predicted_shares"])
-        print(f"classifier {record['weights']}: its classes are not the data's; test images per class it assigns: {shares}")
+        print(
+            f"classifier {record['weights']}: its classes are not the data's; test images per class it assigns: "
+            f"{shares}"
+        )
     else:
         print(f"classifier test accuracy {record['test_accuracy']:.4f}")
 
@@ -209,20 +222,36 @@ def _evaluate(args: argparse.Namespace) -> None:
     settings = EvaluationSettings.of(args.settings, "--settings")
     if kind.held_out is not None:
         if not args.held_out:
-            raise GanstudyError(f"evaluate of data kind '{kind.name}' scores {kind.held_out.what}: pass --held-out (the "
-                                "prepared test split)")
+            raise GanstudyError(
+                f"evaluate of data kind '{kind.name}' scores {kind.held_out.what}: pass --held-out (the "
+                "prepared test split)"
+            )
         evaluate = kind.part(kind.held_out.evaluate, HeldOutEvaluation)
-        record = evaluate(HeldOutJob(args.generator, args.run_record, args.held_out, settings, args.seed, args.trial, args.out,
-                                     args.threads))
+        record = evaluate(
+            HeldOutJob(
+                args.generator, args.run_record, args.held_out, settings, args.seed, args.trial, args.out, args.threads
+            )
+        )
     elif (args.classifier and args.reference) or args.quality_reference:
         record = evaluate_generator(
-            args.generator, args.run_record, args.classifier, args.reference, settings, args.seed, args.trial,
-            args.out, args.threads, args.quality_reference, args.real,
+            args.generator,
+            args.run_record,
+            args.classifier,
+            args.reference,
+            settings,
+            args.seed,
+            args.trial,
+            args.out,
+            args.threads,
+            args.quality_reference,
+            args.real,
         )
     else:
-        raise GanstudyError(f"evaluate of data kind '{kind.name}' scores with the data set's classifier or a pretrained "
-                            "network: pass --classifier and --reference, or --quality-reference (evaluation.extractor "
-                            "inception, dinov2 or clip)")
+        raise GanstudyError(
+            f"evaluate of data kind '{kind.name}' scores with the data set's classifier or a pretrained "
+            "network: pass --classifier and --reference, or --quality-reference (evaluation.extractor "
+            "inception, dinov2 or clip)"
+        )
     print(json.dumps(record["scores"]))
 
 
@@ -248,7 +277,9 @@ def _baselines(pairs: list[str]) -> dict[str, str]:
 def _timing(args: argparse.Namespace) -> None:
     from ganstudy.stats.timing import write_timing
 
-    write_timing(args.timings, args.runs, args.setups, _baselines(args.baselines), args.out_dir, args.digits, args.references)
+    write_timing(
+        args.timings, args.runs, args.setups, _baselines(args.baselines), args.out_dir, args.digits, args.references
+    )
 
 
 def _grid_plot(args: argparse.Namespace) -> None:
@@ -272,8 +303,19 @@ def _speedup_plot(args: argparse.Namespace) -> None:
 def _bsub(args: argparse.Namespace) -> None:
     from ganstudy.lsf import submit
 
-    print(submit(args.jobscript, args.name, args.nodes, args.minutes, args.project, args.queue, args.alloc_flags, args.log_dir,
-                 args.warning_minutes))
+    print(
+        submit(
+            args.jobscript,
+            args.name,
+            args.nodes,
+            args.minutes,
+            args.project,
+            args.queue,
+            args.alloc_flags,
+            args.log_dir,
+            args.warning_minutes,
+        )
+    )
 
 
 def _bjobs_status(args: argparse.Namespace) -> None:
@@ -301,11 +343,17 @@ def _anova(args: argparse.Namespace) -> None:
 
 
 def _stats(args: argparse.Namespace) -> None:
+    from ganstudy.stats.settings import StatisticsSettings
     from ganstudy.stats.summary import write_stats
 
-    from ganstudy.stats.settings import StatisticsSettings
-
-    write_stats(args.scores, args.setups, args.metrics, args.out_dir, StatisticsSettings.of(args.settings, "--settings"), args.convergence)
+    write_stats(
+        args.scores,
+        args.setups,
+        args.metrics,
+        args.out_dir,
+        StatisticsSettings.of(args.settings, "--settings"),
+        args.convergence,
+    )
 
 
 def _sweep_stats(args: argparse.Namespace) -> None:
@@ -318,11 +366,17 @@ def _sweep_stats(args: argparse.Namespace) -> None:
 
 def _summary(args: argparse.Namespace) -> None:
     from ganstudy.report.summary_page import write_summary
-
     from ganstudy.stats.settings import StatisticsSettings
 
-    write_summary(args.study_dir, args.study, args.setups, args.metrics, args.figures, args.out,
-                  StatisticsSettings.of(args.settings, "--settings"))
+    write_summary(
+        args.study_dir,
+        args.study,
+        args.setups,
+        args.metrics,
+        args.figures,
+        args.out,
+        StatisticsSettings.of(args.settings, "--settings"),
+    )
 
 
 def _convergence(args: argparse.Namespace) -> None:
@@ -337,7 +391,9 @@ def _reproduction(args: argparse.Namespace) -> None:
     from ganstudy.stats.reproduction import write_reproduction
     from ganstudy.stats.settings import StatisticsSettings
 
-    write_reproduction(args.scores, args.references, args.setups, args.out_dir, StatisticsSettings.of(args.settings, "--settings"))
+    write_reproduction(
+        args.scores, args.references, args.setups, args.out_dir, StatisticsSettings.of(args.settings, "--settings")
+    )
 
 
 def _box_plot(args: argparse.Namespace) -> None:
@@ -386,7 +442,9 @@ class _Commands:
         self._sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
         self.steps: list[str] = []
 
-    def person(self, name: str, handler: Callable[[argparse.Namespace], None], help: str, details: str = "") -> argparse.ArgumentParser:
+    def person(
+        self, name: str, handler: Callable[[argparse.Namespace], None], help: str, details: str = ""
+    ) -> argparse.ArgumentParser:
         """``help``: its line in ``ganstudy --help``; ``details``: the rest of its own --help's description."""
         sub = self._sub.add_parser(name, help=help, description=f"{help}{details}")
         sub.set_defaults(handler=handler)
@@ -413,69 +471,110 @@ def _threads_option(sub: argparse.ArgumentParser) -> None:
 
 
 def _baselines_option(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("--baselines", nargs="*", default=[], metavar="SETUP=BASELINE",
-                     help="each multi-rank set-up's one-rank run of the same work")
+    sub.add_argument(
+        "--baselines",
+        nargs="*",
+        default=[],
+        metavar="SETUP=BASELINE",
+        help="each multi-rank set-up's one-rank run of the same work",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     # @FILE reads arguments from FILE, one per line: how the workflow passes a step its arguments
     # (results/<study>/arguments/<job>.args), so that a rule's command stays short.
     parser = argparse.ArgumentParser(
-        prog="ganstudy", formatter_class=argparse.RawDescriptionHelpFormatter, fromfile_prefix_chars="@",
+        prog="ganstudy",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        fromfile_prefix_chars="@",
         description="A GAN study's tools. Run a study with Snakemake (README.md); these commands look at it.",
     )
     parser.add_argument("--version", action=_Version)
     commands = _Commands(parser)
-    _person_commands(commands)
+    _study_commands(commands)
+    _config_commands(commands)
     _data_steps(commands)
     _train_steps(commands)
     _evaluate_steps(commands)
     _statistics_steps(commands)
+    _training_table_steps(commands)
     _figure_steps(commands)
     _lsf_steps(commands)
-    parser.epilog = ("workflow steps (each one rule of the Snakemake workflow; `ganstudy STEP --help`):\n"
-                     + textwrap.fill(", ".join(commands.steps), width=100, initial_indent="  ", subsequent_indent="  "))
+    parser.epilog = (
+        "workflow steps (each one rule of the Snakemake workflow; `ganstudy STEP --help`):\n"
+        + textwrap.fill(", ".join(commands.steps), width=100, initial_indent="  ", subsequent_indent="  ")
+    )
     return parser
 
 
-def _person_commands(commands: _Commands) -> None:
-    sub = commands.person("status", _status, "where a study stands: each trial's state, iteration, score, ETA",
-                          " (done, running, stopped, failed or waiting; reads only results/<study>/)")
-    sub.add_argument("study", help="the study's name (under --results-dir), its folder or its config file (.yaml: its "
-                     "results_dir/study)")
+def _study_commands(commands: _Commands) -> None:
+    """The commands a person types about a study's results."""
+    sub = commands.person(
+        "status",
+        _status,
+        "where a study stands: each trial's state, iteration, score, ETA",
+        " (done, running, stopped, failed or waiting; reads only results/<study>/)",
+    )
+    sub.add_argument(
+        "study",
+        help="the study's name (under --results-dir), its folder or its config file (.yaml: its results_dir/study)",
+    )
     sub.add_argument("--results-dir", default="results")
 
-    sub = commands.person("placement", _placement, "where each rank of a study's finished runs ran",
-                          ": host, node rank, GPUs given, device; exits non-zero naming what is wrong (reads only "
-                          "results/<study>/runs)")
+    sub = commands.person(
+        "placement",
+        _placement,
+        "where each rank of a study's finished runs ran",
+        ": host, node rank, GPUs given, device; exits non-zero naming what is wrong (reads only results/<study>/runs)",
+    )
     sub.add_argument("study", help="the study's name (under --results-dir) or its folder")
     sub.add_argument("--results-dir", default="results")
 
-    sub = commands.person("export", _export, "a study's finished runs into MLflow and/or TensorBoard",
-                          " (an SQLite store or a server; event files), to browse them there; a rerun mirrors the study "
-                          "(needs pip install -e '.[export]')")
+    sub = commands.person(
+        "export",
+        _export,
+        "a study's finished runs into MLflow and/or TensorBoard",
+        " (an SQLite store or a server; event files), to browse them there; a rerun mirrors the study "
+        "(needs pip install -e '.[export]')",
+    )
     sub.add_argument("study", help="the study's name (under --results-dir), its folder or its config file (.yaml)")
     sub.add_argument("--results-dir", default="results")
     sub.add_argument("--mlflow", metavar="DIR", help="MLflow store in DIR (DIR/mlflow.db, artifacts in DIR/artifacts)")
-    sub.add_argument("--mlflow-uri", metavar="URI", help="an MLflow tracking server (http://host:5000) or store URI instead")
+    sub.add_argument(
+        "--mlflow-uri", metavar="URI", help="an MLflow tracking server (http://host:5000) or store URI instead"
+    )
     sub.add_argument("--tensorboard", metavar="DIR", help="TensorBoard event files under DIR/<study>/<set-up>/trial<k>")
 
-    sub = commands.person("config-reference", _config_reference, "write the configuration reference from the schemas",
-                          " (Markdown)")
+
+def _config_commands(commands: _Commands) -> None:
+    """The commands a person types about a study's config, its design and its data."""
+    sub = commands.person(
+        "config-reference", _config_reference, "write the configuration reference from the schemas", " (Markdown)"
+    )
     sub.add_argument("--schemas", help="the schemas' folder (default: the package's, to which workflow/schemas links)")
     sub.add_argument("--out", help="default: the checkout's docs/config-reference.md")
 
-    sub = commands.person("validate-config", _validate_config, "check a study config, its plugins and its data",
-                          " against the schema; list its sweeps' set-ups")
+    sub = commands.person(
+        "validate-config",
+        _validate_config,
+        "check a study config, its plugins and its data",
+        " against the schema; list its sweeps' set-ups",
+    )
     sub.add_argument("config")
     sub.add_argument("--schema", help="default: the package's config.schema.yaml (workflow/schemas links to it)")
 
-    sub = commands.person("plan-trials", _plan_trials, "what a study's trials can decide and what a decision needs",
-                          ": the smallest Holm p of its design and, after a run, the trials and core- or GPU-hours each "
-                          "undecided comparison needs for power 0.8")
+    sub = commands.person(
+        "plan-trials",
+        _plan_trials,
+        "what a study's trials can decide and what a decision needs",
+        ": the smallest Holm p of its design and, after a run, the trials and core- or GPU-hours each "
+        "undecided comparison needs for power 0.8",
+    )
     sub.add_argument("config", help="the study config (its results_dir/study is read after a run)")
 
-    sub = commands.person("fetch", _fetch, "download a standard data set and verify its checksums", " (the published ones)")
+    sub = commands.person(
+        "fetch", _fetch, "download a standard data set and verify its checksums", " (the published ones)"
+    )
     sub.add_argument("--name", required=True)
     sub.add_argument("--folder", required=True)
     sub.add_argument("--mirror", help="base URL serving the files (default: the published mirrors)")
@@ -500,9 +599,13 @@ def _data_steps(commands: _Commands) -> None:
     sub = commands.step("reference-stats", _reference_stats, "FID statistics of the real images")
     _settings_option(sub, "evaluation section")
     sub.add_argument("--split", required=True)
-    sub.add_argument("--classifier", help="the data set's classifier (needed unless --extractor quality is a pretrained network)")
     sub.add_argument(
-        "--extractor", choices=["classifier", "quality"], default="classifier",
+        "--classifier", help="the data set's classifier (needed unless --extractor quality is a pretrained network)"
+    )
+    sub.add_argument(
+        "--extractor",
+        choices=["classifier", "quality"],
+        default="classifier",
         help="classifier: the classifier's statistics (per-class scores, in-training FID); quality: those of "
         "evaluation.extractor (FID, IS, KID, precision, recall)",
     )
@@ -522,29 +625,48 @@ def _data_steps(commands: _Commands) -> None:
 def _train_steps(commands: _Commands) -> None:
     """Steps of one training job."""
     sub = commands.step("train", _train, "train one set-up for one trial (run under mpiexec/srun/jsrun)")
-    sub.add_argument("job", help="the set-up's training job file (JSON: settings, seed, inputs, kind), as the workflow "
-                     "writes it to results/<study>/jobs/<set-up>.json")
-    sub.add_argument("--compute", metavar="FILE", help="JSON: device, gpus_per_rank, node_gpus, deterministic, tf32, stack_layout, threads")
+    sub.add_argument(
+        "job",
+        help="the set-up's training job file (JSON: settings, seed, inputs, kind), as the workflow "
+        "writes it to results/<study>/jobs/<set-up>.json",
+    )
+    sub.add_argument(
+        "--compute",
+        metavar="FILE",
+        help="JSON: device, gpus_per_rank, node_gpus, deterministic, tf32, stack_layout, threads",
+    )
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out-dir", required=True)
     sub.add_argument("--checkpoint-dir", help="where to keep checkpoints and resume from them")
-    sub.add_argument("--progress-seconds", type=float, default=30.0,
-                     help="most seconds between two progress lines of a trainer in the log (default 30; first and last "
-                     "iteration always)")
+    sub.add_argument(
+        "--progress-seconds",
+        type=float,
+        default=30.0,
+        help="most seconds between two progress lines of a trainer in the log (default 30; first and last "
+        "iteration always)",
+    )
 
 
 def _evaluate_steps(commands: _Commands) -> None:
     """Steps of scores of the trained generators and the runs' timings, collected."""
-    sub = commands.step("evaluate", _evaluate, "score one trained generator (FID, IS; L1, PSNR, SSIM of a paired one; shower physics)")
+    sub = commands.step(
+        "evaluate", _evaluate, "score one trained generator (FID, IS; L1, PSNR, SSIM of a paired one; shower physics)"
+    )
     _settings_option(sub, "evaluation section")
     sub.add_argument("--generator", required=True)
     sub.add_argument("--run-record", required=True, help="the training run's run.json")
     sub.add_argument("--classifier", help="the data set's classifier (kind images)")
     sub.add_argument("--reference", help="reference statistics of the real images (kind images)")
-    sub.add_argument("--quality-reference", help="reference statistics of evaluation.extractor when it is not the classifier")
-    sub.add_argument("--real", help="the reference split, for metrics that read the real images themselves (kind images)")
+    sub.add_argument(
+        "--quality-reference", help="reference statistics of evaluation.extractor when it is not the classifier"
+    )
+    sub.add_argument(
+        "--real", help="the reference split, for metrics that read the real images themselves (kind images)"
+    )
     sub.add_argument("--kind", default="images", help="the study's data kind (images, pairs, showers or a plugin's)")
-    sub.add_argument("--held-out", help="the prepared test split that generators of a held-out kind (pairs, showers) are scored on")
+    sub.add_argument(
+        "--held-out", help="the prepared test split that generators of a held-out kind (pairs, showers) are scored on"
+    )
     sub.add_argument("--seed", type=int, required=True, help="study seed")
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out", required=True)
@@ -555,15 +677,18 @@ def _evaluate_steps(commands: _Commands) -> None:
     sub.add_argument("--out", required=True)
     sub.add_argument("scores", nargs="+", help="evaluate outputs")
 
-    sub = commands.step("aggregate-timings", _aggregate_timings,
-                  "collect every run's seconds per rank and routine, and its epoch time and final losses, into two CSVs")
+    sub = commands.step(
+        "aggregate-timings",
+        _aggregate_timings,
+        "collect every run's seconds per rank and routine, and its epoch time and final losses, into two CSVs",
+    )
     sub.add_argument("--out", required=True, help="seconds per run, rank and routine")
     sub.add_argument("--runs-out", required=True, help="one row per run: epoch seconds and final losses")
     sub.add_argument("runs", nargs="+", help="run folders (run.json, profile.csv, losses.csv)")
 
 
 def _statistics_steps(commands: _Commands) -> None:
-    """Steps of the tables and of the page that sums them up."""
+    """Steps of the score tables and of the page that sums them up."""
     sub = commands.step("stats", _stats, "summary tables and rank-sum p-value matrices per metric")
     sub.add_argument("--scores", required=True)
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
@@ -572,17 +697,29 @@ def _statistics_steps(commands: _Commands) -> None:
     sub.add_argument("--convergence", help="convergence.csv: flag set-ups whose training had not converged")
     sub.add_argument("--out-dir", required=True)
 
-    sub = commands.step("sweep-stats", _sweep_stats, "per sweep: main effects, Kruskal-Wallis per key, interactions, pairwise Holm p")
+    sub = commands.step(
+        "sweep-stats", _sweep_stats, "per sweep: main effects, Kruskal-Wallis per key, interactions, pairwise Holm p"
+    )
     sub.add_argument("--scores", required=True)
-    sub.add_argument("--sweeps", required=True, help="JSON: each sweep's set-ups and their values (the study's specs/sweeps.json)")
+    sub.add_argument(
+        "--sweeps", required=True, help="JSON: each sweep's set-ups and their values (the study's specs/sweeps.json)"
+    )
     sub.add_argument("--metrics", nargs="+", required=True)
     _digits_option(sub)
-    sub.add_argument("--out-dir", required=True, help="folder of the tables; the study's pairs_<metric>.csv are read there")
+    sub.add_argument(
+        "--out-dir", required=True, help="folder of the tables; the study's pairs_<metric>.csv are read there"
+    )
     sub.add_argument("--figures", required=True, help="folder of the figures")
 
-    sub = commands.step("summary", _summary, "the study's answer on one page, from its tables: per metric the set-ups ranked, "
-                        "the best one's tests against each, convergence, the papers' numbers, the protocol, the figures")
-    sub.add_argument("--study-dir", required=True, help="results/<study>: scores.csv, convergence.csv and tables/ are read there")
+    sub = commands.step(
+        "summary",
+        _summary,
+        "the study's answer on one page, from its tables: per metric the set-ups ranked, "
+        "the best one's tests against each, convergence, the papers' numbers, the protocol, the figures",
+    )
+    sub.add_argument(
+        "--study-dir", required=True, help="results/<study>: scores.csv, convergence.csv and tables/ are read there"
+    )
     sub.add_argument("--study", required=True)
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--metrics", nargs="+", required=True)
@@ -590,27 +727,51 @@ def _statistics_steps(commands: _Commands) -> None:
     _settings_option(sub, "statistics section")
     sub.add_argument("--out", required=True)
 
+
+def _training_table_steps(commands: _Commands) -> None:
+    """Steps of the tables of the runs' training: convergence, the papers' numbers, timing."""
     sub = commands.step("convergence", _convergence, "in-training score curves: the convergence table and figure")
     sub.add_argument("--losses", nargs="+", required=True, help="losses.csv of the runs")
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in figure order")
-    sub.add_argument("--window", type=float, required=True, help="last fraction of the iterations whose trend and level are judged")
-    sub.add_argument("--tolerance", type=float, required=True, help="projected relative improvement over the window that counts as not converged")
-    sub.add_argument("--degradation", type=float, required=True, help="relative worsening of the window's median vs the best level before it that counts as degraded")
+    sub.add_argument(
+        "--window", type=float, required=True, help="last fraction of the iterations whose trend and level are judged"
+    )
+    sub.add_argument(
+        "--tolerance",
+        type=float,
+        required=True,
+        help="projected relative improvement over the window that counts as not converged",
+    )
+    sub.add_argument(
+        "--degradation",
+        type=float,
+        required=True,
+        help="relative worsening of the window's median vs the best level before it that counts as degraded",
+    )
     sub.add_argument("--out", required=True, help="convergence.csv")
     sub.add_argument("--figure", required=True, help="score curves (PNG)")
 
-    sub = commands.step("reproduction", _reproduction, "the papers' published results beside ours, and the directions between set-ups")
+    sub = commands.step(
+        "reproduction", _reproduction, "the papers' published results beside ours, and the directions between set-ups"
+    )
     sub.add_argument("--scores", required=True)
     sub.add_argument("--references", type=_settings, required=True, help="set-up -> metric -> reference, as JSON")
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
     _settings_option(sub, "statistics section")
     sub.add_argument("--out-dir", required=True)
 
-    sub = commands.step("timing", _timing, "training time, speed-up and seconds-per-routine tables (Pérez et al. (2020)), epoch times (Conjevaram Sai Narayan et al.)")
+    sub = commands.step(
+        "timing",
+        _timing,
+        "training time, speed-up and seconds-per-routine tables (Pérez et al. (2020)), epoch times (Conjevaram Sai "
+        "Narayan et al.)",
+    )
     sub.add_argument("--timings", required=True, help="aggregate-timings --out")
     sub.add_argument("--runs", required=True, help="aggregate-timings --runs-out")
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
-    sub.add_argument("--references", type=_settings, default={}, help="set-up -> epoch_seconds/d_loss/g_loss -> reference, as JSON")
+    sub.add_argument(
+        "--references", type=_settings, default={}, help="set-up -> epoch_seconds/d_loss/g_loss -> reference, as JSON"
+    )
     _baselines_option(sub)
     _digits_option(sub)
     sub.add_argument("--out-dir", required=True)
@@ -646,14 +807,18 @@ def _figure_steps(commands: _Commands) -> None:
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--out", required=True)
 
-    sub = commands.step("cost-plot", _cost_plot, "one metric against each trial's core- or GPU-hours, with the Pareto front")
+    sub = commands.step(
+        "cost-plot", _cost_plot, "one metric against each trial's core- or GPU-hours, with the Pareto front"
+    )
     sub.add_argument("--scores", required=True)
     sub.add_argument("--summary", required=True, help="tables/summary_<metric>.csv (the medians, costs and front)")
     sub.add_argument("--metric", required=True)
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--out", required=True)
 
-    sub = commands.step("kind-figure", _kind_figure, "a figure the study's data kind adds (showers: profiles and sampling fraction)")
+    sub = commands.step(
+        "kind-figure", _kind_figure, "a figure the study's data kind adds (showers: profiles and sampling fraction)"
+    )
     sub.add_argument("--kind", required=True, help="the study's data kind")
     sub.add_argument("--figure", required=True, help="the figure's name (DataKind.figures)")
     sub.add_argument("--scores", nargs="+", required=True, help="evaluate outputs of each set-up's first trial")
@@ -676,7 +841,9 @@ def _lsf_steps(commands: _Commands) -> None:
     sub.add_argument("--queue", help="-q; empty: LSB_DEFAULTQUEUE")
     sub.add_argument("--alloc-flags", help='-alloc_flags, e.g. "gpumps smt4"')
     sub.add_argument("--log-dir", default="logs/lsf")
-    sub.add_argument("--warning-minutes", type=int, default=0, help="-wa USR1 -wt: signal the job this long before its wall time")
+    sub.add_argument(
+        "--warning-minutes", type=int, default=0, help="-wa USR1 -wt: signal the job this long before its wall time"
+    )
     sub.add_argument("jobscript")
 
     sub = commands.step("bjobs-status", _bjobs_status, "running, success or failed for an LSF job id (profiles/summit)")

@@ -108,8 +108,10 @@ class _NoDuplicatesLoader(yaml.SafeLoader):
             key = self.construct_object(key_node, deep=deep)
             line = key_node.start_mark.line + 1
             if key in seen:
-                raise ConfigError(f"{key_node.start_mark.name}: key '{key}' appears twice in one mapping (lines {seen[key]} "
-                                  f"and {line}); YAML would keep only the second: rename or merge them")
+                raise ConfigError(
+                    f"{key_node.start_mark.name}: key '{key}' appears twice in one mapping (lines {seen[key]} "
+                    f"and {line}); YAML would keep only the second: rename or merge them"
+                )
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
 
@@ -138,12 +140,20 @@ _NOT_WORK = ("ranks", "trials", "reference", "sweep", "swept")
 # settings leave them out everywhere else: a key of this kind added to the schema changes no finished
 # job's settings, so Snakemake reruns nothing (tests/test_config.py checks the networks' entries
 # against the keys their registered training tasks read).
-NETWORK_KEYS: dict[str, tuple[str, ...]] = {"l1_weight": ("pix2pix",), "lr_decay_iterations": ("pix2pix",), "jitter": ("pix2pix",),
-                                             "energy_loss_weights": ("calo3d",), "energy_loop": ("calo3d",)}
+NETWORK_KEYS: dict[str, tuple[str, ...]] = {
+    "l1_weight": ("pix2pix",),
+    "lr_decay_iterations": ("pix2pix",),
+    "jitter": ("pix2pix",),
+    "energy_loss_weights": ("calo3d",),
+    "energy_loop": ("calo3d",),
+}
 DATASET_KEYS: dict[str, tuple[str, ...]] = {"direction": ("paired_folder",)}
 # Evaluation keys that only the scores of some data sets read.
-EVALUATION_KEYS: dict[str, tuple[str, ...]] = {"energy_bins": ("calorimeter",), "gan3d_energies": ("calorimeter",),
-                                                "gan3d_half_width": ("calorimeter",)}
+EVALUATION_KEYS: dict[str, tuple[str, ...]] = {
+    "energy_bins": ("calorimeter",),
+    "gan3d_energies": ("calorimeter",),
+    "gan3d_half_width": ("calorimeter",),
+}
 
 
 def _read_by(section: dict[str, Any], owner: str | None, only: dict[str, tuple[str, ...]]) -> dict[str, Any]:
@@ -159,14 +169,20 @@ _NOT_A_RUN = ("reference", "trials", "sweep", "swept")
 def training_settings(setup: dict[str, Any]) -> dict[str, Any]:
     """A set-up as its training and scoring jobs see it: without the keys that change no run's result
     (``_NOT_A_RUN``) and without the keys of other networks."""
-    return _read_by({key: value for key, value in setup.items() if key not in _NOT_A_RUN}, setup.get("network"), NETWORK_KEYS)
+    return _read_by(
+        {key: value for key, value in setup.items() if key not in _NOT_A_RUN}, setup.get("network"), NETWORK_KEYS
+    )
 
 
 def dataset_settings(dataset: dict[str, Any]) -> dict[str, Any]:
     """The dataset section as the preparing job sees it: without the keys of other data sets, and without
     ``options`` where the data set takes none (a study prepared before data sets had options keeps its
     data and its runs)."""
-    return {key: value for key, value in _read_by(dataset, dataset["name"], DATASET_KEYS).items() if key != "options" or value}
+    return {
+        key: value
+        for key, value in _read_by(dataset, dataset["name"], DATASET_KEYS).items()
+        if key != "options" or value
+    }
 
 
 def classifier_settings(classifier: dict[str, Any]) -> dict[str, Any]:
@@ -194,6 +210,7 @@ def speedup_baselines(setups: dict[str, dict[str, Any]], tasks: dict[str, int]) 
     """Each multi-rank set-up's baseline: the first set-up that runs on one rank with otherwise the same
     settings (only ranks and trials may differ), as seed 000 compared a grid on one core and on many.
     Set-ups missing from ``tasks`` (their rank count is not known yet) take no part."""
+
     def work(name: str) -> dict[str, Any]:
         return {key: value for key, value in setups[name].items() if key not in _NOT_WORK}
 

@@ -14,7 +14,11 @@ import yaml
 
 SCHEMAS = (
     ("config.schema.yaml", "Study config", "A study's YAML file (`--configfile`); every key is optional."),
-    ("site.schema.yaml", "Site", "What a node is: `profiles/<name>/site.yaml`, named by the profile (profiles/README.md)."),
+    (
+        "site.schema.yaml",
+        "Site",
+        "What a node is: `profiles/<name>/site.yaml`, named by the profile (profiles/README.md).",
+    ),
 )
 
 
@@ -44,7 +48,12 @@ def _limits(sub: dict[str, Any]) -> str:
     parts = []
     if "enum" in sub:
         parts.append("one of " + ", ".join(_value(v) for v in sub["enum"]))
-    for word, key in (("at least", "minimum"), ("above", "exclusiveMinimum"), ("at most", "maximum"), ("below", "exclusiveMaximum")):
+    for word, key in (
+        ("at least", "minimum"),
+        ("above", "exclusiveMinimum"),
+        ("at most", "maximum"),
+        ("below", "exclusiveMaximum"),
+    ):
         if key in sub:
             parts.append(f"{word} {sub[key]}")
     if "pattern" in sub:
@@ -68,15 +77,21 @@ def _required_of(schema: dict[str, Any], key: str) -> list[str]:
     """The ``required`` list of the object that holds ``key``."""
     parent = schema
     for part in key.split(".")[:-1]:
-        parent = parent.get("additionalProperties", {}) if part == "<name>" else parent.get("properties", {}).get(part, {})
+        parent = (
+            parent.get("additionalProperties", {}) if part == "<name>" else parent.get("properties", {}).get(part, {})
+        )
     return parent.get("required", [])
 
 
 def reference(schema_dir: str | Path) -> str:
     """The Markdown reference of both schemas."""
-    lines = ["# Configuration reference", "",
-             "Generated from the JSON schemas in `workflow/schemas/` by `ganstudy config-reference` (the tests check",
-             "that it is current and that every key has a description and a default); do not edit by hand.", ""]
+    lines = [
+        "# Configuration reference",
+        "",
+        "Generated from the JSON schemas in `workflow/schemas/` by `ganstudy config-reference` (the tests check",
+        "that it is current and that every key has a description and a default); do not edit by hand.",
+        "",
+    ]
     for file, title, about in SCHEMAS:
         schema = yaml.safe_load((Path(schema_dir) / file).read_text())
         lines += [f"## {title}", "", about, ""]

@@ -7,7 +7,8 @@ wrong arguments is named with its package before a job trains, not by a TypeErro
 - a data set (``ganstudy.data.loaders.DataSet``): ``load`` is a Loader, ``count_classes`` a ClassCounter;
 - a metric (``ganstudy.evaluate.metrics.Metric``): ``compute`` is a MetricCompute;
 - a data kind (``ganstudy.data.kinds.DataKind``): ``sample_figure`` is a SampleFigure, its ``HeldOut``
-  names a HeldOutScorer class and a HeldOutEvaluation (called with a HeldOutJob), and each of its ``figures`` a KindFigureDraw;
+  names a HeldOutScorer class and a HeldOutEvaluation (called with a HeldOutJob), and each of its
+  ``figures`` a KindFigureDraw;
 - a training task: a subclass of ``ganstudy.train.tasks.Task`` (torch code, so its contract is that base
   class: an override must take the arguments of the method it overrides).
 
@@ -78,8 +79,9 @@ class HeldOutScorer(Protocol):
 
     column: str
 
-    def __init__(self, split_path: str, count: int, seed: int, network: nn.Module, device: torch.device,
-                 setup: Any, ranks: int) -> None:
+    def __init__(
+        self, split_path: str, count: int, seed: int, network: nn.Module, device: torch.device, setup: Any, ranks: int
+    ) -> None:
         """``count`` rows of the test split at ``split_path``; ``network``: a generator of the run's
         architecture to load the scored weights into; ``setup``: the set-up's TrainingSettings;
         ``ranks``: the training's rank count."""

@@ -109,8 +109,15 @@ def random_bits(keys: Keys, count: int, device: torch.device) -> torch.Tensor:
 _CPU_BLOCK = 1 << 17
 
 
-def scaled_mask(calls: int | Keys, first_row: int, shape: torch.Size, keep: float, dtype: torch.dtype,
-                device: torch.device, whole: bool | None = None) -> torch.Tensor:
+def scaled_mask(
+    calls: int | Keys,
+    first_row: int,
+    shape: torch.Size,
+    keep: float,
+    dtype: torch.dtype,
+    device: torch.device,
+    whole: bool | None = None,
+) -> torch.Tensor:
     """Dropout's mask divided by ``keep``, of shape ``shape``, whose rows (dim 0) are ``len(calls)`` equal
     blocks, one per call key (one call: the whole batch). Row first_row + s of a block and element e of
     that row: kept when the 32-bit hash of the row's key and the element's key, each a hash of (the
@@ -124,8 +131,15 @@ def scaled_mask(calls: int | Keys, first_row: int, shape: torch.Size, keep: floa
     if rows * blocks != shape[0]:
         raise ValueError(f"a batch of {shape[0]} rows does not split into {blocks} equal blocks of dropout masks")
     # The rows' and the elements' keys hashed in one pass (a lone network's small masks cost operators, not arithmetic).
-    keys = hash32(torch.cat([torch.arange(first_row, first_row + rows, device=device) + low,
-                             torch.arange(per_row, device=device) + high], dim=1).bitwise_and_(MASK32))
+    keys = hash32(
+        torch.cat(
+            [
+                torch.arange(first_row, first_row + rows, device=device) + low,
+                torch.arange(per_row, device=device) + high,
+            ],
+            dim=1,
+        ).bitwise_and_(MASK32)
+    )
     row_keys, element_keys = keys[:, :rows], keys[:, rows:]
     mask = torch.empty(blocks, rows, per_row, dtype=dtype, device=device)
     threshold = round(keep * 2**32)
@@ -192,7 +206,9 @@ def _sin_cos(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 _CPU_PAIRS = 1 << 16
 
 
-def normal(keys: Keys, count: int, device: torch.device, dtype: torch.dtype = torch.float32, whole: bool | None = None) -> torch.Tensor:
+def normal(
+    keys: Keys, count: int, device: torch.device, dtype: torch.dtype = torch.float32, whole: bool | None = None
+) -> torch.Tensor:
     """[len(keys), count] standard normal values: Box-Muller on pairs of 24-bit uniforms (|z| < 5.9).
     ``whole``: all pairs in one pass of operators (a GPU's way, the default off the CPU), else _CPU_PAIRS
     at a time; the values are the same either way.

@@ -18,14 +18,32 @@ STATES = {"DONE": "success", "EXIT": "failed", "ZOMBI": "failed"}
 
 
 def bsub_command(
-    jobscript: str, name: str, nodes: int, minutes: int, project: str | None, queue: str | None,
-    alloc_flags: str | None, log_dir: str, warning_minutes: int = 0,
+    jobscript: str,
+    name: str,
+    nodes: int,
+    minutes: int,
+    project: str | None,
+    queue: str | None,
+    alloc_flags: str | None,
+    log_dir: str,
+    warning_minutes: int = 0,
 ) -> list[str]:
     """The bsub call for one job; the job script goes to bsub's standard input, as LSF expects.
     ``warning_minutes`` > 0: LSF sends SIGUSR1 that long before the wall time (training checkpoints and stops)."""
     hours, rest = divmod(int(minutes), 60)
-    line = ["bsub", "-J", name, "-nnodes", str(nodes), "-W", f"{hours}:{rest:02d}",
-            "-o", f"{log_dir}/{name}.%J.out", "-e", f"{log_dir}/{name}.%J.err"]
+    line = [
+        "bsub",
+        "-J",
+        name,
+        "-nnodes",
+        str(nodes),
+        "-W",
+        f"{hours}:{rest:02d}",
+        "-o",
+        f"{log_dir}/{name}.%J.out",
+        "-e",
+        f"{log_dir}/{name}.%J.err",
+    ]
     if project:
         line += ["-P", project]
     if queue:
@@ -37,8 +55,17 @@ def bsub_command(
     return line
 
 
-def submit(jobscript: str, name: str, nodes: int, minutes: int, project: str | None, queue: str | None,
-           alloc_flags: str | None, log_dir: str, warning_minutes: int = 0) -> str:
+def submit(
+    jobscript: str,
+    name: str,
+    nodes: int,
+    minutes: int,
+    project: str | None,
+    queue: str | None,
+    alloc_flags: str | None,
+    log_dir: str,
+    warning_minutes: int = 0,
+) -> str:
     """Submit and return LSF's job id (bsub prints "Job <123> is submitted to queue <batch>.")."""
     Path(log_dir).mkdir(parents=True, exist_ok=True)
     line = bsub_command(jobscript, name, nodes, minutes, project, queue, alloc_flags, log_dir, warning_minutes)
@@ -46,7 +73,9 @@ def submit(jobscript: str, name: str, nodes: int, minutes: int, project: str | N
         done = subprocess.run(line, stdin=script, capture_output=True, text=True)
     found = re.search(r"Job <(\d+)> is submitted", done.stdout)
     if done.returncode != 0 or not found:
-        raise GanstudyError(f"bsub refused the job {name} (exit {done.returncode}): {(done.stderr or done.stdout).strip()}")
+        raise GanstudyError(
+            f"bsub refused the job {name} (exit {done.returncode}): {(done.stderr or done.stdout).strip()}"
+        )
     return found.group(1)
 
 

@@ -18,8 +18,13 @@ def rank_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per rank of a run record: rank, host, node_rank, the GPUs it saw (CUDA_VISIBLE_DEVICES as
     the scheduler set it, "" when unset) and the devices it trained on."""
     return [
-        {"rank": rank, "host": host, "node_rank": facts.get("node_rank"),
-         "gpus": facts.get("scheduler", {}).get("CUDA_VISIBLE_DEVICES", ""), "devices": ", ".join(devices)}
+        {
+            "rank": rank,
+            "host": host,
+            "node_rank": facts.get("node_rank"),
+            "gpus": facts.get("scheduler", {}).get("CUDA_VISIBLE_DEVICES", ""),
+            "devices": ", ".join(devices),
+        }
         for rank, (host, facts, devices) in enumerate(zip(record["hosts"], record["ranks"], record["device_names"]))
     ]
 
@@ -44,16 +49,24 @@ def placement_problems(record: dict[str, Any]) -> list[str]:
     for host, ranks in by_host.items():
         node_ranks = sorted(row["node_rank"] for row in ranks if row["node_rank"] is not None)
         if node_ranks and node_ranks != list(range(len(ranks))):
-            problems.append(f"host {host}: ranks {[row['rank'] for row in ranks]} have node ranks {node_ranks}, not 0..{len(ranks) - 1}: "
-                            "MPI does not group them as one node, so they may pick the same GPU")
+            problems.append(
+                f"host {host}: ranks {[row['rank'] for row in ranks]} have node ranks {node_ranks}, not "
+                f"0..{len(ranks) - 1}: MPI does not group them as one node, so they may pick the same GPU"
+            )
         used: dict[str, list[int]] = defaultdict(list)
         for row in ranks:
             gpu = _gpu_in_use(row, gpus_per_rank)
             if gpu is not None:
                 used[gpu].append(row["rank"])
-        problems += [f"host {host}: ranks {shared} all train on GPU {gpu}" for gpu, shared in used.items() if len(shared) > 1]
-    problems += [f"rank {row['rank']} on {row['host']} trained on the CPU though the scheduler gave it GPU(s) {row['gpus']} "
-                 "(compute.device: cpu, or torch without CUDA)" for row in rows if row["gpus"] and row["devices"] == "cpu"]
+        problems += [
+            f"host {host}: ranks {shared} all train on GPU {gpu}" for gpu, shared in used.items() if len(shared) > 1
+        ]
+    problems += [
+        f"rank {row['rank']} on {row['host']} trained on the CPU though the scheduler gave it GPU(s) {row['gpus']} "
+        "(compute.device: cpu, or torch without CUDA)"
+        for row in rows
+        if row["gpus"] and row["devices"] == "cpu"
+    ]
     return problems
 
 
@@ -61,16 +74,23 @@ def placement_report(study_dir: str | Path) -> tuple[str, int]:
     """A table of every finished run's ranks, each run's problems below it; (text, number of problems)."""
     records = sorted(Path(study_dir).glob("runs/*/trial*/run.json"))
     if not records:
-        raise GanstudyError(f"no finished run under {Path(study_dir) / 'runs'}: run the study first (run.json marks a finished run)")
+        raise GanstudyError(
+            f"no finished run under {Path(study_dir) / 'runs'}: run the study first (run.json marks a finished run)"
+        )
     lines, count = [], 0
     for path in records:
         record = read_json(path)
         rows = rank_rows(record)
         hosts = sorted({row["host"] for row in rows})
-        lines.append(f"{path.parent.relative_to(study_dir)}: {len(rows)} ranks on {len(hosts)} host(s) ({', '.join(hosts)})")
+        lines.append(
+            f"{path.parent.relative_to(study_dir)}: {len(rows)} ranks on {len(hosts)} host(s) ({', '.join(hosts)})"
+        )
         lines.append("  rank  host                  node rank  GPUs given  device")
-        lines += [f"  {row['rank']:>4}  {row['host']:<20}  {row['node_rank'] if row['node_rank'] is not None else '?':>9}  "
-                  f"{row['gpus'] or '-':<10}  {row['devices']}" for row in rows]
+        lines += [
+            f"  {row['rank']:>4}  {row['host']:<20}  {row['node_rank'] if row['node_rank'] is not None else '?':>9}  "
+            f"{row['gpus'] or '-':<10}  {row['devices']}"
+            for row in rows
+        ]
         problems = placement_problems(record)
         lines += [f"  problem: {problem}" for problem in problems]
         count += len(problems)

@@ -31,7 +31,10 @@ def nvidia_driver_version() -> str | None:
     try:
         done = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, check=True, timeout=30,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -50,7 +53,7 @@ def cuda_versions() -> dict[str, Any]:
 
 
 def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def provenance_record(step: str, settings: dict[str, Any], **extra: Any) -> dict[str, Any]:

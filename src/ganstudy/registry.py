@@ -46,8 +46,12 @@ class Origin:
         """For provenance: the reference, its package and version, and the sha256 of the source of the
         top-level package (or module) that defines it, so that an edited plugin is told apart from
         the one a result came from even when its version number stayed."""
-        return {"reference": self.reference, "distribution": self.distribution, "version": self.version,
-                "source_sha256": source_sha256(self.reference.partition(":")[0])}
+        return {
+            "reference": self.reference,
+            "distribution": self.distribution,
+            "version": self.version,
+            "source_sha256": source_sha256(self.reference.partition(":")[0]),
+        }
 
 
 def source_sha256(module_name: str) -> str | None:
@@ -117,7 +121,7 @@ def missing_module(reference: str) -> str | None:
     for depth in range(1, len(parts)):
         if spec is None or spec.submodule_search_locations is None:
             return name
-        spec = importlib.machinery.PathFinder.find_spec(".".join(parts[:depth + 1]), spec.submodule_search_locations)
+        spec = importlib.machinery.PathFinder.find_spec(".".join(parts[: depth + 1]), spec.submodule_search_locations)
     return name if spec is None else None
 
 
@@ -135,8 +139,9 @@ class Registry(Generic[T]):
     with ``check`` (a description of what is wrong with a loaded object, or None). With ``by_reference``
     False a part may not be named as ``module:attribute`` (``why`` says why not)."""
 
-    def __init__(self, kind: str, group: str, check: Callable[[object], str | None], by_reference: bool = True,
-                 why: str = "") -> None:
+    def __init__(
+        self, kind: str, group: str, check: Callable[[object], str | None], by_reference: bool = True, why: str = ""
+    ) -> None:
         self.kind = kind
         self.group = group
         self._check = check
@@ -173,10 +178,12 @@ class Registry(Generic[T]):
         if not points:
             raise GanstudyError(self._unknown(name))
         if len(points) > 1:
-            owners = ", ".join(f"{point.value} from {_distribution(point)[0] or 'an unknown package'}" for point in points)
+            owners = ", ".join(
+                f"{point.value} from {_distribution(point)[0] or 'an unknown package'}" for point in points
+            )
             raise GanstudyError(
-                f"{self.kind} '{name}' is registered {len(points)} times in entry-point group '{self.group}' ({owners}): "
-                "uninstall one of those packages or rename its entry point"
+                f"{self.kind} '{name}' is registered {len(points)} times in entry-point group '{self.group}' "
+                f"({owners}): uninstall one of those packages or rename its entry point"
             )
         (point,) = points
         distribution, version = _distribution(point)
@@ -191,8 +198,10 @@ class Registry(Generic[T]):
 
     def _import(self, reference: str) -> tuple[object, Origin]:
         if not self._by_reference:
-            raise GanstudyError(f"{self.kind} '{reference}' is named as module:attribute, but {self._why}: register it as an "
-                                f"entry point of group '{self.group}' in its package (docs/plugins.md)")
+            raise GanstudyError(
+                f"{self.kind} '{reference}' is named as module:attribute, but {self._why}: register it as an "
+                f"entry point of group '{self.group}' in its package (docs/plugins.md)"
+            )
         return resolve(reference, f"{self.kind} '{reference}'"), Origin(reference, None, None)
 
     def _unknown(self, name: str) -> str:
@@ -225,8 +234,12 @@ def keeping(kind: type, **contracts: type) -> Callable[[object], str | None]:
     def check(value: object) -> str | None:
         if not isinstance(value, kind):
             return instance_of(kind)(value)
-        problems = [f"its {field} {problem}" for field, contract in contracts.items()
-                    if callable(getattr(value, field)) for problem in contract_problems(getattr(value, field), contract)]
+        problems = [
+            f"its {field} {problem}"
+            for field, contract in contracts.items()
+            if callable(getattr(value, field))
+            for problem in contract_problems(getattr(value, field), contract)
+        ]
         return "; ".join(problems) or None
 
     return check
@@ -286,8 +299,12 @@ def contract_problems(value: object, contract: type) -> list[str]:
 def _members(contract: type) -> list[str]:
     """A contract's public methods and annotated attributes, and of the special methods those a part is
     called through (``__call__``, a class's ``__init__``)."""
-    defined = [name for name, member in vars(contract).items() if callable(member) and (
-        not name.startswith("_") or (name in ("__call__", "__init__") and not _inherited_init(contract, name)))]
+    defined = [
+        name
+        for name, member in vars(contract).items()
+        if callable(member)
+        and (not name.startswith("_") or (name in ("__call__", "__init__") and not _inherited_init(contract, name)))
+    ]
     return defined + [name for name in vars(contract).get("__annotations__", {}) if name not in defined]
 
 
@@ -303,8 +320,11 @@ def _refused(candidate: object, expected: Callable, bound: bool) -> str | None:
         signature = inspect.signature(candidate)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return None
-    names = [parameter.name for parameter in inspect.signature(expected).parameters.values()
-             if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)]
+    names = [
+        parameter.name
+        for parameter in inspect.signature(expected).parameters.values()
+        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+    ]
     called = names[1:] if bound else names
     try:
         signature.bind(*called)

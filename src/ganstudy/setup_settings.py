@@ -17,7 +17,6 @@ from ganstudy.errors import GanstudyError
 from ganstudy.schema import schema_defaults
 from ganstudy.typed import FrozenMapping, build
 
-
 # The schema's defaults (ganstudy.schema): the one place they are written.
 _GRID = schema_defaults("setups", "grid")
 _DATA_PARALLEL = schema_defaults("setups", "data_parallel")
@@ -63,9 +62,11 @@ class DataParallelSettings:
 
     def __post_init__(self) -> None:
         if self.offload != "none" and self.zero_stage < 2:
-            raise GanstudyError(f"data_parallel.offload {self.offload} moves sharded weights, gradients and optimiser state "
-                                f"to the host, which ZeRO stage {self.zero_stage} does not shard: set data_parallel.zero to 2 or 3, "
-                                "or offload to none")
+            raise GanstudyError(
+                f"data_parallel.offload {self.offload} moves sharded weights, gradients and optimiser state "
+                f"to the host, which ZeRO stage {self.zero_stage} does not shard: set data_parallel.zero to 2 or 3, "
+                "or offload to none"
+            )
 
     @property
     def zero_stage(self) -> int:

@@ -37,7 +37,9 @@ from ganstudy.train.progress import HEARTBEAT, HEARTBEAT_SECONDS, LINE, PROCESS
 PLAN = "plan.json"
 # The score columns of losses.csv, by mode and kind: the pair trainer's and the grid's best cell.
 SCORE_COLUMNS = ("fid_best", "fid", "l1", "showers")
-ERROR = re.compile(r"(ganstudy [\w-]+: error: .*|ganstudy heartbeat: .*|^\w*(?:Error|Exception): .*|^.*Killed.*$|MPI_ABORT.*)")
+ERROR = re.compile(
+    r"(ganstudy [\w-]+: error: .*|ganstudy heartbeat: .*|^\w*(?:Error|Exception): .*|^.*Killed.*$|MPI_ABORT.*)"
+)
 # The job's own end on a scheduler's signal (parallel.stop) and the signal's receipt, for a job killed before it.
 STOPPED = re.compile(r"^ganstudy(?: [\w-]+)?: (?:.* stopped by .*|SIG\w+ received.*)")
 TRACEBACK = "Traceback (most recent call last):"
@@ -49,9 +51,20 @@ CONFIG_DEFAULTS = {"results_dir": "results", "study": "digits_baseline"}
 
 def write_plan(study_dir: str | os.PathLike[str], study: str, setups: dict[str, dict[str, Any]], trials: int) -> None:
     """The runs a study plans, for ``status``: its set-ups with their modes, trials and iterations."""
-    write_json(Path(study_dir) / PLAN, {"study": study, "setups": {
-        name: {"mode": setup["mode"], "trials": setup.get("trials") or trials, "iterations": setup["iterations"]}
-        for name, setup in setups.items()}})
+    write_json(
+        Path(study_dir) / PLAN,
+        {
+            "study": study,
+            "setups": {
+                name: {
+                    "mode": setup["mode"],
+                    "trials": setup.get("trials") or trials,
+                    "iterations": setup["iterations"],
+                }
+                for name, setup in setups.items()
+            },
+        },
+    )
 
 
 @dataclass
@@ -162,7 +175,9 @@ def trial_status(study_dir: Path, setup: str, trial: int, iterations: int, now: 
             note += "; " + last.group(7).split("; ")[-1]
         return TrialStatus(setup, trial, "running", iteration, iterations, score, last.group(6) if last else "", note)
     if event and event[0] == "stopped":
-        return TrialStatus(setup, trial, "stopped", iteration, iterations, score, "", f"{event[1]} (resumes when rerun)")
+        return TrialStatus(
+            setup, trial, "stopped", iteration, iterations, score, "", f"{event[1]} (resumes when rerun)"
+        )
     cause = event[1] if event else f"{evidence}, without an error line (killed: out of memory, wall time?)"
     return TrialStatus(setup, trial, "failed", iteration, iterations, score, "", f"{cause} (log {log})")
 
@@ -185,19 +200,36 @@ def config_study_folder(argument: str) -> Path | None:
 def study_status(study_dir: str | os.PathLike[str]) -> list[TrialStatus]:
     folder = Path(study_dir)
     if not (folder / PLAN).is_file():
-        raise GanstudyError(f"{folder / PLAN} is missing: the study has not been run yet (the workflow writes it when a run "
-                            "starts); give results/<study> of a study that has")
+        raise GanstudyError(
+            f"{folder / PLAN} is missing: the study has not been run yet (the workflow writes it when a run "
+            "starts); give results/<study> of a study that has"
+        )
     plan = read_json(folder / PLAN)
-    return [trial_status(folder, name, trial, setup["iterations"])
-            for name, setup in plan["setups"].items() for trial in range(setup["trials"])]
+    return [
+        trial_status(folder, name, trial, setup["iterations"])
+        for name, setup in plan["setups"].items()
+        for trial in range(setup["trials"])
+    ]
 
 
 def status_table(rows: list[TrialStatus]) -> str:
     header = ("set-up", "trial", "state", "iteration", "latest score", "ETA", "note")
-    cells = [header] + [(r.setup, str(r.trial), r.state, f"{r.iteration if r.iteration is not None else '-'}/{r.iterations}", r.score,
-                         r.eta, r.note) for r in rows]
+    cells = [header] + [
+        (
+            r.setup,
+            str(r.trial),
+            r.state,
+            f"{r.iteration if r.iteration is not None else '-'}/{r.iterations}",
+            r.score,
+            r.eta,
+            r.note,
+        )
+        for r in rows
+    ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header) - 1)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1] for row in cells]
-    counts = {state: sum(r.state == state for r in rows) for state in ("done", "running", "stopped", "failed", "waiting")}
+    counts = {
+        state: sum(r.state == state for r in rows) for state in ("done", "running", "stopped", "failed", "waiting")
+    }
     summary = ", ".join(f"{count} {state}" for state, count in counts.items() if count)
     return "\n".join(line.rstrip() for line in lines) + f"\n{len(rows)} runs: {summary}"

@@ -85,14 +85,18 @@ def sweep_problems(declared: str, setup: dict[str, Any]) -> list[str]:
         if key.split(".")[0] in NOT_SWEPT:
             problems.append(f"'{where}.{key}': {key.split('.')[0]} is not a training setting and cannot be swept")
         elif not _has(setup, key):
-            problems.append(f"'{where}.{key}': set-up {declared} has no key {key} (a key inside a section is written "
-                            f"section.key, e.g. grid.population_size)")
+            problems.append(
+                f"'{where}.{key}': set-up {declared} has no key {key} (a key inside a section is written "
+                f"section.key, e.g. grid.population_size)"
+            )
     for key in {key for key in keys if keys.count(key) > 1}:
         problems.append(f"'{where}': {key} is swept both on its own and under zip; give it once")
     lengths = {key: len(values) for key, values in paired.items()}
     if len(set(lengths.values())) > 1:
-        problems.append(f"'{where}.zip': its lists pair up element by element and must be of one length, "
-                        f"got {', '.join(f'{key}: {n}' for key, n in lengths.items())}")
+        problems.append(
+            f"'{where}.zip': its lists pair up element by element and must be of one length, "
+            f"got {', '.join(f'{key}: {n}' for key, n in lengths.items())}"
+        )
     return problems
 
 
@@ -106,8 +110,10 @@ def expand_sweeps(setups: dict[str, dict[str, Any]], check: Callable[[dict[str, 
         if setup.get(SWEPT) is not None and setup.get(SWEEP) is None:
             made = setup[SWEPT]
             if swept_name(made["from"], made["values"]) != declared:
-                problems.append(f"'setups.{declared}.swept' is written by ganstudy when it expands a sweep; "
-                                f"remove it and declare the values under sweep")
+                problems.append(
+                    f"'setups.{declared}.swept' is written by ganstudy when it expands a sweep; "
+                    f"remove it and declare the values under sweep"
+                )
             expanded[declared] = setup
             continue
         if setup.get(SWEEP) is None:
@@ -126,15 +132,25 @@ def expand_sweeps(setups: dict[str, dict[str, Any]], check: Callable[[dict[str, 
             refused = check(made, f"setups.{name}")
             problems += [f"{line.rstrip()} (sweep of set-up {declared}: {shown})" for line in refused]
             if refused:
-                problems += [f"{text!r} is text to YAML; a number is written with a point, e.g. 1.0e-4" for text in values.values() if _numeric_text(text)]
+                problems += [
+                    f"{text!r} is text to YAML; a number is written with a point, e.g. 1.0e-4"
+                    for text in values.values()
+                    if _numeric_text(text)
+                ]
             if not SETUP_NAME.match(name):
-                problems.append(f"set-up {name} (sweep of set-up {declared}: {shown}): a value makes a name with characters "
-                                f"other than letters, digits and _ - . = +; sweep values without them")
+                problems.append(
+                    f"set-up {name} (sweep of set-up {declared}: {shown}): a value makes a name with characters "
+                    f"other than letters, digits and _ - . = +; sweep values without them"
+                )
             if name in expanded and (expanded[name].get(SWEPT) or {}).get("from") == declared:
-                problems.append(f"set-up {name}: the sweep of set-up {declared} gives these values twice ({shown}); give each once")
+                problems.append(
+                    f"set-up {name}: the sweep of set-up {declared} gives these values twice ({shown}); give each once"
+                )
             elif name in setups or name in expanded:
-                problems.append(f"set-up {name}: the sweep of set-up {declared} makes a set-up of a name that the study "
-                                f"already has; rename one of them")
+                problems.append(
+                    f"set-up {name}: the sweep of set-up {declared} makes a set-up of a name that the study "
+                    f"already has; rename one of them"
+                )
             expanded[name] = made
     if not problems:
         setups.clear()
@@ -144,8 +160,10 @@ def expand_sweeps(setups: dict[str, dict[str, Any]], check: Callable[[dict[str, 
 
 def sweep_lines(setups: dict[str, dict[str, Any]]) -> list[str]:
     """One line per sweep of an expanded study: the declared set-up, its swept keys and the set-ups made."""
-    return [f"sweep of set-up {declared} over {', '.join(swept_keys(made))}: {len(made)} set-ups ({', '.join(made)})"
-            for declared, made in sweep_levels(setups).items()]
+    return [
+        f"sweep of set-up {declared} over {', '.join(swept_keys(made))}: {len(made)} set-ups ({', '.join(made)})"
+        for declared, made in sweep_levels(setups).items()
+    ]
 
 
 def swept_keys(levels: dict[str, dict[str, Any]]) -> list[str]:

@@ -1,9 +1,10 @@
 """Frozen dataclasses built from validated config sections: a stage reads attributes, never string keys.
 
-``build(cls, section, where)`` makes a ``cls`` from a mapping whose keys are exactly the dataclass's
-fields (optional ones may be missing), nested sections into nested dataclasses, other JSON objects
-into FrozenMappings and JSON lists into tuples; ``as_dict`` is its inverse, for the job description and provenance. A key the dataclass does
-not know, or a required one that is missing, names itself and ``where`` it was read from.
+``build(cls, section, where)`` makes a ``cls`` from a mapping whose keys are exactly the dataclass's fields
+(optional ones may be missing), nested sections into nested dataclasses, other JSON objects into
+FrozenMappings and JSON lists into tuples; ``as_dict`` is its inverse, for the job description and provenance.
+A key the dataclass does not know, or a required one that is missing, names itself and ``where`` it was read
+from.
 """
 
 from __future__ import annotations
@@ -71,15 +72,20 @@ def build(cls: type[T], section: Mapping[str, Any], where: str) -> T:
     unknown = sorted(set(section) - set(fields))
     if unknown:
         raise GanstudyError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(fields)}")
-    required = [name for name, field in fields.items()
-                if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING]
+    required = [
+        name
+        for name, field in fields.items()
+        if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+    ]
     missing = [name for name in required if name not in section]
     if missing:
         raise GanstudyError(f"{where}: missing key(s) {', '.join(missing)}")
     values = {}
     for name, value in section.items():
         nested = _dataclass_in(hints[name])
-        values[name] = build(nested, value, f"{where}.{name}") if nested and isinstance(value, Mapping) else _frozen(value)
+        values[name] = (
+            build(nested, value, f"{where}.{name}") if nested and isinstance(value, Mapping) else _frozen(value)
+        )
     return cls(**values)
 
 

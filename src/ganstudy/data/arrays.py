@@ -35,7 +35,11 @@ class Split:
 
 
 def save_split(path: str | os.PathLike[str], split: Split) -> None:
-    extra = {name: array for name, array in (("synthetic", split.synthetic), ("conditions", split.conditions)) if array is not None}
+    extra = {
+        name: array
+        for name, array in (("synthetic", split.synthetic), ("conditions", split.conditions))
+        if array is not None
+    }
     with atomic_path(path) as tmp:
         np.savez(tmp, images=split.images, labels=split.labels, **extra)
 
@@ -48,11 +52,16 @@ def check_against_manifest(path: str | os.PathLike[str]) -> None:
         files = json.loads((path.parent / "manifest.json").read_text())["files"]
     except (OSError, ValueError, KeyError, TypeError):
         return
-    recorded = next((entry.get("sha256") for entry in files.values() if isinstance(entry, dict) and entry.get("path") == path.name), None)
+    recorded = next(
+        (entry.get("sha256") for entry in files.values() if isinstance(entry, dict) and entry.get("path") == path.name),
+        None,
+    )
     if recorded and path.is_file() and file_digest(path) != recorded:
-        raise GanstudyError(f"prepared split {path} is not the file its manifest ({path.parent / 'manifest.json'}) records: its "
-                            f"sha256 differs (truncated or changed since it was prepared). Delete {path.parent} and rerun: "
-                            "the workflow prepares the data again")
+        raise GanstudyError(
+            f"prepared split {path} is not the file its manifest ({path.parent / 'manifest.json'}) records: its "
+            f"sha256 differs (truncated or changed since it was prepared). Delete {path.parent} and rerun: "
+            "the workflow prepares the data again"
+        )
 
 
 def load_split(path: str | os.PathLike[str]) -> Split:
@@ -64,7 +73,9 @@ def load_split(path: str | os.PathLike[str]) -> Split:
     except FileNotFoundError:
         raise GanstudyError(f"prepared split {path} does not exist; run the prepare_dataset rule first") from None
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
-        raise GanstudyError(f"prepared split {path} is unreadable ({exc}); delete it and rerun prepare_dataset") from None
+        raise GanstudyError(
+            f"prepared split {path} is unreadable ({exc}); delete it and rerun prepare_dataset"
+        ) from None
 
 
 def file_digest(path: str | os.PathLike[str], algorithm: str = "sha256") -> str:

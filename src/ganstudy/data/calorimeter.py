@@ -32,7 +32,9 @@ def shower_files(path: str | None) -> list[Path]:
     if root.is_file():
         return [root]
     if not root.is_dir():
-        raise GanstudyError(f"dataset path {root} does not exist; set dataset.path to an HDF5 file of showers or a folder of them")
+        raise GanstudyError(
+            f"dataset path {root} does not exist; set dataset.path to an HDF5 file of showers or a folder of them"
+        )
     files = sorted(p for p in root.iterdir() if p.suffix.lower() in (".h5", ".hdf5"))
     if not files:
         raise GanstudyError(f"folder {root} holds no .h5 or .hdf5 file; put the shower files there")
@@ -43,8 +45,10 @@ def _primary_energy(file: Path, handle) -> np.ndarray:
     if "target" in handle:
         target = handle["target"]
         if target.ndim != 2 or target.shape[1] < 2:
-            raise GanstudyError(f"{file}: dataset 'target' has shape {target.shape}; 3DGAN's files have (N, 2) with the "
-                                "primary energy in column 1")
+            raise GanstudyError(
+                f"{file}: dataset 'target' has shape {target.shape}; 3DGAN's files have (N, 2) with the "
+                "primary energy in column 1"
+            )
         return np.asarray(target[:, 1], np.float64)
     if "energy" in handle:
         energy = np.asarray(handle["energy"], np.float64)
@@ -53,7 +57,9 @@ def _primary_energy(file: Path, handle) -> np.ndarray:
         if energy.ndim == 1 or (energy.ndim == 2 and energy.shape[1] == 1):
             return energy.reshape(-1)
         raise GanstudyError(f"{file}: dataset 'energy' has shape {energy.shape}; expected (N,), (N, 1) or (N, 1, 2)")
-    raise GanstudyError(f"{file} holds no primary energy: neither dataset 'target' nor 'energy' (it has {sorted(handle)})")
+    raise GanstudyError(
+        f"{file} holds no primary energy: neither dataset 'target' nor 'energy' (it has {sorted(handle)})"
+    )
 
 
 def _open(file: Path):
@@ -86,16 +92,22 @@ def _read_energies(file: Path) -> tuple[np.ndarray, tuple[int, ...]]:
 
 def load_calorimeter(path: str | None, options: LoadOptions = LoadOptions()) -> RawDataset:
     if options.image_size is not None or options.channels is not None:
-        raise GanstudyError("dataset.image_size and dataset.channels do not apply to calorimeter showers (their cells are "
-                            "the detector's): remove them from the config")
+        raise GanstudyError(
+            "dataset.image_size and dataset.channels do not apply to calorimeter showers (their cells are "
+            "the detector's): remove them from the config"
+        )
     files = shower_files(path)
     layouts = [_read_energies(file) for file in files]
     shapes = {shape for _, shape in layouts}
     if len(shapes) > 1:
-        raise GanstudyError(f"the shower files in {path} differ in shape ({sorted(shapes)}); use files of one detector geometry")
+        raise GanstudyError(
+            f"the shower files in {path} differ in shape ({sorted(shapes)}); use files of one detector geometry"
+        )
     energy = np.concatenate([e for e, _ in layouts])
     if not np.all(np.isfinite(energy)) or np.any(energy <= 0):
-        raise GanstudyError(f"the primary energies in {path} must be positive numbers; {int(np.sum(~(energy > 0)))} are not")
+        raise GanstudyError(
+            f"the primary energies in {path} must be positive numbers; {int(np.sum(~(energy > 0)))} are not"
+        )
     # One array for all files, filled a block at a time: no second copy of the data set.
     showers = np.empty((len(energy), 1, *shapes.pop()), np.float32)
     offset = 0
@@ -108,11 +120,22 @@ def load_calorimeter(path: str | None, options: LoadOptions = LoadOptions()) -> 
                 showers[offset : offset + len(block), 0] = block * DEPOSIT_SCALE
                 offset += len(block)
     conditions = (energy / ENERGY_SCALE).astype(np.float32)[:, None]
-    return RawDataset(showers, np.zeros(len(showers), np.int64), f"3DGAN HDF5 showers: {', '.join(f.name for f in files)}",
-                      conditions=conditions, native_units=True)
+    return RawDataset(
+        showers,
+        np.zeros(len(showers), np.int64),
+        f"3DGAN HDF5 showers: {', '.join(f.name for f in files)}",
+        conditions=conditions,
+        native_units=True,
+    )
 
 
-CALORIMETER = DataSet(load_calorimeter, kind="showers", classes=1, provide=(
-    "3DGAN's HDF5 shower files (EleEscan_*.h5: dataset ECAL of (N, 25, 25, 25) cell energies and target of (N, 2) or "
-    "energy of (N,) primary energies in GeV), as CERN openlab's 3DGAN trained on (svalleco/3Dgan names the "
-    "electron data it used); a single file or a folder of them"))
+CALORIMETER = DataSet(
+    load_calorimeter,
+    kind="showers",
+    classes=1,
+    provide=(
+        "3DGAN's HDF5 shower files (EleEscan_*.h5: dataset ECAL of (N, 25, 25, 25) cell energies and target of (N, "
+        "2) or energy of (N,) primary energies in GeV), as CERN openlab's 3DGAN trained on (svalleco/3Dgan names the "
+        "electron data it used); a single file or a folder of them"
+    ),
+)

@@ -24,7 +24,12 @@ def conform(images: np.ndarray, image_size: int | None, channels: int | None) ->
         import torch
         import torch.nn.functional as F
 
-        resized = F.interpolate(torch.from_numpy(np.ascontiguousarray(images)), size=(image_size, image_size),
-                                mode="bilinear", antialias=True, align_corners=False)
+        resized = F.interpolate(
+            torch.from_numpy(np.ascontiguousarray(images)),
+            size=(image_size, image_size),
+            mode="bilinear",
+            antialias=True,
+            align_corners=False,
+        )
         images = resized.clamp(0, 1).numpy()
     return images

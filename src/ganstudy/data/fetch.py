@@ -22,7 +22,9 @@ from ganstudy.data.sources import SOURCES
 from ganstudy.errors import GanstudyError
 
 
-def fetch_dataset(name: str, folder: str | os.PathLike[str], mirror: str | None = None, timeout: float = 60) -> list[Path]:
+def fetch_dataset(
+    name: str, folder: str | os.PathLike[str], mirror: str | None = None, timeout: float = 60
+) -> list[Path]:
     """Make sure every file of data set ``name`` is in ``folder`` with its published checksum (where one is
     published) and unpack the archives of a source that asks for it; returns the files, then what was unpacked."""
     if name not in SOURCES:
@@ -55,7 +57,8 @@ def fetch_dataset(name: str, folder: str | os.PathLike[str], mirror: str | None 
                 f"  {f}  " + (f"(md5 {m})" if m else "(no published checksum)") for f, m in source.md5.items()
             )
             raise GanstudyError(
-                f"could not fetch {file} of data set '{name}':\n  " + "\n  ".join(problems)
+                f"could not fetch {file} of data set '{name}':\n  "
+                + "\n  ".join(problems)
                 + f"\nWithout a network, place these files in {folder}/ and rerun:\n{listing}"
             )
     for file in (f for f, m in source.md5.items() if m is None):
@@ -74,7 +77,8 @@ def _record_sha256(file: Path) -> None:
     print(
         f"ganstudy fetch: warning: {file.name} has no published checksum and is not verified; its sha256 is "
         f"{sha256} (recorded in {record})",
-        file=sys.stderr, flush=True,
+        file=sys.stderr,
+        flush=True,
     )
 
 

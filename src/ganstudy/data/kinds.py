@@ -60,9 +60,14 @@ class DataKind:
     def missing_parts(self) -> list[str]:
         """Its torch parts (the sample figure, the held-out scorer and scoring) whose module is not
         installed, found without importing them: named while the workflow plans, not by a job."""
-        references = [self.sample_figure, *((self.held_out.scorer, self.held_out.evaluate) if self.held_out else ()),
-                      *(figure.draw for figure in self.figures)]
-        unfound = (not_installed(reference, f"data kind '{self.name}' ({KINDS.origin(self.name)})") for reference in references)
+        references = [
+            self.sample_figure,
+            *((self.held_out.scorer, self.held_out.evaluate) if self.held_out else ()),
+            *(figure.draw for figure in self.figures),
+        ]
+        unfound = (
+            not_installed(reference, f"data kind '{self.name}' ({KINDS.origin(self.name)})") for reference in references
+        )
         return [problem for problem in unfound if problem]
 
     def figure(self, name: str) -> KindFigure:
@@ -70,8 +75,10 @@ class DataKind:
         for figure in self.figures:
             if figure.name == name:
                 return figure
-        raise GanstudyError(f"data kind '{self.name}' has no figure '{name}'; its figures: "
-                            f"{', '.join(figure.name for figure in self.figures) or 'none'}")
+        raise GanstudyError(
+            f"data kind '{self.name}' has no figure '{name}'; its figures: "
+            f"{', '.join(figure.name for figure in self.figures) or 'none'}"
+        )
 
     def part(self, reference: str, contract: type) -> Any:
         """One of the kind's torch parts (a scorer, a figure), imported now and checked against its
@@ -90,8 +97,12 @@ PAIRS = DataKind(
     description="paired images",
     task="paired",
     sample_figure="ganstudy.report.samples:paired_samples",
-    held_out=HeldOut("a paired generator on held-out pairs", "score-pairs",
-                     "ganstudy.evaluate.paired:PairScorer", "ganstudy.evaluate.paired:evaluate_pairs"),
+    held_out=HeldOut(
+        "a paired generator on held-out pairs",
+        "score-pairs",
+        "ganstudy.evaluate.paired:PairScorer",
+        "ganstudy.evaluate.paired:evaluate_pairs",
+    ),
     conditions=True,
     classes=False,
 )
@@ -100,19 +111,30 @@ SHOWERS = DataKind(
     description="calorimeter showers",
     task="energy",
     sample_figure="ganstudy.report.samples:shower_samples",
-    held_out=HeldOut("a shower generator on held-out showers", "score-showers",
-                     "ganstudy.evaluate.showers:ShowerScorer", "ganstudy.evaluate.showers:evaluate_showers"),
+    held_out=HeldOut(
+        "a shower generator on held-out showers",
+        "score-showers",
+        "ganstudy.evaluate.showers:ShowerScorer",
+        "ganstudy.evaluate.showers:evaluate_showers",
+    ),
     conditions=True,
     classes=False,
-    figures=(KindFigure("showers", "ganstudy.report.figures:shower_profiles", (
-        "3DGAN's validation plots for the first trial of every set-up: the mean energy per layer along z "
-        "(longitudinal) and per cell along x and y (transverse) of the generated showers beside the real showers "
-        "of the test split (log scale), and per primary-energy bin (evaluation.energy_bins) the mean sampling "
-        "fraction, deposited over primary energy, with its standard deviation as error bars. The scores sf_mean, "
-        "sf_width, longitudinal, transverse_x and transverse_y measure the gaps drawn here. Where the study scores "
-        "gan3d, a fifth panel gives 3DGAN's own optimisation metric per energy bin of evaluation.gan3d_energies in "
-        "its two parts: the mean relative error of the showers' first and second moments along x, y and z "
-        "(\"moments\"), and that of their mean energy per cell (\"profiles\").")),),
+    figures=(
+        KindFigure(
+            "showers",
+            "ganstudy.report.figures:shower_profiles",
+            (
+                "3DGAN's validation plots for the first trial of every set-up: the mean energy per layer along z "
+                "(longitudinal) and per cell along x and y (transverse) of the generated showers beside the real "
+                "showers of the test split (log scale), and per primary-energy bin (evaluation.energy_bins) the mean "
+                "sampling fraction, deposited over primary energy, with its standard deviation as error bars. The "
+                "scores sf_mean, sf_width, longitudinal, transverse_x and transverse_y measure the gaps drawn here. "
+                "Where the study scores gan3d, a fifth panel gives 3DGAN's own optimisation metric per energy bin of "
+                "evaluation.gan3d_energies in its two parts: the mean relative error of the showers' first and "
+                'second moments along x, y and z ("moments"), and that of their mean energy per cell ("profiles").'
+            ),
+        ),
+    ),
 )
 
 KINDS: Registry[DataKind] = Registry("data kind", "ganstudy.kinds", instance_of(DataKind))

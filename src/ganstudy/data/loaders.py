@@ -91,8 +91,10 @@ class DataSet:
         raw = self.load(path, options)
         problem = _contract_problem(raw, self, get_kind(self.kind).conditions)
         if problem:
-            raise GanstudyError(f"data set '{name}' (loader {getattr(self.load, '__module__', '?')}."
-                                f"{getattr(self.load, '__qualname__', self.load)}) {problem}; fix its loader")
+            raise GanstudyError(
+                f"data set '{name}' (loader {getattr(self.load, '__module__', '?')}."
+                f"{getattr(self.load, '__qualname__', self.load)}) {problem}; fix its loader"
+            )
         return raw
 
 
@@ -101,11 +103,16 @@ def _contract_problem(raw: object, data_set: DataSet, conditions: bool) -> str |
         return f"returned {type(raw).__name__}, not a RawDataset"
     images, labels = raw.images, raw.labels
     if not isinstance(images, np.ndarray) or images.dtype != np.float32 or images.ndim < 4:
-        return f"returned images of {getattr(images, 'dtype', type(images).__name__)} {getattr(images, 'shape', '')}, not float32 (N, C, H, W)"
+        got = f"{getattr(images, 'dtype', type(images).__name__)} {getattr(images, 'shape', '')}"
+        return f"returned images of {got}, not float32 (N, C, H, W)"
     if not isinstance(labels, np.ndarray) or labels.dtype != np.int64 or labels.shape != images.shape[:1]:
-        return f"returned labels of {getattr(labels, 'dtype', type(labels).__name__)} {getattr(labels, 'shape', '')}, not {len(images)} int64"
+        got = f"{getattr(labels, 'dtype', type(labels).__name__)} {getattr(labels, 'shape', '')}"
+        return f"returned labels of {got}, not {len(images)} int64"
     if labels.size and (labels.min() < 0 or (data_set.classes is not None and labels.max() >= data_set.classes)):
-        return f"returned labels {labels.min()}..{labels.max()}, outside its declared classes 0..{(data_set.classes or 0) - 1}"
+        return (
+            f"returned labels {labels.min()}..{labels.max()}, outside its declared classes "
+            f"0..{(data_set.classes or 0) - 1}"
+        )
     if conditions != (raw.conditions is not None):
         have = "no conditions" if raw.conditions is None else "conditions"
         return f"returned {have}, but its kind '{data_set.kind}' {'has' if conditions else 'has none'}"
@@ -114,7 +121,9 @@ def _contract_problem(raw: object, data_set: DataSet, conditions: bool) -> str |
     return None
 
 
-DATASETS: Registry[DataSet] = Registry("data set", "ganstudy.datasets", keeping(DataSet, load=Loader, count_classes=ClassCounter))
+DATASETS: Registry[DataSet] = Registry(
+    "data set", "ganstudy.datasets", keeping(DataSet, load=Loader, count_classes=ClassCounter)
+)
 
 
 def get_dataset(name: str) -> DataSet:
@@ -178,7 +187,9 @@ def _read_idx(path: Path, magic: int, dims: int) -> np.ndarray:
         raise GanstudyError(f"{path} is not an IDX file of {dims} dimension(s): magic {found}, expected {magic}")
     shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(dims))
     if len(raw) != header + int(np.prod(shape)):
-        raise GanstudyError(f"{path} holds {len(raw) - header} bytes of data, its header promises {int(np.prod(shape))}")
+        raise GanstudyError(
+            f"{path} holds {len(raw) - header} bytes of data, its header promises {int(np.prod(shape))}"
+        )
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(shape)
 
 
@@ -187,7 +198,9 @@ def _idx_file(folder: Path, stem: str) -> Path:
     for candidate in (folder / f"{stem}.gz", folder / stem):
         if candidate.is_file():
             return candidate
-    raise GanstudyError(f"{folder / stem}.gz (or the unpacked {stem}) does not exist; run the fetch_dataset rule or place it there")
+    raise GanstudyError(
+        f"{folder / stem}.gz (or the unpacked {stem}) does not exist; run the fetch_dataset rule or place it there"
+    )
 
 
 def _load_idx_set(path: str | None, name: str, classes: int) -> RawDataset:
@@ -289,13 +302,19 @@ def load_image_folder(path: str | None, options: LoadOptions = LoadOptions()) ->
     """One subfolder per class (class labels 0.. in sorted folder-name order) of PNG/JPEG files, grey
     or colour, each resized to options.image_size (the COVID-19 x-ray set's layout)."""
     if path is None:
-        raise GanstudyError("dataset 'image_folder' needs dataset.path: a folder with one subfolder of images per class")
+        raise GanstudyError(
+            "dataset 'image_folder' needs dataset.path: a folder with one subfolder of images per class"
+        )
     root = Path(path)
     if not root.is_dir():
-        raise GanstudyError(f"image folder {root} does not exist; set dataset.path to a folder with one subfolder per class")
+        raise GanstudyError(
+            f"image folder {root} does not exist; set dataset.path to a folder with one subfolder per class"
+        )
     classes = class_folders(root)
     if not classes:
-        raise GanstudyError(f"image folder {root} has no class subfolders; put each class's images in a subfolder of its own")
+        raise GanstudyError(
+            f"image folder {root} has no class subfolders; put each class's images in a subfolder of its own"
+        )
     files: list[Path] = []
     labels: list[int] = []
     for label, name in enumerate(classes):
@@ -313,8 +332,11 @@ class _BatchUnpickler(pickle.Unpickler):
     nothing else, so a tampered archive cannot run code."""
 
     ALLOWED = {
-        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-        ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("_codecs", "encode"),
     }
 
     def find_class(self, module: str, name: str):
@@ -323,7 +345,9 @@ class _BatchUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
-def _cifar_batch(archive: tarfile.TarFile, member: str, label_key: str, classes: int, where: str) -> tuple[np.ndarray, np.ndarray]:
+def _cifar_batch(
+    archive: tarfile.TarFile, member: str, label_key: str, classes: int, where: str
+) -> tuple[np.ndarray, np.ndarray]:
     name = f"{where}:{member}"
     try:
         handle = archive.extractfile(member)
@@ -332,7 +356,9 @@ def _cifar_batch(archive: tarfile.TarFile, member: str, label_key: str, classes:
         batch = _BatchUnpickler(io.BytesIO(handle.read()), encoding="latin1").load()
         data, labels = np.asarray(batch["data"]), np.asarray(batch[label_key])
     except KeyError as exc:
-        raise GanstudyError(f"{name} is missing ({exc}); the archive is not the published one — fetch it again") from None
+        raise GanstudyError(
+            f"{name} is missing ({exc}); the archive is not the published one — fetch it again"
+        ) from None
     except (pickle.UnpicklingError, EOFError, TypeError, ValueError, tarfile.TarError, OSError) as exc:
         raise GanstudyError(f"{name} is not a CIFAR python batch ({exc}); fetch the archive again") from None
     if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
@@ -342,7 +368,9 @@ def _cifar_batch(archive: tarfile.TarFile, member: str, label_key: str, classes:
     return data.reshape(-1, 3, 32, 32), labels
 
 
-def _load_cifar(path: str | None, name: str, folder: str, members: tuple[str, ...], label_key: str, classes: int) -> RawDataset:
+def _load_cifar(
+    path: str | None, name: str, folder: str, members: tuple[str, ...], label_key: str, classes: int
+) -> RawDataset:
     if path is None:
         raise GanstudyError(f"dataset '{name}' needs dataset.path: the folder that holds (or will hold) its archive")
     from ganstudy.data.sources import SOURCES
@@ -354,7 +382,9 @@ def _load_cifar(path: str | None, name: str, folder: str, members: tuple[str, ..
     except (OSError, EOFError, tarfile.TarError) as exc:
         raise GanstudyError(f"{archive_path} is unreadable ({exc}); fetch it again") from None
     with archive:
-        parts = [_cifar_batch(archive, f"{folder}/{member}", label_key, classes, str(archive_path)) for member in members]
+        parts = [
+            _cifar_batch(archive, f"{folder}/{member}", label_key, classes, str(archive_path)) for member in members
+        ]
     images = np.concatenate([p[0] for p in parts]).astype(np.float32) / 255.0
     return RawDataset(images, np.concatenate([p[1] for p in parts]).astype(np.int64), str(archive_path))
 
@@ -371,12 +401,20 @@ def load_cifar100(path: str | None, options: LoadOptions = LoadOptions()) -> Raw
 
 
 DIGITS = DataSet(load_digits, classes=10, image_shape=(1, 8, 8), images=1797)
-NPZ = DataSet(load_npz, count_classes=count_npz_classes, provide="a .npz file with arrays 'images' (N, H, W or N, C, H, W; uint8 or float in [0, 1]) and "
-               "'labels' (N integers from 0), saved with numpy.savez")
+NPZ = DataSet(
+    load_npz,
+    count_classes=count_npz_classes,
+    provide="a .npz file with arrays 'images' (N, H, W or N, C, H, W; uint8 or float in [0, 1]) and "
+    "'labels' (N integers from 0), saved with numpy.savez",
+)
 MNIST = DataSet(load_mnist, classes=10, image_shape=(1, 28, 28))
 FASHION_MNIST = DataSet(load_fashion_mnist, classes=10, image_shape=(1, 28, 28))
-IMAGE_FOLDER = DataSet(load_image_folder, count_classes=count_folder_classes, provide="a folder with one subfolder of PNG or JPEG images per class (one subfolder "
-                       "for a single class), e.g. the COVID-19 positive chest x-rays of Cohen et al.'s covid-chestxray-dataset "
-                       "(github.com/ieee8023/covid-chestxray-dataset) that Flores (2021) used")
+IMAGE_FOLDER = DataSet(
+    load_image_folder,
+    count_classes=count_folder_classes,
+    provide="a folder with one subfolder of PNG or JPEG images per class (one subfolder "
+    "for a single class), e.g. the COVID-19 positive chest x-rays of Cohen et al.'s covid-chestxray-dataset "
+    "(github.com/ieee8023/covid-chestxray-dataset) that Flores (2021) used",
+)
 CIFAR10 = DataSet(load_cifar10, classes=10, image_shape=(3, 32, 32))
 CIFAR100 = DataSet(load_cifar100, classes=100, image_shape=(3, 32, 32))

@@ -9,7 +9,13 @@ from pathlib import Path
 import numpy as np
 
 from ganstudy.data.loaders import (
-    DataSet, LoadOptions, RawDataset, check_same_size, image_files, read_image, stack_images,
+    DataSet,
+    LoadOptions,
+    RawDataset,
+    check_same_size,
+    image_files,
+    read_image,
+    stack_images,
 )
 from ganstudy.errors import GanstudyError
 
@@ -28,10 +34,14 @@ def load_paired_folder(path: str | None, options: LoadOptions = LoadOptions()) -
         raise GanstudyError("dataset 'paired_folder' needs dataset.path: the folder holding train/ and test/ (or val/)")
     root = Path(path)
     if not root.is_dir():
-        raise GanstudyError(f"paired image folder {root} does not exist; set dataset.path to the folder holding train/ and test/")
+        raise GanstudyError(
+            f"paired image folder {root} does not exist; set dataset.path to the folder holding train/ and test/"
+        )
     present = [name for name in FOLDERS if (root / name).is_dir()]
     if "train" not in present:
-        raise GanstudyError(f"paired image folder {root} has no train/ folder: put the training pairs in {root / 'train'}")
+        raise GanstudyError(
+            f"paired image folder {root} has no train/ folder: put the training pairs in {root / 'train'}"
+        )
     if present == ["train"]:
         raise GanstudyError(
             f"paired image folder {root} has train/ but neither test/ nor val/: the test split comes from one of them; "
@@ -61,6 +71,12 @@ def load_paired_folder(path: str | None, options: LoadOptions = LoadOptions()) -
     )
 
 
-PAIRED_FOLDER = DataSet(load_paired_folder, kind="pairs", classes=1, provide=(
-    "pix2pix's layout: train/ and test/ (or val/) folders of images with the two sides of a pair side by side "
-    "(A left, B right); facades: ganstudy fetch --name facades --folder data (it unpacks to data/facades)"))
+PAIRED_FOLDER = DataSet(
+    load_paired_folder,
+    kind="pairs",
+    classes=1,
+    provide=(
+        "pix2pix's layout: train/ and test/ (or val/) folders of images with the two sides of a pair side by side "
+        "(A left, B right); facades: ganstudy fetch --name facades --folder data (it unpacks to data/facades)"
+    ),
+)

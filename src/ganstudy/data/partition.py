@@ -22,7 +22,9 @@ def cell_subset(labels: np.ndarray, ratio: float, classes: Sequence[int] | None,
     a seeded random ``ratio`` (Lipizzaner's data dieting), at least ``minimum`` (one batch)."""
     pool = np.arange(len(labels)) if classes is None else np.flatnonzero(np.isin(labels, list(classes)))
     if len(pool) == 0:
-        raise GanstudyError(f"a grid cell's classes {list(classes or [])} have no training images; choose classes the data has")
+        raise GanstudyError(
+            f"a grid cell's classes {list(classes or [])} have no training images; choose classes the data has"
+        )
     keep = min(len(pool), max(minimum, round(ratio * len(pool))))
     order = torch.randperm(len(pool), generator=torch.Generator().manual_seed(seed)).numpy()
     return np.sort(pool[order[:keep]])

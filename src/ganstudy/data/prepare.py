@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from ganstudy.atomic import atomic_path, write_json
-from ganstudy.data.arrays import Split, save_split, file_digest
+from ganstudy.data.arrays import Split, file_digest, save_split
 from ganstudy.data.conform import conform
 from ganstudy.data.loaders import DATASETS, LoadOptions, RawDataset, get_dataset
 from ganstudy.data.partition import class_partitions
@@ -101,15 +101,18 @@ def prepare_dataset(
         manifest["class_counts"][split_name] = _class_counts(split.labels)
     if smote.strategy != "none":
         smote_seed = derive_seed(study_seed, "smote") % 2**32
-        splits["train"], manifest["smote"] = oversample(splits["train"], smote.strategy, smote.factor, smote.k_neighbors, smote_seed)
+        splits["train"], manifest["smote"] = oversample(
+            splits["train"], smote.strategy, smote.factor, smote.k_neighbors, smote_seed
+        )
         manifest["class_counts"]["train_after_smote"] = _class_counts(splits["train"].labels)
     _write_splits(out, splits, manifest)
     write_json(out / "manifest.json", manifest)
     return manifest
 
 
-def _split_rows(name: str, raw: RawDataset, counts: dict[str, int], test_fraction: float,
-                study_seed: int) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+def _split_rows(
+    name: str, raw: RawDataset, counts: dict[str, int], test_fraction: float, study_seed: int
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """The training and test rows, and how they were split for the manifest: the source's own split
     where it has one, else a stratified split by a seed of the study's."""
     if raw.split is not None:
@@ -139,7 +142,11 @@ def _write_splits(out: Path, splits: dict[str, Split], manifest: dict[str, Any])
     for split_name, split in splits.items():
         file = out / f"{split_name}.npz"
         save_split(file, split)
-        manifest["files"][split_name] = {"path": file.name, "images": int(len(split.labels)), "sha256": file_digest(file)}
+        manifest["files"][split_name] = {
+            "path": file.name,
+            "images": int(len(split.labels)),
+            "sha256": file_digest(file),
+        }
     partitions = class_partitions(splits["train"].labels)
     with atomic_path(out / "partitions.npz") as tmp:
         np.savez(tmp, **{f"class_{label}": indices for label, indices in partitions.items()})

@@ -13,7 +13,6 @@ from ganstudy.data.loaders import LoadOptions
 from ganstudy.schema import schema_defaults
 from ganstudy.typed import FrozenMapping, build
 
-
 # The schema's defaults (ganstudy.schema): the one place they are written.
 _SMOTE = schema_defaults("dataset", "smote")
 _DATASET = schema_defaults("dataset")

@@ -47,7 +47,8 @@ def oversample(split: Split, strategy: str, factor: float, k_neighbors: int, see
         print(
             f"ganstudy prepare: warning: SMOTE k_neighbors lowered from {k_neighbors} to {used}: the smallest class "
             f"has {min(counts.values())} training images",
-            file=sys.stderr, flush=True,
+            file=sys.stderr,
+            flush=True,
         )
     wanted = targets(counts, strategy, factor)
     flat = split.images.reshape(len(split.images), -1).astype(np.float64)

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from ganstudy.atomic import atomic_path, write_json
 from ganstudy.checkpoint import load_state, save_state
-from ganstudy.data.arrays import Split, load_split, file_digest
+from ganstudy.data.arrays import Split, file_digest, load_split
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import ClassifierSettings
 from ganstudy.evaluate.weights import checked_digest
@@ -40,9 +40,11 @@ def accuracy(model: ImageClassifier, split: Split, batch_size: int = 1000) -> fl
 def fit_classifier(train: Split, epochs: int, batch_size: int, lr: float, seed: int) -> ImageClassifier:
     num_classes = int(train.labels.max()) + 1
     if num_classes < 2:
-        raise GanstudyError("the training split has one class: a classifier would have nothing to separate and its "
-                            "FID/IS would be meaningless; set classifier.weights to a classifier trained on images of "
-                            "several classes, or score on Inception (evaluation.extractor: inception)")
+        raise GanstudyError(
+            "the training split has one class: a classifier would have nothing to separate and its "
+            "FID/IS would be meaningless; set classifier.weights to a classifier trained on images of "
+            "several classes, or score on Inception (evaluation.extractor: inception)"
+        )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = ImageClassifier(train.image_shape, num_classes)
@@ -74,7 +76,9 @@ def save_classifier(path: str | os.PathLike[str], model: ImageClassifier) -> Non
     )
 
 
-def load_classifier(path: str | os.PathLike[str], remedy: str = "delete it and rerun the train_classifier rule") -> ImageClassifier:
+def load_classifier(
+    path: str | os.PathLike[str], remedy: str = "delete it and rerun the train_classifier rule"
+) -> ImageClassifier:
     state = load_state(path, remedy)
     if state.get("format") != FORMAT:
         raise GanstudyError(f"{path} is not a ganstudy classifier (format {state.get('format')!r}); {remedy}")
@@ -123,8 +127,14 @@ def train_classifier(
     return record
 
 
-def adopt_classifier(train: Split, test: Split, settings: ClassifierSettings, study_seed: int,
-                     model_path: str | os.PathLike[str], metrics_path: str | os.PathLike[str]) -> dict[str, Any]:
+def adopt_classifier(
+    train: Split,
+    test: Split,
+    settings: ClassifierSettings,
+    study_seed: int,
+    model_path: str | os.PathLike[str],
+    metrics_path: str | os.PathLike[str],
+) -> dict[str, Any]:
     """The user's classifier (classifier.weights, a file train_classifier wrote for other data, e.g. the
     same images with their other classes) as the study's: data of one class train none, and studies that
     share one score in the same features. Its test accuracy is measured, and min_accuracy applied, only
@@ -139,8 +149,8 @@ def adopt_classifier(train: Split, test: Split, settings: ClassifierSettings, st
     if tuple(model.image_shape) != train.image_shape:
         raise GanstudyError(
             f"classifier.weights {weights} reads images of shape {tuple(model.image_shape)}, the study's data are "
-            f"{train.image_shape}: set dataset.image_size and channels to the classifier's or give one trained on images "
-            "of this shape"
+            f"{train.image_shape}: set dataset.image_size and channels to the classifier's or give one trained on "
+            "images of this shape"
         )
     data_classes = int(max(train.labels.max(), test.labels.max())) + 1
     test_accuracy = accuracy(model, test) if model.num_classes == data_classes else None
@@ -150,7 +160,9 @@ def adopt_classifier(train: Split, test: Split, settings: ClassifierSettings, st
             f"classifier.min_accuracy={settings.min_accuracy}: FID/IS from it would be meaningless here"
         )
     with torch.no_grad():
-        predicted = torch.cat([model(torch.from_numpy(test.images[i : i + 1000])).argmax(1) for i in range(0, len(test.labels), 1000)])
+        predicted = torch.cat(
+            [model(torch.from_numpy(test.images[i : i + 1000])).argmax(1) for i in range(0, len(test.labels), 1000)]
+        )
     shares = torch.bincount(predicted, minlength=model.num_classes).double() / len(predicted)
     with atomic_path(model_path) as tmp:
         shutil.copyfile(weights, tmp)

@@ -44,7 +44,9 @@ def load_reference(reference_path: str | os.PathLike[str], expected: Extractor) 
                 arrays["features"],
             )
     except (OSError, KeyError, ValueError) as exc:
-        raise GanstudyError(f"reference statistics {reference_path} are unreadable ({exc}); delete the file and rerun") from None
+        raise GanstudyError(
+            f"reference statistics {reference_path} are unreadable ({exc}); delete the file and rerun"
+        ) from None
     if extractor != expected.name:
         raise GanstudyError(
             f"reference statistics {reference_path} belong to {extractor}, not to {expected.name} "
@@ -57,7 +59,12 @@ class FidScorer:
     """FID of generated images (in [-1, 1]) in an extractor's features: the data set's classifier (given
     by its path), or Inception-v3 on data of one class that have none."""
 
-    def __init__(self, extractor: Extractor | str | os.PathLike[str], reference_path: str | os.PathLike[str], device: torch.device) -> None:
+    def __init__(
+        self,
+        extractor: Extractor | str | os.PathLike[str],
+        reference_path: str | os.PathLike[str],
+        device: torch.device,
+    ) -> None:
         extractor = extractor if isinstance(extractor, Extractor) else classifier_extractor(extractor)
         reference = load_reference(reference_path, extractor)
         self.reference, self.layer, self.classes = reference.statistics, reference.layer, reference.classes
@@ -82,7 +89,11 @@ class FidScorer:
         quantised = ((images.to(self.device) + 1.0) * 127.5).round().clamp(0, 255)
         if self.kind == "inception":
             # uint8, a grey image the same grey in each channel.
-            return quantised.to(torch.uint8).expand(-1, 3, -1, -1) if quantised.shape[1] == 1 else quantised.to(torch.uint8)
+            return (
+                quantised.to(torch.uint8).expand(-1, 3, -1, -1)
+                if quantised.shape[1] == 1
+                else quantised.to(torch.uint8)
+            )
         return quantised / 127.5 - 1.0
 
     @torch.no_grad()

@@ -71,17 +71,20 @@ class DinoFeatureExtractor(_LocalFeatureExtractor):
 
     def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, ...]:
         x = interpolate_bilinear_2d_like_tensorflow1x(images.float(), size=(self.SIZE, self.SIZE), align_corners=False)
-        x = torchvision.transforms.functional.normalize(x, (255 * 0.485, 255 * 0.456, 255 * 0.406),
-                                                        (255 * 0.229, 255 * 0.224, 255 * 0.225))
+        x = torchvision.transforms.functional.normalize(
+            x, (255 * 0.485, 255 * 0.456, 255 * 0.406), (255 * 0.229, 255 * 0.224, 255 * 0.225)
+        )
         return (self.model(x),)
 
 
 # torch-fidelity's extractor of each kind, by name; the classifier and DINOv2 are registered under the
 # extractor's own name (Extractor.name, which carries the weights' hash).
-_FIDELITY_NAMES = {"inception": "inception-v3-compat",
-                   # Its name only picks a download address, unused with a weights path: the model is built
-                   # from the file, whichever CLIP it holds.
-                   "clip": "clip-vit-b-16"}
+_FIDELITY_NAMES = {
+    "inception": "inception-v3-compat",
+    # Its name only picks a download address, unused with a weights path: the model is built
+    # from the file, whichever CLIP it holds.
+    "clip": "clip-vit-b-16",
+}
 _REGISTERED = {"classifier": ClassifierFeatureExtractor, "dinov2": DinoFeatureExtractor}
 
 
@@ -100,8 +103,9 @@ class UInt8Images(Dataset):
         return self.images[index]
 
 
-def extract_features(kind: str, name: str, weights: Path, images: torch.Tensor, layers: list[str],
-                     batch_size: int) -> dict[str, torch.Tensor]:
+def extract_features(
+    kind: str, name: str, weights: Path, images: torch.Tensor, layers: list[str], batch_size: int
+) -> dict[str, torch.Tensor]:
     """The ``layers`` of uint8 ``images`` on the CPU, by the extractor of ``kind`` and ``name``
     (ganstudy.evaluate.extractor.Extractor) with the weights file ``weights``."""
     name = _FIDELITY_NAMES.get(kind, name)

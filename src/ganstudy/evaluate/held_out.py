@@ -33,5 +33,10 @@ def open_job(job: HeldOutJob, kind: DataKind) -> OpenedJob:
     require_metrics(kind, job.settings)
     set_cpu_threads(job.threads)
     generator, spec = load_generator(job.generator_path)
-    return OpenedJob(generator, spec, load_split(job.split_path), read_json(job.run_record_path),
-                     derive_seed(job.study_seed, job.trial, "evaluate"))
+    return OpenedJob(
+        generator,
+        spec,
+        load_split(job.split_path),
+        read_json(job.run_record_path),
+        derive_seed(job.study_seed, job.trial, "evaluate"),
+    )

@@ -1,9 +1,9 @@
 """Metrics, registered like every other part (entry-point group ``ganstudy.metrics``): ganstudy's own are
-entry points of its pyproject.toml, a lab's are entry points of its package. A metric's entry-point
-name is its column in scores.csv and the name of its tables, so metrics are not named as
-``module:attribute`` (networks and data sets may be). Free of torch, so that the workflow refuses a metric that does not exist
-or cannot score the study's data while it builds the DAG, before any job; ``compute`` is imported by
-the scoring job only.
+entry points of its pyproject.toml, a lab's are entry points of its package. A metric's entry-point name is
+its column in scores.csv and the name of its tables, so metrics are not named as ``module:attribute``
+(networks and data sets may be). Free of torch, so that the workflow refuses a metric that does not exist or
+cannot score the study's data while it builds the DAG, before any job; ``compute`` is imported by the scoring
+job only.
 """
 
 from __future__ import annotations
@@ -67,13 +67,20 @@ def _check(value: object) -> str | None:
     if not isinstance(value.settings, tuple) or not all(isinstance(key, str) for key in value.settings):
         return f"gives settings {value.settings!r}, not a tuple of evaluation keys"
     low, high = value.bounds if isinstance(value.bounds, tuple) and len(value.bounds) == 2 else ("?", "?")
-    if not all(end is None or isinstance(end, Real) for end in (low, high)) or (None not in (low, high) and low >= high):
+    if not all(end is None or isinstance(end, Real) for end in (low, high)) or (
+        None not in (low, high) and low >= high
+    ):
         return f"gives bounds {value.bounds!r}, not (low, high) with low < high (None where unbounded)"
     return None
 
 
-METRICS: Registry[Metric] = Registry("metric", "ganstudy.metrics", _check, by_reference=False,
-                                     why="a metric's name is its column in scores.csv and in the tables")
+METRICS: Registry[Metric] = Registry(
+    "metric",
+    "ganstudy.metrics",
+    _check,
+    by_reference=False,
+    why="a metric's name is its column in scores.csv and in the tables",
+)
 
 
 def get_metric(name: str) -> Metric:
@@ -113,24 +120,38 @@ def metric_problems(kind: DataKind, metrics: Iterable[str], extractor: str) -> l
             found[name] = get_metric(name)
         except GanstudyError as error:
             problems.append(f"evaluation.metrics: {error}")
-    unfound = (not_installed(metric.compute, f"metric '{name}' ({METRICS.origin(name)})") for name, metric in found.items())
+    unfound = (
+        not_installed(metric.compute, f"metric '{name}' ({METRICS.origin(name)})") for name, metric in found.items()
+    )
     problems += [f"evaluation.metrics: {problem}" for problem in unfound if problem]
     wrong = sorted(name for name, metric in found.items() if kind.name not in metric.kinds)
     if wrong:
-        others = sorted({other.description for other in all_kinds() if other is not kind and any(other.name in found[n].kinds for n in wrong)})
+        others = sorted(
+            {
+                other.description
+                for other in all_kinds()
+                if other is not kind and any(other.name in found[n].kinds for n in wrong)
+            }
+        )
         scored = f" (they score {' or '.join(others)})" if others else ""
-        problems.append(f"evaluation.metrics {wrong} do not score {kind.description}{scored}: this study's data "
-                        f"are of kind '{kind.name}', whose metrics are {sorted(kind_metrics(kind))}; remove them")
+        problems.append(
+            f"evaluation.metrics {wrong} do not score {kind.description}{scored}: this study's data "
+            f"are of kind '{kind.name}', whose metrics are {sorted(kind_metrics(kind))}; remove them"
+        )
     needs = sorted(pretrained_metrics(kind, found))
     if needs and extractor not in PRETRAINED:
-        problems.append(f"evaluation.metrics {needs} of {kind.description} are computed on a pretrained network's "
-                        f"features (data of kind '{kind.name}' train no classifier): set evaluation.extractor to inception "
-                        "with evaluation.inception_weights (or dinov2 or clip with evaluation.extractor_weights), or remove them")
+        problems.append(
+            f"evaluation.metrics {needs} of {kind.description} are computed on a pretrained network's "
+            f"features (data of kind '{kind.name}' train no classifier): set evaluation.extractor to inception "
+            "with evaluation.inception_weights (or dinov2 or clip with evaluation.extractor_weights), or remove them"
+        )
     if extractor in PRETRAINED and PRETRAINED[extractor].isc_layer is None:
         classless = sorted(name for name, metric in found.items() if metric.probabilities)
         if classless:
-            problems.append(f"evaluation.metrics {classless} read class probabilities, and evaluation.extractor {extractor} "
-                            "gives an embedding without classes: score them with the classifier or inception, or remove them")
+            problems.append(
+                f"evaluation.metrics {classless} read class probabilities, and evaluation.extractor {extractor} "
+                "gives an embedding without classes: score them with the classifier or inception, or remove them"
+            )
     return problems
 
 
@@ -160,14 +181,20 @@ def compute_columns(name: str, scoring: Any) -> dict[str, float]:
         raise GanstudyError(f"metric '{name}' ({origin}): {error}") from None
     where = f"metric '{name}' ({origin}) compute"
     if not isinstance(columns, Mapping):
-        raise GanstudyError(f"{where} returned {type(columns).__name__}, not a mapping of column name to number; fix it in its package")
+        raise GanstudyError(
+            f"{where} returned {type(columns).__name__}, not a mapping of column name to number; fix it in its package"
+        )
     checked = {}
     for column, value in columns.items():
         if not isinstance(column, str) or not isinstance(value, Real) or isinstance(value, bool):
-            raise GanstudyError(f"{where} returned {column!r}: {value!r}; columns are names (str) with numbers; fix it in its package")
+            raise GanstudyError(
+                f"{where} returned {column!r}: {value!r}; columns are names (str) with numbers; fix it in its package"
+            )
         checked[column] = float(value)
     if not checked and name not in scoring.notes:
-        raise GanstudyError(f"{where} returned no column and left no note in scoring.notes['{name}'] saying why; fix it in its package")
+        raise GanstudyError(
+            f"{where} returned no column and left no note in scoring.notes['{name}'] saying why; fix it in its package"
+        )
     return checked
 
 
@@ -178,51 +205,160 @@ def score_all(names: list[str] | tuple[str, ...], scoring: Any) -> dict[str, flo
         columns = compute_columns(name, scoring)
         clash = sorted(set(columns) & set(scores))
         if clash:
-            raise GanstudyError(f"metric '{name}' ({METRICS.origin(name)}) writes column(s) {clash} that another of "
-                                f"evaluation.metrics {list(names)} wrote: rename its columns in its package")
+            raise GanstudyError(
+                f"metric '{name}' ({METRICS.origin(name)}) writes column(s) {clash} that another of "
+                f"evaluation.metrics {list(names)} wrote: rename its columns in its package"
+            )
         scores |= columns
     return scores
 
 
 QUALITY_KINDS = frozenset({"images", "pairs"})
 
-FID = Metric("Frechet distance of the samples' and the real images' features", "lower", QUALITY_KINDS,
-             "ganstudy.evaluate.quality:fid", features=True, bounds=(0.0, None))
-ISC = Metric("Inception-style score of the extractor's class probabilities (and its spread over splits, isc_std)",
-             "higher", QUALITY_KINDS, "ganstudy.evaluate.quality:isc", features=True, probabilities=True,
-             settings=("isc_splits",), bounds=(1.0, None))
-KID = Metric("kernel distance (unbiased MMD^2, cubic polynomial kernel) over subsets (and its spread, kid_std)",
-             "lower", QUALITY_KINDS, "ganstudy.evaluate.quality:kid", features=True,
-             settings=("kid_subsets", "kid_subset_size"))
-PRECISION = Metric("share of samples inside the real images' k-nearest-neighbour manifold", "higher", QUALITY_KINDS,
-                   "ganstudy.evaluate.quality:precision", features=True, settings=("prc_neighborhood",), bounds=(0.0, 1.0))
-RECALL = Metric("share of real images inside the samples' k-nearest-neighbour manifold", "higher", QUALITY_KINDS,
-                "ganstudy.evaluate.quality:recall", features=True, settings=("prc_neighborhood",), bounds=(0.0, 1.0))
-DENSITY = Metric("mean number of the real images' k-nearest-neighbour balls a sample lies in, over k (Naeem et al. 2020)",
-                 "higher", QUALITY_KINDS, "ganstudy.evaluate.quality:density", features=True, settings=("dc_neighborhood",), bounds=(0.0, None))
-COVERAGE = Metric("share of the real images' k-nearest-neighbour balls that hold a sample (Naeem et al. 2020)", "higher",
-                  QUALITY_KINDS, "ganstudy.evaluate.quality:coverage", features=True, settings=("dc_neighborhood",), bounds=(0.0, 1.0))
-CLASS_FID = Metric("mean over classes of the FID of a class's samples against its real images (labelled generators)",
-                   "lower", frozenset({"images"}), "ganstudy.evaluate.scores:class_fid", classifier=True, classes=True, bounds=(0.0, None))
-LABEL_TVD = Metric("total variation distance of the classifier's label histogram of the samples and the real one",
-                   "lower", frozenset({"images"}), "ganstudy.evaluate.scores:label_tvd_metric", classifier=True, classes=True, bounds=(0.0, 1.0))
-L1 = Metric("mean absolute difference of output and target in [0, 1]", "lower", frozenset({"pairs"}),
-            "ganstudy.evaluate.paired:l1", bounds=(0.0, 1.0))
-PSNR = Metric("peak signal-to-noise ratio of output against target, dB", "higher", frozenset({"pairs"}),
-              "ganstudy.evaluate.paired:psnr")
-SSIM = Metric("structural similarity of output and target (Wang et al. 2004)", "higher", frozenset({"pairs"}),
-              "ganstudy.evaluate.paired:ssim_metric", bounds=(-1.0, 1.0))
-SF_MEAN = Metric("mean over energy bins of the relative error of the mean sampling fraction", "lower",
-                 frozenset({"showers"}), "ganstudy.evaluate.showers:sf_mean", settings=("energy_bins",), bounds=(0.0, None))
-SF_WIDTH = Metric("mean over energy bins of the relative error of the sampling fraction's spread", "lower",
-                  frozenset({"showers"}), "ganstudy.evaluate.showers:sf_width", settings=("energy_bins",), bounds=(0.0, None))
-LONGITUDINAL = Metric("relative L1 distance of the mean energy profile along z", "lower", frozenset({"showers"}),
-                      "ganstudy.evaluate.showers:longitudinal", bounds=(0.0, None))
-TRANSVERSE_X = Metric("relative L1 distance of the mean energy profile along x", "lower", frozenset({"showers"}),
-                      "ganstudy.evaluate.showers:transverse_x", bounds=(0.0, None))
-GAN3D = Metric("3DGAN's optimisation metric: per primary-energy bin, the relative errors of the showers' mean first and "
-               "second moments along x, y, z plus those of their mean per-cell energies, averaged over bins (and its two "
-               "parts, gan3d_moments and gan3d_profiles)", "lower", frozenset({"showers"}), "ganstudy.evaluate.showers:gan3d",
-               settings=("gan3d_energies", "gan3d_half_width"), bounds=(0.0, None))
-TRANSVERSE_Y = Metric("relative L1 distance of the mean energy profile along y", "lower", frozenset({"showers"}),
-                      "ganstudy.evaluate.showers:transverse_y", bounds=(0.0, None))
+FID = Metric(
+    "Frechet distance of the samples' and the real images' features",
+    "lower",
+    QUALITY_KINDS,
+    "ganstudy.evaluate.quality:fid",
+    features=True,
+    bounds=(0.0, None),
+)
+ISC = Metric(
+    "Inception-style score of the extractor's class probabilities (and its spread over splits, isc_std)",
+    "higher",
+    QUALITY_KINDS,
+    "ganstudy.evaluate.quality:isc",
+    features=True,
+    probabilities=True,
+    settings=("isc_splits",),
+    bounds=(1.0, None),
+)
+KID = Metric(
+    "kernel distance (unbiased MMD^2, cubic polynomial kernel) over subsets (and its spread, kid_std)",
+    "lower",
+    QUALITY_KINDS,
+    "ganstudy.evaluate.quality:kid",
+    features=True,
+    settings=("kid_subsets", "kid_subset_size"),
+)
+PRECISION = Metric(
+    "share of samples inside the real images' k-nearest-neighbour manifold",
+    "higher",
+    QUALITY_KINDS,
+    "ganstudy.evaluate.quality:precision",
+    features=True,
+    settings=("prc_neighborhood",),
+    bounds=(0.0, 1.0),
+)
+RECALL = Metric(
+    "share of real images inside the samples' k-nearest-neighbour manifold",
+    "higher",
+    QUALITY_KINDS,
+    "ganstudy.evaluate.quality:recall",
+    features=True,
+    settings=("prc_neighborhood",),
+    bounds=(0.0, 1.0),
+)
+DENSITY = Metric(
+    "mean number of the real images' k-nearest-neighbour balls a sample lies in, over k (Naeem et al. 2020)",
+    "higher",
+    QUALITY_KINDS,
+    "ganstudy.evaluate.quality:density",
+    features=True,
+    settings=("dc_neighborhood",),
+    bounds=(0.0, None),
+)
+COVERAGE = Metric(
+    "share of the real images' k-nearest-neighbour balls that hold a sample (Naeem et al. 2020)",
+    "higher",
+    QUALITY_KINDS,
+    "ganstudy.evaluate.quality:coverage",
+    features=True,
+    settings=("dc_neighborhood",),
+    bounds=(0.0, 1.0),
+)
+CLASS_FID = Metric(
+    "mean over classes of the FID of a class's samples against its real images (labelled generators)",
+    "lower",
+    frozenset({"images"}),
+    "ganstudy.evaluate.scores:class_fid",
+    classifier=True,
+    classes=True,
+    bounds=(0.0, None),
+)
+LABEL_TVD = Metric(
+    "total variation distance of the classifier's label histogram of the samples and the real one",
+    "lower",
+    frozenset({"images"}),
+    "ganstudy.evaluate.scores:label_tvd_metric",
+    classifier=True,
+    classes=True,
+    bounds=(0.0, 1.0),
+)
+L1 = Metric(
+    "mean absolute difference of output and target in [0, 1]",
+    "lower",
+    frozenset({"pairs"}),
+    "ganstudy.evaluate.paired:l1",
+    bounds=(0.0, 1.0),
+)
+PSNR = Metric(
+    "peak signal-to-noise ratio of output against target, dB",
+    "higher",
+    frozenset({"pairs"}),
+    "ganstudy.evaluate.paired:psnr",
+)
+SSIM = Metric(
+    "structural similarity of output and target (Wang et al. 2004)",
+    "higher",
+    frozenset({"pairs"}),
+    "ganstudy.evaluate.paired:ssim_metric",
+    bounds=(-1.0, 1.0),
+)
+SF_MEAN = Metric(
+    "mean over energy bins of the relative error of the mean sampling fraction",
+    "lower",
+    frozenset({"showers"}),
+    "ganstudy.evaluate.showers:sf_mean",
+    settings=("energy_bins",),
+    bounds=(0.0, None),
+)
+SF_WIDTH = Metric(
+    "mean over energy bins of the relative error of the sampling fraction's spread",
+    "lower",
+    frozenset({"showers"}),
+    "ganstudy.evaluate.showers:sf_width",
+    settings=("energy_bins",),
+    bounds=(0.0, None),
+)
+LONGITUDINAL = Metric(
+    "relative L1 distance of the mean energy profile along z",
+    "lower",
+    frozenset({"showers"}),
+    "ganstudy.evaluate.showers:longitudinal",
+    bounds=(0.0, None),
+)
+TRANSVERSE_X = Metric(
+    "relative L1 distance of the mean energy profile along x",
+    "lower",
+    frozenset({"showers"}),
+    "ganstudy.evaluate.showers:transverse_x",
+    bounds=(0.0, None),
+)
+GAN3D = Metric(
+    "3DGAN's optimisation metric: per primary-energy bin, the relative errors of the showers' mean first and "
+    "second moments along x, y, z plus those of their mean per-cell energies, averaged over bins (and its two "
+    "parts, gan3d_moments and gan3d_profiles)",
+    "lower",
+    frozenset({"showers"}),
+    "ganstudy.evaluate.showers:gan3d",
+    settings=("gan3d_energies", "gan3d_half_width"),
+    bounds=(0.0, None),
+)
+TRANSVERSE_Y = Metric(
+    "relative L1 distance of the mean energy profile along y",
+    "lower",
+    frozenset({"showers"}),
+    "ganstudy.evaluate.showers:transverse_y",
+    bounds=(0.0, None),
+)

@@ -52,7 +52,10 @@ def ssim(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Per image SSIM of (N, C, H, W) images in [0, 1]; computed in float64."""
     size = 2 * RADIUS + 1
     if min(outputs.shape[-2:]) < size:
-        raise GanstudyError(f"SSIM's {size}x{size} window does not fit images of {tuple(outputs.shape[-2:])}: use images of at least {size}x{size}")
+        raise GanstudyError(
+            f"SSIM's {size}x{size} window does not fit images of {tuple(outputs.shape[-2:])}: use images of at least "
+            f"{size}x{size}"
+        )
     x, y = outputs.double(), targets.double()
     window = _window(x.shape[1])
 
@@ -105,12 +108,22 @@ class PairScorer:
 
     column = "l1"
 
-    def __init__(self, pairs_path: str | os.PathLike[str], count: int, seed: int, network: nn.Module, device: torch.device,
-                 setup: TrainingSettings, ranks: int) -> None:
+    def __init__(
+        self,
+        pairs_path: str | os.PathLike[str],
+        count: int,
+        seed: int,
+        network: nn.Module,
+        device: torch.device,
+        setup: TrainingSettings,
+        ranks: int,
+    ) -> None:
         pairs = load_split(pairs_path)
         if pairs.conditions is None:
-            raise GanstudyError(f"{pairs_path} holds no input images: the in-training score of a paired generator needs the "
-                                "test split of a paired data set")
+            raise GanstudyError(
+                f"{pairs_path} holds no input images: the in-training score of a paired generator needs the "
+                "test split of a paired data set"
+            )
         self.inputs = torch.from_numpy(pairs.conditions[:count]).to(device)
         self.targets = torch.from_numpy(pairs.images[:count]).to(device)
         self.seed, self.network, self.rows = seed, network.to(device), setup.batch_norm_rows(ranks)
@@ -128,19 +141,35 @@ def evaluate_pairs(job: HeldOutJob) -> dict[str, Any]:
     pairs, spec, settings, seed = opened.split, opened.spec, job.settings, opened.seed
     if pairs.conditions is None or tuple(pairs.conditions.shape[1:]) != spec.condition_shape:
         found = None if pairs.conditions is None else tuple(pairs.conditions.shape[1:])
-        raise GanstudyError(f"{job.split_path} holds inputs of shape {found}, but the generator {job.generator_path} maps "
-                            f"inputs of shape {spec.condition_shape}: score it on a split of the data set it was trained on")
+        raise GanstudyError(
+            f"{job.split_path} holds inputs of shape {found}, but the generator {job.generator_path} maps "
+            f"inputs of shape {spec.condition_shape}: score it on a split of the data set it was trained on"
+        )
     run = opened.run
-    rows = TrainingSettings.of(run["settings"], f"{job.run_record_path}'s settings").batch_norm_rows(run.get("world_size", 1))
+    rows = TrainingSettings.of(run["settings"], f"{job.run_record_path}'s settings").batch_norm_rows(
+        run.get("world_size", 1)
+    )
     inputs, targets = torch.from_numpy(pairs.conditions), torch.from_numpy(pairs.images)
-    scoring = PairScoring(settings, seed, inputs, translate(opened.generator.components[0], inputs, seed, rows), targets)
+    scoring = PairScoring(
+        settings, seed, inputs, translate(opened.generator.components[0], inputs, seed, rows), targets
+    )
     scores = score_all(settings.metrics, scoring)
     extractor = scoring.extractor_used()
-    return write_scores(job.out_path, settings, run, job.trial, seed, scores, notes=scoring.notes, pairs=len(targets),
-                        batch_norm_rows=rows, **scoring.facts,
-                        extractor=None if extractor is None else extractor.name,
-                        extractor_sha256=None if extractor is None else extractor.sha256,
-                        protocol=scoring.protocol(Path(job.split_path).stem))
+    return write_scores(
+        job.out_path,
+        settings,
+        run,
+        job.trial,
+        seed,
+        scores,
+        notes=scoring.notes,
+        pairs=len(targets),
+        batch_norm_rows=rows,
+        **scoring.facts,
+        extractor=None if extractor is None else extractor.name,
+        extractor_sha256=None if extractor is None else extractor.sha256,
+        protocol=scoring.protocol(Path(job.split_path).stem),
+    )
 
 
 def _paired(scoring: PairScoring) -> dict[str, float]:

@@ -17,7 +17,9 @@ from ganstudy.evaluate.weights import fid_sample_warning
 
 def fid(scoring: QualityScoring) -> dict[str, float]:
     reference = scoring.quality_reference()
-    warning = fid_sample_warning(scoring.settings.extractor, scoring.sample_count, len(reference.features), reference.features.shape[1])
+    warning = fid_sample_warning(
+        scoring.settings.extractor, scoring.sample_count, len(reference.features), reference.features.shape[1]
+    )
     if warning:
         scoring.notes["fid"] = warning
     statistics = feature_statistics(scoring.quality_features()[scoring.fid_layer])
@@ -25,8 +27,14 @@ def fid(scoring: QualityScoring) -> dict[str, float]:
 
 
 def isc(scoring: QualityScoring) -> dict[str, float]:
-    result = isc_featuresdict_to_metric(scoring.quality_features(), scoring.isc_layer, isc_splits=scoring.settings.isc_splits,
-                                        samples_shuffle=True, rng_seed=scoring.seed % 2**32, verbose=False)
+    result = isc_featuresdict_to_metric(
+        scoring.quality_features(),
+        scoring.isc_layer,
+        isc_splits=scoring.settings.isc_splits,
+        samples_shuffle=True,
+        rng_seed=scoring.seed % 2**32,
+        verbose=False,
+    )
     return {"isc": result[KEY_METRIC_ISC_MEAN], "isc_std": result[KEY_METRIC_ISC_STD]}
 
 
@@ -37,8 +45,14 @@ def _pair(scoring: QualityScoring) -> tuple[torch.Tensor, torch.Tensor]:
 def kid(scoring: QualityScoring) -> dict[str, float]:
     generated, real = _pair(scoring)
     subset = min(scoring.settings.kid_subset_size, len(real), len(generated))
-    result = kid_features_to_metric(generated, real, kid_subsets=scoring.settings.kid_subsets, kid_subset_size=subset,
-                                    rng_seed=scoring.seed % 2**32, verbose=False)
+    result = kid_features_to_metric(
+        generated,
+        real,
+        kid_subsets=scoring.settings.kid_subsets,
+        kid_subset_size=subset,
+        rng_seed=scoring.seed % 2**32,
+        verbose=False,
+    )
     return {"kid": result[KEY_METRIC_KID_MEAN], "kid_std": result[KEY_METRIC_KID_STD]}
 
 
@@ -46,8 +60,14 @@ def _precision_recall(scoring: QualityScoring) -> dict[str, float]:
     def compute() -> dict[str, float]:
         generated, real = _pair(scoring)
         # torch-fidelity's convention: generated first, real second.
-        result = prc_features_to_metric(generated, real, prc_neighborhood=scoring.settings.prc_neighborhood,
-                                        prc_batch_size=10000, save_cpu_ram=True, verbose=False)
+        result = prc_features_to_metric(
+            generated,
+            real,
+            prc_neighborhood=scoring.settings.prc_neighborhood,
+            prc_batch_size=10000,
+            save_cpu_ram=True,
+            verbose=False,
+        )
         return {name: float(result[name]) for name in ("precision", "recall")}
 
     return scoring.once("precision and recall", compute)

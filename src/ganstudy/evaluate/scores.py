@@ -49,10 +49,16 @@ def reference_statistics(
     per_class = [feature_statistics(features[layer][torch.from_numpy(split.labels == c)]) for c in covered]
     with atomic_path(out_path) as tmp:
         np.savez(
-            tmp, mu=stats["mu"], sigma=stats["sigma"], layer=np.array(layer),
-            extractor=np.array(extractor.name), count=np.array(len(images)),
-            class_labels=covered, class_mu=np.stack([c["mu"] for c in per_class]),
-            class_sigma=np.stack([c["sigma"] for c in per_class]), label_counts=counts[counts >= 2],
+            tmp,
+            mu=stats["mu"],
+            sigma=stats["sigma"],
+            layer=np.array(layer),
+            extractor=np.array(extractor.name),
+            count=np.array(len(images)),
+            class_labels=covered,
+            class_mu=np.stack([c["mu"] for c in per_class]),
+            class_sigma=np.stack([c["sigma"] for c in per_class]),
+            label_counts=counts[counts >= 2],
             features=features[layer].numpy(),
         )
 
@@ -89,19 +95,37 @@ def evaluate_generator(
     generator, spec = load_generator(generator_path)
     if spec.condition_shape is not None:
         raise GanstudyError(
-            f"{generator_path} maps inputs of shape {spec.condition_shape} (a paired or energy network), not noise: it is "
-            "scored on the held-out test split (ganstudy evaluate --kind pairs or showers --held-out SPLIT; the workflow "
-            "does so for data of those kinds)"
+            f"{generator_path} maps inputs of shape {spec.condition_shape} (a paired or energy network), not noise: "
+            "it is scored on the held-out test split (ganstudy evaluate --kind pairs or showers --held-out SPLIT; "
+            "the workflow does so for data of those kinds)"
         )
     run = read_json(run_record_path)
     seed = derive_seed(study_seed, trial, "evaluate")
     samples, sample_labels = sample_labelled(generator, spec.latent_dim, settings.samples, seed, settings.batch_size)
-    scoring = ImageScoring(settings, seed, torch.from_numpy(to_uint8(samples.numpy())), sample_labels, classifier_path,
-                           reference_path, quality_reference_path, real_path)
+    scoring = ImageScoring(
+        settings,
+        seed,
+        torch.from_numpy(to_uint8(samples.numpy())),
+        sample_labels,
+        classifier_path,
+        reference_path,
+        quality_reference_path,
+        real_path,
+    )
     scores = score_all(settings.metrics, scoring)
-    return write_scores(out_path, settings, run, trial, seed, scores, notes=scoring.notes, **scoring.facts,
-                        extractor=scoring.extractor.name, extractor_sha256=scoring.extractor.sha256,
-                        protocol=scoring.protocol(settings.reference_split))
+    return write_scores(
+        out_path,
+        settings,
+        run,
+        trial,
+        seed,
+        scores,
+        notes=scoring.notes,
+        **scoring.facts,
+        extractor=scoring.extractor.name,
+        extractor_sha256=scoring.extractor.sha256,
+        protocol=scoring.protocol(settings.reference_split),
+    )
 
 
 def label_tvd_metric(scoring: ImageScoring) -> dict[str, float]:
@@ -126,8 +150,13 @@ def class_fid(scoring: ImageScoring) -> dict[str, float]:
 
 
 def write_scores(
-    out_path: str | os.PathLike[str], settings: EvaluationSettings, run: dict[str, Any], trial: int, seed: int,
-    scores: dict[str, float], **facts: Any,
+    out_path: str | os.PathLike[str],
+    settings: EvaluationSettings,
+    run: dict[str, Any],
+    trial: int,
+    seed: int,
+    scores: dict[str, float],
+    **facts: Any,
 ) -> dict[str, Any]:
     """A generator's score file: its scores, what the scoring found (``facts``), and the training run's
     set-up and train seconds, with its provenance."""

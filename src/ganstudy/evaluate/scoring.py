@@ -68,8 +68,12 @@ class Scoring:
     def protocol(self, real_split: str) -> dict[str, Any]:
         """What the scores were measured on, for the score file: two scores are comparable only where this
         agrees (the tables warn where it does not)."""
-        return {"generated": self.sample_count, "real": self.real_count(), "real_split": real_split,
-                "extractors": self.extractors_used()}
+        return {
+            "generated": self.sample_count,
+            "real": self.real_count(),
+            "real_split": real_split,
+            "extractors": self.extractors_used(),
+        }
 
 
 def column_of(shared: Callable[[Any], dict[str, float]], column: str) -> Callable[[Any], dict[str, float]]:
@@ -78,20 +82,28 @@ def column_of(shared: Callable[[Any], dict[str, float]], column: str) -> Callabl
     return lambda scoring: {column: shared(scoring)[column]}
 
 
-def quality_extractor(settings: EvaluationSettings, classifier_path: str | os.PathLike[str] | None) -> tuple[Extractor, str, str | None]:
+def quality_extractor(
+    settings: EvaluationSettings, classifier_path: str | os.PathLike[str] | None
+) -> tuple[Extractor, str, str | None]:
     """The extractor of FID, IS, KID, precision and recall, with its FID layer and its IS layer (class
     logits; None for DINOv2 and CLIP, whose embeddings have no classes). A pretrained one needs no classifier."""
     if settings.extractor in PRETRAINED:
         model = PRETRAINED[settings.extractor]
         path, sha256 = model.file(asdict(settings))
         return pretrained_extractor(settings.extractor, path, sha256), model.fid_layer, model.isc_layer
-    return classifier_extractor(_classifier(classifier_path, "evaluation.extractor classifier")), settings.fid_features, "logits"
+    return (
+        classifier_extractor(_classifier(classifier_path, "evaluation.extractor classifier")),
+        settings.fid_features,
+        "logits",
+    )
 
 
 def _classifier(path: str | os.PathLike[str] | None, needed_by: str) -> str | os.PathLike[str]:
     if path is None:
-        raise GanstudyError(f"{needed_by} scores with the data set's classifier, and this scoring has none (data of one "
-                            "class train none): give the study classifier.weights, or pass --classifier and --reference")
+        raise GanstudyError(
+            f"{needed_by} scores with the data set's classifier, and this scoring has none (data of one "
+            "class train none): give the study classifier.weights, or pass --classifier and --reference"
+        )
     return path
 
 
@@ -160,9 +172,17 @@ class QualityScoring(Scoring):
 
 
 class ImageScoring(QualityScoring):
-    def __init__(self, settings: EvaluationSettings, seed: int, samples: torch.Tensor, labels: np.ndarray | None,
-                 classifier_path: str | os.PathLike[str] | None, reference_path: str | os.PathLike[str] | None,
-                 quality_reference_path: str | os.PathLike[str] | None, real_path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        settings: EvaluationSettings,
+        seed: int,
+        samples: torch.Tensor,
+        labels: np.ndarray | None,
+        classifier_path: str | os.PathLike[str] | None,
+        reference_path: str | os.PathLike[str] | None,
+        quality_reference_path: str | os.PathLike[str] | None,
+        real_path: str | os.PathLike[str] | None = None,
+    ) -> None:
         super().__init__(settings, seed, classifier_path)
         self.samples, self.labels = samples, labels
         self._reference_path, self._quality_reference_path = reference_path, quality_reference_path or reference_path
@@ -173,8 +193,10 @@ class ImageScoring(QualityScoring):
         """The real images of evaluation.reference_split, uint8 (N, C, H, W) as the samples are, and their
         labels: for a metric that compares pixels, not only features (Metric.real_images)."""
         if self._real_path is None:
-            raise GanstudyError("it reads the real images, and this scoring has none: declare real_images=True on the "
-                                "metric (in its package) so that the workflow gives the scoring job the reference split")
+            raise GanstudyError(
+                "it reads the real images, and this scoring has none: declare real_images=True on the "
+                "metric (in its package) so that the workflow gives the scoring job the reference split"
+            )
 
         def load() -> tuple[torch.Tensor, np.ndarray]:
             split = load_split(self._real_path)
@@ -196,7 +218,9 @@ class ImageScoring(QualityScoring):
         return tuple(self.samples.shape[-2:])
 
     def real_count(self) -> int | None:
-        loaded = [len(self._once[key].features) for key in ("reference:quality", "reference:classifier") if key in self._once]
+        loaded = [
+            len(self._once[key].features) for key in ("reference:quality", "reference:classifier") if key in self._once
+        ]
         if "real images" in self._once:
             loaded.append(len(self._once["real images"][1]))
         return loaded[0] if loaded else None
@@ -223,7 +247,9 @@ class ImageScoring(QualityScoring):
         return self._features(self.extractor)
 
     def quality_reference(self) -> Reference:
-        return self.once("reference:quality", lambda: checked_reference(self._quality_reference_path, self.extractor, self.fid_layer))
+        return self.once(
+            "reference:quality", lambda: checked_reference(self._quality_reference_path, self.extractor, self.fid_layer)
+        )
 
     def classifier_features(self) -> dict[str, torch.Tensor]:
         """The data set's classifier's features of the samples: layers evaluation.fid_features and logits."""
@@ -231,13 +257,21 @@ class ImageScoring(QualityScoring):
 
     def classifier_reference(self) -> Reference:
         """The real images' statistics in the classifier's evaluation.fid_features layer, per class too."""
-        return self.once("reference:classifier",
-                         lambda: checked_reference(self._reference_path, self.classifier, self.settings.fid_features))
+        return self.once(
+            "reference:classifier",
+            lambda: checked_reference(self._reference_path, self.classifier, self.settings.fid_features),
+        )
 
 
 class PairScoring(QualityScoring):
-    def __init__(self, settings: EvaluationSettings, seed: int, inputs: torch.Tensor, outputs: torch.Tensor,
-                 targets: torch.Tensor) -> None:
+    def __init__(
+        self,
+        settings: EvaluationSettings,
+        seed: int,
+        inputs: torch.Tensor,
+        outputs: torch.Tensor,
+        targets: torch.Tensor,
+    ) -> None:
         # The paired data train no classifier: their quality metrics are on Inception (metric_problems).
         super().__init__(settings, seed, None)
         self.inputs, self.outputs, self.targets = inputs, outputs, targets
@@ -255,19 +289,29 @@ class PairScoring(QualityScoring):
 
     def quality_features(self) -> dict[str, torch.Tensor]:
         layers = self.quality_layers
-        return self.once("features:outputs", lambda: self.extractor.features(
-            torch.from_numpy(to_uint8(self.outputs.numpy())), layers, self.settings.batch_size))
+        return self.once(
+            "features:outputs",
+            lambda: self.extractor.features(
+                torch.from_numpy(to_uint8(self.outputs.numpy())), layers, self.settings.batch_size
+            ),
+        )
 
     def quality_reference(self) -> Reference:
         def targets() -> Reference:
-            real = self.extractor.features(torch.from_numpy(to_uint8(self.targets.numpy())), [self.fid_layer], self.settings.batch_size)
-            return Reference(feature_statistics(real[self.fid_layer]), self.fid_layer, {}, {}, real[self.fid_layer].numpy())
+            real = self.extractor.features(
+                torch.from_numpy(to_uint8(self.targets.numpy())), [self.fid_layer], self.settings.batch_size
+            )
+            return Reference(
+                feature_statistics(real[self.fid_layer]), self.fid_layer, {}, {}, real[self.fid_layer].numpy()
+            )
 
         return self.once("reference:targets", targets)
 
 
 class ShowerScoring(Scoring):
-    def __init__(self, settings: EvaluationSettings, seed: int, real: np.ndarray, fake: np.ndarray, energy: np.ndarray) -> None:
+    def __init__(
+        self, settings: EvaluationSettings, seed: int, real: np.ndarray, fake: np.ndarray, energy: np.ndarray
+    ) -> None:
         super().__init__(settings, seed)
         self.real, self.fake, self.energy = real, fake, energy
 

@@ -12,7 +12,6 @@ from typing import Any
 from ganstudy.schema import schema_defaults
 from ganstudy.typed import build
 
-
 # The schema's defaults (ganstudy.schema): the one place they are written.
 _EVALUATION = schema_defaults("evaluation")
 _CLASSIFIER = schema_defaults("classifier")

@@ -53,7 +53,9 @@ AXES = {"transverse_x": (2, 3), "transverse_y": (1, 3), "longitudinal": (1, 2)}
 
 def sampling_fraction(showers: np.ndarray, energy: np.ndarray) -> np.ndarray:
     """Deposited over primary energy, per shower, from the prepared units (depositions x100, energy /100)."""
-    return (showers.reshape(len(showers), -1).sum(1, dtype=np.float64) / DEPOSIT_SCALE) / (energy.reshape(-1) * ENERGY_SCALE)
+    return (showers.reshape(len(showers), -1).sum(1, dtype=np.float64) / DEPOSIT_SCALE) / (
+        energy.reshape(-1) * ENERGY_SCALE
+    )
 
 
 def mean_profiles(showers: np.ndarray) -> dict[str, np.ndarray]:
@@ -62,7 +64,9 @@ def mean_profiles(showers: np.ndarray) -> dict[str, np.ndarray]:
     return {name: cells.sum(axis=axes).mean(0) for name, axes in AXES.items()}
 
 
-def energy_bins(real_sf: np.ndarray, fake_sf: np.ndarray, energy_gev: np.ndarray, edges: list[float]) -> list[dict[str, Any]]:
+def energy_bins(
+    real_sf: np.ndarray, fake_sf: np.ndarray, energy_gev: np.ndarray, edges: list[float]
+) -> list[dict[str, Any]]:
     """Per bin [edge_i, edge_i+1) of primary energy in GeV with at least 2 showers: counts, and the mean and
     standard deviation of the sampling fraction of the real and the generated showers."""
     rows = []
@@ -71,8 +75,17 @@ def energy_bins(real_sf: np.ndarray, fake_sf: np.ndarray, energy_gev: np.ndarray
         if inside.sum() < 2:
             continue
         real, fake = real_sf[inside], fake_sf[inside]
-        rows.append({"low_gev": low, "high_gev": high, "showers": int(inside.sum()), "real_mean": float(real.mean()),
-                     "fake_mean": float(fake.mean()), "real_width": float(real.std(ddof=1)), "fake_width": float(fake.std(ddof=1))})
+        rows.append(
+            {
+                "low_gev": low,
+                "high_gev": high,
+                "showers": int(inside.sum()),
+                "real_mean": float(real.mean()),
+                "fake_mean": float(fake.mean()),
+                "real_width": float(real.std(ddof=1)),
+                "fake_width": float(fake.std(ddof=1)),
+            }
+        )
     return rows
 
 
@@ -80,21 +93,29 @@ def relative_l1(fake: np.ndarray, real: np.ndarray) -> float:
     return float(np.abs(fake - real).sum() / np.abs(real).sum())
 
 
-def shower_scores(real: np.ndarray, fake: np.ndarray, energy: np.ndarray, edges: list[float]) -> tuple[dict[str, float], dict[str, Any]]:
+def shower_scores(
+    real: np.ndarray, fake: np.ndarray, energy: np.ndarray, edges: list[float]
+) -> tuple[dict[str, float], dict[str, Any]]:
     """The five scores, and what they were computed from (the bins and both mean profiles)."""
     real_sf, fake_sf = sampling_fraction(real, energy), sampling_fraction(fake, energy)
     bins = energy_bins(real_sf, fake_sf, energy.reshape(-1) * ENERGY_SCALE, edges)
     if not bins:
-        raise GanstudyError(f"no bin of evaluation.energy_bins {edges} (GeV) holds 2 test showers: choose edges that span "
-                            f"the test split's energies, {energy.min() * ENERGY_SCALE:.1f} to {energy.max() * ENERGY_SCALE:.1f} GeV")
+        raise GanstudyError(
+            f"no bin of evaluation.energy_bins {edges} (GeV) holds 2 test showers: choose edges that span "
+            f"the test split's energies, {energy.min() * ENERGY_SCALE:.1f} to {energy.max() * ENERGY_SCALE:.1f} GeV"
+        )
     scores = {
         "sf_mean": float(np.mean([abs(b["fake_mean"] - b["real_mean"]) / b["real_mean"] for b in bins])),
         "sf_width": float(np.mean([abs(b["fake_width"] - b["real_width"]) / b["real_width"] for b in bins])),
     }
     real_profiles, fake_profiles = mean_profiles(real), mean_profiles(fake)
     scores |= {name: relative_l1(fake_profiles[name], real_profiles[name]) for name in AXES}
-    details = {"energy_bins": bins, "profiles": {name: {"real": real_profiles[name].tolist(), "fake": fake_profiles[name].tolist()}
-                                                 for name in AXES}}
+    details = {
+        "energy_bins": bins,
+        "profiles": {
+            name: {"real": real_profiles[name].tolist(), "fake": fake_profiles[name].tolist()} for name in AXES
+        },
+    }
     return scores, details
 
 
@@ -113,8 +134,9 @@ def gan3d_moments(sums: np.ndarray, totals: np.ndarray) -> np.ndarray:
     return np.stack([mean, second], 1)
 
 
-def gan3d_metric(real: np.ndarray, fake: np.ndarray, energy_gev: np.ndarray, energies: tuple[float, ...],
-                 half_width: float) -> tuple[dict[str, float], list[dict[str, Any]], str | None]:
+def gan3d_metric(
+    real: np.ndarray, fake: np.ndarray, energy_gev: np.ndarray, energies: tuple[float, ...], half_width: float
+) -> tuple[dict[str, float], list[dict[str, Any]], str | None]:
     """3DGAN's optimisation metric of (N, 1, X, Y, Z) showers, row i of ``fake`` generated at the primary
     energy of row i of ``real``: ({gan3d, gan3d_moments, gan3d_profiles}, one row per bin holding
     showers, a note when the metric cannot be computed (then no scores))."""
@@ -131,28 +153,58 @@ def gan3d_metric(real: np.ndarray, fake: np.ndarray, energy_gev: np.ndarray, ene
             fake_moments = gan3d_moments(fake_sums, fake_sums.sum(1)).mean(0)
             real_profile, fake_profile = real_sums.mean(0), fake_sums.mean(0)
             if (real_moments == 0).any() or (real_profile == 0).any():
-                return {}, rows, (f"gan3d: the real showers of the {centre:g} GeV bin have a mean moment or a mean cell "
-                                  f"energy of 0 along {axis}, which 3DGAN's metric divides by (its value would be infinite)")
+                return (
+                    {},
+                    rows,
+                    (
+                        f"gan3d: the real showers of the {centre:g} GeV bin have a mean moment or a mean cell "
+                        f"energy of 0 along {axis}, which 3DGAN's metric divides by (its value would be infinite)"
+                    ),
+                )
             moments.append(np.abs((real_moments - fake_moments) / real_moments))
             profiles.append(np.abs((real_profile - fake_profile) / real_profile).mean())
-        rows.append({"energy_gev": centre, "showers": int(inside.sum()), "moments": float(np.mean(moments, 0).mean()),
-                     "profiles": float(np.mean(profiles))})
+        rows.append(
+            {
+                "energy_gev": centre,
+                "showers": int(inside.sum()),
+                "moments": float(np.mean(moments, 0).mean()),
+                "profiles": float(np.mean(profiles)),
+            }
+        )
     if not rows:
-        return {}, rows, (f"gan3d: no test shower lies within {half_width:g} GeV of evaluation.gan3d_energies {list(energies)}; "
-                          f"the test split spans {energy_gev.min():.1f} to {energy_gev.max():.1f} GeV")
+        return (
+            {},
+            rows,
+            (
+                f"gan3d: no test shower lies within {half_width:g} GeV of evaluation.gan3d_energies {list(energies)}; "
+                f"the test split spans {energy_gev.min():.1f} to {energy_gev.max():.1f} GeV"
+            ),
+        )
     moment_error = float(np.mean([row["moments"] for row in rows]))
     profile_error = float(np.mean([row["profiles"] for row in rows]))
-    return {"gan3d": moment_error + profile_error, "gan3d_moments": moment_error, "gan3d_profiles": profile_error}, rows, None
+    return (
+        {"gan3d": moment_error + profile_error, "gan3d_moments": moment_error, "gan3d_profiles": profile_error},
+        rows,
+        None,
+    )
 
 
 @torch.no_grad()
-def generate_showers(generator: torch.nn.Module, latent_dim: int, energy: np.ndarray, seed: int, batch_size: int) -> np.ndarray:
+def generate_showers(
+    generator: torch.nn.Module, latent_dim: int, energy: np.ndarray, seed: int, batch_size: int
+) -> np.ndarray:
     """A shower for each primary energy (N, 1), from standard-normal noise of the given seed (drawn on the
     CPU, so the showers do not depend on the generator's device)."""
     device = next(generator.parameters()).device
     z = torch.randn(len(energy), latent_dim, generator=torch.Generator().manual_seed(seed)).to(device)
     conditions = torch.from_numpy(energy).to(device)
-    return torch.cat([generator(z[i : i + batch_size], conditions[i : i + batch_size]) for i in range(0, len(z), batch_size)]).cpu().numpy()
+    return (
+        torch.cat(
+            [generator(z[i : i + batch_size], conditions[i : i + batch_size]) for i in range(0, len(z), batch_size)]
+        )
+        .cpu()
+        .numpy()
+    )
 
 
 class ShowerScorer:
@@ -165,12 +217,22 @@ class ShowerScorer:
 
     column = "showers"
 
-    def __init__(self, showers_path: str | os.PathLike[str], count: int, seed: int, network: torch.nn.Module, device: torch.device,
-                 setup: TrainingSettings, ranks: int) -> None:
+    def __init__(
+        self,
+        showers_path: str | os.PathLike[str],
+        count: int,
+        seed: int,
+        network: torch.nn.Module,
+        device: torch.device,
+        setup: TrainingSettings,
+        ranks: int,
+    ) -> None:
         held_out = load_split(showers_path)
         if held_out.conditions is None:
-            raise GanstudyError(f"{showers_path} holds no primary energies: the in-training score of a shower generator needs "
-                                "the test split of a calorimeter data set")
+            raise GanstudyError(
+                f"{showers_path} holds no primary energies: the in-training score of a shower generator needs "
+                "the test split of a calorimeter data set"
+            )
         self.real, self.energy = held_out.images[:count], held_out.conditions[:count]
         gev = self.energy * ENERGY_SCALE
         self.edges = [float(gev.min()), float(np.nextafter(gev.max(), np.inf))]
@@ -187,24 +249,44 @@ def evaluate_showers(job: HeldOutJob) -> dict[str, Any]:
     evaluation.metrics."""
     opened = open_job(job, SHOWERS)
     split, spec, settings, seed = opened.split, opened.spec, job.settings, opened.seed
-    if split.conditions is None or tuple(split.images.shape[1:]) != tuple(spec.image_shape) or split.conditions.shape[1:] != (1,):
-        raise GanstudyError(f"{job.split_path} holds showers of shape {tuple(split.images.shape[1:])} with conditions "
-                            f"{None if split.conditions is None else tuple(split.conditions.shape[1:])}, but the generator "
-                            f"{job.generator_path} makes {tuple(spec.image_shape)} showers of one primary energy each: score "
-                            "it on a split of the data set it was trained on")
-    fake = generate_showers(opened.generator.components[0], spec.latent_dim, split.conditions, seed, settings.batch_size)
+    if (
+        split.conditions is None
+        or tuple(split.images.shape[1:]) != tuple(spec.image_shape)
+        or split.conditions.shape[1:] != (1,)
+    ):
+        raise GanstudyError(
+            f"{job.split_path} holds showers of shape {tuple(split.images.shape[1:])} with conditions "
+            f"{None if split.conditions is None else tuple(split.conditions.shape[1:])}, but the generator "
+            f"{job.generator_path} makes {tuple(spec.image_shape)} showers of one primary energy each: score "
+            "it on a split of the data set it was trained on"
+        )
+    fake = generate_showers(
+        opened.generator.components[0], spec.latent_dim, split.conditions, seed, settings.batch_size
+    )
     scoring = ShowerScoring(settings, seed, split.images, fake, split.conditions)
     scores = score_all(settings.metrics, scoring)
-    return write_scores(job.out_path, settings, opened.run, job.trial, seed, scores, showers=len(fake), **_physics(scoring)[1],
-                        **scoring.facts, protocol=scoring.protocol(Path(job.split_path).stem))
+    return write_scores(
+        job.out_path,
+        settings,
+        opened.run,
+        job.trial,
+        seed,
+        scores,
+        showers=len(fake),
+        **_physics(scoring)[1],
+        **scoring.facts,
+        protocol=scoring.protocol(Path(job.split_path).stem),
+    )
 
 
 def _physics(scoring: ShowerScoring) -> tuple[dict[str, float], dict[str, Any]]:
     """The five scores and what they were computed from, once per scoring (the score file records the
     bins and profiles whichever of the five are asked for)."""
     if scoring.settings.energy_bins is None:
-        raise GanstudyError("evaluation.energy_bins is not set: the shower scores bin the primary energies; give the "
-                            "edges in GeV (the study config fills in 3DGAN's 0-500 GeV bins)")
+        raise GanstudyError(
+            "evaluation.energy_bins is not set: the shower scores bin the primary energies; give the "
+            "edges in GeV (the study config fills in 3DGAN's 0-500 GeV bins)"
+        )
     edges = list(scoring.settings.energy_bins)
     return scoring.once("physics", lambda: shower_scores(scoring.real, scoring.fake, scoring.energy, edges))
 
@@ -223,8 +305,13 @@ transverse_y = column_of(_physics_scores, "transverse_y")
 def gan3d(scoring: ShowerScoring) -> dict[str, float]:
     """3DGAN's optimisation metric, with its per-bin rows in the score file's facts (gan3d_bins)."""
     settings = scoring.settings
-    scores, rows, note = gan3d_metric(scoring.real, scoring.fake, scoring.energy.reshape(-1) * ENERGY_SCALE,
-                                      settings.gan3d_energies, settings.gan3d_half_width)
+    scores, rows, note = gan3d_metric(
+        scoring.real,
+        scoring.fake,
+        scoring.energy.reshape(-1) * ENERGY_SCALE,
+        settings.gan3d_energies,
+        settings.gan3d_half_width,
+    )
     scoring.facts["gan3d_bins"] = rows
     if note is not None:
         scoring.notes["gan3d"] = note

@@ -47,8 +47,10 @@ def vit_shape(state: Mapping[str, torch.Tensor], source: str) -> VitShape:
     needed = ("cls_token", "pos_embed", "patch_embed.proj.weight", "norm.weight", "blocks.0.attn.qkv.weight")
     missing = [key for key in needed if key not in state]
     if missing:
-        raise GanstudyError(f"{source} is not a DINOv2 state dict (no {', '.join(missing)}): give the "
-                            "dinov2_vit*14*_pretrain.pth file of facebookresearch/dinov2")
+        raise GanstudyError(
+            f"{source} is not a DINOv2 state dict (no {', '.join(missing)}): give the "
+            "dinov2_vit*14*_pretrain.pth file of facebookresearch/dinov2"
+        )
     width = state["cls_token"].shape[-1]
     if width % HEAD_WIDTH:
         raise GanstudyError(f"{source}: width {width} is not a multiple of DINOv2's {HEAD_WIDTH}-wide heads")

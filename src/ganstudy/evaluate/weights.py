@@ -28,12 +28,15 @@ def checked_digest(path: str | os.PathLike[str], expected_sha256: str | None, ke
     """A user's weights file's sha256, refused when it does not start with ``expected_sha256`` (config key ``key``)."""
     digest = file_digest(path)
     if expected_sha256 and not digest.startswith(expected_sha256.lower()):
-        raise GanstudyError(f"{path} has sha256 {digest}, not {key}={expected_sha256}: another or a damaged file; {remedy}")
+        raise GanstudyError(
+            f"{path} has sha256 {digest}, not {key}={expected_sha256}: another or a damaged file; {remedy}"
+        )
     return digest
 
 
-def fid_sample_warning(extractor: str, samples: int, reference_count: int | None = None,
-                       features: int | None = None) -> str | None:
+def fid_sample_warning(
+    extractor: str, samples: int, reference_count: int | None = None, features: int | None = None
+) -> str | None:
     """Why FID of ``samples`` generated images in ``extractor``'s features (evaluation.extractor) would be
     unreliable, or None.
 

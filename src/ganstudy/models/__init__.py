@@ -47,7 +47,9 @@ class Network:
     fits: ShapeCheck | None = None
 
 
-NETWORKS: Registry[Network] = Registry("network", "ganstudy.networks", keeping(Network, build=NetworkBuilder, fits=ShapeCheck))
+NETWORKS: Registry[Network] = Registry(
+    "network", "ganstudy.networks", keeping(Network, build=NetworkBuilder, fits=ShapeCheck)
+)
 
 
 def get_network(name: str) -> Network:

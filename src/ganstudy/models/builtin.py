@@ -19,9 +19,13 @@ PIX2PIX_OPTIONS = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "norm": {"enum": ["batch", "instance"], "default": "batch",
-                 "description": "The original's --norm: batch (pix2pix's default; statistics over the rows normalised together) "
-                                "or instance (each image's own statistics, no affine parameters; CycleGAN's default)."},
+        "norm": {
+            "enum": ["batch", "instance"],
+            "default": "batch",
+            "description": "The original's --norm: batch (pix2pix's default; statistics over the rows normalised "
+            "together) or instance (each image's own statistics, no affine parameters; CycleGAN's "
+            "default).",
+        },
     },
 }
 
@@ -45,7 +49,8 @@ def _cnn_fits(size: int, spec: NetworkSpec) -> None:
     _, height, width = spec.image_shape
     if (height, width) != (size, size):
         raise GanstudyError(
-            f"network cnn{size} makes {size}x{size} images, the data are {height}x{width}: set dataset.image_size to {size}"
+            f"network cnn{size} makes {size}x{size} images, the data are {height}x{width}: set dataset.image_size to "
+            f"{size}"
         )
 
 

@@ -174,4 +174,3 @@ def build(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
     _init_generator(generator)
     discriminator.apply(_keras_init)
     return generator, discriminator
-

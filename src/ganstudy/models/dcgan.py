@@ -66,7 +66,11 @@ class DCGANDiscriminator(nn.Module):
             # feature's batch mean the same for any batch, so D could not tell a real batch from a fake.
             stride = 2 if min(size) >= 4 else 1
             size = tuple((n - 1) // stride + 1 for n in size)
-            layers += [nn.Conv2d(inputs, outputs, 3, stride=stride, padding=1), nn.LeakyReLU(0.2, inplace=True), nn.Dropout(0.25)]
+            layers += [
+                nn.Conv2d(inputs, outputs, 3, stride=stride, padding=1),
+                nn.LeakyReLU(0.2, inplace=True),
+                nn.Dropout(0.25),
+            ]
             if index > 0:
                 layers.append(nn.BatchNorm2d(outputs, eps=0.8))
         self.convolutions = nn.Sequential(*layers)

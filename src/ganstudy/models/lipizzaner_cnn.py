@@ -21,7 +21,11 @@ def _init_weights(module: nn.Module) -> None:
 class ConvGenerator(nn.Module):
     def __init__(self, latent_dim: int, widths: list[int], channels: int, last_padding: int) -> None:
         super().__init__()
-        layers: list[nn.Module] = [nn.ConvTranspose2d(latent_dim, widths[0], 4, 1, 0), nn.BatchNorm2d(widths[0]), nn.ReLU(True)]
+        layers: list[nn.Module] = [
+            nn.ConvTranspose2d(latent_dim, widths[0], 4, 1, 0),
+            nn.BatchNorm2d(widths[0]),
+            nn.ReLU(True),
+        ]
         for inputs, outputs in zip(widths, widths[1:]):
             layers += [nn.ConvTranspose2d(inputs, outputs, 4, 2, 1), nn.BatchNorm2d(outputs), nn.ReLU(True)]
         layers += [nn.ConvTranspose2d(widths[-1], channels, 4, 2, last_padding), nn.Tanh()]

@@ -37,8 +37,16 @@ def _filters(base: int, level: int) -> int:
 class UnetBlock(nn.Module):
     """The original's UnetSkipConnectionBlock: down, the inner block, up, and the skip by concatenation."""
 
-    def __init__(self, outer: int, inner: int, submodule: nn.Module | None, norm: Norm, inputs: int | None = None,
-                 outermost: bool = False, dropout: bool = False) -> None:
+    def __init__(
+        self,
+        outer: int,
+        inner: int,
+        submodule: nn.Module | None,
+        norm: Norm,
+        inputs: int | None = None,
+        outermost: bool = False,
+        dropout: bool = False,
+    ) -> None:
         super().__init__()
         self.outermost = outermost
         inputs = outer if inputs is None else inputs
@@ -109,7 +117,10 @@ class PatchDiscriminator(nn.Module):
         # 30x30) but 0 for 16x16 with three stride-2 layers, so 16x16 images get two (a 2x2 map of
         # 34x34 patches); 32x32 and up keep the original three.
         n_layers = min(PATCH_LAYERS, int(math.log2(size)) - 2)
-        layers: list[nn.Module] = [nn.Conv2d(inputs + outputs, ndf, 4, stride=2, padding=1), nn.LeakyReLU(0.2, inplace=True)]
+        layers: list[nn.Module] = [
+            nn.Conv2d(inputs + outputs, ndf, 4, stride=2, padding=1),
+            nn.LeakyReLU(0.2, inplace=True),
+        ]
         mult = 1
         for n in range(1, n_layers + 1):
             previous, mult = mult, min(2**n, 8)
@@ -147,4 +158,3 @@ def build(spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:
     generator.apply(_init_weights)
     discriminator.apply(_init_weights)
     return generator, discriminator
-

@@ -1,10 +1,11 @@
 """N copies of a network evaluated together: the batched form of a stack of Linear layers.
 
 Layer k of copy n computes ``x[n] @ W[n].T + b[n]`` with one ``torch.baddbmm`` for all copies. The
-weights are stacked transposed ([copies, in, out], contiguous): measured 0.75-0.88 ms per copy for a
-4LP generator's forward and backward pass against 1.0 ms for the lone nn.Linear layers and 0.88-1.1
-ms with transposed views of [copies, out, in] (batch 50, one thread, AMD EPYC). A copy's result does not depend on which other copies share the
-stack (measured bit-identical to a lone ``nn.Linear`` on CPU), so stacking is invisible in the bits.
+weights are stacked transposed ([copies, in, out], contiguous): measured 0.75-0.88 ms per copy for a 4LP
+generator's forward and backward pass against 1.0 ms for the lone nn.Linear layers and 0.88-1.1 ms with
+transposed views of [copies, out, in] (batch 50, one thread, AMD EPYC). A copy's result does not depend on
+which other copies share the stack (measured bit-identical to a lone ``nn.Linear`` on CPU), so stacking is
+invisible in the bits.
 """
 
 from __future__ import annotations
@@ -107,12 +108,18 @@ class StackedMLP:
         for index, (name, linear) in enumerate(modules):
             if not isinstance(linear, nn.Linear):
                 if index == 0 or not isinstance(modules[index - 1][1], nn.Linear):
-                    raise TypeError(f"{prefix}{name}: a stacked network is Linear layers, each followed by at most one activation")
+                    raise TypeError(
+                        f"{prefix}{name}: a stacked network is Linear layers, each followed by at most one activation"
+                    )
                 continue
             names += [f"{prefix}{name}.weight", f"{prefix}{name}.bias"]
             shapes += [tuple(linear.weight.shape), tuple(linear.bias.shape)]
             after = modules[index + 1][1] if index + 1 < len(modules) else None
-            activations.append(_identity if after is None or isinstance(after, nn.Linear) else _STACKED_ACTIVATIONS.get(type(after), after))
+            activations.append(
+                _identity
+                if after is None or isinstance(after, nn.Linear)
+                else _STACKED_ACTIVATIONS.get(type(after), after)
+            )
         return cls(tuple(names), tuple(activations), tuple(output_shape), tuple(shapes))
 
     def stack(self, states: Sequence[dict[str, Tensor]], device: torch.device) -> list[Tensor]:

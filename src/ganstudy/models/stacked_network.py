@@ -79,8 +79,14 @@ def _padded(t: Tensor, dim: int, size: int) -> Tensor:
     return torch.cat([t, t.new_zeros(*t.shape[:dim], missing, *t.shape[dim + 1 :])], dim)
 
 
-_CONVOLUTIONS = {nn.Conv1d: F.conv1d, nn.Conv2d: F.conv2d, nn.Conv3d: F.conv3d,
-                 nn.ConvTranspose1d: F.conv_transpose1d, nn.ConvTranspose2d: F.conv_transpose2d, nn.ConvTranspose3d: F.conv_transpose3d}
+_CONVOLUTIONS = {
+    nn.Conv1d: F.conv1d,
+    nn.Conv2d: F.conv2d,
+    nn.Conv3d: F.conv3d,
+    nn.ConvTranspose1d: F.conv_transpose1d,
+    nn.ConvTranspose2d: F.conv_transpose2d,
+    nn.ConvTranspose3d: F.conv_transpose3d,
+}
 
 
 class _StackedConv(nn.Module):
@@ -118,7 +124,9 @@ class _StackedBatchNorm(nn.Module):
     def __init__(self, layer: nn.modules.batchnorm._BatchNorm) -> None:
         super().__init__()
         if not layer.track_running_stats or layer.momentum is None:
-            raise TypeError("a stacked batch norm keeps running statistics with a momentum (track_running_stats=True, momentum set)")
+            raise TypeError(
+                "a stacked batch norm keeps running statistics with a momentum (track_running_stats=True, momentum set)"
+            )
         self.weight, self.bias, self.eps, self.momentum = layer.weight, layer.bias, layer.eps, layer.momentum
         self.register_buffer("running_mean", layer.running_mean)
         self.register_buffer("running_var", layer.running_var)
@@ -128,8 +136,16 @@ class _StackedBatchNorm(nn.Module):
         rows = self.running_mean.shape[0]
         flat = lambda t: None if t is None else t.flatten()  # noqa: E731
         # The running statistics are contiguous [rows, channels]: flattened, views that batch_norm updates.
-        y = F.batch_norm(_channels_folded(x, rows), self.running_mean.view(-1), self.running_var.view(-1),
-                         flat(self.weight), flat(self.bias), training=self.training, momentum=self.momentum, eps=self.eps)
+        y = F.batch_norm(
+            _channels_folded(x, rows),
+            self.running_mean.view(-1),
+            self.running_var.view(-1),
+            flat(self.weight),
+            flat(self.bias),
+            training=self.training,
+            momentum=self.momentum,
+            eps=self.eps,
+        )
         return _rows_folded(y, rows)
 
 
@@ -157,8 +173,12 @@ class _StableSigmoid(nn.Module):
         return stable_sigmoid(x)
 
 
-_STACKED_LAYERS = {nn.Linear: _StackedLinear, **{kind: _StackedConv for kind in _CONVOLUTIONS},
-                   **{kind: _StackedBatchNorm for kind in (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)}, nn.LayerNorm: _StackedLayerNorm}
+_STACKED_LAYERS = {
+    nn.Linear: _StackedLinear,
+    **{kind: _StackedConv for kind in _CONVOLUTIONS},
+    **{kind: _StackedBatchNorm for kind in (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)},
+    nn.LayerNorm: _StackedLayerNorm,
+}
 
 
 class StackedNetwork:
@@ -175,16 +195,20 @@ class StackedNetwork:
                 where = f"{parent_name}.{name}" if parent_name else name
                 stacked = _STACKED_LAYERS.get(type(child))
                 if stacked is not None and (child._forward_hooks or child._forward_pre_hooks):
-                    raise TypeError(f"{where} ({type(child).__name__}): a layer with forward hooks (spectral_norm, weight_norm) "
-                                    "has no stacked form")
+                    raise TypeError(
+                        f"{where} ({type(child).__name__}): a layer with forward hooks (spectral_norm, weight_norm) "
+                        "has no stacked form"
+                    )
                 if stacked is not None:
                     try:
                         setattr(parent, name, stacked(child))
                     except TypeError as error:
                         raise TypeError(f"{where} ({type(child).__name__}): {error}") from None
                 elif list(child.parameters(recurse=False)) or list(child.buffers(recurse=False)):
-                    raise TypeError(f"{where}: a {type(child).__name__} has no stacked form "
-                                    f"(stacked layers: {', '.join(t.__name__ for t in _STACKED_LAYERS)})")
+                    raise TypeError(
+                        f"{where}: a {type(child).__name__} has no stacked form "
+                        f"(stacked layers: {', '.join(t.__name__ for t in _STACKED_LAYERS)})"
+                    )
                 elif isinstance(child, nn.Sigmoid):
                     setattr(parent, name, _StableSigmoid())
         state = self.twin.state_dict()
@@ -193,13 +217,17 @@ class StackedNetwork:
         parameters = dict(self.twin.named_parameters())
         # Parameters first, then the floating buffers (running statistics); the integer ones (a batch
         # norm's count of batches) are ``counters``, which ``StackedPlayers`` keeps per row.
-        self.names = tuple([*parameters, *(n for n, t in state.items() if n not in parameters and t.is_floating_point())])
+        self.names = tuple(
+            [*parameters, *(n for n, t in state.items() if n not in parameters and t.is_floating_point())]
+        )
         self.trainable = len(parameters)
         self.counters = tuple(n for n, t in state.items() if not t.is_floating_point())
         self.shapes = tuple(tuple(state[name].shape) for name in self.names)
         # nn.Dropout's masks are keyed per row; other dropout layers (Dropout2d, ...) would draw from the
         # process's generator for the whole stack.
-        self.trains = not any(isinstance(m, nn.modules.dropout._DropoutNd) and type(m) is not nn.Dropout for m in network.modules())
+        self.trains = not any(
+            isinstance(m, nn.modules.dropout._DropoutNd) and type(m) is not nn.Dropout for m in network.modules()
+        )
         self.drops = bool(self._dropouts)
         self._agrees: dict[tuple, bool] = {}
         self._floats: dict[tuple, int] = {}
@@ -224,7 +252,9 @@ class StackedNetwork:
         held = [layer.keys for layer in self._dropouts]
         keys = held[0] if training and self.drops else None
         if training and self.drops and (keys is None or len(keys) != len(x)):
-            raise ValueError(f"{len(x)} rows of a network with dropout train inside keyed_masks(net.twin, keys) with a key per row")
+            raise ValueError(
+                f"{len(x)} rows of a network with dropout train inside keyed_masks(net.twin, keys) with a key per row"
+            )
         # Every run below (chunks, pairs, checks) counts the dropout layers' calls from here; the call counts once.
         self._calls = [layer.calls for layer in self._dropouts]
         try:
@@ -237,8 +267,17 @@ class StackedNetwork:
         rows = x.shape[0]
         chunk = max(1, CALL_FLOATS // (x.shape[1] * self._floats_per_sample(params, x)))
         if rows > chunk:
-            return torch.cat([self._stacked([p[first : first + chunk] for p in params], x[first : first + chunk], training,
-                                            None if keys is None else keys[first : first + chunk]) for first in range(0, rows, chunk)])
+            return torch.cat(
+                [
+                    self._stacked(
+                        [p[first : first + chunk] for p in params],
+                        x[first : first + chunk],
+                        training,
+                        None if keys is None else keys[first : first + chunk],
+                    )
+                    for first in range(0, rows, chunk)
+                ]
+            )
         if rows == 1:
             return self._row_by_row(params, x, training, keys)
         key = (rows, tuple(x.shape[1:]), str(x.device), x.dtype, training, torch.is_grad_enabled())
@@ -246,8 +285,11 @@ class StackedNetwork:
         if agrees is None:
             agrees = self._agrees[key] = self._agrees_with_pairs(params, x, training, keys)
             if not agrees:
-                warnings.warn(f"stacked network: a stack of {rows} rows of {list(x.shape[1:])} gives other bits than a row "
-                              "paired with a copy of itself on this machine; such stacks run row by row, in those pairs", stacklevel=3)
+                warnings.warn(
+                    f"stacked network: a stack of {rows} rows of {list(x.shape[1:])} gives other bits than a row "
+                    "paired with a copy of itself on this machine; such stacks run row by row, in those pairs",
+                    stacklevel=3,
+                )
         return self._run(params, x, training, keys) if agrees else self._row_by_row(params, x, training, keys)
 
     def _floats_per_sample(self, params: Sequence[Tensor], x: Tensor) -> int:
@@ -272,7 +314,9 @@ class StackedNetwork:
         rows, samples = x.shape[:2]
         for layer, calls in zip(self._dropouts, self._calls):
             layer.keys, layer.calls = keys, calls
-        out = functional_call(self.twin.train(training), dict(zip(self.names, params)), (x.flatten(0, 1),), strict=False)
+        out = functional_call(
+            self.twin.train(training), dict(zip(self.names, params)), (x.flatten(0, 1),), strict=False
+        )
         return out.view(rows, samples, *out.shape[1:])
 
     def _row_by_row(self, params: Sequence[Tensor], x: Tensor, training: bool, keys: np.ndarray | None) -> Tensor:
@@ -293,6 +337,7 @@ class StackedNetwork:
         """Whether the first and last rows of a stack of ``x``'s shape give the bits they give in a pair
         with a copy of themselves: outputs, updated running statistics and, where gradients are taken,
         the gradients of the parameters and of ``x``. On copies of the tensors: the caller's stay as they are."""
+
         def trial(rows: list[int] | None) -> list[Tensor]:
             tensors, inputs = (list(params), x) if rows is None else _pairs(params, x, rows)
             tensors = [t.detach().clone().requires_grad_(grads and k < self.trainable) for k, t in enumerate(tensors)]

@@ -71,9 +71,7 @@ class NeighbourExchange:
             assert tuple(self.comm.Get_coords(self.rank)) == self.cells[0]
         else:
             self.kind = "graph"
-            peers = sorted(
-                {owner[n] for cell in self.cells for n in shape.neighbourhood(cell)} - {self.rank}
-            )
+            peers = sorted({owner[n] for cell in self.cells for n in shape.neighbourhood(cell)} - {self.rank})
             self.comm = comm.Create_dist_graph_adjacent(peers, peers, reorder=False)
             # For each peer, in the communicator's order of destinations: the cells its cells need.
             needs = [{n for c in blocks[peer] for n in shape.neighbourhood(c)} for peer in peers]

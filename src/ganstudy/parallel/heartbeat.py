@@ -47,8 +47,11 @@ class Heartbeat:
                 self._thread.start()
             elif self.rank == 0:
                 # Its thread would call MPI beside the training's collectives: undefined below THREAD_MULTIPLE.
-                print("ganstudy heartbeat: MPI was not started with MPI_THREAD_MULTIPLE; running without a heartbeat",
-                      file=sys.stderr, flush=True)
+                print(
+                    "ganstudy heartbeat: MPI was not started with MPI_THREAD_MULTIPLE; running without a heartbeat",
+                    file=sys.stderr,
+                    flush=True,
+                )
         return self
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
@@ -79,18 +82,25 @@ class Heartbeat:
         print(f"ganstudy heartbeat: {message}; aborting the job", file=sys.stderr, flush=True)
         self.comm.Abort(3)
 
-    def _culprit(self, now: float, last_beat: dict[int, float], last_heard: dict[int, float], waiting: dict[int, bool]) -> str:
+    def _culprit(
+        self, now: float, last_beat: dict[int, float], last_heard: dict[int, float], waiting: dict[int, bool]
+    ) -> str:
         """The rank that stopped first, and how rank 0 knows. A rank that died inside a collective reported
         itself waiting, as do the ones it blocks: its silence names it, not its flag. Silent: no report for
         half the timeout, many intervals, which a busy machine's watcher threads do not miss."""
         silent = [r for r in last_heard if now - last_heard[r] > self.timeout / 2]
         if silent:
             culprit = min(silent, key=last_heard.__getitem__)
-            return (f"rank {culprit} ({self.describe(culprit)}) stopped first, {now - last_heard[culprit]:.0f} s ago: "
-                    "it died or stalled (its heartbeat fell silent)")
+            return (
+                f"rank {culprit} ({self.describe(culprit)}) stopped first, {now - last_heard[culprit]:.0f} s ago: "
+                "it died or stalled (its heartbeat fell silent)"
+            )
         suspects = [r for r in last_beat if not waiting[r]] or list(last_beat)
         culprit = min(suspects, key=last_beat.__getitem__)
-        return f"rank {culprit} ({self.describe(culprit)}) stopped first, {now - last_beat[culprit]:.0f} s ago: it died or stalled"
+        return (
+            f"rank {culprit} ({self.describe(culprit)}) stopped first, {now - last_beat[culprit]:.0f} s ago: "
+            "it died or stalled"
+        )
 
     def _watch(self) -> None:
         last_beat = dict.fromkeys(range(self.size), time.monotonic())  # rank -> when it last beat (rank 0's clock)
@@ -105,16 +115,28 @@ class Heartbeat:
                 last_beat[0], waiting[0], last_heard[0] = self._beat_at, self._waiting, now
                 while self.comm.Iprobe(source=self._any_source, tag=_TAG_PROGRESS):
                     sender, age, waits = self.comm.recv(source=self._any_source, tag=_TAG_PROGRESS)
-                    last_beat[sender], waiting[sender], last_heard[sender] = max(last_beat[sender], now - age), waits, now
+                    last_beat[sender], waiting[sender], last_heard[sender] = (
+                        max(last_beat[sender], now - age),
+                        waits,
+                        now,
+                    )
                 newest = max(last_beat.values())
                 if now - newest > self.timeout:
-                    self._abort(f"no rank made progress for {now - newest:.0f} s; {self._culprit(now, last_beat, last_heard, waiting)}")
+                    self._abort(
+                        f"no rank made progress for {now - newest:.0f} s; "
+                        f"{self._culprit(now, last_beat, last_heard, waiting)}"
+                    )
                 pending += [self.comm.isend(None, dest=r, tag=_TAG_PULSE) for r in range(1, self.size)]
             else:
                 # An age, not a time: clocks of different nodes do not agree.
-                pending.append(self.comm.isend((self.rank, now - self._beat_at, self._waiting), dest=0, tag=_TAG_PROGRESS))
+                pending.append(
+                    self.comm.isend((self.rank, now - self._beat_at, self._waiting), dest=0, tag=_TAG_PROGRESS)
+                )
                 while self.comm.Iprobe(source=0, tag=_TAG_PULSE):
                     self.comm.recv(source=0, tag=_TAG_PULSE)
                     last_pulse = now
                 if now - last_pulse > self.timeout:
-                    self._abort(f"rank 0 ({self.describe(0)}) sent no heartbeat for {now - last_pulse:.0f} s: it died or stalled")
+                    self._abort(
+                        f"rank 0 ({self.describe(0)}) sent no heartbeat for {now - last_pulse:.0f} s: it died or "
+                        "stalled"
+                    )

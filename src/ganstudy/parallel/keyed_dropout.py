@@ -51,7 +51,12 @@ class KeyedDropout(nn.Module):
 def replace_dropout(module: nn.Module, make: Callable[[float, int], nn.Module]) -> nn.Module:
     """``module`` with every nn.Dropout replaced, in place, by ``make(p, layer)``, the layers numbered in
     module order so that each draws its own masks."""
-    found = [(parent, name, child) for parent in module.modules() for name, child in parent.named_children() if type(child) is nn.Dropout]
+    found = [
+        (parent, name, child)
+        for parent in module.modules()
+        for name, child in parent.named_children()
+        if type(child) is nn.Dropout
+    ]
     for layer, (parent, name, child) in enumerate(found):
         setattr(parent, name, make(child.p, layer))
     return module

@@ -38,7 +38,8 @@ def shard_rows(batch_size: int, world_size: int, accumulation: int) -> int:
     parts = world_size * accumulation
     if batch_size % parts:
         raise GanstudyError(
-            f"the global batch_size {batch_size} does not split into {world_size} rank(s) x {accumulation} micro-batch(es): "
-            f"choose a batch_size that is a multiple of {parts}, or another rank count or accumulation_steps"
+            f"the global batch_size {batch_size} does not split into {world_size} rank(s) x {accumulation} "
+            f"micro-batch(es): choose a batch_size that is a multiple of {parts}, or another rank count or "
+            "accumulation_steps"
         )
     return batch_size // parts

@@ -47,8 +47,8 @@ def check_one_gpu_per_rank(placements: list[tuple[str, int]]) -> None:
             raise GanstudyError(
                 f"data parallelism over nccl needs a GPU of its own per rank, but ranks {first[placement]} and {rank} "
                 f"both train on cuda:{gpu} of host {host} ({ranks} ranks there, {gpus} GPU(s) among them). Launch at "
-                "most one rank per GPU (Slurm --gpus-per-task=1, LSF jsrun -g 1; locally fewer ranks: compute.max_ranks "
-                "or the set-up's ranks), or set compute.device: cpu to train over gloo."
+                "most one rank per GPU (Slurm --gpus-per-task=1, LSF jsrun -g 1; locally fewer ranks: "
+                "compute.max_ranks or the set-up's ranks), or set compute.device: cpu to train over gloo."
             )
         first[placement] = rank
 

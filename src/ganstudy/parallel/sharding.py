@@ -71,7 +71,9 @@ def full_optimizer_state(network: nn.Module, optimizer: torch.optim.Optimizer) -
     return get_optimizer_state_dict(network, optimizer, options=_full())
 
 
-def load_full_state(network: nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any], optimizer_state: dict[str, Any]) -> None:
+def load_full_state(
+    network: nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any], optimizer_state: dict[str, Any]
+) -> None:
     """Shard whole states that every rank has read (a checkpoint) into ``network`` and ``optimizer``."""
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict, set_optimizer_state_dict
 

@@ -40,7 +40,9 @@ class StopSignal:
             self._previous = {sig: signal.signal(sig, self._handle) for sig in STOP_SIGNALS}
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous = {}
@@ -48,7 +50,11 @@ class StopSignal:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.received is None:
             self.received = signal.Signals(signum).name
-            print(f"ganstudy: {self.received} received: stopping at the next checkpoint-safe point", file=sys.stderr, flush=True)
+            print(
+                f"ganstudy: {self.received} received: stopping at the next checkpoint-safe point",
+                file=sys.stderr,
+                flush=True,
+            )
 
     @property
     def requested(self) -> bool:

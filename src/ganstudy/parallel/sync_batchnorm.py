@@ -58,7 +58,9 @@ class _GlobalNormalise(torch.autograd.Function):
         channels = x.shape[1]
         sum_dy, sum_dy_centred = total[:channels] / ctx.count, total[channels:] / ctx.count
         scale = invstd if weight is None else invstd * weight
-        grad_x = (grad - sum_dy.view(shape) - centred * (sum_dy_centred * invstd * invstd).view(shape)) * scale.view(shape)
+        grad_x = (grad - sum_dy.view(shape) - centred * (sum_dy_centred * invstd * invstd).view(shape)) * scale.view(
+            shape
+        )
         grad_weight = local[channels:] * invstd if weight is not None and ctx.needs_input_grad[1] else None
         grad_bias = local[:channels] if weight is not None and ctx.needs_input_grad[2] else None
         return grad_x, grad_weight, grad_bias, None, None, None, None
@@ -94,7 +96,9 @@ def globalise_batchnorm(module: nn.Module) -> nn.Module:
     parameters and running statistics."""
     for name, child in module.named_children():
         if isinstance(child, nn.modules.batchnorm._BatchNorm) and not isinstance(child, GlobalBatchNorm):
-            replacement = GlobalBatchNorm(child.num_features, child.eps, child.momentum, child.affine, child.track_running_stats)
+            replacement = GlobalBatchNorm(
+                child.num_features, child.eps, child.momentum, child.affine, child.track_running_stats
+            )
             replacement.load_state_dict(child.state_dict())
             replacement.to(next(child.buffers(), torch.empty(0)).device)
             setattr(module, name, replacement)

@@ -33,7 +33,17 @@ def profile_rows(history: list[dict[str, Any]], cell: str, rank: int) -> list[di
     in-training FID, from its history."""
     rows = []
     for row in history:
-        rows.append({"iteration": row["iteration"], "cell": cell, "rank": rank, "routine": "train", "seconds": row["seconds"]})
+        rows.append(
+            {"iteration": row["iteration"], "cell": cell, "rank": rank, "routine": "train", "seconds": row["seconds"]}
+        )
         if row["score_seconds"]:
-            rows.append({"iteration": row["iteration"], "cell": cell, "rank": rank, "routine": "score", "seconds": row["score_seconds"]})
+            rows.append(
+                {
+                    "iteration": row["iteration"],
+                    "cell": cell,
+                    "rank": rank,
+                    "routine": "score",
+                    "seconds": row["score_seconds"],
+                }
+            )
     return rows

@@ -63,10 +63,24 @@ def gpu_indices(local_rank: int, gpus_per_rank: int, gpu_count: int) -> list[int
 # GPUs has none, so that the user sees at once whether the scheduler or torch is at fault.
 GPU_ENVIRONMENT = (
     "CUDA_VISIBLE_DEVICES",
-    "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_JOB_PARTITION", "SLURM_NODELIST", "SLURM_JOB_NODELIST",
-    "SLURM_PROCID", "SLURM_LOCALID", "SLURM_JOB_GPUS", "SLURM_STEP_GPUS", "SLURM_GPUS_ON_NODE",
-    "SLURM_GPUS_PER_TASK", "SLURM_GPUS", "SLURM_GPUS_PER_NODE",
-    "LSB_JOBID", "LSB_QUEUE", "JSM_NAMESPACE_LOCAL_RANK", "JSM_NAMESPACE_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+    "SLURM_JOB_PARTITION",
+    "SLURM_NODELIST",
+    "SLURM_JOB_NODELIST",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_JOB_GPUS",
+    "SLURM_STEP_GPUS",
+    "SLURM_GPUS_ON_NODE",
+    "SLURM_GPUS_PER_TASK",
+    "SLURM_GPUS",
+    "SLURM_GPUS_PER_NODE",
+    "LSB_JOBID",
+    "LSB_QUEUE",
+    "JSM_NAMESPACE_LOCAL_RANK",
+    "JSM_NAMESPACE_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
 )
 # Any other Slurm variable with one of these in its name describes GPUs or the job step too.
 _SLURM_GPU_WORDS = ("GPU", "GRES", "TRES", "STEP")
@@ -86,10 +100,13 @@ def gpu_environment(environ: Mapping[str, str] | None = None) -> str:
     """The scheduler's GPU-related variables as ``NAME=value`` (or ``NAME unset``), one string."""
     environ = os.environ if environ is None else environ
     extra = sorted(
-        name for name in environ
+        name
+        for name in environ
         if name.startswith("SLURM_") and name not in GPU_ENVIRONMENT and any(word in name for word in _SLURM_GPU_WORDS)
     )
-    return ", ".join(f"{name}={environ[name]}" if name in environ else f"{name} unset" for name in (*GPU_ENVIRONMENT, *extra))
+    return ", ".join(
+        f"{name}={environ[name]}" if name in environ else f"{name} unset" for name in (*GPU_ENVIRONMENT, *extra)
+    )
 
 
 def _no_cuda_error(world: World, problem: str, remedy: str) -> GanstudyError:

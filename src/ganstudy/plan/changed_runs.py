@@ -41,7 +41,11 @@ class Changed:
 
     def line(self) -> str:
         more = len(self.changes) - _SHOWN
-        return f"{self.setup} trial {self.trial}: " + "; ".join(self.changes[:_SHOWN]) + (f"; and {more} more" if more > 0 else "")
+        return (
+            f"{self.setup} trial {self.trial}: "
+            + "; ".join(self.changes[:_SHOWN])
+            + (f"; and {more} more" if more > 0 else "")
+        )
 
 
 def _flat(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -63,7 +67,9 @@ def differences(recorded: Mapping[str, Any], expected: Mapping[str, Any]) -> lis
     def value(record: dict[str, Any], key: str) -> Any:
         return "absent" if record.get(key) is None else record[key]
 
-    changed = sorted(key for key in old.keys() | new.keys() if key not in _IGNORED and value(old, key) != value(new, key))
+    changed = sorted(
+        key for key in old.keys() | new.keys() if key not in _IGNORED and value(old, key) != value(new, key)
+    )
     return [f"{key}: {json.dumps(value(old, key))} -> {json.dumps(value(new, key))}" for key in changed]
 
 
@@ -75,8 +81,9 @@ def _read(path: Path) -> Any:
         return f"unreadable ({exc.__class__.__name__})"
 
 
-def changed_runs(study_dir: str | os.PathLike[str], expected: Mapping[str, Mapping[str, Any]],
-                 runs: Iterable[tuple[str, int]]) -> list[Changed]:
+def changed_runs(
+    study_dir: str | os.PathLike[str], expected: Mapping[str, Mapping[str, Any]], runs: Iterable[tuple[str, int]]
+) -> list[Changed]:
     """The finished ones of the (set-up, trial) ``runs`` whose run.json records another job than
     ``expected[setup]`` (a ``TrainingJob.record``; a run written before the job was recorded whole is
     compared on its settings and seed). Unfinished runs are not listed: their checkpoints carry a
@@ -104,13 +111,23 @@ def archive_run(study_dir: str | os.PathLike[str], changed: Changed, now: dt.dat
     study, setup, trial = Path(study_dir), changed.setup, changed.trial
     folder = study / "archive" / f"{now.strftime('%Y%m%dT%H%M%S')}-{changed.recorded}"
     moved = []
-    for part in (Path("runs") / setup / f"trial{trial}", Path("scores") / setup / f"trial{trial}.json",
-                 Path("logs") / "train" / setup / f"trial{trial}.log"):
+    for part in (
+        Path("runs") / setup / f"trial{trial}",
+        Path("scores") / setup / f"trial{trial}.json",
+        Path("logs") / "train" / setup / f"trial{trial}.log",
+    ):
         if (study / part).exists():
             (folder / part).parent.mkdir(parents=True, exist_ok=True)
             shutil.move(study / part, folder / part)
             moved.append(str(folder / part))
-    write_json(folder / "archived" / setup / f"trial{trial}.json", {
-        "setup": setup, "trial": trial, "changes": list(changed.changes), "moved": moved,
-        "archived_at": now.isoformat(timespec="seconds")})
+    write_json(
+        folder / "archived" / setup / f"trial{trial}.json",
+        {
+            "setup": setup,
+            "trial": trial,
+            "changes": list(changed.changes),
+            "moved": moved,
+            "archived_at": now.isoformat(timespec="seconds"),
+        },
+    )
     return moved

@@ -16,7 +16,6 @@ from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import Metric, get_metric
 from ganstudy.models import get_network
 
-
 # Training modes that learn the classes.
 LEARN_CLASSES = ("per_class", "conditional")
 
@@ -67,30 +66,40 @@ def class_problems(config: dict[str, Any], kind: DataKind, classes: int | None) 
         for cell, wanted in enumerate((setup.get("grid") or {}).get("cell_classes") or []):
             missing = sorted(label for label in wanted if label >= classes)
             if missing:
-                problems.append(f"setups.{name}.grid.cell_classes: cell {cell} names class(es) {missing}, but {data} has "
-                                f"classes 0..{classes - 1}: name classes the data have")
+                problems.append(
+                    f"setups.{name}.grid.cell_classes: cell {cell} names class(es) {missing}, but {data} has "
+                    f"classes 0..{classes - 1}: name classes the data have"
+                )
     if classes > 1:
         return problems
     for name, setup in config["setups"].items():
         if setup["mode"] in LEARN_CLASSES:
-            problems.append(f"setups.{name}.mode: {setup['mode']} learns the classes, but {data} has one class: use mode "
-                            "single, grid or data_parallel")
+            problems.append(
+                f"setups.{name}.mode: {setup['mode']} learns the classes, but {data} has one class: use mode "
+                "single, grid or data_parallel"
+            )
             continue
         try:
             conditional = get_network(setup["network"]).conditional
         except GanstudyError:
             continue  # named by part_problems
         if conditional:
-            problems.append(f"setups.{name}.network: '{setup['network']}' is conditional (it learns the class labels), but "
-                            f"{data} has one class: choose an unconditional network")
+            problems.append(
+                f"setups.{name}.network: '{setup['network']}' is conditional (it learns the class labels), but "
+                f"{data} has one class: choose an unconditional network"
+            )
     metrics = _metrics(config)
     compared = sorted(name for name, metric in metrics.items() if metric.classes)
     if compared:
-        problems.append(f"evaluation.metrics {', '.join(compared)}: compare the classes of samples and data, but {data} has "
-                        "one class: remove them")
+        problems.append(
+            f"evaluation.metrics {', '.join(compared)}: compare the classes of samples and data, but {data} has "
+            "one class: remove them"
+        )
     if config["classifier"]["weights"] is None:
         for reader, otherwise in _classifier_readers(config, metrics):
-            problems.append(f"{reader}: scores with a classifier, but {data} has one class, so none can be trained "
-                            f"(it would have nothing to separate): set classifier.weights to a classifier trained on "
-                            f"images of several classes (e.g. the same images with their other classes){otherwise}")
+            problems.append(
+                f"{reader}: scores with a classifier, but {data} has one class, so none can be trained "
+                f"(it would have nothing to separate): set classifier.weights to a classifier trained on "
+                f"images of several classes (e.g. the same images with their other classes){otherwise}"
+            )
     return problems

@@ -64,8 +64,10 @@ def _srun(layout: RankLayout) -> str:
 def _jsrun(layout: RankLayout) -> str:
     # Summit's resource sets: one rank each, with its share of a node's cores and its GPUs.
     cores = layout.node_cores // layout.ranks_per_node
-    return (f"jsrun -n {layout.ranks} -r {layout.ranks_per_node} -a 1 -c {cores} -g {layout.gpus_per_rank} "
-            f"-b packed:{cores}")
+    return (
+        f"jsrun -n {layout.ranks} -r {layout.ranks_per_node} -a 1 -c {cores} -g {layout.gpus_per_rank} "
+        f"-b packed:{cores}"
+    )
 
 
 def _slurm_resources(warning_seconds: int) -> dict[str, object]:
@@ -74,10 +76,20 @@ def _slurm_resources(warning_seconds: int) -> dict[str, object]:
 
 
 MPIEXEC = Launcher(_mpiexec)
-SRUN = Launcher(_srun, Account("slurm_account", ("SBATCH_ACCOUNT", "SLURM_ACCOUNT"),
-                               "Slurm charges your default account, and a centre without one refuses every job"),
-                _slurm_resources)
-JSRUN = Launcher(_jsrun, Account("lsf_project", ("LSB_DEFAULTPROJECT",),
-                                 "bsub -P is required on Summit-class machines: LSF refuses every job"))
+SRUN = Launcher(
+    _srun,
+    Account(
+        "slurm_account",
+        ("SBATCH_ACCOUNT", "SLURM_ACCOUNT"),
+        "Slurm charges your default account, and a centre without one refuses every job",
+    ),
+    _slurm_resources,
+)
+JSRUN = Launcher(
+    _jsrun,
+    Account(
+        "lsf_project", ("LSB_DEFAULTPROJECT",), "bsub -P is required on Summit-class machines: LSF refuses every job"
+    ),
+)
 
 LAUNCHERS: Registry[Launcher] = Registry("launcher", "ganstudy.launchers", instance_of(Launcher))

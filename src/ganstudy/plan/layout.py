@@ -38,7 +38,9 @@ class StudyLayout:
     site: str = "this machine"  # the site's name, for messages
 
     @classmethod
-    def from_config(cls, config: Mapping[str, Any], data_classes: int | None, site: str = "this machine") -> StudyLayout:
+    def from_config(
+        cls, config: Mapping[str, Any], data_classes: int | None, site: str = "this machine"
+    ) -> StudyLayout:
         return cls(config["setups"], config["compute"], config["dataset"]["name"], data_classes, site)
 
     def pairs(self, name: str) -> int:
@@ -46,8 +48,10 @@ class StudyLayout:
         setup = self.setups[name]
         if setup["mode"] == "per_class":
             if self.data_classes is None:
-                raise ClassesUnknown(f"set-up '{name}' trains per class on dataset '{self.dataset}', whose number of "
-                                     f"classes is known only once it is read: set setups.{name}.ranks")
+                raise ClassesUnknown(
+                    f"set-up '{name}' trains per class on dataset '{self.dataset}', whose number of "
+                    f"classes is known only once it is read: set setups.{name}.ranks"
+                )
             return self.data_classes
         if setup["mode"] == "grid":
             shape = setup["grid"]["shape"]
@@ -104,8 +108,9 @@ class StudyLayout:
 
     def rank_layout(self, ranks: int) -> RankLayout:
         """What the launcher is told of a job of ``ranks`` ranks."""
-        return RankLayout(ranks, self.ranks_per_node, self.compute["node_cores"], self.gpus_per_rank,
-                          self.compute["threads_per_job"])
+        return RankLayout(
+            ranks, self.ranks_per_node, self.compute["node_cores"], self.gpus_per_rank, self.compute["threads_per_job"]
+        )
 
     def memory_mb(self, name: str, train_bytes: int) -> int:
         """Memory (MB) per node of a set-up's training job (sbatch --mem): the ranks that share a node, each
@@ -117,9 +122,11 @@ class StudyLayout:
             per_rank = rank_memory_mb(train_bytes, device)
         memory = node_memory_mb(min(self.ranks(name), self.ranks_per_node), per_rank)
         if self.compute["node_mem_mb"] is not None and memory > self.compute["node_mem_mb"]:
-            raise GanstudyError(f"set-up {name}: its ranks on one node need {memory} MB, more than a node's "
-                                f"{self.compute['node_mem_mb']} MB (node_mem_mb, site '{self.site}'): the job could never start; lower "
-                                "compute.mem_mb_per_rank or the ranks per node (compute.threads_per_job)")
+            raise GanstudyError(
+                f"set-up {name}: its ranks on one node need {memory} MB, more than a node's "
+                f"{self.compute['node_mem_mb']} MB (node_mem_mb, site '{self.site}'): the job could never start; lower "
+                "compute.mem_mb_per_rank or the ranks per node (compute.threads_per_job)"
+            )
         return memory
 
     def runtime_minutes(self, attempt: int) -> int:
@@ -144,14 +151,19 @@ class StudyLayout:
                     continue  # the job refuses
                 if setup["ranks"] > most:
                     what = "classes" if setup["mode"] == "per_class" else "grid cells"
-                    problems.append(f"setups.{name}.ranks: {setup['ranks']} ranks for {most} {what}; a rank holds at least "
-                                    f"one: set ranks to at most {most}")
+                    problems.append(
+                        f"setups.{name}.ranks: {setup['ranks']} ranks for {most} {what}; a rank holds at least "
+                        f"one: set ranks to at most {most}"
+                    )
         return problems
 
     def _batch_problems(self, images: int | None) -> list[str]:
-        problems = [f"setups.{name}.batch_size: {setup['batch_size']} is larger than the training split's {images} images: "
-                    "lower batch_size" for name, setup in self.setups.items()
-                    if images is not None and setup["batch_size"] > images]
+        problems = [
+            f"setups.{name}.batch_size: {setup['batch_size']} is larger than the training split's {images} images: "
+            "lower batch_size"
+            for name, setup in self.setups.items()
+            if images is not None and setup["batch_size"] > images
+        ]
         known = self.known_ranks()
         for name, setup in self.setups.items():
             if setup["mode"] == "data_parallel" and name in known:
@@ -166,12 +178,18 @@ class StudyLayout:
         compute = self.compute
         problems = []
         if compute["max_train_minutes"] < compute["train_minutes"]:
-            problems.append(f"compute.max_train_minutes={compute['max_train_minutes']} is below compute.train_minutes="
-                            f"{compute['train_minutes']}: a retry could not even ask for the first attempt's wall time")
+            problems.append(
+                f"compute.max_train_minutes={compute['max_train_minutes']} is below compute.train_minutes="
+                f"{compute['train_minutes']}: a retry could not even ask for the first attempt's wall time"
+            )
         if compute["wall_warning_minutes"] >= compute["train_minutes"]:
-            problems.append(f"compute.wall_warning_minutes={compute['wall_warning_minutes']} must be below "
-                            f"compute.train_minutes={compute['train_minutes']}: the job would be told to stop as soon as it starts")
+            problems.append(
+                f"compute.wall_warning_minutes={compute['wall_warning_minutes']} must be below "
+                f"compute.train_minutes={compute['train_minutes']}: the job would be told to stop as soon as it starts"
+            )
         if compute["mem_mb_per_rank"] is not None and compute["mem_mb_per_rank"] < MIN_RANK_MB:
-            problems.append(f"compute.mem_mb_per_rank={compute['mem_mb_per_rank']} is below the {MIN_RANK_MB} MB a rank "
-                            "needs for Python, torch and MPI alone: raise it, or remove the key to let ganstudy estimate it")
+            problems.append(
+                f"compute.mem_mb_per_rank={compute['mem_mb_per_rank']} is below the {MIN_RANK_MB} MB a rank "
+                "needs for Python, torch and MPI alone: raise it, or remove the key to let ganstudy estimate it"
+            )
         return problems

@@ -33,13 +33,21 @@ def part_problems(config: dict[str, Any]) -> list[str]:
         problems = [f"dataset.name: {error}"]
     else:
         problems = [f"dataset.name: {problem}" for problem in kind.missing_parts()]
-        problems += option_problems(config["dataset"], "options", f"data set '{name}'", get_dataset(name).options,
-                                    DATASETS.origin(name), "dataset")
+        problems += option_problems(
+            config["dataset"],
+            "options",
+            f"data set '{name}'",
+            get_dataset(name).options,
+            DATASETS.origin(name),
+            "dataset",
+        )
         problems += metric_problems(kind, config["evaluation"]["metrics"], config["evaluation"]["extractor"])
     primary, metrics = config["statistics"]["primary_metric"], config["evaluation"]["metrics"]
     if primary is not None and primary not in metrics:
-        problems.append(f"statistics.primary_metric: '{primary}' is not one of evaluation.metrics ({', '.join(metrics)}): "
-                        "name one of them, or null for the first")
+        problems.append(
+            f"statistics.primary_metric: '{primary}' is not one of evaluation.metrics ({', '.join(metrics)}): "
+            "name one of them, or null for the first"
+        )
     for setup_name, setup in config["setups"].items():
         key = f"setups.{setup_name}.network"
         try:
@@ -47,26 +55,38 @@ def part_problems(config: dict[str, Any]) -> list[str]:
         except GanstudyError as error:
             problems.append(f"{key}: {error}")
             continue
-        problems += option_problems(setup, "network_options", f"network '{setup['network']}'", network.options,
-                                    NETWORKS.origin(setup["network"]), f"setups.{setup_name}")
+        problems += option_problems(
+            setup,
+            "network_options",
+            f"network '{setup['network']}'",
+            network.options,
+            NETWORKS.origin(setup["network"]),
+            f"setups.{setup_name}",
+        )
         problems += _shape_problems(setup_name, setup, network, config["dataset"])
         problems += _recipe_problems(setup_name, setup, config["dataset"])
         if kind is not None and network.task != kind.task:
-            problems.append(f"{key}: network '{setup['network']}' is trained by task '{network.task}', but dataset '{name}' "
-                            f"holds {kind.description}, whose networks are trained by task '{kind.task}': choose a network "
-                            "of that task or another data set")
+            problems.append(
+                f"{key}: network '{setup['network']}' is trained by task '{network.task}', but dataset '{name}' "
+                f"holds {kind.description}, whose networks are trained by task '{kind.task}': choose a network "
+                "of that task or another data set"
+            )
     return problems
 
 
-def option_problems(section: dict[str, Any], key: str, part: str, schema: dict[str, Any] | None, origin: Origin,
-                    where: str) -> list[str]:
+def option_problems(
+    section: dict[str, Any], key: str, part: str, schema: dict[str, Any] | None, origin: Origin, where: str
+) -> list[str]:
     """What is wrong with a part's options (``section[key]``, at ``where``.``key`` in the study) against
     the options ``schema`` of ``part`` (None: it takes none); the section's options gain the schema's
     defaults."""
     options = section.setdefault(key, {})
     if schema is None:
         return [f"{where}.{key}: {part} takes no options, got {sorted(options)}; remove them"] if options else []
-    return [f"{problem} (the options schema of {part}, {origin})" for problem in section_problems(options, closed(schema), f"{where}.{key}")]
+    return [
+        f"{problem} (the options schema of {part}, {origin})"
+        for problem in section_problems(options, closed(schema), f"{where}.{key}")
+    ]
 
 
 def closed(schema: dict[str, Any]) -> dict[str, Any]:
@@ -90,12 +110,16 @@ def _shape_problems(setup_name: str, setup: dict[str, Any], network: Network, da
     size = dataset.get("image_size")
     shape = (dataset.get("channels") or channels, size or height, size or width)
     classes = (data_set.classes or 0) if network.conditional else 0
-    spec = NetworkSpec(shape, setup["latent_dim"], setup["hidden_units"], classes, None, FrozenMapping(setup.get("network_options")))
+    spec = NetworkSpec(
+        shape, setup["latent_dim"], setup["hidden_units"], classes, None, FrozenMapping(setup.get("network_options"))
+    )
     try:
         network.fits(spec)
     except GanstudyError as error:
-        return [f"setups.{setup_name}.network: {error} (dataset '{dataset['name']}' gives {shape[1]}x{shape[2]} images with "
-                f"{shape[0]} channel(s))"]
+        return [
+            f"setups.{setup_name}.network: {error} (dataset '{dataset['name']}' gives {shape[1]}x{shape[2]} images "
+            f"with {shape[0]} channel(s))"
+        ]
     return []
 
 
@@ -106,13 +130,19 @@ def _recipe_problems(setup_name: str, setup: dict[str, Any], dataset: dict[str, 
     problems = []
     decay = settings.get("lr_decay_iterations") or 0
     if decay > settings["iterations"]:
-        problems.append(f"{key}.lr_decay_iterations: {decay} is more than the set-up's {settings['iterations']} iterations: "
-                        "decay over at most all of them (pix2pix's recipe: iterations 200, lr_decay_iterations 100)")
+        problems.append(
+            f"{key}.lr_decay_iterations: {decay} is more than the set-up's {settings['iterations']} iterations: "
+            "decay over at most all of them (pix2pix's recipe: iterations 200, lr_decay_iterations 100)"
+        )
     if decay and settings["mode"] == "grid":
-        problems.append(f"{key}.lr_decay_iterations: mode grid mutates each cell's learning rate (Lipizzaner's), so it "
-                        "follows no schedule: set lr_decay_iterations 0 or use mode single or data_parallel")
+        problems.append(
+            f"{key}.lr_decay_iterations: mode grid mutates each cell's learning rate (Lipizzaner's), so it "
+            "follows no schedule: set lr_decay_iterations 0 or use mode single or data_parallel"
+        )
     load_size, side = (settings.get("jitter") or {}).get("load_size"), dataset.get("image_size")
     if load_size is not None and side is not None and load_size < side:
-        problems.append(f"{key}.jitter.load_size: {load_size} is smaller than the images' side (dataset.image_size {side}): "
-                        "resize to at least that side before cropping back to it (pix2pix: 286 for 256)")
+        problems.append(
+            f"{key}.jitter.load_size: {load_size} is smaller than the images' side (dataset.image_size {side}): "
+            "resize to at least that side before cropping back to it (pix2pix: 286 for 256)"
+        )
     return problems

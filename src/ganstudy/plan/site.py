@@ -35,8 +35,10 @@ def read_site(reference: str | None, base: str | os.PathLike[str]) -> dict[str, 
         if not path.is_file() and not path.is_absolute() and (Path(base) / path).is_file():
             path = Path(base) / path
         if not path.is_file():
-            raise GanstudyError(f"site file {reference} (config key site, set by the profile) is not a file: give a "
-                                "site description such as profiles/slurm/site.yaml (profiles/README.md)")
+            raise GanstudyError(
+                f"site file {reference} (config key site, set by the profile) is not a file: give a "
+                "site description such as profiles/slurm/site.yaml (profiles/README.md)"
+            )
         try:
             site = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as error:
@@ -49,8 +51,10 @@ def read_site(reference: str | None, base: str | os.PathLike[str]) -> dict[str, 
     if "launcher" not in site:
         # Instead of the schema's "'launcher' is a required property": what to write.
         problems = [problem for problem in problems if "'launcher'" not in problem]
-        problems.append(f"{where} names no launcher: add how a training job starts its ranks, `launcher: srun` (Slurm), "
-                        "`launcher: jsrun` (LSF) or `launcher: mpiexec` (this machine); profiles/README.md")
+        problems.append(
+            f"{where} names no launcher: add how a training job starts its ranks, `launcher: srun` (Slurm), "
+            "`launcher: jsrun` (LSF) or `launcher: mpiexec` (this machine); profiles/README.md"
+        )
     elif isinstance(site["launcher"], str):
         try:
             LAUNCHERS.get(site["launcher"])
@@ -77,8 +81,10 @@ def account_warning(site: dict[str, Any], resources: dict[str, str], environ: Ma
         return None
     if resources.get(account.resource, "").strip("'\" ") or any(environ.get(name) for name in account.variables):
         return None
-    return (f"site '{site['name']}': no account for the scheduler ({account.resource} in the profile's default-resources, "
-            f"or {' / '.join(account.variables)} in the environment): {account.consequence}")
+    return (
+        f"site '{site['name']}': no account for the scheduler ({account.resource} in the profile's default-resources, "
+        f"or {' / '.join(account.variables)} in the environment): {account.consequence}"
+    )
 
 
 def with_site(compute: dict[str, Any], site: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -90,7 +96,9 @@ def with_site(compute: dict[str, Any], site: dict[str, Any]) -> tuple[dict[str, 
         if compute.get(key) is None:
             merged[key] = site[key]
         elif compute[key] != site[key]:
-            overrides.append(f"compute.{key}: the study sets {compute[key]!r} where the site '{site['name']}' says {site[key]!r}; "
-                             "the study's value is used (node hardware belongs in the site file, profiles/<name>/site.yaml: "
-                             "remove the key from the study unless the study needs it)")
+            overrides.append(
+                f"compute.{key}: the study sets {compute[key]!r} where the site '{site['name']}' says {site[key]!r}; "
+                "the study's value is used (node hardware belongs in the site file, profiles/<name>/site.yaml: "
+                "remove the key from the study unless the study needs it)"
+            )
     return merged, overrides

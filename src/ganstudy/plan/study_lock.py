@@ -35,16 +35,23 @@ def _holder(path: Path) -> dict[str, Any]:
 
 
 def _describe(holder: dict[str, Any]) -> str:
-    return (f"pid {holder.get('pid')} on host {holder.get('host')} since {holder.get('started_at')} "
-            f"(from {holder.get('cwd')}: {holder.get('command')})")
+    return (
+        f"pid {holder.get('pid')} on host {holder.get('host')} since {holder.get('started_at')} "
+        f"(from {holder.get('cwd')}: {holder.get('command')})"
+    )
 
 
 def acquire(study_dir: str | os.PathLike[str], warn: Callable[[str], None]) -> Path:
     """Take the study's lock for this process, or raise GanstudyError naming the run that holds it."""
     path = Path(study_dir) / LOCK_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    mine = {"host": socket.gethostname(), "pid": os.getpid(), "cwd": os.getcwd(), "command": " ".join(sys.argv),
-            "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    mine = {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "cwd": os.getcwd(),
+        "command": " ".join(sys.argv),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
     for _ in range(2):
         try:
             descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -53,14 +60,16 @@ def acquire(study_dir: str | os.PathLike[str], warn: Callable[[str], None]) -> P
             if holder.get("host") != mine["host"]:
                 raise GanstudyError(
                     f"study {study_dir} is being run by {_describe(holder)}; one run per study at a time. If that run "
-                    f"is over (its host crashed), remove {path} and start again") from None
+                    f"is over (its host crashed), remove {path} and start again"
+                ) from None
             # Any live process with that id counts (its command line may be a wrapper's): a reused id only
             # costs a clear message.
             if isinstance(holder.get("pid"), int) and pid_alive(holder["pid"], b""):
                 raise GanstudyError(
                     f"study {study_dir} is being run by {_describe(holder)}; one run per study at a time: wait for it "
                     f"to finish or stop it (ganstudy status shows where it stands). If process {holder['pid']} is no "
-                    f"Snakemake of this study, remove {path}") from None
+                    f"Snakemake of this study, remove {path}"
+                ) from None
             warn(f"warning: took over the lock {path} of a run that is gone ({_describe(holder)})")
             path.unlink(missing_ok=True)
             continue

@@ -1,6 +1,7 @@
-"""What a study needs from its user before it can run: the data set's files where the workflow cannot
-fetch them, a pretrained extractor's weights (Inception, DINOv2, CLIP) where the scores are in its
-features, and a classifier the study names. Free of torch: the workflow lists them while it plans, so that a dry-run shows the whole study and what to provide."""
+"""What a study needs from its user before it can run: the data set's files where the workflow cannot fetch
+them, a pretrained extractor's weights (Inception, DINOv2, CLIP) where the scores are in its features, and a
+classifier the study names. Free of torch: the workflow lists them while it plans, so that a dry-run shows the
+whole study and what to provide."""
 
 from __future__ import annotations
 
@@ -25,10 +26,14 @@ def missing_user_inputs(config: dict[str, Any]) -> list[str]:
     weights, sha256 = model.file(evaluation) if model else (None, None)
     if model and not (weights and os.path.isfile(weights)):
         checksum = f" (sha256 starting {sha256})" if sha256 else ""
-        missing.append(f"evaluation.{model.weights_key} {weights}: {model.what}{checksum}; on a machine with internet "
-                       f"{model.where} and copy it there (nothing is downloaded at run time)")
+        missing.append(
+            f"evaluation.{model.weights_key} {weights}: {model.what}{checksum}; on a machine with internet "
+            f"{model.where} and copy it there (nothing is downloaded at run time)"
+        )
     classifier = config["classifier"]["weights"]
     if classifier and not os.path.isfile(classifier):
-        missing.append(f"classifier.weights {classifier}: the classifier to score with, a classifier.pt that `ganstudy "
-                       "train-classifier` wrote (e.g. another study's results/<study>/classifier/classifier.pt)")
+        missing.append(
+            f"classifier.weights {classifier}: the classifier to score with, a classifier.pt that `ganstudy "
+            "train-classifier` wrote (e.g. another study's results/<study>/classifier/classifier.pt)"
+        )
     return missing

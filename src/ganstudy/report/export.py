@@ -52,7 +52,10 @@ class FinishedRun:
         return f"{self.setup}/trial{self.trial}"
 
     def files(self) -> list[Path]:
-        found = [self.folder / "run.json", *(self.folder / name for name in RUN_FILES if (self.folder / name).is_file())]
+        found = [
+            self.folder / "run.json",
+            *(self.folder / name for name in RUN_FILES if (self.folder / name).is_file()),
+        ]
         return found + ([self.score_file] if self.score_file is not None else [])
 
     def fingerprint(self) -> str:
@@ -74,18 +77,25 @@ class FinishedRun:
         if not path.is_file() or path.stat().st_size == 0:
             return []
         table = pd.read_csv(path)
-        prefix = table["class"].map(lambda label: f"class{label}/") if "class" in table else pd.Series("", index=table.index)
+        prefix = (
+            table["class"].map(lambda label: f"class{label}/") if "class" in table else pd.Series("", index=table.index)
+        )
         points = []
         for column in table.columns.drop(["iteration", "class"], errors="ignore"):
             values = pd.to_numeric(table[column], errors="coerce")
-            points += [(name, int(step), float(value)) for name, step, value in zip(prefix + column, table["iteration"], values)
-                       if np.isfinite(value)]
+            points += [
+                (name, int(step), float(value))
+                for name, step, value in zip(prefix + column, table["iteration"], values)
+                if np.isfinite(value)
+            ]
         return points
 
     def scores(self) -> dict[str, float]:
         if self.score_file is None:
             return {}
-        return {name: float(value) for name, value in read_json(self.score_file)["scores"].items() if np.isfinite(value)}
+        return {
+            name: float(value) for name, value in read_json(self.score_file)["scores"].items() if np.isfinite(value)
+        }
 
 
 def _last_iteration(points: list[tuple[str, int, float]]) -> int:
@@ -108,8 +118,10 @@ def finished_runs(study_dir: str | os.PathLike[str]) -> tuple[str, list[Finished
     planned trial that has not finished (left out)."""
     folder = Path(study_dir)
     if not (folder / PLAN).is_file():
-        raise GanstudyError(f"{folder / PLAN} is missing: {folder} is not a study the workflow has run; give results/<study> "
-                            "or the study's config file")
+        raise GanstudyError(
+            f"{folder / PLAN} is missing: {folder} is not a study the workflow has run; give results/<study> "
+            "or the study's config file"
+        )
     plan = read_json(folder / PLAN)
     runs, missing = [], []
     for setup, planned in plan["setups"].items():
@@ -123,18 +135,24 @@ def finished_runs(study_dir: str | os.PathLike[str]) -> tuple[str, list[Finished
     return plan["study"], runs, missing
 
 
-def export_mlflow(study: str, runs: list[FinishedRun], tracking_uri: str, artifacts: str | None = None) -> dict[str, int]:
+def export_mlflow(
+    study: str, runs: list[FinishedRun], tracking_uri: str, artifacts: str | None = None
+) -> dict[str, int]:
     """The runs into experiment ``ganstudy/<study>`` of the MLflow store at ``tracking_uri``; counts of runs
     written, unchanged and deleted."""
     try:
         from mlflow import MlflowClient
         from mlflow.entities import Metric, Param
     except ImportError:
-        raise GanstudyError("--mlflow needs MLflow: pip install -e '.[export]' (mlflow-skinny with SQLAlchemy)") from None
+        raise GanstudyError(
+            "--mlflow needs MLflow: pip install -e '.[export]' (mlflow-skinny with SQLAlchemy)"
+        ) from None
     client = MlflowClient(tracking_uri=tracking_uri)
     name = f"ganstudy/{study}"
     experiment = client.get_experiment_by_name(name)
-    experiment_id = experiment.experiment_id if experiment else client.create_experiment(name, artifact_location=artifacts)
+    experiment_id = (
+        experiment.experiment_id if experiment else client.create_experiment(name, artifact_location=artifacts)
+    )
     # Only runs an export made (tagged with their trial) are the export's to replace; a lab's own are left.
     existing: dict[str, list[Any]] = {}
     for old in client.search_runs([experiment_id], max_results=50000):
@@ -157,17 +175,18 @@ def export_mlflow(study: str, runs: list[FinishedRun], tracking_uri: str, artifa
         if kept:
             counts["unchanged"] += 1
             continue
-        run_id = client.create_run(experiment_id, run_name=run.key, tags={KEY_TAG: run.key, "setup": run.setup,
-                                                                          "trial": str(run.trial)}).info.run_id
+        run_id = client.create_run(
+            experiment_id, run_name=run.key, tags={KEY_TAG: run.key, "setup": run.setup, "trial": str(run.trial)}
+        ).info.run_id
         params = [Param(key, str(value)[:6000]) for key, value in run.params().items()]
         for start in range(0, len(params), PARAMS_PER_CALL):
-            client.log_batch(run_id, params=params[start:start + PARAMS_PER_CALL])
+            client.log_batch(run_id, params=params[start : start + PARAMS_PER_CALL])
         points, now = run.series(), int(time.time() * 1000)
         last = _last_iteration(points)
         metrics = [Metric(name, value, now, step) for name, step, value in points]
         metrics += [Metric(f"score/{name}", value, now, last) for name, value in run.scores().items()]
         for start in range(0, len(metrics), METRICS_PER_CALL):
-            client.log_batch(run_id, metrics=metrics[start:start + METRICS_PER_CALL])
+            client.log_batch(run_id, metrics=metrics[start : start + METRICS_PER_CALL])
         for path in run.files():
             client.log_artifact(run_id, str(path))
         # Tagged last: an export cut short leaves a run without it, which the next export replaces.

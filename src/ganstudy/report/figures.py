@@ -21,8 +21,8 @@ from ganstudy.evaluate.metrics import better  # noqa: E402
 from ganstudy.stats.convergence import WINDOW, setup_curves, verdict, window_trend  # noqa: E402
 from ganstudy.stats.summary import cost_column, read_summary, trial_hours  # noqa: E402
 from ganstudy.stats.sweeps import CONFIDENCE, interaction, main_effects, read_sweeps, sweep_runs  # noqa: E402
-from ganstudy.sweeps import swept_keys  # noqa: E402
 from ganstudy.stats.timing import OVERALL, routine_table, timing_table  # noqa: E402
+from ganstudy.sweeps import swept_keys  # noqa: E402
 
 
 def _save(figure: plt.Figure, path: str | os.PathLike[str]) -> None:
@@ -37,7 +37,9 @@ def _label(setup: str) -> str:
     return setup.replace("__", "\n")
 
 
-def box_plot(scores_path: str | os.PathLike[str], metric: str, setups: list[str], out_path: str | os.PathLike[str]) -> None:
+def box_plot(
+    scores_path: str | os.PathLike[str], metric: str, setups: list[str], out_path: str | os.PathLike[str]
+) -> None:
     scores = pd.read_csv(scores_path)
     scores = scores[scores.metric == metric]
     groups = [scores[scores.setup == s].value.to_numpy(float) for s in setups]
@@ -54,8 +56,13 @@ def box_plot(scores_path: str | os.PathLike[str], metric: str, setups: list[str]
     _save(figure, out_path)
 
 
-def cost_plot(scores_path: str | os.PathLike[str], summary_path: str | os.PathLike[str], metric: str, setups: list[str],
-              out_path: str | os.PathLike[str]) -> None:
+def cost_plot(
+    scores_path: str | os.PathLike[str],
+    summary_path: str | os.PathLike[str],
+    metric: str,
+    setups: list[str],
+    out_path: str | os.PathLike[str],
+) -> None:
     """Quality against cost: every trial's score against its own cost (core-hours, or GPU-hours where every
     set-up trained on GPUs: stats.summary.cost_column), each set-up's median at its mean cost, and the
     Pareto front through the set-ups no other beats on both (summary_<metric>.csv's ``pareto``)."""
@@ -70,8 +77,15 @@ def cost_plot(scores_path: str | os.PathLike[str], summary_path: str | os.PathLi
         points = ax.scatter(trial_cost[mine], scores.value[mine], s=12, alpha=0.45)
         row = summary.loc[setup]
         if np.isfinite(row[column]) and np.isfinite(row["median"]):
-            ax.scatter([row[column]], [row["median"]], s=70, color=points.get_facecolor()[0], edgecolor="black", zorder=3,
-                       label=f"{_label(setup)}{' (front)' if row.pareto else ''}")
+            ax.scatter(
+                [row[column]],
+                [row["median"]],
+                s=70,
+                color=points.get_facecolor()[0],
+                edgecolor="black",
+                zorder=3,
+                label=f"{_label(setup)}{' (front)' if row.pareto else ''}",
+            )
     front = summary[summary.pareto.astype(bool)].sort_values(column)
     if len(front):
         ax.step(front[column], front["median"], where="post", color="black", linewidth=1, linestyle="--", zorder=2)
@@ -81,7 +95,13 @@ def cost_plot(scores_path: str | os.PathLike[str], summary_path: str | os.PathLi
         ax.set_xlabel(f"{unit} per trial (log scale)")
     else:
         # A metric no set-up has a finite score of (a per-class FID where no generator labels its samples).
-        ax.text(0.5, 0.5, f"no trial with a finite {metric.upper()} and a measured cost", ha="center", transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            f"no trial with a finite {metric.upper()} and a measured cost",
+            ha="center",
+            transform=ax.transAxes,
+        )
         ax.set_xlabel(f"{unit} per trial")
     ax.set_ylabel(f"{metric.upper()} ({better(metric)} is better)")
     ax.set_title(f"{metric.upper()} against cost: trials, medians and the Pareto front")
@@ -120,8 +140,14 @@ def training_curves(loss_paths: list[str], setups: list[str], out_path: str | os
     _save(figure, out_path)
 
 
-def score_curves(loss_paths: list[str], setups: list[str], out_path: str | os.PathLike[str], window: float = WINDOW,
-                 tolerance: float | None = None, degradation: float | None = None) -> None:
+def score_curves(
+    loss_paths: list[str],
+    setups: list[str],
+    out_path: str | os.PathLike[str],
+    window: float = WINDOW,
+    tolerance: float | None = None,
+    degradation: float | None = None,
+) -> None:
     """In-training score per iteration: each set-up's geometric mean over trials (the check works on log
     scores) and the band from its best to its worst trial (pair modes' fixed-batch FID, the grid's best
     cell, a paired generator's held-out L1), and the convergence check's trend over the last ``window`` of
@@ -137,8 +163,12 @@ def score_curves(loss_paths: list[str], setups: list[str], out_path: str | os.Pa
         if tolerance is not None and degradation is not None:
             judged = verdict(trend, tolerance, degradation)
             details.append(f"converged: {'not judged' if judged == '–' else judged}")
-        line, = ax.plot(mean.index, mean, marker="." if len(mean) < 40 else None, label=f"{setup} ({', '.join(details)})")
-        ax.fill_between(mean.index, frame.min(axis=1), frame.max(axis=1), color=line.get_color(), alpha=0.2, linewidth=0)
+        (line,) = ax.plot(
+            mean.index, mean, marker="." if len(mean) < 40 else None, label=f"{setup} ({', '.join(details)})"
+        )
+        ax.fill_between(
+            mean.index, frame.min(axis=1), frame.max(axis=1), color=line.get_color(), alpha=0.2, linewidth=0
+        )
         if np.isfinite(trend["slope"]):
             x = np.array([trend["window_from"], mean.index.max()], float)
             ax.plot(x, np.exp(trend["intercept"] + trend["slope"] * x), "--", color="black", linewidth=1.2)
@@ -150,7 +180,9 @@ def score_curves(loss_paths: list[str], setups: list[str], out_path: str | os.Pa
     _save(figure, out_path)
 
 
-def grid_size_plot(scores_path: str | os.PathLike[str], metrics: list[str], setups: list[str], out_path: str | os.PathLike[str]) -> None:
+def grid_size_plot(
+    scores_path: str | os.PathLike[str], metrics: list[str], setups: list[str], out_path: str | os.PathLike[str]
+) -> None:
     """One panel per metric: each grid set-up's trials and mean ± sd at its number of cells (set-ups of
     the same size side by side)."""
     scores = pd.read_csv(scores_path)
@@ -169,8 +201,16 @@ def grid_size_plot(scores_path: str | os.PathLike[str], metrics: list[str], setu
             x = sizes.index(cells[setup]) + 0.15 * (same_size.index(setup) - (len(same_size) - 1) / 2)
             points = ax.scatter(np.full(len(values), x), values, s=12, alpha=0.5, label=setup)
             if len(values):
-                ax.errorbar(x, values.mean(), yerr=values.std(ddof=1) if len(values) > 1 else 0, fmt="o",
-                            color=points.get_facecolor()[0], ecolor="black", capsize=4, zorder=3)
+                ax.errorbar(
+                    x,
+                    values.mean(),
+                    yerr=values.std(ddof=1) if len(values) > 1 else 0,
+                    fmt="o",
+                    color=points.get_facecolor()[0],
+                    ecolor="black",
+                    capsize=4,
+                    zorder=3,
+                )
         ax.set_xticks(range(len(sizes)), [f"{labels[n]}\n({n} cell{'s' if n > 1 else ''})" for n in sizes])
         ax.set_xlim(-0.5, len(sizes) - 0.5)
         ax.set_ylabel(f"{metric.upper()} ({better(metric)} is better)")
@@ -243,18 +283,33 @@ def shower_profiles(score_paths: list[str], setups: list[str], out_path: str | o
         for setup, record in records.items():
             ax.plot(record["profiles"][name]["fake"], label=setup)
         ax.set_yscale("log")
-        ax.set_xlabel({"longitudinal": "layer along z", "transverse_x": "cell along x", "transverse_y": "cell along y"}[name])
+        ax.set_xlabel(
+            {"longitudinal": "layer along z", "transverse_x": "cell along x", "transverse_y": "cell along y"}[name]
+        )
         ax.set_ylabel("mean energy (GeV)")
         ax.set_title(f"{name.replace('_', ' ')} profile")
     ax = axes[3]
     bins = first["energy_bins"]
     centres = np.array([(b["low_gev"] + b["high_gev"]) / 2 for b in bins])
-    ax.errorbar(centres, [b["real_mean"] for b in bins], yerr=[b["real_width"] for b in bins], color="black", fmt="o--",
-                capsize=3, label="real (test split)")
+    ax.errorbar(
+        centres,
+        [b["real_mean"] for b in bins],
+        yerr=[b["real_width"] for b in bins],
+        color="black",
+        fmt="o--",
+        capsize=3,
+        label="real (test split)",
+    )
     for offset, (setup, record) in enumerate(records.items(), start=1):
         mine = record["energy_bins"]
-        ax.errorbar(centres + 4 * offset, [b["fake_mean"] for b in mine], yerr=[b["fake_width"] for b in mine], fmt="o", capsize=3,
-                    label=setup)
+        ax.errorbar(
+            centres + 4 * offset,
+            [b["fake_mean"] for b in mine],
+            yerr=[b["fake_width"] for b in mine],
+            fmt="o",
+            capsize=3,
+            label=setup,
+        )
     ax.set_xlabel("primary energy (GeV)")
     ax.set_ylabel("sampling fraction (deposited / primary)")
     ax.set_title("sampling fraction per energy bin")
@@ -262,8 +317,10 @@ def shower_profiles(score_paths: list[str], setups: list[str], out_path: str | o
         ax = axes[4]
         for setup, rows in gan3d.items():
             energies = [row["energy_gev"] for row in rows]
-            line, = ax.plot(energies, [row["moments"] for row in rows], "o-", label=f"{setup}: moments")
-            ax.plot(energies, [row["profiles"] for row in rows], "s--", color=line.get_color(), label=f"{setup}: profiles")
+            (line,) = ax.plot(energies, [row["moments"] for row in rows], "o-", label=f"{setup}: moments")
+            ax.plot(
+                energies, [row["profiles"] for row in rows], "s--", color=line.get_color(), label=f"{setup}: profiles"
+            )
         ax.set_xlabel("primary energy (GeV)")
         ax.set_ylabel("relative error (lower is better)")
         ax.set_title("3DGAN's metric per energy bin")
@@ -274,8 +331,13 @@ def shower_profiles(score_paths: list[str], setups: list[str], out_path: str | o
     _save(figure, out_path)
 
 
-def sweep_plots(scores_path: str | os.PathLike[str], sweeps_path: str | os.PathLike[str], metrics: list[str],
-                out_dir: str | os.PathLike[str], tables_dir: str | os.PathLike[str]) -> list[str]:
+def sweep_plots(
+    scores_path: str | os.PathLike[str],
+    sweeps_path: str | os.PathLike[str],
+    metrics: list[str],
+    out_dir: str | os.PathLike[str],
+    tables_dir: str | os.PathLike[str],
+) -> list[str]:
     """figures/sweep_<set-up>_<metric>.png for each sweep and metric: each key's main effect (mean of cell
     means and interval against its values), each two keys' interaction (mean per pair of values) and the
     Holm-adjusted rank-sum p-values of the sweep's set-ups pairwise, as the study's pairs table in
@@ -302,12 +364,19 @@ def sweep_plots(scores_path: str | os.PathLike[str], sweeps_path: str | os.PathL
                 axis.set_ylabel(label)
                 axis.set_title(f"{key}: mean of cell means, {CONFIDENCE:.0%} interval")
                 axis.grid(alpha=0.3)
-            for axis, (first, second) in zip(axes[len(keys):], pairs):
+            for axis, (first, second) in zip(axes[len(keys) :], pairs):
                 _heatmap(axis, interaction(runs, levels, first, second), f"mean {metric.upper()}", ".3g")
             tested = pd.read_csv(Path(tables_dir) / f"pairs_{metric}.csv")
-            matrix = _holm_matrix(tested[tested.setup_a.isin(list(levels)) & tested.setup_b.isin(list(levels))], declared)
-            _heatmap(figure.add_subplot(grid[1, :]), matrix, "set-ups pairwise: rank-sum p, Holm-adjusted over the study's pairs",
-                     ".2f", (0.0, 1.0))
+            matrix = _holm_matrix(
+                tested[tested.setup_a.isin(list(levels)) & tested.setup_b.isin(list(levels))], declared
+            )
+            _heatmap(
+                figure.add_subplot(grid[1, :]),
+                matrix,
+                "set-ups pairwise: rank-sum p, Holm-adjusted over the study's pairs",
+                ".2f",
+                (0.0, 1.0),
+            )
             figure.suptitle(f"Sweep of {declared}")
             out = Path(out_dir) / f"sweep_{declared}_{metric}.png"
             _save(figure, out)
@@ -321,11 +390,15 @@ def _holm_matrix(pairs: pd.DataFrame, declared: str) -> pd.DataFrame:
     names = list(dict.fromkeys(short(name) for name in [*pairs.setup_a, *pairs.setup_b]))
     matrix = pd.DataFrame(np.nan, index=names, columns=names)
     for row in pairs.itertuples():
-        matrix.loc[short(row.setup_a), short(row.setup_b)] = matrix.loc[short(row.setup_b), short(row.setup_a)] = row.p_holm
+        matrix.loc[short(row.setup_a), short(row.setup_b)] = matrix.loc[short(row.setup_b), short(row.setup_a)] = (
+            row.p_holm
+        )
     return matrix
 
 
-def _heatmap(axis: plt.Axes, table: pd.DataFrame, title: str, number: str, limits: tuple[float, float] | None = None) -> None:
+def _heatmap(
+    axis: plt.Axes, table: pd.DataFrame, title: str, number: str, limits: tuple[float, float] | None = None
+) -> None:
     values = table.to_numpy(float)
     image = axis.imshow(values, cmap="viridis", aspect="auto", vmin=limits and limits[0], vmax=limits and limits[1])
     axis.set_xticks(range(len(table.columns)), table.columns, rotation=20, ha="right")
@@ -335,6 +408,14 @@ def _heatmap(axis: plt.Axes, table: pd.DataFrame, title: str, number: str, limit
     for (row, column), value in np.ndenumerate(values):
         if np.isfinite(value):
             # Dark text on the colour map's light end.
-            axis.text(column, row, format(value, number), ha="center", va="center", color="k" if image.norm(value) > 0.6 else "w", fontsize=8)
+            axis.text(
+                column,
+                row,
+                format(value, number),
+                ha="center",
+                va="center",
+                color="k" if image.norm(value) > 0.6 else "w",
+                fontsize=8,
+            )
     axis.set_title(title)
     plt.colorbar(image, ax=axis)

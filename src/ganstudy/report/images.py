@@ -50,12 +50,16 @@ def save_shower_pairs(path: str | os.PathLike[str], real: np.ndarray, generated:
     """Calorimeter showers (N, 1, X, Y, Z) seen along Z: one row per energy, the real shower | the generated
     one, both scaled by the larger of their two maxima so that their intensities compare."""
     real_xy, generated_xy = real.sum(axis=-1), generated.sum(axis=-1)
-    scale = np.maximum(real_xy.max(axis=(1, 2, 3)), generated_xy.max(axis=(1, 2, 3))).clip(min=1e-12)[:, None, None, None]
+    scale = np.maximum(real_xy.max(axis=(1, 2, 3)), generated_xy.max(axis=(1, 2, 3))).clip(min=1e-12)[
+        :, None, None, None
+    ]
     rows = np.stack([real_xy / scale, generated_xy / scale], axis=1).reshape(-1, *real_xy.shape[1:])
     save_grid(path, rows * 2.0 - 1.0, scale=max(1, 64 // real_xy.shape[-1]), columns=2)
 
 
-def real_vs_smote(train_path: str | os.PathLike[str], out_path: str | os.PathLike[str], per_class: int = 8, classes: int = 10) -> None:
+def real_vs_smote(
+    train_path: str | os.PathLike[str], out_path: str | os.PathLike[str], per_class: int = 8, classes: int = 10
+) -> None:
     """One row per class (the first ``classes``): ``per_class`` real training images, then as many
     SMOTE images; black where a class has fewer."""
     split = load_split(train_path)

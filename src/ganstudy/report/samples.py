@@ -35,6 +35,8 @@ def paired_samples(generator: Generator, spec: NetworkSpec, data: Split, seed: i
 
 def shower_samples(generator: Generator, spec: NetworkSpec, data: Split, seed: int, path: Path) -> bool:
     """Showers of the first training rows' energies beside the real ones."""
-    showers = generate_showers(generator.components[0], spec.latent_dim, data.conditions[:SAMPLE_ROWS], seed, SAMPLE_ROWS)
+    showers = generate_showers(
+        generator.components[0], spec.latent_dim, data.conditions[:SAMPLE_ROWS], seed, SAMPLE_ROWS
+    )
     save_shower_pairs(path, data.images[:SAMPLE_ROWS], showers)
     return True

@@ -28,8 +28,20 @@ from ganstudy.stats.summary import _fmt, cost_column, markdown_table, read_table
 
 # Fewer finite trials than this have no spread: such a set-up is ranked after those that have one.
 RANKED_TRIALS = 2
-TEST_COLUMNS = ["p_holm", "smallest_p_holm", "a12_first", "a12_first_low", "a12_first_high", "shift_first", "shift_first_low",
-                "shift_first_high", "effect", "better", "trials_for_power", "pair_note"]
+TEST_COLUMNS = [
+    "p_holm",
+    "smallest_p_holm",
+    "a12_first",
+    "a12_first_low",
+    "a12_first_high",
+    "shift_first",
+    "shift_first_low",
+    "shift_first_high",
+    "effect",
+    "better",
+    "trials_for_power",
+    "pair_note",
+]
 
 
 def _pair(pairs: pd.DataFrame, a: str, b: str) -> pd.Series | None:
@@ -44,7 +56,11 @@ def _towards(pair: pd.Series, first: str, higher: bool) -> dict[str, float]:
     a12 = (pair.a12, pair.a12_low, pair.a12_high) if forward else (1 - pair.a12, 1 - pair.a12_high, 1 - pair.a12_low)
     if not higher:
         a12 = (1 - a12[0], 1 - a12[2], 1 - a12[1])
-    shift = (pair["shift"], pair.shift_low, pair.shift_high) if forward else (-pair["shift"], -pair.shift_high, -pair.shift_low)
+    shift = (
+        (pair["shift"], pair.shift_low, pair.shift_high)
+        if forward
+        else (-pair["shift"], -pair.shift_high, -pair.shift_low)
+    )
     return dict(zip(TEST_COLUMNS[2:8], (*a12, *shift)))
 
 
@@ -53,8 +69,12 @@ def ranking(summary: pd.DataFrame, pairs: pd.DataFrame, metric: str) -> pd.DataF
     group by superiority (higher first), then by median in the metric's direction; no finite score last.
     Beside each, the first one's test against it from the pairs table."""
     higher = better(metric) == "higher"
-    keyed = summary.assign(_few=summary.trials < RANKED_TRIALS, _none=summary.trials == 0, _sup=-summary.superiority.fillna(-1),
-                           _median=summary["median"] * (-1 if higher else 1))
+    keyed = summary.assign(
+        _few=summary.trials < RANKED_TRIALS,
+        _none=summary.trials == 0,
+        _sup=-summary.superiority.fillna(-1),
+        _median=summary["median"] * (-1 if higher else 1),
+    )
     ordered = keyed.sort_values(["_none", "_few", "_sup", "_median"], kind="stable", na_position="last")
     ordered = ordered.drop(columns=["_few", "_none", "_sup", "_median"]).reset_index(drop=True)
     first = ordered.setup.iloc[0] if len(ordered) and ordered.trials.iloc[0] > 0 else None
@@ -64,9 +84,17 @@ def ranking(summary: pd.DataFrame, pairs: pd.DataFrame, metric: str) -> pd.DataF
         if pair is None:
             tests.append({"effect": "–", "better": "–", "pair_note": ""})
             continue
-        tests.append({"p_holm": pair.p_holm, "smallest_p_holm": pair.smallest_p_holm, **_towards(pair, first, higher),
-                      "effect": pair.effect, "better": pair.better, "trials_for_power": pair.trials_for_power,
-                      "pair_note": "" if pd.isna(pair.note) else pair.note})
+        tests.append(
+            {
+                "p_holm": pair.p_holm,
+                "smallest_p_holm": pair.smallest_p_holm,
+                **_towards(pair, first, higher),
+                "effect": pair.effect,
+                "better": pair.better,
+                "trials_for_power": pair.trials_for_power,
+                "pair_note": "" if pd.isna(pair.note) else pair.note,
+            }
+        )
     return pd.concat([ordered, pd.DataFrame(tests, columns=TEST_COLUMNS)], axis=1)
 
 
@@ -79,12 +107,23 @@ def ranking_table(ranked: pd.DataFrame, converged: dict[str, str], digits: int) 
     column, unit = cost_column(ranked)
     rows = []
     for place, row in enumerate(ranked.itertuples(), start=1):
-        rows.append({"rank": place if row.trials >= RANKED_TRIALS else "–", "set-up": row.setup, "trials": row.trials,
-                     "median": row.median, "mean": row.mean, "sd": row.sd, "95% interval": _interval(row.ci_low, row.ci_high, digits),
-                     "P(beats others)": row.superiority, "p vs first (Holm)": row.p_holm,
-                     "A12 vs first": f"{row.a12_first:.2f} ({row.effect})" if np.isfinite(row.a12_first) else "–",
-                     f"{unit} per trial": getattr(row, column), "on the cost front": "yes" if row.pareto else "",
-                     "converged": converged.get(row.setup, "–")})
+        rows.append(
+            {
+                "rank": place if row.trials >= RANKED_TRIALS else "–",
+                "set-up": row.setup,
+                "trials": row.trials,
+                "median": row.median,
+                "mean": row.mean,
+                "sd": row.sd,
+                "95% interval": _interval(row.ci_low, row.ci_high, digits),
+                "P(beats others)": row.superiority,
+                "p vs first (Holm)": row.p_holm,
+                "A12 vs first": f"{row.a12_first:.2f} ({row.effect})" if np.isfinite(row.a12_first) else "–",
+                f"{unit} per trial": getattr(row, column),
+                "on the cost front": "yes" if row.pareto else "",
+                "converged": converged.get(row.setup, "–"),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -93,7 +132,11 @@ def _effect(row: pd.Series | tuple, digits: int, magnitude: bool = True) -> str:
     if np.isfinite(row.a12_first_low):
         text += f" [{row.a12_first_low:.2f}, {row.a12_first_high:.2f}]"
     text += (f", {row.effect}" if magnitude else "") + f"; shift {_fmt(row.shift_first, digits)}"
-    return text + (f" [{_fmt(row.shift_first_low, digits)}, {_fmt(row.shift_first_high, digits)}]" if np.isfinite(row.shift_first_low) else "")
+    return text + (
+        f" [{_fmt(row.shift_first_low, digits)}, {_fmt(row.shift_first_high, digits)}]"
+        if np.isfinite(row.shift_first_low)
+        else ""
+    )
 
 
 def _plan(row: pd.Series | tuple, first: pd.Series, digits: int, cost: tuple[str, str]) -> str:
@@ -122,11 +165,16 @@ def comparison(row: pd.Series | tuple, first: pd.Series, alpha: float, digits: i
     if row.smallest_p_holm >= alpha:
         # No magnitude: an effect these trials cannot tell from chance is not "large".
         effect = _effect(row, digits, magnitude=False)
-        return (f"- {first} vs {other}: these trials cannot decide: {trials}, Holm-adjusted over the metric's pairs, give no p "
-                f"below {_fmt(row.smallest_p_holm, digits)} ≥ {alpha} ({effect}).{_plan(row, first_row, digits, cost)}")
+        return (
+            f"- {first} vs {other}: these trials cannot decide: {trials}, Holm-adjusted over the metric's pairs, give "
+            f"no p below {_fmt(row.smallest_p_holm, digits)} ≥ {alpha} "
+            f"({effect}).{_plan(row, first_row, digits, cost)}"
+        )
     why = f"; {row.pair_note}" if row.pair_note else ""
-    return (f"- {first} vs {other}: not significantly different (Holm p = {p} ≥ {alpha}; {effect}{why})."
-            f"{_plan(row, first_row, digits, cost)}")
+    return (
+        f"- {first} vs {other}: not significantly different (Holm p = {p} ≥ {alpha}; {effect}{why})."
+        f"{_plan(row, first_row, digits, cost)}"
+    )
 
 
 def verdict(ranked: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:
@@ -135,11 +183,15 @@ def verdict(ranked: pd.DataFrame, metric: str, alpha: float, digits: int) -> str
         return f"No set-up has a finite {metric.upper()} yet."
     first = ranked.iloc[0]
     if first.trials < RANKED_TRIALS:
-        lines = [f"No set-up has {RANKED_TRIALS} finite {metric.upper()} scores: **{first.setup}** is listed first on "
-                 f"{first.trials} trial, which says nothing of its spread."]
+        lines = [
+            f"No set-up has {RANKED_TRIALS} finite {metric.upper()} scores: **{first.setup}** is listed first on "
+            f"{first.trials} trial, which says nothing of its spread."
+        ]
     else:
-        lines = [f"**{first.setup}** ranks first in {metric.upper()}: a trial of it scores better than one of another set-up "
-                 f"with probability {first.superiority:.2f} on average."]
+        lines = [
+            f"**{first.setup}** ranks first in {metric.upper()}: a trial of it scores better than one of another "
+            f"set-up with probability {first.superiority:.2f} on average."
+        ]
     cost = cost_column(ranked)
     lines += [comparison(row, first, alpha, digits, cost) for row in ranked.iloc[1:].itertuples()]
     lines += [_front(ranked, metric, cost, digits)]
@@ -153,11 +205,17 @@ def _front(ranked: pd.DataFrame, metric: str, cost: tuple[str, str], digits: int
     front = ranked[ranked.pareto.astype(bool)].sort_values(column)
     if front.empty:
         return f"- Cost: no set-up has both a measured {unit} per trial and a finite {metric.upper()}."
-    points = ", ".join(f"{row.setup} ({_fmt(getattr(row, column), 2)} {unit}, median {_fmt(row.median, digits)})"
-                       for row in front.itertuples())
+    points = ", ".join(
+        f"{row.setup} ({_fmt(getattr(row, column), 2)} {unit}, median {_fmt(row.median, digits)})"
+        for row in front.itertuples()
+    )
     # Only set-ups with a cost and a median can be beaten; the others are off the front unmeasured.
     measured = int((np.isfinite(ranked[column].to_numpy(float)) & np.isfinite(ranked["median"].to_numpy(float))).sum())
-    beaten = "; every other set-up costs at least as much as one of these for a median no better" if len(front) < measured else ""
+    beaten = (
+        "; every other set-up costs at least as much as one of these for a median no better"
+        if len(front) < measured
+        else ""
+    )
     return f"- Quality against cost (median against {unit} per trial, the Pareto front): {points}{beaten}."
 
 
@@ -172,19 +230,27 @@ def answer(ranked: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:
     tested = others[np.isfinite(others.p_holm.to_numpy(float))]
     wins = tested[(tested.p_holm < alpha) & (tested.better == first.setup)]
     if first.trials >= RANKED_TRIALS and len(wins) == len(others):
-        return (f"**{first.setup}** has the best {name}: it is significantly better than every other set-up "
-                f"(largest Holm p = {_fmt(wins.p_holm.max(), digits)} < {alpha}).")
+        return (
+            f"**{first.setup}** has the best {name}: it is significantly better than every other set-up "
+            f"(largest Holm p = {_fmt(wins.p_holm.max(), digits)} < {alpha})."
+        )
     if len(wins):
         rest = [s for s in others.setup if s not in set(wins.setup)]
-        return (f"**{first.setup}** ranks first in {name}; it is significantly better than {', '.join(wins.setup)} "
-                f"(Holm p < {alpha}), not than {', '.join(rest)}.")
+        return (
+            f"**{first.setup}** ranks first in {name}; it is significantly better than {', '.join(wins.setup)} "
+            f"(Holm p < {alpha}), not than {', '.join(rest)}."
+        )
     if len(tested) and (tested.smallest_p_holm >= alpha).all():
-        return (f"These trials cannot decide {name}: no outcome of them could give a Holm p below "
-                f"{_fmt(tested.smallest_p_holm.min(), digits)} ≥ {alpha}; **{first.setup}** ranks first, not significantly "
-                f"(add trials: `ganstudy validate-config` says how many).")
+        return (
+            f"These trials cannot decide {name}: no outcome of them could give a Holm p below "
+            f"{_fmt(tested.smallest_p_holm.min(), digits)} ≥ {alpha}; **{first.setup}** ranks first, not significantly "
+            f"(add trials: `ganstudy validate-config` says how many)."
+        )
     smallest = _fmt(tested.p_holm.min(), digits) if len(tested) else "–"
-    return (f"No set-up is significantly better than another in {name} against the first, **{first.setup}** "
-            f"(smallest Holm p = {smallest} ≥ {alpha}).")
+    return (
+        f"No set-up is significantly better than another in {name} against the first, **{first.setup}** "
+        f"(smallest Holm p = {smallest} ≥ {alpha})."
+    )
 
 
 def _papers(reproduction: pd.DataFrame | None, metric: str, digits: int) -> str:
@@ -197,8 +263,14 @@ def _papers(reproduction: pd.DataFrame | None, metric: str, digits: int) -> str:
     return f"The papers' numbers beside ours (tables/reproduction.md):\n\n{markdown_table(shown, False, digits)}\n"
 
 
-def summary_page(study_dir: str | os.PathLike[str], study: str, setups: list[str], metrics: list[str], figures: list[str],
-                 settings: StatisticsSettings = StatisticsSettings()) -> str:
+def summary_page(
+    study_dir: str | os.PathLike[str],
+    study: str,
+    setups: list[str],
+    metrics: list[str],
+    figures: list[str],
+    settings: StatisticsSettings = StatisticsSettings(),
+) -> str:
     """The page's Markdown; ``figures`` are paths under ``study_dir`` to link."""
     folder = Path(study_dir)
     tables = folder / "tables"
@@ -209,31 +281,51 @@ def summary_page(study_dir: str | os.PathLike[str], study: str, setups: list[str
     digits, alpha, primary = settings.digits, settings.alpha, settings.primary(metrics)
     ranked = {metric: ranking(*read_tables(tables, metric), metric) for metric in metrics}
     trials = dict(zip(ranked[primary].setup, ranked[primary].trials))
-    parts = [f"# {study}: the answer\n",
-             answer(ranked[primary], primary, alpha, digits) + "\n",
-             f"{len(setups)} set-ups ({', '.join(setups)}); finite {primary.upper()} scores per set-up: "
-             f"{', '.join(f'{s} {int(trials.get(s, 0))}' for s in setups)}. Made from the tables in tables/ and convergence.csv. "
-             f"Set-ups are ranked by the probability that a trial of one scores better than one of another (the rank tests' "
-             f"order), then by median; p-values are two-sided Mann-Whitney tests (exact or asymptotic: tables/pairs_<metric>.md "
-             f"names each), Holm-adjusted over each metric's pairs, significant below {alpha}; A12 is the probability that a "
-             f"trial of the first set-up scores better than one of the other, and the shift is first minus other, each with "
-             f"its 95% interval.\n"]
+    parts = [
+        f"# {study}: the answer\n",
+        answer(ranked[primary], primary, alpha, digits) + "\n",
+        f"{len(setups)} set-ups ({', '.join(setups)}); finite {primary.upper()} scores per set-up: "
+        f"{', '.join(f'{s} {int(trials.get(s, 0))}' for s in setups)}. Made from the tables in tables/ and "
+        "convergence.csv. Set-ups are ranked by the probability that a trial of one scores better than one of "
+        "another (the rank tests' order), then by median; p-values are two-sided Mann-Whitney tests (exact or "
+        "asymptotic: tables/pairs_<metric>.md names each), Holm-adjusted over each metric's pairs, significant below "
+        f"{alpha}; A12 is the probability that a trial of the first set-up scores better than one of the other, and "
+        "the shift is first minus other, each with its 95% interval.\n",
+    ]
     for metric in metrics:
         footnote = protocol_notes(scores, metric, setups)[0]
-        parts += [f"## {metric.upper()} ({better(metric)} is better)\n", verdict(ranked[metric], metric, alpha, digits) + "\n",
-                  markdown_table(ranking_table(ranked[metric], converged, digits), False, digits), *(f"{line}\n" for line in footnote),
-                  _papers(reproduction, metric, digits)]
+        parts += [
+            f"## {metric.upper()} ({better(metric)} is better)\n",
+            verdict(ranked[metric], metric, alpha, digits) + "\n",
+            markdown_table(ranking_table(ranked[metric], converged, digits), False, digits),
+            *(f"{line}\n" for line in footnote),
+            _papers(reproduction, metric, digits),
+        ]
     notes = convergence_notes(convergence)
     parts.append("## Convergence\n")
-    parts.append("\n".join(f"- {setup}: {note}" for setup, note in notes.items()) + "\n" if notes else
-                 "Every set-up's in-training score had stopped improving by the study's criterion (convergence.csv).\n")
+    parts.append(
+        "\n".join(f"- {setup}: {note}" for setup, note in notes.items()) + "\n"
+        if notes
+        else "Every set-up's in-training score had stopped improving by the study's criterion (convergence.csv).\n"
+    )
     parts.append("## Figures\n")
-    parts.append("".join(f"- [{Path(figure).stem.replace('_', ' ')}]({Path(figure).relative_to(folder)})\n" for figure in figures))
+    parts.append(
+        "".join(
+            f"- [{Path(figure).stem.replace('_', ' ')}]({Path(figure).relative_to(folder)})\n" for figure in figures
+        )
+    )
     return "\n".join(part for part in parts if part)
 
 
-def write_summary(study_dir: str | os.PathLike[str], study: str, setups: list[str], metrics: list[str], figures: list[str],
-                  out: str | os.PathLike[str], settings: StatisticsSettings = StatisticsSettings()) -> str:
+def write_summary(
+    study_dir: str | os.PathLike[str],
+    study: str,
+    setups: list[str],
+    metrics: list[str],
+    figures: list[str],
+    out: str | os.PathLike[str],
+    settings: StatisticsSettings = StatisticsSettings(),
+) -> str:
     text = summary_page(study_dir, study, setups, metrics, figures, settings)
     write_text(out, text)
     return text

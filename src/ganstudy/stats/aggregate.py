@@ -11,11 +11,24 @@ import pandas as pd
 from ganstudy.atomic import atomic_path, read_json
 from ganstudy.stats.protocol import protocol_text
 
-COLUMNS = ["study", "setup", "trial", "metric", "value", "train_seconds", "ranks", "cores_per_rank", "gpus_per_rank", "grid",
-           "protocol"]
+COLUMNS = [
+    "study",
+    "setup",
+    "trial",
+    "metric",
+    "value",
+    "train_seconds",
+    "ranks",
+    "cores_per_rank",
+    "gpus_per_rank",
+    "grid",
+    "protocol",
+]
 
 
-def aggregate_scores(study: str, score_paths: Iterable[str | os.PathLike[str]], out_path: str | os.PathLike[str]) -> pd.DataFrame:
+def aggregate_scores(
+    study: str, score_paths: Iterable[str | os.PathLike[str]], out_path: str | os.PathLike[str]
+) -> pd.DataFrame:
     rows = []
     for path in score_paths:
         record = read_json(path)

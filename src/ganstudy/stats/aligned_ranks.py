@@ -93,5 +93,10 @@ def interaction_test(runs: pd.DataFrame, keys: list[str], first: str, second: st
     if df_resid <= 0 or df <= 0 or full <= 0:
         return empty | {"note": "no set-up has two finite trials: no within-set-up variance to test against"}
     statistic = (reduced - full) / df / (full / df_resid)
-    return {"F": statistic, "df": df, "df_resid": df_resid, "p_value": float(f_distribution.sf(statistic, df, df_resid)),
-            "note": ""}
+    return {
+        "F": statistic,
+        "df": df,
+        "df_resid": df_resid,
+        "p_value": float(f_distribution.sf(statistic, df, df_resid)),
+        "note": "",
+    }

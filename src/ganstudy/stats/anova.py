@@ -34,8 +34,14 @@ def pixel_anova(split: Split) -> pd.DataFrame:
         groups = [means[split.labels == label, channel] for label in classes]
         result = f_oneway(*groups)
         rows.append(
-            {"channel": name, "F": float(result.statistic), "p_value": float(result.pvalue),
-             "df_between": len(classes) - 1, "df_within": len(means) - len(classes), "images": len(means)}
+            {
+                "channel": name,
+                "F": float(result.statistic),
+                "p_value": float(result.pvalue),
+                "df_between": len(classes) - 1,
+                "df_within": len(means) - len(classes),
+                "images": len(means),
+            }
         )
     return pd.DataFrame(rows)
 
@@ -43,7 +49,9 @@ def pixel_anova(split: Split) -> pd.DataFrame:
 COLUMNS = ["channel", "F", "p_value", "df_between", "df_within", "images"]
 
 
-def write_anova(split_path: str | os.PathLike[str], csv_path: str | os.PathLike[str], md_path: str | os.PathLike[str]) -> pd.DataFrame:
+def write_anova(
+    split_path: str | os.PathLike[str], csv_path: str | os.PathLike[str], md_path: str | os.PathLike[str]
+) -> pd.DataFrame:
     """The ANOVA's tables; data of one class (known only once read, else the workflow leaves the ANOVA
     out) get a table without rows and a line saying why."""
     split = load_split(split_path)
@@ -52,6 +60,10 @@ def write_anova(split_path: str | os.PathLike[str], csv_path: str | os.PathLike[
     with atomic_path(csv_path) as tmp:
         table.to_csv(tmp, index=False)
     title = "One-way ANOVA of per-image mean pixel intensity between vs within classes"
-    body = markdown_table(table) if classes > 1 else f"Not computed: the training split has {classes} class, and the ANOVA compares classes.\n"
+    body = (
+        markdown_table(table)
+        if classes > 1
+        else f"Not computed: the training split has {classes} class, and the ANOVA compares classes.\n"
+    )
     write_text(md_path, f"### {title}\n\n" + body)
     return table

@@ -37,11 +37,11 @@ AR_CORRELATION = 0.5
 
 @dataclass(frozen=True)
 class Scenario:
-    kind: str            # "plateau" or "falling"
-    noise: float         # sd of the log score
-    points: int          # scores in the window
+    kind: str  # "plateau" or "falling"
+    noise: float  # sd of the log score
+    points: int  # scores in the window
     trials: int
-    fall: float = 0.0    # falling: the relative fall over the window
+    fall: float = 0.0  # falling: the relative fall over the window
     noise_kind: str = "independent"  # or "ar1" or "outliers"
 
 
@@ -49,7 +49,7 @@ def _noise(scenario: Scenario, n: int, rng: np.random.Generator) -> np.ndarray:
     draws = rng.normal(0, scenario.noise, n)
     if scenario.noise_kind == "ar1":
         # Stationary AR(1) with the same marginal sd.
-        innovations = draws * np.sqrt(1 - AR_CORRELATION ** 2)
+        innovations = draws * np.sqrt(1 - AR_CORRELATION**2)
         draws = np.empty(n)
         draws[0] = rng.normal(0, scenario.noise)
         for i in range(1, n):
@@ -73,22 +73,51 @@ def simulated_set_up(scenario: Scenario, rng: np.random.Generator) -> pd.DataFra
     return pd.DataFrame(curves, index=iterations.astype(int))
 
 
-def verdict_shares(scenario: Scenario, repeats: int, seed: int = 0, settings: StatisticsSettings = StatisticsSettings(),
-                   ) -> dict[str, float]:
+def verdict_shares(
+    scenario: Scenario,
+    repeats: int,
+    seed: int = 0,
+    settings: StatisticsSettings = StatisticsSettings(),
+) -> dict[str, float]:
     """The share of each verdict over ``repeats`` simulated set-ups."""
-    rng = np.random.default_rng([seed, round(scenario.noise * 100), scenario.points, scenario.trials, round(scenario.fall * 100),
-                                 scenario.kind == "plateau", ("independent", "ar1", "outliers").index(scenario.noise_kind)])
-    counts = Counter(verdict(window_trend(simulated_set_up(scenario, rng)), settings.convergence_tolerance,
-                             settings.degradation_tolerance) for _ in range(repeats))
+    rng = np.random.default_rng(
+        [
+            seed,
+            round(scenario.noise * 100),
+            scenario.points,
+            scenario.trials,
+            round(scenario.fall * 100),
+            scenario.kind == "plateau",
+            ("independent", "ar1", "outliers").index(scenario.noise_kind),
+        ]
+    )
+    counts = Counter(
+        verdict(
+            window_trend(simulated_set_up(scenario, rng)),
+            settings.convergence_tolerance,
+            settings.degradation_tolerance,
+        )
+        for _ in range(repeats)
+    )
     return {name: counts[name] / repeats for name in VERDICTS}
 
 
 def scenarios() -> list[Scenario]:
     """The table's scenarios: plateaus under each noise kind, and falls of 10% and 20%."""
-    plateaus = [Scenario("plateau", noise, points, trials, noise_kind=kind)
-                for kind in ("independent", "ar1", "outliers") for noise in NOISES for points in POINTS for trials in TRIALS]
-    falls = [Scenario("falling", noise, points, trials, fall) for fall in FALLS for noise in NOISES for points in POINTS
-             for trials in TRIALS]
+    plateaus = [
+        Scenario("plateau", noise, points, trials, noise_kind=kind)
+        for kind in ("independent", "ar1", "outliers")
+        for noise in NOISES
+        for points in POINTS
+        for trials in TRIALS
+    ]
+    falls = [
+        Scenario("falling", noise, points, trials, fall)
+        for fall in FALLS
+        for noise in NOISES
+        for points in POINTS
+        for trials in TRIALS
+    ]
     return plateaus + falls
 
 
@@ -96,15 +125,23 @@ def calibration_table(repeats: int) -> pd.DataFrame:
     rows = []
     for scenario in scenarios():
         shares = verdict_shares(scenario, repeats)
-        rows.append({"curve": scenario.kind if scenario.kind == "plateau" else f"falling {scenario.fall:.0%}",
-                     "noise": f"{scenario.noise:.0%} {scenario.noise_kind}", "points": scenario.points,
-                     "trials": scenario.trials, **shares})
+        rows.append(
+            {
+                "curve": scenario.kind if scenario.kind == "plateau" else f"falling {scenario.fall:.0%}",
+                "noise": f"{scenario.noise:.0%} {scenario.noise_kind}",
+                "points": scenario.points,
+                "trials": scenario.trials,
+                **shares,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def markdown(table: pd.DataFrame, repeats: int) -> str:
-    lines = ["| curve | noise | window points | trials | yes | no | degraded | not judged |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| curve | noise | window points | trials | yes | no | degraded | not judged |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for _, row in table.iterrows():
         shares = " | ".join(f"{row[name]:.1%}" for name in VERDICTS)
         lines.append(f"| {row.curve} | {row.noise} | {row.points} | {row.trials} | {shares} |")
@@ -125,7 +162,9 @@ correlation {ar}, or independent with {outliers:.0%} of the scores tripled.
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=400, help="simulated set-ups per scenario (400)")
-    parser.add_argument("--out", help="write the page here (docs/convergence-calibration.md) instead of printing the table")
+    parser.add_argument(
+        "--out", help="write the page here (docs/convergence-calibration.md) instead of printing the table"
+    )
     args = parser.parse_args(argv)
     table = markdown(calibration_table(args.repeats), args.repeats)
     if args.out is None:

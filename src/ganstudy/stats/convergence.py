@@ -64,10 +64,37 @@ MEDIAN_VARIANCE = np.pi / 2
 # A lag-1 autocorrelation this high would make the widening factor explode on a short window's estimate.
 MAX_AUTOCORRELATION = 0.9
 # What window_trend gives besides the window's point count.
-TREND_COLUMNS = ["judged", "window_from", "intercept", "slope", "slope_low", "slope_high", "autocorrelation",
-                 "projected_change", "projected_change_low", "projected_change_high", "level_before", "level_in_window",
-                 "level_change", "level_at_end", "level_change_at_end", "level_change_at_end_low", "level_change_at_end_high"]
-COLUMNS = ["setup", "trials", "iterations", "score", "first", "points", *TREND_COLUMNS, "tolerance", "degradation", "converged"]
+TREND_COLUMNS = [
+    "judged",
+    "window_from",
+    "intercept",
+    "slope",
+    "slope_low",
+    "slope_high",
+    "autocorrelation",
+    "projected_change",
+    "projected_change_low",
+    "projected_change_high",
+    "level_before",
+    "level_in_window",
+    "level_change",
+    "level_at_end",
+    "level_change_at_end",
+    "level_change_at_end_low",
+    "level_change_at_end_high",
+]
+COLUMNS = [
+    "setup",
+    "trials",
+    "iterations",
+    "score",
+    "first",
+    "points",
+    *TREND_COLUMNS,
+    "tolerance",
+    "degradation",
+    "converged",
+]
 
 
 def run_curve(losses: pd.DataFrame) -> tuple[str, pd.Series] | None:
@@ -107,9 +134,16 @@ def _trial_window(curve: pd.Series, start: float) -> dict[str, float] | None:
     residuals = y - intercept - slope * x
     m = min(len(inside), len(before))
     best_before = _log(before)
-    return {"x": x, "slope": slope, "intercept": intercept, "residuals": residuals, "points": len(inside), "m": m,
-            "level_in_window": float(np.median(y)),
-            "level_before": float(pd.Series(best_before).rolling(m).median().min())}
+    return {
+        "x": x,
+        "slope": slope,
+        "intercept": intercept,
+        "residuals": residuals,
+        "points": len(inside),
+        "m": m,
+        "level_in_window": float(np.median(y)),
+        "level_before": float(pd.Series(best_before).rolling(m).median().min()),
+    }
 
 
 def _autocorrelation(trials: list[dict]) -> float:
@@ -166,18 +200,28 @@ def window_trend(curves: pd.DataFrame | pd.Series, window: float = WINDOW) -> di
     # The window's median sits mid-window: carried to its end at the slowest rise the interval allows.
     carried = max(low, 0.0) * span / 2
     changes = np.array([t["level_in_window"] - t["level_before"] for t in trials])
-    level_error = _combined(changes, residual_variance * MEDIAN_VARIANCE * np.array([1 / t["points"] + 1 / t["m"] for t in trials]))
+    level_error = _combined(
+        changes, residual_variance * MEDIAN_VARIANCE * np.array([1 / t["points"] + 1 / t["m"] for t in trials])
+    )
     change = float(changes.mean())
     level_before = float(np.mean([t["level_before"] for t in trials]))
     level_inside = float(np.mean([t["level_in_window"] for t in trials]))
     # Scores are on the log scale inside; the table's levels are geometric means over the trials.
     return result | {
-        "judged": k, "window_from": x0, "intercept": float(np.mean([t["intercept"] for t in trials])), "slope": slope,
-        "slope_low": low, "slope_high": high, "autocorrelation": r,
-        "projected_change": float(np.expm1(slope * span)), "projected_change_low": float(np.expm1(low * span)),
+        "judged": k,
+        "window_from": x0,
+        "intercept": float(np.mean([t["intercept"] for t in trials])),
+        "slope": slope,
+        "slope_low": low,
+        "slope_high": high,
+        "autocorrelation": r,
+        "projected_change": float(np.expm1(slope * span)),
+        "projected_change_low": float(np.expm1(low * span)),
         "projected_change_high": float(np.expm1(high * span)),
-        "level_before": float(np.exp(level_before)), "level_in_window": float(np.exp(level_inside)),
-        "level_change": float(np.expm1(change)), "level_at_end": float(np.exp(level_inside + carried)),
+        "level_before": float(np.exp(level_before)),
+        "level_in_window": float(np.exp(level_inside)),
+        "level_change": float(np.expm1(change)),
+        "level_at_end": float(np.exp(level_inside + carried)),
         "level_change_at_end": float(np.expm1(change + carried)),
         "level_change_at_end_low": float(np.expm1(change + carried - critical * level_error)),
         "level_change_at_end_high": float(np.expm1(change + carried + critical * level_error)),
@@ -185,7 +229,7 @@ def window_trend(curves: pd.DataFrame | pd.Series, window: float = WINDOW) -> di
 
 
 def verdict(trend: dict[str, float], tolerance: float, degradation: float) -> str:
-    """"no" (still improving), "degraded", "yes", or "–" when the window is too short or too noisy to
+    """ "no" (still improving), "degraded", "yes", or "–" when the window is too short or too noisy to
     judge (see the module's doc)."""
     if np.isnan(trend["slope"]):
         return "–"
@@ -198,25 +242,48 @@ def verdict(trend: dict[str, float], tolerance: float, degradation: float) -> st
     return "–"
 
 
-def convergence_table(loss_paths: list[str], setups: list[str], tolerance: float, degradation: float,
-                      window: float = WINDOW) -> pd.DataFrame:
+def convergence_table(
+    loss_paths: list[str], setups: list[str], tolerance: float, degradation: float, window: float = WINDOW
+) -> pd.DataFrame:
     rows = []
     curves = setup_curves(loss_paths, setups)
     for setup in setups:
         if setup not in curves:
-            rows.append({"setup": setup, "trials": 0, "judged": 0, "tolerance": tolerance, "degradation": degradation,
-                         "converged": "–"})
+            rows.append(
+                {
+                    "setup": setup,
+                    "trials": 0,
+                    "judged": 0,
+                    "tolerance": tolerance,
+                    "degradation": degradation,
+                    "converged": "–",
+                }
+            )
             continue
         column, frame = curves[setup]
         trend = window_trend(frame, window)
-        rows.append({"setup": setup, "trials": frame.shape[1], "iterations": int(frame.index.max()), "score": column,
-                     "first": float(frame.iloc[0].mean()), **trend, "tolerance": tolerance, "degradation": degradation,
-                     "converged": verdict(trend, tolerance, degradation)})
+        rows.append(
+            {
+                "setup": setup,
+                "trials": frame.shape[1],
+                "iterations": int(frame.index.max()),
+                "score": column,
+                "first": float(frame.iloc[0].mean()),
+                **trend,
+                "tolerance": tolerance,
+                "degradation": degradation,
+                "converged": verdict(trend, tolerance, degradation),
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def write_convergence(
-    loss_paths: list[str], setups: list[str], tolerance: float, degradation: float, out_path: str | os.PathLike[str],
+    loss_paths: list[str],
+    setups: list[str],
+    tolerance: float,
+    degradation: float,
+    out_path: str | os.PathLike[str],
     window: float = WINDOW,
 ) -> pd.DataFrame:
     table = convergence_table(loss_paths, setups, tolerance, degradation, window)
@@ -236,28 +303,43 @@ def _note(row) -> str | None:
         # Never silent: a page that says nothing of an unjudged set-up reads as if it had converged.
         return "not judged: no run of it logged an in-training score"
     if row.converged == "–" and not row.judged:
-        return (f"not judged: the last {WINDOW:.0%} of its in-training {score} curve holds {row.points:.0f} point(s), the "
-                f"check needs {MIN_POINTS} and some before them (train longer or score more often)")
+        return (
+            f"not judged: the last {WINDOW:.0%} of its in-training {score} curve holds {row.points:.0f} point(s), the "
+            f"check needs {MIN_POINTS} and some before them (train longer or score more often)"
+        )
     since = f"from iteration {row.window_from:.0f} on"
     change = f"95% interval {row.projected_change_low:+.0%} to {row.projected_change_high:+.0%}"
     level = f"95% interval {row.level_change_at_end_low:+.0%} to {row.level_change_at_end_high:+.0%}"
     if row.converged == "no":
-        return f"not converged: in-training {score} still falling {since}, {row.projected_change:+.0%} by the end ({change})"
+        return (
+            f"not converged: in-training {score} still falling {since}, {row.projected_change:+.0%} by the end "
+            f"({change})"
+        )
     if row.converged == "degraded" and row.slope_low <= 0:
-        return (f"degraded: median in-training {score} {since} {row.level_change:.0%} worse than its best level before "
-                f"({level} at the end; trained past its best)")
+        return (
+            f"degraded: median in-training {score} {since} {row.level_change:.0%} worse than its best level before "
+            f"({level} at the end; trained past its best)"
+        )
     if row.converged == "degraded":
-        return (f"degraded: in-training {score} rising {since}, {row.level_change_at_end:.0%} worse than its best level "
-                f"before by the end ({level}; median {row.level_change:.0%}; trained past its best)")
+        return (
+            f"degraded: in-training {score} rising {since}, {row.level_change_at_end:.0%} worse than its best level "
+            f"before by the end ({level}; median {row.level_change:.0%}; trained past its best)"
+        )
     if row.converged == "yes":
         return None
-    advice = (f"{row.judged:.0f} trial(s), {row.points:.0f} points in the window: more trials, or scores more often or on "
-              f"more samples, narrow it")
+    advice = (
+        f"{row.judged:.0f} trial(s), {row.points:.0f} points in the window: more trials, or scores more often or on "
+        f"more samples, narrow it"
+    )
     if -row.projected_change_low > row.tolerance:
-        return (f"not judged: in-training {score} {since} {row.projected_change:+.0%} by the end, and its {change} cannot "
-                f"rule out a fall of more than {row.tolerance:.0%} ({advice})")
-    return (f"not judged: in-training {score} {since} {row.level_change_at_end:+.0%} against its best level before by the "
-            f"end, and its {level} neither confirms nor rules out more than the {row.degradation:.0%} allowed ({advice})")
+        return (
+            f"not judged: in-training {score} {since} {row.projected_change:+.0%} by the end, and its {change} cannot "
+            f"rule out a fall of more than {row.tolerance:.0%} ({advice})"
+        )
+    return (
+        f"not judged: in-training {score} {since} {row.level_change_at_end:+.0%} against its best level before by the "
+        f"end, and its {level} neither confirms nor rules out more than the {row.degradation:.0%} allowed ({advice})"
+    )
 
 
 def convergence_notes(table: pd.DataFrame) -> dict[str, str]:

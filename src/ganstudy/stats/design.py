@@ -49,19 +49,30 @@ def design_lines(trials: dict[str, int], test: str, alpha: float) -> tuple[list[
     for (a, b), p in smallest.items():
         kinds.setdefault(tuple(sorted((trials[a], trials[b]))), []).append(p)
     pairs = len(smallest)
-    info = [f"design: {len(trials)} set-ups, {pairs} pair(s) per metric (Holm over them, statistics.test = {test}); "
-            + "; ".join(f"{n1} against {n2} trials: smallest Holm p {min(ps):.3g}" for (n1, n2), ps in sorted(kinds.items()))
-            + f" (every trial of one set-up better than every one of the other)"]
+    info = [
+        f"design: {len(trials)} set-ups, {pairs} pair(s) per metric (Holm over them, statistics.test = {test}); "
+        + "; ".join(
+            f"{n1} against {n2} trials: smallest Holm p {min(ps):.3g}" for (n1, n2), ps in sorted(kinds.items())
+        )
+        + " (every trial of one set-up better than every one of the other)"
+    ]
     blocked = [pair for pair, p in smallest.items() if p >= alpha]
     if not blocked:
         return info, []
     needed = trials_needed(len(trials), test, alpha)
-    more = (f"{needed} trials per set-up would let a complete separation reach it" if needed
-            else f"not even {MOST_TRIALS} trials per set-up would: compare fewer set-ups")
+    more = (
+        f"{needed} trials per set-up would let a complete separation reach it"
+        if needed
+        else f"not even {MOST_TRIALS} trials per set-up would: compare fewer set-ups"
+    )
     named = ", ".join(f"{a} vs {b}" for a, b in blocked[:6]) + (", ..." if len(blocked) > 6 else "")
-    which = "no comparison can" if len(blocked) == pairs else f"{len(blocked)} of the {pairs} comparisons ({named}) cannot"
-    return info, [f"{which} reach Holm p < {alpha} with these trials, whatever the scores: the smallest is "
-                  f"{min(smallest[pair] for pair in blocked):.3g}; {more} (trials, or setups.<name>.trials)."]
+    which = (
+        "no comparison can" if len(blocked) == pairs else f"{len(blocked)} of the {pairs} comparisons ({named}) cannot"
+    )
+    return info, [
+        f"{which} reach Holm p < {alpha} with these trials, whatever the scores: the smallest is "
+        f"{min(smallest[pair] for pair in blocked):.3g}; {more} (trials, or setups.<name>.trials)."
+    ]
 
 
 def study_design(config: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -84,10 +95,35 @@ def trials_plan(tables: Path, alpha: float) -> pd.DataFrame:
         for pair in pairs.itertuples():
             decided = "yes" if pair.p_holm < alpha else ("cannot" if pair.smallest_p_holm >= alpha else "no")
             needed = pair.trials_for_power if decided != "yes" else np.nan
-            more = (max(0, needed - pair.n_a) * hours[pair.setup_a] + max(0, needed - pair.n_b) * hours[pair.setup_b]
-                    if np.isfinite(needed) else np.nan)
-            rows.append({"metric": metric, "setup_a": pair.setup_a, "setup_b": pair.setup_b, "trials": f"{pair.n_a} vs {pair.n_b}",
-                         "p_holm": pair.p_holm, "decided": decided, "trials_for_power": needed, "hours_more": more,
-                         "unit": unit})
-    return pd.DataFrame(rows, columns=["metric", "setup_a", "setup_b", "trials", "p_holm", "decided", "trials_for_power",
-                                       "hours_more", "unit"])
+            more = (
+                max(0, needed - pair.n_a) * hours[pair.setup_a] + max(0, needed - pair.n_b) * hours[pair.setup_b]
+                if np.isfinite(needed)
+                else np.nan
+            )
+            rows.append(
+                {
+                    "metric": metric,
+                    "setup_a": pair.setup_a,
+                    "setup_b": pair.setup_b,
+                    "trials": f"{pair.n_a} vs {pair.n_b}",
+                    "p_holm": pair.p_holm,
+                    "decided": decided,
+                    "trials_for_power": needed,
+                    "hours_more": more,
+                    "unit": unit,
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "metric",
+            "setup_a",
+            "setup_b",
+            "trials",
+            "p_holm",
+            "decided",
+            "trials_for_power",
+            "hours_more",
+            "unit",
+        ],
+    )

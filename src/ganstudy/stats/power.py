@@ -34,14 +34,19 @@ def shift_model(x: Sequence[float], y: Sequence[float]) -> tuple[float, np.ndarr
     each set-up's median, and the kernel's bandwidth."""
     x, y = _finite(x), _finite(y)
     residuals = np.concatenate([x - np.median(x), y - np.median(y)])
-    spread = min(residuals.std(ddof=1), np.subtract(*np.percentile(residuals, [75, 25])) / 1.34) if len(residuals) > 1 else 0.0
+    spread = (
+        min(residuals.std(ddof=1), np.subtract(*np.percentile(residuals, [75, 25])) / 1.34)
+        if len(residuals) > 1
+        else 0.0
+    )
     if spread <= 0:
         spread = residuals.std(ddof=1) if len(residuals) > 1 else 0.0
     return shift_interval(x, y)[0], residuals, 0.9 * spread * len(residuals) ** -0.2
 
 
-def draws(x: Sequence[float], y: Sequence[float], trials: int, simulations: int = SIMULATIONS,
-          seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def draws(
+    x: Sequence[float], y: Sequence[float], trials: int, simulations: int = SIMULATIONS, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """``simulations`` studies of ``trials`` trials per set-up drawn from the measured comparison, as
     (draws of a, draws of b), one study per row; seeded, so the same scores give the same plan."""
     shift, residuals, bandwidth = shift_model(x, y)
@@ -68,15 +73,23 @@ def rank_decision(direction: float, test: str, alpha: float, pairs: int) -> Deci
     return decide
 
 
-def simulated_power(x: Sequence[float], y: Sequence[float], trials: int, decide: Decide, simulations: int = SIMULATIONS,
-                    seed: int = 0) -> float:
+def simulated_power(
+    x: Sequence[float], y: Sequence[float], trials: int, decide: Decide, simulations: int = SIMULATIONS, seed: int = 0
+) -> float:
     """The share of studies of ``trials`` trials per set-up, drawn from the measured comparison, that decide."""
     a, b = draws(x, y, trials, simulations, seed)
     return float(np.mean(decide(a, b)))
 
 
-def trials_for_power(x: Sequence[float], y: Sequence[float], test: str, alpha: float, pairs: int,
-                     target: float = TARGET_POWER, simulations: int = SIMULATIONS) -> int | None:
+def trials_for_power(
+    x: Sequence[float],
+    y: Sequence[float],
+    test: str,
+    alpha: float,
+    pairs: int,
+    target: float = TARGET_POWER,
+    simulations: int = SIMULATIONS,
+) -> int | None:
     """The fewest trials per set-up (2 .. MOST_TRIALS) whose simulated power reaches ``target``; None when the
     measured shift is zero or MOST_TRIALS do not reach it."""
     x, y = _finite(x), _finite(y)

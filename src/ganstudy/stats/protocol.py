@@ -35,12 +35,18 @@ def protocol_text(record: Mapping[str, Any], column: str) -> str:
     if not protocol:
         return NOT_RECORDED
     metric = _metric_of(column)
-    roles = None if metric is None else {role for role, used in (("quality", metric.features), ("classifier", metric.classifier)) if used}
+    roles = (
+        None
+        if metric is None
+        else {role for role, used in (("quality", metric.features), ("classifier", metric.classifier)) if used}
+    )
     parts = []
     for role, extractor in sorted(protocol["extractors"].items()):
         if roles is None or role in roles:
-            parts.append(f"{EXTRACTOR_NAMES.get(extractor['kind'], extractor['kind'])} (sha256 {extractor['sha256'][:12]}) "
-                         f"layer {'/'.join(extractor['layers'])}, {extractor['input']}, {extractor['dtype']}")
+            parts.append(
+                f"{EXTRACTOR_NAMES.get(extractor['kind'], extractor['kind'])} (sha256 {extractor['sha256'][:12]}) "
+                f"layer {'/'.join(extractor['layers'])}, {extractor['input']}, {extractor['dtype']}"
+            )
     settings = record.get("settings", {})
     for key in metric.settings if metric is not None else ():
         parts.append(f"{key} {settings.get(key)}")
@@ -60,10 +66,14 @@ def protocol_notes(scores: pd.DataFrame, metric: str, setups: list[str]) -> tupl
     if len(texts) <= 1:
         return ([f"Protocol: {texts[0]}."] if texts else []), {}
     letters = {text: chr(ord("A") + i) for i, text in enumerate(texts)}
-    by_setup = {setup: ", ".join(sorted({letters[t] for t in part.protocol.fillna(NOT_RECORDED)}))
-                for setup, part in rows.groupby("setup", sort=False)}
+    by_setup = {
+        setup: ", ".join(sorted({letters[t] for t in part.protocol.fillna(NOT_RECORDED)}))
+        for setup, part in rows.groupby("setup", sort=False)
+    }
     lines = [f"Protocol {letters[text]}: {text}." for text in texts]
-    lines.append(f"WARNING: these {metric} scores were measured under {len(texts)} protocols (set-ups: "
-                 + "; ".join(f"{setup} {letter}" for setup, letter in by_setup.items())
-                 + "): scores of different protocols are not comparable; rerun the evaluate jobs of the set-ups that differ.")
+    lines.append(
+        f"WARNING: these {metric} scores were measured under {len(texts)} protocols (set-ups: "
+        + "; ".join(f"{setup} {letter}" for setup, letter in by_setup.items())
+        + "): scores of different protocols are not comparable; rerun the evaluate jobs of the set-ups that differ."
+    )
     return lines, by_setup

@@ -22,13 +22,35 @@ import pandas as pd
 from ganstudy.atomic import atomic_path, write_text
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.protocol import protocol_notes
-from ganstudy.stats.summary import _values, latex_table, markdown_table
 from ganstudy.stats.settings import StatisticsSettings
+from ganstudy.stats.summary import _values, latex_table, markdown_table
 from ganstudy.stats.tests import rank_test, welch_pvalue
 
-SETUP_COLUMNS = ["setup", "metric", "source", "paper_mean", "paper_sd", "paper_trials", "ours_mean", "ours_sd", "ours_trials",
-                 "difference", "p_welch", "note"]
-PAIR_COLUMNS = ["metric", "setup_a", "setup_b", "paper_better", "paper_p_welch", "ours_better", "ours_test", "ours_p", "agree"]
+SETUP_COLUMNS = [
+    "setup",
+    "metric",
+    "source",
+    "paper_mean",
+    "paper_sd",
+    "paper_trials",
+    "ours_mean",
+    "ours_sd",
+    "ours_trials",
+    "difference",
+    "p_welch",
+    "note",
+]
+PAIR_COLUMNS = [
+    "metric",
+    "setup_a",
+    "setup_b",
+    "paper_better",
+    "paper_p_welch",
+    "ours_better",
+    "ours_test",
+    "ours_p",
+    "agree",
+]
 NOT_COMPARABLE = "scales not comparable (other data, extractor or sample count): only directions are compared"
 
 
@@ -59,18 +81,32 @@ def reproduction_table(scores: pd.DataFrame, references: dict[str, dict[str, Any
             else:
                 p = welch_pvalue(ref["mean"], ref["sd"], ref["trials"], mean, sd, n)
                 note = "" if np.isfinite(p) else "too few trials (or no spread) for a test"
-            rows.append({
-                "setup": setup, "metric": metric, "source": ref["source"], "paper_mean": ref["mean"],
-                # Not published: an empty cell (NaN), not the word None.
-                "paper_sd": np.nan if ref["sd"] is None else ref["sd"],
-                "paper_trials": np.nan if ref["trials"] is None else ref["trials"], "ours_mean": mean, "ours_sd": sd, "ours_trials": n,
-                "difference": mean - ref["mean"], "p_welch": p, "note": note,
-            })
+            rows.append(
+                {
+                    "setup": setup,
+                    "metric": metric,
+                    "source": ref["source"],
+                    "paper_mean": ref["mean"],
+                    # Not published: an empty cell (NaN), not the word None.
+                    "paper_sd": np.nan if ref["sd"] is None else ref["sd"],
+                    "paper_trials": np.nan if ref["trials"] is None else ref["trials"],
+                    "ours_mean": mean,
+                    "ours_sd": sd,
+                    "ours_trials": n,
+                    "difference": mean - ref["mean"],
+                    "p_welch": p,
+                    "note": note,
+                }
+            )
     return pd.DataFrame(rows, columns=SETUP_COLUMNS)
 
 
-def direction_table(scores: pd.DataFrame, references: dict[str, dict[str, Any]], setups: list[str], test: str = "auto",
-                    ) -> pd.DataFrame:
+def direction_table(
+    scores: pd.DataFrame,
+    references: dict[str, dict[str, Any]],
+    setups: list[str],
+    test: str = "auto",
+) -> pd.DataFrame:
     """Every pair of set-ups with references for the same metric: the better one in the paper and in ours
     (``test``: statistics.test, the Mann-Whitney p's method)."""
     metrics = list(dict.fromkeys(m for s in setups for m in references.get(s, {})))
@@ -85,26 +121,44 @@ def direction_table(scores: pd.DataFrame, references: dict[str, dict[str, Any]],
                 paper = _better(metric, a, b, ref_a["mean"], ref_b["mean"])
                 ours = _better(metric, a, b, mean_a, mean_b)
                 tested = rank_test(values_a, values_b, test)
-                rows.append({
-                    "metric": metric, "setup_a": a, "setup_b": b, "paper_better": paper,
-                    "paper_p_welch": welch_pvalue(ref_a["mean"], ref_a["sd"], ref_a["trials"], ref_b["mean"], ref_b["sd"], ref_b["trials"]),
-                    "ours_better": ours, "ours_test": tested.method, "ours_p": tested.p,
-                    "agree": "–" if "–" in (paper, ours) else ("yes" if paper == ours else "no"),
-                })
+                rows.append(
+                    {
+                        "metric": metric,
+                        "setup_a": a,
+                        "setup_b": b,
+                        "paper_better": paper,
+                        "paper_p_welch": welch_pvalue(
+                            ref_a["mean"], ref_a["sd"], ref_a["trials"], ref_b["mean"], ref_b["sd"], ref_b["trials"]
+                        ),
+                        "ours_better": ours,
+                        "ours_test": tested.method,
+                        "ours_p": tested.p,
+                        "agree": "–" if "–" in (paper, ours) else ("yes" if paper == ours else "no"),
+                    }
+                )
     return pd.DataFrame(rows, columns=PAIR_COLUMNS)
 
 
 def write_reproduction(
-    scores_path: str | os.PathLike[str], references: dict[str, dict[str, Any]], setups: list[str], out_dir: str | os.PathLike[str],
+    scores_path: str | os.PathLike[str],
+    references: dict[str, dict[str, Any]],
+    setups: list[str],
+    out_dir: str | os.PathLike[str],
     settings: StatisticsSettings = StatisticsSettings(),
 ) -> list[Path]:
     """reproduction.{csv,md,tex} (both blocks in the Markdown and LaTeX; the CSV holds the per-set-up block)
     and reproduction_directions.csv."""
     scores = pd.read_csv(scores_path)
     out, digits = Path(out_dir), settings.digits
-    per_setup, pairs = reproduction_table(scores, references, setups), direction_table(scores, references, setups, settings.test)
-    titles = ("The papers' results beside ours (difference = ours - paper; Welch's two-sided t-test where comparable)",
-              "Direction between set-ups in the paper (Welch p from its summary statistics) and in ours (Mann-Whitney p, its method in ours_test)")
+    per_setup, pairs = (
+        reproduction_table(scores, references, setups),
+        direction_table(scores, references, setups, settings.test),
+    )
+    titles = (
+        "The papers' results beside ours (difference = ours - paper; Welch's two-sided t-test where comparable)",
+        "Direction between set-ups in the paper (Welch p from its summary statistics) and in ours (Mann-Whitney p, "
+        "its method in ours_test)",
+    )
     paths = [out / f"reproduction.{ext}" for ext in ("csv", "md", "tex")] + [out / "reproduction_directions.csv"]
     with atomic_path(paths[0]) as tmp:
         per_setup.to_csv(tmp, index=False)
@@ -112,9 +166,20 @@ def write_reproduction(
     metrics = list(dict.fromkeys(per_setup.metric))
     ours = [f"{metric} (ours): {line}" for metric in metrics for line in protocol_notes(scores, metric, setups)[0]]
     notes = (ours, [])
-    write_text(paths[1], "".join(f"### {title}\n\n{markdown_table(frame, False, digits)}" + "".join(f"\n{line}\n" for line in note) + "\n"
-                                 for title, frame, note in zip(titles, (per_setup, pairs), notes)))
-    write_text(paths[2], "\n".join(latex_table(frame, title, False, digits, note) for title, frame, note in zip(titles, (per_setup, pairs), notes)))
+    write_text(
+        paths[1],
+        "".join(
+            f"### {title}\n\n{markdown_table(frame, False, digits)}" + "".join(f"\n{line}\n" for line in note) + "\n"
+            for title, frame, note in zip(titles, (per_setup, pairs), notes)
+        ),
+    )
+    write_text(
+        paths[2],
+        "\n".join(
+            latex_table(frame, title, False, digits, note)
+            for title, frame, note in zip(titles, (per_setup, pairs), notes)
+        ),
+    )
     with atomic_path(paths[3]) as tmp:
         pairs.to_csv(tmp, index=False)
     return paths

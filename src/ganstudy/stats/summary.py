@@ -1,6 +1,7 @@
 """stats: per metric, a summary table per set-up (thesis table 4.4), the p-value matrix (table 4.5), every
-pair with Holm-adjusted p-values, what its trials could decide, A12 and the shift with their intervals, and a Kruskal-Wallis test across all set-ups;
-as CSV, Markdown and LaTeX (booktabs). Problems (no runs, too few trials, NaN scores, a constant
+pair with Holm-adjusted p-values, what its trials could decide, A12 and the shift with their intervals, and a
+Kruskal-Wallis test across all set-ups; as CSV, Markdown and LaTeX (booktabs). Problems (no runs, too few
+trials, NaN scores, a constant
 metric, scores measured under different protocols) are written into the tables, not raised; the Markdown
 and LaTeX tables say the protocol of their scores in a footnote."""
 
@@ -17,17 +18,61 @@ from ganstudy.atomic import atomic_path, write_text
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import better, bounds
 from ganstudy.stats.convergence import convergence_notes
-from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.power import MOST_TRIALS, SIMULATIONS, trials_for_power
+from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.tests import (
-    a12, a12_interval, a12_magnitude, holm, kruskal_wallis, location_interval, rank_test, shift_interval, smallest_p,
+    a12,
+    a12_interval,
+    a12_magnitude,
+    holm,
+    kruskal_wallis,
+    location_interval,
+    rank_test,
+    shift_interval,
+    smallest_p,
 )
 
-SUMMARY_COLUMNS = ["setup", "trials", "mean", "sd", "centre", "ci_low", "ci_high", "interval", "min", "max", "median", "iqr",
-                   "superiority", "mean_train_minutes", "core_hours", "gpu_hours", "pareto", "note"]
-PAIR_COLUMNS = ["setup_a", "setup_b", "n_a", "n_b", "test", "p_value", "p_holm", "smallest_p_holm", "a12", "a12_low", "a12_high",
-                "shift", "shift_low", "shift_high", "effect", "better", "trials_for_power", "note"]
+SUMMARY_COLUMNS = [
+    "setup",
+    "trials",
+    "mean",
+    "sd",
+    "centre",
+    "ci_low",
+    "ci_high",
+    "interval",
+    "min",
+    "max",
+    "median",
+    "iqr",
+    "superiority",
+    "mean_train_minutes",
+    "core_hours",
+    "gpu_hours",
+    "pareto",
+    "note",
+]
+PAIR_COLUMNS = [
+    "setup_a",
+    "setup_b",
+    "n_a",
+    "n_b",
+    "test",
+    "p_value",
+    "p_holm",
+    "smallest_p_holm",
+    "a12",
+    "a12_low",
+    "a12_high",
+    "shift",
+    "shift_low",
+    "shift_high",
+    "effect",
+    "better",
+    "trials_for_power",
+    "note",
+]
 CONFIDENCE = 0.95
 
 
@@ -61,8 +106,9 @@ def superiority(values: dict[str, np.ndarray], setup: str, higher: bool) -> floa
     return float(np.mean([a12(values[setup], values[o]) if higher else a12(values[o], values[setup]) for o in others]))
 
 
-def summary_table(scores: pd.DataFrame, metric: str, setups: list[str], min_trials: int = 1,
-                  notes: dict[str, str] | None = None) -> pd.DataFrame:
+def summary_table(
+    scores: pd.DataFrame, metric: str, setups: list[str], min_trials: int = 1, notes: dict[str, str] | None = None
+) -> pd.DataFrame:
     """Per set-up: finite trials, mean, sd, the 95% interval inside the metric's range (centre, ends and
     method: tests.location_interval), min, max, median, IQR, the mean probability of beating the other
     set-ups, mean training time and a note for problems (``notes`` adds one per set-up, e.g. that its
@@ -81,7 +127,10 @@ def summary_table(scores: pd.DataFrame, metric: str, setups: list[str], min_tria
                 "trials": len(values),
                 "mean": values.mean() if some else np.nan,
                 "sd": values.std(ddof=1) if len(values) > 1 else np.nan,
-                "centre": centre, "ci_low": low, "ci_high": high, "interval": method,
+                "centre": centre,
+                "ci_low": low,
+                "ci_high": high,
+                "interval": method,
                 "min": values.min() if some else np.nan,
                 "max": values.max() if some else np.nan,
                 "median": np.median(values) if some else np.nan,
@@ -95,7 +144,9 @@ def summary_table(scores: pd.DataFrame, metric: str, setups: list[str], min_tria
             }
         )
     table = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
-    table["pareto"] = pareto_front(table[cost_column(table)[0]].to_numpy(float), table["median"].to_numpy(float), higher)
+    table["pareto"] = pareto_front(
+        table[cost_column(table)[0]].to_numpy(float), table["median"].to_numpy(float), higher
+    )
     return table
 
 
@@ -105,8 +156,10 @@ def _current(path: Path, columns: list[str]) -> pd.DataFrame:
     table = pd.read_csv(path)
     missing = [column for column in columns if column not in table.columns]
     if missing:
-        raise GanstudyError(f"{path} was made by an earlier ganstudy (no {', '.join(missing)}): remake the tables with "
-                            f"`snakemake --forcerun stats --configfile <the study config>` (nothing retrains)")
+        raise GanstudyError(
+            f"{path} was made by an earlier ganstudy (no {', '.join(missing)}): remake the tables with "
+            f"`snakemake --forcerun stats --configfile <the study config>` (nothing retrains)"
+        )
     return table
 
 
@@ -142,13 +195,18 @@ def pareto_front(cost: np.ndarray, quality: np.ndarray, higher: bool) -> list[bo
     known = np.isfinite(cost) & np.isfinite(score)
     front = []
     for i in range(len(cost)):
-        dominated = any(known[j] and cost[j] <= cost[i] and score[j] >= score[i] and (cost[j] < cost[i] or score[j] > score[i])
-                        for j in range(len(cost)) if j != i)
+        dominated = any(
+            known[j] and cost[j] <= cost[i] and score[j] >= score[i] and (cost[j] < cost[i] or score[j] > score[i])
+            for j in range(len(cost))
+            if j != i
+        )
         front.append(bool(known[i] and not dominated))
     return front
 
 
-def pairwise_table(scores: pd.DataFrame, metric: str, setups: list[str], settings: StatisticsSettings = StatisticsSettings()) -> pd.DataFrame:
+def pairwise_table(
+    scores: pd.DataFrame, metric: str, setups: list[str], settings: StatisticsSettings = StatisticsSettings()
+) -> pd.DataFrame:
     """Every pair: the two-sided rank-sum test of its finite scores (``settings.test``: exact or asymptotic,
     recorded), Holm-adjusted over the metric's pairs, the smallest Holm p its trials could give at all,
     A12 of a over b with Newcombe's interval and magnitude, the Hodges-Lehmann shift of a over b with its
@@ -169,11 +227,18 @@ def pairwise_table(scores: pd.DataFrame, metric: str, setups: list[str], setting
             note += [f"underpowered: {', '.join(short)} < {settings.min_trials} trials"] if short else []
             rows.append(
                 {
-                    "setup_a": a, "setup_b": b, "n_a": len(x), "n_b": len(y), "test": test.method, "p_value": test.p,
-                    "smallest_p": smallest_p(len(x), len(y), settings.test), "a12": effect,
+                    "setup_a": a,
+                    "setup_b": b,
+                    "n_a": len(x),
+                    "n_b": len(y),
+                    "test": test.method,
+                    "p_value": test.p,
+                    "smallest_p": smallest_p(len(x), len(y), settings.test),
+                    "a12": effect,
                     **dict(zip(("a12_low", "a12_high"), a12_interval(x, y, CONFIDENCE))),
                     **dict(zip(("shift", "shift_low", "shift_high"), shift_interval(x, y, CONFIDENCE))),
-                    "effect": a12_magnitude(effect), "better": favoured,
+                    "effect": a12_magnitude(effect),
+                    "better": favoured,
                     "trials_for_power": trials_for_power(x, y, settings.test, settings.alpha, family),
                     "note": "; ".join(note),
                 }
@@ -202,7 +267,9 @@ def results_table(scores: pd.DataFrame, metrics: list[str], setups: list[str], d
         for metric in metrics:
             values = _values(scores, metric, setup)[0]
             sd = _fmt(values.std(ddof=1), digits) if len(values) > 1 else "–"
-            row[f"{metric} ({better(metric)} is better)"] = f"{_fmt(values.mean(), digits)} ± {sd}" if len(values) else "–"
+            row[f"{metric} ({better(metric)} is better)"] = (
+                f"{_fmt(values.mean(), digits)} ± {sd}" if len(values) else "–"
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -230,21 +297,42 @@ def markdown_table(frame: pd.DataFrame, index: bool = False, digits: int = 4) ->
     return "\n".join([header, rule, *body]) + "\n"
 
 
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-                  "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "–": "--", "±": r"$\pm$"}
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "–": "--",
+    "±": r"$\pm$",
+}
 
 
 def _latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
 
 
-def latex_table(frame: pd.DataFrame, caption: str, index: bool = False, digits: int = 4, footnote: list[str] = ()) -> str:
+def latex_table(
+    frame: pd.DataFrame, caption: str, index: bool = False, digits: int = 4, footnote: list[str] = ()
+) -> str:
     """A booktabs table (needs \\usepackage{booktabs}); numbers right-aligned, text left-aligned; ``footnote``
     lines in small type under it."""
     data = frame.reset_index() if index else frame
     align = "".join("r" if pd.api.types.is_numeric_dtype(data[c]) else "l" for c in data.columns)
-    lines = [r"\begin{table}[ht]", r"\centering", rf"\caption{{{_latex_escape(caption)}}}", rf"\begin{{tabular}}{{{align}}}", r"\toprule",
-             " & ".join(_latex_escape(str(c)) for c in data.columns) + r" \\", r"\midrule"]
+    lines = [
+        r"\begin{table}[ht]",
+        r"\centering",
+        rf"\caption{{{_latex_escape(caption)}}}",
+        rf"\begin{{tabular}}{{{align}}}",
+        r"\toprule",
+        " & ".join(_latex_escape(str(c)) for c in data.columns) + r" \\",
+        r"\midrule",
+    ]
     lines += [" & ".join(_latex_escape(_fmt(v, digits)) for v in row) + r" \\" for row in data.itertuples(index=False)]
     lines += [r"\bottomrule", r"\end{tabular}"]
     lines += [rf"\par\smallskip{{\footnotesize {_latex_escape(line)}}}" for line in footnote]
@@ -252,21 +340,28 @@ def latex_table(frame: pd.DataFrame, caption: str, index: bool = False, digits: 
     return "\n".join(lines) + "\n"
 
 
-def write_table(out: Path, name: str, frame: pd.DataFrame, title: str, index: bool, digits: int,
-                footnote: list[str] = ()) -> list[Path]:
+def write_table(
+    out: Path, name: str, frame: pd.DataFrame, title: str, index: bool, digits: int, footnote: list[str] = ()
+) -> list[Path]:
     """``name``.csv, .md and .tex; the ``footnote`` lines (the scores' protocol) under the Markdown and LaTeX tables."""
     csv_path, md_path, tex_path = (out / f"{name}.{ext}" for ext in ("csv", "md", "tex"))
     with atomic_path(csv_path) as tmp:
         frame.to_csv(tmp, index=index)
-    write_text(md_path, f"### {title}\n\n" + markdown_table(frame, index, digits) + "".join(f"\n{line}\n" for line in footnote))
+    write_text(
+        md_path, f"### {title}\n\n" + markdown_table(frame, index, digits) + "".join(f"\n{line}\n" for line in footnote)
+    )
     write_text(tex_path, latex_table(frame, title, index, digits, footnote))
     return [csv_path, md_path, tex_path]
 
 
 def _protocol_marks(notes: dict[str, str], by_setup: dict[str, str]) -> dict[str, str]:
     """The set-ups' notes with, where the scores were measured under several protocols, each one's protocol."""
-    return {setup: "; ".join(note for note in (notes.get(setup), f"protocol {by_setup[setup]}" if setup in by_setup else None) if note)
-            for setup in set(notes) | set(by_setup)}
+    return {
+        setup: "; ".join(
+            note for note in (notes.get(setup), f"protocol {by_setup[setup]}" if setup in by_setup else None) if note
+        )
+        for setup in set(notes) | set(by_setup)
+    }
 
 
 def _mark_pairs(pairs: pd.DataFrame, by_setup: dict[str, str]) -> pd.DataFrame:
@@ -274,33 +369,48 @@ def _mark_pairs(pairs: pd.DataFrame, by_setup: dict[str, str]) -> pd.DataFrame:
     for row in pairs.itertuples():
         a, b = by_setup.get(row.setup_a), by_setup.get(row.setup_b)
         if a and b and a != b:
-            pairs.loc[row.Index, "note"] = "; ".join(filter(None, [row.note, f"protocols differ ({a} vs {b}): not comparable"]))
+            pairs.loc[row.Index, "note"] = "; ".join(
+                filter(None, [row.note, f"protocols differ ({a} vs {b}): not comparable"])
+            )
     return pairs
 
 
-SUMMARY_NOTE = (f"Interval: {CONFIDENCE:.0%}, inside the metric's range; its column names the method: t = the mean's t-interval "
-                "(centre: the mean), t on the log scale = the geometric mean's, for a metric bounded below (centre: the geometric "
-                "mean), t on the logit scale = for a metric bounded on both sides. superiority: the mean over the other set-ups "
-                "of the probability that a trial of this one scores better than one of the other (ties half), the rank tests' order.")
+SUMMARY_NOTE = (
+    f"Interval: {CONFIDENCE:.0%}, inside the metric's range; its column names the method: t = the mean's t-interval "
+    "(centre: the mean), t on the log scale = the geometric mean's, for a metric bounded below (centre: the "
+    "geometric mean), t on the logit scale = for a metric bounded on both sides. superiority: the mean over the "
+    "other set-ups of the probability that a trial of this one scores better than one of the other (ties half), the "
+    "rank tests' order."
+)
 
 
 def pairs_note(test: str, alpha: float) -> str:
     """What the pairs table's columns mean: the test, the adjustment, the intervals."""
-    method = {"auto": "exact where the pooled trials have at most 100,000 splits, else asymptotic",
-              "exact": "exact", "asymptotic": "asymptotic (the thesis's tie-corrected normal approximation)"}[test]
-    return (f"Tests: two-sided Mann-Whitney, {method} (statistics.test = {test}; the test column says which). p_holm: "
-            f"Holm-adjusted over the metric's pairs. smallest_p_holm: the smallest Holm p these trials could give at all (every "
-            f"trial of one set-up better than every one of the other); at or above {alpha} no outcome of these trials is "
-            f"significant. A12 of a over b with Newcombe's (2006) {CONFIDENCE:.0%} score interval; shift: the Hodges-Lehmann shift "
-            f"a - b (median of the pairwise differences) with its {CONFIDENCE:.0%} rank-based (Moses) interval, empty where the "
-            f"trials are too few for one. trials_for_power: the trials per set-up with which this test, at {alpha} times the "
-            f"number of pairs, decides the measured shift in 80% of {SIMULATIONS:,} studies simulated from these scores (their "
-            f"shift and pooled, smoothed residuals); empty where no shift was measured or {MOST_TRIALS} trials would not do.")
+    method = {
+        "auto": "exact where the pooled trials have at most 100,000 splits, else asymptotic",
+        "exact": "exact",
+        "asymptotic": "asymptotic (the thesis's tie-corrected normal approximation)",
+    }[test]
+    return (
+        f"Tests: two-sided Mann-Whitney, {method} (statistics.test = {test}; the test column says which). p_holm: "
+        "Holm-adjusted over the metric's pairs. smallest_p_holm: the smallest Holm p these trials could give at all "
+        f"(every trial of one set-up better than every one of the other); at or above {alpha} no outcome of these "
+        f"trials is significant. A12 of a over b with Newcombe's (2006) {CONFIDENCE:.0%} score interval; shift: the "
+        f"Hodges-Lehmann shift a - b (median of the pairwise differences) with its {CONFIDENCE:.0%} rank-based "
+        "(Moses) interval, empty where the trials are too few for one. trials_for_power: the trials per set-up with "
+        f"which this test, at {alpha} times the number of pairs, decides the measured shift in 80% of {SIMULATIONS:,} "
+        "studies simulated from these scores (their shift and pooled, smoothed residuals); empty where no shift was "
+        f"measured or {MOST_TRIALS} trials would not do."
+    )
 
 
 def write_stats(
-    scores_path: str | os.PathLike[str], setups: list[str], metrics: list[str], out_dir: str | os.PathLike[str],
-    settings: StatisticsSettings = StatisticsSettings(), convergence_path: str | os.PathLike[str] | None = None,
+    scores_path: str | os.PathLike[str],
+    setups: list[str],
+    metrics: list[str],
+    out_dir: str | os.PathLike[str],
+    settings: StatisticsSettings = StatisticsSettings(),
+    convergence_path: str | os.PathLike[str] | None = None,
 ) -> list[Path]:
     """Per metric: summary_, pvalues_ and pairs_<metric>.{csv,md,tex}; across metrics: results (mean ± sd) and
     kruskal.{csv,md,tex}. Set-ups that had not converged, had degraded or could not be judged (``convergence_path``)
@@ -311,28 +421,77 @@ def write_stats(
     written = []
     footnotes = {}
     for metric in metrics:
-        direction = f"{better(metric)} is better"
-        footnotes[metric], by_setup = protocol_notes(scores, metric, setups)
-        if by_setup:
-            print(footnotes[metric][-1], file=sys.stderr)
-        summary = summary_table(scores, metric, setups, settings.min_trials, _protocol_marks(notes, by_setup))
-        written += write_table(out, f"summary_{metric}", summary, f"{metric.upper()} per set-up ({direction})", False, digits,
-                               [SUMMARY_NOTE, *footnotes[metric]])
-        pairs = _mark_pairs(pairwise_table(scores, metric, setups, settings), by_setup)
-        method = pairs_note(settings.test, settings.alpha)
-        written += write_table(out, f"pvalues_{metric}", pvalue_matrix(pairs, setups),
-                               f"{metric.upper()}: two-sided rank-sum p-values (Mann-Whitney U), unadjusted", True, digits,
-                               [method, *footnotes[metric]])
-        written += write_table(out, f"pairs_{metric}", pairs,
-                               f"{metric.upper()}: pairwise rank-sum p-values, Holm-adjusted, A12 of a over b and the shift a - b "
-                               f"({direction})", False, digits, [method, *footnotes[metric]])
+        tables, footnotes[metric] = _metric_tables(out, scores, metric, setups, settings, notes)
+        written += tables
     shared: dict[str, list[str]] = {}
     for metric in metrics:
         for line in footnotes[metric]:
             shared.setdefault(line, []).append(metric)
     every = [f"{', '.join(names)}: {line}" for line, names in shared.items()]
-    written += write_table(out, "results", results_table(scores, metrics, setups, digits),
-                           "Mean ± standard deviation over trials per set-up", False, digits, every)
-    written += write_table(out, "kruskal", kruskal_table(scores, metrics, setups),
-                           "Kruskal-Wallis test across all set-ups (tie-corrected)", False, digits, every)
+    written += write_table(
+        out,
+        "results",
+        results_table(scores, metrics, setups, digits),
+        "Mean ± standard deviation over trials per set-up",
+        False,
+        digits,
+        every,
+    )
+    written += write_table(
+        out,
+        "kruskal",
+        kruskal_table(scores, metrics, setups),
+        "Kruskal-Wallis test across all set-ups (tie-corrected)",
+        False,
+        digits,
+        every,
+    )
     return written
+
+
+def _metric_tables(
+    out: Path,
+    scores: pd.DataFrame,
+    metric: str,
+    setups: list[str],
+    settings: StatisticsSettings,
+    notes: dict[str, str],
+) -> tuple[list[Path], list[str]]:
+    """One metric's summary_, pvalues_ and pairs_<metric> tables, and the footnotes its scores need."""
+    digits = settings.digits
+    direction = f"{better(metric)} is better"
+    footnotes, by_setup = protocol_notes(scores, metric, setups)
+    if by_setup:
+        print(footnotes[-1], file=sys.stderr)
+    summary = summary_table(scores, metric, setups, settings.min_trials, _protocol_marks(notes, by_setup))
+    written = write_table(
+        out,
+        f"summary_{metric}",
+        summary,
+        f"{metric.upper()} per set-up ({direction})",
+        False,
+        digits,
+        [SUMMARY_NOTE, *footnotes],
+    )
+    pairs = _mark_pairs(pairwise_table(scores, metric, setups, settings), by_setup)
+    method = pairs_note(settings.test, settings.alpha)
+    written += write_table(
+        out,
+        f"pvalues_{metric}",
+        pvalue_matrix(pairs, setups),
+        f"{metric.upper()}: two-sided rank-sum p-values (Mann-Whitney U), unadjusted",
+        True,
+        digits,
+        [method, *footnotes],
+    )
+    written += write_table(
+        out,
+        f"pairs_{metric}",
+        pairs,
+        f"{metric.upper()}: pairwise rank-sum p-values, Holm-adjusted, A12 of a over b and the shift a - b "
+        f"({direction})",
+        False,
+        digits,
+        [method, *footnotes],
+    )
+    return written, footnotes

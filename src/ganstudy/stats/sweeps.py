@@ -41,8 +41,10 @@ def sweep_runs(scores: pd.DataFrame, metric: str, levels: dict[str, dict[str, An
     value of each swept key (as its set-up name shows it)."""
     part = scores[(scores.metric == metric) & scores.setup.isin(list(levels))]
     part = part[np.isfinite(part.value.to_numpy(float))]
-    rows = [{"setup": row.setup, "value": float(row.value), **{key: value_label(v) for key, v in levels[row.setup].items()}}
-            for row in part.itertuples()]
+    rows = [
+        {"setup": row.setup, "value": float(row.value), **{key: value_label(v) for key, v in levels[row.setup].items()}}
+        for row in part.itertuples()
+    ]
     return pd.DataFrame(rows, columns=["setup", "value", *swept_keys(levels)])
 
 
@@ -70,8 +72,18 @@ def main_effects(runs: pd.DataFrame, levels: dict[str, dict[str, Any]], confiden
             at = [setup for setup in means.index if value_label(levels[setup][key]) == label]
             level = float(means[at].mean()) if at else np.nan
             half = quantile * pooled * np.sqrt((1 / counts[at]).sum()) / len(at) if at else np.nan
-            rows.append({"key": key, "value": label, "cells": len(at), "runs": int(counts[at].sum()), "mean": level,
-                         "pooled_sd": pooled, "ci_low": level - half, "ci_high": level + half})
+            rows.append(
+                {
+                    "key": key,
+                    "value": label,
+                    "cells": len(at),
+                    "runs": int(counts[at].sum()),
+                    "mean": level,
+                    "pooled_sd": pooled,
+                    "ci_low": level - half,
+                    "ci_high": level + half,
+                }
+            )
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS)
 
 
@@ -95,8 +107,10 @@ def interaction_tests(runs_by_metric: dict[str, pd.DataFrame], levels: dict[str,
     Holm-adjusted over the metric's pairs of keys (none for a sweep of one key)."""
     keys, rows = swept_keys(levels), []
     for metric, runs in runs_by_metric.items():
-        tested = [{"metric": metric, "first": a, "second": b, **interaction_test(runs, keys, a, b)}
-                  for a, b in combinations(keys, 2)]
+        tested = [
+            {"metric": metric, "first": a, "second": b, **interaction_test(runs, keys, a, b)}
+            for a, b in combinations(keys, 2)
+        ]
         adjusted = holm([row["p_value"] for row in tested]) if tested else []
         rows += [{**row, "p_holm": p_holm} for row, p_holm in zip(tested, adjusted)]
     return pd.DataFrame(rows, columns=INTERACTION_COLUMNS)
@@ -118,8 +132,13 @@ def read_sweeps(sweeps_path: str | os.PathLike[str]) -> dict[str, dict[str, dict
     return json.loads(Path(sweeps_path).read_text())
 
 
-def write_sweep_stats(scores_path: str | os.PathLike[str], sweeps_path: str | os.PathLike[str], metrics: list[str],
-                      out_dir: str | os.PathLike[str], digits: int = 4) -> list[Path]:
+def write_sweep_stats(
+    scores_path: str | os.PathLike[str],
+    sweeps_path: str | os.PathLike[str],
+    metrics: list[str],
+    out_dir: str | os.PathLike[str],
+    digits: int = 4,
+) -> list[Path]:
     """For each sweep: sweep_<set-up>_<metric> (the main effects of its keys), sweep_<set-up>_tests
     (Kruskal-Wallis per metric and key) and sweep_<set-up>_interactions (the aligned rank transform per
     metric and pair of keys) as CSV, Markdown and LaTeX."""
@@ -129,14 +148,34 @@ def write_sweep_stats(scores_path: str | os.PathLike[str], sweeps_path: str | os
         footnotes = {metric: protocol_notes(scores, metric, list(levels))[0] for metric in metrics}
         every_footnote = [f"{metric}: {line}" for metric in metrics for line in footnotes[metric]]
         for metric in metrics:
-            written += write_table(out, f"sweep_{declared}_{metric}", main_effects(runs[metric], levels),
-                                   f"{metric.upper()} of the sweep of {declared}: at each value of each key, the mean of its set-ups' means and "
-                                   f"its {CONFIDENCE:.0%} interval (within-set-up variance pooled) ({better(metric)} is better)", False, digits,
-                                   footnotes[metric])
-        written += write_table(out, f"sweep_{declared}_tests", key_tests(runs, levels),
-                               f"Sweep of {declared}: Kruskal-Wallis test over each key's values (tie-corrected), Holm-adjusted over the keys",
-                               False, digits, every_footnote)
-        written += write_table(out, f"sweep_{declared}_interactions", interaction_tests(runs, levels),
-                               f"Sweep of {declared}: each two keys' interaction by the {METHOD}, Holm-adjusted over the pairs of keys",
-                               False, digits, every_footnote)
+            written += write_table(
+                out,
+                f"sweep_{declared}_{metric}",
+                main_effects(runs[metric], levels),
+                f"{metric.upper()} of the sweep of {declared}: at each value of each key, the mean of its set-ups' "
+                f"means and its {CONFIDENCE:.0%} interval (within-set-up variance pooled) ({better(metric)} is "
+                "better)",
+                False,
+                digits,
+                footnotes[metric],
+            )
+        written += write_table(
+            out,
+            f"sweep_{declared}_tests",
+            key_tests(runs, levels),
+            f"Sweep of {declared}: Kruskal-Wallis test over each key's values (tie-corrected), Holm-adjusted over the "
+            "keys",
+            False,
+            digits,
+            every_footnote,
+        )
+        written += write_table(
+            out,
+            f"sweep_{declared}_interactions",
+            interaction_tests(runs, levels),
+            f"Sweep of {declared}: each two keys' interaction by the {METHOD}, Holm-adjusted over the pairs of keys",
+            False,
+            digits,
+            every_footnote,
+        )
     return written

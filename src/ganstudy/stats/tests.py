@@ -161,7 +161,12 @@ def a12_interval(x: Sequence[float], y: Sequence[float], confidence: float = 0.9
     value, z, half = a12(x, y), norm.ppf(0.5 + confidence / 2), (len(x) + len(y)) / 2
 
     def excess(theta: float) -> float:
-        variance = theta * (1 - theta) / (len(x) * len(y)) * (1 + (half - 1) * ((1 - theta) / (2 - theta) + theta / (1 + theta)))
+        variance = (
+            theta
+            * (1 - theta)
+            / (len(x) * len(y))
+            * (1 + (half - 1) * ((1 - theta) / (2 - theta) + theta / (1 + theta)))
+        )
         return (value - theta) ** 2 - z**2 * variance
 
     # At A12 = 0 (or 1) theta = A12 is a root of no width: the interval's other end is the root beside it.
@@ -170,8 +175,9 @@ def a12_interval(x: Sequence[float], y: Sequence[float], confidence: float = 0.9
     return float(low), float(high)
 
 
-def location_interval(values: Sequence[float], bounds: tuple[float | None, float | None] = (None, None),
-                      confidence: float = 0.95) -> tuple[float, float, float, str]:
+def location_interval(
+    values: Sequence[float], bounds: tuple[float | None, float | None] = (None, None), confidence: float = 0.95
+) -> tuple[float, float, float, str]:
     """A set-up's typical score and its ``confidence`` interval inside the metric's range: the t-interval of
     the mean for an unbounded metric; for one bounded below (FID), the t-interval of the log scores taken
     back (the geometric mean's); for one bounded on both sides, of the logit. A score on a bound leaves the
@@ -187,13 +193,22 @@ def location_interval(values: Sequence[float], bounds: tuple[float | None, float
         if high_end is None:
             forward, back, method = np.log, np.exp, "t on the log scale (geometric mean)"
         else:
-            forward, back, method = (lambda v: np.log(v / (1 - v))), (lambda v: 1 / (1 + np.exp(-v))), "t on the logit scale"
+            forward, back, method = (
+                (lambda v: np.log(v / (1 - v))),
+                (lambda v: 1 / (1 + np.exp(-v))),
+                "t on the logit scale",
+            )
         centre, low, high = (low_end + width * back(v) for v in _t_interval(forward(scaled), confidence))
         return float(centre), float(low), float(high), method
     centre, low, high = _t_interval(values, confidence)
     if (low_end is None or low >= low_end) and (high_end is None or high <= high_end):
         return centre, low, high, "t"
-    return centre, max(low, -np.inf if low_end is None else low_end), min(high, np.inf if high_end is None else high_end), "t, clipped to the range"
+    return (
+        centre,
+        max(low, -np.inf if low_end is None else low_end),
+        min(high, np.inf if high_end is None else high_end),
+        "t, clipped to the range",
+    )
 
 
 def _t_interval(values: np.ndarray, confidence: float) -> tuple[float, float, float]:
@@ -249,7 +264,9 @@ def kruskal_wallis(groups: Sequence[Sequence[float]]) -> tuple[float, int, float
     return float(result.statistic), len(present) - 1, float(result.pvalue)
 
 
-def welch_pvalue(mean_a: float, sd_a: float | None, n_a: int | None, mean_b: float, sd_b: float | None, n_b: int | None) -> float:
+def welch_pvalue(
+    mean_a: float, sd_a: float | None, n_a: int | None, mean_b: float, sd_b: float | None, n_b: int | None
+) -> float:
     """Two-sided Welch t-test from summary statistics (a paper publishes only mean, sd and trials); NaN
     when a side lacks its sd or has fewer than 2 trials, or both sds are 0."""
     known = all(v is not None and np.isfinite(v) for v in (mean_a, sd_a, n_a, mean_b, sd_b, n_b))

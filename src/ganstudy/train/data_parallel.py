@@ -7,10 +7,11 @@ takes rows [r*B/W, (r+1)*B/W), optionally in ``accumulation_steps`` micro-batche
 noise are drawn for the whole global batch from generators every rank seeds alike; batch norm uses the
 statistics of the global batch (parallel/sync_batchnorm.py) and dropout a mask fixed by each row's
 global place (parallel/shard_dropout.py). So W ranks give one rank's result up to the order of
-floating-point sums, with one micro-batch per rank. With ``accumulation_steps`` > 1 and batch norm they
-do not: micro-batch m's statistics are then those of the m-th micro-batch of every rank's share (rows
-spread over the global batch), not of one rank's m-th contiguous quarter, half, ... of it. Options (``data_parallel:`` of the set-up): mixed precision, gradient
-accumulation, clipping by norm and ZeRO: stage 1 shards the optimiser state (torch's
+floating-point sums, with one micro-batch per rank. With ``accumulation_steps`` > 1 and batch norm they do
+not: micro-batch m's statistics are then those of the m-th micro-batch of every rank's share (rows spread over
+the global batch), not of one rank's m-th contiguous quarter, half, ... of it. Options (``data_parallel:`` of
+the set-up): mixed precision, gradient accumulation, clipping by norm and ZeRO: stage 1 shards the optimiser
+state (torch's
 ZeroRedundancyOptimizer), stages 2 and 3 also the gradients and weights, optionally offloaded to the
 host (parallel/sharding.py).
 """
@@ -28,22 +29,21 @@ import torch.distributed as dist
 from ganstudy.checkpoint import CheckpointStore
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair, get_network
+from ganstudy.models.mixture import pair_generator
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.parallel.process_group import backend_for, torch_process_group
-from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.shard_dropout import ShardDropout, row_masks, shard_dropout
 from ganstudy.parallel.sharding import Sharding, full_optimizer_state, full_state, load_full_state
+from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.sync_batchnorm import globalise_batchnorm
-from ganstudy.parallel.timing import RoutineTimer
+from ganstudy.parallel.timing import RoutineTimer, profile_rows
 from ganstudy.parallel.world import World
-from ganstudy.train.modes import TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer
-from ganstudy.models.mixture import pair_generator
-from ganstudy.parallel.timing import profile_rows
-from ganstudy.train.network_spec import network_spec
-from ganstudy.train.score_curve import score_curve, ScoreCurve
-from ganstudy.train.seeds import pair_seeds
 from ganstudy.setup_settings import TrainingSettings
+from ganstudy.train.modes import TrainingContext, TrainingResult
+from ganstudy.train.network_spec import network_spec
+from ganstudy.train.pair import PairTrainer
+from ganstudy.train.score_curve import ScoreCurve, score_curve
+from ganstudy.train.seeds import pair_seeds
 from ganstudy.train.steps import optimizer_class
 from ganstudy.train.tasks import Batch
 from ganstudy.typed import as_dict
@@ -64,9 +64,18 @@ def allreduce_mean(parameters: list[torch.nn.Parameter], world_size: int) -> Non
 
 
 class DataParallelTrainer(PairTrainer):
-    def __init__(self, setup: TrainingSettings, spec: NetworkSpec, images: np.ndarray, labels: np.ndarray | None,
-                 seeds: dict[str, int], devices: tuple[torch.device, torch.device], world: World,
-                 curve: ScoreCurve | None = None, conditions: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        setup: TrainingSettings,
+        spec: NetworkSpec,
+        images: np.ndarray,
+        labels: np.ndarray | None,
+        seeds: dict[str, int],
+        devices: tuple[torch.device, torch.device],
+        world: World,
+        curve: ScoreCurve | None = None,
+        conditions: np.ndarray | None = None,
+    ) -> None:
         options = setup.data_parallel
         self.world, self.zero1 = world, options.zero_stage == 1
         self.sharding = Sharding(options.zero_stage, options.offload == "cpu") if options.zero_stage >= 2 else None
@@ -77,8 +86,10 @@ class DataParallelTrainer(PairTrainer):
         if self.amp is torch.float16 and devices[0].type != "cuda":
             raise GanstudyError("data_parallel.amp fp16 needs a GPU (compute.device cuda); on the CPU use bf16")
         if devices[0] != devices[1]:
-            raise GanstudyError("mode data_parallel keeps a rank's pair on one GPU (nccl binds a process to one): "
-                                "set compute.gpus_per_rank to 1")
+            raise GanstudyError(
+                "mode data_parallel keeps a rank's pair on one GPU (nccl binds a process to one): "
+                "set compute.gpus_per_rank to 1"
+            )
         super().__init__(setup, spec, images, labels, seeds, devices, name="pair", curve=curve, conditions=conditions)
         self.generator_dropout = any(isinstance(m, ShardDropout) for m in self.generator.modules())
         # Gradient scaling keeps fp16 gradients from underflowing; bf16 has fp32's range and needs none.
@@ -122,9 +133,11 @@ class DataParallelTrainer(PairTrainer):
             return message
         # Seen on an AMD EPYC with AVX512-BF16 and no AMX (torch 2.13, oneDNN 3.12): calo3d at 5x5x7 went NaN
         # after one step because oneDNN's avx512_core_bf16 kernel got a 3D convolution's weight gradient wrong.
-        return (f"{message}; or train without data_parallel.amp: low precision can overflow, and on some CPUs "
-                "oneDNN's bf16 kernels compute wrong gradients for convolutions whose kernel is larger than their "
-                "input (docs/guide.md, Modes)")
+        return (
+            f"{message}; or train without data_parallel.amp: low precision can overflow, and on some CPUs "
+            "oneDNN's bf16 kernels compute wrong gradients for convolutions whose kernel is larger than their "
+            "input (docs/guide.md, Modes)"
+        )
 
     def _call_seed(self) -> int:
         return int(torch.randint(0, 2**62, (1,), generator=self.dropout_rng))
@@ -160,8 +173,9 @@ class DataParallelTrainer(PairTrainer):
                 fakes.append(self.task.fake(self.generator, part))
         return fakes
 
-    def _discriminator_update(self, batch: Batch, sides: tuple[str, ...] = ("real", "fake"),
-                              fakes: list[torch.Tensor] | None = None) -> torch.Tensor:
+    def _discriminator_update(
+        self, batch: Batch, sides: tuple[str, ...] = ("real", "fake"), fakes: list[torch.Tensor] | None = None
+    ) -> torch.Tensor:
         seed_real, seed_fake, seed_g = self._call_seed(), self._call_seed(), self._generator_seed()
         self.opt_d.zero_grad(set_to_none=True)
         total = torch.zeros((), device=self.d_device)
@@ -216,14 +230,23 @@ class DataParallelTrainer(PairTrainer):
         return total
 
     def _one_pass(self) -> tuple[float, float]:
-        # Every rank draws the whole global batch (noise included) and keeps its rows: the same numbers on any rank count.
+        # Every rank draws the whole global batch (noise included) and keeps its rows: the same numbers on any
+        # rank count.
         totals = self._pass_totals()
         # Each rank's losses are those of its shard: the global batch's loss is their mean.
         if self.world.size > 1:
             dist.all_reduce(totals)
             totals /= self.world.size
-        self.profile += [{"iteration": self.done + 1, "cell": f"shard{self.world.rank}", "rank": self.world.rank,
-                          "routine": name, "seconds": s} for name, s in self.timer.take().items()]
+        self.profile += [
+            {
+                "iteration": self.done + 1,
+                "cell": f"shard{self.world.rank}",
+                "rank": self.world.rank,
+                "routine": name,
+                "seconds": s,
+            }
+            for name, s in self.timer.take().items()
+        ]
         return float(totals[0]) / self.steps, float(totals[1]) / self.steps
 
     def _stop_agreed(self, stop: StopSignal) -> bool:
@@ -305,8 +328,17 @@ def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
     spec = network_spec(setup, data, conditional=conditional, any_task=True)
     seeds = pair_seeds(context.study_seed, context.trial)
     with torch_process_group(world, context.device):
-        trainer = DataParallelTrainer(setup, spec, data.images, data.labels if conditional else None, seeds, context.devices, world,
-                                      score_curve(context), data.conditions if spec.condition_shape is not None else None)
+        trainer = DataParallelTrainer(
+            setup,
+            spec,
+            data.images,
+            data.labels if conditional else None,
+            seeds,
+            context.devices,
+            world,
+            score_curve(context),
+            data.conditions if spec.condition_shape is not None else None,
+        )
         report = trainer.report(context.progress) if context.world.is_root else None
         trainer.train(context.checkpoint_dir, context.stop, report=report)
         trained = trainer.full_state(trainer.generator)
@@ -316,9 +348,20 @@ def train_data_parallel(context: TrainingContext) -> TrainingResult | None:
     generator = pair_generator(_plain_generator(trained, setup.network, spec), data.labels if conditional else None)
     options = setup.data_parallel
     return TrainingResult(
-        generator, setup.network, spec, trainer.history,
-        [row for part in profiles for row in part] + [r for r in profile_rows(trainer.history, "shard0", 0) if r["routine"] == "score"],
+        generator,
+        setup.network,
+        spec,
+        trainer.history,
+        [row for part in profiles for row in part]
+        + [r for r in profile_rows(trainer.history, "shard0", 0) if r["routine"] == "score"],
         seeds=seeds,
-        facts={"data_parallel": {**as_dict(options), "global_batch": trainer.batch_size, "lr": trainer.lr, "rows_per_micro_batch": trainer.rows,
-                                 "backend": backend_for(context.device)}},
+        facts={
+            "data_parallel": {
+                **as_dict(options),
+                "global_batch": trainer.batch_size,
+                "lr": trainer.lr,
+                "rows_per_micro_batch": trainer.rows,
+                "backend": backend_for(context.device),
+            }
+        },
     )

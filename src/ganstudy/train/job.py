@@ -73,20 +73,43 @@ class TrainingJob:
     def record(self) -> dict[str, Any]:
         """What decides this job's results, as run.json records it (``job``), in JSON types: the
         compute options are left out, since a run is the same run on any site."""
-        return json.loads(json.dumps({"setup": self.setup, "seed": self.seed, "settings": self.settings_record(),
-                                      "inputs": as_dict(self.inputs), "kind": self.kind, "sources": as_dict(self.sources)}))
+        return json.loads(
+            json.dumps(
+                {
+                    "setup": self.setup,
+                    "seed": self.seed,
+                    "settings": self.settings_record(),
+                    "inputs": as_dict(self.inputs),
+                    "kind": self.kind,
+                    "sources": as_dict(self.sources),
+                }
+            )
+        )
 
 
-def job_description(setup: str, section: dict[str, Any], seed: int, inputs: dict[str, str], compute: dict[str, Any] | None = None,
-                    kind: str | None = None, sources: dict[str, Any] | None = None) -> dict[str, Any]:
+def job_description(
+    setup: str,
+    section: dict[str, Any],
+    seed: int,
+    inputs: dict[str, str],
+    compute: dict[str, Any] | None = None,
+    kind: str | None = None,
+    sources: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The JSON a job file holds, from a validated ``setups.<name>`` section; typed here first, so a
     description that ``read_job`` would refuse is never written. Without ``kind`` (the study's data
     kind; the workflow gives it), the kind that the set-up's network learns. ``compute`` is for a job
     file written by hand; the workflow gives it on the command line instead (see the module's doc)."""
     if kind is None:
         kind = kind_for_task(get_network(section["network"]).task).name
-    description = {"setup": setup, "seed": seed, "settings": training_settings(section), "inputs": inputs, "kind": kind,
-                   "sources": sources or {}}
+    description = {
+        "setup": setup,
+        "seed": seed,
+        "settings": training_settings(section),
+        "inputs": inputs,
+        "kind": kind,
+        "sources": sources or {},
+    }
     if compute is not None:
         description["compute"] = compute
     build(TrainingJob, description, f"training job of set-up '{setup}'")

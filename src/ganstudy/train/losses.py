@@ -13,8 +13,8 @@ and exact arithmetic, so a value's bits do not depend on where it sits in the bu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -65,4 +65,6 @@ BCE = AdversarialLoss(real_term=_neg(_log_d), fake_term=_neg(_log_not_d), genera
 
 MSE = AdversarialLoss(real_term=_squared(1.0), fake_term=_squared(0.0), generator_term=_squared(1.0))
 
-HEURISTIC = AdversarialLoss(real_term=_neg(_log_d), fake_term=_neg(_log_not_d), generator_term=lambda x: -0.5 * _log_d(x))
+HEURISTIC = AdversarialLoss(
+    real_term=_neg(_log_d), fake_term=_neg(_log_not_d), generator_term=lambda x: -0.5 * _log_d(x)
+)

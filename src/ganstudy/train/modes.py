@@ -16,8 +16,8 @@ from ganstudy.models.mixture import Generator
 from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.world import World
 from ganstudy.registry import Registry, is_callable
-from ganstudy.train.progress import Progress
 from ganstudy.setup_settings import TrainingSettings
+from ganstudy.train.progress import Progress
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,9 @@ class TrainingResult:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
-TRAINING_MODES: Registry[Callable[[TrainingContext], TrainingResult | None]] = Registry("training mode", "ganstudy.modes", is_callable)
+TRAINING_MODES: Registry[Callable[[TrainingContext], TrainingResult | None]] = Registry(
+    "training mode", "ganstudy.modes", is_callable
+)
 
 
 def get_mode(name: str) -> Callable[[TrainingContext], TrainingResult | None]:

@@ -11,8 +11,8 @@ from torch import nn
 
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NETWORKS, NetworkSpec, build_pair, get_network
-from ganstudy.train.losses import LOSSES
 from ganstudy.setup_settings import TrainingSettings
+from ganstudy.train.losses import LOSSES
 from ganstudy.train.tasks import TASKS, TrainingData
 
 ROWS = 2

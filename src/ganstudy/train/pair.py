@@ -19,10 +19,10 @@ from ganstudy.data.partition import batches_per_pass
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair, get_network
 from ganstudy.parallel.stop import StopSignal
-from ganstudy.train.progress import Progress, TrainerReport
-from ganstudy.train.losses import LOSSES
-from ganstudy.train.score_curve import ScoreCurve
 from ganstudy.setup_settings import TrainingSettings
+from ganstudy.train.losses import LOSSES
+from ganstudy.train.progress import Progress, TrainerReport
+from ganstudy.train.score_curve import ScoreCurve
 from ganstudy.train.steps import call_network, discriminator_step, generator_step, make_optimizer
 from ganstudy.train.tasks import TASKS, Batch, Task, TrainingData
 from ganstudy.typed import as_dict
@@ -63,7 +63,9 @@ class PairTrainer:
         self.images = torch.from_numpy(images).to(self.d_device)
         self.labels = None if labels is None else torch.from_numpy(labels).to(self.d_device)
         self.task = TASKS.get(get_network(setup.network).task)(setup)
-        self.data = TrainingData(self.images, self.labels, None if conditions is None else torch.from_numpy(conditions).to(self.d_device))
+        self.data = TrainingData(
+            self.images, self.labels, None if conditions is None else torch.from_numpy(conditions).to(self.d_device)
+        )
         self._cuda = sorted({d.index or 0 for d in devices if d.type == "cuda"})
         with torch.random.fork_rng(devices=self._cuda):
             torch.manual_seed(seeds["init"])
@@ -122,7 +124,9 @@ class PairTrainer:
         return self.task.fake(self.generator, batch)
 
     def _discriminator_update(self, batch: Batch, sides: tuple[str, ...], fakes: Any) -> torch.Tensor:
-        return discriminator_step(self.task, self.discriminator, self.generator, self.opt_d, self.loss, batch, sides, fakes)
+        return discriminator_step(
+            self.task, self.discriminator, self.generator, self.opt_d, self.loss, batch, sides, fakes
+        )
 
     def _generator_update(self, batch: Batch, fakes: Any = None) -> torch.Tensor:
         return generator_step(self.task, self.generator, self.discriminator, self.opt_g, self.loss, batch, fakes)
@@ -162,8 +166,13 @@ class PairTrainer:
         """This trainer's progress report: its losses and its in-training score."""
         return progress.trainer(self.name, self.setup.iterations, ("d_loss", "g_loss", self.score_column), fixed)
 
-    def train(self, checkpoint_dir: Path | None = None, stop: StopSignal | None = None, final_checkpoint: bool = False,
-              report: TrainerReport | None = None) -> torch.nn.Module:
+    def train(
+        self,
+        checkpoint_dir: Path | None = None,
+        stop: StopSignal | None = None,
+        final_checkpoint: bool = False,
+        report: TrainerReport | None = None,
+    ) -> torch.nn.Module:
         """Run the set-up's iterations (resuming from the newest readable checkpoint in
         ``checkpoint_dir``); returns the generator in eval mode, on its device. When ``stop`` has seen a
         scheduler's signal, a checkpoint is written after the current iteration and TrainingStopped
@@ -190,8 +199,16 @@ class PairTrainer:
                     raise GanstudyError(self._diverged(d_loss, g_loss))
                 seconds = time.perf_counter() - started
                 score, score_seconds = self._score(total)
-                self.history.append({"iteration": self.done, "d_loss": d_loss, "g_loss": g_loss, column: score, "seconds": seconds,
-                                     "score_seconds": score_seconds})
+                self.history.append(
+                    {
+                        "iteration": self.done,
+                        "d_loss": d_loss,
+                        "g_loss": g_loss,
+                        column: score,
+                        "seconds": seconds,
+                        "score_seconds": score_seconds,
+                    }
+                )
                 if report is not None:
                     report.row(self.history[-1])
                 stopping = stop is not None and self._stop_agreed(stop)
@@ -205,9 +222,11 @@ class PairTrainer:
 
     def _diverged(self, d_loss: float, g_loss: float) -> str:
         """The message for losses that are no longer finite."""
-        return (f"{self.name}: the losses are not finite after iteration {self.done} of {self.setup.iterations} "
-                f"(d_loss {d_loss}, g_loss {g_loss}), so the weights are lost to NaN or inf: lower the set-up's lr "
-                f"(now {self.lr:g}) or look for non-finite values in the training data")
+        return (
+            f"{self.name}: the losses are not finite after iteration {self.done} of {self.setup.iterations} "
+            f"(d_loss {d_loss}, g_loss {g_loss}), so the weights are lost to NaN or inf: lower the set-up's lr "
+            f"(now {self.lr:g}) or look for non-finite values in the training data"
+        )
 
     def _scores_here(self) -> bool:
         """Whether this process scores (ranks training one pair together leave it to one)."""
@@ -285,10 +304,18 @@ class PairTrainer:
             try:
                 state = store.read_part(iteration, "pair")
             except ValueError as exc:
-                print(f"ganstudy: warning: checkpoint {exc} is unreadable; trying the previous one", file=sys.stderr, flush=True)
+                print(
+                    f"ganstudy: warning: checkpoint {exc} is unreadable; trying the previous one",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 continue
             self._load(state)
-            print(f"ganstudy: {self.name} resumed from the checkpoint of iteration {iteration}", file=sys.stderr, flush=True)
+            print(
+                f"ganstudy: {self.name} resumed from the checkpoint of iteration {iteration}",
+                file=sys.stderr,
+                flush=True,
+            )
             return
 
     def _load(self, state: dict[str, Any]) -> None:

@@ -13,15 +13,15 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from ganstudy.data.partition import class_partitions
+from ganstudy.data.partition import class_partitions, class_prior
+from ganstudy.models import NetworkSpec
 from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.parallel.partition import assign_classes
 from ganstudy.parallel.stop import TrainingStopped
-from ganstudy.train.modes import TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer
-from ganstudy.data.partition import class_prior
 from ganstudy.parallel.timing import profile_rows
+from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.network_spec import network_spec
+from ganstudy.train.pair import PairTrainer
 from ganstudy.train.score_curve import score_curve
 from ganstudy.train.seeds import pair_seeds
 
@@ -33,18 +33,68 @@ def train_per_class(context: TrainingContext) -> TrainingResult | None:
     blocks = assign_classes(counts, world.size)
     if world.is_root:
         layout = "; ".join(f"rank {r}: {block}" for r, block in enumerate(blocks))
-        print(f"ganstudy per_class: {len(classes)} classes on {world.size} rank(s) — {layout}", file=sys.stderr, flush=True)
+        print(
+            f"ganstudy per_class: {len(classes)} classes on {world.size} rank(s) — {layout}",
+            file=sys.stderr,
+            flush=True,
+        )
+    gathered = world.comm.gather(_train_classes(context, spec, blocks[world.rank]), root=0)
+    if not world.is_root:
+        return None
+    results = {label: entry for part in gathered for label, entry in part.items()}
+    history, profile, table, seeds = [], [], [], {}
+    for label, share in zip(classes, prior):
+        entry = results[label]
+        history += [{"class": label, **row} for row in entry["history"]]
+        profile += profile_rows(entry["history"], f"class{label}", entry["rank"])
+        last = entry["history"][-1]
+        table.append(
+            {
+                "class": label,
+                "images": counts[label],
+                "prior": share,
+                "rank": entry["rank"],
+                "seconds": entry["seconds"],
+                "d_loss": last["d_loss"],
+                "g_loss": last["g_loss"],
+            }
+        )
+        seeds.update({f"class{label}/{name}": seed for name, seed in entry["seeds"].items()})
+    mixture = MixtureGenerator([results[label]["generator"] for label in classes], prior, classes)
+    return TrainingResult(
+        mixture,
+        setup.network,
+        spec,
+        history,
+        profile,
+        tables={"classes": table},
+        seeds=seeds,
+        facts={"class_assignment": blocks},
+    )
+
+
+def _train_classes(context: TrainingContext, spec: NetworkSpec, block: list[int]) -> dict[int, dict[str, Any]]:
+    """This rank's classes (``block``), each a generator against its own class's real images; every rank
+    returns only once all agree that none was stopped."""
+    world, data = context.world, context.data
     trained: dict[int, dict[str, Any]] = {}
     partitions = class_partitions(data.labels)
     curve = score_curve(context)
     stopped: TrainingStopped | None = None
-    for label in blocks[world.rank]:
+    for label in block:
         started = time.perf_counter()
         seeds = pair_seeds(context.study_seed, context.trial, f"class{label}/")
         images = data.images[partitions[label]]
-        # Each class's generator against its own class's real images.
-        trainer = PairTrainer(setup, spec, images, None, seeds, context.devices, name=f"class{label}",
-                              curve=curve and replace(curve, label=label))
+        trainer = PairTrainer(
+            context.setup,
+            spec,
+            images,
+            None,
+            seeds,
+            context.devices,
+            name=f"class{label}",
+            curve=curve and replace(curve, label=label),
+        )
         try:
             # A finished class keeps its checkpoint: a job stopped later resumes without retraining it.
             report = trainer.report(context.progress, {"class": label})
@@ -62,26 +112,8 @@ def train_per_class(context: TrainingContext) -> TrainingResult | None:
     # Ranks train alone: they agree on stopping only here, before they would meet in the gather.
     if context.stop.agreed(world.comm):
         raise stopped or TrainingStopped(
-            f"per_class: another rank was stopped by a signal; rank {world.rank} finished its classes {blocks[world.rank]}, "
-            f"kept in {context.checkpoint_dir}: rerun the job (Snakemake's retries do) to resume"
+            f"per_class: another rank was stopped by a signal; rank {world.rank} finished its classes "
+            f"{block}, kept in {context.checkpoint_dir}: rerun the job (Snakemake's retries do) to "
+            "resume"
         )
-    gathered = world.comm.gather(trained, root=0)
-    if not world.is_root:
-        return None
-    results = {label: entry for part in gathered for label, entry in part.items()}
-    history, profile, table, seeds = [], [], [], {}
-    for label, share in zip(classes, prior):
-        entry = results[label]
-        history += [{"class": label, **row} for row in entry["history"]]
-        profile += profile_rows(entry["history"], f"class{label}", entry["rank"])
-        last = entry["history"][-1]
-        table.append(
-            {"class": label, "images": counts[label], "prior": share, "rank": entry["rank"], "seconds": entry["seconds"],
-             "d_loss": last["d_loss"], "g_loss": last["g_loss"]}
-        )
-        seeds.update({f"class{label}/{name}": seed for name, seed in entry["seeds"].items()})
-    mixture = MixtureGenerator([results[label]["generator"] for label in classes], prior, classes)
-    return TrainingResult(
-        mixture, setup.network, spec, history, profile, tables={"classes": table}, seeds=seeds,
-        facts={"class_assignment": blocks},
-    )
+    return trained

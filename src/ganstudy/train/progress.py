@@ -88,8 +88,16 @@ def _duration(seconds: float) -> str:
 class TrainerReport:
     """One trainer's progress: ``row`` after every iteration."""
 
-    def __init__(self, name: str, total: int, show: tuple[str, ...], table: LiveTable | None, fixed: dict[str, Any],
-                 interval: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        name: str,
+        total: int,
+        show: tuple[str, ...],
+        table: LiveTable | None,
+        fixed: dict[str, Any],
+        interval: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.name, self.total, self.show, self.table, self.fixed = name, total, show, table, fixed
         self.interval, self.clock = interval, clock
         self._started: tuple[int, float] | None = None
@@ -126,10 +134,14 @@ class TrainerReport:
     def line(self, iteration: int, now: float) -> str:
         first, began = self._started
         rate = (now - began) / max(iteration - first, 1)
-        values = ", ".join(f"{key} {value:.4g}" + (f" (at {at})" if at != iteration else "")
-                           for key, (at, value) in self._latest.items())
-        return (f"{self.name}: iteration {iteration}/{self.total} ({100 * iteration / self.total:.0f}%), {rate:.3g} s/it, "
-                f"ETA {_duration(rate * (self.total - iteration))}" + (f"; {values}" if values else ""))
+        values = ", ".join(
+            f"{key} {value:.4g}" + (f" (at {at})" if at != iteration else "")
+            for key, (at, value) in self._latest.items()
+        )
+        return (
+            f"{self.name}: iteration {iteration}/{self.total} ({100 * iteration / self.total:.0f}%), {rate:.3g} s/it, "
+            f"ETA {_duration(rate * (self.total - iteration))}" + (f"; {values}" if values else "")
+        )
 
 
 class HeartbeatFile:
@@ -172,7 +184,9 @@ class Progress:
                 self._heartbeat = HeartbeatFile(out_dir / HEARTBEAT)
             LOGGER.info(f"training process {os.getpid()} on host {socket.gethostname()}")
 
-    def trainer(self, name: str, total: int, show: tuple[str, ...], fixed: dict[str, Any] | None = None) -> TrainerReport:
+    def trainer(
+        self, name: str, total: int, show: tuple[str, ...], fixed: dict[str, Any] | None = None
+    ) -> TrainerReport:
         if self._table is None and self.out_dir is not None:
             self._table = LiveTable(self.out_dir / live_table_name(self.rank))
         return TrainerReport(name, total, show, self._table, fixed or {}, self.interval)

@@ -21,21 +21,28 @@ from ganstudy.atomic import read_json, write_json, write_text
 from ganstudy.checkpoint import FinishedOutputs, run_fingerprint
 from ganstudy.contracts import SampleFigure
 from ganstudy.data.arrays import file_digest, load_split
-from ganstudy.data.loaders import DATASETS
 from ganstudy.data.kinds import KINDS, get_kind
+from ganstudy.data.loaders import DATASETS
 from ganstudy.models import NETWORKS, get_network
 from ganstudy.models.artifact import save_generator
-from ganstudy.parallel.stop import StopSignal, TrainingStopped
 from ganstudy.parallel.determinism import configure_determinism, configure_tf32
-from ganstudy.parallel.world import (GPU_ENVIRONMENT, World, device_names, mpi_library_version, mpi_world, select_devices,
-                                     set_cpu_threads)
+from ganstudy.parallel.stop import StopSignal, TrainingStopped
+from ganstudy.parallel.world import (
+    GPU_ENVIRONMENT,
+    World,
+    device_names,
+    mpi_library_version,
+    mpi_world,
+    select_devices,
+    set_cpu_threads,
+)
 from ganstudy.provenance import cuda_versions, now, provenance_record
 from ganstudy.resources import peak_memory
 from ganstudy.seeding import derive_seed
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.job import TrainingJob
 from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult, get_mode
 from ganstudy.train.progress import INTERVAL, Progress, remove_rank_tables
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.tasks import TASKS
 from ganstudy.typed import as_dict
 
@@ -61,8 +68,11 @@ def earlier_seconds(checkpoint_dir: Path | None) -> float:
         return float(read_json(checkpoint_dir / ELAPSED_FILE)["seconds"])
     except (OSError, ValueError, KeyError, TypeError):
         # A damaged clock loses the earlier segments' time, never the run.
-        print(f"ganstudy: warning: {checkpoint_dir / ELAPSED_FILE} is unreadable; earlier segments' time is not counted",
-              file=sys.stderr, flush=True)
+        print(
+            f"ganstudy: warning: {checkpoint_dir / ELAPSED_FILE} is unreadable; earlier segments' time is not counted",
+            file=sys.stderr,
+            flush=True,
+        )
         return 0.0
 
 
@@ -70,8 +80,12 @@ def part_records(settings: TrainingSettings, kind: str, dataset: str | None = No
     """Where the run's pluggable parts came from: reference, package, version and source hash; the data
     set's too where the job names it (``dataset``: its name, from the job's sources)."""
     network = get_network(settings.network)
-    named = {"network": (NETWORKS, settings.network), "task": (TASKS, network.task), "mode": (TRAINING_MODES, settings.mode),
-             "kind": (KINDS, kind)}
+    named = {
+        "network": (NETWORKS, settings.network),
+        "task": (TASKS, network.task),
+        "mode": (TRAINING_MODES, settings.mode),
+        "kind": (KINDS, kind),
+    }
     if dataset is not None:
         named["dataset"] = (DATASETS, dataset)
     return {part: registry.origin(name).record() for part, (registry, name) in named.items()}
@@ -102,7 +116,9 @@ def run_training(
     configure_tf32(devices[0], compute.tf32)
     # Installed before the data is read: a signal that comes early still stops at the first safe point.
     with StopSignal() as stop:
-        context = _context(job, trial, world, devices, stop, checkpoint_dir, Progress(Path(out_dir), world.rank, progress_seconds))
+        context = _context(
+            job, trial, world, devices, stop, checkpoint_dir, Progress(Path(out_dir), world.rank, progress_seconds)
+        )
         hosts = world.hosts()
         result, earlier, train_seconds = _train(mode, context)
         ranks = _rank_facts(world, context)
@@ -111,15 +127,29 @@ def run_training(
     out = Path(out_dir)
     _write_outputs(job, trial, context, result, out)
     # run.json last: its presence means the run is complete.
-    write_json(out / "run.json", _run_record(job, trial, context, result, hosts, ranks, started_at=started_at,
-                                             train_seconds=train_seconds, earlier_segments_seconds=earlier,
-                                             total_seconds=time.perf_counter() - started))
+    write_json(
+        out / "run.json",
+        _run_record(
+            job,
+            trial,
+            context,
+            result,
+            hosts,
+            ranks,
+            started_at=started_at,
+            train_seconds=train_seconds,
+            earlier_segments_seconds=earlier,
+            total_seconds=time.perf_counter() - started,
+        ),
+    )
     if finished is not None:
         # The outputs are complete: they replace the checkpoints, which have served their purpose.
         finished.keep(out)
 
 
-def _finished_outputs(job: TrainingJob, trial: int, checkpoint_dir: str | os.PathLike[str] | None) -> FinishedOutputs | None:
+def _finished_outputs(
+    job: TrainingJob, trial: int, checkpoint_dir: str | os.PathLike[str] | None
+) -> FinishedOutputs | None:
     """Where a run keeps its outputs once finished, identified by what decides them: the job's record, the
     trial and the bytes of its input files (a data set prepared again differently is another run)."""
     if checkpoint_dir is None:
@@ -128,19 +158,31 @@ def _finished_outputs(job: TrainingJob, trial: int, checkpoint_dir: str | os.Pat
     def identity() -> str:
         inputs = {name: file_digest(path) for name, path in as_dict(job.inputs).items() if path}
         return run_fingerprint({"job": job.record(), "trial": trial, "input_sha256": inputs})
+
     return FinishedOutputs(checkpoint_dir, identity)
 
 
 def _restored(finished: FinishedOutputs, out: Path) -> bool:
     if not finished.restore(out):
         return False
-    print(f"ganstudy: restored the outputs of this run, finished before its workflow recorded it, from {finished.kept}: "
-          "not trained again", file=sys.stderr, flush=True)
+    print(
+        f"ganstudy: restored the outputs of this run, finished before its workflow recorded it, from {finished.kept}: "
+        "not trained again",
+        file=sys.stderr,
+        flush=True,
+    )
     return True
 
 
-def _run_record(job: TrainingJob, trial: int, context: TrainingContext, result: TrainingResult, hosts: list[str],
-                ranks: list[dict[str, Any]], **times: Any) -> dict[str, Any]:
+def _run_record(
+    job: TrainingJob,
+    trial: int,
+    context: TrainingContext,
+    result: TrainingResult,
+    hosts: list[str],
+    ranks: list[dict[str, Any]],
+    **times: Any,
+) -> dict[str, Any]:
     """run.json: the job, the world it ran on, where its parts came from, its times and the mode's facts."""
     return provenance_record(
         "train",
@@ -173,8 +215,15 @@ def _run_record(job: TrainingJob, trial: int, context: TrainingContext, result: 
     )
 
 
-def _context(job: TrainingJob, trial: int, world: World, devices: tuple[torch.device, torch.device], stop: StopSignal,
-             checkpoint_dir: str | os.PathLike[str] | None, progress: Progress) -> TrainingContext:
+def _context(
+    job: TrainingJob,
+    trial: int,
+    world: World,
+    devices: tuple[torch.device, torch.device],
+    stop: StopSignal,
+    checkpoint_dir: str | os.PathLike[str] | None,
+    progress: Progress,
+) -> TrainingContext:
     """What the training mode reads: the set-up, the data, the world, the devices and the job's inputs."""
     inputs = job.inputs
     optional = lambda path: Path(path) if path else None  # noqa: E731
@@ -198,7 +247,9 @@ def _context(job: TrainingJob, trial: int, world: World, devices: tuple[torch.de
     )
 
 
-def _train(mode: Callable[[TrainingContext], TrainingResult], context: TrainingContext) -> tuple[TrainingResult, float, float]:
+def _train(
+    mode: Callable[[TrainingContext], TrainingResult], context: TrainingContext
+) -> tuple[TrainingResult, float, float]:
     """The mode's result, the seconds of the run's earlier segments and of all its training. A stopped
     run leaves its seconds so far beside its checkpoints, for the segment that resumes it."""
     earlier = earlier_seconds(context.checkpoint_dir)
@@ -207,7 +258,9 @@ def _train(mode: Callable[[TrainingContext], TrainingResult], context: TrainingC
         result = mode(context)
     except TrainingStopped:
         if context.world.is_root and context.checkpoint_dir is not None:
-            write_json(context.checkpoint_dir / ELAPSED_FILE, {"seconds": earlier + time.perf_counter() - train_started})
+            write_json(
+                context.checkpoint_dir / ELAPSED_FILE, {"seconds": earlier + time.perf_counter() - train_started}
+            )
         raise
     finally:
         context.progress.close()
@@ -217,17 +270,24 @@ def _train(mode: Callable[[TrainingContext], TrainingResult], context: TrainingC
 def _rank_facts(world: World, context: TrainingContext) -> list[dict[str, Any]]:
     """Per rank, in one collective: its devices, what it used (to size jobs by), its place among its
     node's ranks (which picks its GPUs) and the GPUs the scheduler gave it (None off rank 0)."""
-    return world.comm.gather({
-        "devices": device_names(context.devices), **peak_memory(), "node_rank": world.node_rank(),
-        "scheduler": {name: os.environ[name] for name in GPU_ENVIRONMENT if name in os.environ},
-    }, root=0)
+    return world.comm.gather(
+        {
+            "devices": device_names(context.devices),
+            **peak_memory(),
+            "node_rank": world.node_rank(),
+            "scheduler": {name: os.environ[name] for name in GPU_ENVIRONMENT if name in os.environ},
+        },
+        root=0,
+    )
 
 
 def _write_outputs(job: TrainingJob, trial: int, context: TrainingContext, result: TrainingResult, out: Path) -> None:
     """Rank 0's outputs but run.json: the sample figure, losses.csv, profile.csv, the mode's tables and the
     generator."""
     grid_seed = derive_seed(job.seed, trial, "sample-grid")
-    if context.kind.part(context.kind.sample_figure, SampleFigure)(result.generator, result.spec, context.data, grid_seed, out / "samples.png"):
+    if context.kind.part(context.kind.sample_figure, SampleFigure)(
+        result.generator, result.spec, context.data, grid_seed, out / "samples.png"
+    ):
         result.seeds["sample-grid"] = grid_seed
     write_text(out / "losses.csv", rows_to_csv(result.history))
     remove_rank_tables(out)

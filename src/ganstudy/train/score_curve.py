@@ -44,23 +44,35 @@ def score_curve(context: TrainingContext) -> ScoreCurve | None:
     held_out = context.kind.held_out
     if held_out is not None:
         if context.held_out_path is None:
-            raise GanstudyError(f"score_period {setup.score_period} scores {held_out.what} during training: "
-                                "give the job's inputs.held_out (the test split; the workflow does), or set score_period: 0")
+            raise GanstudyError(
+                f"score_period {setup.score_period} scores {held_out.what} during training: "
+                "give the job's inputs.held_out (the test split; the workflow does), or set score_period: 0"
+            )
         network = build_pair(setup.network, network_spec(setup, context.data, any_task=True))[0]
         seed = derive_seed(context.study_seed, context.trial, held_out.stream)
         scorer = context.kind.part(held_out.scorer, HeldOutScorer)
-        return ScoreCurve(scorer(context.held_out_path, setup.score_samples, seed, network, context.device, setup, context.world.size),
-                          setup.score_period, setup.score_samples, held_out=True)
+        return ScoreCurve(
+            scorer(
+                context.held_out_path, setup.score_samples, seed, network, context.device, setup, context.world.size
+            ),
+            setup.score_period,
+            setup.score_samples,
+            held_out=True,
+        )
     why = f"score_period {setup.score_period} scores the generator during training"
-    return ScoreCurve(training_scorer(context, f"{why}, or set score_period: 0"), setup.score_period, setup.score_samples)
+    return ScoreCurve(
+        training_scorer(context, f"{why}, or set score_period: 0"), setup.score_period, setup.score_samples
+    )
 
 
 def training_scorer(context: TrainingContext, why: str) -> FidScorer:
     """The FID of training (score curves, the grid's selection): in the data set's classifier's features,
     or on data of one class without one in Inception's. ``why`` says what needs it when the job lacks it."""
     if context.reference_path is None or (context.classifier_path is None and context.inception_path is None):
-        raise GanstudyError(f"{why} with the data set's classifier (or Inception, for data of one class): give the job's "
-                            "inputs.classifier or inputs.inception, and inputs.reference (the workflow does)")
+        raise GanstudyError(
+            f"{why} with the data set's classifier (or Inception, for data of one class): give the job's "
+            "inputs.classifier or inputs.inception, and inputs.reference (the workflow does)"
+        )
     if context.classifier_path is not None:
         return FidScorer(context.classifier_path, context.reference_path, context.device)
     return FidScorer(inception_extractor(context.inception_path, None), context.reference_path, context.device)

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from ganstudy.errors import GanstudyError
-from ganstudy.train.modes import TrainingContext, TrainingResult
-from ganstudy.train.pair import PairTrainer
 from ganstudy.models.mixture import pair_generator
 from ganstudy.parallel.timing import profile_rows
+from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.network_spec import network_spec
+from ganstudy.train.pair import PairTrainer
 from ganstudy.train.score_curve import score_curve
 from ganstudy.train.seeds import pair_seeds
 
@@ -27,10 +27,24 @@ def train_single(context: TrainingContext) -> TrainingResult:
     spec = network_spec(setup, context.data, any_task=True)
     seeds = pair_seeds(context.study_seed, context.trial)
     conditions = context.data.conditions if spec.condition_shape is not None else None
-    trainer = PairTrainer(setup, spec, context.data.images, None, seeds, context.devices, curve=score_curve(context), conditions=conditions)
+    trainer = PairTrainer(
+        setup,
+        spec,
+        context.data.images,
+        None,
+        seeds,
+        context.devices,
+        curve=score_curve(context),
+        conditions=conditions,
+    )
     generator = trainer.train(context.checkpoint_dir, context.stop, report=trainer.report(context.progress)).cpu()
     return TrainingResult(
-        pair_generator(generator, None), setup.network, spec, trainer.history, profile_rows(trainer.history, "0-0", 0), seeds=seeds
+        pair_generator(generator, None),
+        setup.network,
+        spec,
+        trainer.history,
+        profile_rows(trainer.history, "0-0", 0),
+        seeds=seeds,
     )
 
 
@@ -42,6 +56,10 @@ def train_conditional(context: TrainingContext) -> TrainingResult:
     trainer = PairTrainer(setup, spec, data.images, data.labels, seeds, context.devices, curve=score_curve(context))
     generator = trainer.train(context.checkpoint_dir, context.stop, report=trainer.report(context.progress)).cpu()
     return TrainingResult(
-        pair_generator(generator, data.labels), setup.network, spec, trainer.history,
-        profile_rows(trainer.history, "0-0", 0), seeds=seeds,
+        pair_generator(generator, data.labels),
+        setup.network,
+        spec,
+        trainer.history,
+        profile_rows(trainer.history, "0-0", 0),
+        seeds=seeds,
     )

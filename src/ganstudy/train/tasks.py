@@ -29,8 +29,8 @@ every rank sees the rows (and noise) one process would.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -38,8 +38,8 @@ from torch import nn
 
 from ganstudy.errors import GanstudyError
 from ganstudy.registry import Registry, subclass_of
-from ganstudy.train.losses import AdversarialLoss
 from ganstudy.setup_settings import TrainingSettings
+from ganstudy.train.losses import AdversarialLoss
 
 Tensor = torch.Tensor
 
@@ -59,7 +59,13 @@ class Batch:
     def rows(self, start: int, count: int) -> Batch:
         """Rows [start, start + count) of every tensor: a rank's or a micro-batch's share."""
         cut = lambda t: None if t is None else t[start : start + count]  # noqa: E731
-        return Batch(cut(self.real), tuple(map(cut, self.inputs)), tuple(map(cut, self.context)), cut(self.conditions), cut(self.flips))
+        return Batch(
+            cut(self.real),
+            tuple(map(cut, self.inputs)),
+            tuple(map(cut, self.context)),
+            cut(self.conditions),
+            cut(self.flips),
+        )
 
 
 @dataclass(frozen=True)
@@ -139,8 +145,10 @@ class Jitter:
         draws are made on the CPU for every row of the global batch, the same on every rank."""
         rows, side = len(pairs), pairs.shape[-1]
         if self.load_size is not None and self.load_size < side:
-            raise GanstudyError(f"jitter.load_size {self.load_size} is smaller than the training images' side {side}: "
-                                "resize to at least that side before cropping back to it (pix2pix: 286 for 256)")
+            raise GanstudyError(
+                f"jitter.load_size {self.load_size} is smaller than the training images' side {side}: "
+                "resize to at least that side before cropping back to it (pix2pix: 286 for 256)"
+            )
         if self.load_size is not None:
             corners = torch.randint(self.load_size - side + 1, (rows, 2), generator=rng).to(pairs.device)
             # PIL's bicubic writes 8-bit pixels, so the original's values stay in range: clamp alike.
@@ -148,8 +156,12 @@ class Jitter:
             span = torch.arange(side, device=pairs.device)
             y = (corners[:, 0, None] + span)[:, None, :, None]
             x = (corners[:, 1, None] + span)[:, None, None, :]
-            pairs = large[torch.arange(rows, device=pairs.device)[:, None, None, None],
-                          torch.arange(pairs.shape[1], device=pairs.device)[None, :, None, None], y, x]
+            pairs = large[
+                torch.arange(rows, device=pairs.device)[:, None, None, None],
+                torch.arange(pairs.shape[1], device=pairs.device)[None, :, None, None],
+                y,
+                x,
+            ]
         if self.flip:
             mirrored = (torch.rand(rows, generator=rng) < 0.5).to(pairs.device)
             pairs = torch.where(mirrored[:, None, None, None], pairs.flip(-1), pairs)
@@ -176,7 +188,9 @@ class PairedTask(Task):
     def draw(self, data: TrainingData, rows: Tensor, noise_rng: torch.Generator, g_device: torch.device) -> Batch:
         inputs, targets = data.conditions[rows], data.images[rows]
         if self.jitter is not None:
-            inputs, targets = self.jitter(torch.cat([inputs, targets], 1), noise_rng).split([inputs.shape[1], targets.shape[1]], 1)
+            inputs, targets = self.jitter(torch.cat([inputs, targets], 1), noise_rng).split(
+                [inputs.shape[1], targets.shape[1]], 1
+            )
         return Batch(targets, (inputs.to(g_device),), (inputs,))
 
     def judge(self, discriminator: nn.Module, images: Tensor, batch: Batch) -> Tensor:
@@ -220,8 +234,16 @@ class EnergyLoop:
     @classmethod
     def from_setup(cls, setup: TrainingSettings) -> EnergyLoop:
         loop = setup.energy_loop
-        return cls(loop.fake_energies, loop.fake_energy_range, loop.sum_fit, loop.label_flip,
-                   loop.split_discriminator_step, loop.generator_steps, loop.optimizer, loop.discriminator_fakes)
+        return cls(
+            loop.fake_energies,
+            loop.fake_energy_range,
+            loop.sum_fit,
+            loop.label_flip,
+            loop.split_discriminator_step,
+            loop.generator_steps,
+            loop.optimizer,
+            loop.discriminator_fakes,
+        )
 
     def expected_sum(self, energy: Tensor) -> Tensor:
         """3DGAN's GetEcalFit: the voxel sum a shower of ``energy`` (100 GeV units) should have, in the
@@ -254,8 +276,13 @@ class EnergyTask(Task):
             energy = real_energy.cpu()
         # Column 0 flips a real row's target, column 1 a fake row's (3DGAN's BitFlip on each).
         flips = torch.rand(len(rows), 2, generator=noise_rng) < self.loop.label_flip if self.loop.label_flip else None
-        return Batch(data.images[rows], (z.to(g_device), energy.to(g_device)), (), real_energy,
-                     None if flips is None else flips.to(real_energy.device))
+        return Batch(
+            data.images[rows],
+            (z.to(g_device), energy.to(g_device)),
+            (),
+            real_energy,
+            None if flips is None else flips.to(real_energy.device),
+        )
 
     def fake_for_discriminator(self, generator: nn.Module, batch: Batch) -> Tensor:
         if self.loop.discriminator_fakes == "training":
@@ -272,7 +299,9 @@ class EnergyTask(Task):
         return (rows, 3)  # per row: the real/fake logit, the energy, the voxel sum
 
     def _errors(self, judged: Tensor, energy: Tensor, target_sum: Tensor) -> Tensor:
-        return self.energy_weight * percentage_error(judged[:, 1], energy.reshape(-1)) + self.sum_weight * percentage_error(judged[:, 2], target_sum)
+        return self.energy_weight * percentage_error(
+            judged[:, 1], energy.reshape(-1)
+        ) + self.sum_weight * percentage_error(judged[:, 2], target_sum)
 
     def _fake_errors(self, judged: Tensor, batch: Batch) -> Tensor:
         energy = batch.inputs[1].to(judged.device)

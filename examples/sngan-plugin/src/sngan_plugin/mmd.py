@@ -26,8 +26,11 @@ def mmd_rbf(real: torch.Tensor, fake: torch.Tensor) -> dict[str, float]:
     k_rr, k_ff, k_rf = kernel(within_real), kernel(torch.cdist(fake, fake)), kernel(torch.cdist(real, fake))
     n, m = len(real), len(fake)
     # The unbiased estimate leaves out each point's kernel with itself (the diagonals).
-    value = ((k_rr.sum() - k_rr.diagonal().sum()) / (n * (n - 1)) + (k_ff.sum() - k_ff.diagonal().sum()) / (m * (m - 1))
-             - 2 * k_rf.mean())
+    value = (
+        (k_rr.sum() - k_rr.diagonal().sum()) / (n * (n - 1))
+        + (k_ff.sum() - k_ff.diagonal().sum()) / (m * (m - 1))
+        - 2 * k_rf.mean()
+    )
     return {"mmd": float(value), "mmd_bandwidth": float(bandwidth)}
 
 
@@ -38,8 +41,8 @@ def mmd(scoring) -> dict[str, float]:
 
 
 MMD = Metric(
-    description="unbiased MMD^2 of the samples' and the real images' features, Gaussian kernel, median-distance bandwidth "
-                "(and that bandwidth, mmd_bandwidth)",
+    description="unbiased MMD^2 of the samples' and the real images' features, Gaussian kernel, median-distance "
+    "bandwidth (and that bandwidth, mmd_bandwidth)",
     better="lower",
     kinds=frozenset({"images", "pairs"}),
     compute="sngan_plugin.mmd:mmd",

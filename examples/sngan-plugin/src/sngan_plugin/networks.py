@@ -26,10 +26,17 @@ OPTIONS = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "base_channels": {"type": "integer", "minimum": 4, "default": 32,
-                          "description": "Feature maps of the generator's last and the discriminator's first layer."},
-        "spectral_norm": {"type": "boolean", "default": True,
-                          "description": "Spectrally normalise the discriminator's layers (off: a plain DC-GAN)."},
+        "base_channels": {
+            "type": "integer",
+            "minimum": 4,
+            "default": 32,
+            "description": "Feature maps of the generator's last and the discriminator's first layer.",
+        },
+        "spectral_norm": {
+            "type": "boolean",
+            "default": True,
+            "description": "Spectrally normalise the discriminator's layers (off: a plain DC-GAN).",
+        },
     },
 }
 
@@ -38,8 +45,10 @@ def _doublings(spec: NetworkSpec) -> int:
     """How many times the side doubles from 2x2 to the image's side."""
     _, height, width = spec.image_shape
     if height != width or height < 4 or height & (height - 1):
-        raise GanstudyError(f"network sndcgan needs square images whose side is a power of two from 4, got {height}x{width}: "
-                            "set dataset.image_size")
+        raise GanstudyError(
+            f"network sndcgan needs square images whose side is a power of two from 4, got {height}x{width}: "
+            "set dataset.image_size"
+        )
     return int(math.log2(height)) - 1
 
 

@@ -14,21 +14,22 @@ import numpy as np
 import torch
 from torch import nn
 
-from ganstudy.evaluate.fid import FidScorer
 from ganstudy.data.partition import cell_subset
+from ganstudy.evaluate.fid import FidScorer
 from ganstudy.models import NetworkSpec
 from ganstudy.parallel.keyed_dropout import keyed_masks
 from ganstudy.parallel.topology import Cell, GridShape
 from ganstudy.seeding import derive_seed
-from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids
-from ganstudy.train.grid.stacked import FitnessCase
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.grid.draws import GridDraws
+from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids
 from ganstudy.train.grid.pool import NetworkPool
 from ganstudy.train.grid.population import Individual, Payload, replace_worst, restore, set_learning_rate, tournament
+from ganstudy.train.grid.stacked import FitnessCase
 from ganstudy.train.losses import LOSSES
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.steps import adam, discriminator_step, generator_step
 from ganstudy.train.tasks import TASKS, Batch
+
 
 def cell_label(cell: Cell) -> str:
     return f"{cell[0]}-{cell[1]}"
@@ -139,7 +140,9 @@ class GridCell:
                     torch.manual_seed(derive_seed(self.streams.init_seed, kind, slot))
                     net = self.pool.build(kind)
                 optimizer = adam(net.parameters(), self.setup.lr, self.betas)
-                population.append(Individual(net, optimizer, self.setup.lr, float("inf"), f"{label}/{name}{slot}").payload())
+                population.append(
+                    Individual(net, optimizer, self.setup.lr, float("inf"), f"{label}/{name}{slot}").payload()
+                )
 
     # -- state --------------------------------------------------------------------------------
     def shared_state(self) -> dict[str, list[Payload]]:
@@ -161,7 +164,9 @@ class GridCell:
         self.streams.load(state["streams"])
 
     # -- the parts of one iteration (the rank's engine runs them for all its cells) ---------------
-    def neighbourhood_payloads(self, gathered: dict[Cell, dict[str, list[Payload]]]) -> tuple[list[Payload], list[Payload]]:
+    def neighbourhood_payloads(
+        self, gathered: dict[Cell, dict[str, list[Payload]]]
+    ) -> tuple[list[Payload], list[Payload]]:
         """The neighbourhood's generators and discriminators, the cell's own first."""
         return (
             [p for n in self.neighbourhood for p in gathered[n]["generators"]],
@@ -170,15 +175,21 @@ class GridCell:
 
     def aggregate(self, losses: np.ndarray) -> np.ndarray:
         """Fitness of each row's individual from its losses against every opponent (columns)."""
-        return {"average": losses.mean(axis=1), "worst": losses.max(axis=1), "best": losses.min(axis=1)}[self.grid.fitness_mode]
+        return {"average": losses.mean(axis=1), "worst": losses.max(axis=1), "best": losses.min(axis=1)}[
+            self.grid.fitness_mode
+        ]
 
-    def select(self, all_g: list[Payload], all_d: list[Payload], g_fit: np.ndarray, d_fit: np.ndarray) -> tuple[list[Payload], list[Payload]]:
+    def select(
+        self, all_g: list[Payload], all_d: list[Payload], g_fit: np.ndarray, d_fit: np.ndarray
+    ) -> tuple[list[Payload], list[Payload]]:
         """Tournament winners from the neighbourhood, as payloads carrying this iteration's fitness."""
         size, rng = self.grid.population_size, self.streams.evolution
         winners_g = tournament(g_fit, size, self.grid.tournament_size, rng)
         winners_d = tournament(d_fit, size, self.grid.tournament_size, rng)
-        return ([{**all_g[i], "fitness": float(g_fit[i])} for i in winners_g],
-                [{**all_d[i], "fitness": float(d_fit[i])} for i in winners_d])
+        return (
+            [{**all_g[i], "fitness": float(g_fit[i])} for i in winners_g],
+            [{**all_d[i], "fitness": float(d_fit[i])} for i in winners_d],
+        )
 
     def steps(self) -> int:
         return len(self.subset) // self.setup.batch_size
@@ -198,14 +209,18 @@ class GridCell:
         self.generators = replace_worst(self.generators, new_g, grid.n_replacements, self.only_better)
         self.discriminators = replace_worst(self.discriminators, new_d, grid.n_replacements, self.only_better)
 
-    def mixture_step(self, gathered: dict[Cell, dict[str, list[Payload]]], z: torch.Tensor, evolve: bool = True) -> MixtureStep:
+    def mixture_step(
+        self, gathered: dict[Cell, dict[str, list[Payload]]], z: torch.Tensor, evolve: bool = True
+    ) -> MixtureStep:
         """The mixture of the neighbourhood's best generators on the noise ``z``: its current weights and,
         with ``evolve`` and more than one generator, the (1+1)-ES's mutation of them by N(0, sigma)."""
         # Each neighbour's population arrives best first: its first generator joins the mixture.
         firsts = [gathered[n]["generators"][0] for n in self.neighbourhood]
         candidates = [self.weights]
         if evolve and len(firsts) > 1:
-            mutated = np.clip(self.weights + self.streams.evolution.normal(0.0, self.grid.mixture_sigma, len(self.weights)), 0, None)
+            mutated = np.clip(
+                self.weights + self.streams.evolution.normal(0.0, self.grid.mixture_sigma, len(self.weights)), 0, None
+            )
             if mutated.sum() > 0:
                 candidates.append(mutated / mutated.sum())
         return MixtureStep(firsts, z, candidates)
@@ -215,11 +230,13 @@ class GridCell:
         batch = self.setup.batch_size * 10
         z = step.z.to(self.device)
         with torch.no_grad(), self.streams.dropout.active():
-            return torch.cat([
-                self._net(p, 0, slot)(z[offset : min(offset + batch, end)])
-                for slot, (p, (start, end)) in enumerate(zip(step.generators, step.spans))
-                for offset in range(start, end, batch)
-            ])
+            return torch.cat(
+                [
+                    self._net(p, 0, slot)(z[offset : min(offset + batch, end)])
+                    for slot, (p, (start, end)) in enumerate(zip(step.generators, step.spans))
+                    for offset in range(start, end, batch)
+                ]
+            )
 
     def settle(self, step: MixtureStep, features: np.ndarray) -> float:
         """Keep the mutated weights when their mixture's FID is lower (``features``: the classifier's, on
@@ -231,8 +248,13 @@ class GridCell:
 
     def report(self, g_loss: float, d_loss: float) -> IterationReport:
         return IterationReport(
-            g_loss, d_loss, self.generators[0]["fitness"], self.discriminators[0]["fitness"], self.score,
-            self.generators[0]["lr"], self.discriminators[0]["lr"],
+            g_loss,
+            d_loss,
+            self.generators[0]["fitness"],
+            self.discriminators[0]["fitness"],
+            self.score,
+            self.generators[0]["lr"],
+            self.discriminators[0]["lr"],
         )
 
     # -- the per-cell loop (networks that have no stacked form) ---------------------------------
@@ -254,8 +276,9 @@ class GridCell:
                         d_losses[j, i] = float(self.loss.discriminator(d_real[j], out))
         return g_losses, None if case.generators_only else d_losses
 
-    def loop_train(self, new_g: list[Payload], new_d: list[Payload], iteration: int, beat: Callable[[], None],
-                   whole: bool) -> tuple[list[Payload], list[Payload], float, float]:
+    def loop_train(
+        self, new_g: list[Payload], new_d: list[Payload], iteration: int, beat: Callable[[], None], whole: bool
+    ) -> tuple[list[Payload], list[Payload], float, float]:
         """One pass over the cell's images, network by network, its draws in the engine's layout (``whole``);
         the trained payloads and mean losses."""
         # Pool slots past the fitness views': those nets are reloaded while these train.
@@ -270,7 +293,9 @@ class GridCell:
             individual.net.eval()
         return [i.payload() for i in gs], [i.payload() for i in ds], g_loss, d_loss
 
-    def _train_pass(self, gs: list[Individual], ds: list[Individual], draws: GridDraws, beat: Callable[[], None]) -> tuple[float, float]:
+    def _train_pass(
+        self, gs: list[Individual], ds: list[Individual], draws: GridDraws, beat: Callable[[], None]
+    ) -> tuple[float, float]:
         """The updates of one pass over the cell's images; the mean G and D losses."""
         steps, batch = self.steps(), self.setup.batch_size
         (order,) = draws.batch_orders(steps * batch)
@@ -284,8 +309,15 @@ class GridCell:
             beat()
         return g_total / max(1, steps * len(gs)), d_total / max(1, d_steps * len(ds))
 
-    def _updates(self, draws: GridDraws, step: int, player: str, attackers: list[Individual], opponents: list[Individual],
-                 real: torch.Tensor) -> float:
+    def _updates(
+        self,
+        draws: GridDraws,
+        step: int,
+        player: str,
+        attackers: list[Individual],
+        opponents: list[Individual],
+        real: torch.Tensor,
+    ) -> float:
         """Each attacker's update against this step's defender; the sum of their losses."""
         drawn = draws.update(step, player, np.array([[a.lr for a in attackers]]), [len(opponents)])
         defender, loss, total = opponents[drawn.defenders[0]], drawn.losses[0], 0.0
@@ -295,5 +327,7 @@ class GridCell:
             attacker.lr = float(lr)
             set_learning_rate(attacker.optimizer, attacker.lr)
             with keyed_masks(attacker.net, keys[attacker_kind]), keyed_masks(defender.net, keys[1 - attacker_kind]):
-                total += float(update(self.task, attacker.net, defender.net, attacker.optimizer, loss, Batch(real, (noise,))))
+                total += float(
+                    update(self.task, attacker.net, defender.net, attacker.optimizer, loss, Batch(real, (noise,)))
+                )
         return total

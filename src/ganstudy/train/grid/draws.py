@@ -26,9 +26,9 @@ import torch
 
 from ganstudy.counter_random import bounded, counter_keys, integers, normal, random_bits, uniform
 from ganstudy.models import NetworkSpec
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.grid.population import mutate_learning_rates
 from ganstudy.train.losses import LOSSES, AdversarialLoss
-from ganstudy.setup_settings import TrainingSettings
 
 
 class DrawingCell(Protocol):
@@ -154,9 +154,17 @@ class GridDraws:
         else:
             losses = [cell.loss for cell in self.cells]
         grid = self.setup.grid
-        mutated = mutate_learning_rates(lrs, self.setup.lr, grid.mutation_rate, grid.mutation_probability,
-                                        block.lr_normals[rows], block.lr_uniforms[rows])
-        return UpdateDraws(defenders, losses, mutated, block.noise[step - block.first], block.dropout[step - block.first])
+        mutated = mutate_learning_rates(
+            lrs,
+            self.setup.lr,
+            grid.mutation_rate,
+            grid.mutation_probability,
+            block.lr_normals[rows],
+            block.lr_uniforms[rows],
+        )
+        return UpdateDraws(
+            defenders, losses, mutated, block.noise[step - block.first], block.dropout[step - block.first]
+        )
 
     def _update_block(self, first: int, player: str, attackers: int) -> _UpdateBlock:
         """The draws of updates from ``first`` on, as many as ``BLOCK_FLOATS`` of noise hold (at least one,
@@ -171,12 +179,14 @@ class GridDraws:
         noise_keys = counter_keys(keys[:, None], "noise", np.arange(attackers)[None, :]).ravel()
         noise = normal(noise_keys, self.setup.batch_size * self.latent, self.device, whole=self.whole)
         return _UpdateBlock(
-            first, count,
+            first,
+            count,
             defender_bits=random_bits(counter_keys(keys, "defender"), 1, cpu),
             loss_bits=random_bits(counter_keys(keys, "loss"), 1, cpu) if mustangs else None,
             lr_normals=normal(counter_keys(keys, "lr"), attackers, cpu, torch.float64).numpy(),
             lr_uniforms=uniform(counter_keys(keys, "lr-applies"), attackers, cpu).numpy(),
             noise=noise.view(count, len(self.cells) * attackers, self.setup.batch_size, self.latent),
-            dropout=counter_keys(keys[:, None, None], "dropout", np.arange(attackers)[None, :, None], NETWORKS[None, None, :]
-                                 ).reshape(count, len(self.cells) * attackers, len(NETWORKS)),
+            dropout=counter_keys(
+                keys[:, None, None], "dropout", np.arange(attackers)[None, :, None], NETWORKS[None, None, :]
+            ).reshape(count, len(self.cells) * attackers, len(NETWORKS)),
         )

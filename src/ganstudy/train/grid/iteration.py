@@ -33,10 +33,17 @@ Trained = tuple[list[Payload], list[Payload], float, float]  # generators, discr
 class Engine(Protocol):
     whole: bool  # the whole-stack layout (compute.stack_layout): all cells in each call, draws included
 
-    def fitness(self, cells: Sequence[GridCell], cases: Sequence[FitnessCase]) -> list[tuple[np.ndarray, np.ndarray | None]]: ...
+    def fitness(
+        self, cells: Sequence[GridCell], cases: Sequence[FitnessCase]
+    ) -> list[tuple[np.ndarray, np.ndarray | None]]: ...
 
-    def train(self, cells: Sequence[GridCell], selections: Sequence[tuple[list[Payload], list[Payload]]], iteration: int,
-              beat: Callable[[], None]) -> list[Trained]: ...
+    def train(
+        self,
+        cells: Sequence[GridCell],
+        selections: Sequence[tuple[list[Payload], list[Payload]]],
+        iteration: int,
+        beat: Callable[[], None],
+    ) -> list[Trained]: ...
 
     def span_images(self, cells: Sequence[GridCell], steps: Sequence[MixtureStep]) -> list[torch.Tensor]: ...
 
@@ -52,7 +59,10 @@ class LoopEngine:
         return [cell.loop_fitness(case) for cell, case in zip(cells, cases)]
 
     def train(self, cells, selections, iteration, beat):
-        return [cell.loop_train(new_g, new_d, iteration, beat, self.whole) for cell, (new_g, new_d) in zip(cells, selections)]
+        return [
+            cell.loop_train(new_g, new_d, iteration, beat, self.whole)
+            for cell, (new_g, new_d) in zip(cells, selections)
+        ]
 
     def span_images(self, cells, steps):
         return [cell.span_images(step) for cell, step in zip(cells, steps)]
@@ -67,8 +77,12 @@ class StackedEvaluationEngine(StackedEngine):
 
 
 def score_mixtures(
-    cells: Sequence[GridCell], engine: Engine, gathered: dict[Cell, dict[str, list[Payload]]], iteration: int,
-    beat: Callable[[], None], evolve: bool = True,
+    cells: Sequence[GridCell],
+    engine: Engine,
+    gathered: dict[Cell, dict[str, list[Payload]]],
+    iteration: int,
+    beat: Callable[[], None],
+    evolve: bool = True,
 ) -> list[tuple[list[Payload], float]]:
     """Each cell's mixture step (the ES's when ``evolve``, else the final score of its weights): the
     mixture's generators and the FID of the weights it keeps.
@@ -94,8 +108,12 @@ def score_mixtures(
 
 
 def iterate_cells(
-    cells: Sequence[GridCell], engine: Engine, gathered: dict[Cell, dict[str, list[Payload]]], iteration: int,
-    timer: RoutineTimer, beat: Callable[[], None],
+    cells: Sequence[GridCell],
+    engine: Engine,
+    gathered: dict[Cell, dict[str, list[Payload]]],
+    iteration: int,
+    timer: RoutineTimer,
+    beat: Callable[[], None],
 ) -> list[IterationReport]:
     """Iteration ``iteration`` of every cell in ``cells``; their reports in the same order."""
     with timer("fitness"):
@@ -110,10 +128,15 @@ def iterate_cells(
         trained = engine.train(cells, selections, iteration, beat)
     with timer("fitness"):
         # The trained copies meet the same opponents on the same sample as before their training.
-        new_g_cases = [replace(case, generators=new_g, generators_only=True, fakes=None) for (new_g, *_), case in zip(trained, cases)]
+        new_g_cases = [
+            replace(case, generators=new_g, generators_only=True, fakes=None)
+            for (new_g, *_), case in zip(trained, cases)
+        ]
         new_d_cases = [replace(case, discriminators=new_d) for (_, new_d, *_), case in zip(trained, cases)]
         losses = engine.fitness(list(cells) * 2, new_g_cases + new_d_cases)
-        for cell, (new_g, new_d, *_), (g_losses, _), (_, d_losses) in zip(cells, trained, losses[: len(cells)], losses[len(cells) :]):
+        for cell, (new_g, new_d, *_), (g_losses, _), (_, d_losses) in zip(
+            cells, trained, losses[: len(cells)], losses[len(cells) :]
+        ):
             for payload, fitness in zip(new_g, cell.aggregate(g_losses)):
                 payload["fitness"] = float(fitness)
             for payload, fitness in zip(new_d, cell.aggregate(d_losses)):

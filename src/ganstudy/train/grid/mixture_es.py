@@ -37,13 +37,21 @@ class MixtureStep:
     @cached_property
     def spans(self) -> list[tuple[int, int]]:
         """Per component, the rows of ``z`` that some candidate gives it: the hull of their shares."""
-        return [(int(min(b[k] for b in self._bounds)), int(max(b[k + 1] for b in self._bounds))) for k in range(len(self.generators))]
+        return [
+            (int(min(b[k] for b in self._bounds)), int(max(b[k + 1] for b in self._bounds)))
+            for k in range(len(self.generators))
+        ]
 
     def rows(self) -> list[np.ndarray]:
         """Per candidate, its images' rows in the components' span images laid end to end."""
         offsets = np.cumsum([0, *(end - start for start, end in self.spans)])
         return [
-            np.concatenate([np.arange(offsets[k] + b[k] - start, offsets[k] + b[k + 1] - start) for k, (start, _) in enumerate(self.spans)])
+            np.concatenate(
+                [
+                    np.arange(offsets[k] + b[k] - start, offsets[k] + b[k + 1] - start)
+                    for k, (start, _) in enumerate(self.spans)
+                ]
+            )
             for b in self._bounds
         ]
 

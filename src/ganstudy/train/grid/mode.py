@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from ganstudy.checkpoint import CheckpointStore, checkpoint_due, run_fingerprint
+from ganstudy.data.partition import batches_per_pass
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import MixtureGenerator
@@ -25,16 +26,15 @@ from ganstudy.parallel.exchange import NeighbourExchange
 from ganstudy.parallel.heartbeat import Heartbeat
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.topology import Cell, GridShape, assign_cells, resolve_shape
+from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
 from ganstudy.train.grid.draws import draws_engine
 from ganstudy.train.grid.iteration import Engine, LoopEngine, StackedEvaluationEngine, iterate_cells, score_mixtures
 from ganstudy.train.grid.pool import NetworkPool
 from ganstudy.train.grid.stacked import StackedEngine, whole_stack
 from ganstudy.train.modes import TrainingContext, TrainingResult
-from ganstudy.data.partition import batches_per_pass
 from ganstudy.train.network_spec import network_spec
 from ganstudy.train.score_curve import training_scorer
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.typed import as_dict
 
 
@@ -44,8 +44,15 @@ def _say(message: str) -> None:
 
 def _fingerprint(context: TrainingContext, shape: GridShape, engine: int) -> str:
     # The engine too: another engine's random draws would continue a run that it did not start.
-    return run_fingerprint({"setup": as_dict(context.setup), "seed": context.study_seed, "trial": context.trial, "shape": str(shape),
-                            "engine": engine})
+    return run_fingerprint(
+        {
+            "setup": as_dict(context.setup),
+            "seed": context.study_seed,
+            "trial": context.trial,
+            "shape": str(shape),
+            "engine": engine,
+        }
+    )
 
 
 def _check_settings(context: TrainingContext) -> None:
@@ -69,12 +76,17 @@ def _engine(setup: TrainingSettings, spec: Any, device: torch.device, layout: st
         return LoopEngine(whole)
     if device.type == "cpu" and threads > 1:
         # Threads split a stack's work at points that depend on the stack's size, i.e. on the layout.
-        reason = f"stacked cells give the same bits on any rank count only with one CPU thread per rank, this rank has {threads}"
+        reason = (
+            f"stacked cells give the same bits on any rank count only with one CPU thread per rank, this rank has "
+            f"{threads}"
+        )
     elif hasattr(generator, "stacked") and hasattr(discriminator, "stacked"):
         return StackedEngine(generator.stacked(), discriminator.stacked(), whole)
     elif not whole:
-        reason = (f"network {setup.network} has no hand-stacked form, and its general one is slower than the loop on a CPU "
-                  "(compute.stack_layout whole stacks it)")
+        reason = (
+            f"network {setup.network} has no hand-stacked form, and its general one is slower than the loop on a CPU "
+            "(compute.stack_layout whole stacks it)"
+        )
     else:
         try:
             nets = StackedNetwork(generator), StackedNetwork(discriminator)
@@ -83,8 +95,14 @@ def _engine(setup: TrainingSettings, spec: Any, device: torch.device, layout: st
         else:
             why_not = _why_not_trained_stacked(nets, setup.grid.population_size)
             if root:
-                _say(f"network {setup.network}: " + (f"fitness and mixture images stacked, training cell by cell ({why_not})"
-                                                        if why_not else "cells stacked (general form)"))
+                _say(
+                    f"network {setup.network}: "
+                    + (
+                        f"fitness and mixture images stacked, training cell by cell ({why_not})"
+                        if why_not
+                        else "cells stacked (general form)"
+                    )
+                )
             return StackedEvaluationEngine(*nets, whole) if why_not else StackedEngine(*nets, whole)
     if root:
         _say(f"{reason}: each rank trains its cells one after another")
@@ -94,7 +112,10 @@ def _engine(setup: TrainingSettings, spec: Any, device: torch.device, layout: st
 def _why_not_trained_stacked(nets: tuple[StackedNetwork, StackedNetwork], population: int) -> str:
     """Why the stacked form of a network cannot train it, or "" when it can."""
     if not all(net.trains for net in nets):
-        return "only nn.Dropout's masks are keyed by each cell's update; other dropout layers draw from the process's generator"
+        return (
+            "only nn.Dropout's masks are keyed by each cell's update; other dropout layers draw from the process's "
+            "generator"
+        )
     if population > 1 and any(len(net.names) > net.trainable for net in nets):
         # The attackers of a cell share their defender, whose running statistics the loop updates attacker
         # after attacker.
@@ -102,7 +123,9 @@ def _why_not_trained_stacked(nets: tuple[StackedNetwork, StackedNetwork], popula
     return ""
 
 
-def _restore(store: CheckpointStore, cells: dict[Cell, GridCell], control: Any, root: bool) -> tuple[int, dict[str, Any]]:
+def _restore(
+    store: CheckpointStore, cells: dict[Cell, GridCell], control: Any, root: bool
+) -> tuple[int, dict[str, Any]]:
     """Load the newest checkpoint that every rank can read; (0, {}) when there is none."""
     if root and (warning := store.unmatched_warning()):
         _say(warning)
@@ -118,7 +141,10 @@ def _restore(store: CheckpointStore, cells: dict[Cell, GridCell], control: Any, 
         problems = [p for p in control.allgather(problem) if p]
         if problems:
             if root:
-                _say(f"warning: checkpoint of iteration {iteration} is unreadable ({problems[0]}); trying the previous one")
+                _say(
+                    f"warning: checkpoint of iteration {iteration} is unreadable ({problems[0]}); trying the previous "
+                    "one"
+                )
             continue
         for cell, state in states.items():
             cells[cell].load_checkpoint_state(state)
@@ -157,28 +183,28 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
     control, heartbeat_comm = comm.Dup(), comm.Dup()
     exchange = NeighbourExchange(comm, shape, blocks)
     spec = network_spec(setup, context.data)
-    images = torch.from_numpy(context.data.images).to(context.device)
-    scorer = training_scorer(context, "training mode 'grid' scores its mixtures")
-    pool = NetworkPool(setup.network, spec, context.device)
-    engine_version = draws_engine(pool.drops())
-    cells = {cell: GridCell(cell, shape, setup, spec, images, context.data.labels, scorer,
-                            CellStreams(context.study_seed, context.trial, cell, context.device), pool)
-             for cell in blocks[rank]}
+    cells, engine_version = _rank_cells(context, shape, spec, blocks[rank])
     # Without periodic checkpoints (checkpoint_period 0) the store still takes a stop signal's one.
     store = None
     if context.checkpoint_dir:
-        store = CheckpointStore(context.checkpoint_dir, setup.checkpoints_kept, _fingerprint(context, shape, engine_version))
+        store = CheckpointStore(
+            context.checkpoint_dir, setup.checkpoints_kept, _fingerprint(context, shape, engine_version)
+        )
     done, shared = _restore(store, cells, control, rank == 0) if store else (0, {})
     if done == 0:
         for cell in cells.values():
             cell.initialise()
     engine = _engine(setup, spec, context.device, context.stack_layout, rank == 0)
-    run = _RankRun(context, shape, cells, exchange, engine, control, store, shared.get("history", []), shared.get("profile", []))
+    run = _RankRun(
+        context, shape, cells, exchange, engine, control, store, shared.get("history", []), shared.get("profile", [])
+    )
     hosts = comm.allgather(socket.gethostname())
     describe = lambda r: f"host {hosts[r]}, cells " + ", ".join(cell_label(c) for c in blocks[r])  # noqa: E731
     report = None
     if run.root:
-        report = context.progress.trainer(f"grid {shape}", setup.iterations, ("d_loss", "g_loss", "fid_best", "fid_mean"))
+        report = context.progress.trainer(
+            f"grid {shape}", setup.iterations, ("d_loss", "g_loss", "fid_best", "fid_mean")
+        )
         report.restored(run.history)
     stopped_at = None
     try:
@@ -195,12 +221,43 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
         heartbeat_comm.Free()
     if stopped_at is not None:
         raise context.stop.stopped(f"grid {shape}", stopped_at, str(store.directory) if store else None)
-    facts = {"grid_shape": str(shape), "grid_engine": engine_version, "active_ranks": len(blocks), "exchange": run.exchange.kind}
+    facts = {
+        "grid_shape": str(shape),
+        "grid_engine": engine_version,
+        "active_ranks": len(blocks),
+        "exchange": run.exchange.kind,
+    }
     result = run.result(finals, spec, facts)
     control.Free()
     if result is not None:
         result.facts["resumed_from_iteration"] = done
     return result
+
+
+def _rank_cells(
+    context: TrainingContext, shape: GridShape, spec: NetworkSpec, block: list[Cell]
+) -> tuple[dict[Cell, GridCell], str]:
+    """This rank's cells (``block``) over one copy of the training images, with their networks from one
+    pool, and the version of the engine their draws follow (a checkpoint's fingerprint names it)."""
+    images = torch.from_numpy(context.data.images).to(context.device)
+    scorer = training_scorer(context, "training mode 'grid' scores its mixtures")
+    pool = NetworkPool(context.setup.network, spec, context.device)
+    engine_version = draws_engine(pool.drops())
+    cells = {
+        cell: GridCell(
+            cell,
+            shape,
+            context.setup,
+            spec,
+            images,
+            context.data.labels,
+            scorer,
+            CellStreams(context.study_seed, context.trial, cell, context.device),
+            pool,
+        )
+        for cell in block
+    }
+    return cells, engine_version
 
 
 @dataclass
@@ -236,8 +293,10 @@ class _RankRun:
             gathered = self.exchange.exchange({c: cells[c].shared_state() for c in cells})
         reports = iterate_cells(list(cells.values()), self.engine, gathered, iteration, self.timer, heartbeat.beat)
         # Timed per rank: a rank's cells share each routine's batched work.
-        rows = [{"iteration": iteration, "cell": "*", "rank": self.rank, "routine": name, "seconds": s}
-                for name, s in self.timer.take().items()]
+        rows = [
+            {"iteration": iteration, "cell": "*", "rank": self.rank, "routine": name, "seconds": s}
+            for name, s in self.timer.take().items()
+        ]
         with heartbeat.waiting():
             collected = self.control.gather((reports, rows), root=0)
             stopping = self.context.stop.agreed(self.control)
@@ -246,7 +305,9 @@ class _RankRun:
             report.row(self.history[-1], _slowest_rank(collected))
         if self.store and (stopping or checkpoint_due(iteration, setup.iterations, setup.checkpoint_period)):
             with self.timer("checkpoint"), heartbeat.waiting():
-                _checkpoint(self.store, iteration, cells, self.control, self.root, self.history, self.profile, heartbeat.beat)
+                _checkpoint(
+                    self.store, iteration, cells, self.control, self.root, self.history, self.profile, heartbeat.beat
+                )
         return stopping
 
     def final_scores(self, heartbeat: Heartbeat) -> dict[Cell, tuple[Any, float]]:
@@ -255,34 +316,61 @@ class _RankRun:
             gathered = self.exchange.exchange({c: self.cells[c].shared_state() for c in self.cells})
         with self.timer("score"):
             # Drawn as an iteration after the last.
-            finals = dict(zip(self.cells, score_mixtures(list(self.cells.values()), self.engine, gathered,
-                                                         self.context.setup.iterations + 1, heartbeat.beat, evolve=False)))
+            finals = dict(
+                zip(
+                    self.cells,
+                    score_mixtures(
+                        list(self.cells.values()),
+                        self.engine,
+                        gathered,
+                        self.context.setup.iterations + 1,
+                        heartbeat.beat,
+                        evolve=False,
+                    ),
+                )
+            )
         # Rank 0 holds the fewest cells: it keeps its pulse going until every rank has scored.
         with heartbeat.waiting():
             self.control.Barrier()
         return finals
 
-    def result(self, finals: dict[Cell, tuple[Any, float]], spec: NetworkSpec, facts: dict[str, Any]) -> TrainingResult | None:
+    def result(
+        self, finals: dict[Cell, tuple[Any, float]], spec: NetworkSpec, facts: dict[str, Any]
+    ) -> TrainingResult | None:
         """The best cell's mixture (the lowest final score over the grid) and the cells' table, on rank 0
         (None elsewhere); ``facts`` gain the best cell and its score."""
         from mpi4py import MPI
 
         setup, shape, cells = self.context.setup, self.shape, self.cells
         # A NaN would compare inconsistently and make the choice depend on the reduction order.
-        candidates = ((score if np.isfinite(score) else float("inf"), shape.index(c)) for c, (_, score) in finals.items())
+        candidates = (
+            (score if np.isfinite(score) else float("inf"), shape.index(c)) for c, (_, score) in finals.items()
+        )
         best_score, best_index = self.control.allreduce(min(candidates, default=(float("inf"), -1)), op=MPI.MIN)
         best_cell = shape.cells()[best_index]
         mine = finals.get(best_cell)
         table = [
-            {"cell": cell_label(c), "rank": self.rank, "fid": score, "neighbourhood": " ".join(cell_label(n) for n in cells[c].neighbourhood),
-             "weights": " ".join(f"{w:.6f}" for w in cells[c].weights),
-             "g_lr": cells[c].generators[0]["lr"], "d_lr": cells[c].discriminators[0]["lr"], "images": len(cells[c].subset)}
+            {
+                "cell": cell_label(c),
+                "rank": self.rank,
+                "fid": score,
+                "neighbourhood": " ".join(cell_label(n) for n in cells[c].neighbourhood),
+                "weights": " ".join(f"{w:.6f}" for w in cells[c].weights),
+                "g_lr": cells[c].generators[0]["lr"],
+                "d_lr": cells[c].discriminators[0]["lr"],
+                "images": len(cells[c].subset),
+            }
             for c, (_, score) in finals.items()
         ]
-        collected = self.control.gather((table, mine, cells[best_cell].weights if mine else None, self.timer.take()), root=0)
+        collected = self.control.gather(
+            (table, mine, cells[best_cell].weights if mine else None, self.timer.take()), root=0
+        )
         if not self.root:
             return None
-        cell_rows = sorted((row for part in collected for row in part[0]), key=lambda r: shape.index(tuple(map(int, r["cell"].split("-")))))
+        cell_rows = sorted(
+            (row for part in collected for row in part[0]),
+            key=lambda r: shape.index(tuple(map(int, r["cell"].split("-")))),
+        )
         payloads, weights = next((part[1][0], part[2]) for part in collected if part[1] is not None)
         components = []
         for payload in payloads:
@@ -292,28 +380,37 @@ class _RankRun:
         # The final exchange and scoring come after the last iteration: they are filed as iteration n+1.
         self.profile += [
             {"iteration": setup.iterations + 1, "cell": "*", "rank": r, "routine": name, "seconds": s}
-            for r, part in enumerate(collected) for name, s in part[3].items()
+            for r, part in enumerate(collected)
+            for name, s in part[3].items()
         ]
-        return TrainingResult(MixtureGenerator(components, weights.tolist()), setup.network, spec, self.history, self.profile,
-                              tables={"cells": cell_rows},
-                              facts={**facts, "best_cell": cell_label(best_cell), "best_cell_fid": best_score})
+        return TrainingResult(
+            MixtureGenerator(components, weights.tolist()),
+            setup.network,
+            spec,
+            self.history,
+            self.profile,
+            tables={"cells": cell_rows},
+            facts={**facts, "best_cell": cell_label(best_cell), "best_cell_fid": best_score},
+        )
 
 
 def _record(history, profile, iteration, collected, started) -> None:
     reports = [r for part in collected for r in part[0]]
     profile.extend(row for part in collected for row in part[1])
     scores = np.array([r.score for r in reports])
-    history.append({
-        "iteration": iteration,
-        "g_loss": float(np.mean([r.g_loss for r in reports])),
-        "d_loss": float(np.mean([r.d_loss for r in reports])),
-        "g_fitness": float(np.mean([r.g_fitness for r in reports])),
-        "d_fitness": float(np.mean([r.d_fitness for r in reports])),
-        "fid_best": float(scores.min()),
-        "fid_mean": float(scores.mean()),
-        "g_lr_mean": float(np.mean([r.g_lr for r in reports])),
-        "seconds": time.perf_counter() - started,
-    })
+    history.append(
+        {
+            "iteration": iteration,
+            "g_loss": float(np.mean([r.g_loss for r in reports])),
+            "d_loss": float(np.mean([r.d_loss for r in reports])),
+            "g_fitness": float(np.mean([r.g_fitness for r in reports])),
+            "d_fitness": float(np.mean([r.d_fitness for r in reports])),
+            "fid_best": float(scores.min()),
+            "fid_mean": float(scores.mean()),
+            "g_lr_mean": float(np.mean([r.g_lr for r in reports])),
+            "seconds": time.perf_counter() - started,
+        }
+    )
 
 
 def _slowest_rank(collected) -> str:

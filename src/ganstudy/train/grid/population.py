@@ -41,7 +41,9 @@ class Individual:
 
 def _cpu_state(state: dict[str, Any]) -> dict[str, Any]:
     return {
-        "state": {k: {n: (t.cpu() if torch.is_tensor(t) else t) for n, t in v.items()} for k, v in state["state"].items()},
+        "state": {
+            k: {n: (t.cpu() if torch.is_tensor(t) else t) for n, t in v.items()} for k, v in state["state"].items()
+        },
         "param_groups": state["param_groups"],
     }
 
@@ -72,15 +74,18 @@ def tournament(fitness: Sequence[float], winners: int, size: int, rng: np.random
     return chosen
 
 
-def mutate_learning_rates(lrs: np.ndarray, lr0: float, alpha: float, probability: float, normals: np.ndarray,
-                          uniforms: np.ndarray) -> np.ndarray:
+def mutate_learning_rates(
+    lrs: np.ndarray, lr0: float, alpha: float, probability: float, normals: np.ndarray, uniforms: np.ndarray
+) -> np.ndarray:
     """Lipizzaner's rule for each rate, given a standard normal and a uniform draw per rate: where the
     uniform is below p, lr <- max(0, lr + alpha * N(-lr0/10, lr0))."""
     delta = lr0 * normals + (-lr0 / 10)
     return np.where(uniforms < probability, np.maximum(0.0, lrs + alpha * delta), lrs)
 
 
-def replace_worst(local: list[Payload], new: list[Payload], n_replacements: int, only_better: bool = False) -> list[Payload]:
+def replace_worst(
+    local: list[Payload], new: list[Payload], n_replacements: int, only_better: bool = False
+) -> list[Payload]:
     """The local population after its n worst are replaced by the n best new individuals, best first.
 
     As in Lipizzaner, the best new individual is paired with the best of the n worst local ones, the

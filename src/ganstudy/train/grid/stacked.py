@@ -20,11 +20,10 @@ makes the same draws with other kernels, so it trains alike within rounding, not
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-
-import math
 
 import numpy as np
 import torch
@@ -32,8 +31,8 @@ import torch
 from ganstudy.device_copy import to_device
 from ganstudy.models.stacked import StackedMLP, separate
 from ganstudy.parallel.keyed_dropout import keyed_masks
-from ganstudy.train.grid.mixture_es import MixtureStep
 from ganstudy.train.grid.draws import GridDraws, UpdateDraws
+from ganstudy.train.grid.mixture_es import MixtureStep
 from ganstudy.train.grid.population import Payload
 from ganstudy.train.losses import AdversarialLoss
 
@@ -63,8 +62,14 @@ class StackedPlayers:
     """Rows of trainable individuals of one kind (generators or discriminators): stacked parameters and
     their Adam moments, a learning rate and a step count per row."""
 
-    def __init__(self, net: StackedMLP, payloads: Sequence[Payload], betas: tuple[float, float], device: torch.device,
-                 row_by_row: bool) -> None:
+    def __init__(
+        self,
+        net: StackedMLP,
+        payloads: Sequence[Payload],
+        betas: tuple[float, float],
+        device: torch.device,
+        row_by_row: bool,
+    ) -> None:
         self.net, self.betas, self.device = net, betas, device
         # ``row_by_row`` (the cache layout): torch's fused Adam on each row's views, one pass over memory
         # that is still in cache, where the whole-stack operations take a dozen (an 18x18 digits iteration
@@ -89,7 +94,11 @@ class StackedPlayers:
         self._groups = [p["adam"]["param_groups"] for p in payloads]
         if self.row_by_row:
             views = lambda tensors: [list(rows) for rows in zip(*[t.detach().unbind(0) for t in tensors])]  # noqa: E731
-            self._rows, self._exp_avg_rows, self._exp_avg_sq_rows = views(self.trained), views(self.exp_avg), views(self.exp_avg_sq)
+            self._rows, self._exp_avg_rows, self._exp_avg_sq_rows = (
+                views(self.trained),
+                views(self.exp_avg),
+                views(self.exp_avg_sq),
+            )
             # Read by the fused kernel, one count per row (torch's Adam keeps one per tensor, all equal).
             self._step_counts = torch.tensor(self.steps, dtype=torch.float32)
             self._row_steps = [[count] * len(self.trained) for count in self._step_counts.unbind(0)]
@@ -97,7 +106,9 @@ class StackedPlayers:
     def _moments(self, payloads, states, moment: str, device: torch.device) -> list[Tensor]:
         names = self.net.names[: self.net.trainable]
         per_row = [
-            {name: state[k][moment] for k, name in enumerate(names)} if state else {name: torch.zeros_like(p["params"][name]) for name in names}
+            {name: state[k][moment] for k, name in enumerate(names)}
+            if state
+            else {name: torch.zeros_like(p["params"][name]) for name in names}
             for p, state in zip(payloads, states)
         ]
         return self.net.stack(per_row, device)
@@ -129,10 +140,16 @@ class StackedPlayers:
             self._step_by_row()
             return
         # Per row, in float64 on the host: the step size lr / (1 - beta1^t) and sqrt(1 - beta2^t).
-        factors = to_device(torch.tensor(
-            [[lr / (1 - beta1**t) for lr, t in zip(self.lrs.tolist(), self.steps)], [math.sqrt(1 - beta2**t) for t in self.steps]],
-            dtype=self.params[0].dtype,
-        ), self.device)
+        factors = to_device(
+            torch.tensor(
+                [
+                    [lr / (1 - beta1**t) for lr, t in zip(self.lrs.tolist(), self.steps)],
+                    [math.sqrt(1 - beta2**t) for t in self.steps],
+                ],
+                dtype=self.params[0].dtype,
+            ),
+            self.device,
+        )
         with torch.no_grad():
             for param, exp_avg, exp_avg_sq in zip(self.trained, self.exp_avg, self.exp_avg_sq):
                 per_row = (-1,) + (1,) * (param.dim() - 1)
@@ -149,8 +166,19 @@ class StackedPlayers:
         grads = [list(views) for views in zip(*[p.grad.unbind(0) for p in self.trained])]
         for row, lr in enumerate(self.lrs.tolist()):
             torch._fused_adam_(
-                self._rows[row], grads[row], self._exp_avg_rows[row], self._exp_avg_sq_rows[row], [], self._row_steps[row],
-                lr=lr, beta1=beta1, beta2=beta2, weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False,
+                self._rows[row],
+                grads[row],
+                self._exp_avg_rows[row],
+                self._exp_avg_sq_rows[row],
+                [],
+                self._row_steps[row],
+                lr=lr,
+                beta1=beta1,
+                beta2=beta2,
+                weight_decay=0.0,
+                eps=1e-8,
+                amsgrad=False,
+                maximize=False,
             )
         for param in self.trained:
             param.grad = None
@@ -164,17 +192,33 @@ class StackedPlayers:
         steps = separate(torch.tensor(self.steps, dtype=torch.float32).repeat_interleave(len(names)).unbind(0))
         made = []
         for row, (chosen, lr) in enumerate(zip(selected, self.lrs.tolist())):
-            state = {k: {"step": steps[row * len(names) + k], "exp_avg": exp_avg[row][name], "exp_avg_sq": exp_avg_sq[row][name]}
-                     for k, name in enumerate(names)}
+            state = {
+                k: {
+                    "step": steps[row * len(names) + k],
+                    "exp_avg": exp_avg[row][name],
+                    "exp_avg_sq": exp_avg_sq[row][name],
+                }
+                for k, name in enumerate(names)
+            }
             groups = [{**group, "lr": lr} for group in self._groups[row]]
             counted = {name: count + int(self.forwards[row]) for name, count in self._counters[row].items()}
-            made.append({"params": params[row] | counted, "adam": {"state": state, "param_groups": groups}, "lr": lr,
-                         "fitness": chosen["fitness"], "origin": chosen["origin"]})
+            made.append(
+                {
+                    "params": params[row] | counted,
+                    "adam": {"state": state, "param_groups": groups},
+                    "lr": lr,
+                    "fitness": chosen["fitness"],
+                    "origin": chosen["origin"],
+                }
+            )
         return made
 
 
-def row_losses(losses: Sequence[AdversarialLoss], compute: Callable[[AdversarialLoss, slice | Tensor], Tensor],
-               device: torch.device) -> Tensor:
+def row_losses(
+    losses: Sequence[AdversarialLoss],
+    compute: Callable[[AdversarialLoss, slice | Tensor], Tensor],
+    device: torch.device,
+) -> Tensor:
     """Per-row loss values, ``losses[r]`` for row r: one call per distinct loss (Mustangs draws one of
     three per cell and update), each on its rows (an index on ``device``); a row's value does not depend on
     the rows beside it."""
@@ -202,7 +246,11 @@ class FitnessCase:
 
 
 def fitness_losses(
-    cases: Sequence[FitnessCase], g_net: StackedMLP, d_net: StackedMLP, loss: AdversarialLoss, whole: bool = False,
+    cases: Sequence[FitnessCase],
+    g_net: StackedMLP,
+    d_net: StackedMLP,
+    loss: AdversarialLoss,
+    whole: bool = False,
 ) -> list[tuple[np.ndarray, np.ndarray | None]]:
     """For each case, the loss of every generator against every discriminator ([Kg, Kd]) and of every
     discriminator against every generator ([Kd, Kg]), as the loop's ``loop_fitness`` defines them.
@@ -215,7 +263,9 @@ def fitness_losses(
     results: list[tuple[np.ndarray, np.ndarray | None]] = [None] * len(cases)  # type: ignore[list-item]
     by_size: dict[tuple[int, int, int, bool], list[int]] = {}
     for index, case in enumerate(cases):
-        by_size.setdefault((len(case.generators), len(case.discriminators), len(case.z), case.generators_only), []).append(index)
+        by_size.setdefault(
+            (len(case.generators), len(case.discriminators), len(case.z), case.generators_only), []
+        ).append(index)
     widest = max(shape[0] for shape in d_net.shapes + g_net.shapes)
     for (kg, kd, samples, _), indices in by_size.items():
         chunk = len(indices) if whole else max(1, FITNESS_CHUNK_FLOATS // (max(kg, kd) * samples * widest))
@@ -269,7 +319,9 @@ class StackedEngine:
             by_steps.setdefault(cell.steps(), []).append(index)
         chunk = self._cells_per_chunk(cells[0])
         for indices in [same[i : i + chunk] for same in by_steps.values() for i in range(0, len(same), chunk)]:
-            trained = self._train_lockstep([cells[i] for i in indices], [selections[i] for i in indices], iteration, beat)
+            trained = self._train_lockstep(
+                [cells[i] for i in indices], [selections[i] for i in indices], iteration, beat
+            )
             for index, result in zip(indices, trained):
                 results[index] = result
         return results
@@ -302,10 +354,14 @@ class StackedEngine:
                     params = self.g_net.stack([steps[s].generators[k]["params"] for s, k in part], device)
                     outputs.append(self.g_net(params, noise[torch.from_numpy(index).to(device)]).flatten(0, 1))
                 made += len(part) * rows
-        order = np.concatenate([
-            np.arange(first_row[s, k], first_row[s, k] + end - start)
-            for s, cell_spans in enumerate(spans) for k, (start, end) in enumerate(cell_spans) if end > start
-        ])
+        order = np.concatenate(
+            [
+                np.arange(first_row[s, k], first_row[s, k] + end - start)
+                for s, cell_spans in enumerate(spans)
+                for k, (start, end) in enumerate(cell_spans)
+                if end > start
+            ]
+        )
         images = torch.cat(outputs)[torch.from_numpy(order).to(device)]
         return list(images.split([sum(end - start for start, end in cell_spans) for cell_spans in spans]))
 
@@ -349,13 +405,24 @@ class StackedEngine:
         g_made = gens.payloads([p for new_g, _ in selections for p in new_g])
         d_made = discs.payloads([p for _, new_d in selections for p in new_d])
         return [
-            ([g_made[r] for r in rows], [d_made[r] for r in drows],
-             sum(g_totals[r] for r in rows) / max(1, steps * len(rows)), sum(d_totals[r] for r in drows) / max(1, d_steps * len(drows)))
+            (
+                [g_made[r] for r in rows],
+                [d_made[r] for r in drows],
+                sum(g_totals[r] for r in rows) / max(1, steps * len(rows)),
+                sum(d_totals[r] for r in drows) / max(1, d_steps * len(drows)),
+            )
             for rows, drows in zip(g_rows, d_rows)
         ]
 
-    def _update(self, drawn: UpdateDraws, attackers: StackedPlayers, opponents: StackedPlayers, rows: list[list[int]],
-                opponent_rows: list[list[int]], real: Tensor | None) -> Tensor:
+    def _update(
+        self,
+        drawn: UpdateDraws,
+        attackers: StackedPlayers,
+        opponents: StackedPlayers,
+        rows: list[list[int]],
+        opponent_rows: list[list[int]],
+        real: Tensor | None,
+    ) -> Tensor:
         """One update of every attacker row (generators when ``real`` is None; else ``real`` holds each
         discriminator row's batch) against its cell's drawn defender; the rows' losses."""
         attackers.lrs = drawn.lrs.ravel()
