@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ganstudy.config import speedup_baselines
 from ganstudy.errors import GanstudyError
+from ganstudy.plan.layout import speedup_baselines
 from ganstudy.report.figures import grid_size_plot, routine_bars, speedup_plot
 from ganstudy.stats.timing import aggregate_timings, epoch_table, routine_table, timing_table, write_timing
 
@@ -171,11 +171,11 @@ def test_a_set_up_s_baseline_is_the_one_rank_set_up_of_the_same_work():
         "longer": {**grid, "iterations": 20, "ranks": None, "trials": 5},
         "seq_again": {**grid, "ranks": 1, "trials": 5},
     }
-    tasks = {"seq": 1, "dist": 4, "dist3": 3, "longer": 4, "seq_again": 1}
+    ranks = {"seq": 1, "dist": 4, "dist3": 3, "longer": 4, "seq_again": 1}
     # Only ranks and trials may differ; the first one-rank match wins; no match, no baseline.
-    assert speedup_baselines(setups, tasks) == {"dist": "seq", "dist3": "seq"}
+    assert speedup_baselines(setups, ranks) == {"dist": "seq", "dist3": "seq"}
     # A set-up whose rank count is not known yet takes no part.
-    assert speedup_baselines(setups, {k: v for k, v in tasks.items() if k != "seq"}) == {
+    assert speedup_baselines(setups, {k: v for k, v in ranks.items() if k != "seq"}) == {
         "dist": "seq_again",
         "dist3": "seq_again",
     }

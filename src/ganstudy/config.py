@@ -132,10 +132,6 @@ def load_study_config(config_path: str | os.PathLike[str], schema_path: str | os
     return validate_study_config(read_yaml(config_path) or {}, schema_path)
 
 
-# What a set-up may change without changing the work it does: the speed-up compares such set-ups.
-_NOT_WORK = ("ranks", "trials", "reference", "sweep", "swept")
-
-
 # Keys that only some networks (set-up keys) or data sets (dataset keys) read, and which. A job's
 # settings leave them out everywhere else: a key of this kind added to the schema changes no finished
 # job's settings, so Snakemake reruns nothing (tests/test_config.py checks the networks' entries
@@ -204,21 +200,3 @@ def evaluation_settings(evaluation: dict[str, Any], dataset_name: str) -> dict[s
     scored = set(evaluation["metrics"])
     read = _read_by(_read_by(evaluation, dataset_name, EVALUATION_KEYS), evaluation["extractor"], EXTRACTOR_KEYS)
     return {key: value for key, value in read.items() if key not in METRIC_KEYS or scored & set(METRIC_KEYS[key])}
-
-
-def speedup_baselines(setups: dict[str, dict[str, Any]], tasks: dict[str, int]) -> dict[str, str]:
-    """Each multi-rank set-up's baseline: the first set-up that runs on one rank with otherwise the same
-    settings (only ranks and trials may differ), as seed 000 compared a grid on one core and on many.
-    Set-ups missing from ``tasks`` (their rank count is not known yet) take no part."""
-
-    def work(name: str) -> dict[str, Any]:
-        return {key: value for key, value in setups[name].items() if key not in _NOT_WORK}
-
-    singles = [name for name in setups if tasks.get(name) == 1]
-    baselines = {}
-    for name in setups:
-        if tasks.get(name, 1) > 1:
-            found = next((single for single in singles if work(single) == work(name)), None)
-            if found:
-                baselines[name] = found
-    return baselines

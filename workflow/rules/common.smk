@@ -17,7 +17,7 @@ from snakemake.logging import logger
 
 from ganstudy.atomic import write_json, write_text
 from ganstudy.config import (
-    ConfigError, classifier_settings, dataset_settings, evaluation_settings, read_yaml, speedup_baselines, validate_study_config,
+    ConfigError, classifier_settings, dataset_settings, evaluation_settings, read_yaml, validate_study_config,
 )
 from ganstudy.data.loaders import get_dataset
 from ganstudy.data.sources import SOURCES
@@ -27,7 +27,7 @@ from ganstudy.evaluate.weights import check_weights, fid_sample_warning
 from ganstudy.plan.changed_runs import archive_run, changed_runs
 from ganstudy.plan.classes import class_problems
 from ganstudy.plan.launchers import LAUNCHERS
-from ganstudy.plan.layout import StudyLayout
+from ganstudy.plan.layout import StudyLayout, speedup_baselines
 from ganstudy.plan.parts import part_problems, study_kind
 from ganstudy.plan.site import account_warning, read_site, resolve_node_cores, with_site
 from ganstudy.plan.study_lock import acquire as acquire_study_lock, release as release_study_lock
@@ -226,7 +226,7 @@ if KIND.classes and not ANOVA:
 LAYOUT = StudyLayout.from_config(config, DATA_CLASSES, SITE["name"])
 
 
-def setup_tasks(wildcards):
+def setup_ranks(wildcards):
     try:
         return LAYOUT.ranks(wildcards.setup)
     except GanstudyError as error:  # a per-class set-up on data whose classes are known only once read
@@ -234,7 +234,7 @@ def setup_tasks(wildcards):
 
 
 def setup_nodes(wildcards):
-    return LAYOUT.nodes(setup_tasks(wildcards))
+    return LAYOUT.nodes(setup_ranks(wildcards))
 
 
 def checkpoint_dir(wildcards):
@@ -270,9 +270,9 @@ def training_images():
 problems = LAYOUT.problems(training_images())
 if problems:
     raise WorkflowError("\n".join(problems))
-KNOWN_TASKS = LAYOUT.known_ranks()
+KNOWN_RANKS = LAYOUT.known_ranks()
 # Multi-rank set-up -> its one-rank run of the same work: the speed-up tables and plot compare them.
-BASELINES = speedup_baselines(config["setups"], KNOWN_TASKS)
+BASELINES = speedup_baselines(config["setups"], KNOWN_RANKS)
 
 
 def references_of(wanted):
@@ -323,12 +323,12 @@ def train_mpi(wildcards):
     """The mpi resource: the launcher for a job of several ranks, empty for one. Snakemake's Slurm plugin
     asks sbatch for --ntasks=tasks where mpi is set (a GPU job gets no --ntasks otherwise) and refuses an
     MPI job of one task; a job without it gets one task, all a one-rank job needs."""
-    return LAUNCHER if setup_tasks(wildcards) > 1 else ""
+    return LAUNCHER if setup_ranks(wildcards) > 1 else ""
 
 
 def train_gpus(wildcards):
     """GPUs a training job asks Slurm for in all (its ranks' GPUs; sbatch --gpus)."""
-    return setup_tasks(wildcards) * LAYOUT.gpus_per_rank
+    return setup_ranks(wildcards) * LAYOUT.gpus_per_rank
 
 
 def train_runtime(wildcards, attempt):
@@ -366,7 +366,7 @@ TRAIN_RESOURCES = LAUNCHERS.get(LAUNCHER).resources(WARNING_SECONDS)
 
 
 def setup_threads(wildcards):
-    return setup_tasks(wildcards) * THREADS
+    return setup_ranks(wildcards) * THREADS
 
 
 def train_inputs(setup_name):

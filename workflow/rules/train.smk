@@ -1,7 +1,7 @@
 # Stage 2: training, one job per (set-up, trial), its ranks started by the site's launcher (mpiexec, srun,
-# jsrun: profiles/<name>/site.yaml). tasks follows the set-up (grid: one rank per cell, per_class: one per
-# class, up to compute.max_ranks; data_parallel: max_ranks), nodes, GPUs and the jsrun geometry follow
-# compute.node_cores/node_gpus/gpus_per_rank, memory the training split (ganstudy.resources). The
+# jsrun: profiles/<name>/site.yaml). Its ranks (the resource tasks) follow the set-up, its nodes, GPUs,
+# memory and wall time the site (ganstudy.plan.layout: grid one rank per cell, per_class one per class, up to
+# compute.max_ranks; data_parallel max_ranks; memory from the training split, ganstudy.resources). The
 # scheduler signals the job wall_warning_minutes before its limit: it checkpoints, exits 75, and the
 # profile's retry resumes it with more wall time.
 
@@ -59,7 +59,7 @@ rule train:
     envmodules:
         *config["compute"]["modules"],
     resources:
-        tasks=setup_tasks,
+        tasks=setup_ranks,  # Snakemake's name for the MPI ranks of a job (sbatch --ntasks)
         nodes=setup_nodes,
         cpus_per_task=THREADS,
         mpi=train_mpi,

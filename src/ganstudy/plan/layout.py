@@ -18,6 +18,8 @@ from ganstudy.plan.launchers import RankLayout
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
 from ganstudy.setup_settings import TrainingSettings
 
+# What a set-up may change without changing the work it does: the speed-up compares such set-ups.
+_NOT_WORK = ("ranks", "trials", "reference", "sweep", "swept")
 # The modes whose jobs run several ranks; the others train on one.
 MULTI_RANK_MODES = ("grid", "per_class", "data_parallel")
 
@@ -193,3 +195,21 @@ class StudyLayout:
                 "needs for Python, torch and MPI alone: raise it, or remove the key to let ganstudy estimate it"
             )
         return problems
+
+
+def speedup_baselines(setups: Mapping[str, Mapping[str, Any]], ranks: Mapping[str, int]) -> dict[str, str]:
+    """Each multi-rank set-up's baseline: the first set-up that runs on one rank with otherwise the same
+    settings (only ranks and trials may differ), as seed 000 compared a grid on one core and on many.
+    Set-ups missing from ``ranks`` (their rank count is not known yet) take no part."""
+
+    def work(name: str) -> dict[str, Any]:
+        return {key: value for key, value in setups[name].items() if key not in _NOT_WORK}
+
+    singles = [name for name in setups if ranks.get(name) == 1]
+    baselines = {}
+    for name in setups:
+        if ranks.get(name, 1) > 1:
+            found = next((single for single in singles if work(single) == work(name)), None)
+            if found:
+                baselines[name] = found
+    return baselines
