@@ -50,6 +50,14 @@ class GridShape:
 _SHAPE = re.compile(r"^(\d+)x(\d+)$")
 
 
+def parse_shape(spec: str) -> GridShape:
+    """A fixed grid shape "RxC" (the config's grid.shape other than "auto")."""
+    match = _SHAPE.match(spec)
+    if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
+        raise GanstudyError(f"grid shape '{spec}' is neither 'auto' nor ROWSxCOLS such as '3x3'")
+    return GridShape(int(match.group(1)), int(match.group(2)))
+
+
 def resolve_shape(spec: str, ranks: int, min_cells: int, max_cells: int) -> GridShape:
     """A fixed "RxC" shape, or "auto": the rectangle that the available ranks fill (thesis Alg. 2).
 
@@ -60,10 +68,7 @@ def resolve_shape(spec: str, ranks: int, min_cells: int, max_cells: int) -> Grid
         cols = max(1, round(math.sqrt(n)))
         shape = GridShape(max(1, n // cols), cols)
     else:
-        match = _SHAPE.match(spec)
-        if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
-            raise GanstudyError(f"grid shape '{spec}' is neither 'auto' nor ROWSxCOLS such as '3x3'")
-        shape = GridShape(int(match.group(1)), int(match.group(2)))
+        shape = parse_shape(spec)
     if shape.size < min_cells:
         raise GanstudyError(
             f"the grid has {shape.size} cells ({shape}), fewer than grid.min_cells={min_cells}"

@@ -14,6 +14,7 @@ from typing import Any
 
 from ganstudy.errors import GanstudyError
 from ganstudy.parallel.partition import shard_rows
+from ganstudy.parallel.topology import parse_shape
 from ganstudy.plan.launchers import RankLayout
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
 from ganstudy.setup_settings import TrainingSettings
@@ -57,7 +58,7 @@ class StudyLayout:
             return self.data_classes
         if setup["mode"] == "grid":
             shape = setup["grid"]["shape"]
-            return setup["grid"]["max_cells"] if shape == "auto" else math.prod(int(n) for n in shape.split("x"))
+            return setup["grid"]["max_cells"] if shape == "auto" else parse_shape(shape).size
         return 1
 
     def ranks(self, name: str) -> int:

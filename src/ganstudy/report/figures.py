@@ -18,6 +18,7 @@ from PIL import Image  # noqa: E402
 
 from ganstudy.atomic import atomic_path, read_json  # noqa: E402
 from ganstudy.evaluate.metrics import better  # noqa: E402
+from ganstudy.parallel.topology import parse_shape  # noqa: E402
 from ganstudy.stats.convergence import WINDOW, setup_curves, verdict, window_trend  # noqa: E402
 from ganstudy.stats.summary import cost_column, read_summary, trial_hours  # noqa: E402
 from ganstudy.stats.sweeps import CONFIDENCE, interaction, main_effects, read_sweeps, sweep_runs  # noqa: E402
@@ -189,7 +190,7 @@ def grid_size_plot(
     scores = scores[scores.grid.notna() & scores.setup.isin(setups)]
     grids = [s for s in setups if s in set(scores.setup)]
     shape = {s: scores[scores.setup == s].grid.iloc[0] for s in grids}
-    cells = {s: int(np.prod([int(n) for n in shape[s].split("x")])) for s in grids}
+    cells = {s: parse_shape(shape[s]).size for s in grids}
     sizes = sorted(set(cells.values()))
     labels = {cells[s]: shape[s] for s in grids}
     figure, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
