@@ -5,17 +5,20 @@ checks that a launcher from a plugin reaches the training jobs' shell lines."""
 from __future__ import annotations
 
 import copy
+import json
 import math
 import os
 
 import pytest
 
 from conftest import REPO, SCHEMA, install, planned_jobs
-from ganstudy.config import validate_study_config
+from ganstudy.config import dataset_settings, validate_study_config
 from ganstudy.errors import GanstudyError
+from ganstudy.plan.known_data import known_data
 from ganstudy.plan.launchers import LAUNCHERS, RankLayout
 from ganstudy.plan.layout import ClassesUnknown, StudyLayout
 from ganstudy.plan.site import account_warning, read_site, with_site
+from ganstudy.plan.study_files import ArgumentsFiles, as_json, out_of_date, refresh, results_dir_problem, stale_files
 from test_workflow import SHRUNKEN, snakemake
 
 
@@ -217,3 +220,75 @@ def test_a_study_plans_its_training_jobs_with_a_plugins_launcher(site, tmp_path,
     ), shells
     assert any(line.startswith("toyrun --ranks 2 ") for line in shells)
     assert "site 'toy cluster': no account for the scheduler (toy_bank" in done.stdout + done.stderr
+
+
+def test_a_spec_file_is_rewritten_only_when_it_says_something_else_and_a_new_one_beside_old_results_is_dated_1970(
+    tmp_path,
+):
+    said: list[str] = []
+    spec, job = tmp_path / "specs" / "data.json", tmp_path / "jobs" / "s.json"
+    files = {spec: {"seed": 1, "dataset": {"name": "digits"}}, job: {"iterations": 5}}
+    refresh(files, made_before=True, log=said.append)
+    # New beside results made before spec files existed: the spec is ancient (its stage is kept), a job file not.
+    assert spec.stat().st_mtime == 0 and job.stat().st_mtime > 0 and said == []
+    assert stale_files(files) == []
+    # The order of keys is no change; a value is.
+    assert not out_of_date(spec, {"dataset": {"name": "digits"}, "seed": 1})
+    files[spec] = {"seed": 2, "dataset": {"name": "digits"}}
+    assert stale_files(files) == [spec]
+    refresh(files, made_before=True, log=said.append)
+    assert said == [f"rewrote {spec}: the config has changed what it describes"] and spec.stat().st_mtime > 0
+    assert json.loads(spec.read_text()) == {"dataset": {"name": "digits"}, "seed": 2}
+
+
+def test_an_arguments_file_that_says_something_else_is_stale_until_written(tmp_path):
+    said: list[str] = []
+    files = ArgumentsFiles(tmp_path / "arguments", made_before=True)
+    path = files.record("train/s/trial0", ["--trial", 0])
+    assert path == tmp_path / "arguments" / "train" / "s" / "trial0.args" and files.stale == set()
+    files.write(path, kept=True, log=said.append)
+    # New beside results made before arguments files existed, for a kept job: ancient.
+    assert path.read_text() == "--trial\n0\n" and path.stat().st_mtime == 0 and said == []
+    files.record("train/s/trial0", ["--trial", 1])
+    assert files.stale == {path}
+    files.write(path, kept=True, log=said.append)
+    assert path.read_text() == "--trial\n1\n" and files.stale == set()
+    assert said == [f"rewrote {path}: the config has changed the job's arguments"]
+    # A job that is not kept gets a new file dated now.
+    other = files.record("stats", ["--out", "x"])
+    files.write(other, kept=False, log=said.append)
+    assert other.stat().st_mtime > 0
+
+
+def test_a_results_folder_that_is_a_file_or_not_writable_is_named(tmp_path):
+    assert results_dir_problem(str(tmp_path / "results"), str(tmp_path / "results" / "s")) is None
+    (tmp_path / "file").write_text("")
+    assert results_dir_problem(str(tmp_path / "file"), str(tmp_path / "file" / "s")) == (
+        f"results_dir: {tmp_path / 'file'} is a file, not a folder: move it away or set results_dir to a folder"
+    )
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    if os.access(locked, os.W_OK):  # root writes anywhere
+        return
+    assert "is not writable for you" in results_dir_problem(str(locked / "r"), str(locked / "r" / "s"))
+
+
+def test_the_data_s_classes_and_training_images_are_known_before_any_job_for_a_built_in_data_set(tmp_path):
+    dataset = validate_study_config({}, SCHEMA)["dataset"]
+    known = known_data(tmp_path, dataset)
+    # The 1,797 digits less a test fraction of 0.2 rounded up: 1,797 - 360.
+    assert (known.manifest, known.classes, known.training_images) == (None, 10, 1797 - math.ceil(0.2 * 1797))
+    smote = known_data(tmp_path, {**dataset, "smote": {**dataset["smote"], "strategy": "balance"}})
+    assert smote.training_images is None
+    # A prepared split's manifest, made from this dataset section, says it instead.
+    (tmp_path / "data").mkdir()
+    manifest = {
+        "settings": json.loads(as_json(dataset_settings(dataset))),
+        "num_classes": 10,
+        "files": {"train": {"images": 1234}},
+    }
+    (tmp_path / "data" / "manifest.json").write_text(json.dumps(manifest))
+    assert known_data(tmp_path, dataset).training_images == 1234
+    # One made from other settings is not this config's.
+    (tmp_path / "data" / "manifest.json").write_text(json.dumps({**manifest, "settings": {"name": "mnist"}}))
+    assert known_data(tmp_path, dataset).manifest is None

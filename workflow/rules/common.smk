@@ -1,8 +1,8 @@
-# Config validation and the helpers every stage's rules share. No rules here.
+# The adapter between Snakemake and the planner (ganstudy.plan): the config validated, the plan's checks
+# raised before any job, the values and input functions the stages' rules read. No rules here.
 import atexit
 import datetime
 import json
-import math
 import os
 import re
 import sys
@@ -15,21 +15,22 @@ from snakemake.cli import get_profile_dir
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from ganstudy.atomic import write_json, write_text
+from ganstudy.atomic import write_text
 from ganstudy.config import (
     ConfigError, classifier_settings, dataset_settings, evaluation_settings, read_yaml, validate_study_config,
 )
-from ganstudy.data.loaders import get_dataset
 from ganstudy.data.sources import SOURCES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import get_metric, pretrained_metrics
 from ganstudy.evaluate.weights import check_weights, fid_sample_warning
 from ganstudy.plan.changed_runs import archive_run, changed_runs
 from ganstudy.plan.classes import class_problems
+from ganstudy.plan.known_data import known_data
 from ganstudy.plan.launchers import LAUNCHERS
 from ganstudy.plan.layout import StudyLayout, speedup_baselines
 from ganstudy.plan.parts import part_problems, study_kind
 from ganstudy.plan.site import account_warning, read_site, resolve_node_cores, with_site
+from ganstudy.plan.study_files import ArgumentsFiles, as_json, refresh, results_dir_problem, stale_files
 from ganstudy.plan.study_lock import acquire as acquire_study_lock, release as release_study_lock
 from ganstudy.plan.user_inputs import missing_user_inputs
 from ganstudy.pretrained import PRETRAINED
@@ -99,20 +100,9 @@ STUDY_DIR = f"{config['results_dir']}/{config['study']}"
 LOG_DIR = f"{STUDY_DIR}/logs"
 
 
-def check_results_dir():
-    """A results folder that is a file, or that this user cannot write, stops the DAG before any job."""
-    for folder in (config["results_dir"], STUDY_DIR):
-        if os.path.exists(folder) and not os.path.isdir(folder):
-            raise WorkflowError(f"results_dir: {folder} is a file, not a folder: move it away or set results_dir to a folder")
-    existing = STUDY_DIR
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing) or "."
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise WorkflowError(f"results_dir: {os.path.abspath(existing)} is not writable for you: set results_dir to a folder "
-                            "you can write (a project space), or ask for write access")
-
-
-check_results_dir()
+# A results folder that is a file, or that this user cannot write, stops the DAG before any job.
+if problem := results_dir_problem(config["results_dir"], STUDY_DIR):
+    raise WorkflowError(problem)
 SETUPS = list(config["setups"])
 # (set-up, trial) of every training run: set-ups may run more or fewer trials than the study.
 RUNS = [(s, t) for s in SETUPS for t in range(config["setups"][s]["trials"] or config["trials"])]
@@ -186,32 +176,16 @@ wildcard_constraints:
     metric="|".join(METRICS),
 
 
-def as_json(section):
-    """A config section as the one-argument JSON the ganstudy CLI takes (--settings)."""
-    return json.dumps(section, sort_keys=True, separators=(",", ":"))
-
-
 # The evaluation section as the scoring jobs get it.
 EVALUATION_SETTINGS = as_json(evaluation_settings(config["evaluation"], config["dataset"]["name"]))
 
 
-def read_prepared_manifest():
-    """The prepared data's manifest where they were made from this config's dataset section, else None."""
-    try:
-        manifest = json.loads(Path(f"{STUDY_DIR}/data/manifest.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return manifest if manifest.get("settings") == json.loads(as_json(dataset_settings(config["dataset"]))) else None
-
-
-# Read once: the classes and the training split's size come from it.
-PREPARED_MANIFEST = read_prepared_manifest()
-
-
-# The data's classes where known before any job (prepared, declared by the data set or counted at its
-# path; None: once read). Data of one class train no classifier: what needs one is refused here
-# (ganstudy.plan.classes) unless classifier.weights gives one, and the per-class ANOVA is left out.
-DATA_CLASSES = (PREPARED_MANIFEST or {}).get("num_classes") or get_dataset(config["dataset"]["name"]).classes_at(config["dataset"]["path"])
+# The data's classes and the training split's size where known before any job (prepared, declared by the
+# data set or counted at its path; None: once read). Data of one class train no classifier: what needs one
+# is refused here (ganstudy.plan.classes) unless classifier.weights gives one, and the per-class ANOVA is
+# left out.
+KNOWN_DATA = known_data(STUDY_DIR, config["dataset"])
+DATA_CLASSES = KNOWN_DATA.classes
 problems = class_problems(config, KIND, DATA_CLASSES)
 if problems:
     raise WorkflowError("\n".join(problems))
@@ -256,18 +230,7 @@ def train_priority(wildcards):
     return config["setups"][wildcards.setup]["iterations"] * LAYOUT.pairs_per_rank(wildcards.setup) + (0.5 if started else 0)
 
 
-def training_images():
-    """Images of the training split where they are known before any job: the prepared split's manifest,
-    or a built-in data set's size split by test_fraction (without SMOTE, which only adds images)."""
-    if PREPARED_MANIFEST is not None:
-        return PREPARED_MANIFEST.get("files", {}).get("train", {}).get("images")
-    images = get_dataset(config["dataset"]["name"]).images
-    if images is None or SMOTE:
-        return None
-    return images - math.ceil(config["dataset"]["test_fraction"] * images)
-
-
-problems = LAYOUT.problems(training_images())
+problems = LAYOUT.problems(KNOWN_DATA.training_images)
 if problems:
     raise WorkflowError("\n".join(problems))
 KNOWN_RANKS = LAYOUT.known_ranks()
@@ -418,10 +381,7 @@ JOBS = training_jobs()
 COMPUTE_FILE = f"{STUDY_DIR}/site/compute.json"
 COMPUTE_OPTIONS = {**{key: config["compute"][key] for key in ("device", "gpus_per_rank", "node_gpus", "deterministic", "tf32", "stack_layout")},
                    "threads": THREADS}
-# What decides each stage's outputs, as the canonical JSON of a small file that the stage reads
-# (results/<study>/specs/<name>.json; the training jobs' own are jobs/<set-up>.json): a file rewritten
-# because the config changed is newer than the outputs it made, so Snakemake redoes them by modification
-# time alone, with or without its metadata (.snakemake/), and the order of keys in the config never matters.
+# What decides each stage's outputs (ganstudy.plan.study_files): the spec files the stages read.
 SPECS = {
     "data": {"dataset": dataset_settings(config["dataset"]), "seed": config["seed"]},
     "classifier": {"classifier": CLASSIFIER_SETTINGS, "seed": config["seed"]},
@@ -438,43 +398,14 @@ def spec_file(name):
     return f"{STUDY_DIR}/specs/{name}.json"
 
 
-def spec_files():
-    """Every spec file, job file and the compute options' file, with what it must say."""
-    files = {Path(spec_file(name)): spec for name, spec in SPECS.items()}
-    files |= {Path(f"{STUDY_DIR}/jobs/{name}.json"): description for name, description in JOBS.items()}
-    return files | {Path(COMPUTE_FILE): COMPUTE_OPTIONS}
-
-
-def out_of_date(path, content):
-    """Whether a spec or job file that is there says something else than ``content``."""
-    try:
-        return json.loads(path.read_text()) != json.loads(as_json(content))
-    except (OSError, ValueError):
-        return False
-
-
+# Every spec file, job file and the compute options' file, with what it must say.
+STUDY_FILES = {Path(spec_file(name)): spec for name, spec in SPECS.items()}
+STUDY_FILES |= {Path(f"{STUDY_DIR}/jobs/{name}.json"): description for name, description in JOBS.items()}
+STUDY_FILES[Path(COMPUTE_FILE)] = COMPUTE_OPTIONS
 # Whether the study has results already, read before this run writes anything.
 MADE_BEFORE = Path(f"{STUDY_DIR}/data/manifest.json").is_file()
-
-
-def refresh_specs():
-    """Before any job of a real run: rewrite each spec and job file that no longer says what the config
-    does (its stage is then redone). A spec missing beside outputs made before specs existed is written
-    dated 1970, so that those outputs are kept, as they were before."""
-    for path, content in spec_files().items():
-        if path.is_file() and not out_of_date(path, content):
-            continue
-        new = not path.is_file()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(path, json.loads(as_json(content)))
-        if new and path.parent.name == "specs" and MADE_BEFORE:
-            os.utime(path, (0, 0))
-        elif not new:
-            logger.info(f"rewrote {path}: the config has changed what it describes")
-
-
 # (The compute options' file is left out: rewriting it redoes nothing.)
-STALE = [path for path, content in spec_files().items() if path != Path(COMPUTE_FILE) and out_of_date(path, content)]
+STALE = [path for path in stale_files(STUDY_FILES) if path != Path(COMPUTE_FILE)]
 # A dry-run rewrites nothing, so it lists the stages of stale spec files and changed runs by giving them
 # the study's config file as an input: the edit made it newer than what they made.
 EDITED = [os.path.abspath(path) for path in workflow.configfiles if os.path.isfile(path)] if DRY_RUN else []
@@ -485,50 +416,29 @@ def spec_inputs(name):
     return [spec_file(name)] + (EDITED if Path(spec_file(name)) in STALE else [])
 
 
-# Each job's command-line arguments, one per line, in results/<study>/arguments/<job>.args (<job> names its
-# rule and, where the rule has several jobs, the values of their wildcards), which its command reads as
-# @FILE (argparse). A rule's shell line stays short however many runs a study has and however long their
-# names are, and `ganstudy <step> @FILE` runs the job again by hand. As with the spec files, a real run
-# rewrites a file that no longer says what the config does before any job (the job is then redone, by
-# modification time, with or without Snakemake's metadata), and a dry-run gives its job the edited config
-# as an input.
-ARGUMENTS = {}
-# The files that say something else than their job's arguments and are not rewritten (a dry-run).
-STALE_ARGUMENTS = set()
+# Each job's arguments file, read by its command as @FILE: as with the spec files, a real run writes one
+# that is missing or says something else before any job, and a dry-run gives its job the edited config.
+ARGUMENT_FILES = ArgumentsFiles(Path(f"{STUDY_DIR}/arguments"), MADE_BEFORE)
 
 
 def arguments_file(job):
-    return f"{STUDY_DIR}/arguments/{job}.args"
+    return str(ARGUMENT_FILES.path(job))
 
 
 def job_arguments(job, *arguments, kept=False):
     """Set the arguments of ``job`` (after its rule, whose inputs and outputs they name); a real run writes
-    the file now if it is missing or says something else. ``kept``: for a job whose settings are in a spec
-    file too (data, classifier, scores) or whose run is judged by its record (training), a file written for
-    the first time beside a study made before arguments files existed is dated 1970, so that what the study
-    holds is kept (a cheap job is simply redone once)."""
-    path = Path(arguments_file(job))
-    ARGUMENTS[path] = "".join(f"{argument}\n" for argument in arguments)
-    new = not path.is_file()
-    if not new and path.read_text() == ARGUMENTS[path]:
-        return
-    if not EXECUTING:
-        if not new:
-            STALE_ARGUMENTS.add(path)
-        return
-    if not new:
-        logger.info(f"rewrote {path}: the config has changed the job's arguments")
-    write_text(path, ARGUMENTS[path])
-    if new and kept and MADE_BEFORE:
-        os.utime(path, (0, 0))
+    the file now (``kept``: ArgumentsFiles.write)."""
+    path = ARGUMENT_FILES.record(job, arguments)
+    if EXECUTING:
+        ARGUMENT_FILES.write(path, kept, logger.info)
 
 
 def arguments_inputs(job):
     """A job's arguments file as its input ``arguments`` (and in a dry-run the edited config as ``edited``
     where the file is stale); a function, since the arguments are set after the rule."""
     def inputs(wildcards):
-        path = Path(arguments_file(job.format(**wildcards)))
-        return {"arguments": str(path), "edited": EDITED if path in STALE_ARGUMENTS else []}
+        path = ARGUMENT_FILES.path(job.format(**wildcards))
+        return {"arguments": str(path), "edited": EDITED if path in ARGUMENT_FILES.stale else []}
     return inputs
 
 
@@ -549,7 +459,7 @@ if EXECUTING:
     except GanstudyError as error:
         raise WorkflowError(str(error)) from None
     atexit.register(release_study_lock, STUDY_LOCK)
-    refresh_specs()
+    refresh(STUDY_FILES, MADE_BEFORE, logger.info)
 if workflow.is_main_process and CHANGED:
     logger.warning(f"warning: {len(CHANGED)} finished run(s) no longer match the config; "
                    + ("they move" if EXECUTING else "a run moves them") + f" to {STUDY_DIR}/archive/ and train again:\n"

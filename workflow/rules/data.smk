@@ -39,7 +39,7 @@ rule arguments:
     output:
         f"{STUDY_DIR}/arguments/{{job}}.args",
     params:
-        content=lambda wildcards: ARGUMENTS[Path(arguments_file(wildcards.job))],
+        content=lambda wildcards: ARGUMENT_FILES.contents[ARGUMENT_FILES.path(wildcards.job)],
     log:
         f"{LOG_DIR}/arguments/{{job}}.log",
     localrule: True
