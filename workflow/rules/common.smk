@@ -78,6 +78,8 @@ except GanstudyError as error:
 config["compute"], site_overrides = with_site(config["compute"], SITE)
 config["compute"], measured_on = resolve_node_cores(config["compute"])
 LAUNCHER = SITE["launcher"]
+# The launcher's object (ganstudy.plan.launchers): its launch lines and its scheduler's resources.
+SITE_LAUNCHER = LAUNCHERS.get(LAUNCHER)
 # Profiles used to name the launcher as the train rule's mpi resource; the Slurm plugin then takes every
 # training job for an MPI job, and refuses to submit one of a single rank.
 if "mpi" in workflow.resource_settings.overwrite_resources.get("train", {}):
@@ -279,7 +281,7 @@ def print_headline(study_dir):
 def mpi_launch(wildcards, resources):
     """The launch prefix of a training job, from the site's launcher (ganstudy.plan.launchers). A job of one
     rank is launched alike (srun binds its GPU)."""
-    return Untracked(LAUNCHERS.get(LAUNCHER).line(LAYOUT.rank_layout(resources.tasks)))
+    return Untracked(SITE_LAUNCHER.line(LAYOUT.rank_layout(resources.tasks)))
 
 
 def train_mpi(wildcards):
@@ -305,27 +307,10 @@ def train_memory(wildcards, input):
         raise WorkflowError(str(error)) from None
 
 
-def check_compute():
-    """Wall-time and memory settings that cannot work stop the DAG, naming the keys."""
-    compute = config["compute"]
-    problems = []
-    if compute["max_train_minutes"] < compute["train_minutes"]:
-        problems.append(f"compute.max_train_minutes={compute['max_train_minutes']} is below compute.train_minutes="
-                        f"{compute['train_minutes']}: a retry could not even ask for the first attempt's wall time")
-    if compute["wall_warning_minutes"] >= compute["train_minutes"]:
-        problems.append(f"compute.wall_warning_minutes={compute['wall_warning_minutes']} must be below compute.train_minutes="
-                        f"{compute['train_minutes']}: the job would be told to stop as soon as it starts")
-    if compute["mem_mb_per_rank"] is not None and compute["mem_mb_per_rank"] < MIN_RANK_MB:
-        problems.append(f"compute.mem_mb_per_rank={compute['mem_mb_per_rank']} is below the {MIN_RANK_MB} MB a rank needs "
-                        "for Python, torch and MPI alone: raise it, or remove the key to let ganstudy estimate it")
-    if problems:
-        raise WorkflowError("; ".join(problems))
-
-
 # Slurm (--signal) and LSF (-wa/-wt) warn training jobs this long before their wall time: they checkpoint and stop.
 WARNING_SECONDS = config["compute"]["wall_warning_minutes"] * 60
 # Resources only the site's scheduler plugin reads (Slurm: the wall-time warning signal, no --ntasks-per-gpu).
-TRAIN_RESOURCES = LAUNCHERS.get(LAUNCHER).resources(WARNING_SECONDS)
+TRAIN_RESOURCES = SITE_LAUNCHER.resources(WARNING_SECONDS)
 
 
 def setup_threads(wildcards):
