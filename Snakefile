@@ -25,14 +25,14 @@ report: "workflow/report/workflow.rst"
 
 # What `ganstudy status` reads to list every run, waiting ones included (not on dry-runs).
 onstart:
-    write_plan(STUDY_DIR, config["study"], config["setups"], config["trials"])
+    write_plan(PLAN.study_dir, config["study"], config["setups"], config["trials"])
 
 
 # The study's lock goes when the run ends, whatever the executor does with this process afterwards.
 # Then where the answer is, and its first lines.
 onsuccess:
     release_study_lock(STUDY_LOCK)
-    print_headline(STUDY_DIR)
+    print_headline(PLAN.study_dir)
 
 
 onerror:

@@ -74,3 +74,10 @@ EXTRACTOR_KEYS: dict[str, tuple[str, ...]] = {
     key: tuple(name for name, model in PRETRAINED.items() if key in (model.weights_key, model.sha256_key))
     for key in ("extractor_weights", "extractor_sha256")
 }
+
+
+def pretrained_file(evaluation: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The weights file and expected sha256 of evaluation.extractor when it is a pretrained network; (None,
+    None) for the data set's classifier."""
+    model = PRETRAINED.get(evaluation["extractor"])
+    return model.file(evaluation) if model else (None, None)

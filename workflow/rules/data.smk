@@ -1,16 +1,16 @@
 # Stage 1: data preparation.
 
-if fetched_files():
+if PLAN.inputs.fetched_files():
 
     rule fetch_dataset:
         output:
-            fetched_files(),
+            PLAN.inputs.fetched_files(),
         params:
             name=config["dataset"]["name"],
             folder=config["dataset"]["path"],
             mirror=f"--mirror {config['dataset']['mirror']}" if config["dataset"]["mirror"] else "",
         log:
-            f"{LOG_DIR}/fetch_dataset.log",
+            f"{PLAN.log_dir}/fetch_dataset.log",
         conda:
             "../envs/ganstudy.yaml"
         # On the login node: compute nodes usually have no internet.
@@ -19,15 +19,15 @@ if fetched_files():
             "ganstudy fetch --name {params.name} --folder {params.folder} {params.mirror} > {log} 2>&1"
 
 
-# What decides a stage's outputs (SPECS, common.smk), written where missing; a real run rewrites a spec the
+# What decides a stage's outputs (PLAN.specs, ganstudy.plan.study_plan), written where missing; a real run rewrites a spec the
 # config has changed before any job, so its stage is redone with or without Snakemake's metadata.
 rule spec:
     output:
-        f"{STUDY_DIR}/specs/{{spec}}.json",
+        f"{PLAN.study_dir}/specs/{{spec}}.json",
     params:
-        content=lambda wildcards: as_json(SPECS[wildcards.spec]),
+        content=lambda wildcards: as_json(PLAN.specs[wildcards.spec]),
     log:
-        f"{LOG_DIR}/specs/{{spec}}.log",
+        f"{PLAN.log_dir}/specs/{{spec}}.log",
     localrule: True
     run:
         Path(output[0]).write_text(f"{params.content}\n")
@@ -37,11 +37,11 @@ rule spec:
 # A job's arguments (job_arguments, common.smk), written where missing; a real run writes them before any job.
 rule arguments:
     output:
-        f"{STUDY_DIR}/arguments/{{job}}.args",
+        f"{PLAN.study_dir}/arguments/{{job}}.args",
     params:
-        content=lambda wildcards: ARGUMENT_FILES.contents[ARGUMENT_FILES.path(wildcards.job)],
+        content=lambda wildcards: PLAN.arguments.contents[PLAN.arguments.path(wildcards.job)],
     log:
-        f"{LOG_DIR}/arguments/{{job}}.log",
+        f"{PLAN.log_dir}/arguments/{{job}}.log",
     localrule: True
     run:
         write_text(output[0], params.content)
@@ -50,20 +50,20 @@ rule arguments:
 
 rule prepare_dataset:
     input:
-        dataset_files(),
+        PLAN.inputs.dataset_files(),
         unpack(arguments_inputs("prepare_dataset")),
-        spec=spec_inputs("data"),
+        spec=PLAN.spec_inputs("data"),
     output:
-        train=f"{STUDY_DIR}/data/train.npz",
-        test=f"{STUDY_DIR}/data/test.npz",
-        partitions=f"{STUDY_DIR}/data/partitions.npz",
+        train=f"{PLAN.study_dir}/data/train.npz",
+        test=f"{PLAN.study_dir}/data/test.npz",
+        partitions=f"{PLAN.study_dir}/data/partitions.npz",
         manifest=report(
-            f"{STUDY_DIR}/data/manifest.json",
+            f"{PLAN.study_dir}/data/manifest.json",
             caption="../report/manifest.rst",
             category="1. Data",
         ),
     log:
-        f"{LOG_DIR}/prepare_dataset.log",
+        f"{PLAN.log_dir}/prepare_dataset.log",
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
@@ -84,10 +84,10 @@ rule anova:
     input:
         rules.prepare_dataset.output.train,
     output:
-        csv=report(f"{STUDY_DIR}/tables/anova.csv", caption="../report/anova.rst", category="1. Data"),
-        markdown=report(f"{STUDY_DIR}/tables/anova.md", caption="../report/anova.rst", category="1. Data"),
+        csv=report(f"{PLAN.study_dir}/tables/anova.csv", caption="../report/anova.rst", category="1. Data"),
+        markdown=report(f"{PLAN.study_dir}/tables/anova.md", caption="../report/anova.rst", category="1. Data"),
     log:
-        f"{LOG_DIR}/anova.log",
+        f"{PLAN.log_dir}/anova.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True

@@ -7,22 +7,22 @@ rule train_classifier:
         unpack(arguments_inputs("train_classifier")),
         train=rules.prepare_dataset.output.train,
         test=rules.prepare_dataset.output.test,
-        weights=user_file(config["classifier"]["weights"]),
-        spec=spec_inputs("classifier"),
+        weights=PLAN.inputs.user_file(config["classifier"]["weights"]),
+        spec=PLAN.spec_inputs("classifier"),
     output:
-        model=f"{STUDY_DIR}/classifier/classifier.pt",
+        model=f"{PLAN.study_dir}/classifier/classifier.pt",
         metrics=report(
-            f"{STUDY_DIR}/classifier/classifier.json",
+            f"{PLAN.study_dir}/classifier/classifier.json",
             caption="../report/classifier.rst",
             category="2. Classifier",
         ),
     log:
-        f"{LOG_DIR}/train_classifier.log",
+        f"{PLAN.log_dir}/train_classifier.log",
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
         *config["compute"]["modules"],
-    threads: THREADS
+    threads: PLAN.threads
     resources:
         mem_mb=2000,
         runtime=30,
@@ -31,7 +31,7 @@ rule train_classifier:
 
 
 job_arguments(
-    "train_classifier", "--settings", as_json(CLASSIFIER_SETTINGS), "--train", rules.train_classifier.input.train,
+    "train_classifier", "--settings", as_json(PLAN.classifier_settings), "--train", rules.train_classifier.input.train,
     "--test", rules.train_classifier.input.test, "--seed", config["seed"], "--model", rules.train_classifier.output.model,
     "--metrics", rules.train_classifier.output.metrics, kept=True,
 )
@@ -40,18 +40,18 @@ job_arguments(
 rule reference_statistics:
     input:
         unpack(arguments_inputs("reference_statistics")),
-        split=f"{STUDY_DIR}/data/{config['evaluation']['reference_split']}.npz",
+        split=f"{PLAN.study_dir}/data/{config['evaluation']['reference_split']}.npz",
         classifier=rules.train_classifier.output.model,
-        spec=spec_inputs("reference"),
+        spec=PLAN.spec_inputs("reference"),
     output:
-        f"{STUDY_DIR}/classifier/reference_stats.npz",
+        f"{PLAN.study_dir}/classifier/reference_stats.npz",
     log:
-        f"{LOG_DIR}/reference_statistics.log",
+        f"{PLAN.log_dir}/reference_statistics.log",
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
         *config["compute"]["modules"],
-    threads: THREADS
+    threads: PLAN.threads
     resources:
         mem_mb=2000,
         runtime=15,
@@ -72,20 +72,20 @@ job_arguments(
 rule quality_statistics:
     input:
         unpack(arguments_inputs("quality_statistics")),
-        split=f"{STUDY_DIR}/data/{config['evaluation']['reference_split']}.npz",
+        split=f"{PLAN.study_dir}/data/{config['evaluation']['reference_split']}.npz",
         # Data of one class train none: then --classifier is given without a file.
-        classifier=rules.train_classifier.output.model if CLASSIFIER else [],
-        weights=user_file(PRETRAINED_WEIGHTS),
-        spec=spec_inputs("evaluation"),
+        classifier=rules.train_classifier.output.model if PLAN.classifier else [],
+        weights=PLAN.inputs.user_file(PLAN.inputs.pretrained_weights),
+        spec=PLAN.spec_inputs("evaluation"),
     output:
-        QUALITY_REFERENCE,
+        PLAN.inputs.quality_reference,
     log:
-        f"{LOG_DIR}/quality_statistics.log",
+        f"{PLAN.log_dir}/quality_statistics.log",
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
         *config["compute"]["modules"],
-    threads: THREADS
+    threads: PLAN.threads
     resources:
         mem_mb=4000,
         runtime=60,
@@ -93,28 +93,29 @@ rule quality_statistics:
         "ganstudy reference-stats @{input.arguments} --threads {threads} > {log} 2>&1"
 
 
-if PRETRAINED_MODEL:
+if PLAN.inputs.pretrained:
     job_arguments(
-        "quality_statistics", "--extractor", "quality", "--settings", EVALUATION_SETTINGS,
+        "quality_statistics", "--extractor", "quality", "--settings", PLAN.evaluation_settings,
         "--split", rules.quality_statistics.input.split,
-        *(["--classifier", rules.quality_statistics.input.classifier] if CLASSIFIER else []),
+        *(["--classifier", rules.quality_statistics.input.classifier] if PLAN.classifier else []),
         "--out", *rules.quality_statistics.output, kept=True,
     )
 
 
 rule evaluate:
     input:
-        unpack(evaluate_inputs),
+        unpack(lambda wildcards: PLAN.inputs.evaluate(wildcards.setup, wildcards.trial)),
         unpack(arguments_inputs("evaluate/{setup}/trial{trial}")),
+        spec=PLAN.spec_inputs("evaluation"),
     output:
-        f"{STUDY_DIR}/scores/{{setup}}/trial{{trial}}.json",
+        f"{PLAN.study_dir}/scores/{{setup}}/trial{{trial}}.json",
     log:
-        f"{LOG_DIR}/evaluate/{{setup}}/trial{{trial}}.log",
+        f"{PLAN.log_dir}/evaluate/{{setup}}/trial{{trial}}.log",
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
         *config["compute"]["modules"],
-    threads: THREADS
+    threads: PLAN.threads
     resources:
         mem_mb=2000,
         runtime=15,
@@ -122,10 +123,10 @@ rule evaluate:
         "ganstudy evaluate @{input.arguments} --threads {threads} > {log} 2>&1"
 
 
-for setup, trial in RUNS:
-    inputs = evaluate_inputs(SimpleNamespace(setup=setup, trial=trial))
+for setup, trial in PLAN.runs:
+    inputs = PLAN.inputs.evaluate(setup, trial)
     job_arguments(
-        f"evaluate/{setup}/trial{trial}", "--settings", EVALUATION_SETTINGS, "--generator", inputs["generator"],
-        "--run-record", inputs["record"], *evaluate_against(inputs), "--seed", config["seed"], "--trial", trial,
+        f"evaluate/{setup}/trial{trial}", "--settings", PLAN.evaluation_settings, "--generator", inputs["generator"],
+        "--run-record", inputs["record"], *PLAN.inputs.evaluate_against(inputs), "--seed", config["seed"], "--trial", trial,
         "--out", *expand(rules.evaluate.output, setup=setup, trial=trial), kept=True,
     )

@@ -7,13 +7,13 @@ rule box_plot:
         scores=rules.aggregate.output,
     output:
         report(
-            f"{STUDY_DIR}/figures/box_{{metric}}.png",
+            f"{PLAN.study_dir}/figures/box_{{metric}}.png",
             caption="../report/box_plot.rst",
             category="5. Figures",
             labels={"metric": "{metric}"},
         ),
     log:
-        f"{LOG_DIR}/box_plot_{{metric}}.log",
+        f"{PLAN.log_dir}/box_plot_{{metric}}.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -22,8 +22,8 @@ rule box_plot:
         "ganstudy box-plot @{input.arguments} > {log} 2>&1"
 
 
-for metric in METRICS:
-    job_arguments(f"box_plot/{metric}", "--scores", *rules.box_plot.input.scores, "--metric", metric, "--setups", *SETUPS,
+for metric in PLAN.metrics:
+    job_arguments(f"box_plot/{metric}", "--scores", *rules.box_plot.input.scores, "--metric", metric, "--setups", *PLAN.setups,
                   "--out", *expand(rules.box_plot.output, metric=metric))
 
 
@@ -31,16 +31,16 @@ rule cost_plot:
     input:
         unpack(arguments_inputs("cost_plot/{metric}")),
         scores=rules.aggregate.output,
-        summary=f"{STUDY_DIR}/tables/summary_{{metric}}.csv",
+        summary=f"{PLAN.study_dir}/tables/summary_{{metric}}.csv",
     output:
         report(
-            f"{STUDY_DIR}/figures/cost_{{metric}}.png",
+            f"{PLAN.study_dir}/figures/cost_{{metric}}.png",
             caption="../report/cost_plot.rst",
             category="5. Figures",
             labels={"metric": "{metric}"},
         ),
     log:
-        f"{LOG_DIR}/cost_plot_{{metric}}.log",
+        f"{PLAN.log_dir}/cost_plot_{{metric}}.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -49,9 +49,9 @@ rule cost_plot:
         "ganstudy cost-plot @{input.arguments} > {log} 2>&1"
 
 
-for metric in METRICS:
+for metric in PLAN.metrics:
     job_arguments(f"cost_plot/{metric}", "--scores", *rules.cost_plot.input.scores, "--summary",
-                  *expand(rules.cost_plot.input.summary, metric=metric), "--metric", metric, "--setups", *SETUPS,
+                  *expand(rules.cost_plot.input.summary, metric=metric), "--metric", metric, "--setups", *PLAN.setups,
                   "--out", *expand(rules.cost_plot.output, metric=metric))
 
 
@@ -61,13 +61,13 @@ rule grid_size_plot:
         scores=rules.aggregate.output,
     output:
         report(
-            f"{STUDY_DIR}/figures/grid_sizes.png",
+            f"{PLAN.study_dir}/figures/grid_sizes.png",
             caption="../report/grid_size_plot.rst",
             category="5. Figures",
             labels={"figure": "scores by grid size"},
         ),
     log:
-        f"{LOG_DIR}/grid_size_plot.log",
+        f"{PLAN.log_dir}/grid_size_plot.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -76,8 +76,8 @@ rule grid_size_plot:
         "ganstudy grid-plot @{input.arguments} > {log} 2>&1"
 
 
-if len(GRID_SIZES) > 1:
-    job_arguments("grid_size_plot", "--scores", *rules.grid_size_plot.input.scores, "--metrics", *METRICS, "--setups", *SETUPS,
+if len(PLAN.grid_sizes) > 1:
+    job_arguments("grid_size_plot", "--scores", *rules.grid_size_plot.input.scores, "--metrics", *PLAN.metrics, "--setups", *PLAN.setups,
                   "--out", *rules.grid_size_plot.output)
 
 
@@ -87,13 +87,13 @@ rule routine_plot:
         timings=rules.aggregate_timings.output.timings,
     output:
         report(
-            f"{STUDY_DIR}/figures/routines.png",
+            f"{PLAN.study_dir}/figures/routines.png",
             caption="../report/routine_plot.rst",
             category="5. Figures",
             labels={"figure": "seconds per routine"},
         ),
     log:
-        f"{LOG_DIR}/routine_plot.log",
+        f"{PLAN.log_dir}/routine_plot.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -102,7 +102,7 @@ rule routine_plot:
         "ganstudy routine-plot @{input.arguments} > {log} 2>&1"
 
 
-job_arguments("routine_plot", "--timings", rules.routine_plot.input.timings, "--setups", *SETUPS, "--out", *rules.routine_plot.output)
+job_arguments("routine_plot", "--timings", rules.routine_plot.input.timings, "--setups", *PLAN.setups, "--out", *rules.routine_plot.output)
 
 
 rule speedup_plot:
@@ -111,13 +111,13 @@ rule speedup_plot:
         timings=rules.aggregate_timings.output.timings,
     output:
         report(
-            f"{STUDY_DIR}/figures/speedup.png",
+            f"{PLAN.study_dir}/figures/speedup.png",
             caption="../report/speedup_plot.rst",
             category="5. Figures",
             labels={"figure": "speed-up"},
         ),
     log:
-        f"{LOG_DIR}/speedup_plot.log",
+        f"{PLAN.log_dir}/speedup_plot.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -126,24 +126,24 @@ rule speedup_plot:
         "ganstudy speedup-plot @{input.arguments} > {log} 2>&1"
 
 
-if BASELINES:
-    job_arguments("speedup_plot", "--timings", rules.speedup_plot.input.timings, "--setups", *SETUPS, "--baselines",
+if PLAN.baselines:
+    job_arguments("speedup_plot", "--timings", rules.speedup_plot.input.timings, "--setups", *PLAN.setups, "--baselines",
                   *BASELINE_ARGUMENTS, "--out", *rules.speedup_plot.output)
 
 
 rule sample_montage:
     input:
         unpack(arguments_inputs("sample_montage")),
-        grids=expand(f"{STUDY_DIR}/runs/{{setup}}/trial0/samples.png", setup=SETUPS),
+        grids=expand(f"{PLAN.study_dir}/runs/{{setup}}/trial0/samples.png", setup=PLAN.setups),
     output:
         report(
-            f"{STUDY_DIR}/figures/samples.png",
+            f"{PLAN.study_dir}/figures/samples.png",
             caption="../report/sample_montage.rst",
             category="5. Figures",
             labels={"figure": "samples"},
         ),
     log:
-        f"{LOG_DIR}/sample_montage.log",
+        f"{PLAN.log_dir}/sample_montage.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -152,29 +152,29 @@ rule sample_montage:
         "ganstudy montage @{input.arguments} > {log} 2>&1"
 
 
-job_arguments("sample_montage", "--grids", *rules.sample_montage.input.grids, "--setups", *SETUPS, "--out", *rules.sample_montage.output)
+job_arguments("sample_montage", "--grids", *rules.sample_montage.input.grids, "--setups", *PLAN.setups, "--out", *rules.sample_montage.output)
 
 
-if KIND.figures:
+if PLAN.kind.figures:
 
     # The figures the study's data kind adds (DataKind.figures), each drawn by the kind's own function.
     rule kind_figure:
         input:
             unpack(arguments_inputs("kind_figure/{figure}")),
-            scores=expand(f"{STUDY_DIR}/scores/{{setup}}/trial0.json", setup=SETUPS),
+            scores=expand(f"{PLAN.study_dir}/scores/{{setup}}/trial0.json", setup=PLAN.setups),
         output:
             report(
-                f"{STUDY_DIR}/figures/{{figure}}.png",
+                f"{PLAN.study_dir}/figures/{{figure}}.png",
                 caption="../report/kind_figure.rst",
                 category="5. Figures",
                 labels={"figure": "{figure}"},
             ),
         params:
-            caption=lambda wildcards: KIND.figure(wildcards.figure).caption,
+            caption=lambda wildcards: PLAN.kind.figure(wildcards.figure).caption,
         wildcard_constraints:
-            figure="|".join(re.escape(figure.name) for figure in KIND.figures),
+            figure="|".join(re.escape(figure.name) for figure in PLAN.kind.figures),
         log:
-            f"{LOG_DIR}/kind_figure/{{figure}}.log",
+            f"{PLAN.log_dir}/kind_figure/{{figure}}.log",
         conda:
             "../envs/ganstudy.yaml"
         localrule: True
@@ -182,24 +182,24 @@ if KIND.figures:
         shell:
             "ganstudy kind-figure @{input.arguments} > {log} 2>&1"
 
-    for figure in KIND.figures:
-        job_arguments(f"kind_figure/{figure.name}", "--kind", KIND.name, "--figure", figure.name, "--scores", *rules.kind_figure.input.scores,
-                      "--setups", *SETUPS, "--out", *expand(rules.kind_figure.output, figure=figure.name))
+    for figure in PLAN.kind.figures:
+        job_arguments(f"kind_figure/{figure.name}", "--kind", PLAN.kind.name, "--figure", figure.name, "--scores", *rules.kind_figure.input.scores,
+                      "--setups", *PLAN.setups, "--out", *expand(rules.kind_figure.output, figure=figure.name))
 
 
 rule training_curves:
     input:
         unpack(arguments_inputs("training_curves")),
-        losses=[f"{STUDY_DIR}/runs/{setup}/trial{trial}/losses.csv" for setup, trial in RUNS],
+        losses=[f"{PLAN.study_dir}/runs/{setup}/trial{trial}/losses.csv" for setup, trial in PLAN.runs],
     output:
         report(
-            f"{STUDY_DIR}/figures/training_curves.png",
+            f"{PLAN.study_dir}/figures/training_curves.png",
             caption="../report/training_curves.rst",
             category="5. Figures",
             labels={"figure": "training curves"},
         ),
     log:
-        f"{LOG_DIR}/training_curves.log",
+        f"{PLAN.log_dir}/training_curves.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -208,16 +208,16 @@ rule training_curves:
         "ganstudy curves @{input.arguments} > {log} 2>&1"
 
 
-job_arguments("training_curves", "--losses", *rules.training_curves.input.losses, "--setups", *SETUPS, "--out", *rules.training_curves.output)
+job_arguments("training_curves", "--losses", *rules.training_curves.input.losses, "--setups", *PLAN.setups, "--out", *rules.training_curves.output)
 
 
 rule smote_samples:
     input:
         rules.prepare_dataset.output.train,
     output:
-        report(f"{STUDY_DIR}/figures/smote_samples.png", caption="../report/smote_samples.rst", category="1. Data"),
+        report(f"{PLAN.study_dir}/figures/smote_samples.png", caption="../report/smote_samples.rst", category="1. Data"),
     log:
-        f"{LOG_DIR}/smote_samples.log",
+        f"{PLAN.log_dir}/smote_samples.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -228,17 +228,17 @@ rule smote_samples:
 
 # Every figure of the study; the summary page links them.
 FIGURES = [
-    *expand(rules.box_plot.output, metric=METRICS),
-    *expand(rules.cost_plot.output, metric=METRICS),
+    *expand(rules.box_plot.output, metric=PLAN.metrics),
+    *expand(rules.cost_plot.output, metric=PLAN.metrics),
     *rules.sample_montage.output,
     *rules.training_curves.output,
     rules.convergence.output.figure,
     *rules.routine_plot.output,
-    *(rules.grid_size_plot.output if len(GRID_SIZES) > 1 else []),
-    *(rules.speedup_plot.output if BASELINES else []),
-    *(rules.smote_samples.output if SMOTE else []),
-    *(expand(rules.kind_figure.output, figure=[figure.name for figure in KIND.figures]) if KIND.figures else []),
-    *(rules.sweeps.output.figures if SWEEPS else []),
+    *(rules.grid_size_plot.output if len(PLAN.grid_sizes) > 1 else []),
+    *(rules.speedup_plot.output if PLAN.baselines else []),
+    *(rules.smote_samples.output if PLAN.smote else []),
+    *(expand(rules.kind_figure.output, figure=[figure.name for figure in PLAN.kind.figures]) if PLAN.kind.figures else []),
+    *(rules.sweeps.output.figures if PLAN.sweeps else []),
 ]
 
 
@@ -247,12 +247,12 @@ rule summary:
         unpack(arguments_inputs("summary")),
         rules.stats.output,
         rules.convergence.output.table,
-        rules.reproduction.output if REFERENCES else [],
+        rules.reproduction.output if PLAN.references else [],
         FIGURES,
     output:
-        report(f"{STUDY_DIR}/summary.md", caption="../report/summary_page.rst", category="0. The answer"),
+        report(f"{PLAN.study_dir}/summary.md", caption="../report/summary_page.rst", category="0. The answer"),
     log:
-        f"{LOG_DIR}/summary.log",
+        f"{PLAN.log_dir}/summary.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -262,13 +262,13 @@ rule summary:
 
 
 job_arguments(
-    "summary", "--study-dir", os.path.dirname(rules.summary.output[0]), "--study", config["study"], "--setups", *SETUPS,
-    "--metrics", *METRICS, "--figures", *FIGURES, "--settings", as_json(config["statistics"]), "--out", *rules.summary.output,
+    "summary", "--study-dir", os.path.dirname(rules.summary.output[0]), "--study", config["study"], "--setups", *PLAN.setups,
+    "--metrics", *PLAN.metrics, "--figures", *FIGURES, "--settings", as_json(config["statistics"]), "--out", *rules.summary.output,
 )
 
 
 rule figures:
     input:
         FIGURES,
-        RUN_RESULTS,
+        PLAN.run_results,
     localrule: True

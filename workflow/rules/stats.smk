@@ -5,11 +5,11 @@
 rule aggregate:
     input:
         unpack(arguments_inputs("aggregate")),
-        scores=[f"{STUDY_DIR}/scores/{setup}/trial{trial}.json" for setup, trial in RUNS],
+        scores=[f"{PLAN.study_dir}/scores/{setup}/trial{trial}.json" for setup, trial in PLAN.runs],
     output:
-        report(f"{STUDY_DIR}/scores.csv", caption="../report/scores.rst", category="4. Statistics"),
+        report(f"{PLAN.study_dir}/scores.csv", caption="../report/scores.rst", category="4. Statistics"),
     log:
-        f"{LOG_DIR}/aggregate.log",
+        f"{PLAN.log_dir}/aggregate.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -24,17 +24,17 @@ job_arguments("aggregate", "--study", config["study"], "--out", *rules.aggregate
 rule convergence:
     input:
         unpack(arguments_inputs("convergence")),
-        losses=[f"{STUDY_DIR}/runs/{setup}/trial{trial}/losses.csv" for setup, trial in RUNS],
+        losses=[f"{PLAN.study_dir}/runs/{setup}/trial{trial}/losses.csv" for setup, trial in PLAN.runs],
     output:
-        table=report(f"{STUDY_DIR}/convergence.csv", caption="../report/convergence.rst", category="4. Statistics"),
+        table=report(f"{PLAN.study_dir}/convergence.csv", caption="../report/convergence.rst", category="4. Statistics"),
         figure=report(
-            f"{STUDY_DIR}/figures/score_curves.png",
+            f"{PLAN.study_dir}/figures/score_curves.png",
             caption="../report/score_curves.rst",
             category="5. Figures",
             labels={"figure": "score curves"},
         ),
     log:
-        f"{LOG_DIR}/convergence.log",
+        f"{PLAN.log_dir}/convergence.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -44,7 +44,7 @@ rule convergence:
 
 
 job_arguments(
-    "convergence", "--losses", *rules.convergence.input.losses, "--setups", *SETUPS,
+    "convergence", "--losses", *rules.convergence.input.losses, "--setups", *PLAN.setups,
     "--window", config["statistics"]["convergence_window"], "--tolerance", config["statistics"]["convergence_tolerance"],
     "--degradation", config["statistics"]["degradation_tolerance"],
     "--out", rules.convergence.output.table, "--figure", rules.convergence.output.figure,
@@ -58,32 +58,32 @@ rule stats:
         convergence=rules.convergence.output.table,
     output:
         summary=report(
-            expand(f"{STUDY_DIR}/tables/summary_{{metric}}.{{ext}}", metric=METRICS, ext=TABLE_FORMATS),
+            expand(f"{PLAN.study_dir}/tables/summary_{{metric}}.{{ext}}", metric=PLAN.metrics, ext=TABLE_FORMATS),
             caption="../report/summary.rst",
             category="4. Statistics",
         ),
         pvalues=report(
-            expand(f"{STUDY_DIR}/tables/pvalues_{{metric}}.{{ext}}", metric=METRICS, ext=TABLE_FORMATS),
+            expand(f"{PLAN.study_dir}/tables/pvalues_{{metric}}.{{ext}}", metric=PLAN.metrics, ext=TABLE_FORMATS),
             caption="../report/pvalues.rst",
             category="4. Statistics",
         ),
         pairs=report(
-            expand(f"{STUDY_DIR}/tables/pairs_{{metric}}.{{ext}}", metric=METRICS, ext=TABLE_FORMATS),
+            expand(f"{PLAN.study_dir}/tables/pairs_{{metric}}.{{ext}}", metric=PLAN.metrics, ext=TABLE_FORMATS),
             caption="../report/pairs.rst",
             category="4. Statistics",
         ),
         kruskal=report(
-            expand(f"{STUDY_DIR}/tables/kruskal.{{ext}}", ext=TABLE_FORMATS),
+            expand(f"{PLAN.study_dir}/tables/kruskal.{{ext}}", ext=TABLE_FORMATS),
             caption="../report/kruskal.rst",
             category="4. Statistics",
         ),
         results=report(
-            expand(f"{STUDY_DIR}/tables/results.{{ext}}", ext=TABLE_FORMATS),
+            expand(f"{PLAN.study_dir}/tables/results.{{ext}}", ext=TABLE_FORMATS),
             caption="../report/results.rst",
             category="4. Statistics",
         ),
     log:
-        f"{LOG_DIR}/stats.log",
+        f"{PLAN.log_dir}/stats.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -93,8 +93,8 @@ rule stats:
 
 
 job_arguments(
-    "stats", "--scores", *rules.stats.input.scores, "--convergence", rules.stats.input.convergence, "--setups", *SETUPS,
-    "--metrics", *METRICS, "--settings", as_json(config["statistics"]), "--out-dir", os.path.dirname(rules.stats.output.summary[0]),
+    "stats", "--scores", *rules.stats.input.scores, "--convergence", rules.stats.input.convergence, "--setups", *PLAN.setups,
+    "--metrics", *PLAN.metrics, "--settings", as_json(config["statistics"]), "--out-dir", os.path.dirname(rules.stats.output.summary[0]),
 )
 
 
@@ -103,31 +103,31 @@ rule sweeps:
         unpack(arguments_inputs("sweeps")),
         scores=rules.aggregate.output,
         # The study's pairs: the sweep figure's Holm p-values are theirs (one family per metric).
-        pairs=expand(f"{STUDY_DIR}/tables/pairs_{{metric}}.csv", metric=METRICS),
-        sweeps=spec_inputs("sweeps"),
+        pairs=expand(f"{PLAN.study_dir}/tables/pairs_{{metric}}.csv", metric=PLAN.metrics),
+        sweeps=PLAN.spec_inputs("sweeps"),
     output:
         effects=report(
-            expand(f"{STUDY_DIR}/tables/sweep_{{sweep}}_{{metric}}.{{ext}}", sweep=SWEEPS, metric=METRICS, ext=TABLE_FORMATS),
+            expand(f"{PLAN.study_dir}/tables/sweep_{{sweep}}_{{metric}}.{{ext}}", sweep=PLAN.sweeps, metric=PLAN.metrics, ext=TABLE_FORMATS),
             caption="../report/sweep_effects.rst",
             category="4. Statistics",
         ),
         tests=report(
-            expand(f"{STUDY_DIR}/tables/sweep_{{sweep}}_tests.{{ext}}", sweep=SWEEPS, ext=TABLE_FORMATS),
+            expand(f"{PLAN.study_dir}/tables/sweep_{{sweep}}_tests.{{ext}}", sweep=PLAN.sweeps, ext=TABLE_FORMATS),
             caption="../report/sweep_tests.rst",
             category="4. Statistics",
         ),
         interactions=report(
-            expand(f"{STUDY_DIR}/tables/sweep_{{sweep}}_interactions.{{ext}}", sweep=SWEEPS, ext=TABLE_FORMATS),
+            expand(f"{PLAN.study_dir}/tables/sweep_{{sweep}}_interactions.{{ext}}", sweep=PLAN.sweeps, ext=TABLE_FORMATS),
             caption="../report/sweep_interactions.rst",
             category="4. Statistics",
         ),
         figures=report(
-            expand(f"{STUDY_DIR}/figures/sweep_{{sweep}}_{{metric}}.png", sweep=SWEEPS, metric=METRICS),
+            expand(f"{PLAN.study_dir}/figures/sweep_{{sweep}}_{{metric}}.png", sweep=PLAN.sweeps, metric=PLAN.metrics),
             caption="../report/sweep_plot.rst",
             category="5. Figures",
         ),
     log:
-        f"{LOG_DIR}/sweeps.log",
+        f"{PLAN.log_dir}/sweeps.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -136,9 +136,9 @@ rule sweeps:
         "ganstudy sweep-stats @{input.arguments} > {log} 2>&1"
 
 
-if SWEEPS:
+if PLAN.sweeps:
     job_arguments(
-        "sweeps", "--scores", *rules.sweeps.input.scores, "--sweeps", spec_file("sweeps"), "--metrics", *METRICS,
+        "sweeps", "--scores", *rules.sweeps.input.scores, "--sweeps", spec_file("sweeps"), "--metrics", *PLAN.metrics,
         "--digits", config["statistics"]["digits"], "--out-dir", os.path.dirname(rules.sweeps.output.effects[0]),
         "--figures", os.path.dirname(rules.sweeps.output.figures[0]),
     )
@@ -148,15 +148,15 @@ rule aggregate_timings:
     input:
         unpack(arguments_inputs("aggregate_timings")),
         runs=[
-            f"{STUDY_DIR}/runs/{setup}/trial{trial}/{name}"
-            for setup, trial in RUNS
+            f"{PLAN.study_dir}/runs/{setup}/trial{trial}/{name}"
+            for setup, trial in PLAN.runs
             for name in ("run.json", "profile.csv", "losses.csv")
         ],
     output:
-        timings=report(f"{STUDY_DIR}/timings.csv", caption="../report/timings.rst", category="4. Statistics"),
-        runs=report(f"{STUDY_DIR}/runs.csv", caption="../report/runs.rst", category="4. Statistics"),
+        timings=report(f"{PLAN.study_dir}/timings.csv", caption="../report/timings.rst", category="4. Statistics"),
+        runs=report(f"{PLAN.study_dir}/runs.csv", caption="../report/runs.rst", category="4. Statistics"),
     log:
-        f"{LOG_DIR}/aggregate_timings.log",
+        f"{PLAN.log_dir}/aggregate_timings.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -167,7 +167,7 @@ rule aggregate_timings:
 
 job_arguments(
     "aggregate_timings", "--out", rules.aggregate_timings.output.timings, "--runs-out", rules.aggregate_timings.output.runs,
-    *(f"{STUDY_DIR}/runs/{setup}/trial{trial}" for setup, trial in RUNS),
+    *(f"{PLAN.study_dir}/runs/{setup}/trial{trial}" for setup, trial in PLAN.runs),
 )
 
 
@@ -178,22 +178,22 @@ rule timing:
         runs=rules.aggregate_timings.output.runs,
     output:
         timing=report(
-            expand(f"{STUDY_DIR}/tables/timing.{{ext}}", ext=TABLE_FORMATS),
+            expand(f"{PLAN.study_dir}/tables/timing.{{ext}}", ext=TABLE_FORMATS),
             caption="../report/timing.rst",
             category="4. Statistics",
         ),
         routines=report(
-            expand(f"{STUDY_DIR}/tables/routines.{{ext}}", ext=TABLE_FORMATS),
+            expand(f"{PLAN.study_dir}/tables/routines.{{ext}}", ext=TABLE_FORMATS),
             caption="../report/routines.rst",
             category="4. Statistics",
         ),
         epochs=report(
-            expand(f"{STUDY_DIR}/tables/epochs.{{ext}}", ext=TABLE_FORMATS),
+            expand(f"{PLAN.study_dir}/tables/epochs.{{ext}}", ext=TABLE_FORMATS),
             caption="../report/epochs.rst",
             category="4. Statistics",
         ),
     log:
-        f"{LOG_DIR}/timing.log",
+        f"{PLAN.log_dir}/timing.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -203,10 +203,10 @@ rule timing:
 
 
 # Each multi-rank set-up's one-rank run of the same work.
-BASELINE_ARGUMENTS = [f"{setup}={baseline}" for setup, baseline in BASELINES.items()]
+BASELINE_ARGUMENTS = [f"{setup}={baseline}" for setup, baseline in PLAN.baselines.items()]
 job_arguments(
-    "timing", "--timings", rules.timing.input.timings, "--runs", rules.timing.input.runs, "--setups", *SETUPS,
-    "--baselines", *BASELINE_ARGUMENTS, "--references", as_json(EPOCH_FACTS), "--digits", config["statistics"]["digits"],
+    "timing", "--timings", rules.timing.input.timings, "--runs", rules.timing.input.runs, "--setups", *PLAN.setups,
+    "--baselines", *BASELINE_ARGUMENTS, "--references", as_json(PLAN.epoch_facts), "--digits", config["statistics"]["digits"],
     "--out-dir", os.path.dirname(rules.timing.output.timing[0]),
 )
 
@@ -217,15 +217,15 @@ rule reproduction:
         scores=rules.aggregate.output,
     output:
         tables=report(
-            expand(f"{STUDY_DIR}/tables/reproduction.{{ext}}", ext=TABLE_FORMATS),
+            expand(f"{PLAN.study_dir}/tables/reproduction.{{ext}}", ext=TABLE_FORMATS),
             caption="../report/reproduction.rst",
             category="4. Statistics",
         ),
         directions=report(
-            f"{STUDY_DIR}/tables/reproduction_directions.csv", caption="../report/reproduction.rst", category="4. Statistics"
+            f"{PLAN.study_dir}/tables/reproduction_directions.csv", caption="../report/reproduction.rst", category="4. Statistics"
         ),
     log:
-        f"{LOG_DIR}/reproduction.log",
+        f"{PLAN.log_dir}/reproduction.log",
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -234,9 +234,9 @@ rule reproduction:
         "ganstudy reproduction @{input.arguments} > {log} 2>&1"
 
 
-if REFERENCES:
+if PLAN.references:
     job_arguments(
-        "reproduction", "--scores", *rules.reproduction.input.scores, "--references", as_json(REFERENCES), "--setups", *SETUPS,
+        "reproduction", "--scores", *rules.reproduction.input.scores, "--references", as_json(PLAN.references), "--setups", *PLAN.setups,
         "--settings", as_json(config["statistics"]), "--out-dir", os.path.dirname(rules.reproduction.output.directions),
     )
 
@@ -246,9 +246,9 @@ rule tables:
         rules.stats.output,
         rules.timing.output,
         # Only data of several classes have classes to compare.
-        rules.anova.output if ANOVA else [],
+        rules.anova.output if PLAN.anova else [],
         # Only studies whose set-ups carry a paper's published result.
-        rules.reproduction.output if REFERENCES else [],
-        rules.sweeps.output.effects + rules.sweeps.output.tests if SWEEPS else [],
-        RUN_RESULTS,
+        rules.reproduction.output if PLAN.references else [],
+        rules.sweeps.output.effects + rules.sweeps.output.tests if PLAN.sweeps else [],
+        PLAN.run_results,
     localrule: True

@@ -8,12 +8,12 @@
 
 rule training_job:
     output:
-        f"{STUDY_DIR}/jobs/{{setup}}.json",
+        f"{PLAN.study_dir}/jobs/{{setup}}.json",
     params:
         # Canonical JSON: the order of a set-up's keys in the config is no change.
-        job=lambda wildcards: as_json(JOBS[wildcards.setup]),
+        job=lambda wildcards: as_json(PLAN.jobs[wildcards.setup]),
     log:
-        f"{LOG_DIR}/jobs/{{setup}}.log",
+        f"{PLAN.log_dir}/jobs/{{setup}}.log",
     localrule: True
     run:
         write_job(output[0], json.loads(params.job))
@@ -22,11 +22,11 @@ rule training_job:
 
 rule compute_options:
     output:
-        COMPUTE_FILE,
+        PLAN.compute_file,
     params:
-        compute=as_json(COMPUTE_OPTIONS),
+        compute=as_json(PLAN.compute_options),
     log:
-        f"{LOG_DIR}/site/compute.log",
+        f"{PLAN.log_dir}/site/compute.log",
     localrule: True
     run:
         Path(output[0]).write_text(f"{params.compute}\n")
@@ -35,46 +35,48 @@ rule compute_options:
 
 rule train:
     input:
-        unpack(train_rule_inputs),
+        unpack(lambda wildcards: PLAN.train_inputs(wildcards.setup, wildcards.trial, ancient)),
     output:
-        generator=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/generator.pt",
-        losses=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/losses.csv",
+        generator=f"{PLAN.study_dir}/runs/{{setup}}/trial{{trial}}/generator.pt",
+        losses=f"{PLAN.study_dir}/runs/{{setup}}/trial{{trial}}/losses.csv",
         samples=report(
-            f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/samples.png",
+            f"{PLAN.study_dir}/runs/{{setup}}/trial{{trial}}/samples.png",
             caption="../report/samples.rst",
             category="3. Samples",
             subcategory="{setup}",
             labels={"set-up": "{setup}", "trial": "{trial}"},
         ),
-        profile=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/profile.csv",
-        record=f"{STUDY_DIR}/runs/{{setup}}/trial{{trial}}/run.json",
+        profile=f"{PLAN.study_dir}/runs/{{setup}}/trial{{trial}}/profile.csv",
+        record=f"{PLAN.study_dir}/runs/{{setup}}/trial{{trial}}/run.json",
     params:
-        launch=mpi_launch,
+        launch=lambda wildcards, resources: Untracked(PLAN.launch_line(resources.tasks)),
     log:
-        f"{LOG_DIR}/train/{{setup}}/trial{{trial}}.log",
+        f"{PLAN.log_dir}/train/{{setup}}/trial{{trial}}.log",
     conda:
         "../envs/ganstudy.yaml"
-    threads: setup_threads
-    priority: train_priority
+    threads: lambda wildcards: setup_ranks(wildcards) * PLAN.threads
+    priority: lambda wildcards: PLAN.train_priority(wildcards.setup, wildcards.trial)
     envmodules:
         *config["compute"]["modules"],
     resources:
         tasks=setup_ranks,  # Snakemake's name for the MPI ranks of a job (sbatch --ntasks)
-        nodes=setup_nodes,
-        cpus_per_task=THREADS,
-        mpi=train_mpi,
-        gpu=train_gpus,
+        nodes=lambda wildcards: PLAN.layout.nodes(setup_ranks(wildcards)),
+        cpus_per_task=PLAN.threads,
+        # The launcher for a job of several ranks: Snakemake's Slurm plugin asks sbatch for --ntasks only
+        # where mpi is set, and refuses an MPI job of one task.
+        mpi=lambda wildcards: PLAN.site["launcher"] if setup_ranks(wildcards) > 1 else "",
+        gpu=lambda wildcards: setup_ranks(wildcards) * PLAN.layout.gpus_per_rank,
         mem_mb=train_memory,
-        runtime=train_runtime,
+        runtime=lambda wildcards, attempt: PLAN.layout.runtime_minutes(attempt),
         wall_warning_minutes=config["compute"]["wall_warning_minutes"],
-        **TRAIN_RESOURCES,
+        **PLAN.train_resources,
     shell:
         "{params.launch} ganstudy train @{input.arguments} > {log} 2>&1"
 
 
-for setup, trial in RUNS:
+for setup, trial in PLAN.runs:
     job_arguments(
-        f"train/{setup}/trial{trial}", expand(rules.training_job.output, setup=setup)[0], "--compute", COMPUTE_FILE,
+        f"train/{setup}/trial{trial}", expand(rules.training_job.output, setup=setup)[0], "--compute", PLAN.compute_file,
         "--trial", trial, "--out-dir", os.path.dirname(expand(rules.train.output.record, setup=setup, trial=trial)[0]),
-        "--checkpoint-dir", checkpoint_dir(SimpleNamespace(setup=setup, trial=trial)), kept=True,
+        "--checkpoint-dir", PLAN.checkpoint_dir(setup, trial), kept=True,
     )

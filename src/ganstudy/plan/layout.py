@@ -195,6 +195,13 @@ class StudyLayout:
                 f"compute.mem_mb_per_rank={compute['mem_mb_per_rank']} is below the {MIN_RANK_MB} MB a rank "
                 "needs for Python, torch and MPI alone: raise it, or remove the key to let ganstudy estimate it"
             )
+        if compute["node_cores"] < self.ranks_per_node:
+            problems.append(
+                f"compute.node_cores={compute['node_cores']} leaves the {self.ranks_per_node} ranks a node of site "
+                f"'{self.site}' holds (one per {compute['gpus_per_rank']} of its {compute['node_gpus']} GPUs) "
+                "without a core each: set node_cores to the cores of a node (in the site file, or in the study's "
+                "compute section)"
+            )
         return problems
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ganstudy.data.loaders import get_dataset
 from ganstudy.data.sources import SOURCES
-from ganstudy.pretrained import PRETRAINED
+from ganstudy.pretrained import PRETRAINED, pretrained_file
 
 
 def missing_user_inputs(config: dict[str, Any]) -> list[str]:
@@ -23,7 +23,7 @@ def missing_user_inputs(config: dict[str, Any]) -> list[str]:
         missing.append(f"dataset.path {path} (data set '{name}'): {provide}")
     evaluation = config["evaluation"]
     model = PRETRAINED.get(evaluation["extractor"])
-    weights, sha256 = model.file(evaluation) if model else (None, None)
+    weights, sha256 = pretrained_file(evaluation)
     if model and not (weights and os.path.isfile(weights)):
         checksum = f" (sha256 starting {sha256})" if sha256 else ""
         missing.append(

@@ -1,0 +1,368 @@
+"""The plan of one study: from its validated config, its site and its folder, every run with its resources
+and launch line, the spec, job and arguments files with what each must say, the finished runs that no longer
+match the config, and every check, in the order a user should read them. Building a plan reads the study
+folder and writes nothing: the changes a run makes before its jobs are ``apply_plan``'s."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ganstudy.config import classifier_settings, dataset_settings, evaluation_settings
+from ganstudy.errors import GanstudyError
+from ganstudy.evaluate.weights import check_weights, fid_sample_warning
+from ganstudy.plan.changed_runs import archive_run, changed_runs
+from ganstudy.plan.classes import class_problems
+from ganstudy.plan.inputs import StudyInputs
+from ganstudy.plan.known_data import known_data
+from ganstudy.plan.launchers import LAUNCHERS
+from ganstudy.plan.layout import StudyLayout, speedup_baselines
+from ganstudy.plan.parts import part_problems, study_kind
+from ganstudy.plan.site import account_warning, read_site, resolve_node_cores, with_site
+from ganstudy.plan.study_files import ArgumentsFiles, as_json, refresh, results_dir_problem, stale_files
+from ganstudy.plan.study_lock import acquire
+from ganstudy.plan.user_inputs import missing_user_inputs
+from ganstudy.pretrained import pretrained_file
+from ganstudy.stats.design import study_design
+from ganstudy.stats.timing import EPOCH_REFERENCES
+from ganstudy.sweeps import sweep_levels
+from ganstudy.train.job import job_description, job_record
+
+TABLE_FORMATS = ("csv", "md", "tex")
+# The compute options a training job reads from its own file (no rerun trigger: a new site retrains nothing).
+_COMPUTE_KEYS = ("device", "gpus_per_rank", "node_gpus", "deterministic", "tf32", "stack_layout")
+
+
+# Snakemake's options that build no job (its command line's actions other than running the workflow): a
+# Snakemake started with one reads the study and must change nothing in it. tests/test_study_plan.py checks
+# that each is an option of the installed Snakemake, so that a release that renames one fails a test.
+NO_JOB_OPTIONS = frozenset(
+    {
+        *("--report", "--lint", "--list", "-l", "--list-target-rules", "--lt", "--list-rules", "--list-changes"),
+        *("--lc", "--list-input-changes", "--li", "--list-params-changes", "--lp", "--list-untracked", "--lu"),
+        *("--summary", "-S", "--detailed-summary", "-D", "--dag", "--rulegraph", "--filegraph", "--d3dag"),
+        *("--unlock", "--cleanup-metadata", "--cm", "--archive", "--delete-all-output", "--delete-temp-output"),
+        *("--touch", "-t", "--containerize", "--export-cwl", "--print-compilation", "--generate-unit-tests"),
+        *("--conda-create-envs-only", "--conda-cleanup-envs", "--list-conda-envs", "--cleanup-shadow"),
+        *("--container-cleanup-images", "--version", "-v", "--help", "-h"),
+    }
+)
+
+
+def builds_jobs(arguments: Sequence[str]) -> bool:
+    """Whether a Snakemake started with these command-line ``arguments`` builds and runs jobs (a dry-run
+    aside, which Snakemake says itself)."""
+    return not {argument.split("=")[0] for argument in arguments} & NO_JOB_OPTIONS
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """How the workflow was started, as far as the plan depends on it. ``workflow_dir``: where a site file
+    is also looked for; ``main_process``: False in a cluster job's own Snakemake; ``executing``: the run
+    builds and runs jobs (not a dry-run, --lint, --report, ...); ``default_resources``: the profile's."""
+
+    workflow_dir: str
+    config_files: tuple[str, ...] = ()
+    dry_run: bool = False
+    main_process: bool = True
+    executing: bool = False
+    default_resources: Mapping[str, str] = field(default_factory=dict)
+    environ: Mapping[str, str] = field(default_factory=dict)
+
+
+class PlanRefused(GanstudyError):
+    """A study that cannot run as configured. ``notices``: what the plan had said before it stopped."""
+
+    def __init__(self, message: str, notices: list[tuple[str, str]]):
+        super().__init__(message)
+        self.notices = notices
+
+
+def _refuse_any(problems: list[str]) -> None:
+    if problems:
+        raise GanstudyError("\n".join(problems))
+
+
+class StudyPlan:
+    """A study's plan; ``notices`` are its ("info" | "warning", line)s. Raises PlanRefused, naming the key,
+    where the study can never run (the first stage of checks that fails)."""
+
+    def __init__(self, config: dict[str, Any], invocation: Invocation):
+        self.invocation = invocation
+        self.notices: list[tuple[str, str]] = []
+        try:
+            self._plan_site(config)
+            self._plan_study()
+            self._plan_data()
+            self._plan_training()
+            self._plan_files()
+        except GanstudyError as error:
+            raise PlanRefused(str(error), self.notices) from None
+
+    def _plan_site(self, config: dict[str, Any]) -> None:
+        """What a node is, from the site file; study keys override it on purpose."""
+        invocation = self.invocation
+        self.site = read_site(config["site"], invocation.workflow_dir)
+        compute, overrides = with_site(config["compute"], self.site)
+        compute, measured_on = resolve_node_cores(compute)
+        self.config = {**config, "compute": compute}
+        self.launcher = LAUNCHERS.get(self.site["launcher"])
+        measured = f" (node_cores null: those of {measured_on}, where Snakemake runs)" if measured_on else ""
+        cores, gpus = f"{compute['node_cores']} cores{measured}", f"{self.site['node_gpus']} GPUs"
+        self.notices.append(("info", f"site '{self.site['name']}': {cores} and {gpus} per node"))
+        if not invocation.main_process:  # once, where the plan is made
+            return
+        notes = [account_warning(self.site, dict(invocation.default_resources), invocation.environ), *overrides]
+        if measured_on and self.site["launcher"] != "mpiexec":
+            notes.append(
+                f"site '{self.site['name']}' leaves node_cores null: the plan took the cores of {measured_on}, where "
+                "Snakemake runs; if the compute nodes differ, set node_cores in the site file"
+            )
+        self.notices += [("warning", line) for line in notes if line]
+
+    def _plan_study(self) -> None:
+        """The study's runs and what it needs from its user; its parts and what its trials can decide."""
+        config = self.config
+        self.study_dir = f"{config['results_dir']}/{config['study']}"
+        self.log_dir = f"{self.study_dir}/logs"
+        _refuse_any([problem for problem in [results_dir_problem(config["results_dir"], self.study_dir)] if problem])
+        self.setups = list(config["setups"])
+        # (set-up, trial) of every training run: set-ups may run more or fewer trials than the study.
+        self.runs = [(s, t) for s in self.setups for t in range(config["setups"][s]["trials"] or config["trials"])]
+        # Each run's record and score, targets of the tables: Snakemake redoes a missing file only for a job
+        # that needs it, so a run archived or deleted by hand would otherwise leave old tables standing.
+        self.run_results = [
+            f"{self.study_dir}/{folder}"
+            for s, t in self.runs
+            for folder in (f"runs/{s}/trial{t}/run.json", f"scores/{s}/trial{t}.json")
+        ]
+        self.metrics = config["evaluation"]["metrics"]
+        self.threads = config["compute"]["threads_per_job"]
+        self.smote = config["dataset"]["smote"]["strategy"] != "none"
+        self._plan_user_inputs()
+        # A data set or network no registry knows, a plugin that does not import, a network that cannot learn
+        # the data's kind or a metric that cannot score it.
+        _refuse_any(part_problems(config))
+        self.kind = study_kind(config)
+        evaluation = config["evaluation"]
+        # FID on fewer samples than Inception's 2,048 features is strongly biased (a paired study's sample
+        # count is its test split's, which its scores' notes judge).
+        if self.kind.held_out is None and "fid" in self.metrics:
+            if warning := fid_sample_warning(evaluation["extractor"], evaluation["samples"]):
+                self.notices.append(("warning", warning))
+        info, warnings = study_design(config)
+        self.notices += [("info", line) for line in info] + [("warning", line) for line in warnings]
+        self.evaluation_settings = as_json(evaluation_settings(evaluation, config["dataset"]["name"]))
+
+    def _plan_user_inputs(self) -> None:
+        """The user's files (data, Inception's weights): a dry-run plans without them and lists them once; a
+        real run stops before any job until they are there. A weights file that is not the expected one
+        stops both."""
+        self.missing = missing_user_inputs(self.config)
+        if self.missing:
+            needs = "this study needs files that are not here yet:\n" + "\n".join(
+                f"  - {line}" for line in self.missing
+            )
+            if not self.invocation.dry_run:
+                raise GanstudyError(needs)
+            self.notices.append(
+                (
+                    "warning",
+                    f"{needs}\nThe plan below assumes them; a real run stops before any job until they are there.",
+                )
+            )
+        evaluation = self.config["evaluation"]
+        weights, sha256 = pretrained_file(evaluation)
+        if weights and os.path.isfile(weights):
+            check_weights(evaluation["extractor"], weights, sha256)
+
+    def _plan_data(self) -> None:
+        """The data's classes and training split where known before any job (None: once read). Data of one
+        class train no classifier: what needs one is refused unless classifier.weights gives one, and the
+        per-class ANOVA is left out."""
+        config = self.config
+        self.known_data = known_data(self.study_dir, config["dataset"])
+        _refuse_any(class_problems(config, self.kind, self.known_data.classes))
+        self.classifier = self.kind.held_out is None and (
+            self.known_data.classes != 1 or config["classifier"]["weights"] is not None
+        )
+        self.classifier_settings = classifier_settings(config["classifier"])
+        self.anova = self.kind.classes and self.known_data.classes != 1
+        if self.kind.classes and not self.anova:
+            self.notices.append(
+                ("info", "the data have one class: no classifier is trained and the per-class ANOVA is left out")
+            )
+        self.inputs = StudyInputs(config, self.study_dir, self.kind, self.classifier, self.invocation.dry_run)
+        self.inputs.fetched_files()  # a standard data set without its folder is refused here
+
+    def _plan_training(self) -> None:
+        """The training jobs' layout on the site's nodes, the papers' numbers the set-ups reproduce, and each
+        set-up's job description (typed here, so that one the jobs would refuse stops the plan)."""
+        config = self.config
+        self.layout = StudyLayout.from_config(config, self.known_data.classes, self.site["name"])
+        _refuse_any(self.layout.problems(self.known_data.training_images))
+        self.known_ranks = self.layout.known_ranks()
+        # Multi-rank set-up -> its one-rank run of the same work: the speed-up tables and plot compare them.
+        self.baselines = speedup_baselines(config["setups"], self.known_ranks)
+        # Set-up -> metric -> the paper's published result (tables/reproduction.*), and set-up -> training fact
+        # (epoch time, final losses) -> the paper's number (tables/epochs.*).
+        self.references = self._references(lambda key: key not in EPOCH_REFERENCES)
+        self.epoch_facts = self._references(lambda key: key in EPOCH_REFERENCES)
+        unknown = sorted(
+            {
+                f"setups.{name}.reference.{metric}"
+                for name, refs in self.references.items()
+                for metric in refs
+                if metric not in self.metrics
+            }
+        )
+        if unknown:
+            raise GanstudyError(
+                f"{', '.join(unknown)}: not among evaluation.metrics {self.metrics} nor the training facts "
+                f"{', '.join(EPOCH_REFERENCES)}; add the metric or remove the reference"
+            )
+        # Scores against grid size are worth a figure once the study has grids of two sizes.
+        self.grid_sizes = {setup["grid"]["shape"] for setup in config["setups"].values() if setup["mode"] == "grid"}
+        self.jobs = {}
+        for name, setup in config["setups"].items():
+            inputs = self.inputs.train(name)
+            self.jobs[name] = job_description(
+                name, setup, config["seed"], inputs, kind=self.kind.name, sources=self.inputs.sources(inputs)
+            )
+        # Slurm (--signal) and LSF (-wa/-wt) warn training jobs this long before their wall time.
+        self.train_resources = self.launcher.resources(config["compute"]["wall_warning_minutes"] * 60)
+
+    def _references(self, wanted: Callable[[str], bool]) -> dict[str, dict[str, Any]]:
+        """Set-up -> key -> the paper's number, for the reference keys that ``wanted`` accepts."""
+        found = {
+            name: {key: ref for key, ref in setup["reference"].items() if wanted(key)}
+            for name, setup in self.config["setups"].items()
+        }
+        return {name: refs for name, refs in found.items() if refs}
+
+    def _plan_files(self) -> None:
+        """The spec, job and compute files with what each must say, which are stale, and the finished runs
+        whose record no longer matches their job (read by the main process only: a cluster job's own
+        Snakemake starts after the run has moved them)."""
+        config, study = self.config, self.study_dir
+        # Where and how the ranks compute: a file training reads but that is no rerun trigger.
+        self.compute_file = f"{study}/site/compute.json"
+        self.compute_options = {**{key: config["compute"][key] for key in _COMPUTE_KEYS}, "threads": self.threads}
+        self.specs: dict[str, Any] = {
+            "data": {"dataset": dataset_settings(config["dataset"]), "seed": config["seed"]},
+            "classifier": {"classifier": self.classifier_settings, "seed": config["seed"]},
+            "reference": {"fid_features": config["evaluation"]["fid_features"]},
+            "evaluation": {"evaluation": json.loads(self.evaluation_settings), "seed": config["seed"]},
+        }
+        # Each sweep's set-ups and their values, by the set-up declared: what its statistics read.
+        self.sweeps = sweep_levels(config["setups"])
+        if self.sweeps:
+            self.specs["sweeps"] = self.sweeps
+        self.study_files: dict[Path, Any] = {Path(self.spec_file(name)): spec for name, spec in self.specs.items()}
+        self.study_files |= {Path(f"{study}/jobs/{name}.json"): job for name, job in self.jobs.items()}
+        self.study_files[Path(self.compute_file)] = self.compute_options
+        # Whether the study has results already, read before this run writes anything.
+        self.made_before = Path(f"{study}/data/manifest.json").is_file()
+        # (The compute options' file is left out: rewriting it redoes nothing.)
+        self.stale = [path for path in stale_files(self.study_files) if path != Path(self.compute_file)]
+        # A dry-run rewrites nothing, so it lists the stages of stale files and changed runs by giving them
+        # the study's config file as an input: the edit made it newer than what they made.
+        invocation = self.invocation
+        self.edited = (
+            [os.path.abspath(path) for path in invocation.config_files if os.path.isfile(path)]
+            if invocation.dry_run
+            else []
+        )
+        self.arguments = ArgumentsFiles(Path(f"{study}/arguments"), self.made_before)
+        expected = {name: job_record(job) for name, job in self.jobs.items()}
+        changed = changed_runs(study, expected, self.runs) if invocation.main_process else []
+        self.changed = {(run.setup, run.trial): run for run in changed}
+
+    def spec_file(self, name: str) -> str:
+        return f"{self.study_dir}/specs/{name}.json"
+
+    def spec_inputs(self, name: str) -> list[str]:
+        """A stage's spec file as its input (and in a dry-run the edited config, where the spec is stale)."""
+        return [self.spec_file(name)] + (self.edited if Path(self.spec_file(name)) in self.stale else [])
+
+    def arguments_inputs(self, job: str) -> dict[str, Any]:
+        """A job's arguments file as its input ``arguments``, and in a dry-run the edited config as ``edited``
+        where the file is stale."""
+        path = self.arguments.path(job)
+        return {"arguments": str(path), "edited": self.edited if path in self.arguments.stale else []}
+
+    def checkpoint_dir(self, setup: str, trial: int | str) -> str:
+        """Where a training run keeps its checkpoints: outside its declared outputs, so that Snakemake does
+        not delete them with a failed job."""
+        return f"{self.study_dir}/checkpoints/{setup}/trial{trial}"
+
+    def train_inputs(self, setup: str, trial: int | str, ancient: Callable[[str], Any]) -> dict[str, Any]:
+        """A training job's inputs. For a run that matches the config the data, the job file and the compute
+        options are ``ancient``: whether a finished run is redone is decided by the comparison of its record
+        with the config (``changed``), not by a file rewritten in a new form or with a site's options. A
+        changed run's are not, and in a dry-run it also has the edited config as an input, so that the plan
+        lists its training (a real run has archived it)."""
+        changed = (setup, int(trial)) in self.changed
+        kept = (lambda path: path) if changed else ancient
+        # The Inception weights reach the job through its reference statistics, whose rule checks them.
+        inputs = {name: kept(path) for name, path in self.inputs.train(setup).items() if name != "inception"}
+        return inputs | {
+            "job": kept(f"{self.study_dir}/jobs/{setup}.json"),
+            "compute": ancient(self.compute_file),
+            "arguments": kept(str(self.arguments.path(f"train/{setup}/trial{trial}"))),
+            "edited": self.edited if changed else [],
+        }
+
+    def train_priority(self, setup: str, trial: int | str) -> float:
+        """Longest training jobs first, by pair-iterations per rank: with more jobs than cores or slots,
+        starting the long ones first shortens the study. Within a set-up, a run with checkpoints to resume
+        from (or finished outputs to restore) goes first, so that a study started again finishes the trials
+        it began. Only the order matters."""
+        # A checkpoint counts once its COMPLETE marker is written, kept outputs once FINISHED is
+        # (ganstudy.checkpoint's layout; not imported here, it imports torch).
+        folder = Path(self.checkpoint_dir(setup, trial))
+        started = any(folder.glob("iter-*/COMPLETE")) or (folder / "finished" / "FINISHED").is_file()
+        return self.config["setups"][setup]["iterations"] * self.layout.pairs_per_rank(setup) + (0.5 if started else 0)
+
+    def launch_line(self, ranks: int) -> str:
+        """A training job's launch prefix from the site's launcher; a job of one rank is launched alike
+        (srun binds its GPU)."""
+        return self.launcher.line(self.layout.rank_layout(ranks))
+
+    def changed_warning(self) -> str | None:
+        if not self.changed:
+            return None
+        moves = "they move" if self.invocation.executing else "a run moves them"
+        return (
+            f"{len(self.changed)} finished run(s) no longer match the config; {moves} to {self.study_dir}/archive/ "
+            "and train again:\n" + "\n".join(f"  - {changed.line()}" for changed in self.changed.values())
+        )
+
+    def stale_warning(self) -> str | None:
+        if not (self.invocation.dry_run and self.stale):
+            return None
+        return (
+            "the config has changed what " + ", ".join(map(str, self.stale)) + " describe: a real run rewrites them "
+            "before any job and redoes those stages"
+        )
+
+
+def apply_plan(plan: StudyPlan, info: Callable[[str], None], warn: Callable[[str], None]) -> Path:
+    """Before any job of a run that executes jobs: take the study's lock (one run per study at a time; the
+    caller lets it go when the run ends), rewrite the spec, job and compute files the config has changed
+    and move the finished runs that no longer match it into the study's archive, so that Snakemake plans
+    them as missing. ``warn`` gets whole lines ("warning: ..."). Returns the lock."""
+    lock = acquire(plan.study_dir, warn)
+    refresh(plan.study_files, plan.made_before, info)
+    if warning := plan.changed_warning():
+        warn(f"warning: {warning}")
+    planned_at = dt.datetime.now(dt.UTC)
+    for changed in plan.changed.values():
+        for path in archive_run(plan.study_dir, changed, planned_at):
+            info(f"archived: {path}")
+    return lock

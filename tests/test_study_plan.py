@@ -1,0 +1,277 @@
+"""A study's plan (ganstudy.plan.study_plan) built as code, without Snakemake, from fixture study folders:
+what it runs and with which launch line, each check with its message, each row of the guide's edit table
+(which spec and job files go stale, which finished runs no longer match), and the changes a run makes
+before its jobs (the lock, the rewritten files, the archived runs)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, SCHEMA
+from ganstudy.atomic import write_json
+from ganstudy.config import validate_study_config
+from ganstudy.plan.study_lock import release
+from ganstudy.plan.study_plan import NO_JOB_OPTIONS, Invocation, PlanRefused, StudyPlan, apply_plan, builds_jobs
+from ganstudy.train.job import job_record
+
+DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def plan(
+    tmp_path: Path, edit=None, *, dry_run: bool = False, site: str | None = None, executing: bool = False
+) -> StudyPlan:
+    """The plan of the default study (``edit`` applied to a copy) in ``tmp_path``/results on a profile's site."""
+    study = copy.deepcopy(DEFAULT)
+    study["results_dir"] = str(tmp_path / "results")
+    if site:
+        study["site"] = f"profiles/{site}/site.yaml"
+    if edit:
+        edit(study)
+    return StudyPlan(
+        validate_study_config(study, SCHEMA), Invocation(workflow_dir=str(REPO), dry_run=dry_run, executing=executing)
+    )
+
+
+def finish(plan: StudyPlan) -> None:
+    """The study's folder as a finished run of ``plan`` leaves it: its spec, job and compute files, its data's
+    manifest and each run's record of the job it ran (what training writes into run.json)."""
+    for path, content in plan.study_files.items():
+        write_json(path, content)
+    write_json(Path(plan.study_dir) / "data" / "manifest.json", {"settings": plan.specs["data"]["dataset"]})
+    for setup, trial in plan.runs:
+        write_json(
+            Path(plan.study_dir) / "runs" / setup / f"trial{trial}" / "run.json", {"job": job_record(plan.jobs[setup])}
+        )
+
+
+def test_the_default_study_plans_16_runs_their_files_and_a_launch_line_of_one_rank(tmp_path):
+    made = plan(tmp_path)
+    assert made.runs == [(setup, trial) for setup in ("grid1x1", "grid2x2") for trial in range(8)]
+    names = {str(path.relative_to(made.study_dir)) for path in made.study_files}
+    assert names == {
+        "specs/data.json",
+        "specs/classifier.json",
+        "specs/reference.json",
+        "specs/evaluation.json",
+        "jobs/grid1x1.json",
+        "jobs/grid2x2.json",
+        "site/compute.json",
+    }
+    # max_ranks 1: each job is one rank, on this machine's mpiexec.
+    assert [made.layout.ranks(setup) for setup in made.setups] == [1, 1]
+    assert made.launch_line(1) == "mpiexec -n 1"
+    # 8 against 8 trials: the smallest two-sided exact p is 2 / C(16, 8).
+    design = next(line for level, line in made.notices if line.startswith("design:"))
+    assert f"smallest Holm p {2 / math.comb(16, 8):.3g}" in design
+    assert made.stale == [] and made.changed == {} and made.made_before is False
+    # The 2x2 trains 4 pairs per rank, so it goes before the 1x1.
+    assert made.train_priority("grid2x2", 0) == 4 * made.train_priority("grid1x1", 0)
+
+
+def test_a_site_changes_the_launch_line_and_the_compute_options_but_no_file_that_decides_a_result(tmp_path):
+    finish(plan(tmp_path))
+    summit = plan(tmp_path, site="summit")
+    # Summit's 6 GPUs a node: one rank per GPU, 42 / 6 = 7 cores a resource set.
+    assert summit.launch_line(1) == "jsrun -n 1 -r 6 -a 1 -c 7 -g 1 -b packed:7"
+    assert summit.compute_options["node_gpus"] == 6
+    # The compute options' file now says something else, and is no rerun trigger.
+    assert json.loads(Path(summit.compute_file).read_text())["node_gpus"] == 0
+    assert summit.stale == [] and summit.changed == {}
+
+
+def _set(path: str, value):
+    def edit(study):
+        *keys, last = path.split(".")
+        section = study
+        for key in keys:
+            section = section.setdefault(key, {})
+        section[last] = value
+
+    return edit
+
+
+# The guide's edit table (docs/guide.md, "Editing a finished study"): an edit -> the spec and job files
+# that then say something else, and the set-ups whose finished runs no longer match their job.
+EDITS = {
+    "a metric added": (_set("evaluation.metrics", ["fid", "isc", "kid"]), {"specs/evaluation.json"}, set()),
+    "evaluation.samples": (_set("evaluation.samples", 1000), {"specs/evaluation.json"}, set()),
+    "a training key": (_set("setups.grid1x1.lr", 0.001), {"jobs/grid1x1.json"}, {"grid1x1"}),
+    "the seed": (
+        _set("seed", 7),
+        {"specs/data.json", "specs/classifier.json", "specs/evaluation.json", "jobs/grid1x1.json", "jobs/grid2x2.json"},
+        {"grid1x1", "grid2x2"},
+    ),
+    "a dataset key": (
+        _set("dataset.test_fraction", 0.25),
+        {"specs/data.json", "jobs/grid1x1.json", "jobs/grid2x2.json"},
+        {"grid1x1", "grid2x2"},
+    ),
+    # Grids score during training with the classifier: their runs are made from it.
+    "a classifier key": (
+        _set("classifier.epochs", 20),
+        {"specs/classifier.json", "jobs/grid1x1.json", "jobs/grid2x2.json"},
+        {"grid1x1", "grid2x2"},
+    ),
+    "statistics.alpha": (_set("statistics.alpha", 0.01), set(), set()),
+    "the set-ups reordered": (lambda study: study.update(setups=dict(reversed(study["setups"].items()))), set(), set()),
+    "trials raised": (_set("trials", 10), set(), set()),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=list(EDITS))
+def test_an_edit_of_a_finished_study_makes_stale_exactly_the_files_and_runs_it_changes(tmp_path, edit):
+    change, stale, changed = EDITS[edit]
+    finish(plan(tmp_path))
+    edited = plan(tmp_path, change)
+    assert {str(path.relative_to(edited.study_dir)) for path in edited.stale} == stale
+    assert {setup for setup, _ in edited.changed} == changed
+    assert all(trial < 8 for _, trial in edited.changed)
+
+
+def test_a_set_up_added_plans_its_runs_and_changes_no_finished_one(tmp_path):
+    finish(plan(tmp_path))
+    added = plan(
+        tmp_path, lambda study: study["setups"].update(grid3x3={**study["setups"]["grid2x2"], "grid": {"shape": "3x3"}})
+    )
+    assert [run for run in added.runs if run[0] == "grid3x3"] == [("grid3x3", trial) for trial in range(8)]
+    assert added.stale == [] and added.changed == {}
+    assert added.grid_sizes == {"1x1", "2x2", "3x3"}
+
+
+def test_a_set_up_removed_leaves_its_runs_unplanned_and_changes_nothing_else(tmp_path):
+    finish(plan(tmp_path))
+    removed = plan(tmp_path, lambda study: study["setups"].pop("grid1x1"))
+    assert removed.runs == [("grid2x2", trial) for trial in range(8)]
+    assert removed.stale == [] and removed.changed == {} and removed.grid_sizes == {"2x2"}
+
+
+def test_a_sweep_added_plans_the_set_ups_it_makes_and_its_spec_file(tmp_path):
+    finish(plan(tmp_path))
+
+    def sweep(study):
+        study["setups"]["lr"] = {**study["setups"]["grid1x1"], "sweep": {"lr": [0.001, 0.002]}}
+
+    swept = plan(tmp_path, sweep)
+    made = ["lr__lr=0.001", "lr__lr=0.002"]
+    assert [setup for setup in swept.setups if setup.startswith("lr__")] == made
+    assert swept.specs["sweeps"] == {"lr": {name: {"lr": float(name.split("=")[1])} for name in made}}
+    assert swept.stale == [] and swept.changed == {}
+    assert {str(path.relative_to(swept.study_dir)) for path in swept.study_files} >= {
+        "specs/sweeps.json",
+        "jobs/lr__lr=0.001.json",
+    }
+
+
+def test_a_dry_run_gives_stale_stages_the_edited_config_as_their_input_and_says_so(tmp_path):
+    finish(plan(tmp_path))
+    config_file = tmp_path / "study.yaml"
+    config_file.write_text("study: digits_grid\n")
+    study = copy.deepcopy(DEFAULT) | {"results_dir": str(tmp_path / "results"), "seed": 7}
+    config = validate_study_config(study, SCHEMA)
+    invocation = Invocation(workflow_dir=str(REPO), config_files=(str(config_file),), dry_run=True)
+    edited = StudyPlan(config, invocation)
+    assert edited.spec_inputs("data") == [edited.spec_file("data"), str(config_file)]
+    assert edited.spec_inputs("reference") == [edited.spec_file("reference")]
+    inputs = edited.train_inputs("grid1x1", 0, ancient=lambda path: ("ancient", path))
+    assert inputs["edited"] == [str(config_file)] and inputs["job"] == f"{edited.study_dir}/jobs/grid1x1.json"
+    assert "a run moves them" in edited.changed_warning() and "specs/data.json" in edited.stale_warning()
+
+
+def test_a_run_that_matches_its_job_reads_its_inputs_as_ancient(tmp_path):
+    made = plan(tmp_path)
+    finish(made)
+    inputs = made.train_inputs("grid2x2", 3, ancient=lambda path: ("ancient", path))
+    assert inputs["job"] == ("ancient", f"{made.study_dir}/jobs/grid2x2.json")
+    assert inputs["train"] == ("ancient", f"{made.study_dir}/data/train.npz")
+    assert inputs["classifier"] == ("ancient", f"{made.study_dir}/classifier/classifier.pt")
+    assert inputs["edited"] == []
+
+
+def test_applying_a_plan_takes_the_lock_rewrites_stale_files_and_archives_changed_runs(tmp_path):
+    finish(plan(tmp_path))
+    edited = plan(tmp_path, _set("setups.grid1x1.lr", 0.001), executing=True)
+    said: list[str] = []
+    lock = apply_plan(edited, said.append, said.append)
+    try:
+        study = Path(edited.study_dir)
+        assert lock.is_file()
+        assert json.loads((study / "jobs" / "grid1x1.json").read_text()) == json.loads(
+            json.dumps(edited.jobs["grid1x1"])
+        )
+        assert not any((study / "runs" / "grid1x1").glob("trial*/run.json"))
+        assert len(list((study / "runs" / "grid2x2").glob("trial*/run.json"))) == 8
+        archived = list(study.glob("archive/*/archived/grid1x1/trial*.json"))
+        assert len(archived) == 8
+        assert any("8 finished run(s) no longer match the config; they move" in line for line in said)
+        # A second run of the same study is refused while this one holds the lock.
+        with pytest.raises(Exception, match="one run per study at a time"):
+            apply_plan(plan(tmp_path), said.append, said.append)
+    finally:
+        release(lock)
+    # Applied, the plan of the same config finds nothing left to change.
+    again = plan(tmp_path, _set("setups.grid1x1.lr", 0.001))
+    assert again.stale == [] and again.changed == {}
+
+
+def _results_dir_a_file(study):
+    Path(study["results_dir"]).write_text("")
+
+
+REFUSALS = {
+    "results_dir is a file": (_results_dir_a_file, "results_dir: .* is a file, not a folder"),
+    "an unknown network": (_set("setups.grid1x1.network", "no_such_net"), "no_such_net"),
+    "an unknown reference key": (
+        _set("setups.grid1x1.reference", {"kid": {"mean": 1.0, "sd": 0.1, "trials": 5, "source": "a paper"}}),
+        "setups.grid1x1.reference.kid: not among evaluation.metrics",
+    ),
+    "a batch larger than the data": (
+        _set("setups.grid2x2.batch_size", 5000),
+        "setups.grid2x2.batch_size: 5000 is larger",
+    ),
+    "more ranks than cells": (_set("setups.grid2x2.ranks", 5), "setups.grid2x2.ranks: 5 ranks for 4 grid cells"),
+    "more ranks than classes": (
+        lambda study: study.update(setups={"pc": {"mode": "per_class", "network": "dcgan", "ranks": 12}}),
+        "setups.pc.ranks: 12 ranks for 10 classes",
+    ),
+    "a set-up a sweep makes": (
+        lambda study: study["setups"]["grid2x2"].update(ranks=4, sweep={"grid.shape": ["2x2", "1x2"]}),
+        "setups.grid2x2__grid.shape=1x2.ranks: 4 ranks for 2 grid cells",
+    ),
+    "fewer cores than GPU ranks": (
+        lambda study: study.update(site="profiles/summit/site.yaml", compute={**study["compute"], "node_cores": 4}),
+        "compute.node_cores=4 leaves the 6 ranks a node of site 'summit' holds",
+    ),
+}
+
+
+@pytest.mark.parametrize("refusal", REFUSALS, ids=list(REFUSALS))
+def test_a_study_that_can_never_run_is_refused_naming_its_key_after_what_the_plan_said_before(tmp_path, refusal):
+    edit, message = REFUSALS[refusal]
+    with pytest.raises(PlanRefused, match=message) as refused:
+        plan(tmp_path, edit)
+    assert refused.value.notices[0][1].startswith("site '")
+
+
+def test_a_missing_user_file_stops_a_real_run_and_is_only_listed_by_a_dry_run(tmp_path):
+    missing = str(tmp_path / "no_such_classifier.pt")
+    with pytest.raises(PlanRefused, match=f"classifier.weights {missing}"):
+        plan(tmp_path, _set("classifier.weights", missing))
+    listed = plan(tmp_path, _set("classifier.weights", missing), dry_run=True)
+    assert any(level == "warning" and missing in line for level, line in listed.notices)
+    assert listed.inputs.user_file(missing) == []
+
+
+def test_the_options_that_build_no_job_are_the_installed_snakemake_s_and_change_nothing():
+    from snakemake.cli import get_argument_parser
+
+    options = {option for action in get_argument_parser()._actions for option in action.option_strings}
+    assert sorted(NO_JOB_OPTIONS - options) == []
+    assert builds_jobs(["--profile", "profiles/local", "--configfile", "study.yaml"])
+    assert not builds_jobs(["--profile", "profiles/local", "--lint"])
+    assert not builds_jobs(["--dag=dot"]) and not builds_jobs(["--lt"])
