@@ -27,6 +27,7 @@ from ganstudy.checkout import git_state
 from ganstudy.config import validate_study_config
 from ganstudy.parallel.topology import resolve_shape
 from ganstudy.parallel.world import mpi_library_version
+from ganstudy.procfs import cpu_description
 from ganstudy.provenance import now, package_versions
 from ganstudy.train.job import job_description, write_job
 
@@ -143,20 +144,12 @@ def _lscpu() -> dict[str, str]:
     return {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in done.stdout.splitlines())}
 
 
-def _cpuinfo_model() -> str | None:
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return None
-    return next((line.partition(":")[2].strip() for line in lines if line.startswith("model name")), None)
-
-
 def machine() -> dict[str, Any]:
     """Where the figures were measured: CPU, cores, thread settings, versions, date and commit."""
     cpu = _lscpu()
     sockets, per_socket = cpu.get("Socket(s)", ""), cpu.get("Core(s) per socket", "")
     return {
-        "cpu_model": cpu.get("Model name") or _cpuinfo_model() or platform.processor() or None,
+        "cpu_model": cpu.get("Model name") or cpu_description()["model"] or platform.processor() or None,
         "cpus": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "physical_cores": int(sockets) * int(per_socket) if sockets.isdigit() and per_socket.isdigit() else None,

@@ -1,4 +1,5 @@
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ from ganstudy.data.arrays import Split, load_split
 from ganstudy.errors import GanstudyError
 from ganstudy.models.artifact import load_generator, sample_generator
 from ganstudy.parallel.world import mpi_world
+from ganstudy.procfs import FLOAT_FLAGS
 from ganstudy.registry import source_sha256
 from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.job import job_description, read_job, write_job
@@ -119,6 +121,12 @@ def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path, mo
     assert "MPICH" in record["mpi_library"] or "MPI" in record["mpi_library"]
     assert set(record["seeds"]) == {"init", "batches", "noise", "dropout", "score", "sample-grid"}
     assert record["versions"]["torch"] and record["train_seconds"] > 0
+    # The CPU as lscpu names it, and the float instruction sets it has (runs on other ones give other bits).
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=True, env={**os.environ, "LC_ALL": "C"})
+    model = next(line.split(":", 1)[1].strip() for line in lscpu.stdout.splitlines() if line.startswith("Model name"))
+    flags = next(line.split(":", 1)[1].split() for line in lscpu.stdout.splitlines() if line.startswith("Flags"))
+    assert record["cpu"]["model"] == model
+    assert record["cpu"]["float_flags"] == [flag for flag in FLOAT_FLAGS if flag in flags]
     commit = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.strip()

@@ -39,3 +39,25 @@ def pid_alive(pid: int, program: bytes) -> bool:
     except (OSError, IndexError):
         return False  # gone since the signal
     return state != "Z" and program in command
+
+
+# The instruction sets that decide which float kernels torch and oneDNN run: runs on CPUs that differ in
+# them give other bits, and may differ in what a study concludes (docs/results.md).
+FLOAT_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_fp16")
+
+
+def cpu_description() -> dict[str, object]:
+    """This machine's CPU model and which of FLOAT_FLAGS it has, from /proc/cpuinfo's first processor;
+    model None and no flags where there is no /proc."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            for line in cpuinfo:
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
+    except OSError:
+        pass
+    flags = set(fields.get("flags", "").split())
+    return {"model": fields.get("model name"), "float_flags": [flag for flag in FLOAT_FLAGS if flag in flags]}

@@ -12,6 +12,7 @@ from typing import Any
 
 import ganstudy
 from ganstudy.checkout import ROOT, git_state
+from ganstudy.procfs import cpu_description
 
 _PACKAGES = ("torch", "torchvision", "torch-fidelity", "numpy", "scipy", "scikit-learn", "mpi4py", "snakemake")
 
@@ -64,6 +65,7 @@ def provenance_record(step: str, settings: dict[str, Any], **extra: Any) -> dict
         "argv": sys.argv,
         "host": socket.gethostname(),
         "platform": platform.platform(),
+        "cpu": cpu_description(),
         "versions": package_versions(),
         # The code's checkout, not the job's working directory: a study run with -d elsewhere (a
         # scratch folder, a lab's own repository) would record none or another project's commit.
