@@ -138,7 +138,7 @@ rule sweeps:
 
 if PLAN.sweeps:
     job_arguments(
-        "sweeps", "--scores", *rules.sweeps.input.scores, "--sweeps", spec_file("sweeps"), "--metrics", *PLAN.metrics,
+        "sweeps", "--scores", *rules.sweeps.input.scores, "--sweeps", PLAN.spec_file("sweeps"), "--metrics", *PLAN.metrics,
         "--digits", config["statistics"]["digits"], "--out-dir", os.path.dirname(rules.sweeps.output.effects[0]),
         "--figures", os.path.dirname(rules.sweeps.output.figures[0]),
     )
