@@ -98,7 +98,7 @@ def test_a_per_class_set_up_on_data_of_unknown_classes_is_left_to_its_job_naming
     layout = planned(GRIDS, "summit", classes=None)
     with pytest.raises(
         ClassesUnknown,
-        match=r"set-up 'classes' trains per class on dataset 'digits', whose number of classes is "
+        match=r"set-up 'classes' trains one pair per class of dataset 'digits', whose number of classes is "
         r"known only once it is read: set setups.classes.ranks",
     ):
         layout.ranks("classes")
@@ -202,15 +202,33 @@ def test_a_launcher_from_a_plugin_is_found_by_its_name_and_an_unknown_one_is_ref
         read_site(str(described), REPO)
 
 
+# A lab's training mode, declared as ganstudy's are: 3 pairs on up to one rank each, scored while it trains.
+TOY_MODE = """
+from ganstudy.train.mode_needs import TrainingMode
+
+def three(setup, classes):
+    return 3
+
+TOY = TrainingMode("toy_train:train", pairs=three, pair_name="toy pairs", ranks="per_pair", scores_in_training=True)
+"""
+
+
 @pytest.mark.workflow
-def test_a_study_plans_its_training_jobs_with_a_plugins_launcher(site, tmp_path, env):
-    install(site, "toy-launcher", "[ganstudy.launchers]\ntoyrun = toy_launch:TOY\n", "toy_launch", TOY)
+def test_a_study_plans_its_training_jobs_with_a_plugins_launcher_and_mode(site, tmp_path, env):
+    # One package with both parts (importlib.metadata reads "toy-mode-1.2" and "toy-launcher-1.2" as one "toy").
+    points = "[ganstudy.launchers]\ntoyrun = toy_launch:TOY\n[ganstudy.modes]\ntoy_three = toy_mode:TOY\n"
+    install(site, "toyparts", points, "toy_launch", TOY)
+    (site / "toy_mode.py").write_text(TOY_MODE)
+    (site / "toy_train.py").write_text("def train(context):\n    raise NotImplementedError\n")
     (tmp_path / "site.yaml").write_text("name: toy cluster\nlauncher: toyrun\nnode_cores: 4\n")
     env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))}
-    config = {**SHRUNKEN, "site": str(tmp_path / "site.yaml"), "compute": {"max_ranks": 2}}
+    setups = {**SHRUNKEN["setups"], "toy": {"mode": "toy_three", "iterations": 2, "trials": 1}}
+    config = {**SHRUNKEN, "site": str(tmp_path / "site.yaml"), "compute": {"max_ranks": 2}, "setups": setups}
     done = snakemake(tmp_path, config, "-n", "-p", env=env)
     assert done.returncode == 0, done.stdout[-3000:]
-    assert len(planned_jobs(done.stdout)) == 9  # 2 trials of 4 set-ups, 1 of grid_seq
+    assert len(planned_jobs(done.stdout)) == 10  # 2 trials of 4 set-ups, 1 of grid_seq and of toy
+    toy = [job for job in planned_jobs(done.stdout) if job["wildcards"].startswith("setup=toy,")]
+    assert [job["Shell command"].split(" ganstudy")[0] for job in toy] == ["toyrun --ranks 2 --per-node 4"]
     shells = [job["Shell command"] for job in planned_jobs(done.stdout)]
     assert shells and all(
         line.startswith(

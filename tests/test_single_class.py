@@ -71,7 +71,7 @@ def test_what_needs_several_classes_stops_the_plan_naming_key_and_remedy(tmp_pat
     said = done.stdout + done.stderr
     data = f"dataset 'image_folder' ({zeros_folder}) has one class"
     assert (
-        f"setups.per_class.mode: per_class learns the classes, but {data}: use mode single, grid or data_parallel"
+        f"setups.per_class.mode: per_class learns the classes, but {data}: use mode data_parallel, grid or single"
         in said
     )
     assert f"setups.cgan.mode: conditional learns the classes, but {data}" in said
@@ -79,7 +79,7 @@ def test_what_needs_several_classes_stops_the_plan_naming_key_and_remedy(tmp_pat
     assert f"evaluation.metrics label_tvd: compare the classes of samples and data, but {data}: remove them" in said
     for reader in (
         "evaluation.extractor: classifier (metrics fid)",
-        "setups.grid (mode grid selects its mixtures by FID during training)",
+        "setups.grid (mode grid scores by FID during training)",
         "setups.curve.score_period (FID during training)",
     ):
         assert f"{reader}: scores with a classifier, but {data}, so none can be trained" in said, reader

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, SCHEMA
+from conftest import REPO, SCHEMA, install
 from ganstudy.atomic import write_json
 from ganstudy.config import validate_study_config
 from ganstudy.plan.study_lock import release
@@ -275,3 +275,64 @@ def test_the_options_that_build_no_job_are_the_installed_snakemake_s_and_change_
     assert builds_jobs(["--profile", "profiles/local", "--configfile", "study.yaml"])
     assert not builds_jobs(["--profile", "profiles/local", "--lint"])
     assert not builds_jobs(["--dag=dot"]) and not builds_jobs(["--lt"])
+
+
+TOY_MODE = """
+from ganstudy.train.mode_needs import TrainingMode
+
+def three(setup, classes):
+    return 3
+
+BAD = TrainingMode("toy_study_train:train", pairs=lambda setup: 3)
+
+TOY = TrainingMode("toy_study_train:train", pairs=three, pair_name="toy pairs", ranks="per_pair",
+                   scores_in_training=True)
+"""
+
+
+def test_a_plugin_s_mode_plans_by_its_own_declaration(site, tmp_path):
+    points = "[ganstudy.modes]\ntoy_study = toy_study_mode:TOY\ntoy_study_bad = toy_study_mode:BAD\n"
+    install(site, "toystudymode", points, "toy_study_mode", TOY_MODE)
+
+    def toy(ranks=None):
+        def edit(study):
+            study["compute"] = {"max_ranks": 8}
+            study["setups"]["toy"] = {"mode": "toy_study", "iterations": 2, "ranks": ranks}
+
+        return edit
+
+    # Its function's module is not installed: named before any job, by its set-up's key.
+    with pytest.raises(PlanRefused, match=r"setups.toy.mode: training mode 'toy_study' names 'toy_study_train:train'"):
+        plan(tmp_path, toy())
+    (site / "toy_study_train.py").write_text("def train(context):\n    raise NotImplementedError\n")
+    made = plan(tmp_path, toy())
+    assert (made.layout.pairs("toy"), made.layout.ranks("toy"), made.layout.ranks("grid2x2")) == (3, 3, 4)
+    # It scores while it trains, so its jobs read the classifier and the real statistics.
+    assert {"classifier", "reference"} <= set(made.inputs.train("toy"))
+    with pytest.raises(PlanRefused, match="setups.toy.ranks: 5 ranks for 3 toy pairs"):
+        plan(tmp_path, toy(ranks=5))
+    # A declaration that breaks its contract is refused by its registry, naming what differs.
+    with pytest.raises(PlanRefused, match=r"setups.bad.mode: training mode 'toy_study_bad' .* takes \(setup\), but is"):
+        plan(tmp_path, lambda study: study["setups"].update(bad={"mode": "toy_study_bad", "iterations": 2}))
+
+
+def test_a_mode_s_needs_refuse_a_network_or_gpus_it_cannot_train_with_and_an_unknown_mode_lists_the_registered(
+    tmp_path,
+):
+    with pytest.raises(
+        PlanRefused,
+        match=r"setups.grid2x2.mode: mode grid trains with 1 GPU\(s\) per rank, but compute.gpus_per_rank is 2",
+    ):
+        plan(tmp_path, lambda study: study.update(site="profiles/summit/site.yaml", compute={"gpus_per_rank": 2}))
+    with pytest.raises(
+        PlanRefused,
+        match=r"setups.grid1x1.network: network 'dccgan' takes class labels, but mode 'grid' feeds no labels: "
+        r"train it in mode conditional or data_parallel",
+    ):
+        plan(tmp_path, _set("setups.grid1x1.network", "dccgan"))
+    with pytest.raises(
+        PlanRefused,
+        match=r"setups.grid1x1.mode: unknown training mode 'gird'; registered training modes: conditional, "
+        r"data_parallel, grid, per_class, single",
+    ):
+        plan(tmp_path, _set("setups.grid1x1.mode", "gird"))

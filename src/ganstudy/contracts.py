@@ -61,6 +61,23 @@ class MetricCompute(Protocol):
         saying why, where it cannot be computed."""
 
 
+class TrainingFunction(Protocol):
+    def __call__(self, context: Any) -> Any:
+        """Train one run from ``context`` (ganstudy.train.modes.TrainingContext), on every rank of the job;
+        return its TrainingResult on rank 0 and None on the others."""
+
+
+class PairCount(Protocol):
+    def __call__(self, setup: Mapping[str, Any], classes: int | None) -> int | None:
+        """The generator-discriminator pairs a set-up (its validated section) trains on data of ``classes``
+        classes (None: not known before they are read); None where the count needs the classes."""
+
+
+class ModeCheck(Protocol):
+    def __call__(self, name: str, setup: Mapping[str, Any], ranks: int) -> list[str]:
+        """What could never train set-up ``name`` on ``ranks`` ranks, one line each naming its key."""
+
+
 class SampleFigure(Protocol):
     def __call__(self, generator: nn.Module, spec: Any, data: Any, seed: int, path: Path) -> bool:
         """Draw a run's samples to ``path`` (PNG), of the run's generator, its NetworkSpec and its training

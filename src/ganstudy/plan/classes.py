@@ -15,9 +15,14 @@ from ganstudy.data.kinds import DataKind
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import Metric, get_metric
 from ganstudy.models import get_network
+from ganstudy.train.mode_needs import TRAINING_MODES
 
-# Training modes that learn the classes.
-LEARN_CLASSES = ("per_class", "conditional")
+
+def _learns_classes(setup: dict[str, Any]) -> bool:
+    try:
+        return TRAINING_MODES.get(setup["mode"]).learns_classes
+    except GanstudyError:
+        return False  # named by part_problems
 
 
 def _metrics(config: dict[str, Any]) -> dict[str, Metric]:
@@ -45,10 +50,10 @@ def _classifier_readers(config: dict[str, Any], metrics: dict[str, Metric]) -> l
     # Training scores on Inception where the study scores on it (ganstudy.train.score_curve.training_scorer);
     # on the classifier otherwise (DINOv2 and CLIP score the finished generators only).
     for name, setup in config["setups"].items() if extractor != "inception" else ():
-        if setup["mode"] in LEARN_CLASSES:
+        if _learns_classes(setup):
             continue  # refused for its mode
-        if setup["mode"] == "grid":
-            readers.append((f"setups.{name} (mode grid selects its mixtures by FID during training)", inception))
+        if TRAINING_MODES.get(setup["mode"]).scores_in_training:
+            readers.append((f"setups.{name} (mode {setup['mode']} scores by FID during training)", inception))
         elif setup["score_period"]:
             readers.append((f"setups.{name}.score_period (FID during training)", f"{inception}, or score_period: 0"))
     return readers
@@ -73,10 +78,11 @@ def class_problems(config: dict[str, Any], kind: DataKind, classes: int | None) 
     if classes > 1:
         return problems
     for name, setup in config["setups"].items():
-        if setup["mode"] in LEARN_CLASSES:
+        if _learns_classes(setup):
+            others = [mode for mode in TRAINING_MODES.names() if not TRAINING_MODES.get(mode).learns_classes]
             problems.append(
                 f"setups.{name}.mode: {setup['mode']} learns the classes, but {data} has one class: use mode "
-                "single, grid or data_parallel"
+                f"{', '.join(others[:-1])} or {others[-1]}"
             )
             continue
         try:

@@ -13,6 +13,7 @@ from ganstudy.data.sources import SOURCES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import get_metric, pretrained_metrics
 from ganstudy.pretrained import PRETRAINED, Pretrained, pretrained_file
+from ganstudy.train.mode_needs import TRAINING_MODES
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class StudyInputs:
         split: that split)."""
         inputs = {"train": f"{self.study_dir}/data/train.npz"}
         setup = self.config["setups"][setup_name]
-        scores = setup["mode"] == "grid" or setup["score_period"]
+        scores = TRAINING_MODES.get(setup["mode"]).scores_in_training or setup["score_period"]
         if self.kind.held_out is not None:
             if setup["score_period"]:
                 inputs["held_out"] = f"{self.study_dir}/data/test.npz"

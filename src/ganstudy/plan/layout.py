@@ -13,16 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ganstudy.errors import GanstudyError
-from ganstudy.parallel.partition import shard_rows
-from ganstudy.parallel.topology import parse_shape
 from ganstudy.plan.launchers import RankLayout
 from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
-from ganstudy.setup_settings import TrainingSettings
+from ganstudy.train.mode_needs import TRAINING_MODES, TrainingMode
 
 # What a set-up may change without changing the work it does: the speed-up compares such set-ups.
 _NOT_WORK = ("ranks", "trials", "reference", "sweep", "swept")
-# The modes whose jobs run several ranks; the others train on one.
-MULTI_RANK_MODES = ("grid", "per_class", "data_parallel")
 
 
 class ClassesUnknown(GanstudyError):
@@ -46,30 +42,30 @@ class StudyLayout:
     ) -> StudyLayout:
         return cls(config["setups"], config["compute"], config["dataset"]["name"], data_classes, site)
 
+    def mode(self, name: str) -> TrainingMode:
+        """A set-up's training mode, as it declares its needs (ganstudy.train.mode_needs)."""
+        return TRAINING_MODES.get(self.setups[name]["mode"])
+
     def pairs(self, name: str) -> int:
-        """Generator-discriminator pairs a set-up trains: one per grid cell or per class, else one."""
-        setup = self.setups[name]
-        if setup["mode"] == "per_class":
-            if self.data_classes is None:
-                raise ClassesUnknown(
-                    f"set-up '{name}' trains per class on dataset '{self.dataset}', whose number of "
-                    f"classes is known only once it is read: set setups.{name}.ranks"
-                )
-            return self.data_classes
-        if setup["mode"] == "grid":
-            shape = setup["grid"]["shape"]
-            return setup["grid"]["max_cells"] if shape == "auto" else parse_shape(shape).size
-        return 1
+        """Generator-discriminator pairs a set-up trains, as its mode counts them (one per grid cell or class,
+        else one)."""
+        pairs = self.mode(name).pairs(self.setups[name], self.data_classes)
+        if pairs is None:
+            raise ClassesUnknown(
+                f"set-up '{name}' trains one pair per class of dataset '{self.dataset}', whose number of "
+                f"classes is known only once it is read: set setups.{name}.ranks"
+            )
+        return pairs
 
     def ranks(self, name: str) -> int:
-        """MPI ranks of a set-up's training jobs: its ranks, else one per grid cell or per class capped by
-        compute.max_ranks (data_parallel: max_ranks); 1 for the one-rank modes."""
-        setup = self.setups[name]
-        if setup["mode"] not in MULTI_RANK_MODES:
+        """MPI ranks of a set-up's training jobs, by its mode's rule: 1; or its ranks, else one per pair
+        capped by compute.max_ranks; or its ranks, else compute.max_ranks."""
+        setup, rule = self.setups[name], self.mode(name).ranks
+        if rule == "one":
             return 1
         if setup["ranks"]:
             return setup["ranks"]
-        if setup["mode"] == "data_parallel":
+        if rule == "any":
             return self.compute["max_ranks"]
         return max(1, min(self.pairs(name), self.compute["max_ranks"]))
 
@@ -147,17 +143,23 @@ class StudyLayout:
     def _rank_problems(self) -> list[str]:
         problems = []
         for name, setup in self.setups.items():
-            if setup["mode"] in ("grid", "per_class") and setup["ranks"]:
+            mode = self.mode(name)
+            if mode.ranks == "per_pair" and setup["ranks"]:
                 try:
                     most = self.pairs(name)
                 except ClassesUnknown:
                     continue  # the job refuses
                 if setup["ranks"] > most:
-                    what = "classes" if setup["mode"] == "per_class" else "grid cells"
                     problems.append(
-                        f"setups.{name}.ranks: {setup['ranks']} ranks for {most} {what}; a rank holds at least "
-                        f"one: set ranks to at most {most}"
+                        f"setups.{name}.ranks: {setup['ranks']} ranks for {most} {mode.pair_name}; a rank holds at "
+                        f"least one: set ranks to at most {most}"
                     )
+            if self.gpus_per_rank and self.gpus_per_rank not in mode.gpus_per_rank:
+                problems.append(
+                    f"setups.{name}.mode: mode {setup['mode']} trains with {' or '.join(map(str, mode.gpus_per_rank))} "
+                    f"GPU(s) per rank, but compute.gpus_per_rank is {self.gpus_per_rank} on site '{self.site}': set "
+                    f"compute.gpus_per_rank: {mode.gpus_per_rank[0]} in the study, or train the set-up in another mode"
+                )
         return problems
 
     def _batch_problems(self, images: int | None) -> list[str]:
@@ -169,12 +171,8 @@ class StudyLayout:
         ]
         known = self.known_ranks()
         for name, setup in self.setups.items():
-            if setup["mode"] == "data_parallel" and name in known:
-                try:
-                    global_batch = TrainingSettings.from_config(setup, f"set-up '{name}'").global_batch(known[name])
-                    shard_rows(global_batch, known[name], setup["data_parallel"]["accumulation_steps"])
-                except GanstudyError as error:
-                    problems.append(f"set-up '{name}': {error}")
+            if name in known:
+                problems += self.mode(name).check(name, setup, known[name])
         return problems
 
     def _compute_problems(self) -> list[str]:

@@ -2,7 +2,7 @@
 when the study is read: a name that no registry knows, a plugin that does not import or is of the
 wrong type, a network that cannot learn the data set's kind, options that fail a network's or a data
 set's own schema, or a metric that cannot score the data stops the study before any job, naming the key that
-named it. (Modes and losses are the schema's fixed choices.)"""
+named it; and each set-up's training mode (its registry's), with a network it cannot train."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import metric_problems
 from ganstudy.models import NETWORKS, Network, NetworkSpec, get_network
 from ganstudy.registry import Origin
+from ganstudy.train.mode_needs import TRAINING_MODES, TrainingMode
 from ganstudy.typed import FrozenMapping
 
 
@@ -51,10 +52,17 @@ def part_problems(config: dict[str, Any]) -> list[str]:
     for setup_name, setup in config["setups"].items():
         key = f"setups.{setup_name}.network"
         try:
+            mode = TRAINING_MODES.get(setup["mode"])
+        except GanstudyError as error:
+            problems.append(f"setups.{setup_name}.mode: {error}")
+            continue
+        problems += [f"setups.{setup_name}.mode: {problem}" for problem in mode.missing_parts(setup["mode"])]
+        try:
             network = get_network(setup["network"])
         except GanstudyError as error:
             problems.append(f"{key}: {error}")
             continue
+        problems += _mode_problems(setup_name, setup, mode, network)
         problems += option_problems(
             setup,
             "network_options",
@@ -72,6 +80,33 @@ def part_problems(config: dict[str, Any]) -> list[str]:
                 "of that task or another data set"
             )
     return problems
+
+
+def _modes_for(network: Network) -> str:
+    """The registered modes that can train ``network``, for a message ("single or data_parallel")."""
+    fits = []
+    for name in TRAINING_MODES.names():
+        try:
+            mode = TRAINING_MODES.get(name)
+        except GanstudyError:
+            continue  # a plugin's broken mode is named where a study uses it
+        if mode.conditional in (None, network.conditional) and (network.task == "noise" or mode.any_task):
+            fits.append(name)
+    return " or ".join(fits) or "none of the registered modes"
+
+
+def _mode_problems(setup_name: str, setup: dict[str, Any], mode: TrainingMode, network: Network) -> list[str]:
+    """A network its set-up's mode cannot train: one that takes labels in a mode that feeds none or the
+    other way round, or one of inputs other than noise in a mode that trains noise only."""
+    name, mode_name = setup["network"], setup["mode"]
+    unfit = []
+    if network.task != "noise" and not mode.any_task:
+        unfit.append(f"mode '{mode_name}' trains networks of noise only, but '{name}' maps {network.task} inputs")
+    if mode.conditional is not None and network.conditional != mode.conditional:
+        takes = "takes" if network.conditional else "takes no"
+        feeds = "feeds" if mode.conditional else "feeds no"
+        unfit.append(f"network '{name}' {takes} class labels, but mode '{mode_name}' {feeds} labels")
+    return [f"setups.{setup_name}.network: {'; '.join(unfit)}: train it in mode {_modes_for(network)}"] if unfit else []
 
 
 def option_problems(

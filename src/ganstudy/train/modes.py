@@ -1,4 +1,5 @@
-"""Registered training modes: ``mode(context) -> TrainingResult`` (on rank 0; None on other ranks)."""
+"""What a training mode is called with and returns: ``mode(context) -> TrainingResult`` on rank 0, None on the
+other ranks (the modes themselves are declared in ganstudy.train.mode_needs)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from ganstudy.models import NetworkSpec
 from ganstudy.models.mixture import Generator
 from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.world import World
-from ganstudy.registry import Registry, is_callable
 from ganstudy.setup_settings import TrainingSettings
+from ganstudy.train.mode_needs import TRAINING_MODES
 from ganstudy.train.progress import Progress
 
 
@@ -69,10 +70,6 @@ class TrainingResult:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
-TRAINING_MODES: Registry[Callable[[TrainingContext], TrainingResult | None]] = Registry(
-    "training mode", "ganstudy.modes", is_callable
-)
-
-
 def get_mode(name: str) -> Callable[[TrainingContext], TrainingResult | None]:
-    return TRAINING_MODES.get(name)
+    """The function that trains in mode ``name`` (ganstudy.train.mode_needs declares each mode)."""
+    return TRAINING_MODES.get(name).function(name)

@@ -41,7 +41,8 @@ from ganstudy.resources import peak_memory
 from ganstudy.seeding import derive_seed
 from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.job import TrainingJob
-from ganstudy.train.modes import TRAINING_MODES, TrainingContext, TrainingResult, get_mode
+from ganstudy.train.mode_needs import TRAINING_MODES
+from ganstudy.train.modes import TrainingContext, TrainingResult, get_mode
 from ganstudy.train.progress import INTERVAL, Progress, remove_rank_tables
 from ganstudy.train.tasks import TASKS
 from ganstudy.typed import as_dict
