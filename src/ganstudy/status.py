@@ -32,11 +32,9 @@ import yaml
 from ganstudy.atomic import read_json, write_json
 from ganstudy.errors import GanstudyError
 from ganstudy.procfs import pid_alive
-from ganstudy.train.progress import HEARTBEAT, HEARTBEAT_SECONDS, LINE, PROCESS
+from ganstudy.train.progress import HEARTBEAT, HEARTBEAT_SECONDS, LINE, PROCESS, SCORE_COLUMNS
 
 PLAN = "plan.json"
-# The score columns of losses.csv, by mode and kind: the pair trainer's and the grid's best cell.
-SCORE_COLUMNS = ("fid_best", "fid", "l1", "showers")
 ERROR = re.compile(
     r"(ganstudy [\w-]+: error: .*|ganstudy heartbeat: .*|^\w*(?:Error|Exception): .*|^.*Killed.*$|MPI_ABORT.*)"
 )

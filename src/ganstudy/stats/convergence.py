@@ -51,10 +51,8 @@ from scipy.stats import t as student_t
 from scipy.stats import theilslopes
 
 from ganstudy.atomic import atomic_path
+from ganstudy.train.progress import SCORE_COLUMNS
 
-# The in-training score columns of losses.csv, each lower-is-better: the pair trainer's FID, the grid's
-# best cell's, a paired generator's L1 on held-out pairs, a shower generator's physics score.
-SCORE_COLUMNS = ("fid", "fid_best", "l1", "showers")
 WINDOW = 0.25
 CONFIDENCE = 0.95
 # Fewer points than this in a window leave no residual to estimate the noise from.
