@@ -267,10 +267,6 @@ def resolve_part(reference: str, what: str, contract: type) -> object:
     return value
 
 
-def is_callable(value: object) -> str | None:
-    return None if callable(value) else f"is of type {type(value).__name__}, not a callable"
-
-
 def contract_problems(value: object, contract: type) -> list[str]:
     """What ``value`` does not do of ``contract`` (a Protocol of ganstudy.contracts, or a base class whose
     methods a subclass overrides), found by signature without calling anything: a callable contract's

@@ -130,7 +130,8 @@ class StudyPlan:
         config = self.config
         self.study_dir = f"{config['results_dir']}/{config['study']}"
         self.log_dir = f"{self.study_dir}/logs"
-        _refuse_any([problem for problem in [results_dir_problem(config["results_dir"], self.study_dir)] if problem])
+        if problem := results_dir_problem(config["results_dir"], self.study_dir):
+            raise GanstudyError(problem)
         self.setups = list(config["setups"])
         # (set-up, trial) of every training run: set-ups may run more or fewer trials than the study.
         self.runs = [(s, t) for s in self.setups for t in range(config["setups"][s]["trials"] or config["trials"])]
@@ -163,11 +164,9 @@ class StudyPlan:
         """The user's files (data, Inception's weights): a dry-run plans without them and lists them once; a
         real run stops before any job until they are there. A weights file that is not the expected one
         stops both."""
-        self.missing = missing_user_inputs(self.config)
-        if self.missing:
-            needs = "this study needs files that are not here yet:\n" + "\n".join(
-                f"  - {line}" for line in self.missing
-            )
+        missing = missing_user_inputs(self.config)
+        if missing:
+            needs = "this study needs files that are not here yet:\n" + "\n".join(f"  - {line}" for line in missing)
             if not self.invocation.dry_run:
                 raise GanstudyError(needs)
             self.notices.append(
@@ -206,9 +205,8 @@ class StudyPlan:
         config = self.config
         self.layout = StudyLayout.from_config(config, self.known_data.classes, self.site["name"])
         _refuse_any(self.layout.problems(self.known_data.training_images))
-        self.known_ranks = self.layout.known_ranks()
         # Multi-rank set-up -> its one-rank run of the same work: the speed-up tables and plot compare them.
-        self.baselines = speedup_baselines(config["setups"], self.known_ranks)
+        self.baselines = speedup_baselines(config["setups"], self.layout.known_ranks())
         # Set-up -> metric -> the paper's published result (tables/reproduction.*), and set-up -> training fact
         # (epoch time, final losses) -> the paper's number (tables/epochs.*).
         self.references = self._references(lambda key: key not in EPOCH_REFERENCES)
