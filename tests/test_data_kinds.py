@@ -49,7 +49,7 @@ def test_every_data_set_names_a_registered_kind_and_every_kind_a_task():
 def test_only_held_out_kinds_are_scored_on_the_test_split():
     # Held-out kinds name importable parts that keep their contracts (ganstudy.contracts).
     for kind in (PAIRS, SHOWERS):
-        assert kind.part(kind.held_out.scorer, HeldOutScorer).column in ("l1", "showers")
+        assert isinstance(kind.part(kind.held_out.scorer, HeldOutScorer), type)
         assert callable(kind.part(kind.held_out.evaluate, HeldOutEvaluation))
     assert IMAGES.held_out is None and IMAGES.classes and not PAIRS.classes
     assert metric_problems(IMAGES, ["fid", "class_fid"], "classifier") == []
@@ -224,7 +224,7 @@ LAB_KIND = textwrap.dedent("""
 
     VOXELS = DataKind(name="voxels", description="voxel grids", task="energy", sample_figure="lab_kind.figures:draw",
                       held_out=HeldOut("a voxel generator on held-out grids", "score-voxels", "lab_kind.scoring:Scorer",
-                                       "ganstudy.evaluate.showers:evaluate_showers"),
+                                       "ganstudy.evaluate.showers:evaluate_showers", "voxel_score"),
                       conditions=True, classes=False)
 """)
 
@@ -240,3 +240,21 @@ def test_a_kind_whose_parts_are_not_installed_is_named_while_planning(site):
         "installed: fix its package or install it",
     ]
     assert [kind.missing_parts() for kind in (IMAGES, PAIRS, SHOWERS)] == [[], [], []]
+
+
+def test_a_plugin_kind_s_in_training_score_is_found_by_status_and_the_convergence_check(site):
+    import pandas as pd
+
+    from ganstudy.stats.convergence import run_curve
+    from ganstudy.status import _score_cell
+    from ganstudy.train.progress import score_columns
+
+    install(site, "lab-kind", "[ganstudy.kinds]\nvoxels = lab_kind:VOXELS\n", "lab_kind", LAB_KIND)
+    assert score_columns()[:2] == ("fid", "fid_best")
+    assert {"l1", "showers", "voxel_score"} <= set(score_columns())
+    losses = pd.DataFrame(
+        {"iteration": [1, 2, 3, 4], "d_loss": [0.5] * 4, "g_loss": [1.0] * 4, "voxel_score": [3.0, None, 2.0, 1.5]}
+    )
+    column, curve = run_curve(losses)
+    assert column == "voxel_score" and curve.to_dict() == {1: 3.0, 3: 2.0, 4: 1.5}
+    assert _score_cell({"iteration": "4", "d_loss": "0.5", "voxel_score": "1.5"}) == "voxel_score 1.5"

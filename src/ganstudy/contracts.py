@@ -92,9 +92,7 @@ class KindFigureDraw(Protocol):
 
 class HeldOutScorer(Protocol):
     """The in-training score of a kind whose data train no classifier: built once per run, then asked
-    every ``score_period`` iterations. ``column`` names the score in losses.csv."""
-
-    column: str
+    every ``score_period`` iterations; its column in losses.csv is the kind's ``HeldOut.column``."""
 
     def __init__(
         self, split_path: str, count: int, seed: int, network: nn.Module, device: torch.device, setup: Any, ranks: int

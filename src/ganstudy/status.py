@@ -32,7 +32,7 @@ import yaml
 from ganstudy.atomic import read_json, write_json
 from ganstudy.errors import GanstudyError
 from ganstudy.procfs import pid_alive
-from ganstudy.train.progress import HEARTBEAT, HEARTBEAT_SECONDS, LINE, PROCESS, SCORE_COLUMNS
+from ganstudy.train.progress import HEARTBEAT, HEARTBEAT_SECONDS, LINE, PROCESS, score_columns
 
 PLAN = "plan.json"
 ERROR = re.compile(
@@ -78,7 +78,7 @@ class TrialStatus:
 
 
 def _score_cell(row: dict[str, str]) -> str:
-    for column in SCORE_COLUMNS:
+    for column in score_columns():
         if row.get(column):
             return f"{column} {float(row[column]):.4g}"
     return ""
@@ -103,7 +103,7 @@ def _reached_in_table(table: Path) -> tuple[int, str] | None:
 def _reached_in_line(line: re.Match[str]) -> tuple[int, str]:
     """The iteration of a progress line and the score it shows (already marked "(at n)" when older)."""
     values = (line.group(7) or "").split("; ")[0].split(", ")
-    score = next((value for column in SCORE_COLUMNS for value in values if value.startswith(f"{column} ")), "")
+    score = next((value for column in score_columns() for value in values if value.startswith(f"{column} ")), "")
     return int(line.group(3)), score
 
 

@@ -22,12 +22,15 @@ from ganstudy.registry import Registry, instance_of, not_installed, resolve_part
 class HeldOut:
     """Scoring on the test split, for kinds whose data train no classifier: ``scorer`` names the
     in-training score's class (ganstudy.contracts.HeldOutScorer), ``evaluate`` the final scoring
-    (ganstudy.contracts.HeldOutEvaluation), both as ``module:attribute``."""
+    (ganstudy.contracts.HeldOutEvaluation), both as ``module:attribute``; ``column`` is the in-training
+    score's column in losses.csv, declared here (not by the torch class) so that the run's status and the
+    convergence check find a plugin kind's curve without importing torch."""
 
     what: str  # what is scored on what, for messages
     stream: str  # the seed stream of the in-training score
     scorer: str
     evaluate: str
+    column: str  # lower is better
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ PAIRS = DataKind(
         "score-pairs",
         "ganstudy.evaluate.paired:PairScorer",
         "ganstudy.evaluate.paired:evaluate_pairs",
+        "l1",
     ),
     conditions=True,
     classes=False,
@@ -116,6 +120,7 @@ SHOWERS = DataKind(
         "score-showers",
         "ganstudy.evaluate.showers:ShowerScorer",
         "ganstudy.evaluate.showers:evaluate_showers",
+        "showers",
     ),
     conditions=True,
     classes=False,

@@ -106,8 +106,6 @@ class PairScorer:
     generator's weights, so that neither a data-parallel rank's synchronised batch norm (which would wait
     for the other ranks) nor the training generator's running statistics are touched."""
 
-    column = "l1"
-
     def __init__(
         self,
         pairs_path: str | os.PathLike[str],

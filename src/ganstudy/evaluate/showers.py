@@ -215,8 +215,6 @@ class ShowerScorer:
     batch norm nor the training generator's running statistics are touched; it is only watched for
     convergence."""
 
-    column = "showers"
-
     def __init__(
         self,
         showers_path: str | os.PathLike[str],

@@ -51,7 +51,7 @@ from scipy.stats import t as student_t
 from scipy.stats import theilslopes
 
 from ganstudy.atomic import atomic_path
-from ganstudy.train.progress import SCORE_COLUMNS
+from ganstudy.train.progress import score_columns
 
 WINDOW = 0.25
 CONFIDENCE = 0.95
@@ -97,7 +97,7 @@ COLUMNS = [
 
 def run_curve(losses: pd.DataFrame) -> tuple[str, pd.Series] | None:
     """A run's in-training score per iteration and its column; None when the run logged none."""
-    column = next((c for c in SCORE_COLUMNS if c in losses and losses[c].notna().any()), None)
+    column = next((c for c in score_columns() if c in losses and losses[c].notna().any()), None)
     if column is None:
         return None
     return column, losses.dropna(subset=[column]).groupby("iteration")[column].mean()

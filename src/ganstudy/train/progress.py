@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ganstudy.data.kinds import all_kinds
+
 LOGGER = logging.getLogger("ganstudy.train")
 # Seconds between two progress lines of one trainer.
 INTERVAL = 30.0
@@ -36,12 +38,16 @@ INTERVAL = 30.0
 LINE = re.compile(r"^(\S+ \S+) (.+?): iteration (\d+)/(\d+) \(\d+%\), (\S+) s/it, ETA (\S+)(?:; (.*))?$")
 # Rank 0's line naming its process, as Progress writes it under the log's time stamp: process id, host.
 PROCESS = re.compile(r"^\S+ \S+ training process (\d+) on host (\S+)")
-# The in-training score columns of losses.csv, each lower-is-better, in the order a run's curve is looked
-# for (a run logs one of them): the pair trainer's FID, the grid's best cell's, a paired generator's L1 on
-# held-out pairs, a shower generator's physics score. The run's status and the convergence check read them.
-SCORE_COLUMNS = ("fid", "fid_best", "l1", "showers")
 HEARTBEAT = "heartbeat"
 HEARTBEAT_SECONDS = 60.0
+
+
+def score_columns() -> tuple[str, ...]:
+    """The in-training score columns of losses.csv, each lower-is-better, in the order a run's curve is
+    looked for (a run logs one of them): the pair trainer's FID, the grid's best cell's, then each
+    registered data kind's held-out score (pix2pix's L1, a shower generator's physics score, a plugin
+    kind's own). The run's status and the convergence check read them."""
+    return ("fid", "fid_best", *(kind.held_out.column for kind in all_kinds() if kind.held_out is not None))
 
 
 def live_table_name(rank: int) -> str:

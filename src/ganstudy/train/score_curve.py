@@ -29,11 +29,8 @@ class ScoreCurve:
     label: int | None = None
     # Whether the scorer runs the generator on the test split (data kinds with a held-out scorer).
     held_out: bool = False
-
-    @property
-    def column(self) -> str:
-        """The score's column in losses.csv."""
-        return self.scorer.column if self.held_out else "fid"
+    # The score's column in losses.csv (a held-out scorer's is its data kind's HeldOut.column).
+    column: str = "fid"
 
 
 def score_curve(context: TrainingContext) -> ScoreCurve | None:
@@ -58,6 +55,7 @@ def score_curve(context: TrainingContext) -> ScoreCurve | None:
             setup.score_period,
             setup.score_samples,
             held_out=True,
+            column=held_out.column,
         )
     why = f"score_period {setup.score_period} scores the generator during training"
     return ScoreCurve(
