@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from common import emit, interleaved_medians, parser, setup
 from ganstudy.data.arrays import load_split
 from ganstudy.data.prepare import prepare_dataset
-from ganstudy.models import build_pair
+from ganstudy.models import build_pair, job_settings
 from ganstudy.parallel.world import mpi_world
 from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.modes import TrainingContext, get_mode
@@ -78,14 +78,16 @@ def main() -> None:
         score_inputs(folder, epochs=1)
         torch.set_num_threads(1)  # after the classifier's training, which sets its own
         settings = setup({"iterations": size["iterations"]})
-        typed = TrainingSettings.from_config(settings)
-        grid_typed = TrainingSettings.from_config(
-            setup(
-                {
-                    "iterations": size["iterations"],
-                    "mode": "grid",
-                    "grid": {"shape": "1x1", "fitness_sample_size": 100, "score_sample_size": 100},
-                }
+        typed = TrainingSettings.of(job_settings(settings))
+        grid_typed = TrainingSettings.of(
+            job_settings(
+                setup(
+                    {
+                        "iterations": size["iterations"],
+                        "mode": "grid",
+                        "grid": {"shape": "1x1", "fitness_sample_size": 100, "score_sample_size": 100},
+                    }
+                )
             )
         )
         spec = network_spec(typed, data)

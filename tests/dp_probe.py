@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from ganstudy.models import job_settings
 from ganstudy.parallel.process_group import torch_process_group
 from ganstudy.parallel.world import mpi_world
 from ganstudy.setup_settings import TrainingSettings
@@ -52,7 +53,7 @@ def fixed_batch(pair: DataParallelTrainer, rows: torch.Tensor) -> Batch:
 
 
 def trainer(section: dict, world) -> DataParallelTrainer:
-    setup = TrainingSettings.from_config(section)
+    setup = TrainingSettings.of(job_settings(section))
     data = fixed_data(setup.network)
     conditional = setup.network == "dccgan"
     spec = network_spec(setup, data, conditional=conditional, any_task=True)

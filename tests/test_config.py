@@ -5,14 +5,14 @@ import yaml
 
 from conftest import REPO, SCHEMA
 from ganstudy.config import (
-    NETWORK_KEYS,
+    TASK_KEYS,
     ConfigError,
     dataset_settings,
     evaluation_settings,
     load_study_config,
-    training_settings,
     validate_study_config,
 )
+from ganstudy.models import job_settings
 
 
 def test_default_config_is_valid_and_defaults_are_filled(default_config):
@@ -117,19 +117,20 @@ def test_network_only_keys_reach_exactly_the_networks_whose_task_reads_them():
     config = validate_study_config({}, SCHEMA)
     for name in NETWORKS.names():
         setup = dict(config["setups"]["lp_bce"], network=name)
-        section = training_settings(setup)
+        section = job_settings(setup)
         not_a_run = {"reference", "trials", "sweep", "swept"}  # they change no run's result
         assert not not_a_run & set(section)
-        owned = {key for key, networks in NETWORK_KEYS.items() if name in networks}
-        assert set(NETWORK_KEYS) - owned == set(setup) - set(section) - not_a_run, name
+        task = get_network(name).task
+        owned = {key for key, tasks in TASK_KEYS.items() if task in tasks}
+        assert set(TASK_KEYS) - owned == set(setup) - set(section) - not_a_run, name
         settings = _ReadAttributes(TrainingSettings.of(section))
-        TASKS.get(get_network(name).task)(settings)
-        assert settings.read & set(NETWORK_KEYS) == owned, name
+        TASKS.get(task)(settings)
+        assert settings.read & set(TASK_KEYS) == owned, name
 
 
 def test_default_study_settings_carry_no_key_of_other_networks_or_data_sets(default_config):
     for setup in default_config["setups"].values():
-        settings = training_settings(setup)
+        settings = job_settings(setup)
         assert "l1_weight" not in settings and "energy_loss_weights" not in settings
         assert settings["grid"] == setup["grid"]
     assert "direction" not in dataset_settings(default_config["dataset"])
@@ -146,3 +147,23 @@ def test_a_key_only_some_metrics_read_reaches_the_scoring_only_with_them():
     assert "dc_neighborhood" not in evaluation_settings(config["evaluation"], "digits")
     scored = {**config["evaluation"], "metrics": ["fid", "coverage"]}
     assert evaluation_settings(scored, "digits")["dc_neighborhood"] == 5
+
+
+def test_a_lab_s_own_network_of_a_task_gets_that_task_s_keys(site):
+    # A paired network of a lab's own package: pix2pix's L1 weight, schedule and jitter are its task's.
+    from conftest import install
+    from ganstudy.setup_settings import TrainingSettings
+    from ganstudy.train.tasks import TASKS
+
+    source = "from ganstudy.models import Network\n\nUNET = Network(build='lab_paired:build', task='paired')\n"
+    install(site, "lab-paired", "[ganstudy.networks]\nlab_unet = lab_paired:UNET\n", "lab_paired", source)
+    setup = {"network": "lab_unet", "l1_weight": 50, "lr_decay_iterations": 1, "jitter": {"flip": True}}
+    section = job_settings(validate_study_config({"setups": {"s": setup}}, SCHEMA)["setups"]["s"])
+    assert (section["l1_weight"], section["lr_decay_iterations"], section["jitter"]) == (
+        50,
+        1,
+        {"load_size": None, "flip": True},
+    )
+    assert "energy_loop" not in section and "energy_loss_weights" not in section
+    task = TASKS.get("paired")(TrainingSettings.of(section))
+    assert task.l1_weight == 50 and task.jitter is not None and task.lr_decay == 1

@@ -153,8 +153,15 @@ def study_on_two_nodes(nodes, tmp_path_factory):
         env=nodes,
         timeout=1500,
     )
-    assert done.returncode == 0, done.stderr[-5000:]
+    assert done.returncode == 0, training_logs(folder) + done.stderr[-5000:]
     return folder, done.stdout + done.stderr
+
+
+def training_logs(folder: Path) -> str:
+    """The end of every training job's log (srun's and the ranks' output): Snakemake's own output, which
+    is all a failure shows in CI, names a failed job's log but its end is cut off there."""
+    logs = sorted((folder / "results" / "nodes" / "logs" / "train").glob("*/*.log"))
+    return "".join(f"--- {log.relative_to(folder)}:\n{log.read_text(errors='replace')[-2500:]}\n" for log in logs)
 
 
 def run_record(folder: Path, setup: str) -> dict:

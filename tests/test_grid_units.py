@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from ganstudy.errors import GanstudyError
-from ganstudy.models import NetworkSpec, build_pair
+from ganstudy.models import NetworkSpec, build_pair, job_settings
 from ganstudy.models.mixture import MixtureGenerator, proportional_counts
 from ganstudy.parallel.topology import GridShape, assign_cells, resolve_shape
 from ganstudy.train.grid.cell import CellStreams
@@ -254,7 +254,7 @@ def test_a_pass_drawn_in_blocks_of_updates_draws_what_one_update_at_a_time_does(
         "lr": 0.001,
         "grid": {"shape": "1x3", "mutation_probability": 0.5, "mutation_rate": 0.01},
     }
-    setup = TrainingSettings.from_config(validate_study_config({"setups": {"s": section}}, SCHEMA)["setups"]["s"])
+    setup = TrainingSettings.of(job_settings(validate_study_config({"setups": {"s": section}}, SCHEMA)["setups"]["s"]))
     spec = NetworkSpec((1, 4, 4), latent_dim=6, hidden_units=8)
     cells = [
         SimpleNamespace(

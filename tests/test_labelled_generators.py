@@ -13,7 +13,7 @@ from ganstudy.checkpoint import save_state
 from ganstudy.config import validate_study_config
 from ganstudy.data.arrays import Split, load_split
 from ganstudy.errors import GanstudyError
-from ganstudy.models import NetworkSpec, build_pair
+from ganstudy.models import NetworkSpec, build_pair, job_settings
 from ganstudy.models.artifact import load_generator, sample_labelled, save_generator
 from ganstudy.models.mixture import ConditionalGenerator, MixtureGenerator
 from ganstudy.parallel.partition import assign_classes
@@ -118,7 +118,7 @@ def _setup(**keys):
 
 def _train(setup, data):
     return get_mode(setup["mode"])(
-        TrainingContext(TrainingSettings.from_config(setup), data, 3, 0, mpi_world(), torch.device("cpu"))
+        TrainingContext(TrainingSettings.of(job_settings(setup)), data, 3, 0, mpi_world(), torch.device("cpu"))
     )
 
 

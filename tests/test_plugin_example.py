@@ -139,7 +139,7 @@ BROKEN = textwrap.dedent("""
     import torch
     from torch import nn
     from ganstudy.errors import GanstudyError
-    from ganstudy.models import Network
+    from ganstudy.models import job_settings, Network
 
     class Flat(nn.Module):
         def __init__(self, spec):
@@ -195,6 +195,7 @@ BROKEN = textwrap.dedent("""
     ],
 )
 def test_a_network_that_breaks_the_contract_is_named_when_its_job_starts(site, attribute, problem):
+    from ganstudy.config import training_settings
     from ganstudy.models import NetworkSpec
 
     (site / "lab_networks.py").write_text(BROKEN)
@@ -202,7 +203,8 @@ def test_a_network_that_breaks_the_contract_is_named_when_its_job_starts(site, a
     config = validate_study_config(
         {"setups": {"s": {"network": name}}}, REPO / "workflow" / "schemas" / "config.schema.yaml"
     )
-    setup = TrainingSettings.from_config(config["setups"]["s"])
+    # The settings of a noise network, given without looking the broken entry up (job_settings would).
+    setup = TrainingSettings.of(training_settings(config["setups"]["s"], "noise"))
     state = torch.random.get_rng_state()
     with pytest.raises(GanstudyError) as error:
         check_pair(setup, NetworkSpec((1, 8, 8), setup.latent_dim, setup.hidden_units))
@@ -224,13 +226,13 @@ def test_a_network_that_breaks_the_contract_is_named_when_its_job_starts(site, a
     ],
 )
 def test_every_built_in_network_keeps_the_contract_plugins_are_held_to(network, spec):
-    from ganstudy.models import NetworkSpec
+    from ganstudy.models import NetworkSpec, job_settings
 
     config = validate_study_config(
         {"setups": {"s": {"network": network, "hidden_units": 8, "latent_dim": 8}}},
         REPO / "workflow" / "schemas" / "config.schema.yaml",
     )
-    setup = TrainingSettings.from_config(config["setups"]["s"])
+    setup = TrainingSettings.of(job_settings(config["setups"]["s"]))
     check_pair(setup, NetworkSpec(latent_dim=8, hidden_units=8, **spec))
 
 

@@ -15,16 +15,16 @@ from ganstudy.config import (
     DATASET_KEYS,
     EVALUATION_KEYS,
     METRIC_KEYS,
-    NETWORK_KEYS,
+    TASK_KEYS,
     ConfigError,
     dataset_settings,
     evaluation_settings,
-    training_settings,
     validate_study_config,
 )
 from ganstudy.data.settings import DatasetSettings, SmoteSettings
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import ClassifierSettings, EvaluationSettings
+from ganstudy.models import job_settings
 from ganstudy.pretrained import EXTRACTOR_KEYS
 from ganstudy.setup_settings import GridSettings, TrainingSettings
 from ganstudy.stats.settings import StatisticsSettings
@@ -38,7 +38,7 @@ def setup_schema() -> dict:
     return setups.get("additionalProperties") or next(iter(setups["patternProperties"].values()))
 
 
-def compare(cls: type, properties: dict, where: str, only: dict = NETWORK_KEYS) -> None:
+def compare(cls: type, properties: dict, where: str, only: dict = TASK_KEYS) -> None:
     fields = {field.name: field for field in dataclasses.fields(cls)}
     # A set-up's published result and its sweep are the study's, not its training's.
     assert set(fields) == set(properties) - {"reference", "sweep", "swept"}, where
@@ -66,7 +66,7 @@ def test_the_settings_dataclasses_are_the_schemas_set_up_keys_with_its_defaults(
 @pytest.mark.parametrize("network", ["perceptron4", "pix2pix", "calo3d"])
 def test_every_validated_set_up_builds_and_round_trips_through_json(network):
     config = validate_study_config({"setups": {"s": {"network": network, "mode": "single"}}}, SCHEMA)
-    section = training_settings(config["setups"]["s"])
+    section = job_settings(config["setups"]["s"])
     settings = TrainingSettings.of(section)
     assert isinstance(settings.grid, GridSettings) and settings.betas == (0.5, 0.999)
     assert (settings.energy_loop is not None) == (network == "calo3d") and (settings.l1_weight is not None) == (
@@ -78,7 +78,7 @@ def test_every_validated_set_up_builds_and_round_trips_through_json(network):
 
 def test_an_unknown_or_missing_key_is_named_with_where_it_was_read():
     config = validate_study_config({"setups": {"s": {}}}, SCHEMA)
-    section = training_settings(config["setups"]["s"])
+    section = job_settings(config["setups"]["s"])
     with pytest.raises(GanstudyError, match=r"job\.json\.grid: unknown key\(s\) shap; known: shape"):
         TrainingSettings.of({**section, "grid": {**section["grid"], "shap": "2x2"}}, "job.json")
     without = {key: value for key, value in section.items() if key != "lr"}
@@ -121,7 +121,7 @@ def test_global_batch_rate_and_batch_norm_rows_follow_the_scaling_and_batch_norm
     from ganstudy.setup_settings import TrainingSettings
 
     config = validate_study_config({"setups": {"p": {"mode": "data_parallel", "batch_size": 8, "lr": 0.001}}}, SCHEMA)
-    strong = TrainingSettings.from_config(config["setups"]["p"])
+    strong = TrainingSettings.of(job_settings(config["setups"]["p"]))
     assert (strong.global_batch(4), strong.rank_lr(4), strong.batch_norm_rows(4)) == (8, 0.001, 8)
     weak = dataclasses.replace(
         strong, data_parallel=dataclasses.replace(strong.data_parallel, scaling="weak", accumulation_steps=2)

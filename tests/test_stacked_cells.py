@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from ganstudy.evaluate.fid import FidScorer
-from ganstudy.models import NetworkSpec, build_pair
+from ganstudy.models import NetworkSpec, build_pair, job_settings
 from ganstudy.models.mixture import MixtureGenerator, proportional_counts
 from ganstudy.models.stacked import StackedMLP
 from ganstudy.models.stacked_network import StackedNetwork
@@ -237,7 +237,7 @@ def grid_cells(
         "loss": loss,
         "grid": {"shape": "2x2", "population_size": population, "n_replacements": 1, "data_ratio": 1.0},
     }
-    setup = TrainingSettings.from_config(validate_study_config({"setups": {"g": section}}, SCHEMA)["setups"]["g"])
+    setup = TrainingSettings.of(job_settings(validate_study_config({"setups": {"g": section}}, SCHEMA)["setups"]["g"]))
     labels = np.arange(images) % 10
     images = torch.rand(images, 1, side, side, generator=torch.Generator().manual_seed(3)) * 2 - 1
     shape = GridShape(2, 2)

@@ -22,7 +22,7 @@ from ganstudy.data.arrays import Split, save_split
 from ganstudy.data.kinds import PAIRS, SHOWERS, DataKind
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.showers import generate_showers, shower_scores
-from ganstudy.models import NetworkSpec, build_pair
+from ganstudy.models import NetworkSpec, build_pair, job_settings
 from ganstudy.models.artifact import load_generator
 from ganstudy.seeding import derive_seed
 from ganstudy.setup_settings import TrainingSettings
@@ -61,7 +61,7 @@ def paired_data(count: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
 
 def test_paired_losses_are_pix2pix_s_halved_discriminator_loss_and_adversarial_plus_weighted_l1() -> None:
     setup = paired_setup()
-    task = TASKS.get("paired")(TrainingSettings.from_config(setup))
+    task = TASKS.get("paired")(TrainingSettings.of(job_settings(setup)))
     loss = LOSSES.get("bce")
     a, b = paired_data(4)
     torch.manual_seed(0)
@@ -91,7 +91,7 @@ def test_a_paired_pair_learns_its_mapping() -> None:
     setup = paired_setup(iterations=40, lr=5e-3, l1_weight=100.0)
     a, b = paired_data(8)
     data = Split(b.numpy(), np.zeros(8, dtype=np.int64), conditions=a.numpy())
-    setup = TrainingSettings.from_config(setup)
+    setup = TrainingSettings.of(job_settings(setup))
     spec = network_spec(setup, data, any_task=True)
     assert spec.condition_shape == (1, SIZE, SIZE) and spec.image_shape == (3, SIZE, SIZE)
     trainer = PairTrainer(
@@ -109,7 +109,7 @@ def test_a_paired_pair_learns_its_mapping() -> None:
 
 
 def test_a_paired_step_runs_the_generator_once_and_reuses_its_output_as_pix2pix_does() -> None:
-    setup = TrainingSettings.from_config(paired_setup(iterations=1))
+    setup = TrainingSettings.of(job_settings(paired_setup(iterations=1)))
     a, b = paired_data(8)
     data = Split(b.numpy(), np.zeros(8, dtype=np.int64), conditions=a.numpy())
     trainer = PairTrainer(
@@ -133,7 +133,7 @@ def test_a_paired_network_on_data_without_conditions_is_refused() -> None:
     setup = paired_setup()
     data = Split(np.zeros((4, 3, SIZE, SIZE), np.float32), np.zeros(4, np.int64))
     with pytest.raises(GanstudyError, match="prepared split has none: use a data set of the kind its task learns"):
-        network_spec(TrainingSettings.from_config(setup), data, any_task=True)
+        network_spec(TrainingSettings.of(job_settings(setup)), data, any_task=True)
 
 
 @pytest.mark.parametrize("mode", ["per_class", "grid"])
@@ -143,7 +143,7 @@ def test_modes_of_noise_networks_refuse_a_paired_network(mode: str) -> None:
     with pytest.raises(
         GanstudyError, match=f"mode '{mode}' trains networks of noise only.*mode single or data_parallel"
     ):
-        network_spec(TrainingSettings.from_config(paired_setup(mode=mode)), data)
+        network_spec(TrainingSettings.of(job_settings(paired_setup(mode=mode))), data)
 
 
 @pytest.mark.parametrize(
@@ -163,7 +163,7 @@ def test_modes_of_noise_networks_refuse_a_paired_network(mode: str) -> None:
 )
 def test_an_in_training_score_without_what_it_needs_is_refused(network: str, kind: DataKind, problem: str) -> None:
     context = TrainingContext(
-        TrainingSettings.from_config(paired_setup(score_period=5, network=network)),
+        TrainingSettings.of(job_settings(paired_setup(score_period=5, network=network))),
         Split(np.zeros((1, 1, 8, 8), np.float32), np.zeros(1, np.int64)),
         1,
         0,
@@ -275,7 +275,7 @@ def test_lr_decay_is_pix2pix_s_linear_policy() -> None:
     """Against torch's LambdaLR with the original's rule (epoch_count 1, scheduler stepped after each epoch)."""
     for iterations, decay in ((200, 100), (10, 3), (5, 0)):
         task = TASKS.get("paired")(
-            TrainingSettings.from_config(paired_setup(iterations=iterations, lr_decay_iterations=decay))
+            TrainingSettings.of(job_settings(paired_setup(iterations=iterations, lr_decay_iterations=decay)))
         )
         optimizer = torch.optim.Adam([torch.zeros(1, requires_grad=True)], lr=0.0002)
         n_epochs = iterations - decay
@@ -290,11 +290,11 @@ def test_lr_decay_is_pix2pix_s_linear_policy() -> None:
             scheduler.step()
     assert task.lr_factor(5) == 1.0
     assert TASKS.get("paired")(
-        TrainingSettings.from_config(paired_setup(iterations=200, lr_decay_iterations=100))
+        TrainingSettings.of(job_settings(paired_setup(iterations=200, lr_decay_iterations=100)))
     ).lr_factor(200) == pytest.approx(1 / 101)
-    assert TASKS.get("noise")(TrainingSettings.from_config(paired_setup(network="dcgan"))).lr_factor(2) == 1.0
+    assert TASKS.get("noise")(TrainingSettings.of(job_settings(paired_setup(network="dcgan")))).lr_factor(2) == 1.0
     # The trainer sets both optimisers' rate before each pass: after 3 of 3 iterations with 2 of decay, lr / 3.
-    setup = TrainingSettings.from_config(paired_setup(iterations=3, lr_decay_iterations=2, lr=0.003))
+    setup = TrainingSettings.of(job_settings(paired_setup(iterations=3, lr_decay_iterations=2, lr=0.003)))
     a, b = paired_data(8)
     data = Split(b.numpy(), np.zeros(8, dtype=np.int64), conditions=a.numpy())
     trainer = PairTrainer(
@@ -417,7 +417,7 @@ def get_ecal_fit(energy: np.ndarray) -> np.ndarray:
 )
 def test_energy_losses_are_3dgan_s_weighted_adversarial_energy_and_sum_errors(loop: dict) -> None:
     setup = paired_setup(network="calo3d", latent_dim=4, hidden_units=2, energy_loop=loop)
-    task = TASKS.get("energy")(TrainingSettings.from_config(setup))
+    task = TASKS.get("energy")(TrainingSettings.of(job_settings(setup)))
     assert setup["energy_loss_weights"] == [2, 0.1, 0.1]
     assert (task.split_discriminator, task.generator_steps, task.optimizer) == (True, 2, "rmsprop")
     loss = LOSSES.get("bce")
@@ -474,7 +474,7 @@ def test_an_energy_step_is_3dgan_s_two_discriminator_and_two_generator_rmsprop_u
     images, energy = showers(8)
     setup = paired_setup(network="calo3d", latent_dim=4, hidden_units=2, batch_size=4, iterations=1, lr=0.01)
     trainer = PairTrainer(
-        TrainingSettings.from_config(setup),
+        TrainingSettings.of(job_settings(setup)),
         NetworkSpec(SHOWER, 4, 2, condition_shape=(1,)),
         images,
         None,

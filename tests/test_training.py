@@ -9,9 +9,10 @@ import pytest
 import torch
 
 from conftest import REPO, SCHEMA, train_command
-from ganstudy.config import training_settings, validate_study_config
+from ganstudy.config import validate_study_config
 from ganstudy.data.arrays import Split, load_split
 from ganstudy.errors import GanstudyError
+from ganstudy.models import job_settings
 from ganstudy.models.artifact import load_generator, sample_generator
 from ganstudy.parallel.world import mpi_world
 from ganstudy.procfs import FLOAT_FLAGS
@@ -28,7 +29,9 @@ def _setup(**overrides):
 
 
 def _train(setup, data, seed, trial):
-    context = TrainingContext(TrainingSettings.from_config(setup), data, seed, trial, mpi_world(), torch.device("cpu"))
+    context = TrainingContext(
+        TrainingSettings.of(job_settings(setup)), data, seed, trial, mpi_world(), torch.device("cpu")
+    )
     return get_mode(setup["mode"])(context)
 
 
@@ -116,7 +119,7 @@ def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path, mo
     losses = np.genfromtxt(tmp_path / "losses.csv", delimiter=",", names=True)
     assert list(losses["iteration"]) == [1, 2, 3] and np.all(np.isfinite(losses["d_loss"]))
     record = json.loads((tmp_path / "run.json").read_text())
-    assert record["settings"] == training_settings(setup) and record["setup_name"] == "lp_mse" and record["trial"] == 1
+    assert record["settings"] == job_settings(setup) and record["setup_name"] == "lp_mse" and record["trial"] == 1
     assert record["world_size"] == 1 and len(record["hosts"]) == 1
     assert "MPICH" in record["mpi_library"] or "MPI" in record["mpi_library"]
     assert set(record["seeds"]) == {"init", "batches", "noise", "dropout", "score", "sample-grid"}
@@ -182,7 +185,7 @@ def test_the_in_training_fid_is_the_fixed_batch_s_fid_and_changes_no_training_bi
     silent = _train(_setup(iterations=5, batch_size=100), data, 7, 0)
     setup = _setup(iterations=5, batch_size=100, score_period=2, score_samples=300)
     context = TrainingContext(
-        TrainingSettings.from_config(setup),
+        TrainingSettings.of(job_settings(setup)),
         data,
         7,
         0,

@@ -10,8 +10,9 @@ import subprocess
 import pytest
 
 from conftest import REPO, SCHEMA
-from ganstudy.config import training_settings, validate_study_config
+from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
+from ganstudy.models import job_settings
 from ganstudy.train.job import job_description, read_job, with_compute, write_job
 from ganstudy.typed import as_dict
 
@@ -29,7 +30,7 @@ def test_a_job_file_round_trips_the_set_up_inputs_and_compute(tmp_path):
     assert job.inputs.held_out == "data/test.npz" and job.inputs.classifier is None
     assert (job.compute.device, job.compute.threads, job.compute.gpus_per_rank) == ("cpu", 2, 1)
     # run.json records the set-up's keys as the study gave them: no other network's keys, no reference.
-    assert job.settings_record() == json.loads(json.dumps(training_settings(section)))
+    assert job.settings_record() == json.loads(json.dumps(job_settings(section)))
 
 
 def test_the_compute_options_come_from_their_own_file_and_no_run_record_holds_them(tmp_path):

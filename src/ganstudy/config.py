@@ -132,16 +132,18 @@ def load_study_config(config_path: str | os.PathLike[str], schema_path: str | os
     return validate_study_config(read_yaml(config_path) or {}, schema_path)
 
 
-# Keys that only some networks (set-up keys) or data sets (dataset keys) read, and which. A job's
-# settings leave them out everywhere else: a key of this kind added to the schema changes no finished
-# job's settings, so Snakemake reruns nothing (tests/test_config.py checks the networks' entries
-# against the keys their registered training tasks read).
-NETWORK_KEYS: dict[str, tuple[str, ...]] = {
-    "l1_weight": ("pix2pix",),
-    "lr_decay_iterations": ("pix2pix",),
-    "jitter": ("pix2pix",),
-    "energy_loss_weights": ("calo3d",),
-    "energy_loop": ("calo3d",),
+# Set-up keys that only the networks of some training tasks read (ganstudy.train.tasks: pix2pix's "paired",
+# 3DGAN's "energy"), and which; and dataset keys that only some data sets read. A job's settings leave them
+# out everywhere else: a key of this kind added to the schema changes no finished job's settings, so
+# Snakemake reruns nothing. A set-up key belongs to the task, not to one network, so that a lab's own
+# network of that task reads it too; a network's own architecture options are its network_options
+# (tests/test_config.py checks these entries against the keys each registered task reads).
+TASK_KEYS: dict[str, tuple[str, ...]] = {
+    "l1_weight": ("paired",),
+    "lr_decay_iterations": ("paired",),
+    "jitter": ("paired",),
+    "energy_loss_weights": ("energy",),
+    "energy_loop": ("energy",),
 }
 DATASET_KEYS: dict[str, tuple[str, ...]] = {"direction": ("paired_folder",)}
 # Evaluation keys that only the scores of some data sets read.
@@ -162,12 +164,10 @@ def _read_by(section: dict[str, Any], owner: str | None, only: dict[str, tuple[s
 _NOT_A_RUN = ("reference", "trials", "sweep", "swept")
 
 
-def training_settings(setup: dict[str, Any]) -> dict[str, Any]:
+def training_settings(setup: dict[str, Any], task: str) -> dict[str, Any]:
     """A set-up as its training and scoring jobs see it: without the keys that change no run's result
-    (``_NOT_A_RUN``) and without the keys of other networks."""
-    return _read_by(
-        {key: value for key, value in setup.items() if key not in _NOT_A_RUN}, setup.get("network"), NETWORK_KEYS
-    )
+    (``_NOT_A_RUN``) and without the keys of training tasks other than its network's ``task``."""
+    return _read_by({key: value for key, value in setup.items() if key not in _NOT_A_RUN}, task, TASK_KEYS)
 
 
 def dataset_settings(dataset: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ganstudy.config import training_settings
 from ganstudy.errors import GanstudyError
 from ganstudy.schema import schema_defaults
 from ganstudy.typed import FrozenMapping, build
@@ -99,7 +98,7 @@ class EnergyLoopSettings:
 @dataclass(frozen=True)
 class TrainingSettings:
     """A set-up as its training job sees it: the schema's keys without ``reference`` (the published
-    result it is compared with), and the network-only keys only for the networks that read them
+    result it is compared with), and a training task's own keys only for the networks of that task
     (None for the others)."""
 
     mode: str
@@ -151,9 +150,3 @@ class TrainingSettings:
     def of(cls, section: dict[str, Any], where: str = "training settings") -> TrainingSettings:
         """From a job's settings (the JSON of ``--settings``)."""
         return build(cls, section, where)
-
-    @classmethod
-    def from_config(cls, setup: dict[str, Any], where: str = "set-up") -> TrainingSettings:
-        """From a validated ``setups.<name>`` section, as its training job sees it (without the
-        published result it is compared with, and without other networks' keys)."""
-        return cls.of(training_settings(setup), where)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ganstudy.config import training_settings
 from ganstudy.contracts import NetworkBuilder, ShapeCheck
 from ganstudy.registry import Registry, keeping, resolve_part
 from ganstudy.typed import FrozenMapping
@@ -54,6 +55,12 @@ NETWORKS: Registry[Network] = Registry(
 
 def get_network(name: str) -> Network:
     return NETWORKS.get(name)
+
+
+def job_settings(setup: dict[str, Any]) -> dict[str, Any]:
+    """A validated set-up as its training and scoring jobs see it (ganstudy.config.training_settings): its
+    network's task says which task-only keys it keeps."""
+    return training_settings(setup, get_network(setup["network"]).task)
 
 
 def build_pair(name: str, spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ganstudy.config import section_problems, training_settings
+from ganstudy.config import section_problems
 from ganstudy.data.kinds import DataKind, get_kind
 from ganstudy.data.loaders import DATASETS, get_dataset
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import metric_problems
-from ganstudy.models import NETWORKS, Network, NetworkSpec, get_network
+from ganstudy.models import NETWORKS, Network, NetworkSpec, get_network, job_settings
 from ganstudy.registry import Origin
 from ganstudy.train.mode_needs import TRAINING_MODES, TrainingMode
 from ganstudy.typed import FrozenMapping
@@ -159,9 +159,9 @@ def _shape_problems(setup_name: str, setup: dict[str, Any], network: Network, da
 
 
 def _recipe_problems(setup_name: str, setup: dict[str, Any], dataset: dict[str, Any]) -> list[str]:
-    """pix2pix's schedule and jitter where the set-up cannot follow them (keys of other networks are
-    dropped from their jobs' settings, so only the networks that read them are checked)."""
-    settings, key = training_settings(setup), f"setups.{setup_name}"
+    """pix2pix's schedule and jitter where the set-up cannot follow them (keys of other tasks are dropped
+    from their jobs' settings, so only the networks of the task that reads them are checked)."""
+    settings, key = job_settings(setup), f"setups.{setup_name}"
     problems = []
     decay = settings.get("lr_decay_iterations") or 0
     if decay > settings["iterations"]:

@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ganstudy.atomic import write_json
-from ganstudy.config import training_settings
 from ganstudy.data.kinds import kind_for_task
 from ganstudy.errors import GanstudyError
-from ganstudy.models import get_network
+from ganstudy.models import get_network, job_settings
 from ganstudy.setup_settings import TrainingSettings
 from ganstudy.typed import FrozenMapping, as_dict, build
 
@@ -67,8 +66,8 @@ class TrainingJob:
     sources: FrozenMapping = field(default_factory=FrozenMapping)
 
     def settings_record(self) -> dict[str, Any]:
-        """The settings as run.json records them: the set-up's keys, without other networks' keys."""
-        return training_settings(as_dict(self.settings))
+        """The settings as run.json records them: the set-up's keys, without other tasks' keys."""
+        return job_settings(as_dict(self.settings))
 
     def record(self) -> dict[str, Any]:
         """What decides this job's results, as run.json records it (``job``), in JSON types: the
@@ -105,7 +104,7 @@ def job_description(
     description = {
         "setup": setup,
         "seed": seed,
-        "settings": training_settings(section),
+        "settings": job_settings(section),
         "inputs": inputs,
         "kind": kind,
         "sources": sources or {},

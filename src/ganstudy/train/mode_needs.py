@@ -15,6 +15,7 @@ from typing import Any
 
 from ganstudy.contracts import ModeCheck, PairCount, TrainingFunction
 from ganstudy.errors import GanstudyError
+from ganstudy.models import job_settings
 from ganstudy.parallel.partition import shard_rows
 from ganstudy.parallel.topology import parse_shape
 from ganstudy.registry import Registry, contract_problems, not_installed, resolve_part
@@ -47,7 +48,7 @@ def no_problems(name: str, setup: Mapping[str, Any], ranks: int) -> list[str]:
 def shard_problems(name: str, setup: Mapping[str, Any], ranks: int) -> list[str]:
     """A data-parallel global batch that cannot be shared out over the job's ranks and accumulation steps."""
     try:
-        global_batch = TrainingSettings.from_config(dict(setup), f"set-up '{name}'").global_batch(ranks)
+        global_batch = TrainingSettings.of(job_settings(dict(setup)), f"set-up '{name}'").global_batch(ranks)
         shard_rows(global_batch, ranks, setup["data_parallel"]["accumulation_steps"])
     except GanstudyError as error:
         return [f"set-up '{name}': {error}"]
