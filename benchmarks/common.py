@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from ganstudy.checkout import git_state
+from ganstudy.code_version import git_state
 from ganstudy.config import validate_study_config
 from ganstudy.parallel.topology import resolve_shape
 from ganstudy.parallel.world import mpi_library_version

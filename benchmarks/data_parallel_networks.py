@@ -94,7 +94,9 @@ def main() -> None:
             case_settings = settings(case, size)
             train_split = data(case, 2 * case_settings["batch_size"], folder)
 
-            def epoch_seconds(ranks: str, repeat: int) -> float:
+            def epoch_seconds(
+                ranks: str, repeat: int, case: str = case, case_settings: dict = case_settings, train_split=train_split
+            ) -> float:
                 return median_seconds(
                     train(int(ranks), case_settings, train_split, folder / f"{case}-{ranks}-{repeat}", device)
                 )

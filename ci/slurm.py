@@ -168,7 +168,7 @@ def start() -> dict[str, int]:
     for daemon, command in commands.items():
         if _running(daemon) is None:
             subprocess.run(command, check=True)
-            _wait(lambda: _running(daemon) is not None, daemon)
+            _wait(lambda daemon=daemon: _running(daemon) is not None, daemon)
             started[daemon] = _running(daemon)
     _wait(
         lambda: (

@@ -400,7 +400,7 @@ def test_a_lost_node_stops_the_job_by_heartbeat_and_the_retry_resumes_bit_identi
             if study.poll() is None:
                 study.kill()
                 study.wait()
-    warnings.warn(f"lost-node test: {phases}", LostNodePhases)
+    warnings.warn(f"lost-node test: {phases}", LostNodePhases, stacklevel=1)
     assert "resumed from the checkpoint of iteration" in text(train_log), str(phases)
     assert not (folder / "results" / "nodes" / ".lock").exists()  # the study's lock went with the run
     assert "Trying to restart job" in out.read_text()  # Snakemake's retry, not Slurm's requeue

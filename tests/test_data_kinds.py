@@ -250,11 +250,12 @@ def test_a_plugin_kind_s_in_training_score_is_found_by_status_and_the_convergenc
     from ganstudy.train.progress import score_columns
 
     install(site, "lab-kind", "[ganstudy.kinds]\nvoxels = lab_kind:VOXELS\n", "lab_kind", LAB_KIND)
-    assert score_columns()[:2] == ("fid", "fid_best")
-    assert {"l1", "showers", "voxel_score"} <= set(score_columns())
+    columns = score_columns()
+    assert columns[:2] == ("fid", "fid_best")
+    assert {"l1", "showers", "voxel_score"} <= set(columns)
     losses = pd.DataFrame(
         {"iteration": [1, 2, 3, 4], "d_loss": [0.5] * 4, "g_loss": [1.0] * 4, "voxel_score": [3.0, None, 2.0, 1.5]}
     )
-    column, curve = run_curve(losses)
+    column, curve = run_curve(losses, columns)
     assert column == "voxel_score" and curve.to_dict() == {1: 3.0, 3: 2.0, 4: 1.5}
-    assert _score_cell({"iteration": "4", "d_loss": "0.5", "voxel_score": "1.5"}) == "voxel_score 1.5"
+    assert _score_cell({"iteration": "4", "d_loss": "0.5", "voxel_score": "1.5"}, columns) == "voxel_score 1.5"

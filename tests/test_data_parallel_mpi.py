@@ -99,7 +99,7 @@ def reference_steps(setup: dict) -> dict:
 def assert_close_dicts(a: dict, b: dict, **tolerance) -> None:
     assert a.keys() == b.keys()
     for key in a:
-        torch.testing.assert_close(a[key], b[key], **tolerance, msg=lambda m: f"{key}: {m}")
+        torch.testing.assert_close(a[key], b[key], **tolerance, msg=lambda m, key=key: f"{key}: {m}")
 
 
 @pytest.mark.parametrize("network", ["perceptron4", "dcgan", "dccgan"])

@@ -258,7 +258,9 @@ def test_a_cuda_run_matches_the_cpu_run_within_float32_rounding(cpu_and_cuda):
     on_cpu, _ = load_generator(cpu_and_cuda["cpu"] / "generator.pt")
     on_cuda, _ = load_generator(cpu_and_cuda["cuda"] / "generator.pt")
     for key, value in on_cpu.state_dict().items():
-        torch.testing.assert_close(on_cuda.state_dict()[key], value, rtol=0, atol=1e-4, msg=lambda m: f"{key}: {m}")
+        torch.testing.assert_close(
+            on_cuda.state_dict()[key], value, rtol=0, atol=1e-4, msg=lambda m, key=key: f"{key}: {m}"
+        )
 
 
 def test_a_killed_cuda_run_resumes_to_the_same_bits_as_an_uninterrupted_one(digits_dir, tmp_path, env):

@@ -14,11 +14,14 @@ import pytest
 from conftest import REPO, SCHEMA, install, planned_jobs
 from ganstudy.config import dataset_settings, validate_study_config
 from ganstudy.errors import GanstudyError
+from ganstudy.models import job_settings
 from ganstudy.plan.known_data import known_data
 from ganstudy.plan.launchers import LAUNCHERS, RankLayout
 from ganstudy.plan.layout import ClassesUnknown, StudyLayout
+from ganstudy.plan.parts import part_problems
 from ganstudy.plan.site import account_warning, read_site, with_site
 from ganstudy.plan.study_files import ArgumentsFiles, as_json, out_of_date, refresh, results_dir_problem, stale_files
+from ganstudy.setup_settings import TrainingSettings
 from test_workflow import SHRUNKEN, snakemake
 
 
@@ -211,6 +214,48 @@ def three(setup, classes):
 
 TOY = TrainingMode("toy_train:train", pairs=three, pair_name="toy pairs", ranks="per_pair", scores_in_training=True)
 """
+
+
+# A lab's mode with options of its own: a JSON schema of the set-up's mode_options.
+OPTIONS_MODE = """
+from ganstudy.train.mode_needs import TrainingMode
+
+OPTIONS = {"type": "object", "properties": {"temperature": {"type": "number", "minimum": 0, "default": 1.0}}}
+TOY = TrainingMode("toy_train:train", options=OPTIONS)
+"""
+
+
+def test_a_plugin_mode_s_options_are_checked_against_its_schema_and_reach_its_settings_with_defaults(site):
+    install(site, "toy-options", "[ganstudy.modes]\ntoy_options = toy_options:TOY\n", "toy_options", OPTIONS_MODE)
+    (site / "toy_train.py").write_text("def train(context):\n    return context.setup.mode_options\n")
+
+    def study(**setup) -> dict:
+        return validate_study_config({**copy.deepcopy(SHRUNKEN), "setups": {"toy": setup}}, SCHEMA)
+
+    config = study(mode="toy_options", mode_options={"temprature": 2})
+    assert part_problems(config) == [
+        "setups.toy.mode_options: unknown key 'temprature' (did you mean 'temperature'?); allowed here: temperature "
+        "(the options schema of training mode 'toy_options', toy_options:TOY (from toy-options 1.2))"
+    ]
+    config = study(mode="toy_options", mode_options={"temperature": -1})
+    assert part_problems(config) == [
+        "setups.toy.mode_options: 'temperature': -1 is less than the minimum of 0 (the options schema of training "
+        "mode 'toy_options', toy_options:TOY (from toy-options 1.2))"
+    ]
+    # Valid options, and none given: the schema's defaults filled in; the mode reads them from its settings.
+    for given, read in (({"temperature": 0.5}, {"temperature": 0.5}), ({}, {"temperature": 1.0})):
+        config = study(mode="toy_options", mode_options=given)
+        assert part_problems(config) == []
+        settings = TrainingSettings.of(job_settings(config["setups"]["toy"]))
+        assert settings.mode_options == read and settings.network_options == {}
+    # ganstudy's own modes take none; a set-up without any keeps the settings it had before modes had options.
+    config = study(mode="single", mode_options={"temperature": 0.5})
+    assert part_problems(config) == [
+        "setups.toy.mode_options: training mode 'single' takes no options, got ['temperature']; remove them"
+    ]
+    config = study(mode="single")
+    assert part_problems(config) == [] and "mode_options" not in job_settings(config["setups"]["toy"])
+    assert TrainingSettings.of(job_settings(config["setups"]["toy"])).mode_options == {}
 
 
 @pytest.mark.workflow

@@ -124,7 +124,7 @@ def test_a_saved_calo3d_generator_is_scored_against_the_test_showers(tmp_path):
     errors = []
     for low, high in ((0, 250), (250, 500)):
         inside = (gev >= low) & (gev < high)
-        sf = lambda x: x[inside].reshape(inside.sum(), -1).sum(1) / 100 / gev[inside]  # noqa: E731
+        sf = lambda x, inside=inside: x[inside].reshape(inside.sum(), -1).sum(1) / 100 / gev[inside]  # noqa: E731
         errors.append(abs(sf(fake).mean() - sf(real).mean()) / sf(real).mean())
     assert record["scores"]["sf_mean"] == pytest.approx(np.mean(errors), rel=1e-5)
     z_fake, z_real = fake[:, 0].sum(axis=(1, 2)).mean(0), real[:, 0].astype(np.float64).sum(axis=(1, 2)).mean(0)

@@ -371,7 +371,7 @@ def test_the_thesis_table_4_5_layout_from_a_scores_csv(tmp_path):
     # Table 4.5's shape: 30/30/15/8 trials of 3x3 .. 18x18 with the thesis's means; separated groups give its p-values.
     trials = {"3x3": (30, 41.23), "6x6": (30, 24.63), "12x12": (15, 19.89), "18x18": (8, 17.20)}
     rows = []
-    for offset, (setup, (n, mean)) in enumerate(trials.items()):
+    for setup, (n, mean) in trials.items():
         rows += [
             {
                 "study": "thesis",

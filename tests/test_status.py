@@ -16,7 +16,7 @@ from conftest import SCHEMA, train_command, with_pythonpath
 from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.status import CONFIG_DEFAULTS, STALE_SECONDS, status_table, study_status, trial_status, write_plan
-from ganstudy.train.progress import HEARTBEAT
+from ganstudy.train.progress import HEARTBEAT, score_columns
 from test_plugin_example import BROKEN
 from test_workflow import snakemake
 
@@ -84,7 +84,7 @@ def test_status_reads_a_running_a_stopped_and_a_waiting_run_from_their_files(tmp
     assert running.note.endswith("ago; slowest rank 1 (1.4 s)")
     assert "resumes when rerun" in rows[1].note and rows[2].iteration is None
     assert status_table(rows).splitlines()[-1] == "3 runs: 1 running, 1 stopped, 1 waiting"
-    assert trial_status(study, "grid", 5, 300).state == "waiting"
+    assert trial_status(study, "grid", 5, 300, score_columns()).state == "waiting"
 
 
 def test_status_of_a_study_never_run_says_so(tmp_path):

@@ -85,7 +85,7 @@ def test_each_metric_ranks_its_set_ups_in_its_direction_with_the_tables_numbers(
     summary = pd.read_csv(tmp_path / "tables" / f"summary_{metric}.csv").set_index("setup")
     pairs = pd.read_csv(tmp_path / "tables" / f"pairs_{metric}.csv")
     best = order[0]
-    for rank, setup, trials, median, mean, sd, interval, superiority, p, effect, hours, front, converged in rows:
+    for _rank, setup, trials, _median, mean, sd, interval, superiority, p, effect, hours, front, converged in rows:
         assert (int(trials), mean, sd) == (6, f"{summary.loc[setup, 'mean']:.4g}", f"{summary.loc[setup, 'sd']:.4g}")
         assert interval == f"{summary.loc[setup, 'ci_low']:.4g} to {summary.loc[setup, 'ci_high']:.4g}"
         assert superiority == f"{summary.loc[setup, 'superiority']:.4g}"

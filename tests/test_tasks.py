@@ -280,7 +280,7 @@ def test_lr_decay_is_pix2pix_s_linear_policy() -> None:
         optimizer = torch.optim.Adam([torch.zeros(1, requires_grad=True)], lr=0.0002)
         n_epochs = iterations - decay
         scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda epoch: 1.0 - max(0, epoch + 1 - n_epochs) / float(decay + 1)
+            optimizer, lambda epoch, n=n_epochs, d=decay: 1.0 - max(0, epoch + 1 - n) / float(d + 1)
         )
         for iteration in range(1, iterations + 1):
             assert 0.0002 * task.lr_factor(iteration) == pytest.approx(optimizer.param_groups[0]["lr"], rel=1e-12), (

@@ -88,7 +88,7 @@ def _counted(counts: dict[str, int]) -> str:
 
 
 def _config_reference(args: argparse.Namespace) -> None:
-    from ganstudy.checkout import ROOT
+    from ganstudy.code_version import ROOT
     from ganstudy.config_reference import write_reference
     from ganstudy.schema import SCHEMAS_DIR
 
@@ -301,21 +301,19 @@ def _speedup_plot(args: argparse.Namespace) -> None:
 
 
 def _bsub(args: argparse.Namespace) -> None:
-    from ganstudy.lsf import submit
+    from ganstudy.lsf import Request, submit
 
-    print(
-        submit(
-            args.jobscript,
-            args.name,
-            args.nodes,
-            args.minutes,
-            args.project,
-            args.queue,
-            args.alloc_flags,
-            args.log_dir,
-            args.warning_minutes,
-        )
+    request = Request(
+        args.name,
+        args.nodes,
+        args.minutes,
+        args.log_dir,
+        args.project,
+        args.queue,
+        args.alloc_flags,
+        args.warning_minutes,
     )
+    print(submit(args.jobscript, request))
 
 
 def _bjobs_status(args: argparse.Namespace) -> None:
@@ -429,7 +427,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="the version and the git commit of this checkout")
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
-        from ganstudy.checkout import version_text
+        from ganstudy.code_version import version_text
 
         print(version_text())
         parser.exit()

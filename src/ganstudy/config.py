@@ -166,8 +166,10 @@ _NOT_A_RUN = ("reference", "trials", "sweep", "swept")
 
 def training_settings(setup: dict[str, Any], task: str) -> dict[str, Any]:
     """A set-up as its training and scoring jobs see it: without the keys that change no run's result
-    (``_NOT_A_RUN``) and without the keys of training tasks other than its network's ``task``."""
-    return _read_by({key: value for key, value in setup.items() if key not in _NOT_A_RUN}, task, TASK_KEYS)
+    (``_NOT_A_RUN``), without the keys of training tasks other than its network's ``task``, and without
+    ``mode_options`` where its mode takes none (a run made before modes had options keeps its settings)."""
+    kept = {key: value for key, value in setup.items() if key not in _NOT_A_RUN and (key != "mode_options" or value)}
+    return _read_by(kept, task, TASK_KEYS)
 
 
 def dataset_settings(dataset: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from ganstudy.errors import GanstudyError
@@ -17,26 +18,31 @@ from ganstudy.errors import GanstudyError
 STATES = {"DONE": "success", "EXIT": "failed", "ZOMBI": "failed"}
 
 
-def bsub_command(
-    jobscript: str,
-    name: str,
-    nodes: int,
-    minutes: int,
-    project: str | None,
-    queue: str | None,
-    alloc_flags: str | None,
-    log_dir: str,
-    warning_minutes: int = 0,
-) -> list[str]:
-    """The bsub call for one job; the job script goes to bsub's standard input, as LSF expects.
-    ``warning_minutes`` > 0: LSF sends SIGUSR1 that long before the wall time (training checkpoints and stops)."""
-    hours, rest = divmod(int(minutes), 60)
+@dataclass(frozen=True)
+class Request:
+    """What one job asks of LSF. ``warning_minutes`` > 0: LSF sends SIGUSR1 that long before the wall time
+    (training checkpoints and stops)."""
+
+    name: str
+    nodes: int
+    minutes: int
+    log_dir: str
+    project: str | None = None
+    queue: str | None = None
+    alloc_flags: str | None = None
+    warning_minutes: int = 0
+
+
+def bsub_command(request: Request) -> list[str]:
+    """The bsub call for one job; the job script goes to bsub's standard input, as LSF expects."""
+    hours, rest = divmod(int(request.minutes), 60)
+    name, log_dir = request.name, request.log_dir
     line = [
         "bsub",
         "-J",
         name,
         "-nnodes",
-        str(nodes),
+        str(request.nodes),
         "-W",
         f"{hours}:{rest:02d}",
         "-o",
@@ -44,37 +50,26 @@ def bsub_command(
         "-e",
         f"{log_dir}/{name}.%J.err",
     ]
-    if project:
-        line += ["-P", project]
-    if queue:
-        line += ["-q", queue]
-    if alloc_flags:
-        line += ["-alloc_flags", alloc_flags]
-    if warning_minutes > 0:
-        line += ["-wa", "USR1", "-wt", str(warning_minutes)]
+    if request.project:
+        line += ["-P", request.project]
+    if request.queue:
+        line += ["-q", request.queue]
+    if request.alloc_flags:
+        line += ["-alloc_flags", request.alloc_flags]
+    if request.warning_minutes > 0:
+        line += ["-wa", "USR1", "-wt", str(request.warning_minutes)]
     return line
 
 
-def submit(
-    jobscript: str,
-    name: str,
-    nodes: int,
-    minutes: int,
-    project: str | None,
-    queue: str | None,
-    alloc_flags: str | None,
-    log_dir: str,
-    warning_minutes: int = 0,
-) -> str:
+def submit(jobscript: str, request: Request) -> str:
     """Submit and return LSF's job id (bsub prints "Job <123> is submitted to queue <batch>.")."""
-    Path(log_dir).mkdir(parents=True, exist_ok=True)
-    line = bsub_command(jobscript, name, nodes, minutes, project, queue, alloc_flags, log_dir, warning_minutes)
+    Path(request.log_dir).mkdir(parents=True, exist_ok=True)
     with open(jobscript, "rb") as script:
-        done = subprocess.run(line, stdin=script, capture_output=True, text=True)
+        done = subprocess.run(bsub_command(request), stdin=script, capture_output=True, text=True)
     found = re.search(r"Job <(\d+)> is submitted", done.stdout)
     if done.returncode != 0 or not found:
         raise GanstudyError(
-            f"bsub refused the job {name} (exit {done.returncode}): {(done.stderr or done.stdout).strip()}"
+            f"bsub refused the job {request.name} (exit {done.returncode}): {(done.stderr or done.stdout).strip()}"
         )
     return found.group(1)
 

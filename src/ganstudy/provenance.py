@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 import ganstudy
-from ganstudy.checkout import ROOT, git_state
+from ganstudy.code_version import ROOT, git_state
 from ganstudy.procfs import cpu_description
 
 _PACKAGES = ("torch", "torchvision", "torch-fidelity", "numpy", "scipy", "scikit-learn", "mpi4py", "snakemake")

@@ -276,7 +276,7 @@ def contract_problems(value: object, contract: type) -> list[str]:
     if members == ["__call__"]:
         if not callable(value):
             return [f"is of type {type(value).__name__}, not a callable"]
-        problem = _refused(value, getattr(contract, "__call__"), bound=True)
+        problem = _refused(value, contract.__call__, bound=True)
         return [f"{problem} ({where})"] if problem else []
     if not isinstance(value, type):
         return [f"is of type {type(value).__name__}, not a class ({where})"]

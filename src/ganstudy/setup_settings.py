@@ -117,6 +117,7 @@ class TrainingSettings:
     ranks: int | None = None
     trials: int | None = None
     network_options: Mapping[str, Any] = field(default_factory=FrozenMapping)
+    mode_options: Mapping[str, Any] = field(default_factory=FrozenMapping)
     data_parallel: DataParallelSettings = field(default_factory=DataParallelSettings)
     grid: GridSettings = field(default_factory=GridSettings)
     l1_weight: float | None = None

@@ -77,14 +77,14 @@ class TrialStatus:
     note: str
 
 
-def _score_cell(row: dict[str, str]) -> str:
-    for column in score_columns():
+def _score_cell(row: dict[str, str], columns: tuple[str, ...]) -> str:
+    for column in columns:
         if row.get(column):
             return f"{column} {float(row[column]):.4g}"
     return ""
 
 
-def _reached_in_table(table: Path) -> tuple[int, str] | None:
+def _reached_in_table(table: Path, columns: tuple[str, ...]) -> tuple[int, str] | None:
     """The iteration of a losses.csv's last whole row and the latest score up to it, marked with its own
     iteration when older (scores come every score_period): one moment, not two."""
     text = table.read_text(errors="replace")
@@ -94,26 +94,27 @@ def _reached_in_table(table: Path) -> tuple[int, str] | None:
         return None
     score, at = "", None
     for row in rows:
-        if cell := _score_cell(row):
+        if cell := _score_cell(row, columns):
             score, at = cell, row["iteration"]
     iteration = int(rows[-1]["iteration"])
     return iteration, score + (f" (at {at})" if score and int(at) != iteration else "")
 
 
-def _reached_in_line(line: re.Match[str]) -> tuple[int, str]:
+def _reached_in_line(line: re.Match[str], columns: tuple[str, ...]) -> tuple[int, str]:
     """The iteration of a progress line and the score it shows (already marked "(at n)" when older)."""
     values = (line.group(7) or "").split("; ")[0].split(", ")
-    score = next((value for column in score_columns() for value in values if value.startswith(f"{column} ")), "")
+    score = next((value for column in columns for value in values if value.startswith(f"{column} ")), "")
     return int(line.group(3)), score
 
 
-def _reached(run: Path, line: re.Match[str] | None) -> tuple[int | None, str]:
-    """Iteration and score from the same row: rank 0's losses.csv (appended every iteration), else the
-    log's last progress line (a failed job's losses.csv is deleted by Snakemake)."""
+def _reached(run: Path, line: re.Match[str] | None, columns: tuple[str, ...]) -> tuple[int | None, str]:
+    """Iteration and score (the first of ``columns`` that has one) from the same row: rank 0's losses.csv
+    (appended every iteration), else the log's last progress line (a failed job's losses.csv is deleted
+    by Snakemake)."""
     table = run / "losses.csv"
-    reached = _reached_in_table(table) if table.is_file() else None
+    reached = _reached_in_table(table, columns) if table.is_file() else None
     if reached is None and line is not None:
-        reached = _reached_in_line(line)
+        reached = _reached_in_line(line, columns)
     return reached or (None, "")
 
 
@@ -154,17 +155,21 @@ def _liveness(lines: list[str], log: Path, run: Path, ended: bool, now: float) -
     return not ended and age < STALE_SECONDS, f"the log was last written {_age(age)}"
 
 
-def trial_status(study_dir: Path, setup: str, trial: int, iterations: int, now: float | None = None) -> TrialStatus:
+def trial_status(
+    study_dir: Path, setup: str, trial: int, iterations: int, columns: tuple[str, ...], now: float | None = None
+) -> TrialStatus:
+    """One trial's state; its score is the first of the in-training score ``columns`` (score_columns(),
+    looked up once per study: it reads the installed entry points) that its rows have."""
     now = time.time() if now is None else now
     run = study_dir / "runs" / setup / f"trial{trial}"
     log = study_dir / "logs" / "train" / setup / f"trial{trial}.log"
     if (run / "run.json").is_file():
-        return TrialStatus(setup, trial, "done", iterations, iterations, _reached(run, None)[1], "", "")
+        return TrialStatus(setup, trial, "done", iterations, iterations, _reached(run, None, columns)[1], "", "")
     if not log.is_file():
-        return TrialStatus(setup, trial, "waiting", None, iterations, _reached(run, None)[1], "", "")
+        return TrialStatus(setup, trial, "waiting", None, iterations, _reached(run, None, columns)[1], "", "")
     lines = log.read_text(errors="replace").splitlines()
     last = next((match for line in reversed(lines) if (match := LINE.match(line))), None)
-    iteration, score = _reached(run, last)
+    iteration, score = _reached(run, last, columns)
     event = _last_event(lines)
     alive, evidence = _liveness(lines, log, run, event is not None, now)
     if alive:
@@ -203,8 +208,9 @@ def study_status(study_dir: str | os.PathLike[str]) -> list[TrialStatus]:
             "starts); give results/<study> of a study that has"
         )
     plan = read_json(folder / PLAN)
+    columns = score_columns()
     return [
-        trial_status(folder, name, trial, setup["iterations"])
+        trial_status(folder, name, trial, setup["iterations"], columns)
         for name, setup in plan["setups"].items()
         for trial in range(setup["trials"])
     ]

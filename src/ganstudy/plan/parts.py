@@ -57,6 +57,14 @@ def part_problems(config: dict[str, Any]) -> list[str]:
             problems.append(f"setups.{setup_name}.mode: {error}")
             continue
         problems += [f"setups.{setup_name}.mode: {problem}" for problem in mode.missing_parts(setup["mode"])]
+        problems += option_problems(
+            setup,
+            "mode_options",
+            f"training mode '{setup['mode']}'",
+            None if mode.options is None else dict(mode.options),
+            TRAINING_MODES.origin(setup["mode"]),
+            f"setups.{setup_name}",
+        )
         try:
             network = get_network(setup["network"])
         except GanstudyError as error:

@@ -95,9 +95,10 @@ COLUMNS = [
 ]
 
 
-def run_curve(losses: pd.DataFrame) -> tuple[str, pd.Series] | None:
-    """A run's in-training score per iteration and its column; None when the run logged none."""
-    column = next((c for c in score_columns() if c in losses and losses[c].notna().any()), None)
+def run_curve(losses: pd.DataFrame, columns: tuple[str, ...]) -> tuple[str, pd.Series] | None:
+    """A run's in-training score per iteration and its column (the first of ``columns`` it logged); None
+    when the run logged none."""
+    column = next((c for c in columns if c in losses and losses[c].notna().any()), None)
     if column is None:
         return None
     return column, losses.dropna(subset=[column]).groupby("iteration")[column].mean()
@@ -105,9 +106,9 @@ def run_curve(losses: pd.DataFrame) -> tuple[str, pd.Series] | None:
 
 def setup_curves(loss_paths: list[str], setups: list[str]) -> dict[str, tuple[str, pd.DataFrame]]:
     """Per set-up with a curve: its score column and a frame of iterations x trials."""
-    curves = {}
+    curves, columns = {}, score_columns()
     for setup in setups:
-        runs = [run_curve(pd.read_csv(p)) for p in loss_paths if f"/runs/{setup}/" in p]
+        runs = [run_curve(pd.read_csv(p), columns) for p in loss_paths if f"/runs/{setup}/" in p]
         runs = [r for r in runs if r is not None]
         if runs:
             curves[setup] = (runs[0][0], pd.concat([curve for _, curve in runs], axis=1).sort_index())

@@ -65,7 +65,9 @@ class TrainingMode:
     take labels (True), do not (False), or either (None); ``any_task``: it trains networks of every task, not
     only generators of noise. ``learns_classes``: it needs data of several classes; ``scores_in_training``: it
     always scores its generators while it trains (a grid selects by FID), whatever score_period says.
-    ``check(name, setup, ranks)``: what could never train on that many ranks, one line each naming the key."""
+    ``check(name, setup, ranks)``: what could never train on that many ranks, one line each naming the key.
+    ``options``: a JSON schema of the set-up's ``mode_options`` (None: the mode takes none), checked with
+    its defaults filled in when the study is read; the mode reads them as ``context.setup.mode_options``."""
 
     train: str
     pairs: Callable[[Mapping[str, Any], int | None], int | None] = one_pair
@@ -77,6 +79,7 @@ class TrainingMode:
     learns_classes: bool = False
     scores_in_training: bool = False
     check: Callable[[str, Mapping[str, Any], int], list[str]] = no_problems
+    options: Mapping[str, Any] | None = None
 
     def function(self, name: str) -> Callable[..., Any]:
         """The function that trains, imported now and held to its contract."""
@@ -95,6 +98,8 @@ def _contract(value: object) -> str | None:
         return f"has ranks '{value.ranks}', not one of {', '.join(RANK_RULES)}"
     if not value.gpus_per_rank or not set(value.gpus_per_rank) <= {1, 2}:
         return f"has gpus_per_rank {value.gpus_per_rank}: give the values of compute.gpus_per_rank it can use (1, 2)"
+    if value.options is not None and not isinstance(value.options, Mapping):
+        return f"has options of type {type(value.options).__name__}: give a JSON schema (a mapping) or None"
     problems = [*contract_problems(value.pairs, PairCount), *contract_problems(value.check, ModeCheck)]
     return "; ".join(problems) or None
 

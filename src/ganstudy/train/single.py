@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ganstudy.errors import GanstudyError
+from ganstudy.models import NetworkSpec
 from ganstudy.models.mixture import pair_generator
 from ganstudy.parallel.timing import profile_rows
 from ganstudy.train.modes import TrainingContext, TrainingResult
@@ -21,17 +24,17 @@ def _one_rank(context: TrainingContext) -> None:
         )
 
 
-def train_single(context: TrainingContext) -> TrainingResult:
-    _one_rank(context)
-    setup = context.setup
-    spec = network_spec(setup, context.data, any_task=True)
+def _one_pair(
+    context: TrainingContext, spec: NetworkSpec, labels: np.ndarray | None, conditions: np.ndarray | None
+) -> TrainingResult:
+    """One pair on this rank; ``labels`` condition the generator (a conditional GAN), ``conditions`` are the
+    per-image inputs of a generator that needs them (3DGAN's energies)."""
     seeds = pair_seeds(context.study_seed, context.trial)
-    conditions = context.data.conditions if spec.condition_shape is not None else None
     trainer = PairTrainer(
-        setup,
+        context.setup,
         spec,
         context.data.images,
-        None,
+        labels,
         seeds,
         context.devices,
         curve=score_curve(context),
@@ -39,27 +42,22 @@ def train_single(context: TrainingContext) -> TrainingResult:
     )
     generator = trainer.train(context.checkpoint_dir, context.stop, report=trainer.report(context.progress)).cpu()
     return TrainingResult(
-        pair_generator(generator, None),
-        setup.network,
+        pair_generator(generator, labels),
+        context.setup.network,
         spec,
         trainer.history,
         profile_rows(trainer.history, "0-0", 0),
         seeds=seeds,
     )
+
+
+def train_single(context: TrainingContext) -> TrainingResult:
+    _one_rank(context)
+    spec = network_spec(context.setup, context.data, any_task=True)
+    return _one_pair(context, spec, None, context.data.conditions if spec.condition_shape is not None else None)
 
 
 def train_conditional(context: TrainingContext) -> TrainingResult:
     _one_rank(context)
-    setup, data = context.setup, context.data
-    spec = network_spec(setup, data, conditional=True)
-    seeds = pair_seeds(context.study_seed, context.trial)
-    trainer = PairTrainer(setup, spec, data.images, data.labels, seeds, context.devices, curve=score_curve(context))
-    generator = trainer.train(context.checkpoint_dir, context.stop, report=trainer.report(context.progress)).cpu()
-    return TrainingResult(
-        pair_generator(generator, data.labels),
-        setup.network,
-        spec,
-        trainer.history,
-        profile_rows(trainer.history, "0-0", 0),
-        seeds=seeds,
-    )
+    spec = network_spec(context.setup, context.data, conditional=True)
+    return _one_pair(context, spec, context.data.labels, None)

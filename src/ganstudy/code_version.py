@@ -1,5 +1,5 @@
-"""The checkout ganstudy runs from: its workflow (Snakefile, profiles, docs) lives beside the package
-(``pip install -e .`` of a clone), and the version names the commit."""
+"""Which code is running: the checkout ganstudy runs from (its workflow, profiles and docs live beside the
+package, ``pip install -e .`` of a clone) and the git commit that names its version."""
 
 from __future__ import annotations
 
