@@ -79,6 +79,15 @@ def planned_jobs(out: str, rule: str = "train") -> list[dict[str, str]]:
     return jobs
 
 
+def shown_status(results: Path, study: str, env: dict[str, str]) -> str:
+    """What ``ganstudy status <study> --results-dir <results>`` prints; it must succeed."""
+    shown = subprocess.run(
+        ["ganstudy", "status", study, "--results-dir", str(results)], capture_output=True, text=True, env=env
+    )
+    assert shown.returncode == 0, shown.stderr
+    return shown.stdout
+
+
 def require_slurm(why: str) -> None:
     """CI sets GANSTUDY_REQUIRE_SLURM=1: then a missing Slurm fails the test instead of skipping it."""
     if os.environ.get("GANSTUDY_REQUIRE_SLURM") == "1":

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, SCHEMA, TINY, planned_jobs, require_slurm, with_user_data
+from conftest import REPO, SCHEMA, TINY, planned_jobs, require_slurm, shown_status, with_user_data
 from ganstudy.config import load_study_config
 
 pytestmark = pytest.mark.workflow
@@ -212,19 +212,21 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
     for job in (fake / "jobs").iterdir():
         args = (job / "args").read_text().splitlines()
         submitted[args[args.index("-J") + 1] + "/" + job.name] = args
-    rules = sorted(name.split("/")[0] for name in submitted)
+    rules = sorted(name.split("/")[0].split(".")[0] for name in submitted)
     # Light rules run on the login node; the rest are LSF jobs.
     assert rules == ["evaluate"] * 3 + ["prepare_dataset", "reference_statistics"] + ["train"] * 3 + [
         "train_classifier"
     ]
-    train = [args for name, args in submitted.items() if name.startswith("train/")]
+    train = [args for name, args in submitted.items() if name.startswith("train.")]
+    # Each job is named by its rule and wildcards (set-up, trial): bjobs and the log's name say what it trains.
+    assert sorted(args[1] for args in train) == sorted(f"train.{setup}.0" for setup in MPI_SETUPS)
     for args in train:
-        assert args[:6] == ["-J", "train", "-nnodes", "1", "-W", "2:00"]
+        assert args[2:6] == ["-nnodes", "1", "-W", "2:00"] and f"logs/lsf/{args[1]}.%J.out" in args
         assert args[args.index("-P") + 1] == "GEN150" and args[args.index("-q") + 1] == "batch"
         assert args[args.index("-alloc_flags") + 1] == "gpumps smt4"
         # LSF warns the job with SIGUSR1 compute.wall_warning_minutes before its wall time.
         assert args[args.index("-wa") + 1] == "USR1" and args[args.index("-wt") + 1] == "5"
-    assert not any("-wa" in args for name, args in submitted.items() if not name.startswith("train/"))
+    assert not any("-wa" in args for name, args in submitted.items() if not name.startswith("train."))
     jsrun = (fake / "jsrun.log").read_text().splitlines()
     # Each job's arguments file: results/tiny/arguments/train/<set-up>/trial0.args.
     assert sorted(Path(line.split(" ganstudy train @")[1].split()[0]).parent.name for line in jsrun) == list(MPI_SETUPS)
@@ -311,4 +313,10 @@ def test_a_shrunken_study_runs_through_slurm_on_gpu_nodes_one_gpu_per_rank(slurm
         bound = [rank["SLURM_STEP_GPUS"] for rank in given]
         assert all("," not in gpu for gpu in bound) and len(set(bound)) == ranks, given
         assert all(rank["CUDA_VISIBLE_DEVICES"] == rank["SLURM_STEP_GPUS"] for rank in given), given
+        # The run names the Slurm job that trained it, one that Snakemake submitted.
+        assert record["scheduler_job"].removeprefix("Slurm job ") in submitted, record["scheduler_job"]
     assert (tmp_path / "results" / "tiny" / "tables" / "pvalues_fid.md").is_file()
+    # ganstudy status links each trial to its Slurm job.
+    shown = shown_status(tmp_path / "results", "tiny", env)
+    rows = [line for line in shown.splitlines() if " done " in line]
+    assert len(rows) == 4 and all(re.search(r"  Slurm job \d+", row) for row in rows), shown

@@ -8,9 +8,13 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pandas as pd
@@ -514,6 +518,44 @@ def test_a_truncated_split_is_named_by_its_manifest_s_sha256(digits_dir, tmp_pat
         load_split(data / "train.npz")
 
 
+def _served_runs(command: str, study: str, env: dict) -> list[dict]:
+    """The runs of experiment ganstudy/<study> as the MLflow server that ``command`` (``mlflow ui ...``)
+    starts serves them, after checking that it serves its web page."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [*command.split(), "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(base, timeout=5) as page:
+                    assert "<html" in page.read().decode()
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert server.poll() is None and time.monotonic() < deadline, f"{command} did not serve"
+                time.sleep(1)
+        name = urllib.parse.quote(f"ganstudy/{study}", safe="")
+        with urllib.request.urlopen(f"{base}/api/2.0/mlflow/experiments/get-by-name?experiment_name={name}") as found:
+            experiment = json.load(found)["experiment"]["experiment_id"]
+        query = json.dumps({"experiment_ids": [experiment], "max_results": 100}).encode()
+        request = urllib.request.Request(
+            f"{base}/api/2.0/mlflow/runs/search", query, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request) as searched:
+            return json.load(searched)["runs"]
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
+
+
 def test_a_study_exported_to_mlflow_and_tensorboard_reads_back_and_a_second_export_mirrors_it(living, tmp_path, env):
     import mlflow
     from mlflow import MlflowClient
@@ -563,6 +605,11 @@ def test_a_study_exported_to_mlflow_and_tensorboard_reads_back_and_a_second_expo
         json.loads((study / "scores" / LARGE / "trial0.json").read_text())["scores"]["fid"]
     )
     assert len(events.Images("samples")) == 1
+    # The browser the export's line names serves these runs: its page, and its API's list of them.
+    served = [
+        run["info"]["run_name"] for run in _served_runs(done.stdout.split("browse: ")[1].split("\n")[0], STUDY, env)
+    ]
+    assert sorted(served) == sorted(runs["tags.mlflow.runName"]), served
     # The study changes: the 1x1's trial 1 rescored, the 2x2's trials dropped from the plan. The export
     # follows, and only there; a run the lab logged into the experiment itself is not the export's to delete.
     client.create_run(runs["experiment_id"].iloc[0], run_name="a lab's own")
@@ -583,7 +630,6 @@ def test_a_study_exported_to_mlflow_and_tensorboard_reads_back_and_a_second_expo
     assert list(runs[runs.index.isna()]["tags.mlflow.runName"]) == ["a lab's own"]
     assert sorted(p.name for p in (tmp_path / "tb" / STUDY).iterdir()) == [SMALL]
     nowhere = subprocess.run(["ganstudy", "export", str(study)], capture_output=True, text=True, env=env, timeout=60)
-    assert (
-        nowhere.returncode != 0
-        and "say where to: --mlflow DIR, --mlflow-uri URI and/or --tensorboard DIR" in nowhere.stderr
+    assert nowhere.returncode != 0 and nowhere.stderr.strip() == (
+        "ganstudy export: error: say where to: --mlflow DIR, --mlflow-uri URI and/or --tensorboard DIR"
     )

@@ -4,7 +4,10 @@ crashed, and on the files a running job leaves; it finds a study by its config f
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -12,11 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import SCHEMA, train_command, with_pythonpath
+from conftest import SCHEMA, shown_status, train_command, with_pythonpath
 from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.status import CONFIG_DEFAULTS, STALE_SECONDS, status_table, study_status, trial_status, write_plan
-from ganstudy.train.progress import HEARTBEAT, score_columns
+from ganstudy.train.progress import HEARTBEAT, PROCESS, Progress, score_columns
 from test_plugin_example import BROKEN
 from test_workflow import snakemake
 
@@ -46,14 +49,11 @@ def test_status_of_a_real_run_names_the_failed_job_and_its_error(tmp_path, env):
         failed = rows[("broken", trial)]
         assert failed.state == "failed" and "ganstudy train: error: network 'lab_networks:FAILS'" in failed.note, failed
         assert f"logs/train/broken/trial{trial}.log" in failed.note
-    shown = subprocess.run(
-        ["ganstudy", "status", "tiny", "--results-dir", str(tmp_path / "results")],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.splitlines()[-1] == "4 runs: 2 done, 2 failed"
+    shown = shown_status(tmp_path / "results", "tiny", env).splitlines()
+    logs = f"training logs: {study / 'logs' / 'train'}/<set-up>/trial<k>.log"
+    assert shown[-2:] == ["4 runs: 2 done, 2 failed", logs]
+    # Run outside a batch scheduler: no job column.
+    assert shown[0].split() == ["set-up", "trial", "state", "iteration", "latest", "score", "ETA", "note"]
 
 
 LOG = """\
@@ -85,6 +85,35 @@ def test_status_reads_a_running_a_stopped_and_a_waiting_run_from_their_files(tmp
     assert "resumes when rerun" in rows[1].note and rows[2].iteration is None
     assert status_table(rows).splitlines()[-1] == "3 runs: 1 running, 1 stopped, 1 waiting"
     assert trial_status(study, "grid", 5, 300, score_columns()).state == "waiting"
+
+
+def test_status_names_each_trial_s_scheduler_job_from_its_log_or_its_record(tmp_path, monkeypatch, caplog):
+    # Rank 0's line names the scheduler's job it runs in, as a Slurm or LSF job's environment says.
+    monkeypatch.setenv("SLURM_JOB_ID", "1234567")
+    with caplog.at_level(logging.INFO, logger="ganstudy.train"):
+        Progress(tmp_path, 0).close()
+    (line,) = [record.getMessage() for record in caplog.records if "training process" in record.getMessage()]
+    assert PROCESS.match(f"2026-11-25 09:59:59 {line}").group(3) == "Slurm job 1234567"
+    study = tmp_path / "results" / "s"
+    write_plan(study, "s", {"grid": {"mode": "grid", "trials": 3, "iterations": 300}}, trials=3)
+    log = study / "logs" / "train" / "grid"
+    log.mkdir(parents=True)
+    (log / "trial0.log").write_text(
+        f"2026-11-25 09:59:59 {line.replace(socket.gethostname(), 'gpu-node-7')}\n{LOG}"
+        "ganstudy train: grid 2x2 stopped by SIGUSR1 after iteration 22; its state is in x\n"
+    )
+    finished = study / "runs" / "grid" / "trial1"
+    finished.mkdir(parents=True)
+    (finished / "run.json").write_text(json.dumps({"scheduler_job": "LSF job 99"}))
+    rows = study_status(study)
+    assert [(row.state, row.job) for row in rows] == [
+        ("stopped", "Slurm job 1234567"),
+        ("done", "LSF job 99"),
+        ("waiting", ""),
+    ]
+    table = status_table(rows).splitlines()
+    assert table[0].split()[7] == "job" and "  Slurm job 1234567  " in table[1] and "  LSF job 99" in table[2]
+    assert table[3].split() == ["grid", "2", "waiting", "-/300", "-"]
 
 
 def test_status_of_a_study_never_run_says_so(tmp_path):
@@ -198,19 +227,38 @@ def test_iteration_and_score_come_from_the_same_row(tmp_path):
     assert (row.iteration, row.score) == (21, "fid_best 20.4")
 
 
-def test_status_finds_a_study_by_its_config_file(tmp_path, env):
+def test_status_finds_a_study_by_its_config_file_from_any_folder_and_lists_the_runs_it_plans(tmp_path, env):
     study, _, log = study_with_one_run(tmp_path)
     log.write_text(LOG)
     (tmp_path / "config").mkdir()
     config = tmp_path / "config" / "s.yaml"
-    config.write_text(yaml.safe_dump({"study": "s", "seed": 1}))
-    for given in ("config/s.yaml", str(config)):
-        shown = subprocess.run(["ganstudy", "status", given], capture_output=True, text=True, env=env, cwd=tmp_path)
+    config.write_text(yaml.safe_dump({"study": "s", "seed": 1, "trials": 1, "setups": {"s": {"iterations": 300}}}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    def status(*args: str, cwd: Path = tmp_path) -> subprocess.CompletedProcess:
+        return subprocess.run(["ganstudy", "status", *args], capture_output=True, text=True, env=env, cwd=cwd)
+
+    # From the workflow's folder, from another one (the study is found above the config file), or told where.
+    for shown in (
+        status("config/s.yaml"),
+        status(str(config), cwd=elsewhere),
+        status("../config/s.yaml", "--directory", str(tmp_path), cwd=elsewhere),
+    ):
         assert shown.returncode == 0, shown.stderr
-        assert shown.stdout.splitlines()[-1] == "1 runs: 1 running"
-    config.write_text(yaml.safe_dump({"study": "s", "results_dir": "elsewhere"}))
-    shown = subprocess.run(["ganstudy", "status", str(config)], capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert shown.returncode != 0 and "elsewhere/s/plan.json is missing" in shown.stderr
+        assert shown.stdout.splitlines()[0] == f"{study}:" and shown.stdout.splitlines()[-2] == "1 runs: 1 running"
+    # The runs of this config, whatever the plan that the study's last run (perhaps of another config) wrote.
+    config.write_text(
+        yaml.safe_dump({"study": "s", "trials": 1, "setups": {"s": {"iterations": 300}, "t": {"iterations": 10}}})
+    )
+    shown = status(str(config), cwd=elsewhere)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[-2] == "2 runs: 1 running, 1 waiting", shown.stdout
+    shown = status(str(config), "--directory", str(elsewhere))
+    assert shown.returncode != 0 and f"{elsewhere}/results/s/plan.json is missing" in shown.stderr
+    config.write_text(yaml.safe_dump({"study": "s", "results_dir": "other"}))
+    shown = status(str(config))
+    assert shown.returncode != 0 and f"{tmp_path}/other/s/plan.json is missing" in shown.stderr
 
 
 def test_the_config_defaults_status_uses_are_the_schema_s():

@@ -33,16 +33,44 @@ def _settings(text: str) -> dict[str, Any]:
     return value
 
 
+def _directory_argument(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "-d",
+        "--directory",
+        help="with a config file: the workflow's working directory (Snakemake's --directory); default: the current "
+        "folder, else the nearest folder above the config file that holds the study",
+    )
+
+
 def _study_folder(args: argparse.Namespace) -> Path:
     """A study named by its folder, or by its name under --results-dir."""
     folder = Path(args.study)
     return folder if folder.is_dir() else Path(args.results_dir) / args.study
 
 
-def _status(args: argparse.Namespace) -> None:
-    from ganstudy.status import config_study_folder, status_table, study_status
+def _named_study(args: argparse.Namespace) -> tuple[Path, dict[str, Any] | None]:
+    """The folder of the study that ``args.study`` names (a config file, a folder, or a name under
+    --results-dir) and, for a config, the runs it plans (status.study_runs): those, not the runs of the
+    plan that another config of the same study name may have written last."""
+    from ganstudy.config import load_study_config
+    from ganstudy.schema import CONFIG_SCHEMA
+    from ganstudy.status import config_study_folder, study_runs
 
-    print(status_table(study_status(config_study_folder(args.study) or _study_folder(args))))
+    folder = config_study_folder(args.study, args.directory)
+    if folder is None:
+        return _study_folder(args), None
+    config = load_study_config(args.study, CONFIG_SCHEMA)
+    return folder, study_runs(config["study"], config["setups"], config["trials"])
+
+
+def _status(args: argparse.Namespace) -> None:
+    from ganstudy.status import status_table, study_status
+
+    folder, runs = _named_study(args)
+    if runs is not None:
+        print(f"{folder}:")
+    print(status_table(study_status(folder, runs)))
+    print(f"training logs: {folder / 'logs' / 'train'}/<set-up>/trial<k>.log")
 
 
 def _placement(args: argparse.Namespace) -> None:
@@ -56,13 +84,12 @@ def _placement(args: argparse.Namespace) -> None:
 
 def _export(args: argparse.Namespace) -> None:
     from ganstudy.report.export import export_mlflow, export_tensorboard, finished_runs
-    from ganstudy.status import config_study_folder
 
     if not (args.mlflow or args.mlflow_uri or args.tensorboard):
-        raise GanstudyError("ganstudy export: say where to: --mlflow DIR, --mlflow-uri URI and/or --tensorboard DIR")
+        raise GanstudyError("say where to: --mlflow DIR, --mlflow-uri URI and/or --tensorboard DIR")
     if args.mlflow and args.mlflow_uri:
-        raise GanstudyError("ganstudy export: --mlflow DIR and --mlflow-uri URI name two MLflow stores; give one")
-    study, runs, missing = finished_runs(config_study_folder(args.study) or _study_folder(args))
+        raise GanstudyError("--mlflow DIR and --mlflow-uri URI name two MLflow stores; give one")
+    study, runs, missing = finished_runs(*_named_study(args))
     for line in missing:
         print(line)
     if args.mlflow or args.mlflow_uri:
@@ -136,7 +163,7 @@ def _plan_trials(args: argparse.Namespace) -> None:
     statistics = config["statistics"]
     info, warnings = study_design(config)
     print("\n".join([*info, *(f"warning: {line}" for line in warnings)]))
-    tables = config_study_folder(args.config) / "tables"
+    tables = config_study_folder(args.config, args.directory) / "tables"
     if not (tables / f"pairs_{config['evaluation']['metrics'][0]}.csv").is_file():
         print(
             f"{tables}: no pairs tables yet; after a run this also gives, per comparison not decided, the trials "
@@ -511,13 +538,14 @@ def _study_commands(commands: _Commands) -> None:
         "status",
         _status,
         "where a study stands: each trial's state, iteration, score, ETA",
-        " (done, running, stopped, failed or waiting; reads only results/<study>/)",
+        " (done, running, stopped, failed or waiting; reads only results/<study>/ and the config given)",
     )
     sub.add_argument(
         "study",
         help="the study's name (under --results-dir), its folder or its config file (.yaml: its results_dir/study)",
     )
     sub.add_argument("--results-dir", default="results")
+    _directory_argument(sub)
 
     sub = commands.person(
         "placement",
@@ -537,6 +565,7 @@ def _study_commands(commands: _Commands) -> None:
     )
     sub.add_argument("study", help="the study's name (under --results-dir), its folder or its config file (.yaml)")
     sub.add_argument("--results-dir", default="results")
+    _directory_argument(sub)
     sub.add_argument("--mlflow", metavar="DIR", help="MLflow store in DIR (DIR/mlflow.db, artifacts in DIR/artifacts)")
     sub.add_argument(
         "--mlflow-uri", metavar="URI", help="an MLflow tracking server (http://host:5000) or store URI instead"
@@ -569,6 +598,7 @@ def _config_commands(commands: _Commands) -> None:
         "undecided comparison needs for power 0.8",
     )
     sub.add_argument("config", help="the study config (its results_dir/study is read after a run)")
+    _directory_argument(sub)
 
     sub = commands.person(
         "fetch", _fetch, "download a standard data set and verify its checksums", " (the published ones)"

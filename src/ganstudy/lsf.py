@@ -7,13 +7,16 @@ and queue fall back to LSF's own LSB_DEFAULTPROJECT / LSB_DEFAULTQUEUE when not 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ganstudy.errors import GanstudyError
 
+# The line of a Snakemake job script that describes its job as JSON (rule, wildcards, resources).
+PROPERTIES = re.compile(r"^# properties = (\{.*\})$", re.MULTILINE)
 # bjobs STAT -> what cluster-generic's status command must print.
 STATES = {"DONE": "success", "EXIT": "failed", "ZOMBI": "failed"}
 
@@ -61,11 +64,27 @@ def bsub_command(request: Request) -> list[str]:
     return line
 
 
+def job_name(rule: str, script: str) -> str:
+    """``rule`` and the job's wildcard values (``train.grid2x2.0``), from the properties line Snakemake writes
+    into each job script, so that bjobs and the log's name say which set-up and trial a job trains; ``rule``
+    alone for a job without wildcards or a script without that line."""
+    found = PROPERTIES.search(script)
+    if found is None:
+        return rule
+    try:
+        wildcards = json.loads(found.group(1)).get("wildcards") or {}
+    except json.JSONDecodeError:
+        return rule
+    return ".".join([rule, *(re.sub(r"[^\w.-]", "_", str(value)) for value in wildcards.values())])
+
+
 def submit(jobscript: str, request: Request) -> str:
-    """Submit and return LSF's job id (bsub prints "Job <123> is submitted to queue <batch>.")."""
+    """Submit and return LSF's job id (bsub prints "Job <123> is submitted to queue <batch>."); the job is
+    named by its rule and wildcards (job_name)."""
     Path(request.log_dir).mkdir(parents=True, exist_ok=True)
-    with open(jobscript, "rb") as script:
-        done = subprocess.run(bsub_command(request), stdin=script, capture_output=True, text=True)
+    script = Path(jobscript).read_text(errors="replace")
+    request = replace(request, name=job_name(request.name, script))
+    done = subprocess.run(bsub_command(request), input=script, capture_output=True, text=True)
     found = re.search(r"Job <(\d+)> is submitted", done.stdout)
     if done.returncode != 0 or not found:
         raise GanstudyError(

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.metadata
+import os
 import platform
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import ganstudy
@@ -53,6 +55,16 @@ def cuda_versions() -> dict[str, Any]:
     return {"torch_cuda": torch.version.cuda, "cudnn": cudnn, "nvidia_driver": nvidia_driver_version()}
 
 
+def scheduler_job(environ: Mapping[str, str] | None = None) -> str | None:
+    """'Slurm job 123' or 'LSF job 456' when this process runs inside a batch-scheduler job, else None."""
+    environ = os.environ if environ is None else environ
+    if environ.get("SLURM_JOB_ID"):
+        return f"Slurm job {environ['SLURM_JOB_ID']}"
+    if environ.get("LSB_JOBID"):
+        return f"LSF job {environ['LSB_JOBID']}"
+    return None
+
+
 def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
@@ -64,6 +76,7 @@ def provenance_record(step: str, settings: dict[str, Any], **extra: Any) -> dict
         "settings": settings,
         "argv": sys.argv,
         "host": socket.gethostname(),
+        "scheduler_job": scheduler_job(),
         "platform": platform.platform(),
         "cpu": cpu_description(),
         "versions": package_versions(),

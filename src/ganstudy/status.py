@@ -47,22 +47,20 @@ STALE_SECONDS = 10 * HEARTBEAT_SECONDS
 CONFIG_DEFAULTS = {"results_dir": "results", "study": "digits_baseline"}
 
 
-def write_plan(study_dir: str | os.PathLike[str], study: str, setups: dict[str, dict[str, Any]], trials: int) -> None:
-    """The runs a study plans, for ``status``: its set-ups with their modes, trials and iterations."""
-    write_json(
-        Path(study_dir) / PLAN,
-        {
-            "study": study,
-            "setups": {
-                name: {
-                    "mode": setup["mode"],
-                    "trials": setup.get("trials") or trials,
-                    "iterations": setup["iterations"],
-                }
-                for name, setup in setups.items()
-            },
+def study_runs(study: str, setups: dict[str, dict[str, Any]], trials: int) -> dict[str, Any]:
+    """The runs a validated config plans: its set-ups with their modes, trials and iterations."""
+    return {
+        "study": study,
+        "setups": {
+            name: {"mode": setup["mode"], "trials": setup.get("trials") or trials, "iterations": setup["iterations"]}
+            for name, setup in setups.items()
         },
-    )
+    }
+
+
+def write_plan(study_dir: str | os.PathLike[str], study: str, setups: dict[str, dict[str, Any]], trials: int) -> None:
+    """The runs a study plans (study_runs), for ``status`` and ``export`` of the study's folder."""
+    write_json(Path(study_dir) / PLAN, study_runs(study, setups, trials))
 
 
 @dataclass
@@ -75,6 +73,7 @@ class TrialStatus:
     score: str
     eta: str
     note: str
+    job: str = ""  # the batch scheduler's job that runs or ran it ("Slurm job 123"), where the run names one
 
 
 def _score_cell(row: dict[str, str], columns: tuple[str, ...]) -> str:
@@ -164,7 +163,8 @@ def trial_status(
     run = study_dir / "runs" / setup / f"trial{trial}"
     log = study_dir / "logs" / "train" / setup / f"trial{trial}.log"
     if (run / "run.json").is_file():
-        return TrialStatus(setup, trial, "done", iterations, iterations, _reached(run, None, columns)[1], "", "")
+        job = read_json(run / "run.json").get("scheduler_job") or ""
+        return TrialStatus(setup, trial, "done", iterations, iterations, _reached(run, None, columns)[1], "", "", job)
     if not log.is_file():
         return TrialStatus(setup, trial, "waiting", None, iterations, _reached(run, None, columns)[1], "", "")
     lines = log.read_text(errors="replace").splitlines()
@@ -172,22 +172,27 @@ def trial_status(
     iteration, score = _reached(run, last, columns)
     event = _last_event(lines)
     alive, evidence = _liveness(lines, log, run, event is not None, now)
+    named = next((match for line in reversed(lines) if (match := PROCESS.match(line))), None)
+    job = (named.group(3) or "") if named else ""
     if alive:
         note = f"last line {_age(now - log.stat().st_mtime)}"
         if last and last.group(7) and "slowest rank" in last.group(7):
             note += "; " + last.group(7).split("; ")[-1]
-        return TrialStatus(setup, trial, "running", iteration, iterations, score, last.group(6) if last else "", note)
+        eta = last.group(6) if last else ""
+        return TrialStatus(setup, trial, "running", iteration, iterations, score, eta, note, job)
     if event and event[0] == "stopped":
         return TrialStatus(
-            setup, trial, "stopped", iteration, iterations, score, "", f"{event[1]} (resumes when rerun)"
+            setup, trial, "stopped", iteration, iterations, score, "", f"{event[1]} (resumes when rerun)", job
         )
     cause = event[1] if event else f"{evidence}, without an error line (killed: out of memory, wall time?)"
-    return TrialStatus(setup, trial, "failed", iteration, iterations, score, "", f"{cause} (log {log})")
+    return TrialStatus(setup, trial, "failed", iteration, iterations, score, "", f"{cause} (log {log})", job)
 
 
-def config_study_folder(argument: str) -> Path | None:
-    """The folder of the study a config file describes: results_dir/study relative to the working
-    directory, as the workflow places it; None when ``argument`` is no YAML file's name."""
+def config_study_folder(argument: str, directory: str | os.PathLike[str] | None = None) -> Path | None:
+    """The folder of the study a config file describes, results_dir/study under the workflow's working
+    directory: ``directory`` (Snakemake's --directory) where given; else the current folder if the study
+    was run there, else the nearest folder above the config file where it was (config/x.yaml of a
+    checkout: the checkout), else the current folder. None when ``argument`` is no YAML file's name."""
     path = Path(argument)
     if path.suffix not in (".yaml", ".yml"):
         return None
@@ -197,17 +202,22 @@ def config_study_folder(argument: str) -> Path | None:
     if not isinstance(config, dict):
         raise GanstudyError(f"{path}: a study config is a mapping of keys to values")
     settings = {**CONFIG_DEFAULTS, **config}
-    return Path(settings["results_dir"]) / settings["study"]
+    relative = Path(settings["results_dir"]) / settings["study"]
+    if directory is not None:
+        return Path(directory).resolve() / relative
+    bases = [Path.cwd(), *path.resolve().parents]
+    return next((base / relative for base in bases if (base / relative / PLAN).is_file()), Path.cwd() / relative)
 
 
-def study_status(study_dir: str | os.PathLike[str]) -> list[TrialStatus]:
+def study_status(study_dir: str | os.PathLike[str], runs: dict[str, Any] | None = None) -> list[TrialStatus]:
+    """Every run's state: those of ``runs`` (study_runs of a config), or of the plan its last run wrote."""
     folder = Path(study_dir)
     if not (folder / PLAN).is_file():
         raise GanstudyError(
             f"{folder / PLAN} is missing: the study has not been run yet (the workflow writes it when a run "
-            "starts); give results/<study> of a study that has"
+            "starts); give results/<study> of a study that has, or the workflow's working directory (--directory)"
         )
-    plan = read_json(folder / PLAN)
+    plan = runs or read_json(folder / PLAN)
     columns = score_columns()
     return [
         trial_status(folder, name, trial, setup["iterations"], columns)
@@ -217,7 +227,9 @@ def study_status(study_dir: str | os.PathLike[str]) -> list[TrialStatus]:
 
 
 def status_table(rows: list[TrialStatus]) -> str:
-    header = ("set-up", "trial", "state", "iteration", "latest score", "ETA", "note")
+    """One line per trial; the scheduler's job of each is a column where any trial ran in one."""
+    jobs = any(r.job for r in rows)
+    header = ("set-up", "trial", "state", "iteration", "latest score", "ETA", *(("job",) if jobs else ()), "note")
     cells = [header] + [
         (
             r.setup,
@@ -226,6 +238,7 @@ def status_table(rows: list[TrialStatus]) -> str:
             f"{r.iteration if r.iteration is not None else '-'}/{r.iterations}",
             r.score,
             r.eta,
+            *((r.job or "-",) if jobs else ()),
             r.note,
         )
         for r in rows

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from ganstudy.errors import GanstudyError
+from ganstudy.provenance import scheduler_job
 
 
 @dataclass(frozen=True)
@@ -84,16 +85,6 @@ GPU_ENVIRONMENT = (
 )
 # Any other Slurm variable with one of these in its name describes GPUs or the job step too.
 _SLURM_GPU_WORDS = ("GPU", "GRES", "TRES", "STEP")
-
-
-def scheduler_job(environ: Mapping[str, str] | None = None) -> str | None:
-    """'Slurm job 123' or 'LSF job 456' when this process runs inside a batch-scheduler job, else None."""
-    environ = os.environ if environ is None else environ
-    if environ.get("SLURM_JOB_ID"):
-        return f"Slurm job {environ['SLURM_JOB_ID']}"
-    if environ.get("LSB_JOBID"):
-        return f"LSF job {environ['LSB_JOBID']}"
-    return None
 
 
 def gpu_environment(environ: Mapping[str, str] | None = None) -> str:

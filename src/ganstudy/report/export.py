@@ -113,16 +113,19 @@ def _flat(value: Any, prefix: str = "") -> dict[str, str | int | float | bool]:
     return {prefix[:-1]: value if isinstance(value, (str, int, float, bool)) else json.dumps(value)}
 
 
-def finished_runs(study_dir: str | os.PathLike[str]) -> tuple[str, list[FinishedRun], list[str]]:
+def finished_runs(
+    study_dir: str | os.PathLike[str], planned_runs: dict[str, Any] | None = None
+) -> tuple[str, list[FinishedRun], list[str]]:
     """The study's name, the finished trials of its planned set-ups (run.json written), and a line for each
-    planned trial that has not finished (left out)."""
+    planned trial that has not finished (left out); planned are ``planned_runs`` (status.study_runs of a
+    config), else those of the plan the study's last run wrote."""
     folder = Path(study_dir)
     if not (folder / PLAN).is_file():
         raise GanstudyError(
             f"{folder / PLAN} is missing: {folder} is not a study the workflow has run; give results/<study> "
-            "or the study's config file"
+            "or the study's config file (and the workflow's working directory as --directory)"
         )
-    plan = read_json(folder / PLAN)
+    plan = planned_runs or read_json(folder / PLAN)
     runs, missing = [], []
     for setup, planned in plan["setups"].items():
         for trial in range(planned["trials"]):

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ganstudy.data.kinds import all_kinds
+from ganstudy.provenance import scheduler_job
 
 LOGGER = logging.getLogger("ganstudy.train")
 # Seconds between two progress lines of one trainer.
@@ -36,8 +37,9 @@ INTERVAL = 30.0
 # A progress line as TrainerReport.line writes it under the log's time stamp (ganstudy status reads it):
 # time stamp, trainer, iteration, total, s/it, ETA, and the latest values and note.
 LINE = re.compile(r"^(\S+ \S+) (.+?): iteration (\d+)/(\d+) \(\d+%\), (\S+) s/it, ETA (\S+)(?:; (.*))?$")
-# Rank 0's line naming its process, as Progress writes it under the log's time stamp: process id, host.
-PROCESS = re.compile(r"^\S+ \S+ training process (\d+) on host (\S+)")
+# Rank 0's line naming its process, as Progress writes it under the log's time stamp: process id, host, and
+# the batch scheduler's job where there is one ("Slurm job 123").
+PROCESS = re.compile(r"^\S+ \S+ training process (\d+) on host (\S+)(?: in (\w+ job \S+))?$")
 HEARTBEAT = "heartbeat"
 HEARTBEAT_SECONDS = 60.0
 
@@ -192,7 +194,9 @@ class Progress:
             # Only in a folder that is there (the workflow makes it): a job refused before training leaves none.
             if out_dir.is_dir():
                 self._heartbeat = HeartbeatFile(out_dir / HEARTBEAT)
-            LOGGER.info(f"training process {os.getpid()} on host {socket.gethostname()}")
+            job = scheduler_job()
+            where = f"on host {socket.gethostname()}" + (f" in {job}" if job else "")
+            LOGGER.info(f"training process {os.getpid()} {where}")
 
     def trainer(
         self, name: str, total: int, show: tuple[str, ...], fixed: dict[str, Any] | None = None
