@@ -93,6 +93,39 @@ def test_missing_and_malformed_config_files(tmp_path):
         load_study_config(bad, SCHEMA)
 
 
+@pytest.mark.parametrize(
+    "edit, problem",
+    [
+        ({"study": ".."}, "'study': '..' is not allowed here"),
+        (
+            {"setups": {"s": {"iterations": 2, "sweep": {"lr": [1.0e-4, "fast"]}}}},
+            "'lr' must be of type number, got 'fast' (sweep of set-up s: lr='fast')",
+        ),
+    ],
+)
+def test_a_study_name_that_leaves_results_dir_or_a_swept_value_of_the_wrong_type_is_refused(edit, problem):
+    # tests/test_living_study.py checks that such a study stops Snakemake before any job.
+    with pytest.raises(ConfigError) as refused:
+        validate_study_config(edit, SCHEMA)
+    assert problem in str(refused.value)
+
+
+def test_a_key_written_twice_in_one_mapping_is_refused_naming_both_lines_but_a_merge_key_is_not(tmp_path):
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(
+        "study: twice\nsetups:\n  a:\n    iterations: 2\n  b:\n    iterations: 3\n  a:\n    iterations: 4\n"
+    )
+    with pytest.raises(ConfigError, match=r"key 'a' appears twice in one mapping \(lines 3 and 7\)"):
+        load_study_config(twice, SCHEMA)
+    # A merge key is no duplicate: the keys beside it override the merged ones on purpose.
+    merged = tmp_path / "merged.yaml"
+    merged.write_text(
+        "study: merged\nsetups:\n  a: &base\n    iterations: 2\n    lr: 0.001\n  b:\n    <<: *base\n    iterations: 3\n"
+    )
+    setups = load_study_config(merged, SCHEMA)["setups"]
+    assert (setups["a"]["iterations"], setups["b"]["iterations"], setups["b"]["lr"]) == (2, 3, 0.001)
+
+
 def test_studies_in_config_folder_are_valid():
     for path in sorted((REPO / "config").rglob("*.yaml")):
         load_study_config(path, SCHEMA)

@@ -371,22 +371,16 @@ def test_a_run_with_checkpoints_to_resume_is_trained_before_fresh_runs_of_its_se
     assert set(priority) == {0, 1} and priority[1] > priority[0], plan[-3000:]
 
 
+# One edit per stage that refuses a study: the config's schema, the plan's checks (tests/test_config.py and
+# tests/test_study_plan.py check each message without Snakemake).
 @pytest.mark.parametrize(
     "edit, problem",
     [
         ({"study": ".."}, "'study': '..' is not allowed here"),
-        (
-            {"setups": {LARGE: {**LIVING["setups"][LARGE], "ranks": 8}}},
-            f"setups.{LARGE}.ranks: 8 ranks for 4 grid cells; a rank holds at least one: set ranks to at most 4",
-        ),
         ({"results_dir": "taken"}, "is a file, not a folder"),
-        (
-            {"setups": {"s": {"iterations": 2, "sweep": {"lr": [1.0e-4, "fast"]}}}},
-            "'lr' must be of type number, got 'fast' (sweep of set-up s: lr='fast')",
-        ),
     ],
 )
-def test_bad_names_files_and_rank_counts_stop_the_plan_before_any_job(tmp_path, env, edit, problem):
+def test_a_bad_name_or_a_results_dir_that_is_a_file_stops_the_plan_before_any_job(tmp_path, env, edit, problem):
     (tmp_path / "taken").write_text("a file where the results would go")
     done = snakemake(tmp_path, {**LIVING, **edit}, "-n", env=env)
     assert done.returncode != 0 and problem in said(done) and "Traceback" not in said(done), said(done)[-2000:]
@@ -399,11 +393,6 @@ def test_a_set_up_written_twice_stops_the_plan_naming_the_key_and_both_lines(tmp
     assert done.returncode != 0 and "key 'a' appears twice in one mapping (lines 3 and 7)" in said(done), said(done)[
         -2000:
     ]
-    # A merge key is no duplicate: the keys beside it override the merged ones on purpose.
-    merged = (
-        "study: merged\ntrials: 2\nsetups:\n  a: &base\n    iterations: 2\n  b:\n    <<: *base\n    iterations: 3\n"
-    )
-    assert planned(snakemake(tmp_path, merged, "-n", env=env))["train"] == 2 * 2
 
 
 def test_the_profile_s_site_is_not_lost_to_config_on_the_command_line(env):

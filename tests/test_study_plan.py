@@ -74,6 +74,25 @@ def test_the_default_study_plans_16_runs_their_files_and_a_launch_line_of_one_ra
     assert made.train_priority("grid2x2", 0) == 4 * made.train_priority("grid1x1", 0)
 
 
+def shipped(tmp_path: Path, name: str) -> StudyPlan:
+    """The dry-run plan of a study of config/studies, its results in ``tmp_path``."""
+    study = yaml.safe_load((REPO / "config" / "studies" / f"{name}.yaml").read_text())
+    study["results_dir"] = str(tmp_path / "results")
+    return StudyPlan(validate_study_config(study, SCHEMA), Invocation(workflow_dir=str(REPO), dry_run=True))
+
+
+def test_the_thesis_grid_gets_a_rank_per_cell_and_the_per_class_study_a_rank_per_class(tmp_path):
+    thesis = shipped(tmp_path / "thesis", "lipizzaner_mnist_4lp")
+    assert [trial for setup, trial in thesis.runs if setup == "grid18x18"] == list(range(8))
+    assert thesis.layout.ranks("grid18x18") == 324
+    cifar = shipped(tmp_path / "cifar", "dcgan_cifar100")
+    assert {setup: cifar.layout.ranks(setup) for setup in cifar.setups} == {"dcgan": 1, "dccgan": 1, "per_class": 100}
+    assert cifar.launch_line(100) == "mpiexec -n 100"
+    # The seed's layout: each rank's generator and discriminator on a GPU of their own, as the compute options
+    # the training jobs read say (beside the job files, which hold what decides the results only).
+    assert cifar.compute_options["gpus_per_rank"] == 2
+
+
 def test_a_site_changes_the_launch_line_and_the_compute_options_but_no_file_that_decides_a_result(tmp_path):
     finish(plan(tmp_path))
     summit = plan(tmp_path, site="summit")
@@ -225,7 +244,30 @@ def _results_dir_a_file(study):
 
 REFUSALS = {
     "results_dir is a file": (_results_dir_a_file, "results_dir: .* is a file, not a folder"),
-    "an unknown network": (_set("setups.grid1x1.network", "no_such_net"), "no_such_net"),
+    "an unknown network": (
+        _set("setups.grid1x1.network", "perceptron5"),
+        "setups.grid1x1.network: unknown network 'perceptron5'; registered networks: calo3d, cnn28",
+    ),
+    "an unknown data set": (
+        _set("dataset.name", "digitz"),
+        "dataset.name: unknown data set 'digitz'; registered data sets: ",
+    ),
+    "a global batch the ranks cannot share": (
+        lambda study: study.update(setups={"dp": {"mode": "data_parallel", "batch_size": 30, "ranks": 4}}),
+        r"set-up 'dp': the global batch_size 30 does not split into 4 rank\(s\) x 1 micro-batch\(es\)",
+    ),
+    "too little memory per rank": (
+        _set("compute.mem_mb_per_rank", 100),
+        "compute.mem_mb_per_rank=100 is below the 512 MB a rank needs",
+    ),
+    "a wall time cap below the wall time": (
+        lambda study: study["compute"].update(train_minutes=60, max_train_minutes=30),
+        "compute.max_train_minutes=30 is below compute.train_minutes=60",
+    ),
+    "a wall-time warning no earlier than the wall time": (
+        lambda study: study["compute"].update(train_minutes=5, wall_warning_minutes=5),
+        "compute.wall_warning_minutes=5 must be below compute.train_minutes=5",
+    ),
     "an unknown reference key": (
         _set("setups.grid1x1.reference", {"kid": {"mean": 1.0, "sd": 0.1, "trials": 5, "source": "a paper"}}),
         "setups.grid1x1.reference.kid: not among evaluation.metrics",

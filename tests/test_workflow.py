@@ -138,54 +138,11 @@ def test_a_misspelt_key_stops_the_run_before_any_job_naming_the_key(tmp_path, en
     assert not (tmp_path / "results").exists()
 
 
-def test_an_unknown_network_or_data_set_stops_the_dag_naming_the_key(tmp_path, env):
-    config = {
-        **SHRUNKEN,
-        "dataset": {**SHRUNKEN["dataset"], "name": "digitz"},
-        "setups": {"bce": {**SHRUNKEN["setups"]["bce"], "network": "perceptron5"}},
-    }
-    done = snakemake(tmp_path, config, "-n", env=env)
-    output = done.stdout + done.stderr
-    assert done.returncode != 0 and "Traceback" not in output
-    assert "dataset.name: unknown data set 'digitz'; registered data sets: " in output
-    assert "setups.bce.network: unknown network 'perceptron5'; registered networks: calo3d, cnn28" in output
-    assert not (tmp_path / "results").exists()
-
-
 def test_a_study_may_name_its_own_network_as_module_and_attribute(tmp_path, env):
     (tmp_path / "labnets.py").write_text("from ganstudy.models.builtin import PERCEPTRON4 as LAB\n")
     config = {**SHRUNKEN, "setups": {"bce": {**SHRUNKEN["setups"]["bce"], "network": "labnets:LAB"}}}
     done = snakemake(tmp_path, config, "-n", env=with_pythonpath(env, tmp_path))
     assert done.returncode == 0, done.stderr[-3000:]
-
-
-def test_a_global_batch_the_ranks_cannot_share_stops_the_dag_naming_the_set_up(tmp_path, env):
-    config = {**SHRUNKEN, "setups": {"dp": {"mode": "data_parallel", "batch_size": 30, "ranks": 4}}}
-    done = snakemake(tmp_path, config, "-n", env=env)
-    assert done.returncode != 0
-    assert (
-        "set-up 'dp': the global batch_size 30 does not split into 4 rank(s) x 1 micro-batch(es)"
-        in done.stdout + done.stderr
-    )
-
-
-@pytest.mark.parametrize(
-    "compute, named",
-    [
-        ({"mem_mb_per_rank": 100}, "compute.mem_mb_per_rank=100 is below the 512 MB a rank needs"),
-        (
-            {"train_minutes": 60, "max_train_minutes": 30},
-            "compute.max_train_minutes=30 is below compute.train_minutes=60",
-        ),
-        (
-            {"train_minutes": 5, "wall_warning_minutes": 5},
-            "compute.wall_warning_minutes=5 must be below compute.train_minutes=5",
-        ),
-    ],
-)
-def test_wall_time_and_memory_settings_that_cannot_work_stop_the_dag_naming_the_key(compute, named, tmp_path, env):
-    done = snakemake(tmp_path, {**SHRUNKEN, "compute": {**SHRUNKEN.get("compute", {}), **compute}}, "-n", env=env)
-    assert done.returncode != 0 and named in done.stdout + done.stderr, (done.stdout + done.stderr)[-2000:]
 
 
 def test_a_missing_dataset_file_stops_the_run_naming_the_path(tmp_path, env):
@@ -367,45 +324,6 @@ def test_a_failing_job_leaves_no_output_and_loses_no_finished_result(tmp_path, e
     assert (study / "runs" / "bce" / "trial0" / "run.json").is_file()
     # The grid and the pair set-ups with an in-training FID score with the classifier.
     assert not (study / "runs" / "grid" / "trial0").exists() and not (study / "runs" / "dp" / "trial0").exists()
-
-
-def test_the_thesis_study_gives_every_18x18_job_one_rank_per_cell(env):
-    study = REPO / "config" / "studies" / "lipizzaner_mnist_4lp.yaml"
-    done = subprocess.run(
-        ["snakemake", "-n", "--forceall", "--configfile", str(study)], cwd=REPO, capture_output=True, text=True, env=env
-    )
-    resources = [
-        job["resources"] for job in planned_jobs(done.stdout) if job["wildcards"].startswith("setup=grid18x18,")
-    ]
-    assert len(resources) == 8 and all("tasks=324," in line for line in resources)
-    assert "rule fetch_dataset:" in done.stdout
-
-
-def test_per_class_jobs_get_one_rank_per_class_up_to_max_ranks(env, tmp_path):
-    study = REPO / "config" / "studies" / "dcgan_cifar100.yaml"
-    done = subprocess.run(
-        ["snakemake", "-n", "-p", "--forceall", "--configfile", str(study)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    tasks = {}
-    for job in planned_jobs(done.stdout):
-        setup = re.match(r"setup=(\w+),", job["wildcards"]).group(1)
-        tasks.setdefault(setup, set()).add(re.search(r"tasks=(\d+)", job["resources"]).group(1))
-    assert tasks == {"dcgan": {"1"}, "dccgan": {"1"}, "per_class": {"100"}}
-    assert "mpiexec -n 100 ganstudy train @results/dcgan_cifar100/arguments/train/per_class/trial0.args" in done.stdout
-    # The seed's layout: each rank's generator and discriminator on a GPU of their own, as the compute options
-    # the training jobs read say (beside the job files, which hold what decides the results only).
-    written = snakemake(
-        tmp_path, yaml.safe_load(study.read_text()), "--cores", "1", "results/dcgan_cifar100/site/compute.json", env=env
-    )
-    assert written.returncode == 0, written.stderr[-3000:]
-    assert (
-        json.loads((tmp_path / "results" / "dcgan_cifar100" / "site" / "compute.json").read_text())["gpus_per_rank"]
-        == 2
-    )
 
 
 def test_neither_a_killed_training_job_nor_a_killed_snakemake_loses_finished_work(tmp_path, env):
