@@ -240,13 +240,13 @@ def test_status_finds_a_study_by_its_config_file_from_any_folder_and_lists_the_r
         return subprocess.run(["ganstudy", "status", *args], capture_output=True, text=True, env=env, cwd=cwd)
 
     # From the workflow's folder, from another one (the study is found above the config file), or told where.
-    for shown in (
-        status("config/s.yaml"),
-        status(str(config), cwd=elsewhere),
-        status("../config/s.yaml", "--directory", str(tmp_path), cwd=elsewhere),
+    for shown, folder in (
+        (status("config/s.yaml"), "results/s"),
+        (status(str(config), cwd=elsewhere), study),
+        (status("../config/s.yaml", "--directory", str(tmp_path), cwd=elsewhere), study),
     ):
         assert shown.returncode == 0, shown.stderr
-        assert shown.stdout.splitlines()[0] == f"{study}:" and shown.stdout.splitlines()[-2] == "1 runs: 1 running"
+        assert shown.stdout.splitlines()[0] == f"{folder}:" and shown.stdout.splitlines()[-2] == "1 runs: 1 running"
     # The runs of this config, whatever the plan that the study's last run (perhaps of another config) wrote.
     config.write_text(
         yaml.safe_dump({"study": "s", "trials": 1, "setups": {"s": {"iterations": 300}, "t": {"iterations": 10}}})
@@ -258,7 +258,7 @@ def test_status_finds_a_study_by_its_config_file_from_any_folder_and_lists_the_r
     assert shown.returncode != 0 and f"{elsewhere}/results/s/plan.json is missing" in shown.stderr
     config.write_text(yaml.safe_dump({"study": "s", "results_dir": "other"}))
     shown = status(str(config))
-    assert shown.returncode != 0 and f"{tmp_path}/other/s/plan.json is missing" in shown.stderr
+    assert shown.returncode != 0 and "error: other/s/plan.json is missing" in shown.stderr
 
 
 def test_the_config_defaults_status_uses_are_the_schema_s():

@@ -192,7 +192,8 @@ def config_study_folder(argument: str, directory: str | os.PathLike[str] | None 
     """The folder of the study a config file describes, results_dir/study under the workflow's working
     directory: ``directory`` (Snakemake's --directory) where given; else the current folder if the study
     was run there, else the nearest folder above the config file where it was (config/x.yaml of a
-    checkout: the checkout), else the current folder. None when ``argument`` is no YAML file's name."""
+    checkout: the checkout), else the current folder; relative to the current folder where it is there.
+    None when ``argument`` is no YAML file's name."""
     path = Path(argument)
     if path.suffix not in (".yaml", ".yml"):
         return None
@@ -204,9 +205,10 @@ def config_study_folder(argument: str, directory: str | os.PathLike[str] | None 
     settings = {**CONFIG_DEFAULTS, **config}
     relative = Path(settings["results_dir"]) / settings["study"]
     if directory is not None:
-        return Path(directory).resolve() / relative
-    bases = [Path.cwd(), *path.resolve().parents]
-    return next((base / relative for base in bases if (base / relative / PLAN).is_file()), Path.cwd() / relative)
+        return Path(directory) / relative
+    if (relative / PLAN).is_file():
+        return relative
+    return next((base / relative for base in path.resolve().parents if (base / relative / PLAN).is_file()), relative)
 
 
 def study_status(study_dir: str | os.PathLike[str], runs: dict[str, Any] | None = None) -> list[TrialStatus]:

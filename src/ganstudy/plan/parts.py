@@ -50,43 +50,50 @@ def part_problems(config: dict[str, Any]) -> list[str]:
             "name one of them, or null for the first"
         )
     for setup_name, setup in config["setups"].items():
-        key = f"setups.{setup_name}.network"
-        try:
-            mode = TRAINING_MODES.get(setup["mode"])
-        except GanstudyError as error:
-            problems.append(f"setups.{setup_name}.mode: {error}")
-            continue
-        problems += [f"setups.{setup_name}.mode: {problem}" for problem in mode.missing_parts(setup["mode"])]
-        problems += option_problems(
-            setup,
-            "mode_options",
-            f"training mode '{setup['mode']}'",
-            None if mode.options is None else dict(mode.options),
-            TRAINING_MODES.origin(setup["mode"]),
-            f"setups.{setup_name}",
+        problems += _setup_problems(setup_name, setup, config["dataset"], kind)
+    return problems
+
+
+def _setup_problems(
+    setup_name: str, setup: dict[str, Any], dataset: dict[str, Any], kind: DataKind | None
+) -> list[str]:
+    """One set-up's mode and network: registered, installed, fit for each other and for the study's data,
+    their options valid (each options section gains its schema's defaults)."""
+    key = f"setups.{setup_name}.network"
+    try:
+        mode = TRAINING_MODES.get(setup["mode"])
+    except GanstudyError as error:
+        return [f"setups.{setup_name}.mode: {error}"]
+    problems = [f"setups.{setup_name}.mode: {problem}" for problem in mode.missing_parts(setup["mode"])]
+    problems += option_problems(
+        setup,
+        "mode_options",
+        f"training mode '{setup['mode']}'",
+        None if mode.options is None else dict(mode.options),
+        TRAINING_MODES.origin(setup["mode"]),
+        f"setups.{setup_name}",
+    )
+    try:
+        network = get_network(setup["network"])
+    except GanstudyError as error:
+        return [*problems, f"{key}: {error}"]
+    problems += _mode_problems(setup_name, setup, mode, network)
+    problems += option_problems(
+        setup,
+        "network_options",
+        f"network '{setup['network']}'",
+        network.options,
+        NETWORKS.origin(setup["network"]),
+        f"setups.{setup_name}",
+    )
+    problems += _shape_problems(setup_name, setup, network, dataset)
+    problems += _recipe_problems(setup_name, setup, dataset)
+    if kind is not None and network.task != kind.task:
+        problems.append(
+            f"{key}: network '{setup['network']}' is trained by task '{network.task}', but dataset "
+            f"'{dataset['name']}' holds {kind.description}, whose networks are trained by task '{kind.task}': "
+            "choose a network of that task or another data set"
         )
-        try:
-            network = get_network(setup["network"])
-        except GanstudyError as error:
-            problems.append(f"{key}: {error}")
-            continue
-        problems += _mode_problems(setup_name, setup, mode, network)
-        problems += option_problems(
-            setup,
-            "network_options",
-            f"network '{setup['network']}'",
-            network.options,
-            NETWORKS.origin(setup["network"]),
-            f"setups.{setup_name}",
-        )
-        problems += _shape_problems(setup_name, setup, network, config["dataset"])
-        problems += _recipe_problems(setup_name, setup, config["dataset"])
-        if kind is not None and network.task != kind.task:
-            problems.append(
-                f"{key}: network '{setup['network']}' is trained by task '{network.task}', but dataset '{name}' "
-                f"holds {kind.description}, whose networks are trained by task '{kind.task}': choose a network "
-                "of that task or another data set"
-            )
     return problems
 
 
