@@ -139,11 +139,11 @@ def _last_event(lines: list[str]) -> tuple[str, str] | None:
     return event
 
 
-def _liveness(lines: list[str], log: Path, run: Path, ended: bool, now: float) -> tuple[bool, str]:
-    """Whether the job's process is alive, and the evidence when it is not (see the module's rules)."""
-    named = [match for line in lines if (match := PROCESS.match(line))]
+def _liveness(named: re.Match[str] | None, log: Path, run: Path, ended: bool, now: float) -> tuple[bool, str]:
+    """Whether the job's process (the log's last line naming it, ``named``) is alive, and the evidence when
+    it is not (see the module's rules)."""
     if named:
-        pid, host = int(named[-1].group(1)), named[-1].group(2)
+        pid, host = int(named.group(1)), named.group(2)
         if host == socket.gethostname():
             return pid_alive(pid, b"ganstudy"), f"process {pid} on this host is gone"
         heartbeat = run / HEARTBEAT
@@ -171,8 +171,8 @@ def trial_status(
     last = next((match for line in reversed(lines) if (match := LINE.match(line))), None)
     iteration, score = _reached(run, last, columns)
     event = _last_event(lines)
-    alive, evidence = _liveness(lines, log, run, event is not None, now)
     named = next((match for line in reversed(lines) if (match := PROCESS.match(line))), None)
+    alive, evidence = _liveness(named, log, run, event is not None, now)
     job = (named.group(3) or "") if named else ""
     if alive:
         note = f"last line {_age(now - log.stat().st_mtime)}"
