@@ -57,11 +57,14 @@ lint: setup
 tables figures: setup
 	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) $@
 
-# Into the study's folder, beside its summary.md (results/<study>/report.html).
+# Into the study's folder, beside its summary.md (results/<study>/report.html). With the study's metadata
+# (written with summary.md) the report opens on the answer, the rule graph a click away.
 report: setup
 	@folder=$$($(BIN)/python -c 'import sys; from ganstudy.status import config_study_folder; print(config_study_folder(sys.argv[1]))' $(CONFIG)) && \
-	  $(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report "$$folder/report.html" && \
-	  echo "The study's report: $$folder/report.html"
+	  metadata=$$folder/report/metadata.yaml && \
+	  $(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report "$$folder/report.html" \
+	    $$(test -f "$$metadata" && echo --report-metadata "$$metadata") && \
+	  echo "The study's report: $$folder/report.html ($$(($$(stat -c %s "$$folder/report.html") / 1024)) KB)"
 
 # Every benchmark in full, each appending one JSON record (its results and the machine) to BENCH_OUT;
 # stops at the first failure. BENCH_ARGS=--quick checks them in minutes. See docs/benchmarks.md.

@@ -20,7 +20,8 @@ include: "workflow/rules/stats.smk"
 include: "workflow/rules/report.smk"
 
 
-report: "workflow/report/workflow.rst"
+# The study's answer (written by the summary step beside summary.md) once it exists, else what the workflow does.
+report: PLAN.report_description
 
 
 # What `ganstudy status` reads to list every run, waiting ones included (not on dry-runs).

@@ -36,6 +36,8 @@ FAKE_GPUS = Path("/run/ganstudy-gpus")
 # iproute2: the network namespaces of the two-node Slurm (ci/slurm_nodes.py).
 PACKAGES = ["slurmctld", "slurmd", "munge", "slurm-client", "iproute2"]
 PARTITION = "debug"
+# Not the default: a job lands there only when it is submitted with -p (the account and partition test).
+OTHER_PARTITION = "gpu"
 
 
 def install() -> None:
@@ -60,6 +62,8 @@ MpiDefault=pmi2
 ReturnToService=2
 SchedulerType=sched/backfill
 AccountingStorageType=accounting_storage/none
+# A finished job stays in `scontrol show job` for the rest of the test session.
+MinJobAge=3600
 JobAcctGatherType=jobacct_gather/none
 GresTypes=gpu
 StateSaveLocation=/var/lib/slurm/slurmctld
@@ -70,6 +74,7 @@ SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
 NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory={memory} Gres=gpu:{GPUS} State=UNKNOWN
 PartitionName={PARTITION} Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+PartitionName={OTHER_PARTITION} Nodes={host} Default=NO MaxTime=INFINITE State=UP OverSubscribe=YES
 """
 
 

@@ -20,6 +20,8 @@ pytestmark = pytest.mark.workflow
 
 STUDIES = sorted((REPO / "config" / "studies").glob("*.yaml"))
 MPI_SETUPS = ("dp", "grid", "per_class")
+# ci/slurm.py's partition besides the default one.
+OTHER_PARTITION = "gpu"
 
 
 def dry_run(profile: str, config: Path | None, env: dict, without: str | None = None) -> str:
@@ -59,7 +61,7 @@ def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env):
     launcher = {
         "summit": "jsrun -n 1 -r 6 -a 1 -c 7 -g 1 -b packed:7",
         "slurm": "srun -n 1 --kill-on-bad-exit=1",
-        "slurm-gpu": "srun -n 1 --gpus-per-task=1 --kill-on-bad-exit=1",
+        "slurm-gpu": "srun -n 1 --gpus-per-task=1 --cpus-per-task=8 --kill-on-bad-exit=1",
         "local": "mpiexec -n 1",
     }[profile]
     assert f"{launcher} ganstudy train @results/digits_grid/arguments/train/grid2x2/trial0.args" in out
@@ -75,6 +77,9 @@ def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env):
     gpus = {"summit": 1, "slurm": 0, "slurm-gpu": 1}.get(profile)
     if profile != "local":  # the local executor prints no resources
         assert jobs and all("tasks=1," in j and re.search(rf"\bgpu={gpus}\b", j) for j in jobs)
+        # A GPU rank's share of its node's cores (Summit 42 / 6, slurm-gpu 32 / 4); one on CPU nodes.
+        cores = {"summit": 7, "slurm": 1, "slurm-gpu": 8}[profile]
+        assert all(f"cpus_per_task={cores}," in j for j in jobs), jobs[0]
         # The Slurm plugin's own resources on the Slurm sites only: Summit's plan carries none.
         slurm_only = ("tasks_per_gpu=0", "slurm_extra=--signal=USR1@300")
         assert all(all((key in j) == profile.startswith("slurm") for key in slurm_only) for j in jobs), jobs[0]
@@ -182,7 +187,10 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
     fake = tmp_path / "lsf"
     fake.mkdir()
     lsf_env = {**env, "PATH": f"{REPO / 'tests' / 'fake_lsf'}{os.pathsep}{env['PATH']}", "FAKE_LSF_DIR": str(fake)}
-    (tmp_path / "study.yaml").write_text(yaml.safe_dump(TINY))
+    # One set-up of two ranks: the fake jsrun starts them with mpiexec, as a local run does (the real Slurm test
+    # below trains every mode under its launcher). One thread each on this machine, not a Summit rank's 7 cores.
+    study = {**TINY, "setups": {"dp": TINY["setups"]["dp"]}, "compute": {**TINY["compute"], "threads_per_job": 1}}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
     command = [
         "snakemake",
         "-s",
@@ -214,12 +222,10 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
         submitted[args[args.index("-J") + 1] + "/" + job.name] = args
     rules = sorted(name.split("/")[0].split(".")[0] for name in submitted)
     # Light rules run on the login node; the rest are LSF jobs.
-    assert rules == ["evaluate"] * 3 + ["prepare_dataset", "reference_statistics"] + ["train"] * 3 + [
-        "train_classifier"
-    ]
+    assert rules == ["evaluate", "prepare_dataset", "reference_statistics", "train", "train_classifier"]
     train = [args for name, args in submitted.items() if name.startswith("train.")]
     # Each job is named by its rule and wildcards (set-up, trial): bjobs and the log's name say what it trains.
-    assert sorted(args[1] for args in train) == sorted(f"train.{setup}.0" for setup in MPI_SETUPS)
+    assert [args[1] for args in train] == ["train.dp.0"]
     for args in train:
         assert args[2:6] == ["-nnodes", "1", "-W", "2:00"] and f"logs/lsf/{args[1]}.%J.out" in args
         assert args[args.index("-P") + 1] == "GEN150" and args[args.index("-q") + 1] == "batch"
@@ -229,11 +235,10 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
     assert not any("-wa" in args for name, args in submitted.items() if not name.startswith("train."))
     jsrun = (fake / "jsrun.log").read_text().splitlines()
     # Each job's arguments file: results/tiny/arguments/train/<set-up>/trial0.args.
-    assert sorted(Path(line.split(" ganstudy train @")[1].split()[0]).parent.name for line in jsrun) == list(MPI_SETUPS)
+    assert [Path(line.split(" ganstudy train @")[1].split()[0]).parent.name for line in jsrun] == ["dp"]
     assert all(line.startswith("jsrun -n 2 -r 6 -a 1 -c 7 -g 1 -b packed:7 ganstudy train") for line in jsrun)
-    for setup in MPI_SETUPS:
-        record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
-        assert record["world_size"] == 2
+    record = json.loads((tmp_path / "results" / "tiny" / "runs" / "dp" / "trial0" / "run.json").read_text())
+    assert record["world_size"] == 2
 
 
 def test_lsf_status_maps_bjobs_states(tmp_path, env, monkeypatch):
@@ -255,9 +260,9 @@ def slurm(slurm_daemons):
         require_slurm(slurm_daemons["why"])
 
 
-def slurm_study(tmp_path: Path, env: dict, compute: dict, setups: dict | None = None) -> str:
-    """Run TINY, with these set-ups besides its own, through the real Slurm with these compute settings;
-    Snakemake's output."""
+def slurm_study(tmp_path: Path, env: dict, compute: dict, setups: dict | None = None, *extra: str) -> str:
+    """Run TINY, with these set-ups besides its own, through the real Slurm with these compute settings and
+    ``extra`` command-line arguments; Snakemake's output."""
     config = {
         **TINY,
         "setups": {**TINY["setups"], **(setups or {})},
@@ -276,10 +281,17 @@ def slurm_study(tmp_path: Path, env: dict, compute: dict, setups: dict | None = 
         str(REPO / "profiles" / "slurm"),
         "--jobs",
         "2",
+        *extra,
     ]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1200)
     assert done.returncode == 0, done.stderr[-4000:]
     return done.stdout + done.stderr
+
+
+def slurm_job(job: str) -> dict[str, str]:
+    """``scontrol show job``'s fields of a job (ci/slurm.py keeps finished jobs for an hour)."""
+    shown = subprocess.run(["scontrol", "--oneliner", "show", "job", job], capture_output=True, text=True, check=True)
+    return dict(field.split("=", 1) for field in shown.stdout.split() if "=" in field)
 
 
 def failed_jobs(log: str) -> str:
@@ -295,14 +307,26 @@ def test_a_shrunken_study_runs_through_slurm_on_gpu_nodes_one_gpu_per_rank(slurm
     # Besides TINY's set-ups of 2 ranks, one of a single rank: Snakemake's Slurm plugin refuses an MPI job of
     # one task, so that job carries no mpi resource and still starts with srun, its GPU bound.
     one_rank = {"single": {"mode": "single", "iterations": 1, "hidden_units": 32}}
-    log = slurm_study(tmp_path, env, {"node_gpus": 2, "device": "cpu"}, one_rank)
+    # --config replaces the profile's config list, its site included: each job's own Snakemake must still get
+    # the profile's site (srun and the GPUs below), which the plan passes on with --config.
+    # The account and partition from variables that sbatch itself does not read: only the plan's -A and -p
+    # can put the jobs there (ci/slurm.py's second partition, not the default).
+    charged = {**env, "SLURM_ACCOUNT": "ganstudy-ci", "SLURM_PARTITION": OTHER_PARTITION}
+    log = slurm_study(tmp_path, charged, {"node_gpus": 2, "device": "cpu"}, one_rank, "--config", "trials=1")
+    assert "site=profiles/slurm/site.yaml: the profile's" in log
+    assert (
+        "every cluster job is submitted with account ganstudy-ci (SLURM_ACCOUNT), partition gpu (SLURM_PARTITION)"
+    ) in log
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
     # prepare, classifier, reference statistics, 4 trainings, 4 evaluations; one more is a retry of a failed job
     assert len(submitted) == 11, failed_jobs(log)
+    # Two GPUs per node: each rank gets half the node's cores.
+    threads = max(1, os.cpu_count() // 2)
+    cores = f" --cpus-per-task={threads}" if threads > 1 else ""
     for setup in (*MPI_SETUPS, "single"):
         ranks = 1 if setup == "single" else 2
         assert (
-            f"srun -n {ranks} --gpus-per-task=1 --kill-on-bad-exit=1 ganstudy train "
+            f"srun -n {ranks} --gpus-per-task=1{cores} --kill-on-bad-exit=1 ganstudy train "
             f"@results/tiny/arguments/train/{setup}/trial0.args" in log
         )
         record = json.loads((tmp_path / "results" / "tiny" / "runs" / setup / "trial0" / "run.json").read_text())
@@ -316,6 +340,21 @@ def test_a_shrunken_study_runs_through_slurm_on_gpu_nodes_one_gpu_per_rank(slurm
         # The run names the Slurm job that trained it, one that Snakemake submitted.
         assert record["scheduler_job"].removeprefix("Slurm job ") in submitted, record["scheduler_job"]
     assert (tmp_path / "results" / "tiny" / "tables" / "pvalues_fid.md").is_file()
+    # What Slurm gave a training and a scoring job is what the plan printed for them.
+    for rule, wildcards in (("train", "setup=grid, trial=0"), ("evaluate", "setup=grid, trial=0")):
+        planned = next(job for job in planned_jobs(log, rule) if job["wildcards"] == wildcards)
+        resources = dict(item.split("=", 1) for item in planned["resources"].split(", "))
+        given = slurm_job(re.search(rf"Job {planned['jobid']} has been submitted with SLURM jobid (\d+)", log)[1])
+        assert (given["Account"], given["Partition"]) == ("ganstudy-ci", OTHER_PARTITION), given
+        assert (resources["slurm_account"], resources["slurm_partition"]) == ("ganstudy-ci", OTHER_PARTITION)
+        assert given["MinMemoryNode"] == f"{resources['mem_mb']}M", (given, resources)
+        # sbatch --gpus: the job's TRES per job (TRES itself lists gres only with accounting).
+        gpus = re.search(r"gres:gpu:(\d+)", given.get("TresPerJob", ""))
+        if rule == "train":
+            assert (given["NumTasks"], given["CPUs/Task"]) == (resources["tasks"], resources["cpus_per_task"]), given
+            assert resources["cpus_per_task"] == str(threads) and gpus and gpus[1] == resources["gpu"] == "2", given
+        else:
+            assert not gpus, given
     # ganstudy status links each trial to its Slurm job.
     shown = shown_status(tmp_path / "results", "tiny", env)
     rows = [line for line in shown.splitlines() if " done " in line]

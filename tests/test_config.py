@@ -27,7 +27,8 @@ def test_default_config_is_valid_and_defaults_are_filled(default_config):
         assert setup["latent_dim"] == 64
         assert setup["grid"]["replacement"] == "always"
     assert default_config["evaluation"]["isc_splits"] == 10
-    assert default_config["compute"]["threads_per_job"] == 1
+    # null: one per rank on a CPU site, a node's share of its cores on GPU nodes (tests/test_plan.py).
+    assert default_config["compute"]["threads_per_job"] is None
 
 
 def test_empty_config_gets_a_complete_study():

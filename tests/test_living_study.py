@@ -23,7 +23,7 @@ import torch
 import yaml
 
 import walkthrough
-from conftest import REPO
+from conftest import REPO, planned_jobs
 from ganstudy.data.arrays import file_digest
 from ganstudy.errors import GanstudyError
 from ganstudy.plan.changed_runs import differences
@@ -123,10 +123,33 @@ def test_the_first_hour_walk_through_prints_what_it_shows(first_hour):
         f"{command}: not printed:\n" + "\n".join(lines) for command, lines in missing.items()
     )
     assert all(step.step.excerpt for step in first_hour if step.step.text.strip() != "make setup")
-    # The answer and the report land in the study's folder; the cluster's plan found no account to warn of.
+    # The answer and the report land in the study's folder; the cluster's plan found the account and partition.
     study = first_hour[0].folder / "results" / STUDY
     assert (study / "summary.md").is_file() and (study / "report.html").is_file()
-    assert "no account for the scheduler" not in first_hour[-1].output
+    assert "for the scheduler" not in first_hour[-1].output
+
+
+def _report_variable(report: str, name: str):
+    """A JSON variable of Snakemake's HTML report (``var <name> = ...;``, one line, after the libraries')."""
+    return json.loads(re.findall(rf"^\s*var {name} = (.*);$", report, re.MULTILINE)[-1])
+
+
+def test_the_report_opens_on_the_answer_and_holds_each_table_once(first_hour):
+    study = first_hour[0].folder / "results" / STUDY
+    report = (study / "report.html").read_text()
+    page = (study / "summary.md").read_text()
+    description = _report_variable(report, "workflow_desc")
+    # The answer's sentence (the page's second paragraph, bold names and all) and the primary box plot inline.
+    sentence = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", page.split("\n\n")[1].splitlines()[0])
+    assert sentence[:60] in description, description[:2000]
+    assert description.count("data:image/png;base64,") == 2 and "<table>" in description
+    # With metadata the report opens on its description, not on the rule graph.
+    assert _report_variable(report, "metadata") == {"set-ups": 2, "runs scored": 4, "metrics": 2}
+    results = json.dumps(_report_variable(report, "results"))
+    assert "pairs_fid.md" in results and "pairs_fid.csv" not in results and ".tex" not in results
+    printed = next(step.output for step in first_hour if step.step.text.strip() == "make report")
+    size = int(re.search(r"report\.html \((\d+) KB\)", printed).group(1))
+    assert size == (study / "report.html").stat().st_size // 1024
 
 
 def test_an_excerpt_matches_only_what_was_printed_numbers_aside():
@@ -395,21 +418,24 @@ def test_a_set_up_written_twice_stops_the_plan_naming_the_key_and_both_lines(tmp
     ]
 
 
-def test_the_profile_s_site_is_not_lost_to_config_on_the_command_line(env):
-    command = ["snakemake", "--profile", str(REPO / "profiles" / "slurm-gpu"), "-n"]
-    lost = subprocess.run(
-        [*command, "--config", "trials=1"], cwd=REPO, capture_output=True, text=True, env=env, timeout=300
-    )
-    assert lost.returncode != 0 and "--config site=profiles/slurm-gpu/site.yaml" in said(lost), said(lost)[-2000:]
-    kept = subprocess.run(
-        [*command, "--config", "trials=1", "site=profiles/slurm-gpu/site.yaml"],
+def test_config_on_the_command_line_keeps_the_profile_s_site(env):
+    # --config replaces the profile's config list, its site= entry included; the plan takes the site from the
+    # profile folder instead and says so (test_cluster_profiles runs cluster jobs that need it too).
+    done = subprocess.run(
+        ["snakemake", "--profile", "slurm-gpu", "-n", "--config", "trials=1"],
         cwd=REPO,
         capture_output=True,
         text=True,
         env=env,
         timeout=300,
     )
-    assert kept.returncode == 0 and "site 'slurm-gpu'" in said(kept), said(kept)[-2000:]
+    assert done.returncode == 0, said(done)[-2000:]
+    assert "site=profiles/slurm-gpu/site.yaml: the profile's" in said(done), said(done)[-2000:]
+    assert "site 'slurm-gpu': 32 cores and 4 GPUs per node" in said(done), said(done)[-2000:]
+    jobs = planned_jobs(said(done))
+    # trials=1: one trial per set-up, each rank with its GPU, started by srun.
+    assert jobs and all(job["wildcards"].endswith("trial=0") for job in jobs), jobs
+    assert all("--gpus-per-task=1" in job["Shell command"] for job in jobs), jobs[0]
 
 
 def test_a_second_run_on_the_same_results_stops_at_once_and_the_first_finishes(living, tmp_path, env):

@@ -19,7 +19,7 @@ from ganstudy.plan.known_data import known_data
 from ganstudy.plan.launchers import LAUNCHERS, RankLayout
 from ganstudy.plan.layout import ClassesUnknown, StudyLayout
 from ganstudy.plan.parts import part_problems
-from ganstudy.plan.site import account_warning, read_site, with_site
+from ganstudy.plan.site import read_site, scheduler_resources, with_site
 from ganstudy.plan.study_files import ArgumentsFiles, as_json, out_of_date, refresh, results_dir_problem, stale_files
 from ganstudy.setup_settings import TrainingSettings
 from test_workflow import SHRUNKEN, snakemake
@@ -90,7 +90,18 @@ def test_a_cpu_site_fits_cores_over_threads_ranks_on_a_node_and_asks_for_no_gpu(
     assert (layout.ranks_per_node, layout.gpus_per_rank, layout.nodes(324)) == (16, 0, math.ceil(324 / 16))
     assert LAUNCHERS.get("srun").line(layout.rank_layout(8)) == "srun -n 8 --cpus-per-task=4 --kill-on-bad-exit=1"
     gpu = planned(GRIDS, "slurm-gpu")
-    assert LAUNCHERS.get("srun").line(gpu.rank_layout(2)) == "srun -n 2 --gpus-per-task=1 --kill-on-bad-exit=1"
+    # GPU nodes of 32 cores and 4 GPUs: each rank gets its share of the cores, 8, as its torch threads.
+    assert gpu.threads == 8
+    line = "srun -n 2 --gpus-per-task=1 --cpus-per-task=8 --kill-on-bad-exit=1"
+    assert LAUNCHERS.get("srun").line(gpu.rank_layout(2)) == line
+    # A number of threads chosen is kept, unless a node's ranks could never get them.
+    assert planned({**GRIDS, "compute": {"threads_per_job": 2}}, "slurm-gpu").threads == 2
+    too_many = planned({**GRIDS, "compute": {"threads_per_job": 9}}, "slurm-gpu")
+    assert too_many.problems(None) == [
+        "compute.threads_per_job=9 for each of the 4 ranks a node of site 'test site' holds is more than its 32 cores: "
+        "the jobs could never start; lower threads_per_job to 8 or remove it (null: the node's cores shared among its "
+        "ranks)"
+    ]
     assert LAUNCHERS.get("mpiexec").line(gpu.rank_layout(2)) == "mpiexec -n 2"
     # Only Slurm's plugin reads the signal and the GPU binding resources.
     assert LAUNCHERS.get("srun").resources(300) == {"tasks_per_gpu": 0, "slurm_extra": "--signal=USR1@300"}
@@ -179,10 +190,10 @@ def test_a_node_too_small_for_its_ranks_is_refused_naming_the_site_and_a_retry_a
 
 
 TOY = """
-from ganstudy.plan.launchers import Account, Launcher
+from ganstudy.plan.launchers import Launcher, SchedulerSetting
 
 TOY = Launcher(lambda layout: f"toyrun --ranks {layout.ranks} --per-node {layout.ranks_per_node}",
-               Account("toy_bank", ("TOY_BANK",), "the toy scheduler refuses every job"))
+               (SchedulerSetting("account", "toy_bank", ("TOY_BANK",), "the toy scheduler refuses every job"),))
 """
 
 
@@ -194,8 +205,14 @@ def test_a_launcher_from_a_plugin_is_found_by_its_name_and_an_unknown_one_is_ref
     described.write_text("name: toy\nlauncher: toyrun\nnode_cores: 8\n")
     toy = read_site(str(described), REPO)
     assert LAUNCHERS.get("toyrun").line(RankLayout(4, 8, 8, 0, 1)) == "toyrun --ranks 4 --per-node 8"
-    assert "toy_bank in the profile's default-resources, or TOY_BANK" in account_warning(toy, {}, {})
-    assert account_warning(toy, {}, {"TOY_BANK": "lab"}) is None
+    assert (
+        "toy_bank in the profile's default-resources, account in the site file, or TOY_BANK"
+        in (scheduler_resources(toy, {}, {})[1][0][1])
+    )
+    assert scheduler_resources(toy, {}, {"TOY_BANK": "lab"}) == (
+        {"toy_bank": "lab"},
+        [("info", "site 'toy': every cluster job is submitted with account lab (TOY_BANK)")],
+    )
     described.write_text("launcher: flux\n")
     with pytest.raises(
         GanstudyError,

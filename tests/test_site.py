@@ -13,7 +13,7 @@ import yaml
 
 from conftest import REPO, planned_jobs
 from ganstudy.errors import GanstudyError
-from ganstudy.plan.site import SITE_KEYS, account_warning, read_site, resolve_node_cores, with_site
+from ganstudy.plan.site import SITE_KEYS, read_site, resolve_node_cores, scheduler_resources, with_site
 from test_workflow import SHRUNKEN, snakemake
 
 SCHEMA = REPO / "workflow" / "schemas" / "site.schema.yaml"
@@ -39,13 +39,15 @@ def test_no_site_is_this_machine_without_gpus():
         "gpus_per_rank": 1,
         "node_mem_mb": None,
         "modules": [],
+        "account": None,
+        "partition": None,
     }
     # null cores: the planning machine's, named.
     assert resolve_node_cores({"node_cores": None}) == ({"node_cores": os.cpu_count()}, socket.gethostname())
     assert resolve_node_cores({"node_cores": 42}) == ({"node_cores": 42}, None)
     # The schema's defaults are what the site description documents.
     described = yaml.safe_load(SCHEMA.read_text())["properties"]
-    assert set(described) == {"name", "launcher", *SITE_KEYS}
+    assert set(described) == {"name", "launcher", *SITE_KEYS, "account", "partition"}
 
 
 def test_a_site_file_without_a_launcher_is_refused_naming_the_choices(tmp_path):
@@ -144,20 +146,47 @@ def test_one_study_asks_for_gpus_only_on_a_gpu_site_and_an_override_is_said(tmp_
     assert set(_gpus(done.stdout)) == {1, 2}
 
 
-def test_a_cluster_site_without_an_account_is_warned_of_and_one_given_anywhere_is_enough():
+def test_every_cluster_job_gets_the_account_and_partition_from_the_profile_the_site_or_the_environment():
     slurm, summit, local = (read_site(f"profiles/{name}/site.yaml", REPO) for name in ("slurm", "summit", "local"))
-    warning = account_warning(slurm, {"runtime": "30"}, {})
-    assert warning == (
-        "site 'slurm': no account for the scheduler (slurm_account in the profile's default-resources, or "
-        "SBATCH_ACCOUNT / SLURM_ACCOUNT in the environment): Slurm charges your default account, and a centre "
-        "without one refuses every job"
+    resources, notices = scheduler_resources(slurm, {"runtime": "30"}, {})
+    assert resources == {}
+    assert notices == [
+        (
+            "warning",
+            "site 'slurm': no account for the scheduler (slurm_account in the profile's default-resources, account "
+            "in the site file, or SBATCH_ACCOUNT / SLURM_ACCOUNT in the environment): Slurm charges your default "
+            "account, and a centre without one refuses every job",
+        ),
+        (
+            "warning",
+            "site 'slurm': no partition for the scheduler (slurm_partition in the profile's default-resources, "
+            "partition in the site file, or SBATCH_PARTITION / SLURM_PARTITION in the environment): every job waits "
+            "in the cluster's default partition, which may have no GPUs",
+        ),
+    ]
+    # The profile wins over the site file, which wins over the environment; each source is named.
+    environ = {"SBATCH_ACCOUNT": "from-env", "SBATCH_PARTITION": "env-partition"}
+    resources, notices = scheduler_resources({**slurm, "partition": "gpu"}, {"slurm_account": "abc123"}, environ)
+    assert resources == {"slurm_account": "abc123", "slurm_partition": "gpu"}
+    assert notices == [
+        (
+            "info",
+            "site 'slurm': every cluster job is submitted with account abc123 (slurm_account in the profile), "
+            "partition gpu (partition in the site file)",
+        )
+    ]
+    assert scheduler_resources(slurm, {}, environ)[0] == {
+        "slurm_account": "from-env",
+        "slurm_partition": "env-partition",
+    }
+    # The summit profile's own default: an empty project, quoted as Snakemake passes it on, and queue batch.
+    resources, notices = scheduler_resources(summit, {"lsf_project": "''", "lsf_queue": "batch"}, {})
+    assert resources == {"lsf_queue": "batch"}
+    assert [level for level, _ in notices] == ["info", "warning"]
+    assert (
+        "lsf_project in the profile's default-resources, account in the site file, or LSB_DEFAULTPROJECT"
+        in (notices[1][1])
     )
-    assert account_warning(slurm, {"slurm_account": "abc123"}, {}) is None
-    assert account_warning(slurm, {}, {"SBATCH_ACCOUNT": "abc123"}) is None
-    # The summit profile's own default: an empty project, quoted as Snakemake passes it on.
-    assert "lsf_project in the profile's default-resources, or LSB_DEFAULTPROJECT" in account_warning(
-        summit, {"lsf_project": "''"}, {}
-    )
-    assert account_warning(summit, {"lsf_project": "''"}, {"LSB_DEFAULTPROJECT": "GEN150"}) is None
-    assert account_warning(summit, {"lsf_project": "GEN150"}, {}) is None
-    assert account_warning(local, {}, {}) is None
+    resources, _ = scheduler_resources(summit, {"lsf_project": "''"}, {"LSB_DEFAULTPROJECT": "GEN150"})
+    assert resources == {"lsf_project": "GEN150"}
+    assert scheduler_resources(local, {}, {}) == ({}, [])

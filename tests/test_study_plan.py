@@ -99,9 +99,30 @@ def test_a_site_changes_the_launch_line_and_the_compute_options_but_no_file_that
     # Summit's 6 GPUs a node: one rank per GPU, 42 / 6 = 7 cores a resource set.
     assert summit.launch_line(1) == "jsrun -n 1 -r 6 -a 1 -c 7 -g 1 -b packed:7"
     assert summit.compute_options["node_gpus"] == 6
+    # Each GPU rank's torch threads: its resource set's cores.
+    assert summit.compute_options["threads"] == 7 and plan(tmp_path).compute_options["threads"] == 1
     # The compute options' file now says something else, and is no rerun trigger.
     assert json.loads(Path(summit.compute_file).read_text())["node_gpus"] == 0
     assert summit.stale == [] and summit.changed == {}
+
+
+def test_a_cluster_plan_says_what_will_decide_a_training_job_s_memory_before_its_data_exist(tmp_path):
+    def said(made: StudyPlan) -> list[str]:
+        return [line for _, line in made.notices if line.startswith("training jobs' memory")]
+
+    fresh = plan(tmp_path, site="slurm")
+    split = Path(fresh.study_dir) / "data" / "train.npz"
+    assert said(fresh) == [
+        f"training jobs' memory (mem_mb, <TBD> in a plan) is set once rule prepare_dataset has written {split}: per "
+        "node, each rank's libraries and networks plus twice that split, and a quarter more (ganstudy.resources); "
+        "compute.mem_mb_per_rank sets it in advance"
+    ]
+    # Nothing to say where the memory is set, on this machine (no scheduler), or once the split exists.
+    assert said(plan(tmp_path, _set("compute.mem_mb_per_rank", 2000), site="slurm")) == []
+    assert said(plan(tmp_path)) == []
+    split.parent.mkdir(parents=True)
+    split.write_bytes(b"")
+    assert said(plan(tmp_path, site="slurm")) == []
 
 
 def _set(path: str, value):

@@ -4,12 +4,15 @@ the tables that `ganstudy stats` writes for synthetic scores."""
 
 from __future__ import annotations
 
+import base64
 import re
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
+from ganstudy.report.report_page import answer_description
 from ganstudy.report.summary_page import headline, write_summary
 from ganstudy.stats.convergence import COLUMNS
 from ganstudy.stats.settings import StatisticsSettings
@@ -144,6 +147,48 @@ def test_the_page_says_what_is_significant_what_did_not_converge_and_links_the_f
     assert "- a:" not in convergence
     assert "- [box fid](figures/box_fid.png)\n- [score curves](figures/score_curves.png)" in text
     assert (tmp_path / "summary.md").read_text() == text
+
+
+def test_the_report_s_first_page_is_the_answer_with_the_primary_metric_s_figures_inline(tmp_path):
+    from docutils.core import publish_parts
+    from jinja2 import Environment
+    from PIL import Image
+
+    (tmp_path / "figures").mkdir()
+    # Noise: a PNG as large as a real figure, whose base64 is longer than a line docutils accepts.
+    noise = np.random.default_rng(0).integers(0, 256, (120, 120, 3), dtype=np.uint8)
+    for name in ("box_fid", "cost_fid", "score_curves"):
+        Image.fromarray(noise).save(tmp_path / "figures" / f"{name}.png")
+    _study(tmp_path)
+    answer = (tmp_path / "report" / "answer.rst").read_text()
+    # Snakemake renders the description through Jinja, then docutils, with its own link targets appended.
+    targets = "\n\n.. _Workflow: javascript:show_panel('workflow')\n.. _4. Statistics: x\n.. _5. Figures: y\n"
+    rendered = Environment().from_string(answer + targets).render(snakemake=None, categories={}, files=[])
+    parts = publish_parts(rendered, writer_name="html", settings_overrides={"report_level": 1})
+    html = parts["html_body"]
+    assert "system-message" not in html, html[-2000:]
+    # The page down to its figures, its tables as HTML tables, and only the primary metric's figures inline.
+    assert "<h1>s: the answer</h1>" in html and "<strong>a</strong> ranks first in FID" in html
+    assert html.count("<table>") == len(VALUES) and "## Figures" not in answer
+    # _study's figures: box_fid and score_curves (cost_fid lies in figures/, but the page does not list it).
+    inline = base64.b64encode((tmp_path / "figures" / "box_fid.png").read_bytes()).decode()
+    assert len(inline) > 10_000
+    shown = re.findall(r'src="data:image/png;base64,([^"]*)"', html)
+    assert [re.sub(r"\s", "", data) for data in shown] == [inline]
+    assert "javascript:show_panel(&#x27;workflow&#x27;)" in html or "show_panel('workflow')" in html
+    # Numbers, which the report shows as they are: 3 set-ups of 6 trials, 2 metrics.
+    assert yaml.safe_load((tmp_path / "report" / "metadata.yaml").read_text()) == {
+        "set-ups": 3,
+        "runs scored": 18,
+        "metrics": 2,
+    }
+
+
+def test_a_name_that_looks_like_jinja_stays_text_on_the_report_s_first_page():
+    from jinja2 import Environment
+
+    answer = answer_description("# {{ study }} and {% raw %}: the answer\n", [])
+    assert "{{ study }} and {% raw %}: the answer" in Environment().from_string(answer).render()
 
 
 def _page(tmp_path, values, metric="fid", settings=StatisticsSettings(), metrics=None):

@@ -87,14 +87,17 @@ def snakemake(
 
 def report_captions(workdir: Path, config: dict, env: dict) -> dict[str, str]:
     """Builds the study's self-contained report and returns each result's caption by its path; every table
-    and figure of the study must be in it with a caption of its own."""
+    (once: its Markdown, not its CSV and LaTeX) and figure of the study must be in it with a caption of its own."""
     report = snakemake(workdir, config, "--report", str(workdir / "report.html"), env=env)
     assert report.returncode == 0, report.stderr[-3000:]
     html = (workdir / "report.html").read_text(errors="replace")
     study = f"{config.get('results_dir', 'results')}/{config['study']}"
     captions = dict(re.findall(rf'"({re.escape(study)}/[^"]+)": \{{"name": .*?, "caption": "(.*?)", "mime_type"', html))
-    for output in [*(workdir / study / "tables").iterdir(), *(workdir / study / "figures").iterdir()]:
+    for output in [*(workdir / study / "tables").glob("*.md"), *(workdir / study / "figures").iterdir()]:
         assert len(captions.get(str(output.relative_to(workdir)), "")) > 50, output.name
+    tables = [Path(path) for path in captions if "/tables/" in path]
+    twice = [path for path in tables if path.suffix != ".md" and path.with_suffix(".md") in tables]
+    assert not twice, sorted(captions)
     return captions
 
 
@@ -306,7 +309,7 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
 
     captions = report_captions(tmp_path, restyled, env)
     assert "(2020) summary of execution times" in captions["results/tiny/tables/timing.md"]
-    assert "which direction is better" in captions["results/tiny/tables/results.tex"]
+    assert "which direction is better" in captions["results/tiny/tables/results.md"]
 
 
 def test_a_failing_job_leaves_no_output_and_loses_no_finished_result(tmp_path, env):

@@ -50,11 +50,12 @@ def profile_site():
 
 
 # --config on the command line replaces the profile's config list, and with it the profile's site: a GPU
-# cluster run would plan for this machine and train on the CPU. Stop before any job instead.
-if config["site"] is None and workflow.is_main_process and (lost_site := profile_site()):
-    raise WorkflowError(f"the profile names its site (site={lost_site}) in its config list, which --config on the command line "
-                        f"replaced: the study would plan for this machine, without GPUs. Add it to your --config, e.g. "
-                        f"--config site={lost_site} <your keys>")
+# cluster run would plan for this machine and train on the CPU. The site comes from the profile folder
+# instead, and travels in --config to the cluster jobs' own Snakemake, which plans again (launch line included).
+if config["site"] is None and workflow.is_main_process and (profile_site_file := profile_site()):
+    config["site"] = profile_site_file
+    workflow.config_settings.config_args = [*(workflow.config_settings.config_args or []), f"site={profile_site_file}"]
+    logger.info(f"site={profile_site_file}: the profile's, which --config on the command line had replaced")
 # Profiles used to name the launcher as the train rule's mpi resource; the Slurm plugin then takes every
 # training job for an MPI job, and refuses to submit one of a single rank.
 if "mpi" in workflow.resource_settings.overwrite_resources.get("train", {}):
@@ -146,6 +147,14 @@ def arguments_inputs(job):
     """A job's arguments file (and in a dry-run, where it is stale, the edited config) as its inputs; a
     function, since the arguments are set after the rule."""
     return lambda wildcards: PLAN.arguments_inputs(job.format(**wildcards))
+
+
+def tables(name, pattern, caption, category="4. Statistics", **wildcards):
+    """A rule's named outputs of the tables ``pattern`` (under tables/, ``wildcards`` expanded) in every format:
+    the report shows the Markdown ones, so each table is in it once; CSV and LaTeX lie beside them."""
+    files = {ext: expand(f"{PLAN.study_dir}/tables/{pattern}.{ext}", **wildcards) for ext in TABLE_FORMATS}
+    shown = report(files["md"], caption=caption, category=category)
+    return {name: shown, **{f"{name}_{ext}": paths for ext, paths in files.items() if ext != "md"}}
 
 
 def print_headline(study_dir):

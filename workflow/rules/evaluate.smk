@@ -26,6 +26,7 @@ rule train_classifier:
     resources:
         mem_mb=2000,
         runtime=30,
+        **PLAN.scheduler_resources,
     shell:
         "ganstudy train-classifier @{input.arguments} --threads {threads} > {log} 2>&1"
 
@@ -55,6 +56,7 @@ rule reference_statistics:
     resources:
         mem_mb=2000,
         runtime=15,
+        **PLAN.scheduler_resources,
     shell:
         "ganstudy reference-stats @{input.arguments} --threads {threads} > {log} 2>&1"
 
@@ -89,6 +91,7 @@ rule quality_statistics:
     resources:
         mem_mb=4000,
         runtime=60,
+        **PLAN.scheduler_resources,
     shell:
         "ganstudy reference-stats @{input.arguments} --threads {threads} > {log} 2>&1"
 
@@ -119,6 +122,7 @@ rule evaluate:
     resources:
         mem_mb=2000,
         runtime=15,
+        **PLAN.scheduler_resources,
     shell:
         "ganstudy evaluate @{input.arguments} --threads {threads} > {log} 2>&1"
 

@@ -251,6 +251,8 @@ rule summary:
         FIGURES,
     output:
         report(f"{PLAN.study_dir}/summary.md", caption="../report/summary_page.rst", category="0. The answer"),
+        # The HTML report's first page and its metadata (ganstudy.report.report_page; make report).
+        **PLAN.report_files,
     log:
         f"{PLAN.log_dir}/summary.log",
     conda:
@@ -263,7 +265,7 @@ rule summary:
 
 job_arguments(
     "summary", "--study-dir", os.path.dirname(rules.summary.output[0]), "--study", config["study"], "--setups", *PLAN.setups,
-    "--metrics", *PLAN.metrics, "--figures", *FIGURES, "--settings", as_json(config["statistics"]), "--out", *rules.summary.output,
+    "--metrics", *PLAN.metrics, "--figures", *FIGURES, "--settings", as_json(config["statistics"]), "--out", rules.summary.output[0],
 )
 
 

@@ -57,31 +57,11 @@ rule stats:
         scores=rules.aggregate.output,
         convergence=rules.convergence.output.table,
     output:
-        summary=report(
-            expand(f"{PLAN.study_dir}/tables/summary_{{metric}}.{{ext}}", metric=PLAN.metrics, ext=TABLE_FORMATS),
-            caption="../report/summary.rst",
-            category="4. Statistics",
-        ),
-        pvalues=report(
-            expand(f"{PLAN.study_dir}/tables/pvalues_{{metric}}.{{ext}}", metric=PLAN.metrics, ext=TABLE_FORMATS),
-            caption="../report/pvalues.rst",
-            category="4. Statistics",
-        ),
-        pairs=report(
-            expand(f"{PLAN.study_dir}/tables/pairs_{{metric}}.{{ext}}", metric=PLAN.metrics, ext=TABLE_FORMATS),
-            caption="../report/pairs.rst",
-            category="4. Statistics",
-        ),
-        kruskal=report(
-            expand(f"{PLAN.study_dir}/tables/kruskal.{{ext}}", ext=TABLE_FORMATS),
-            caption="../report/kruskal.rst",
-            category="4. Statistics",
-        ),
-        results=report(
-            expand(f"{PLAN.study_dir}/tables/results.{{ext}}", ext=TABLE_FORMATS),
-            caption="../report/results.rst",
-            category="4. Statistics",
-        ),
+        **tables("summary", "summary_{metric}", "../report/summary.rst", metric=PLAN.metrics),
+        **tables("pvalues", "pvalues_{metric}", "../report/pvalues.rst", metric=PLAN.metrics),
+        **tables("pairs", "pairs_{metric}", "../report/pairs.rst", metric=PLAN.metrics),
+        **tables("kruskal", "kruskal", "../report/kruskal.rst"),
+        **tables("results", "results", "../report/results.rst"),
     log:
         f"{PLAN.log_dir}/stats.log",
     conda:
@@ -106,21 +86,9 @@ rule sweeps:
         pairs=expand(f"{PLAN.study_dir}/tables/pairs_{{metric}}.csv", metric=PLAN.metrics),
         sweeps=PLAN.spec_inputs("sweeps"),
     output:
-        effects=report(
-            expand(f"{PLAN.study_dir}/tables/sweep_{{sweep}}_{{metric}}.{{ext}}", sweep=PLAN.sweeps, metric=PLAN.metrics, ext=TABLE_FORMATS),
-            caption="../report/sweep_effects.rst",
-            category="4. Statistics",
-        ),
-        tests=report(
-            expand(f"{PLAN.study_dir}/tables/sweep_{{sweep}}_tests.{{ext}}", sweep=PLAN.sweeps, ext=TABLE_FORMATS),
-            caption="../report/sweep_tests.rst",
-            category="4. Statistics",
-        ),
-        interactions=report(
-            expand(f"{PLAN.study_dir}/tables/sweep_{{sweep}}_interactions.{{ext}}", sweep=PLAN.sweeps, ext=TABLE_FORMATS),
-            caption="../report/sweep_interactions.rst",
-            category="4. Statistics",
-        ),
+        **tables("effects", "sweep_{sweep}_{metric}", "../report/sweep_effects.rst", sweep=PLAN.sweeps, metric=PLAN.metrics),
+        **tables("tests", "sweep_{sweep}_tests", "../report/sweep_tests.rst", sweep=PLAN.sweeps),
+        **tables("interactions", "sweep_{sweep}_interactions", "../report/sweep_interactions.rst", sweep=PLAN.sweeps),
         figures=report(
             expand(f"{PLAN.study_dir}/figures/sweep_{{sweep}}_{{metric}}.png", sweep=PLAN.sweeps, metric=PLAN.metrics),
             caption="../report/sweep_plot.rst",
@@ -177,21 +145,9 @@ rule timing:
         timings=rules.aggregate_timings.output.timings,
         runs=rules.aggregate_timings.output.runs,
     output:
-        timing=report(
-            expand(f"{PLAN.study_dir}/tables/timing.{{ext}}", ext=TABLE_FORMATS),
-            caption="../report/timing.rst",
-            category="4. Statistics",
-        ),
-        routines=report(
-            expand(f"{PLAN.study_dir}/tables/routines.{{ext}}", ext=TABLE_FORMATS),
-            caption="../report/routines.rst",
-            category="4. Statistics",
-        ),
-        epochs=report(
-            expand(f"{PLAN.study_dir}/tables/epochs.{{ext}}", ext=TABLE_FORMATS),
-            caption="../report/epochs.rst",
-            category="4. Statistics",
-        ),
+        **tables("timing", "timing", "../report/timing.rst"),
+        **tables("routines", "routines", "../report/routines.rst"),
+        **tables("epochs", "epochs", "../report/epochs.rst"),
     log:
         f"{PLAN.log_dir}/timing.log",
     conda:
@@ -216,11 +172,7 @@ rule reproduction:
         unpack(arguments_inputs("reproduction")),
         scores=rules.aggregate.output,
     output:
-        tables=report(
-            expand(f"{PLAN.study_dir}/tables/reproduction.{{ext}}", ext=TABLE_FORMATS),
-            caption="../report/reproduction.rst",
-            category="4. Statistics",
-        ),
+        **tables("tables", "reproduction", "../report/reproduction.rst"),
         directions=report(
             f"{PLAN.study_dir}/tables/reproduction_directions.csv", caption="../report/reproduction.rst", category="4. Statistics"
         ),

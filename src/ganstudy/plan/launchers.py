@@ -21,27 +21,31 @@ class RankLayout:
     ranks_per_node: int
     node_cores: int
     gpus_per_rank: int  # 0 on a CPU site
-    threads: int  # compute.threads_per_job
+    threads: int  # torch threads (and cores) per rank: StudyLayout.threads
 
 
 @dataclass(frozen=True)
-class Account:
-    """Where the launcher's scheduler takes the account a job is charged to: a profile resource, else one of
-    the environment variables; ``consequence`` says what happens to a job that names none."""
+class SchedulerSetting:
+    """A setting every cluster job is submitted with: the account it is charged to, or the partition (LSF:
+    queue) it waits in. ``key``: the site file's key (account, partition); ``resource``: the profile resource
+    the scheduler's Snakemake plugin reads; ``variables``: the environment variables that may name it
+    instead; ``missing``: what happens to a job that names none."""
 
+    key: str
     resource: str
     variables: tuple[str, ...]
-    consequence: str
+    missing: str
 
 
 @dataclass(frozen=True)
 class Launcher:
     """``line(layout)``: the prefix of a training job's shell line that starts its ranks.
+    ``settings``: what every job of this launcher's scheduler is submitted with (account, partition).
     ``resources(warning_seconds)``: extra resources of a training job that this launcher's scheduler plugin
     reads (e.g. Slurm's end-of-wall-time signal)."""
 
     line: Callable[[RankLayout], str]
-    account: Account | None = None
+    settings: tuple[SchedulerSetting, ...] = ()
     resources: Callable[[int], dict[str, object]] = field(default=lambda warning_seconds: {})
 
 
@@ -78,17 +82,34 @@ def _slurm_resources(warning_seconds: int) -> dict[str, object]:
 MPIEXEC = Launcher(_mpiexec)
 SRUN = Launcher(
     _srun,
-    Account(
-        "slurm_account",
-        ("SBATCH_ACCOUNT", "SLURM_ACCOUNT"),
-        "Slurm charges your default account, and a centre without one refuses every job",
+    (
+        SchedulerSetting(
+            "account",
+            "slurm_account",
+            ("SBATCH_ACCOUNT", "SLURM_ACCOUNT"),
+            "Slurm charges your default account, and a centre without one refuses every job",
+        ),
+        SchedulerSetting(
+            "partition",
+            "slurm_partition",
+            ("SBATCH_PARTITION", "SLURM_PARTITION"),
+            "every job waits in the cluster's default partition, which may have no GPUs",
+        ),
     ),
     _slurm_resources,
 )
 JSRUN = Launcher(
     _jsrun,
-    Account(
-        "lsf_project", ("LSB_DEFAULTPROJECT",), "bsub -P is required on Summit-class machines: LSF refuses every job"
+    (
+        SchedulerSetting(
+            "account",
+            "lsf_project",
+            ("LSB_DEFAULTPROJECT",),
+            "bsub -P is required on Summit-class machines: LSF refuses every job",
+        ),
+        SchedulerSetting(
+            "partition", "lsf_queue", ("LSB_DEFAULTQUEUE",), "every job waits in the cluster's default queue"
+        ),
     ),
 )
 

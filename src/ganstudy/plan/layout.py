@@ -90,10 +90,21 @@ class StudyLayout:
 
     @property
     def ranks_per_node(self) -> int:
-        """Ranks that fit on one node: one per GPU group, or per threads_per_job cores on a CPU site."""
+        """Ranks that fit on one node: one per GPU group, or per ``threads`` cores on a CPU site."""
         if self.compute["node_gpus"]:
             return max(1, self.compute["node_gpus"] // self.compute["gpus_per_rank"])
-        return max(1, self.compute["node_cores"] // self.compute["threads_per_job"])
+        return max(1, self.compute["node_cores"] // self.threads)
+
+    @property
+    def threads(self) -> int:
+        """Torch threads, and cores, of each rank: compute.threads_per_job where set; else on GPU nodes the
+        node's cores shared among its ranks, as jsrun's resource sets share them (not one core per rank
+        beside idle ones), and one on a CPU site, where the ranks fill the cores."""
+        if self.compute["threads_per_job"] is not None:
+            return self.compute["threads_per_job"]
+        if self.compute["node_gpus"]:
+            return max(1, self.compute["node_cores"] // self.ranks_per_node)
+        return 1
 
     @property
     def gpus_per_rank(self) -> int:
@@ -107,9 +118,7 @@ class StudyLayout:
 
     def rank_layout(self, ranks: int) -> RankLayout:
         """What the launcher is told of a job of ``ranks`` ranks."""
-        return RankLayout(
-            ranks, self.ranks_per_node, self.compute["node_cores"], self.gpus_per_rank, self.compute["threads_per_job"]
-        )
+        return RankLayout(ranks, self.ranks_per_node, self.compute["node_cores"], self.gpus_per_rank, self.threads)
 
     def memory_mb(self, name: str, train_bytes: int) -> int:
         """Memory (MB) per node of a set-up's training job (sbatch --mem): the ranks that share a node, each
@@ -192,6 +201,13 @@ class StudyLayout:
             problems.append(
                 f"compute.mem_mb_per_rank={compute['mem_mb_per_rank']} is below the {MIN_RANK_MB} MB a rank "
                 "needs for Python, torch and MPI alone: raise it, or remove the key to let ganstudy estimate it"
+            )
+        if self.gpus_per_rank and self.threads * self.ranks_per_node > compute["node_cores"]:
+            problems.append(
+                f"compute.threads_per_job={self.threads} for each of the {self.ranks_per_node} ranks a node of site "
+                f"'{self.site}' holds is more than its {compute['node_cores']} cores: the jobs could never start; "
+                f"lower threads_per_job to {max(1, compute['node_cores'] // self.ranks_per_node)} or remove it (null: "
+                "the node's cores shared among its ranks)"
             )
         if compute["node_cores"] < self.ranks_per_node:
             problems.append(

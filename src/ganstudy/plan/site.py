@@ -73,18 +73,37 @@ def resolve_node_cores(compute: dict[str, Any]) -> tuple[dict[str, Any], str | N
     return {**compute, "node_cores": os.cpu_count() or 1}, socket.gethostname()
 
 
-def account_warning(site: dict[str, Any], resources: dict[str, str], environ: Mapping[str, str]) -> str | None:
-    """A line when the site's scheduler is given no account/project: neither the profile's resource
-    (``resources``: its default-resources, name -> value) nor the environment names one."""
-    account = LAUNCHERS.get(site["launcher"]).account
-    if account is None:
-        return None
-    if resources.get(account.resource, "").strip("'\" ") or any(environ.get(name) for name in account.variables):
-        return None
-    return (
-        f"site '{site['name']}': no account for the scheduler ({account.resource} in the profile's default-resources, "
-        f"or {' / '.join(account.variables)} in the environment): {account.consequence}"
-    )
+def scheduler_resources(
+    site: Mapping[str, Any], resources: Mapping[str, str], environ: Mapping[str, str]
+) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """What every cluster job is submitted with (account and partition; LSF: project and queue), as the
+    resources the scheduler's Snakemake plugin reads: each from the profile's default-resources
+    (``resources``, name -> value), else the site file, else the environment. Also the plan's notices: a
+    line naming each value and where it came from, and a warning for each setting no source gives."""
+    given, found, notices = {}, [], []
+    for setting in LAUNCHERS.get(site["launcher"]).settings:
+        sources = [
+            # Snakemake passes the summit profile's empty project on quoted.
+            (resources.get(setting.resource, "").strip("'\" "), f"{setting.resource} in the profile"),
+            (site.get(setting.key) or "", f"{setting.key} in the site file"),
+            *((environ.get(name, ""), name) for name in setting.variables),
+        ]
+        value, source = next(((value, source) for value, source in sources if value), ("", ""))
+        if value:
+            given[setting.resource] = value
+            found.append(f"{setting.key} {value} ({source})")
+        else:
+            notices.append(
+                (
+                    "warning",
+                    f"site '{site['name']}': no {setting.key} for the scheduler ({setting.resource} in the profile's "
+                    f"default-resources, {setting.key} in the site file, or {' / '.join(setting.variables)} in the "
+                    f"environment): {setting.missing}",
+                )
+            )
+    if found:
+        notices.insert(0, ("info", f"site '{site['name']}': every cluster job is submitted with {', '.join(found)}"))
+    return given, notices
 
 
 def with_site(compute: dict[str, Any], site: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -23,11 +23,12 @@ from ganstudy.plan.known_data import known_data
 from ganstudy.plan.launchers import LAUNCHERS
 from ganstudy.plan.layout import StudyLayout, speedup_baselines
 from ganstudy.plan.parts import part_problems, study_kind
-from ganstudy.plan.site import account_warning, read_site, resolve_node_cores, with_site
+from ganstudy.plan.site import read_site, resolve_node_cores, scheduler_resources, with_site
 from ganstudy.plan.study_files import ArgumentsFiles, as_json, refresh, results_dir_problem, stale_files
 from ganstudy.plan.study_lock import acquire
 from ganstudy.plan.user_inputs import missing_user_inputs
 from ganstudy.pretrained import pretrained_file
+from ganstudy.report.report_page import ANSWER, METADATA
 from ganstudy.stats.design import study_design
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.sweeps import sweep_levels
@@ -115,21 +116,31 @@ class StudyPlan:
         measured = f" (node_cores null: those of {measured_on}, where Snakemake runs)" if measured_on else ""
         cores, gpus = f"{compute['node_cores']} cores{measured}", f"{self.site['node_gpus']} GPUs"
         self.notices.append(("info", f"site '{self.site['name']}': {cores} and {gpus} per node"))
+        # Every cluster job's, given to the executor explicitly: the Slurm plugin does not read SBATCH_*.
+        self.scheduler_resources, scheduler_notices = scheduler_resources(
+            self.site, invocation.default_resources, invocation.environ
+        )
         if not invocation.main_process:  # once, where the plan is made
             return
-        notes = [account_warning(self.site, dict(invocation.default_resources), invocation.environ), *overrides]
+        self.notices += [*scheduler_notices, *(("warning", line) for line in overrides)]
         if measured_on and self.site["launcher"] != "mpiexec":
-            notes.append(
-                f"site '{self.site['name']}' leaves node_cores null: the plan took the cores of {measured_on}, where "
-                "Snakemake runs; if the compute nodes differ, set node_cores in the site file"
+            self.notices.append(
+                (
+                    "warning",
+                    f"site '{self.site['name']}' leaves node_cores null: the plan took the cores of {measured_on}, "
+                    "where Snakemake runs; if the compute nodes differ, set node_cores in the site file",
+                )
             )
-        self.notices += [("warning", line) for line in notes if line]
 
     def _plan_study(self) -> None:
         """The study's runs and what it needs from its user; its parts and what its trials can decide."""
         config = self.config
         self.study_dir = f"{config['results_dir']}/{config['study']}"
         self.log_dir = f"{self.study_dir}/logs"
+        # The HTML report's first page: the answer, once the summary step has written it.
+        self.report_files = {"answer": f"{self.study_dir}/{ANSWER}", "metadata": f"{self.study_dir}/{METADATA}"}
+        answer = Path(self.report_files["answer"])
+        self.report_description = str(answer.resolve()) if answer.is_file() else "workflow/report/workflow.rst"
         if problem := results_dir_problem(config["results_dir"], self.study_dir):
             raise GanstudyError(problem)
         self.setups = list(config["setups"])
@@ -143,7 +154,6 @@ class StudyPlan:
             for folder in (f"runs/{s}/trial{t}/run.json", f"scores/{s}/trial{t}.json")
         ]
         self.metrics = config["evaluation"]["metrics"]
-        self.threads = config["compute"]["threads_per_job"]
         self.smote = config["dataset"]["smote"]["strategy"] != "none"
         self._plan_user_inputs()
         # A data set or network no registry knows, a plugin that does not import, a network that cannot learn
@@ -205,6 +215,8 @@ class StudyPlan:
         config = self.config
         self.layout = StudyLayout.from_config(config, self.known_data.classes, self.site["name"])
         _refuse_any(self.layout.problems(self.known_data.training_images))
+        # Torch threads, and cores, of each training rank and of every other job.
+        self.threads = self.layout.threads
         # Multi-rank set-up -> its one-rank run of the same work: the speed-up tables and plot compare them.
         self.baselines = speedup_baselines(config["setups"], self.layout.known_ranks())
         # Set-up -> metric -> the paper's published result (tables/reproduction.*), and set-up -> training fact
@@ -233,7 +245,25 @@ class StudyPlan:
                 name, setup, config["seed"], inputs, kind=self.kind.name, sources=self.inputs.sources(inputs)
             )
         # Slurm (--signal) and LSF (-wa/-wt) warn training jobs this long before their wall time.
-        self.train_resources = self.launcher.resources(config["compute"]["wall_warning_minutes"] * 60)
+        self.train_resources = {
+            **self.launcher.resources(config["compute"]["wall_warning_minutes"] * 60),
+            **self.scheduler_resources,
+        }
+        self._memory_notice(self.inputs.train(self.setups[0])["train"])
+
+    def _memory_notice(self, split: str) -> None:
+        """On a cluster, where a training job's memory is not known yet (mem_mb=<TBD> in a dry-run), what
+        will decide it."""
+        known = Path(split).is_file() or self.config["compute"]["mem_mb_per_rank"] is not None
+        if self.launcher.settings and self.invocation.main_process and not known:
+            self.notices.append(
+                (
+                    "info",
+                    f"training jobs' memory (mem_mb, <TBD> in a plan) is set once rule prepare_dataset has written "
+                    f"{split}: per node, each rank's libraries and networks plus twice that split, and a quarter "
+                    "more (ganstudy.resources); compute.mem_mb_per_rank sets it in advance",
+                )
+            )
 
     def _references(self, wanted: Callable[[str], bool]) -> dict[str, dict[str, Any]]:
         """Set-up -> key -> the paper's number, for the reference keys that ``wanted`` accepts."""

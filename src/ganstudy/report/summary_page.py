@@ -21,6 +21,7 @@ import pandas as pd
 
 from ganstudy.atomic import write_text
 from ganstudy.evaluate.metrics import better
+from ganstudy.report.report_page import write_report_page
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.settings import StatisticsSettings
@@ -263,15 +264,14 @@ def _papers(reproduction: pd.DataFrame | None, metric: str, digits: int) -> str:
     return f"The papers' numbers beside ours (tables/reproduction.md):\n\n{markdown_table(shown, False, digits)}\n"
 
 
-def summary_page(
+def answer_page(
     study_dir: str | os.PathLike[str],
     study: str,
     setups: list[str],
     metrics: list[str],
-    figures: list[str],
     settings: StatisticsSettings = StatisticsSettings(),
 ) -> str:
-    """The page's Markdown; ``figures`` are paths under ``study_dir`` to link."""
+    """The page's Markdown up to its list of figures (the report's first page shows it with figures of its own)."""
     folder = Path(study_dir)
     tables = folder / "tables"
     scores = pd.read_csv(folder / "scores.csv")
@@ -288,7 +288,7 @@ def summary_page(
         f"{', '.join(f'{s} {int(trials.get(s, 0))}' for s in setups)}. Made from the tables in tables/ and "
         "convergence.csv. Set-ups are ranked by the probability that a trial of one scores better than one of "
         "another (the rank tests' order), then by median; p-values are two-sided Mann-Whitney tests (exact or "
-        "asymptotic: tables/pairs_<metric>.md names each), Holm-adjusted over each metric's pairs, significant below "
+        "asymptotic: `tables/pairs_<metric>.md` names each), Holm-adjusted over each metric's pairs, significant below "
         f"{alpha}; A12 is the probability that a trial of the first set-up scores better than one of the other, and "
         "the shift is first minus other, each with its 95% interval.\n",
     ]
@@ -308,13 +308,14 @@ def summary_page(
         if notes
         else "Every set-up's in-training score had stopped improving by the study's criterion (convergence.csv).\n"
     )
-    parts.append("## Figures\n")
-    parts.append(
-        "".join(
-            f"- [{Path(figure).stem.replace('_', ' ')}]({Path(figure).relative_to(folder)})\n" for figure in figures
-        )
-    )
     return "\n".join(part for part in parts if part)
+
+
+def _with_figures(page: str, study_dir: str | os.PathLike[str], figures: list[str]) -> str:
+    links = "".join(
+        f"- [{Path(figure).stem.replace('_', ' ')}]({Path(figure).relative_to(study_dir)})\n" for figure in figures
+    )
+    return "\n".join(part for part in (page, "## Figures\n", links) if part)
 
 
 def write_summary(
@@ -326,8 +327,11 @@ def write_summary(
     out: str | os.PathLike[str],
     settings: StatisticsSettings = StatisticsSettings(),
 ) -> str:
-    text = summary_page(study_dir, study, setups, metrics, figures, settings)
+    """Write the page to ``out``, and the report's first page beside it (ganstudy.report.report_page)."""
+    page = answer_page(study_dir, study, setups, metrics, settings)
+    text = _with_figures(page, study_dir, figures)
     write_text(out, text)
+    write_report_page(study_dir, setups, metrics, settings.primary(metrics), page, figures)
     return text
 
 
