@@ -94,7 +94,9 @@ def test_a_cpu_site_fits_cores_over_threads_ranks_on_a_node_and_asks_for_no_gpu(
     assert gpu.threads == 8
     line = "srun -n 2 --gpus-per-task=1 --cpus-per-task=8 --kill-on-bad-exit=1"
     assert LAUNCHERS.get("srun").line(gpu.rank_layout(2)) == line
-    # A number of threads chosen is kept, unless a node's ranks could never get them.
+    # On the CPU of GPU nodes one thread, as on a CPU site (more would change a grid's bits with its rank
+    # count); a number chosen is kept, unless a node's ranks could never get them.
+    assert planned({**GRIDS, "compute": {"device": "cpu"}}, "slurm-gpu").threads == 1
     assert planned({**GRIDS, "compute": {"threads_per_job": 2}}, "slurm-gpu").threads == 2
     too_many = planned({**GRIDS, "compute": {"threads_per_job": 9}}, "slurm-gpu")
     assert too_many.problems(None) == [

@@ -97,12 +97,14 @@ class StudyLayout:
 
     @property
     def threads(self) -> int:
-        """Torch threads, and cores, of each rank: compute.threads_per_job where set; else on GPU nodes the
-        node's cores shared among its ranks, as jsrun's resource sets share them (not one core per rank
-        beside idle ones), and one on a CPU site, where the ranks fill the cores."""
+        """Torch threads, and cores, of each rank: compute.threads_per_job where set; else, training on GPU
+        nodes' GPUs, the node's cores shared among its ranks, as jsrun's resource sets share them (not one
+        core per rank beside idle ones); else one. On the CPU (a CPU site, or device cpu on GPU nodes) more
+        threads would split a stacked grid's work at points that depend on its cells per rank, and so give
+        other bits on another rank count; a GPU's kernels do not depend on the host's threads."""
         if self.compute["threads_per_job"] is not None:
             return self.compute["threads_per_job"]
-        if self.compute["node_gpus"]:
+        if self.compute["node_gpus"] and self.compute["device"] != "cpu":
             return max(1, self.compute["node_cores"] // self.ranks_per_node)
         return 1
 
@@ -202,9 +204,10 @@ class StudyLayout:
                 f"compute.mem_mb_per_rank={compute['mem_mb_per_rank']} is below the {MIN_RANK_MB} MB a rank "
                 "needs for Python, torch and MPI alone: raise it, or remove the key to let ganstudy estimate it"
             )
-        if self.gpus_per_rank and self.threads * self.ranks_per_node > compute["node_cores"]:
+        chosen = compute["threads_per_job"]  # null: a share of the node, which fits
+        if self.gpus_per_rank and chosen and chosen * self.ranks_per_node > compute["node_cores"]:
             problems.append(
-                f"compute.threads_per_job={self.threads} for each of the {self.ranks_per_node} ranks a node of site "
+                f"compute.threads_per_job={chosen} for each of the {self.ranks_per_node} ranks a node of site "
                 f"'{self.site}' holds is more than its {compute['node_cores']} cores: the jobs could never start; "
                 f"lower threads_per_job to {max(1, compute['node_cores'] // self.ranks_per_node)} or remove it (null: "
                 "the node's cores shared among its ranks)"
