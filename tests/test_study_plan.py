@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import math
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import yaml
 from conftest import REPO, SCHEMA, install
 from ganstudy.atomic import write_json
 from ganstudy.config import validate_study_config
+from ganstudy.plan.study_files import PlannerFilesNotices
 from ganstudy.plan.study_lock import release
 from ganstudy.plan.study_plan import NO_JOB_OPTIONS, Invocation, PlanRefused, StudyPlan, apply_plan, builds_jobs
 from ganstudy.train.job import job_record
@@ -72,6 +74,25 @@ def test_the_default_study_plans_16_runs_their_files_and_a_launch_line_of_one_ra
     assert made.stale == [] and made.changed == {} and made.made_before is False
     # The 2x2 trains 4 pairs per rank, so it goes before the 1x1.
     assert made.train_priority("grid2x2", 0) == 4 * made.train_priority("grid1x1", 0)
+
+
+def test_snakemake_s_notices_of_missing_metadata_are_dropped_only_for_the_files_the_plan_writes(tmp_path):
+    made = plan(tmp_path)
+    arguments = made.arguments.record("train/grid1x1/trial0", ["--trial", 0])
+    notices = PlannerFilesNotices(("spec", "arguments"), made.writes)
+
+    def kept(message: str) -> bool:
+        return notices.filter(logging.LogRecord("snakemake.logging", logging.INFO, __file__, 0, message, None, None))
+
+    # Snakemake's dry-run notice, and its report's warning per file (snakemake.workflow, snakemake.report).
+    jobs = "3 jobs have missing provenance/metadata so that it in part cannot be used to trigger re-runs.\n"
+    assert not kept(jobs + "Rules with missing metadata: arguments spec")
+    assert kept(jobs + "Rules with missing metadata: arguments spec train")
+    warning = "Missing metadata for file {}. Maybe metadata was deleted or it was created using an older version"
+    assert not kept(warning.format(made.spec_file("data"))) and not kept(warning.format(arguments))
+    assert not kept(warning.format(f"{made.study_dir}/jobs/grid2x2.json"))
+    assert kept(warning.format(f"{made.study_dir}/runs/grid1x1/trial0/run.json"))
+    assert kept("Building DAG of jobs...")
 
 
 def shipped(tmp_path: Path, name: str) -> StudyPlan:

@@ -18,7 +18,7 @@ from snakemake.logging import logger
 from ganstudy.atomic import write_text
 from ganstudy.config import ConfigError, dataset_settings, read_yaml, validate_study_config
 from ganstudy.errors import GanstudyError
-from ganstudy.plan.study_files import as_json
+from ganstudy.plan.study_files import PlannerFilesNotices, as_json
 from ganstudy.plan.study_lock import release as release_study_lock
 from ganstudy.plan.study_plan import TABLE_FORMATS, Invocation, PlanRefused, StudyPlan, apply_plan, builds_jobs
 from ganstudy.schema import CONFIG_SCHEMA
@@ -85,6 +85,8 @@ except PlanRefused as refusal:
 # The study's compute section completed from the site, for the rules that read config.
 config["compute"] = PLAN.config["compute"]
 log_notices(PLAN.notices)
+# The rules of the files the plan writes itself: Snakemake would call each a job without metadata.
+logger.addFilter(PlannerFilesNotices(("spec", "arguments", "training_job", "compute_options"), PLAN.writes))
 # One run per study at a time (ganstudy.plan.study_lock): taken once every check has passed and before this
 # Snakemake changes anything in the study, let go when the run ends (Snakefile) or this process exits.
 STUDY_LOCK = None

@@ -11,8 +11,10 @@ planner computes what each file must say and which no longer say it; only ``refr
 from __future__ import annotations
 
 import json
+import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,3 +112,28 @@ class ArgumentsFiles:
         self.stale.discard(path)
         if new and kept and self.made_before:
             os.utime(path, (0, 0))
+
+
+class PlannerFilesNotices(logging.Filter):
+    """Snakemake's notices that the planner's own files have none of its metadata, dropped: the planner
+    writes them before any job (``refresh``, ``ArgumentsFiles.write``), never their rules, and by design
+    decides alone whether they say what they must. A dry-run of a finished study would otherwise report
+    every spec, job and arguments file as "missing provenance/metadata", and a report each file as
+    "Missing metadata"; such a notice that also names another rule or file is kept.
+
+    ``rules``: the rules that write these files where they are missing; ``writes``: whether a path is one."""
+
+    _RULES = re.compile(r"^Rules with missing metadata: (.+)$", re.MULTILINE)
+    _FILE = re.compile(r"^Missing metadata for file (.+?)\. Maybe metadata")
+
+    def __init__(self, rules: Collection[str], writes: Callable[[str], bool]):
+        super().__init__()
+        self.rules, self.writes = frozenset(rules), writes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if named := self._RULES.search(message):
+            return not set(named[1].split()) <= self.rules
+        if named := self._FILE.match(message):
+            return not self.writes(named[1])
+        return True

@@ -314,6 +314,10 @@ class StudyPlan:
     def spec_file(self, name: str) -> str:
         return f"{self.study_dir}/specs/{name}.json"
 
+    def writes(self, path: str) -> bool:
+        """Whether the plan writes ``path`` itself before any job: a spec, job, compute or arguments file."""
+        return Path(path) in self.study_files or Path(path) in self.arguments.contents
+
     def spec_inputs(self, name: str) -> list[str]:
         """A stage's spec file as its input (and in a dry-run the edited config, where the spec is stale)."""
         return [self.spec_file(name)] + (self.edited if Path(self.spec_file(name)) in self.stale else [])
