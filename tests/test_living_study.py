@@ -3,6 +3,7 @@ shrunken default study and print what the page says; then every edit reruns exac
 or without Snakemake's metadata; a run that must be redone is archived, not deleted; one run per study at a
 time; the profile's site survives --config; bad names, files and rank counts stop the plan before any job."""
 
+import datetime
 import functools
 import json
 import os
@@ -123,6 +124,13 @@ def test_the_first_hour_walk_through_prints_what_it_shows(first_hour):
         f"{command}: not printed:\n" + "\n".join(lines) for command, lines in missing.items()
     )
     assert all(step.step.excerpt for step in first_hour if step.step.text.strip() != "make setup")
+    # The page as `python tests/walkthrough.py` rewrites it from a run (here the shrunken one): only numbers and
+    # verdict words change.
+    page = walkthrough.DOC.read_text()
+    again = walkthrough.regenerated(page, first_hour, [SMALL, LARGE])
+    assert again != page and list(map(walkthrough.shape, again.splitlines())) == list(
+        map(walkthrough.shape, page.splitlines())
+    )
     # The answer and the report land in the study's folder; the cluster's plan found the account and partition.
     study = first_hour[0].folder / "results" / STUDY
     assert (study / "summary.md").is_file() and (study / "report.html").is_file()
@@ -176,6 +184,41 @@ def test_an_excerpt_matches_only_what_was_printed_numbers_aside():
         "grid2x2  1      waiting  -/500",
     ]
     assert [step.kind for step in walkthrough.steps()][:3] == ["bash", "bash", "bash"]
+
+
+def test_an_excerpt_is_rewritten_from_what_was_printed_its_names_and_elisions_kept():
+    # What `python tests/walkthrough.py` does to the page with the output of its own run.
+    names = ["grid1x1", "grid2x2"]
+    printed = (
+        "- grid2x2 is better than grid1x1, significantly (Holm p = 0.0002 < 0.05; A12 = 0.98 [0.7, 1.00], large)\n"
+        "| 1 | grid1x1 | 8 | 2.61 | 2.6 | 0.9 | 1.9 to 3.3 | 1 | – | – | 0.091 | yes | no |\n"
+        "total                     108\n"
+    )
+    assert walkthrough.regenerated_line("- ...grid1x1...A12 = 1.00 [0.76, 1.00]...", printed, names) == (
+        "- ...grid1x1...A12 = 0.98 [0.7, 1.00]..."
+    )
+    assert (
+        walkthrough.regenerated_line("total                     107", printed, names) == "total                     108"
+    )
+    assert walkthrough.regenerated_line(
+        "| 1 | grid1x1 | 8 | 2.48 | 2.5 | 0.8 | 1.8 to 3.2 | 1 | – | – | 0.09 | yes | yes |", printed, names
+    ) == ("| 1 | grid1x1 | 8 | 2.61 | 2.6 | 0.9 | 1.9 to 3.3 | 1 | – | – | 0.091 | yes | no |")
+    # A set-up's name is no number: a row of another set-up is no match, and the line stays as it was; a
+    # duration's digits may differ.
+    assert walkthrough.regenerated_line(
+        "grid1x1  2  running  ...  7m53s...", "grid1x1  2  running  3/8  0m05s", names
+    ) == ("grid1x1  2  running  ...  0m05s...")
+    assert walkthrough.regenerated_line(
+        "| 1 | grid2x2 | 8 | 2.4 | 2.5 | 0.8 | 1.8 to 3.2 | 1 | – | – | 0.09 | yes | yes |", printed, names
+    ) == ("| 1 | grid2x2 | 8 | 2.4 | 2.5 | 0.8 | 1.8 to 3.2 | 1 | – | – | 0.09 | yes | yes |")
+    assert walkthrough.regenerated_line("...", printed, names) == "..."
+    # The paragraph that says where and when the page's excerpts were printed, and nothing else, is rewritten.
+    page = walkthrough.DOC.read_text()
+    dated = walkthrough.with_machine(page, "a CPU (family 1 model 2), 2 cores", datetime.date(2026, 12, 3))
+    assert "printed on a CPU (family 1 model 2), 2 cores, 2026-12-03 (`python tests/walkthrough.py`" in " ".join(
+        dated.split()
+    )
+    assert dated.split("## 1. ")[1] == page.split("## 1. ")[1] and dated.split("<!--")[0] == page.split("<!--")[0]
 
 
 def _with(setups: dict | None = None, **keys) -> dict:

@@ -4,15 +4,25 @@ effect size may differ); a ``yaml`` block whose first line names a file (``# con
 edit merged into that file. An HTML
 comment before a block says how it runs: ``<!-- walk-through: beside the run above -->`` (repeatedly,
 while the command before it runs) or ``<!-- walk-through: a fresh checkout -->`` (from here on, in a
-new checkout)."""
+new checkout).
+
+Run as a script, ``python tests/walkthrough.py`` walks the page on the default study itself (config/config.yaml,
+in a checkout of its own under a temporary folder: about 40 minutes on 2 cores) and writes what each command
+printed into the page's excerpts, and this machine and the date into the paragraph after
+``<!-- walk-through: the machine -->``; a page whose commands fail is left as it was."""
 
 from __future__ import annotations
 
+import datetime
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import textwrap
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +31,7 @@ import yaml
 from conftest import REPO
 
 DOC = REPO / "docs" / "first-hour.md"
+_MACHINE = "<!-- walk-through: the machine -->"
 _MARKER = re.compile(r"<!-- walk-through: (beside the run above|a fresh checkout) -->")
 # Signed: a shrunken study's 95% interval over 2 trials may reach below zero where the real one does not.
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
@@ -106,7 +117,7 @@ def checkout(folder: Path, config: dict) -> Path:
     return folder
 
 
-def walk(first: Path, fresh: Path, config: dict, env: dict, timeout: int = 900) -> list[Done]:
+def walk(first: Path, fresh: Path, config: dict, env: dict, timeout: int = 900, every: float = 1.0) -> list[Done]:
     """Every step in order: commands in ``first``, from a fresh-checkout marker on in ``fresh`` (made then,
     with the study as it stands)."""
     done: list[Done] = []
@@ -125,7 +136,7 @@ def walk(first: Path, fresh: Path, config: dict, env: dict, timeout: int = 900) 
             continue  # run with the step before it
         after = todo[index + 1] if index + 1 < len(todo) else None
         if after is not None and after.beside:
-            done += _beside(step, after, folder, env, timeout)
+            done += _beside(step, after, folder, env, timeout, every)
         else:
             ran = subprocess.run(
                 ["bash", "-c", step.text], cwd=folder, capture_output=True, text=True, env=env, timeout=timeout
@@ -134,8 +145,8 @@ def walk(first: Path, fresh: Path, config: dict, env: dict, timeout: int = 900) 
     return done
 
 
-def _beside(step: Step, watcher: Step, folder: Path, env: dict, timeout: int) -> list[Done]:
-    """``step`` in the background and ``watcher`` every second until it ends; the watcher's excerpt is
+def _beside(step: Step, watcher: Step, folder: Path, env: dict, timeout: int, every: float) -> list[Done]:
+    """``step`` in the background and ``watcher`` every ``every`` seconds until it ends; the watcher's excerpt is
     checked against all it printed."""
     log = folder / ".walk-through.log"
     with log.open("w") as out:
@@ -151,7 +162,7 @@ def _beside(step: Step, watcher: Step, folder: Path, env: dict, timeout: int) ->
                 watched.append(seen.stdout + seen.stderr)
             if ended:
                 break
-            time.sleep(1)
+            time.sleep(every)
         if running.poll() is None:
             running.kill()
         returncode = running.wait()
@@ -164,26 +175,126 @@ def _checked(step: Step, output: str, returncode: int, folder: Path) -> Done:
     return Done(step, output, returncode, folder, missing_lines(step.excerpt, output))
 
 
-def _shape(line: str) -> str:
+def shape(line: str) -> str:
+    """A line as excerpts are compared: numbers, effect words and a ranking row's last two cells aside."""
     line = _EFFECT.sub("(effect)", _VERDICT.sub("| front | verdict |", _NUMBER.sub("#", line.strip())))
     return " ".join(line.split())
 
 
 def missing_lines(excerpt: str, output: str) -> list[str]:
     """The excerpt's lines that no line of ``output`` matches, numbers aside (``...``: anything)."""
-    printed = {_shape(line) for line in output.splitlines()}
+    printed = {shape(line) for line in output.splitlines()}
     missing = []
     for line in excerpt.splitlines():
-        shape = _shape(line)
-        if shape in ("", "..."):
+        shaped = shape(line)
+        if shaped in ("", "..."):
             continue
-        pattern = re.compile(".*".join(re.escape(piece) for piece in shape.split("...")))
+        pattern = re.compile(".*".join(re.escape(piece) for piece in shaped.split("...")))
         if not any(pattern.fullmatch(candidate) for candidate in printed):
             missing.append(line)
     return missing
+
+
+def _piece_pattern(piece: str, names: Collection[str]) -> str:
+    """A regex for a piece of an excerpt line as printed: its numbers, effect words and a ranking row's last
+    two cells may differ, and so may its runs of spaces (a table's columns align to what they hold); the
+    set-ups' ``names`` may not (grid1x1 is no number)."""
+    tokens = [re.escape(name) for name in sorted(names, key=len, reverse=True)]
+    tokens += [_NUMBER.pattern, _EFFECT.pattern, _VERDICT.pattern, r"\s+"]
+    pattern, at = "", 0
+    for found in re.finditer("|".join(f"(?:{token})" for token in tokens), piece):
+        pattern += re.escape(piece[at : found.start()])
+        token = found.group()
+        if token in names:
+            pattern += re.escape(token)
+        elif token.isspace():
+            pattern += r"\s+"
+        elif _NUMBER.fullmatch(token):
+            pattern += _NUMBER.pattern
+        elif _EFFECT.fullmatch(token):
+            pattern += _EFFECT.pattern
+        else:
+            pattern += _VERDICT.pattern
+        at = found.end()
+    return pattern + re.escape(piece[at:])
+
+
+def regenerated_line(line: str, output: str, names: Collection[str]) -> str:
+    """The excerpt ``line`` as ``output`` printed it (its numbers and words), its ``...`` kept where they
+    stand for what is left out; the line itself where no printed line matches it (missing_lines names it).
+    ``names``: the study's set-ups, which a line must name as printed."""
+    if shape(line) in ("", "..."):
+        return line
+    pieces = line.strip().split("...")
+    pattern = re.compile(".*?".join(f"({_piece_pattern(piece, names)})" for piece in pieces))
+    for printed in output.splitlines():
+        found = pattern.fullmatch(printed.strip())
+        if found:
+            return line[: len(line) - len(line.lstrip())] + "...".join(found.groups())
+    return line
+
+
+def regenerated(page: str, done: list[Done], names: Collection[str]) -> str:
+    """``page`` with every excerpt rewritten from what its command printed (regenerated_line)."""
+    for step in done:
+        if step.step.excerpt:
+            lines = [regenerated_line(line, step.output, names) for line in step.step.excerpt.splitlines()]
+            block = f"```text\n{step.step.excerpt}```"
+            assert page.count(block) == 1, f"the excerpt of {step.step.text.strip()!r} is not once in the page"
+            page = page.replace(block, "```text\n" + "\n".join(lines) + "\n```")
+    return page
 
 
 def _target(step: Step) -> str:
     first = step.text.splitlines()[0]
     assert first.startswith("# "), f"a yaml block of the walk-through names its file on its first line: {first!r}"
     return first[2:].strip()
+
+
+def machine() -> str:
+    """This machine's CPU (its model name, family and model) and its cores, as the page names a run's machine."""
+    info = {}
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        key, _, value = line.partition(":")
+        info[key.strip()] = value.strip()
+    name, family, model = (info.get(key, "?") for key in ("model name", "cpu family", "model"))
+    return f"{name} (family {family} model {model}), {os.cpu_count()} cores"
+
+
+def with_machine(page: str, machine: str, day: datetime.date) -> str:
+    """``page`` with the paragraph after its machine marker saying where and when its excerpts were printed."""
+    head, marker, tail = page.partition(_MACHINE + "\n")
+    assert marker, f"docs/first-hour.md has no line {_MACHINE}"
+    paragraph = (
+        f"The excerpts are what the commands printed on {machine}, {day.isoformat()} (`python tests/walkthrough.py` "
+        "runs every command below in this order on the default study and writes what each printed into this "
+        "page). On another CPU the numbers differ (float results differ between CPU models), never the layout. "
+        "`tests/test_living_study.py` runs the same commands on a shrunken copy of the default study and checks "
+        "the excerpts against what they print, every number allowed to differ."
+    )
+    rest = tail.split("\n\n", 1)[1] if "\n\n" in tail else ""
+    return head + marker + textwrap.fill(paragraph, width=110, break_on_hyphens=False) + "\n\n" + rest
+
+
+def main() -> int:
+    env = {**os.environ, "PATH": f"{Path(sys.prefix) / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    with tempfile.TemporaryDirectory(prefix="first-hour-") as folder:
+        # A look at the running study every half minute: often enough to see trials in each state.
+        done = walk(Path(folder, "checkout"), Path(folder, "cluster"), config, env, timeout=4 * 3600, every=30)
+    failed = [step for step in done if step.returncode != 0]
+    for step in failed:
+        print(f"{step.step.text.strip()} failed:\n{step.output[-3000:]}", file=sys.stderr)
+    if failed:
+        return 1
+    page = regenerated(DOC.read_text(), done, list(config["setups"]))
+    DOC.write_text(with_machine(page, machine(), datetime.date.today()))
+    for step in done:
+        for line in step.missing:
+            print(f"{step.step.text.strip()}: not printed, kept as it was: {line}", file=sys.stderr)
+    print(f"wrote {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
