@@ -212,6 +212,20 @@ def test_an_excerpt_is_rewritten_from_what_was_printed_its_names_and_elisions_ke
         "| 1 | grid2x2 | 8 | 2.4 | 2.5 | 0.8 | 1.8 to 3.2 | 1 | – | – | 0.09 | yes | yes |", printed, names
     ) == ("| 1 | grid2x2 | 8 | 2.4 | 2.5 | 0.8 | 1.8 to 3.2 | 1 | – | – | 0.09 | yes | yes |")
     assert walkthrough.regenerated_line("...", printed, names) == "..."
+    # An effect word in a row, and of two rows that fit, the one with the line's own words (its trial).
+    ranked = "| 2 | grid1x1 | 8 | 7.399 | 7.2 | 2.1 | 5.4 to 8.9 | 0 | 0.0002 | 1.00 (large) | 0.04 | yes | yes |\n"
+    assert (
+        walkthrough.regenerated_line(
+            "| 2 | grid1x1 | 8 | 7.395 | 7.27 | 2.11 | 5.45 to 8.97 | 0 | 0.00015 | 1.00 (large) | 0.03 | yes | yes |",
+            ranked,
+            names,
+        )
+        == ranked.strip()
+    )
+    looks = "grid2x2  1      done     500/500    fid_best 6.5\ngrid2x2  0      done     500/500    fid_best 4.3\n"
+    assert walkthrough.regenerated_line("grid2x2  0      done     500/500    fid_best 4.213", looks, names) == (
+        "grid2x2  0      done     500/500    fid_best 4.3"
+    )
     # The paragraph that says where and when the page's excerpts were printed, and nothing else, is rewritten.
     page = walkthrough.DOC.read_text()
     dated = walkthrough.with_machine(page, "a CPU (family 1 model 2), 2 cores", datetime.date(2026, 12, 3))

@@ -210,11 +210,11 @@ def _piece_pattern(piece: str, names: Collection[str]) -> str:
         elif token.isspace():
             pattern += r"\s+"
         elif _NUMBER.fullmatch(token):
-            pattern += _NUMBER.pattern
+            pattern += f"(?:{_NUMBER.pattern})"
         elif _EFFECT.fullmatch(token):
-            pattern += _EFFECT.pattern
+            pattern += f"(?:{_EFFECT.pattern})"
         else:
-            pattern += _VERDICT.pattern
+            pattern += f"(?:{_VERDICT.pattern})"
         at = found.end()
     return pattern + re.escape(piece[at:])
 
@@ -227,11 +227,13 @@ def regenerated_line(line: str, output: str, names: Collection[str]) -> str:
         return line
     pieces = line.strip().split("...")
     pattern = re.compile(".*?".join(f"({_piece_pattern(piece, names)})" for piece in pieces))
-    for printed in output.splitlines():
-        found = pattern.fullmatch(printed.strip())
-        if found:
-            return line[: len(line) - len(line.lstrip())] + "...".join(found.groups())
-    return line
+    found = [match for printed in output.splitlines() if (match := pattern.fullmatch(printed.strip()))]
+    if not found:
+        return line
+    # Of the printed lines it may stand for (trial 0's row or trial 1's), the one with most of its words.
+    words = set(line.split())
+    best = max(found, key=lambda match: len(words & set(match.string.split())))
+    return line[: len(line) - len(line.lstrip())] + "...".join(best.groups())
 
 
 def regenerated(page: str, done: list[Done], names: Collection[str]) -> str:
