@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from conftest import REPO
+from ganstudy.procfs import cpu_fields
 
 DOC = REPO / "docs" / "first-hour.md"
 _MACHINE = "<!-- walk-through: the machine -->"
@@ -199,22 +200,20 @@ def _piece_pattern(piece: str, names: Collection[str]) -> str:
     """A regex for a piece of an excerpt line as printed: its numbers, effect words and a ranking row's last
     two cells may differ, and so may its runs of spaces (a table's columns align to what they hold); the
     set-ups' ``names`` may not (grid1x1 is no number)."""
-    tokens = [re.escape(name) for name in sorted(names, key=len, reverse=True)]
-    tokens += [_NUMBER.pattern, _EFFECT.pattern, _VERDICT.pattern, r"\s+"]
+    variable = {"number": _NUMBER, "effect": _EFFECT, "verdict": _VERDICT}
+    tokens = (
+        [f"(?P<name>{'|'.join(re.escape(name) for name in sorted(names, key=len, reverse=True))})"] if names else []
+    )
+    tokens += [f"(?P<{kind}>{regex.pattern})" for kind, regex in variable.items()] + [r"(?P<space>\s+)"]
     pattern, at = "", 0
-    for found in re.finditer("|".join(f"(?:{token})" for token in tokens), piece):
+    for found in re.finditer("|".join(tokens), piece):
         pattern += re.escape(piece[at : found.start()])
-        token = found.group()
-        if token in names:
-            pattern += re.escape(token)
-        elif token.isspace():
+        if found.lastgroup == "name":
+            pattern += re.escape(found.group())
+        elif found.lastgroup == "space":
             pattern += r"\s+"
-        elif _NUMBER.fullmatch(token):
-            pattern += f"(?:{_NUMBER.pattern})"
-        elif _EFFECT.fullmatch(token):
-            pattern += f"(?:{_EFFECT.pattern})"
         else:
-            pattern += f"(?:{_VERDICT.pattern})"
+            pattern += f"(?:{variable[found.lastgroup].pattern})"
         at = found.end()
     return pattern + re.escape(piece[at:])
 
@@ -255,10 +254,7 @@ def _target(step: Step) -> str:
 
 def machine() -> str:
     """This machine's CPU (its model name, family and model) and its cores, as the page names a run's machine."""
-    info = {}
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        key, _, value = line.partition(":")
-        info[key.strip()] = value.strip()
+    info = cpu_fields()
     name, family, model = (info.get(key, "?") for key in ("model name", "cpu family", "model"))
     return f"{name} (family {family} model {model}), {os.cpu_count()} cores"
 

@@ -46,9 +46,9 @@ def pid_alive(pid: int, program: bytes) -> bool:
 FLOAT_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_fp16")
 
 
-def cpu_description() -> dict[str, object]:
-    """This machine's CPU model and which of FLOAT_FLAGS it has, from /proc/cpuinfo's first processor;
-    model None and no flags where there is no /proc."""
+def cpu_fields() -> dict[str, str]:
+    """/proc/cpuinfo's fields of the first processor (model name, cpu family, model, flags, ...); none
+    where there is no /proc."""
     fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
@@ -59,5 +59,12 @@ def cpu_description() -> dict[str, object]:
                 fields[key.strip()] = value.strip()
     except OSError:
         pass
+    return fields
+
+
+def cpu_description() -> dict[str, object]:
+    """This machine's CPU model and which of FLOAT_FLAGS it has, from /proc/cpuinfo's first processor;
+    model None and no flags where there is no /proc."""
+    fields = cpu_fields()
     flags = set(fields.get("flags", "").split())
     return {"model": fields.get("model name"), "float_flags": [flag for flag in FLOAT_FLAGS if flag in flags]}
