@@ -69,7 +69,7 @@ report: setup
 # Every benchmark in full, each appending one JSON record (its results and the machine) to BENCH_OUT;
 # stops at the first failure. BENCH_ARGS=--quick checks them in minutes. See docs/benchmarks.md.
 BENCH_OUT ?= results/benchmarks.jsonl
-BENCHMARKS := training_loop per_class_scaling data_parallel data_parallel_networks grid_scaling grid_dispatch
+BENCHMARKS := training_loop per_class_scaling data_parallel data_parallel_networks grid_scaling grid_dispatch scoring
 bench: setup
 	for name in $(BENCHMARKS); do echo "== $$name"; $(BIN)/python benchmarks/$$name.py $(BENCH_ARGS) --out $(BENCH_OUT) || exit 1; done
 

@@ -327,22 +327,10 @@ def with_user_data(study: Path, folder: Path) -> Path:
 def stand_in_inception(tmp_path_factory: pytest.TempPathFactory):
     """A weights file of torch-fidelity's Inception-v3 with random weights (the real file may not be
     downloaded here), and the network it holds: the scoring path is the same, the features are not FID's."""
-    import torch
-    from torch_fidelity import feature_extractor_inceptionv3 as module
+    from ganstudy.evaluate.fidelity_extractor import random_inception_weights
 
-    original_load, original_apply = module.torch.load, module.FeatureExtractorInceptionV3.load_state_dict
-    module.torch.load = lambda *args, **kwargs: {}
-    module.FeatureExtractorInceptionV3.load_state_dict = lambda self, state, *args, **kwargs: None
-    try:
-        torch.manual_seed(0)
-        model = module.FeatureExtractorInceptionV3(
-            "inception-v3-compat", ["2048"], feature_extractor_weights_path="unused"
-        )
-    finally:
-        module.torch.load, module.FeatureExtractorInceptionV3.load_state_dict = original_load, original_apply
     path = tmp_path_factory.mktemp("inception") / "weights-inception.pth"
-    torch.save(model.state_dict(), path)
-    return path, model
+    return path, random_inception_weights(path)
 
 
 # Where the whole run's Slurm says how it stands, for the test workers (pytest-xdist) it starts.

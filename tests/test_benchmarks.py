@@ -114,11 +114,22 @@ RESULT_KEYS = {
         "device",
     }
     | {f"{case}_epoch_seconds_{kind}" for case in ("calo3d", "pix2pix") for kind in ("fp32", "bf16")},
+    "scoring": {
+        "images_per_second",
+        "gmac_per_second",
+        "activation_mb_per_image",
+        "gpu_mb_per_image",
+        "peak_rss_mb",
+        "device",
+        "threads",
+    },
 }
 # Times, throughputs and the ratios of two of them, and counts: greater than zero.
 POSITIVE = (
     "seconds",
     "samples_per_s",
+    "per_second",
+    "peak_rss",
     "ratio",
     "efficiency",
     "speedup",
@@ -150,8 +161,10 @@ MACHINE_KEYS = {
     "date",
     "git",
 }
-# Every benchmark but training_loop (one process) runs `ganstudy train` under mpiexec.
-BENCHMARKS = [pytest.param(name, marks=[] if name == "training_loop" else [pytest.mark.mpi]) for name in RESULT_KEYS]
+# Every benchmark but training_loop and scoring (one process) runs `ganstudy train` under mpiexec.
+BENCHMARKS = [
+    pytest.param(name, marks=[] if name in ("training_loop", "scoring") else [pytest.mark.mpi]) for name in RESULT_KEYS
+]
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)

@@ -8,7 +8,7 @@ from scipy import linalg
 from ganstudy.data.arrays import file_digest, load_split, to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.classifier import load_classifier
-from ganstudy.evaluate.extractor import classifier_extractor
+from ganstudy.evaluate.extractor import classifier_extractor, scoring_device
 from ganstudy.evaluate.scores import evaluate_generator, label_tvd, reference_statistics
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models import NetworkSpec, build_pair
@@ -412,6 +412,7 @@ def test_the_inception_path_scores_with_local_weights_and_checks_their_hash(
         and "resized to 299x299" in quality["input"]
     )
     assert (record["protocol"]["generated"], record["protocol"]["real"]) == (16, 16)
+    assert record["scored_on"] == "cpu"
     # 16 samples and 16 real images for 2048 features: the score record says FID is unreliable, and why.
     note = record["notes"]["fid"]
     assert "evaluation.samples is 16" in note and "reference statistics hold 16 real images" in note
@@ -430,3 +431,15 @@ def test_the_inception_path_scores_with_local_weights_and_checks_their_hash(
         r"machine with internet download https://github.com/toshas/torch-fidelity",
     ):
         inception_extractor(tmp_path / "missing.pth", None)
+
+
+def test_a_scoring_job_told_to_use_a_gpu_it_does_not_have_names_what_the_scheduler_gave_it(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(GanstudyError) as refused:
+        scoring_device("cuda")
+    said = str(refused.value)
+    assert said.startswith("a scoring job on host ") and "it was told --device cuda" in said
+    assert "torch finds no CUDA device" in said and "CUDA_VISIBLE_DEVICES=" in said
+    assert said.endswith("or set compute.device: cpu to score (and train) on the CPU")
+    assert scoring_device("cpu") == "cpu"

@@ -10,6 +10,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -386,3 +387,44 @@ def test_evaluate_scores_a_cuda_trained_generator_like_the_cpu_trained_one(cpu_a
     assert scores["cuda"]["fid"] == pytest.approx(scores["cpu"]["fid"], rel=1e-2)
     assert scores["cuda"]["isc"] == pytest.approx(scores["cpu"]["isc"], rel=1e-2)
     assert scores["cuda"]["label_tvd"] == pytest.approx(scores["cpu"]["label_tvd"], abs=1e-2)
+
+
+def test_inception_features_on_the_gpu_are_the_cpu_s_within_tf32_rounding(stand_in_inception, digits_dir, tmp_path):
+    """A scoring job given a GPU (evaluation.extractor a network on GPU nodes) extracts there: the same
+    features as on the CPU within cuDNN's rounding, returned on the CPU, and reference statistics alike."""
+    from ganstudy.data.arrays import Split, load_split, save_split, to_uint8
+    from ganstudy.evaluate.extractor import inception_extractor
+    from ganstudy.evaluate.scores import reference_statistics
+
+    extractor = inception_extractor(stand_in_inception[0], None)
+    split = load_split(digits_dir / "test.npz")
+    save_split(tmp_path / "real.npz", Split(split.images[:64], split.labels[:64]))
+    images = torch.from_numpy(to_uint8(split.images[:64]))
+    on_cpu = extractor.features(images, ["2048", "logits_unbiased"], 32)
+    on_gpu = extractor.features(images, ["2048", "logits_unbiased"], 32, "cuda")
+    for layer in on_cpu:
+        assert on_gpu[layer].device.type == "cpu"
+        torch.testing.assert_close(on_gpu[layer], on_cpu[layer], rtol=1e-2, atol=1e-2)
+    means = {}
+    for device in ("cpu", "cuda"):
+        reference_statistics(tmp_path / "real.npz", extractor, "2048", 32, tmp_path / f"{device}.npz", 1, device)
+        means[device] = torch.from_numpy(np.load(tmp_path / f"{device}.npz")["mu"])
+    torch.testing.assert_close(means["cuda"], means["cpu"], rtol=1e-2, atol=1e-2)
+
+
+def test_evaluate_on_cuda_records_the_gpu_it_scored_on(cpu_and_cuda, digits_dir, stand_in_inception, tmp_path, env):
+    from ganstudy.data.arrays import file_digest
+
+    weights = stand_in_inception[0]
+    inception = {"extractor": "inception", "inception_weights": str(weights), "inception_sha256": file_digest(weights)}
+    evaluation = validate_study_config(
+        {"evaluation": {"samples": 64, "batch_size": 32, "metrics": ["fid"], **inception}}, SCHEMA
+    )["evaluation"]
+    settings, quality, out = ["--settings", json.dumps(evaluation)], tmp_path / "quality.npz", cpu_and_cuda["cuda"]
+    real = ["--split", str(digits_dir / "test.npz"), "--extractor", "quality", "--out", str(quality)]
+    run(["ganstudy", "reference-stats", *settings, *real, "--device", "cuda"], env)
+    scored = ["--generator", str(out / "generator.pt"), "--run-record", str(out / "run.json")]
+    against = ["--quality-reference", str(quality), "--seed", "5", "--trial", "0", "--out", str(tmp_path / "s.json")]
+    run(["ganstudy", "evaluate", *settings, *scored, *against, "--device", "cuda"], env)
+    record = json.loads((tmp_path / "s.json").read_text())
+    assert record["scored_on"] == torch.cuda.get_device_name() and record["scores"]["fid"] > 0

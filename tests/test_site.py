@@ -98,9 +98,9 @@ def test_the_study_fills_what_it_leaves_null_from_the_site_and_its_overrides_are
     assert with_site({**compute, "gpus_per_rank": 1}, site)[1] == []
 
 
-def _gpus(out: str) -> list[int]:
-    """The GPUs each planned training job asks Slurm for (resource gpu)."""
-    return [int(re.search(r"(?<![a-z_])gpu=(\d+)", job["resources"]).group(1)) for job in planned_jobs(out)]
+def _gpus(out: str, rule: str = "train") -> list[int]:
+    """The GPUs each planned job of ``rule`` asks Slurm for (resource gpu)."""
+    return [int(re.search(r"(?<![a-z_])gpu=(\d+)", job["resources"]).group(1)) for job in planned_jobs(out, rule)]
 
 
 @pytest.mark.workflow
@@ -120,10 +120,14 @@ def test_one_study_asks_for_gpus_only_on_a_gpu_site_and_an_override_is_said(tmp_
     )
     assert cpu.returncode == 0, cpu.stderr[-3000:]
     assert "site 'slurm': " in cpu.stdout and set(_gpus(cpu.stdout)) == {0}
+    # Scored on Inception: on GPU nodes each scoring job asks for a GPU and its 8 cores, and srun binds it.
+    inception = {**config, "evaluation": {**SHRUNKEN["evaluation"], "extractor": "inception"}}
+    inception["evaluation"]["inception_weights"] = "weights/inception.pth"
     gpu = snakemake(
         tmp_path,
-        config,
+        inception,
         "-n",
+        "-p",
         "--executor",
         "slurm",
         "--jobs",
@@ -135,6 +139,16 @@ def test_one_study_asks_for_gpus_only_on_a_gpu_site_and_an_override_is_said(tmp_
     assert gpu.returncode == 0, gpu.stderr[-3000:]
     # Each job asks for a GPU per rank: one-rank set-ups 1, the 2-rank ones 2.
     assert "site 'slurm-gpu': " in gpu.stdout and set(_gpus(gpu.stdout)) == {1, 2}
+    scoring = planned_jobs(gpu.stdout, "evaluate")
+    assert scoring and set(_gpus(gpu.stdout, "evaluate")) == {1}
+    for job in scoring:
+        assert "cpus_per_task=8" in job["resources"], job
+        command = job["Shell command"]
+        srun = "srun -n 1 --gpus-per-task=1 --cpus-per-task=8 --kill-on-bad-exit=1"
+        assert command.startswith(f"{srun} ganstudy evaluate @"), command
+        # (--threads: what Snakemake grants the job, here capped by the dry-run's cores.)
+        assert " --device cuda > " in command, command
+    assert set(_gpus(cpu.stdout, "evaluate")) == {0}
     # A study that still carries another site's hardware runs, with a warning naming both values.
     old = {**config, "compute": {"max_ranks": 2, "node_gpus": 6, "node_cores": 42}}
     done = snakemake(

@@ -17,9 +17,11 @@ import yaml
 from conftest import REPO, SCHEMA, install
 from ganstudy.atomic import write_json
 from ganstudy.config import validate_study_config
+from ganstudy.plan.scoring_layout import ScoringLayout
 from ganstudy.plan.study_files import PlannerFilesNotices
 from ganstudy.plan.study_lock import release
 from ganstudy.plan.study_plan import NO_JOB_OPTIONS, Invocation, PlanRefused, StudyPlan, apply_plan, builds_jobs
+from ganstudy.resources import SCORING_GMAC_PER_SECOND, SCORING_MIN_MINUTES, extractor_gmac
 from ganstudy.train.job import job_record
 
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
@@ -136,7 +138,8 @@ def test_a_cluster_plan_says_what_will_decide_a_training_job_s_memory_before_its
     assert said(fresh) == [
         f"training jobs' memory (mem_mb, <TBD> in a plan) is set once rule prepare_dataset has written {split}: per "
         "node, each rank's libraries and networks plus twice that split, and a quarter more (ganstudy.resources); "
-        "compute.mem_mb_per_rank sets it in advance"
+        "compute.mem_mb_per_rank sets it in advance. Scoring jobs' memory and wall time likewise grow with the "
+        "images they score, read from the data's manifest"
     ]
     # Nothing to say where the memory is set, on this machine (no scheduler), or once the split exists.
     assert said(plan(tmp_path, _set("compute.mem_mb_per_rank", 2000), site="slurm")) == []
@@ -144,6 +147,62 @@ def test_a_cluster_plan_says_what_will_decide_a_training_job_s_memory_before_its
     split.parent.mkdir(parents=True)
     split.write_bytes(b"")
     assert said(plan(tmp_path, site="slurm")) == []
+
+
+def _inception(study) -> None:
+    study["evaluation"].update(extractor="inception", inception_weights="weights/inception.pth")
+
+
+def _scoring(tmp_path: Path, site: str | None, *edits) -> ScoringLayout:
+    def edit(study):
+        for change in edits:
+            change(study)
+
+    # A dry-run: the Inception weights need not be here.
+    return plan(tmp_path, edit, dry_run=True, site=site).scoring
+
+
+def test_a_scoring_job_gets_a_gpu_and_its_share_of_cores_only_where_a_network_extracts_on_gpu_nodes(tmp_path):
+    gpu = _scoring(tmp_path, "slurm-gpu", _inception)
+    # slurm-gpu's nodes: 32 cores and 4 GPUs, 8 cores beside each; srun binds the job's GPU as a rank's.
+    assert (gpu.gpus, gpu.device, gpu.threads) == (1, "cuda", 8)
+    assert gpu.launch_line() == "srun -n 1 --gpus-per-task=1 --cpus-per-task=8 --kill-on-bad-exit=1"
+    # Summit's GPUs are reached through jsrun only: a resource set of 42 / 6 cores and one GPU.
+    assert _scoring(tmp_path, "summit", _inception).launch_line() == "jsrun -n 1 -r 6 -a 1 -c 7 -g 1 -b packed:7"
+    assert _scoring(tmp_path, "slurm-gpu", _inception, _set("compute.threads_per_job", 4)).threads == 4
+    # The data set's classifier (a small CNN), device cpu on GPU nodes, a CPU cluster, this machine: the CPU,
+    # with the threads of the study's other jobs (on GPU nodes a GPU rank's share of cores, else one).
+    for layout, threads in (
+        (_scoring(tmp_path, "slurm-gpu"), 8),
+        (_scoring(tmp_path, "slurm-gpu", _inception, _set("compute.device", "cpu")), 1),
+        (_scoring(tmp_path, "slurm", _inception), 1),
+        (_scoring(tmp_path, None, _inception), 1),
+    ):
+        assert (layout.gpus, layout.device, layout.threads, layout.launch_line()) == (0, "cpu", threads, "")
+
+
+def test_a_scoring_job_s_memory_and_wall_time_grow_with_the_images_it_scores(tmp_path):
+    manifest = {"image_shape": [1, 8, 8], "files": {"test": {"images": 360}, "train": {"images": 1437}}}
+    gpu = _scoring(tmp_path, "slurm-gpu", _inception)
+    # Hand-computed: the libraries beside CUDA (3,072 MB), Inception's 92 MB file twice, and per image held (2,000
+    # samples and the reference split's 1,437, the training split) 64 values as float32 and uint8 and 2,048 + 1,008
+    # features.
+    per_image = (64 * 5 + 3056 * 4) / 2**20
+    assert gpu.memory_mb("evaluate", manifest) == math.ceil((3072 + 2 * 92 + 3437 * per_image) * 1.25)
+    assert gpu.memory_mb("quality_statistics", manifest) == math.ceil((3072 + 2 * 92 + 1437 * per_image) * 1.25)
+    more = _scoring(tmp_path, "slurm-gpu", _inception, _set("evaluation.samples", 50_000))
+    assert more.memory_mb("evaluate", manifest) == math.ceil((3072 + 184 + 51_437 * per_image) * 1.25)
+    # 50,000 Inception passes: minutes on a GPU (the floor), hours on one CPU thread.
+    assert more.runtime_minutes("evaluate", manifest) == SCORING_MIN_MINUTES
+    cpu = _scoring(tmp_path, "slurm-gpu", _inception, _set("compute.device", "cpu"), _set("evaluation.samples", 50_000))
+    seconds = 50_000 * 5.7 / SCORING_GMAC_PER_SECOND["cpu"]
+    assert cpu.runtime_minutes("evaluate", manifest) == math.ceil(seconds / 60 * 2 * 1.25) > 60
+    # A larger DINOv2 costs more: its multiply-adds from the weights' size, 4 bytes a parameter, 257 tokens.
+    weights = tmp_path / "vit.pth"
+    with open(weights, "wb") as file:
+        file.truncate(300 * 2**20)
+    assert extractor_gmac("dinov2", str(weights)) == pytest.approx(300 * 2**20 / 4 * 257 / 1e9)
+    assert extractor_gmac("dinov2", None) == 78.0
 
 
 def _set(path: str, value):

@@ -212,19 +212,20 @@ def _train_classifier(args: argparse.Namespace) -> None:
 
 
 def _reference_stats(args: argparse.Namespace) -> None:
-    from ganstudy.evaluate.extractor import classifier_extractor
+    from ganstudy.evaluate.extractor import classifier_extractor, scoring_device
     from ganstudy.evaluate.scores import reference_statistics
     from ganstudy.evaluate.scoring import quality_extractor
     from ganstudy.evaluate.settings import EvaluationSettings
 
     settings = EvaluationSettings.of(args.settings, "--settings")
+    device = scoring_device(args.device)
     if args.extractor == "classifier":
         if not args.classifier:
             raise GanstudyError("reference-stats --extractor classifier needs --classifier: the data set's classifier")
         extractor, layer = classifier_extractor(args.classifier), settings.fid_features
     else:
         extractor, layer, _ = quality_extractor(settings, args.classifier)
-    reference_statistics(args.split, extractor, layer, settings.batch_size, args.out, args.threads)
+    reference_statistics(args.split, extractor, layer, settings.batch_size, args.out, args.threads, device)
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -242,11 +243,13 @@ def _train(args: argparse.Namespace) -> None:
 def _evaluate(args: argparse.Namespace) -> None:
     from ganstudy.contracts import HeldOutEvaluation, HeldOutJob
     from ganstudy.data.kinds import get_kind
+    from ganstudy.evaluate.extractor import scoring_device
     from ganstudy.evaluate.scores import evaluate_generator
     from ganstudy.evaluate.settings import EvaluationSettings
 
     kind = get_kind(args.kind)
     settings = EvaluationSettings.of(args.settings, "--settings")
+    device = scoring_device(args.device)
     if kind.held_out is not None:
         if not args.held_out:
             raise GanstudyError(
@@ -256,7 +259,15 @@ def _evaluate(args: argparse.Namespace) -> None:
         evaluate = kind.part(kind.held_out.evaluate, HeldOutEvaluation)
         record = evaluate(
             HeldOutJob(
-                args.generator, args.run_record, args.held_out, settings, args.seed, args.trial, args.out, args.threads
+                args.generator,
+                args.run_record,
+                args.held_out,
+                settings,
+                args.seed,
+                args.trial,
+                args.out,
+                args.threads,
+                device,
             )
         )
     elif (args.classifier and args.reference) or args.quality_reference:
@@ -272,6 +283,7 @@ def _evaluate(args: argparse.Namespace) -> None:
             args.threads,
             args.quality_reference,
             args.real,
+            device,
         )
     else:
         raise GanstudyError(
@@ -495,6 +507,16 @@ def _threads_option(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
 
 
+def _device_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        default="cpu",
+        help="where the feature extractors run: cpu, or cuda (the job's GPU; the workflow asks for one where "
+        "evaluation.extractor is a network and the site has GPUs)",
+    )
+
+
 def _baselines_option(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--baselines",
@@ -639,6 +661,7 @@ def _data_steps(commands: _Commands) -> None:
     )
     sub.add_argument("--out", required=True)
     _threads_option(sub)
+    _device_option(sub)
 
     sub = commands.step("smote-samples", _smote_samples, "grid of real vs SMOTE training images, a row pair per class")
     sub.add_argument("--train", required=True, help="prepared training split")
@@ -699,6 +722,7 @@ def _evaluate_steps(commands: _Commands) -> None:
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out", required=True)
     _threads_option(sub)
+    _device_option(sub)
 
     sub = commands.step("aggregate", _aggregate, "collect every score into one tidy CSV")
     sub.add_argument("--study", required=True)

@@ -109,8 +109,8 @@ class HeldOutScorer(Protocol):
 class HeldOutJob:
     """One scoring job of a kind scored on held-out data, as ``ganstudy evaluate --held-out`` runs it: the
     generator saved by a run, the run's record, the split to score on, the evaluation section, the study's
-    seed and the trial (derive the scoring's randomness from both), where the score file goes, and the
-    CPU threads it may use."""
+    seed and the trial (derive the scoring's randomness from both), where the score file goes, the CPU
+    threads it may use and the device its feature extractors run on (cpu, or cuda: the job's GPU)."""
 
     generator_path: str | os.PathLike[str]
     run_record_path: str | os.PathLike[str]
@@ -120,6 +120,7 @@ class HeldOutJob:
     trial: int
     out_path: str | os.PathLike[str]
     threads: int
+    device: str = "cpu"
 
 
 class HeldOutEvaluation(Protocol):

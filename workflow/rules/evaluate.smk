@@ -1,5 +1,6 @@
 # Stage 3: the dataset's classifier (FID/IS features; trained, or the user's classifier.weights), real-data
-# statistics, scores per run.
+# statistics, scores per run. A scoring job whose extractor is a network runs on a GPU where the site has
+# them (ganstudy.plan.scoring_layout); its memory and wall time grow with the images it scores.
 
 
 rule train_classifier:
@@ -81,19 +82,20 @@ rule quality_statistics:
         spec=PLAN.spec_inputs("evaluation"),
     output:
         PLAN.inputs.quality_reference,
+    params:
+        **scoring_params(),
     log:
         f"{PLAN.log_dir}/quality_statistics.log",
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
         *config["compute"]["modules"],
-    threads: PLAN.threads
+    threads: PLAN.scoring.threads
     resources:
-        mem_mb=4000,
-        runtime=60,
+        **scoring_resources("quality_statistics"),
         **PLAN.scheduler_resources,
     shell:
-        "ganstudy reference-stats @{input.arguments} --threads {threads} > {log} 2>&1"
+        "{params.launch} ganstudy reference-stats @{input.arguments} --threads {threads} --device {params.device} > {log} 2>&1"
 
 
 if PLAN.inputs.pretrained:
@@ -112,19 +114,20 @@ rule evaluate:
         spec=PLAN.spec_inputs("evaluation"),
     output:
         f"{PLAN.study_dir}/scores/{{setup}}/trial{{trial}}.json",
+    params:
+        **scoring_params(),
     log:
         f"{PLAN.log_dir}/evaluate/{{setup}}/trial{{trial}}.log",
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
         *config["compute"]["modules"],
-    threads: PLAN.threads
+    threads: PLAN.scoring.threads
     resources:
-        mem_mb=2000,
-        runtime=15,
+        **scoring_resources("evaluate"),
         **PLAN.scheduler_resources,
     shell:
-        "ganstudy evaluate @{input.arguments} --threads {threads} > {log} 2>&1"
+        "{params.launch} ganstudy evaluate @{input.arguments} --threads {threads} --device {params.device} > {log} 2>&1"
 
 
 for setup, trial in PLAN.runs:

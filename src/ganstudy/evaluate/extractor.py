@@ -16,7 +16,9 @@ from pathlib import Path
 import torch
 
 from ganstudy.data.arrays import file_digest
+from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.weights import check_weights
+from ganstudy.parallel.world import no_cuda_problem
 from ganstudy.pretrained import PRETRAINED
 
 
@@ -45,11 +47,31 @@ class Extractor:
             read = f"{image_size[0]}x{image_size[1]} uint8 as generated, no resize, scaled to [-1, 1]"
         return {"kind": self.kind, "sha256": self.sha256, "layers": sorted(layers), "input": read, "dtype": "float32"}
 
-    def features(self, images: torch.Tensor, layers: list[str], batch_size: int) -> dict[str, torch.Tensor]:
-        """The requested layers' features of uint8 ``images``, extracted by torch-fidelity on the CPU."""
+    def features(
+        self, images: torch.Tensor, layers: list[str], batch_size: int, device: str = "cpu"
+    ) -> dict[str, torch.Tensor]:
+        """The requested layers' features of uint8 ``images``, extracted by torch-fidelity on ``device``
+        (``cpu``, or ``cuda``: the job's GPU) and returned on the CPU."""
         from ganstudy.evaluate.fidelity_extractor import extract_features
 
-        return extract_features(self.kind, self.name, self.weights, images, layers, batch_size)
+        return extract_features(self.kind, self.name, self.weights, images, layers, batch_size, device == "cuda")
+
+
+def scoring_device(name: str) -> str:
+    """The device a scoring job extracts features on: ``cpu``, or ``cuda`` (the job's GPU), refused where
+    torch finds none, naming what the scheduler gave the job."""
+    if name != "cpu" and not torch.cuda.is_available():
+        problem = no_cuda_problem(
+            "a scoring job",
+            "job",
+            "it was told --device cuda (the plan gives a scoring job a GPU where evaluation.extractor is a network "
+            "and the site has GPUs)",
+        )
+        raise GanstudyError(
+            f"{problem} Check that the partition or queue has GPU nodes and that torch is a CUDA build, or set "
+            "compute.device: cpu to score (and train) on the CPU"
+        )
+    return name
 
 
 def classifier_extractor(path: str | os.PathLike[str]) -> Extractor:

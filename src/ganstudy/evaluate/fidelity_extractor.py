@@ -104,17 +104,18 @@ class UInt8Images(Dataset):
 
 
 def extract_features(
-    kind: str, name: str, weights: Path, images: torch.Tensor, layers: list[str], batch_size: int
+    kind: str, name: str, weights: Path, images: torch.Tensor, layers: list[str], batch_size: int, cuda: bool = False
 ) -> dict[str, torch.Tensor]:
-    """The ``layers`` of uint8 ``images`` on the CPU, by the extractor of ``kind`` and ``name``
-    (ganstudy.evaluate.extractor.Extractor) with the weights file ``weights``."""
+    """The ``layers`` of uint8 ``images``, by the extractor of ``kind`` and ``name``
+    (ganstudy.evaluate.extractor.Extractor) with the weights file ``weights``: on the CPU, or with ``cuda``
+    on the current GPU (torch-fidelity moves the network and each batch there, the features back)."""
     name = _FIDELITY_NAMES.get(kind, name)
     if kind != "classifier":
         # The pretrained networks read colour images; a grey image is the same grey in each channel.
         images = images.expand(-1, 3, -1, -1) if images.shape[1] == 1 else images
     if name not in FEATURE_EXTRACTORS_REGISTRY:
         register_feature_extractor(name, _REGISTERED[kind])
-    options = _options(weights)
+    options = _options(weights, cuda)
     made = create_feature_extractor(name, layers, **options)
     return extract_featuresdict_from_input_id(
         1, made, input1=UInt8Images(images.contiguous()), batch_size=batch_size, save_cpu_ram=True, **options
@@ -126,5 +127,27 @@ def inception_network(weights: Path, layers: list[str]) -> torch.nn.Module:
     return create_feature_extractor("inception-v3-compat", layers, **_options(weights))
 
 
-def _options(weights: Path) -> dict:
-    return dict(cuda=False, verbose=False, feature_extractor_weights_path=str(weights))
+def _options(weights: Path, cuda: bool = False) -> dict:
+    return dict(cuda=cuda, verbose=False, feature_extractor_weights_path=str(weights))
+
+
+def random_inception_weights(path: Path, seed: int = 0) -> torch.nn.Module:
+    """torch-fidelity's Inception-v3 with random weights, written to ``path`` in the file format
+    evaluation.inception_weights reads, and returned: the scoring path and its cost without the published
+    weights (which a machine without internet cannot fetch); its features are not FID's."""
+    from torch_fidelity import feature_extractor_inceptionv3 as module
+
+    # The constructor loads the published file; with no file here it gets nothing to load.
+    load, apply = module.torch.load, module.FeatureExtractorInceptionV3.load_state_dict
+    module.torch.load = lambda *args, **kwargs: {}
+    module.FeatureExtractorInceptionV3.load_state_dict = lambda self, state, *args, **kwargs: None
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = module.FeatureExtractorInceptionV3(
+                "inception-v3-compat", ["2048"], feature_extractor_weights_path="unused"
+            )
+    finally:
+        module.torch.load, module.FeatureExtractorInceptionV3.load_state_dict = load, apply
+    torch.save(model.state_dict(), path)
+    return model

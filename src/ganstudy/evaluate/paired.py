@@ -31,7 +31,7 @@ from ganstudy.data.kinds import PAIRS
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.held_out import open_job
 from ganstudy.evaluate.metrics import score_all
-from ganstudy.evaluate.scores import write_scores
+from ganstudy.evaluate.scores import scored_on, write_scores
 from ganstudy.evaluate.scoring import PairScoring, column_of
 from ganstudy.setup_settings import TrainingSettings
 
@@ -149,7 +149,7 @@ def evaluate_pairs(job: HeldOutJob) -> dict[str, Any]:
     )
     inputs, targets = torch.from_numpy(pairs.conditions), torch.from_numpy(pairs.images)
     scoring = PairScoring(
-        settings, seed, inputs, translate(opened.generator.components[0], inputs, seed, rows), targets
+        settings, seed, inputs, translate(opened.generator.components[0], inputs, seed, rows), targets, job.device
     )
     scores = score_all(settings.metrics, scoring)
     extractor = scoring.extractor_used()
@@ -167,6 +167,7 @@ def evaluate_pairs(job: HeldOutJob) -> dict[str, Any]:
         extractor=None if extractor is None else extractor.name,
         extractor_sha256=None if extractor is None else extractor.sha256,
         protocol=scoring.protocol(Path(job.split_path).stem),
+        scored_on=scored_on(job.device),
     )
 
 

@@ -35,13 +35,14 @@ def reference_statistics(
     batch_size: int,
     out_path: str | os.PathLike[str],
     threads: int,
+    device: str = "cpu",
 ) -> None:
     """Mean, covariance and features of the real images in one layer, overall and per class, computed
-    once per data set and extractor and reused by every evaluation."""
+    once per data set and extractor (on ``device``: cpu, or cuda) and reused by every evaluation."""
     set_cpu_threads(threads)
     split = load_split(split_path)
     images = torch.from_numpy(to_uint8(split.images))
-    features = extractor.features(images, [layer], batch_size)
+    features = extractor.features(images, [layer], batch_size, device)
     stats = feature_statistics(features[layer])
     labels, counts = np.unique(split.labels, return_counts=True)
     # Per-class statistics need a covariance, so classes of a single image are left out.
@@ -84,12 +85,14 @@ def evaluate_generator(
     threads: int,
     quality_reference_path: str | os.PathLike[str] | None = None,
     real_path: str | os.PathLike[str] | None = None,
+    device: str = "cpu",
 ) -> dict[str, Any]:
     """Scores of one generator by evaluation.metrics (ganstudy.evaluate.metrics). The quality metrics use
     evaluation.extractor (the classifier, or Inception with ``quality_reference_path``); class_fid and
     label_tvd always use the data set's classifier, whose classes are the data's. Data of one class have
     no classifier unless the study gives one (``classifier_path`` and ``reference_path`` None).
-    ``real_path``: the reference split, for metrics that read the real images themselves."""
+    ``real_path``: the reference split, for metrics that read the real images themselves. The samples are
+    drawn on the CPU, their features extracted on ``device`` (cpu, or cuda: the job's GPU)."""
     require_metrics(IMAGES, settings)
     set_cpu_threads(threads)
     generator, spec = load_generator(generator_path)
@@ -111,6 +114,7 @@ def evaluate_generator(
         reference_path,
         quality_reference_path,
         real_path,
+        device,
     )
     scores = score_all(settings.metrics, scoring)
     return write_scores(
@@ -125,7 +129,14 @@ def evaluate_generator(
         extractor=scoring.extractor.name,
         extractor_sha256=scoring.extractor.sha256,
         protocol=scoring.protocol(settings.reference_split),
+        scored_on=scored_on(device),
     )
+
+
+def scored_on(device: str) -> str:
+    """Where a scoring job extracted its features, for its score file: ``cpu`` or the GPU's model (float
+    results differ in their last digits between the two, as between CPUs)."""
+    return torch.cuda.get_device_name() if device == "cuda" else "cpu"
 
 
 def label_tvd_metric(scoring: ImageScoring) -> dict[str, float]:

@@ -39,8 +39,10 @@ T = TypeVar("T")
 
 
 class Scoring:
-    def __init__(self, settings: EvaluationSettings, seed: int) -> None:
-        self.settings, self.seed = settings, seed
+    def __init__(self, settings: EvaluationSettings, seed: int, device: str = "cpu") -> None:
+        # device: where the feature extractors run (cpu, or cuda: the scoring job's GPU); the generated and
+        # real data stay on the CPU, so the samples are the same bits wherever they are scored.
+        self.settings, self.seed, self.device = settings, seed, device
         self.notes: dict[str, str] = {}
         self.facts: dict[str, Any] = {}
         self._once: dict[str, Any] = {}
@@ -123,8 +125,14 @@ class QualityScoring(Scoring):
     ``isc_layer`` (class logits, where it has them) for IS. The extractor is made on first use (its weights are
     hashed when it is)."""
 
-    def __init__(self, settings: EvaluationSettings, seed: int, classifier_path: str | os.PathLike[str] | None) -> None:
-        super().__init__(settings, seed)
+    def __init__(
+        self,
+        settings: EvaluationSettings,
+        seed: int,
+        classifier_path: str | os.PathLike[str] | None,
+        device: str = "cpu",
+    ) -> None:
+        super().__init__(settings, seed, device)
         self._classifier_path = classifier_path
 
     def _quality(self) -> tuple[Extractor, str, str]:
@@ -182,8 +190,9 @@ class ImageScoring(QualityScoring):
         reference_path: str | os.PathLike[str] | None,
         quality_reference_path: str | os.PathLike[str] | None,
         real_path: str | os.PathLike[str] | None = None,
+        device: str = "cpu",
     ) -> None:
-        super().__init__(settings, seed, classifier_path)
+        super().__init__(settings, seed, classifier_path, device)
         self.samples, self.labels = samples, labels
         self._reference_path, self._quality_reference_path = reference_path, quality_reference_path or reference_path
         self._real_path = real_path
@@ -239,7 +248,7 @@ class ImageScoring(QualityScoring):
                 layers |= set(self.quality_layers)
             if self._classifier_path is not None and extractor.name == self.classifier.name:
                 layers |= {self.settings.fid_features, "logits"}
-            return extractor.features(self.samples, sorted(layers), self.settings.batch_size)
+            return extractor.features(self.samples, sorted(layers), self.settings.batch_size, self.device)
 
         return self.once(f"features:{extractor.name}", extract)
 
@@ -271,9 +280,10 @@ class PairScoring(QualityScoring):
         inputs: torch.Tensor,
         outputs: torch.Tensor,
         targets: torch.Tensor,
+        device: str = "cpu",
     ) -> None:
         # The paired data train no classifier: their quality metrics are on Inception (metric_problems).
-        super().__init__(settings, seed, None)
+        super().__init__(settings, seed, None, device)
         self.inputs, self.outputs, self.targets = inputs, outputs, targets
 
     @property
@@ -292,14 +302,17 @@ class PairScoring(QualityScoring):
         return self.once(
             "features:outputs",
             lambda: self.extractor.features(
-                torch.from_numpy(to_uint8(self.outputs.numpy())), layers, self.settings.batch_size
+                torch.from_numpy(to_uint8(self.outputs.numpy())), layers, self.settings.batch_size, self.device
             ),
         )
 
     def quality_reference(self) -> Reference:
         def targets() -> Reference:
             real = self.extractor.features(
-                torch.from_numpy(to_uint8(self.targets.numpy())), [self.fid_layer], self.settings.batch_size
+                torch.from_numpy(to_uint8(self.targets.numpy())),
+                [self.fid_layer],
+                self.settings.batch_size,
+                self.device,
             )
             return Reference(
                 feature_statistics(real[self.fid_layer]), self.fid_layer, {}, {}, real[self.fid_layer].numpy()

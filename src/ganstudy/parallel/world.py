@@ -100,13 +100,18 @@ def gpu_environment(environ: Mapping[str, str] | None = None) -> str:
     )
 
 
-def _no_cuda_error(world: World, problem: str, remedy: str) -> GanstudyError:
-    # A CPU-only wheel on a GPU node is the other common cause.
+def no_cuda_problem(who: str, what: str, problem: str) -> str:
+    """Why a process told to use a GPU has none: what it was told, its torch build (a CPU-only wheel on a GPU
+    node is the other common cause) and what the scheduler gave it."""
     build = f"built for CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
-    return GanstudyError(
-        f"rank {world.rank} of {world.size} on host {socket.gethostname()}: {problem}, but torch finds no CUDA device "
-        f"(torch {torch.__version__}, {build}). The scheduler gave this rank: {gpu_environment()}. {remedy}"
+    return (
+        f"{who} on host {socket.gethostname()}: {problem}, but torch finds no CUDA device (torch {torch.__version__}, "
+        f"{build}). The scheduler gave this {what}: {gpu_environment()}."
     )
+
+
+def _no_cuda_error(world: World, problem: str, remedy: str) -> GanstudyError:
+    return GanstudyError(f"{no_cuda_problem(f'rank {world.rank} of {world.size}', 'rank', problem)} {remedy}")
 
 
 def select_devices(

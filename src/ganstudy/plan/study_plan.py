@@ -23,6 +23,7 @@ from ganstudy.plan.known_data import known_data
 from ganstudy.plan.launchers import LAUNCHERS
 from ganstudy.plan.layout import StudyLayout, speedup_baselines
 from ganstudy.plan.parts import part_problems, study_kind
+from ganstudy.plan.scoring_layout import ScoringLayout
 from ganstudy.plan.site import read_site, resolve_node_cores, scheduler_resources, with_site
 from ganstudy.plan.study_files import ArgumentsFiles, as_json, refresh, results_dir_problem, stale_files
 from ganstudy.plan.study_lock import acquire
@@ -217,6 +218,8 @@ class StudyPlan:
         _refuse_any(self.layout.problems(self.known_data.training_images))
         # Torch threads, and cores, of each training rank and of every other job.
         self.threads = self.layout.threads
+        # The scoring jobs: on a GPU where their extractor is a network and the site has GPUs.
+        self.scoring = ScoringLayout(config, self.kind, self.threads, self.launcher)
         # Multi-rank set-up -> its one-rank run of the same work: the speed-up tables and plot compare them.
         self.baselines = speedup_baselines(config["setups"], self.layout.known_ranks())
         # Set-up -> metric -> the paper's published result (tables/reproduction.*), and set-up -> training fact
@@ -261,7 +264,8 @@ class StudyPlan:
                     "info",
                     f"training jobs' memory (mem_mb, <TBD> in a plan) is set once rule prepare_dataset has written "
                     f"{split}: per node, each rank's libraries and networks plus twice that split, and a quarter "
-                    "more (ganstudy.resources); compute.mem_mb_per_rank sets it in advance",
+                    "more (ganstudy.resources); compute.mem_mb_per_rank sets it in advance. Scoring jobs' memory "
+                    "and wall time likewise grow with the images they score, read from the data's manifest",
                 )
             )
 
