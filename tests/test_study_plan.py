@@ -205,6 +205,22 @@ def test_a_scoring_job_s_memory_and_wall_time_grow_with_the_images_it_scores(tmp
     assert extractor_gmac("dinov2", None) == 78.0
 
 
+def test_a_scoring_job_s_memory_is_left_to_snakemake_s_tbd_until_its_inputs_exist(tmp_path):
+    made = plan(tmp_path, _inception, dry_run=True, site="slurm-gpu")
+    resources = made.scoring_resources("evaluate")
+    assert (resources["gpu"], resources["cpus_per_task"]) == (1, 8)
+    generator = tmp_path / "generator.pt"
+    # Snakemake marks the resource <TBD> for a FileNotFoundError naming one of the job's inputs.
+    with pytest.raises(FileNotFoundError) as missing:
+        resources["mem_mb"]({}, [str(generator)])
+    assert missing.value.filename == str(generator)
+    generator.write_bytes(b"")
+    manifest = {"image_shape": [1, 8, 8], "files": {"train": {"images": 1437}, "test": {"images": 360}}}
+    write_json(Path(made.study_dir) / "data" / "manifest.json", manifest)
+    assert resources["mem_mb"]({}, [str(generator)]) == made.scoring.memory_mb("evaluate", manifest)
+    assert resources["runtime"]({}, [str(generator)]) == made.scoring.runtime_minutes("evaluate", manifest)
+
+
 def _set(path: str, value):
     def edit(study):
         *keys, last = path.split(".")

@@ -3,7 +3,6 @@
 # the few functions that need Snakemake's own objects. The stages' rules read PLAN. No rules here.
 import atexit
 import contextlib
-import errno
 import json
 import os
 import re
@@ -125,25 +124,6 @@ def setup_ranks(wildcards):
 def train_memory(wildcards, input):
     with refusal():
         return PLAN.layout.memory_mb(wildcards.setup, os.path.getsize(input.train))
-
-
-def scoring_resources(job):
-    """A scoring job's GPU, cores, memory and wall time; the last two from the prepared data's manifest, read
-    once the job's inputs exist (made after the data): <TBD> in a plan made before them."""
-
-    def manifest(input):
-        # Snakemake shows <TBD> for a resource whose function misses one of the job's inputs.
-        for path in input:
-            if not os.path.exists(path):
-                raise FileNotFoundError(errno.ENOENT, "not made yet", path)
-        return json.loads(Path(f"{PLAN.study_dir}/data/manifest.json").read_text())
-
-    return {
-        "gpu": PLAN.scoring.gpus,
-        "cpus_per_task": PLAN.scoring.threads,
-        "mem_mb": lambda wildcards, input: PLAN.scoring.memory_mb(job, manifest(input)),
-        "runtime": lambda wildcards, input: PLAN.scoring.runtime_minutes(job, manifest(input)),
-    }
 
 
 def scoring_params():

@@ -92,7 +92,7 @@ rule quality_statistics:
         *config["compute"]["modules"],
     threads: PLAN.scoring.threads
     resources:
-        **scoring_resources("quality_statistics"),
+        **PLAN.scoring_resources("quality_statistics"),
         **PLAN.scheduler_resources,
     shell:
         "{params.launch} ganstudy reference-stats @{input.arguments} --threads {threads} --device {params.device} > {log} 2>&1"
@@ -124,7 +124,7 @@ rule evaluate:
         *config["compute"]["modules"],
     threads: PLAN.scoring.threads
     resources:
-        **scoring_resources("evaluate"),
+        **PLAN.scoring_resources("evaluate"),
         **PLAN.scheduler_resources,
     shell:
         "{params.launch} ganstudy evaluate @{input.arguments} --threads {threads} --device {params.device} > {log} 2>&1"

@@ -6,9 +6,10 @@ folder and writes nothing: the changes a run makes before its jobs are ``apply_p
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -364,6 +365,24 @@ class StudyPlan:
         folder = Path(self.checkpoint_dir(setup, trial))
         started = any(folder.glob("iter-*/COMPLETE")) or (folder / "finished" / "FINISHED").is_file()
         return self.config["setups"][setup]["iterations"] * self.layout.pairs_per_rank(setup) + (0.5 if started else 0)
+
+    def scoring_resources(self, job: str) -> dict[str, Any]:
+        """A scoring job's (evaluate, quality_statistics) GPU, cores, memory and wall time; the last two from
+        the prepared data's manifest, read once the job's inputs exist (they are made after the data)."""
+
+        def manifest(inputs: Iterable[str]) -> dict[str, Any]:
+            # Snakemake shows <TBD> in a plan for a resource whose function misses one of the job's inputs.
+            for path in inputs:
+                if not os.path.exists(path):
+                    raise FileNotFoundError(errno.ENOENT, "not made yet", path)
+            return json.loads(Path(f"{self.study_dir}/data/manifest.json").read_text())
+
+        return {
+            "gpu": self.scoring.gpus,
+            "cpus_per_task": self.scoring.threads,
+            "mem_mb": lambda wildcards, input: self.scoring.memory_mb(job, manifest(input)),
+            "runtime": lambda wildcards, input: self.scoring.runtime_minutes(job, manifest(input)),
+        }
 
     def launch_line(self, ranks: int) -> str:
         """A training job's launch prefix from the site's launcher; a job of one rank is launched alike
