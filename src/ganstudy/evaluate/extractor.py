@@ -18,6 +18,7 @@ import torch
 from ganstudy.data.arrays import file_digest
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.weights import check_weights
+from ganstudy.parallel.determinism import configure_determinism, configure_tf32
 from ganstudy.parallel.world import no_cuda_problem
 from ganstudy.pretrained import PRETRAINED
 
@@ -59,7 +60,8 @@ class Extractor:
 
 def scoring_device(name: str) -> str:
     """The device a scoring job extracts features on: ``cpu``, or ``cuda`` (the job's GPU), refused where
-    torch finds none, naming what the scheduler gave the job."""
+    torch finds none, naming what the scheduler gave the job. On the GPU the features are float32, as the
+    scores' protocol says (torch would run cuDNN's convolutions in TF32), and the same bits on rerun."""
     if name != "cpu" and not torch.cuda.is_available():
         problem = no_cuda_problem(
             "a scoring job",
@@ -71,6 +73,9 @@ def scoring_device(name: str) -> str:
             f"{problem} Check that the partition or queue has GPU nodes and that torch is a CUDA build, or set "
             "compute.device: cpu to score (and train) on the CPU"
         )
+    if name == "cuda":
+        configure_tf32(torch.device(name), False)
+        configure_determinism(torch.device(name), True)
     return name
 
 
