@@ -37,10 +37,6 @@ LAYERS = ["2048", "logits_unbiased"]
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _gpu_peak_mb() -> float:
-    return torch.cuda.max_memory_allocated() / 2**20 if DEVICE == "cuda" else 0.0
-
-
 def main() -> None:
     arguments = parser(__doc__)
     arguments.add_argument("--threads", type=int, default=1, help="torch threads on the CPU (default 1)")
@@ -57,7 +53,8 @@ def main() -> None:
         peaks = {}
         for batch in (small, large):
             extractor.features(images[:batch], LAYERS, batch, DEVICE)  # warm-up, and this batch's peak
-            peaks[batch] = (peak_memory()["rss_mb"], _gpu_peak_mb())
+            peak = peak_memory()
+            peaks[batch] = (peak["rss_mb"], sum(peak["gpu_mb"].values()))
         if DEVICE == "cuda":
             torch.cuda.synchronize()
         started = time.perf_counter()

@@ -17,11 +17,11 @@ import yaml
 from conftest import REPO, SCHEMA, install
 from ganstudy.atomic import write_json
 from ganstudy.config import validate_study_config
-from ganstudy.plan.scoring_layout import ScoringLayout
+from ganstudy.plan.scoring_layout import LEAST, ScoringLayout
 from ganstudy.plan.study_files import PlannerFilesNotices
 from ganstudy.plan.study_lock import release
 from ganstudy.plan.study_plan import NO_JOB_OPTIONS, Invocation, PlanRefused, StudyPlan, apply_plan, builds_jobs
-from ganstudy.resources import SCORING_GMAC_PER_SECOND, SCORING_MIN_MINUTES, extractor_gmac
+from ganstudy.resources import SCORING_GMAC_PER_SECOND, extractor_gmac
 from ganstudy.train.job import job_record
 
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
@@ -193,7 +193,11 @@ def test_a_scoring_job_s_memory_and_wall_time_grow_with_the_images_it_scores(tmp
     more = _scoring(tmp_path, "slurm-gpu", _inception, _set("evaluation.samples", 50_000))
     assert more.memory_mb("evaluate", manifest) == math.ceil((3072 + 184 + 51_437 * per_image) * 1.25)
     # 50,000 Inception passes: minutes on a GPU (the floor), hours on one CPU thread.
-    assert more.runtime_minutes("evaluate", manifest) == SCORING_MIN_MINUTES
+    assert more.runtime_minutes("evaluate", manifest) == LEAST["evaluate"][1] == 15
+    # A small study's jobs ask for what they asked before their size was estimated.
+    small = _scoring(tmp_path, None)
+    assert [small.memory_mb(job, manifest) for job in ("evaluate", "quality_statistics")] == [2000, 4000]
+    assert [small.runtime_minutes(job, manifest) for job in ("evaluate", "quality_statistics")] == [15, 60]
     cpu = _scoring(tmp_path, "slurm-gpu", _inception, _set("compute.device", "cpu"), _set("evaluation.samples", 50_000))
     seconds = 50_000 * 5.7 / SCORING_GMAC_PER_SECOND["cpu"]
     assert cpu.runtime_minutes("evaluate", manifest) == math.ceil(seconds / 60 * 2 * 1.25) > 60

@@ -82,10 +82,6 @@ ACTIVATION_MB = {"classifier": 0.1, "inception": 14.0, "dinov2": 12.0, "clip": 5
 # Zen 4 (other CPUs are slower); one GPU, an assumption kept low until benchmarks/scoring.py runs on one (a
 # V100-class card at a third of its float32 peak; docs/benchmarks.md's H200 multiplies at 50 TFLOP/s).
 SCORING_GMAC_PER_SECOND = {"cpu": 10.0, "cuda": 2500.0}
-# At least what every scoring job asked for before its size was estimated: a held-out kind's generator
-# (pix2pix's U-Net) runs on the CPU beside the extractor, which the estimate leaves out.
-SCORING_MIN_MINUTES = 15
-SCORING_MIN_MB = 2000
 
 
 def _file_mb(path: str | None) -> float | None:
@@ -104,17 +100,16 @@ def extractor_gmac(kind: str, weights: str | None) -> float:
 
 def scoring_memory_mb(kind: str, weights: str | None, images: int, image_values: int, batch: int, device: str) -> int:
     """Estimated peak resident memory (MB) of a scoring job that holds ``images`` images of ``image_values``
-    values each (generated and real) and extracts their features with ``kind`` in batches of ``batch``; at
-    least SCORING_MIN_MB."""
+    values each (generated and real) and extracts their features with ``kind`` in batches of ``batch``."""
     network = 2 * (_file_mb(weights) or EXTRACTOR_WEIGHTS_MB[kind])
     per_image = (image_values * 5 + EXTRACTOR_FEATURES[kind] * 4) / 2**20
     on_cpu = batch * ACTIVATION_MB[kind] if device == "cpu" else 0.0
     base = RANK_BASE_MB["cpu" if device == "cpu" else "cuda"]
-    return max(SCORING_MIN_MB, math.ceil((base + network + images * per_image + on_cpu) * MARGIN))
+    return math.ceil((base + network + images * per_image + on_cpu) * MARGIN)
 
 
 def scoring_minutes(kind: str, weights: str | None, images: int, threads: int, device: str) -> int:
     """Wall-time minutes of a scoring job that extracts the features of ``images`` images with ``kind``."""
     rate = SCORING_GMAC_PER_SECOND[device] * (threads if device == "cpu" else 1)
     seconds = images * extractor_gmac(kind, weights) / rate
-    return max(SCORING_MIN_MINUTES, math.ceil(seconds / 60 * 2 * MARGIN))
+    return math.ceil(seconds / 60 * 2 * MARGIN)

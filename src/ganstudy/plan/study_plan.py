@@ -375,7 +375,8 @@ class StudyPlan:
             for path in inputs:
                 if not os.path.exists(path):
                     raise FileNotFoundError(errno.ENOENT, "not made yet", path)
-            return json.loads(Path(f"{self.study_dir}/data/manifest.json").read_text())
+            # The plan read it already where the data were prepared before this run.
+            return self.known_data.manifest or json.loads(Path(f"{self.study_dir}/data/manifest.json").read_text())
 
         return {
             "gpu": self.scoring.gpus,
