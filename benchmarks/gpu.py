@@ -150,13 +150,19 @@ class Parts:
         self.files = {**run_files(scoring), "train": str(self.images / "train.npz")}
 
     def _run(
-        self, name: str, keys: dict, tf32: bool = False, files: dict[str, str] | None = None, layout: str = "auto"
+        self,
+        name: str,
+        keys: dict,
+        tf32: bool = False,
+        files: dict[str, str] | None = None,
+        layout: str = "auto",
+        graphs: str | bool = "auto",
     ) -> Path:
         """A training run of set-up ``keys`` in this process (one rank; no interpreter start-up to wait
         for), on the 28x28 images and the grid's scoring files unless ``files`` name others, in
-        compute.stack_layout ``layout``."""
+        compute.stack_layout ``layout``, with compute.cuda_graphs ``graphs``."""
         out = self.tmp / name
-        job = job_file(keys, files or self.files, out, DEVICE, tf32, layout)
+        job = job_file(keys, files or self.files, out, DEVICE, tf32, layout, graphs)
         if DEVICE == "cuda":
             torch.cuda.reset_peak_memory_stats()
         run_training(read_job(job), 0, out)
@@ -196,6 +202,42 @@ class Parts:
             results[f"thesis_routine_seconds_{kind}"] = routine_seconds(out)
             if kind == "fp32":
                 results["thesis_peak_memory_mb"] = _peak_memory_mb(out)
+        self.results |= results
+
+    def graphs(self) -> None:
+        """The thesis's grid eager and replaying CUDA graphs (compute.cuda_graphs), in float32 and TF32; and
+        a 2x2 grid's operators and host reads per iteration of the same work both ways."""
+        size, shape = self.size, self.size["thesis_shape"]
+        results: dict = {"thesis_cells": cell_count(shape)}
+        for graphs in (False, True):
+            way = "graphs" if graphs else "eager"
+            counts, _ = iteration_counts(
+                thesis_keys("2x2", 1, size),
+                self.files,
+                str(self.tmp),
+                f"2x2-{way}",
+                DEVICE,
+                graphs=graphs if DEVICE == "cuda" else "auto",
+            )
+            results[f"operators_per_iteration_2x2_{way}"] = counts.operators
+            results[f"host_reads_per_iteration_2x2_{way}"] = counts.host_reads
+            if not graphs:  # a replayed graph's products are out of the flop counter's sight
+                flops = counts.flops * cell_count(shape) // cell_count("2x2")
+            # On a CPU (--quick) graphs cannot run: auto turns them off there.
+            asked = graphs if DEVICE == "cuda" else "auto"
+            for kind in ("fp32", "tf32"):
+                out = self._run(f"thesis-{kind}-{way}", thesis_keys(shape, 2, size), kind == "tf32", graphs=asked)
+                seconds = median_seconds(out)
+                assert json.loads((out / "run.json").read_text())["cuda_graphs_used"] is (graphs and DEVICE == "cuda")
+                results[f"thesis_iteration_seconds_{kind}_{way}"] = round(seconds, 3)
+                results[f"thesis_tflops_{kind}_{way}"] = round(flops / seconds / 1e12, 4)
+                if kind == "fp32":
+                    results[f"thesis_peak_memory_mb_{way}"] = _peak_memory_mb(out)
+        for kind in ("fp32", "tf32"):
+            results[f"graphs_speedup_{kind}"] = round(
+                results[f"thesis_iteration_seconds_{kind}_eager"] / results[f"thesis_iteration_seconds_{kind}_graphs"],
+                3,
+            )
         self.results |= results
 
     def profile(self) -> None:
@@ -262,6 +304,7 @@ def _peak_memory_mb(out: Path) -> float:
 PARTS: dict[str, Callable[[Parts], None]] = {
     "gemm": Parts.gemm,
     "thesis": Parts.thesis,
+    "graphs": Parts.graphs,
     "profile": Parts.profile,
     "cnn": Parts.cnn,
     "per_class": Parts.per_class,
@@ -272,7 +315,12 @@ PARTS: dict[str, Callable[[Parts], None]] = {
 def main() -> None:
     arguments = parser(__doc__)
     arguments.add_argument("parts", nargs="*", metavar="PART", help=f"parts to run (default: all of {list(PARTS)})")
+    arguments.add_argument(
+        "--short", action="store_true", help="the check of a short allocation: the graphs part alone, full size"
+    )
     args = arguments.parse_args()
+    if args.short:
+        args.parts = ["graphs"]
     unknown = set(args.parts) - set(PARTS)
     if unknown:
         raise SystemExit(f"unknown part(s) {sorted(unknown)}; the parts are {list(PARTS)}")

@@ -37,23 +37,19 @@ from __future__ import annotations
 
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from common import SETUP, cell_count, emit, parser, setup
 from ganstudy.data.prepare import prepare_dataset
+from ganstudy.parallel.dispatch import OperatorCounter, counting_host_reads
 from ganstudy.train.job import job_description, read_job, write_job
 from ganstudy.train.run import run_training
 from grid_scaling import score_inputs
 
-# Tensor methods that copy a value to the host: on a GPU each waits for the device to finish.
-HOST_READS = ("item", "tolist", "cpu", "__float__", "__int__", "__bool__", "__index__")
 # The convolutional grid's shape is the size's (its cells train one after another: minutes per iteration).
 CASES = {
     "4lp_2x2": ("perceptron4", "2x2"),
@@ -79,39 +75,6 @@ QUICK = {
     "dcgan_shape": "2x2",
     "dcgan_small_shape": "1x2",
 }
-
-
-class OperatorCounter(TorchDispatchMode):
-    """Counts the aten operators dispatched while it is active, by name."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.operators: Counter[str] = Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.operators[str(func.overloadpacket)] += 1
-        return func(*args, **(kwargs or {}))
-
-
-@contextmanager
-def counting_host_reads(counts: Counter[str]) -> Iterator[None]:
-    """Counts, by method, the calls of HOST_READS on any tensor while active."""
-    originals = {name: getattr(torch.Tensor, name) for name in HOST_READS}
-
-    def counted(name: str, original):
-        def read(self, *args, **kwargs):
-            counts[name] += 1
-            return original(self, *args, **kwargs)
-
-        return read
-
-    for name, original in originals.items():
-        setattr(torch.Tensor, name, counted(name, original))
-    try:
-        yield
-    finally:
-        for name, original in originals.items():
-            setattr(torch.Tensor, name, original)
 
 
 @dataclass(frozen=True)
@@ -152,22 +115,33 @@ def run_files(folder: Path) -> dict[str, str]:
 
 
 def job_file(
-    keys: dict, files: dict[str, str], out: Path, device: str, tf32: bool = False, layout: str = "auto"
+    keys: dict,
+    files: dict[str, str],
+    out: Path,
+    device: str,
+    tf32: bool = False,
+    layout: str = "auto",
+    graphs: str | bool = "auto",
 ) -> Path:
-    """The job file of a one-rank run of set-up ``keys`` on ``device`` (compute.tf32, compute.stack_layout),
-    written beside ``out``."""
+    """The job file of a one-rank run of set-up ``keys`` on ``device`` (compute.tf32, compute.stack_layout,
+    compute.cuda_graphs), written beside ``out``."""
     job = out.parent / f"{out.name}.job.json"
-    compute = {"threads": 1, "device": device, "tf32": tf32, "stack_layout": layout}
+    compute = {"threads": 1, "device": device, "tf32": tf32, "stack_layout": layout, "cuda_graphs": graphs}
     write_job(job, job_description(SETUP, setup(keys), 1, files, compute))
     return job
 
 
 def counted_run(
-    keys: dict, files: dict[str, str], out: Path, device: str = "cpu", layout: str = "auto"
+    keys: dict,
+    files: dict[str, str],
+    out: Path,
+    device: str = "cpu",
+    layout: str = "auto",
+    graphs: str | bool = "auto",
 ) -> tuple[Counts, Counter[str]]:
     """Operators dispatched, host reads and FLOPs of a whole training run of set-up ``keys`` on this
     process's one rank; and the operators by name."""
-    job = job_file(keys, files, out, device, layout=layout)
+    job = job_file(keys, files, out, device, layout=layout, graphs=graphs)
     operators, reads, flops = OperatorCounter(), Counter(), FlopCounterMode(display=False)
     with flops, operators, counting_host_reads(reads):
         run_training(read_job(job), 0, out)
@@ -181,10 +155,11 @@ def iteration_counts(
     name: str,
     device: str = "cpu",
     layout: str = "auto",
+    graphs: str | bool = "auto",
 ) -> tuple[Counts, Counter[str]]:
     """One iteration's counts, and its operators by name: a run of 2 iterations minus a run of 1."""
     (one, one_names), (two, two_names) = (
-        counted_run({**keys, "iterations": n}, files, Path(tmp, f"{name}-{n}"), device, layout) for n in (1, 2)
+        counted_run({**keys, "iterations": n}, files, Path(tmp, f"{name}-{n}"), device, layout, graphs) for n in (1, 2)
     )
     return two - one, two_names - one_names
 

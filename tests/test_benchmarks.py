@@ -113,7 +113,17 @@ RESULT_KEYS = {
         "conditional_epoch_seconds",
         "device",
     }
-    | {f"{case}_epoch_seconds_{kind}" for case in ("calo3d", "pix2pix") for kind in ("fp32", "bf16")},
+    | {f"{case}_epoch_seconds_{kind}" for case in ("calo3d", "pix2pix") for kind in ("fp32", "bf16")}
+    # The graphs part (--short on a GPU): the thesis's grid eager and replaying CUDA graphs.
+    | {f"{count}_per_iteration_2x2_{way}" for count in ("operators", "host_reads") for way in ("eager", "graphs")}
+    | {
+        f"thesis_{key}_{kind}_{way}"
+        for key in ("iteration_seconds", "tflops")
+        for kind in ("fp32", "tf32")
+        for way in ("eager", "graphs")
+    }
+    | {f"thesis_peak_memory_mb_{way}" for way in ("eager", "graphs")}
+    | {f"graphs_speedup_{kind}" for kind in ("fp32", "tf32")},
     "scoring": {
         "images_per_second",
         "gmac_per_second",

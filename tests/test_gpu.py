@@ -19,6 +19,7 @@ from ganstudy.config import validate_study_config
 from ganstudy.counter_random import scaled_mask
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.models.artifact import load_generator, sample_generator
+from ganstudy.train.grid.draws import MUSTANGS_LOSSES
 from jobs import kill_job, start_job, wait_for
 from test_data_parallel_mpi import settings as dp_settings
 from test_grid_mpi import assert_same
@@ -301,8 +302,9 @@ def test_a_stacked_update_sends_its_host_values_without_stopping_the_host():
     """The whole layout's per-update values from the host (the defenders' rows, Adam's factors) reach the GPU
     from pinned memory, queued like kernels: torch's sync debug mode raises at any call that makes the
     host wait for the device, as a copy from pageable memory does."""
+    from ganstudy.device_copy import to_device
     from ganstudy.train.grid.population import Individual
-    from ganstudy.train.grid.stacked import StackedPlayers, row_losses
+    from ganstudy.train.grid.stacked import StackedPlayers, chosen_losses
     from ganstudy.train.losses import LOSSES
     from test_stacked_cells import SPECS, pairs
 
@@ -325,16 +327,86 @@ def test_a_stacked_update_sends_its_host_values_without_stopping_the_host():
         steps.append([p.detach().clone() for p in players.params])
     assert all(torch.equal(f, p[[2, 0, 1]]) for f, p in zip(frozen, steps[1]))
     assert not any(torch.equal(a, b) for a, b in zip(steps[1], steps[2]))
-    # Mustangs: each update's rows grouped by their drawn loss, the groups' indices sent alike.
-    losses = [LOSSES.get("bce"), LOSSES.get("mse"), LOSSES.get("bce")]
+    # Mustangs: each row's drawn loss picked on the device from all three, by an index sent alike.
+    losses = [LOSSES.get(name) for name in MUSTANGS_LOSSES]
     out = torch.randn(3, 6, 1, device=cuda)
+    choice = to_device(torch.tensor([0, 1, 0]), cuda)
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        values = row_losses(losses, lambda loss, r: loss.generator(out[r]), cuda)
+        values = chosen_losses(losses, choice, lambda loss: loss.generator(out))
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    assert torch.equal(values, torch.cat([loss.generator(out[[k]]) for k, loss in enumerate(losses)]))
+    assert torch.equal(values, torch.cat([losses[k].generator(out[[r]]) for r, k in enumerate([0, 1, 0])]))
+
+
+@pytest.mark.parametrize("population", [1, 2])
+@pytest.mark.parametrize("loss", ["bce", "mustangs"])
+def test_a_captured_stacked_update_replays_the_eager_update_bit_for_bit(population, loss):
+    """compute.cuda_graphs: a pass's generator and discriminator updates recorded as CUDA graphs and
+    replayed on new inputs give the parameters and Adam moments that the same updates give eagerly."""
+    from ganstudy.train.grid.population import Individual
+    from ganstudy.train.grid.stacked import CapturedUpdate, StackedEngine, StackedPlayers, UpdateInputs
+    from ganstudy.train.losses import LOSSES
+    from test_stacked_cells import SPECS, pairs
+
+    cuda, spec, cells, batch = torch.device("cuda"), SPECS[0], 3, 6
+    rows = cells * population
+    nets = pairs(spec, rows)
+    g_net, d_net = nets[0][0].stacked(), nets[0][1].stacked()
+    candidates = tuple(LOSSES.get(n) for n in MUSTANGS_LOSSES) if loss == "mustangs" else (LOSSES.get(loss),)
+    images = torch.rand(40, *spec.image_shape, device=cuda) * 2 - 1
+
+    def players():
+        made = lambda k: [  # noqa: E731
+            Individual(pair[k], torch.optim.Adam(pair[k].parameters()), 1e-3 * (1 + r), 0.0, "x").payload()
+            for r, pair in enumerate(nets)
+        ]
+        return [
+            StackedPlayers(net, made(k), (0.5, 0.999), cuda, row_by_row=False) for k, net in enumerate((g_net, d_net))
+        ]
+
+    engine = StackedEngine(g_net, d_net, whole=True)
+    results = []
+    for graphed in (False, True):
+        gens, discs = players()
+        updates = []
+        for attackers, opponents, seen in ((gens, discs, None), (discs, gens, images)):
+            run = lambda inputs, a=attackers, o=opponents, i=seen: engine._stacked_update(a, o, candidates, i, inputs)  # noqa: E731
+            updates.append(CapturedUpdate(run) if graphed else run)
+        values = []
+        for step in range(5):  # the warm-up, the capture, then replays on new inputs
+            draw = torch.Generator().manual_seed(step)
+            for (attackers, _, seen), update in zip(((gens, discs, None), (discs, gens, images)), updates):
+                inputs = UpdateInputs(
+                    torch.randn(rows, batch, spec.latent_dim, generator=draw).to(cuda),
+                    attackers.next_factors().to(cuda),
+                    None if population == 1 else torch.randint(rows, (rows,), generator=draw).to(cuda),
+                    torch.randint(3, (rows,), generator=draw).to(cuda) if loss == "mustangs" else None,
+                    None if seen is None else torch.randint(40, (rows, batch), generator=draw).to(cuda),
+                )
+                values.append(update(inputs).clone())
+        results.append(
+            ([t.detach().clone() for p in (gens, discs) for t in p.params + p.exp_avg + p.exp_avg_sq], values)
+        )
+    (eager, eager_values), (graphed, graphed_values) = results
+    assert all(torch.equal(a, b) for a, b in zip(eager_values, graphed_values))
+    assert all(torch.equal(a, b) for a, b in zip(eager, graphed))
+    assert not torch.equal(eager_values[-1], eager_values[-3])
+
+
+@pytest.mark.parametrize("population", [1, 2])
+def test_a_grid_with_cuda_graphs_trains_the_bits_of_one_without(population, digits_dir, scoring, tmp_path, env):
+    """The whole run: compute.cuda_graphs true and false give the same generator, mixture weights and cell
+    scores, and run.json says which replayed its updates; a checkpoint holds no graph, so one taken with
+    graphs resumes without them to these bits."""
+    setup = grid_settings(population_size=population)
+    for graphs in (True, False):
+        out = tmp_path / str(graphs)
+        run(grid_command(1, setup, out, digits_dir, scoring, cuda_graphs=graphs, **CUDA), env)
+        assert_ran_on_cuda(out)
+        assert record(out)["cuda_graphs"] is graphs and record(out)["cuda_graphs_used"] is graphs
+    assert_same(grid_result(tmp_path / "True"), grid_result(tmp_path / "False"))
 
 
 # --- scoring with the classifier (no Inception) on the GPU -------------------------------------------

@@ -138,6 +138,22 @@ def test_every_rank_receives_exactly_its_cells_neighbourhoods(ranks, rows, cols,
             assert set(report["neighbours"]) == {owner[n] for n in needed} - {report["rank"]}
 
 
+def test_cuda_graphs_asked_for_where_none_can_run_stop_the_run_at_its_start(digits_dir, scoring, env, tmp_path):
+    done = subprocess.run(
+        command(1, settings(), tmp_path / "out", digits_dir, scoring, cuda_graphs=True, stack_layout="whole"),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode != 0
+    assert (
+        "compute.cuda_graphs is true, but this rank trains on cpu, not on a CUDA GPU: set it to auto or false"
+        in done.stderr
+    )
+    assert not (tmp_path / "out" / "run.json").exists()
+
+
 # The whole-stack layout is a GPU's (compute.stack_layout auto); run on the CPU here, it is tested where no GPU is.
 @pytest.mark.parametrize(
     "batch_cells, layout", [(True, "cache"), (True, "whole"), (False, "auto")], ids=["stacked", "whole-stack", "loop"]
@@ -152,6 +168,8 @@ def test_results_are_bit_identical_on_1_2_and_4_ranks(batch_cells, layout, digit
     assert_same(outcomes[1], outcomes[4])
     record = json.loads((tmp_path / "n4" / "run.json").read_text())
     assert record["stack_layout"] == layout
+    # compute.cuda_graphs auto: graphs only on a CUDA GPU.
+    assert record["cuda_graphs"] == "auto" and record["cuda_graphs_used"] is False
     assert record["exchange"] == "cartesian" and record["grid_shape"] == "2x2" and len(record["hosts"]) == 4
     # Engine 3 changed only nn.Dropout's masks: a perceptron's run draws engine 2's numbers, and says so.
     assert record["grid_engine"] == 2

@@ -4,6 +4,7 @@ torch's Adam, and a row's bits independent of the rows that share its stack."""
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,12 +17,13 @@ from ganstudy.models import NetworkSpec, build_pair, job_settings
 from ganstudy.models.mixture import MixtureGenerator, proportional_counts
 from ganstudy.models.stacked import StackedMLP
 from ganstudy.models.stacked_network import StackedNetwork
-from ganstudy.train.grid.draws import GridDraws
+from ganstudy.parallel.dispatch import OperatorCounter, counting_host_reads
+from ganstudy.train.grid.draws import MUSTANGS_LOSSES, GridDraws
 from ganstudy.train.grid.iteration import LoopEngine, StackedEvaluationEngine
 from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids
 from ganstudy.train.grid.mode import _why_not_trained_stacked
 from ganstudy.train.grid.population import Individual
-from ganstudy.train.grid.stacked import FitnessCase, StackedEngine, StackedPlayers, fitness_losses
+from ganstudy.train.grid.stacked import FitnessCase, StackedEngine, StackedPlayers, UpdateInputs, fitness_losses
 from ganstudy.train.losses import LOSSES
 
 CPU = torch.device("cpu")
@@ -365,3 +367,44 @@ def test_the_evaluation_engine_scores_and_samples_what_the_per_cell_loop_does(on
     steps = [cell.mixture_step(gathered, z) for cell, z in zip(cells, GridDraws(cells, 1, whole=True).mixture_noise())]
     for a, b in zip(stacked.span_images(cells, steps), looped.span_images(cells, steps)):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["generators", "discriminators"])
+@pytest.mark.parametrize("population", [1, 2])
+@pytest.mark.parametrize("loss", ["bce", "mustangs"])
+def test_a_stacked_update_is_the_same_device_work_at_every_call_and_reads_nothing_back(kind, population, loss):
+    """What a CUDA graph needs of the update it replays (CapturedUpdate): at every call the same operators
+    on the same shapes, no value read back by the host, no tensor made from host values inside; here on
+    the CPU, the dispatch counter's view of what a GPU would be asked."""
+    spec, cells = SPECS[0], 3
+    nets = pairs(spec, cells * population)
+    g_net, d_net = nets[0][0].stacked(), nets[0][1].stacked()
+    payloads = lambda k: [  # noqa: E731
+        Individual(pair[k], torch.optim.Adam(pair[k].parameters()), 1e-3, 0.0, "x").payload() for pair in nets
+    ]
+    generators, discriminators = (
+        StackedPlayers(net, payloads(k), (0.5, 0.999), CPU, False) for k, net in enumerate((g_net, d_net))
+    )
+    attackers, opponents = (generators, discriminators) if kind == "generators" else (discriminators, generators)
+    images = torch.rand(40, *spec.image_shape) * 2 - 1 if kind == "discriminators" else None
+    engine = StackedEngine(g_net, d_net, whole=True)
+    candidates = tuple(LOSSES.get(name) for name in MUSTANGS_LOSSES) if loss == "mustangs" else (LOSSES.get(loss),)
+    rows, batch = cells * population, 6
+    traces, values = [], []
+    for call in range(3):
+        draw = torch.Generator().manual_seed(call)
+        inputs = UpdateInputs(
+            noise=torch.randn(rows, batch, spec.latent_dim, generator=draw),
+            factors=attackers.next_factors(),
+            defenders=None if population == 1 else torch.randint(rows, (rows,), generator=draw),
+            choice=torch.randint(3, (rows,), generator=draw) if loss == "mustangs" else None,
+            batch=torch.randint(40, (rows, batch), generator=draw) if images is not None else None,
+        )
+        counter, reads = OperatorCounter(trace=True), Counter()
+        with counter, counting_host_reads(reads):
+            values.append(engine._stacked_update(attackers, opponents, candidates, images, inputs))
+        traces.append(counter.calls)
+        assert not reads, f"call {call} read {dict(reads)} back to the host"
+        assert "aten.lift_fresh" not in counter.operators, "a tensor made from host values inside the update"
+    assert traces[0] == traces[1] == traces[2]
+    assert values[0].shape == (rows,) and not torch.equal(values[1], values[2])

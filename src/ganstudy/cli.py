@@ -684,7 +684,7 @@ def _train_steps(commands: _Commands) -> None:
     sub.add_argument(
         "--compute",
         metavar="FILE",
-        help="JSON: device, gpus_per_rank, node_gpus, deterministic, tf32, stack_layout, threads",
+        help="JSON: device, gpus_per_rank, node_gpus, deterministic, tf32, stack_layout, cuda_graphs, threads",
     )
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out-dir", required=True)

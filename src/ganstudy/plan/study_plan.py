@@ -38,7 +38,7 @@ from ganstudy.train.job import job_description, job_record
 
 TABLE_FORMATS = ("csv", "md", "tex")
 # The compute options a training job reads from its own file (no rerun trigger: a new site retrains nothing).
-_COMPUTE_KEYS = ("device", "gpus_per_rank", "node_gpus", "deterministic", "tf32", "stack_layout")
+_COMPUTE_KEYS = ("device", "gpus_per_rank", "node_gpus", "deterministic", "tf32", "stack_layout", "cuda_graphs")
 
 
 # Snakemake's options that build no job (its command line's actions other than running the workflow): a

@@ -48,6 +48,7 @@ class JobCompute:
     tf32: bool = False  # TF32 float32 products and convolutions on a GPU; no effect on a CPU
     threads: int = 1  # torch threads per rank
     stack_layout: str = "auto"  # a grid's stacked cells: chunks for a CPU's cache, or whole stacks (auto: by device)
+    cuda_graphs: str | bool = "auto"  # a grid's stacked updates replayed from CUDA graphs (auto: where they can be)
 
 
 @dataclass(frozen=True)

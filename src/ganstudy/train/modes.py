@@ -45,6 +45,8 @@ class TrainingContext:
     checkpoint_dir: Path | None = None
     # How a grid's stacked cells lay out their work (compute.stack_layout: auto, cache or whole).
     stack_layout: str = "auto"
+    # Whether a grid's stacked updates replay from CUDA graphs (compute.cuda_graphs: auto, True or False).
+    cuda_graphs: str | bool = "auto"
     # The scheduler's end-of-wall-time signal, seen by the training loops between iterations.
     stop: StopSignal = field(default_factory=StopSignal)
     # Progress lines in the job's log and live rows of losses.csv (ganstudy.train.progress).

@@ -203,6 +203,7 @@ def _run_record(
         deterministic=job.compute.deterministic,
         tf32=job.compute.tf32,
         stack_layout=job.compute.stack_layout,
+        cuda_graphs=job.compute.cuda_graphs,
         inputs=as_dict(job.inputs),
         parts=part_records(job.settings, job.kind, job.sources.get("dataset", {}).get("name")),
         mpi_library=mpi_library_version(),
@@ -243,6 +244,7 @@ def _context(
         held_out_path=optional(inputs.held_out),
         checkpoint_dir=optional(checkpoint_dir),
         stack_layout=job.compute.stack_layout,
+        cuda_graphs=job.compute.cuda_graphs,
         stop=stop,
         progress=progress,
     )

@@ -75,6 +75,7 @@ class UpdateDraws:
     # [cells * attackers, 2], cell by cell: the keys of each attacker's update's dropout masks in the
     # generator and in the discriminator (``keyed_masks``), the attacker's and its defender's.
     dropout: np.ndarray
+    loss_picks: list[int] | None = None  # per cell under Mustangs: its loss's place in MUSTANGS_LOSSES
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ class GridDraws:
         cells = len(self.cells)
         rows = slice((step - block.first) * cells, (step - block.first + 1) * cells)
         defenders = bounded(block.defender_bits[rows], opponents)[:, 0].tolist()
+        picks = None
         if block.loss_bits is not None:
             picks = bounded(block.loss_bits[rows], [len(MUSTANGS_LOSSES)] * cells)[:, 0].tolist()
             losses = [LOSSES.get(MUSTANGS_LOSSES[p]) for p in picks]
@@ -163,7 +165,7 @@ class GridDraws:
             block.lr_uniforms[rows],
         )
         return UpdateDraws(
-            defenders, losses, mutated, block.noise[step - block.first], block.dropout[step - block.first]
+            defenders, losses, mutated, block.noise[step - block.first], block.dropout[step - block.first], picks
         )
 
     def _update_block(self, first: int, player: str, attackers: int) -> _UpdateBlock:

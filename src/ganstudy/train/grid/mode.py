@@ -31,7 +31,7 @@ from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
 from ganstudy.train.grid.draws import draws_engine
 from ganstudy.train.grid.iteration import Engine, LoopEngine, StackedEvaluationEngine, iterate_cells, score_mixtures
 from ganstudy.train.grid.pool import NetworkPool
-from ganstudy.train.grid.stacked import StackedEngine, whole_stack
+from ganstudy.train.grid.stacked import StackedEngine, whole_stack, why_not_captured
 from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.network_spec import network_spec
 from ganstudy.train.score_curve import training_scorer
@@ -64,7 +64,26 @@ def _check_settings(context: TrainingContext) -> None:
     batches_per_pass(len(context.data.images), context.setup.batch_size)
 
 
-def _engine(setup: TrainingSettings, spec: Any, device: torch.device, layout: str, root: bool) -> Engine:
+def _engine(
+    setup: TrainingSettings, spec: Any, device: torch.device, layout: str, root: bool, cuda_graphs: str | bool = "auto"
+) -> Engine:
+    """The rank's engine (``_engine_for``), its stacked updates replayed from CUDA graphs where
+    ``cuda_graphs`` (compute.cuda_graphs) asks for them and they can be; refused where true and they cannot."""
+    engine = _engine_for(setup, spec, device, layout, root)
+    if cuda_graphs is False:
+        return engine
+    if isinstance(engine, StackedEngine) and not isinstance(engine, StackedEvaluationEngine):
+        why_not = why_not_captured(engine.g_net, engine.d_net, device, engine.whole)
+    else:
+        why_not = "the cells are not trained stacked"
+    if why_not is None:
+        engine.graphs = True
+    elif cuda_graphs is True:
+        raise GanstudyError(f"compute.cuda_graphs is true, but {why_not}: set it to auto or false")
+    return engine
+
+
+def _engine_for(setup: TrainingSettings, spec: Any, device: torch.device, layout: str, root: bool) -> Engine:
     """Stacked cells in ``layout`` (compute.stack_layout) when asked for and possible; otherwise the
     per-cell loop, said once. A network with a hand-stacked form (``stacked()``) is stacked in either
     layout; any other in the whole layout only (``StackedNetwork``: grouped convolutions, slower than the
@@ -194,7 +213,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
     if done == 0:
         for cell in cells.values():
             cell.initialise()
-    engine = _engine(setup, spec, context.device, context.stack_layout, rank == 0)
+    engine = _engine(setup, spec, context.device, context.stack_layout, rank == 0, context.cuda_graphs)
     run = _RankRun(
         context, shape, cells, exchange, engine, control, store, shared.get("history", []), shared.get("profile", [])
     )
@@ -226,6 +245,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
         "grid_engine": engine_version,
         "active_ranks": len(blocks),
         "exchange": run.exchange.kind,
+        "cuda_graphs_used": getattr(engine, "graphs", False),
     }
     result = run.result(finals, spec, facts)
     control.Free()

@@ -31,10 +31,10 @@ import torch
 from ganstudy.device_copy import to_device
 from ganstudy.models.stacked import StackedMLP, separate
 from ganstudy.parallel.keyed_dropout import keyed_masks
-from ganstudy.train.grid.draws import GridDraws, UpdateDraws
+from ganstudy.train.grid.draws import MUSTANGS_LOSSES, GridDraws, UpdateDraws
 from ganstudy.train.grid.mixture_es import MixtureStep
 from ganstudy.train.grid.population import Payload
-from ganstudy.train.losses import AdversarialLoss
+from ganstudy.train.losses import LOSSES, AdversarialLoss
 
 Tensor = torch.Tensor
 # Parameters, gradients and Adam moments of the cells a CPU trains in lockstep (about the L3 cache):
@@ -48,6 +48,19 @@ FITNESS_CHUNK_FLOATS = 2**20
 # digits generators: 1.9 ms per 250 rows at 16 rows per copy, 1.2-1.5 ms at 64).
 MIXTURE_CHUNK_ROWS = 16
 STACK_LAYOUTS = ("auto", "cache", "whole")
+
+
+def why_not_captured(g_net, d_net, device: torch.device, whole: bool) -> str | None:
+    """Why a pass's stacked updates cannot be replayed from CUDA graphs (compute.cuda_graphs), or None."""
+    if device.type != "cuda":
+        return f"this rank trains on {device}, not on a CUDA GPU"
+    if not whole:
+        return "compute.stack_layout cache updates row by row (whole, or auto on a GPU, stacks the updates)"
+    if g_net.drops or d_net.drops:
+        return "the networks have dropout, whose masks are keyed on the host at every update"
+    if g_net.counters or d_net.counters:
+        return "the networks have batch norms, whose batch counts the host keeps"
+    return None
 
 
 def whole_stack(layout: str, device: torch.device) -> bool:
@@ -78,6 +91,11 @@ class StackedPlayers:
         self.row_by_row = row_by_row
         # Parameters, then buffers (StackedNetwork's running statistics), which the forward updates in place.
         self.params = net.stack([p["params"] for p in payloads], device)
+        if not row_by_row:
+            # The whole layout's trained tensors are views of one [rows, floats per row] buffer, and so are
+            # the Adam moments: a step is a dozen operators for the network, not a dozen per tensor.
+            self._flat, trained = _flat_rows(self.params[: net.trainable])
+            self.params[: net.trainable] = trained
         self.trained = [p.requires_grad_() for p in self.params[: net.trainable]]
         # Forward passes in training mode per row since the payloads' counters (a batch norm's count of batches).
         self.forwards = np.zeros(len(payloads), dtype=np.int64)
@@ -85,6 +103,14 @@ class StackedPlayers:
         states = [p["adam"]["state"] for p in payloads]
         self.exp_avg = self._moments(payloads, states, "exp_avg", device)
         self.exp_avg_sq = self._moments(payloads, states, "exp_avg_sq", device)
+        if not row_by_row:
+            (self._flat_exp_avg, self.exp_avg), (self._flat_exp_avg_sq, self.exp_avg_sq) = (
+                _flat_rows(self.exp_avg),
+                _flat_rows(self.exp_avg_sq),
+            )
+        # Every row's parameters and buffers without gradient tracking, made once: they share the rows'
+        # storage, so they see every step (see ``frozen``).
+        self._detached = [p.detach() for p in self.params]
         # torch's Adam counts steps per parameter tensor, equal within a network; a fresh individual's
         # optimizer has no state yet: step 0, zero moments.
         started = [state[0]["step"] for state in states if state]
@@ -121,44 +147,51 @@ class StackedPlayers:
         defender's batch norms update its running statistics in place), or copies of one row per entry
         of ``rows`` (networks with running statistics train stacked only in populations of one, where
         every cell's defender is its one opponent: all rows, in order)."""
-        detached = [p.detach() for p in self.params]
         if rows is None or rows == list(range(len(self))):
-            return detached
+            return self._detached
         # One index tensor for all parameter tensors: indexing each with the list would copy it to the
         # device once per tensor (pageable host-to-device copies cost an H200 as much as the products).
-        index = to_device(torch.tensor(rows), self.device)
-        return [p.index_select(0, index) for p in detached]
+        return self.rows_of(to_device(torch.tensor(rows), self.device))
 
-    def step(self) -> None:
-        """One Adam step of every row, as torch.optim.Adam defines it, with the row's own learning rate and
-        step count: row by row, or a few whole-stack operations for all rows, each rounded once per element
-        (no fused multiply-add, no interpolation kernel), so that a row's bits do not depend on the rows
-        beside it either way."""
+    def rows_of(self, index: Tensor) -> list[Tensor]:
+        """Copies of the parameters and buffers of the rows that ``index`` (on the device) names, in order."""
+        return [p.index_select(0, index) for p in self._detached]
+
+    def next_factors(self) -> Tensor:
+        """Counts the next step of every row and gives its per-row factors on the host, computed in float64
+        and rounded once: [lr / (1 - beta1^t), sqrt(1 - beta2^t)] ([2, rows])."""
         beta1, beta2 = self.betas
         self.steps = [t + 1 for t in self.steps]
+        return torch.tensor(
+            [
+                [lr / (1 - beta1**t) for lr, t in zip(self.lrs.tolist(), self.steps)],
+                [math.sqrt(1 - beta2**t) for t in self.steps],
+            ],
+            dtype=self.params[0].dtype,
+        )
+
+    def step(self, factors: Tensor | None = None) -> None:
+        """One Adam step of every row, as torch.optim.Adam defines it, with the row's own learning rate and
+        step count: row by row, or a few operators on the whole stack for all rows, each rounded once per
+        element (no fused multiply-add, no interpolation kernel), so that a row's bits do not depend on the
+        rows beside it either way. ``factors``: the whole layout's ``next_factors`` already on the device
+        (a captured update reads them from a buffer filled before each replay); made here if not given."""
         if self.row_by_row:
+            self.steps = [t + 1 for t in self.steps]
             self._step_by_row()
             return
-        # Per row, in float64 on the host: the step size lr / (1 - beta1^t) and sqrt(1 - beta2^t).
-        factors = to_device(
-            torch.tensor(
-                [
-                    [lr / (1 - beta1**t) for lr, t in zip(self.lrs.tolist(), self.steps)],
-                    [math.sqrt(1 - beta2**t) for t in self.steps],
-                ],
-                dtype=self.params[0].dtype,
-            ),
-            self.device,
-        )
+        if factors is None:
+            factors = to_device(self.next_factors(), self.device)
+        beta1, beta2 = self.betas
+        step_size, root = factors[0].unsqueeze(1), factors[1].unsqueeze(1)
         with torch.no_grad():
-            for param, exp_avg, exp_avg_sq in zip(self.trained, self.exp_avg, self.exp_avg_sq):
-                per_row = (-1,) + (1,) * (param.dim() - 1)
-                grad = param.grad
-                exp_avg.mul_(beta1).add_(grad * (1 - beta1))
-                exp_avg_sq.mul_(beta2).add_((grad * grad).mul_(1 - beta2))
-                denominator = exp_avg_sq.sqrt().div_(factors[1].view(per_row)).add_(1e-8)
-                param.sub_(exp_avg.div(denominator).mul_(factors[0].view(per_row)))
-                param.grad = None
+            grad = torch.cat([p.grad.flatten(1) for p in self.trained], dim=1)
+            self._flat_exp_avg.mul_(beta1).add_(grad * (1 - beta1))
+            self._flat_exp_avg_sq.mul_(beta2).add_((grad * grad).mul_(1 - beta2))
+            denominator = self._flat_exp_avg_sq.sqrt().div_(root).add_(1e-8)
+            self._flat.sub_(self._flat_exp_avg.div(denominator).mul_(step_size))
+        for param in self.trained:
+            param.grad = None
 
     def _step_by_row(self) -> None:
         beta1, beta2 = self.betas
@@ -214,20 +247,66 @@ class StackedPlayers:
         return made
 
 
-def row_losses(
-    losses: Sequence[AdversarialLoss],
-    compute: Callable[[AdversarialLoss, slice | Tensor], Tensor],
-    device: torch.device,
+def chosen_losses(
+    losses: Sequence[AdversarialLoss], choice: Tensor | None, compute: Callable[[AdversarialLoss], Tensor]
 ) -> Tensor:
-    """Per-row loss values, ``losses[r]`` for row r: one call per distinct loss (Mustangs draws one of
-    three per cell and update), each on its rows (an index on ``device``); a row's value does not depend on
-    the rows beside it."""
-    distinct = list(dict.fromkeys(losses))
-    if len(distinct) == 1:
-        return compute(distinct[0], slice(None))
-    groups = [[r for r, loss in enumerate(losses) if loss is chosen] for chosen in distinct]
-    values = torch.cat([compute(loss, to_device(torch.tensor(rows), device)) for loss, rows in zip(distinct, groups)])
-    return values[to_device(torch.tensor([r for rows in groups for r in rows]).argsort(), device)]
+    """Per-row loss values: ``compute(losses[0])`` when ``choice`` is None, else row r's value under
+    ``losses[choice[r]]`` (Mustangs draws one of three per cell and update), every candidate computed on
+    every row and the row's picked on the device: the same operators whatever was drawn, and a row's value
+    does not depend on the rows beside it."""
+    if choice is None:
+        return compute(losses[0])
+    return torch.stack([compute(loss) for loss in losses]).gather(0, choice.unsqueeze(0)).squeeze(0)
+
+
+@dataclass
+class UpdateInputs:
+    """What a stacked update reads besides its players, all on the device: the same shapes at every update
+    of a pass, so that a captured update replays on copies of them filled in place."""
+
+    noise: Tensor  # [attacker rows, batch, latent]
+    factors: Tensor | None  # [2, attacker rows]: Adam's (``StackedPlayers.next_factors``); None row by row
+    defenders: Tensor | None  # [attacker rows]: each row's defender; None: row r's is the opponents' row r
+    choice: Tensor | None  # [attacker rows]: each row's loss among the pass's candidates; None: one loss
+    batch: Tensor | None  # [discriminator rows, batch]: each row's real images; None for generator rows
+
+    def tensors(self) -> list[Tensor | None]:
+        return [self.noise, self.factors, self.defenders, self.choice, self.batch]
+
+
+class CapturedUpdate:
+    """An update replayed from a CUDA graph (compute.cuda_graphs). The first call runs eagerly on a side
+    stream, as a capture needs (cuBLAS's and autograd's first-call set-up outside the graph), and is a real
+    update; the second records the update on copies of its inputs and replays it; every later one copies
+    its inputs into those and replays: the same kernels on the same buffers, one launch for the update."""
+
+    def __init__(self, run: Callable[[UpdateInputs], Tensor]) -> None:
+        self.run = run
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.inputs: UpdateInputs | None = None
+        self.output: Tensor | None = None
+        self.calls = 0
+
+    def __call__(self, inputs: UpdateInputs) -> Tensor:
+        self.calls += 1
+        if self.calls == 1:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                values = self.run(inputs)
+            torch.cuda.current_stream().wait_stream(side)
+            return values
+        if self.graph is None:
+            self.inputs = UpdateInputs(*(None if t is None else t.clone() for t in inputs.tensors()))
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.output = self.run(self.inputs)
+        else:
+            for static, given in zip(self.inputs.tensors(), inputs.tensors()):
+                if static is not None:
+                    static.copy_(given)
+        self.graph.replay()
+        return self.output
 
 
 @dataclass
@@ -304,9 +383,10 @@ class StackedEngine:
     """The rank's cells together: fitness of all neighbourhood pairs and training of all selected
     copies in stacked networks (cells with the same number of updates per pass train in lockstep)."""
 
-    def __init__(self, g_net: StackedMLP, d_net: StackedMLP, whole: bool) -> None:
+    def __init__(self, g_net: StackedMLP, d_net: StackedMLP, whole: bool, graphs: bool = False) -> None:
         # ``whole``: every operation on the whole stack (see the module's doc), else chunks for a CPU's cache.
-        self.g_net, self.d_net, self.whole = g_net, d_net, whole
+        # ``graphs``: each pass's updates replayed from CUDA graphs (``CapturedUpdate``; whole layout only).
+        self.g_net, self.d_net, self.whole, self.graphs = g_net, d_net, whole, graphs
 
     def fitness(self, cells, cases):
         """Every case scored with its cell's fitness loss (bce under Mustangs, as the loop does)."""
@@ -392,13 +472,15 @@ class StackedEngine:
         g_sums = torch.zeros(len(gens), dtype=torch.float64, device=device)
         d_sums = torch.zeros(len(discs), dtype=torch.float64, device=device)
         d_steps = 0
+        g_update = self._pass_update(gens, discs, first, None)
+        d_update = self._pass_update(discs, gens, first, first.images)
         for step in range(steps):
             drawn = draws.update(step, "g", _by_cell(gens.lrs, g_rows), [len(r) for r in d_rows])
-            g_sums += self._update(drawn, gens, discs, g_rows, d_rows, None)
+            g_sums += self._update(g_update, drawn, gens, discs, g_rows, d_rows, None)
             if first.d_updates(step):
-                real = first.images[orders[:, step * batch : (step + 1) * batch]]  # [discriminator rows, batch, ...]
                 drawn = draws.update(step, "d", _by_cell(discs.lrs, d_rows), [len(r) for r in g_rows])
-                d_sums += self._update(drawn, discs, gens, d_rows, g_rows, real)
+                batch_index = orders[:, step * batch : (step + 1) * batch]  # [discriminator rows, batch]
+                d_sums += self._update(d_update, drawn, discs, gens, d_rows, g_rows, batch_index)
                 d_steps += 1
             beat()
         g_totals, d_totals = g_sums.tolist(), d_sums.tolist()
@@ -414,37 +496,80 @@ class StackedEngine:
             for rows, drows in zip(g_rows, d_rows)
         ]
 
+    def _pass_update(
+        self, attackers: StackedPlayers, opponents: StackedPlayers, cell, images: Tensor | None
+    ) -> Callable[[UpdateInputs], Tensor]:
+        """The pass's update of ``attackers`` (generators when ``images`` is None; else discriminators
+        trained on ``images``) against their drawn defenders, eager or captured."""
+        mustangs = cell.setup.loss == "mustangs"
+        candidates = tuple(LOSSES.get(name) for name in MUSTANGS_LOSSES) if mustangs else (cell.loss,)
+
+        def run(inputs: UpdateInputs) -> Tensor:
+            return self._stacked_update(attackers, opponents, candidates, images, inputs)
+
+        return CapturedUpdate(run) if self.graphs else run
+
     def _update(
         self,
+        update: Callable[[UpdateInputs], Tensor],
         drawn: UpdateDraws,
         attackers: StackedPlayers,
         opponents: StackedPlayers,
         rows: list[list[int]],
         opponent_rows: list[list[int]],
-        real: Tensor | None,
+        batch: Tensor | None,
     ) -> Tensor:
-        """One update of every attacker row (generators when ``real`` is None; else ``real`` holds each
-        discriminator row's batch) against its cell's drawn defender; the rows' losses."""
+        """One update of every attacker row against its cell's drawn defender (``batch``: each discriminator
+        row's real images, None for generators); the rows' losses. The host's values reach the device here,
+        outside the update itself, which reads them as inputs."""
+        device = attackers.device
         attackers.lrs = drawn.lrs.ravel()
         defenders = [opponent_rows[c][drawn.defenders[c]] for c, cell_rows in enumerate(rows) for _ in cell_rows]
-        losses = [drawn.losses[c] for c, cell_rows in enumerate(rows) for _ in cell_rows]
+        # One attacker and one opponent per cell (the thesis's population of one): row r meets row r.
+        identity = len(defenders) == len(opponents) and all(len(r) == 1 for r in rows + opponent_rows)
+        choice = None
+        if drawn.loss_picks is not None:
+            picks = [drawn.loss_picks[c] for c, cell_rows in enumerate(rows) for _ in cell_rows]
+            choice = to_device(torch.tensor(picks), device)
+        inputs = UpdateInputs(
+            drawn.noise,
+            None if attackers.row_by_row else to_device(attackers.next_factors(), device),
+            None if identity else to_device(torch.tensor(defenders), device),
+            choice,
+            batch,
+        )
+        with self._masks(drawn):
+            values = update(inputs)
+        attackers.forwards += 1 if batch is None else 2
+        np.add.at(opponents.forwards, defenders, 1)
+        return values.double()
+
+    def _stacked_update(
+        self,
+        attackers: StackedPlayers,
+        opponents: StackedPlayers,
+        losses: tuple[AdversarialLoss, ...],
+        images: Tensor | None,
+        inputs: UpdateInputs,
+    ) -> Tensor:
+        """The update itself, on the device alone: no host read, no size or value that the host decides
+        per call (tests/test_stacked_cells.py counts both), so that a CUDA graph can replay it."""
+        defenders = opponents.frozen() if inputs.defenders is None else opponents.rows_of(inputs.defenders)
         # Both players in training mode, as in the loop: a defender's batch norms, too, normalise by the
         # batch and update their running statistics (StackedNetwork; in place, in the opponents' stack),
         # and its dropout drops by the attacker row's key, as the loop's lone defender does.
-        with self._masks(drawn):
-            if real is None:
-                out = self.d_net(opponents.frozen(defenders), self.g_net(attackers.params, drawn.noise, True), True)
-                values = row_losses(losses, lambda loss, r: loss.generator(out[r]), out.device)
-            else:
-                with torch.no_grad():
-                    fake = self.g_net(opponents.frozen(defenders), drawn.noise, True)
-                d_real, d_fake = self.d_net(attackers.params, real, True), self.d_net(attackers.params, fake, True)
-                values = row_losses(losses, lambda loss, r: loss.discriminator(d_real[r], d_fake[r]), d_real.device)
-        attackers.forwards += 1 if real is None else 2
-        np.add.at(opponents.forwards, defenders, 1)
+        if images is None:
+            out = self.d_net(defenders, self.g_net(attackers.params, inputs.noise, True), True)
+            values = chosen_losses(losses, inputs.choice, lambda loss: loss.generator(out))
+        else:
+            real = images[inputs.batch]  # [discriminator rows, batch, ...]
+            with torch.no_grad():
+                fake = self.g_net(defenders, inputs.noise, True)
+            d_real, d_fake = self.d_net(attackers.params, real, True), self.d_net(attackers.params, fake, True)
+            values = chosen_losses(losses, inputs.choice, lambda loss: loss.discriminator(d_real, d_fake))
         values.sum().backward()
-        attackers.step()
-        return values.detach().double()
+        attackers.step(inputs.factors)
+        return values.detach()
 
     def _masks(self, drawn: UpdateDraws) -> ExitStack:
         """The update's dropout masks keyed per row (an attacker row's and its defender's), in the
@@ -454,6 +579,14 @@ class StackedEngine:
             if net.drops:
                 masks.enter_context(keyed_masks(net.twin, drawn.dropout[:, kind], self.whole))
         return masks
+
+
+def _flat_rows(stacked: Sequence[Tensor]) -> tuple[Tensor, list[Tensor]]:
+    """One [rows, floats per row] buffer holding ``stacked`` (each [rows, ...]) side by side, and a view of
+    it shaped like each; a row of a view is contiguous, as the stacked tensor's was."""
+    flat = torch.cat([t.flatten(1) for t in stacked], dim=1)
+    ends = np.cumsum([0] + [t[0].numel() for t in stacked])
+    return flat, [flat[:, a:b].view(t.shape) for t, a, b in zip(stacked, ends[:-1].tolist(), ends[1:].tolist())]
 
 
 def _by_cell(values: np.ndarray, rows: list[list[int]]) -> np.ndarray:
