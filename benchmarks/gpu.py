@@ -230,6 +230,7 @@ class Parts:
                 seconds = median_seconds(out)
                 assert json.loads((out / "run.json").read_text())["cuda_graphs_used"] is (graphs and DEVICE == "cuda")
                 results[f"thesis_iteration_seconds_{kind}_{way}"] = round(seconds, 3)
+                print(f"  thesis {kind} {way}: {seconds:.3f} s per iteration", file=sys.stderr, flush=True)
                 results[f"thesis_tflops_{kind}_{way}"] = round(flops / seconds / 1e12, 4)
                 if kind == "fp32":
                     results[f"thesis_peak_memory_mb_{way}"] = _peak_memory_mb(out)

@@ -105,6 +105,8 @@ class GridDraws:
         self.latent = first.spec.latent_dim
         self.keys = counter_keys([cell.streams.draw_seed for cell in cells], iteration)
         self._blocks: dict[str, _UpdateBlock] = {}
+        # Per player: (the block's first update and the opponents' counts; its defenders; its loss picks).
+        self._picked: dict[str, tuple] = {}
 
     def fitness_samples(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Each cell's fitness sample: [cells, size, *image] real images drawn with replacement from the
@@ -148,10 +150,19 @@ class GridDraws:
             block = self._blocks[player] = self._update_block(step, player, lrs.shape[1])
         cells = len(self.cells)
         rows = slice((step - block.first) * cells, (step - block.first + 1) * cells)
-        defenders = bounded(block.defender_bits[rows], opponents)[:, 0].tolist()
-        picks = None
-        if block.loss_bits is not None:
-            picks = bounded(block.loss_bits[rows], [len(MUSTANGS_LOSSES)] * cells)[:, 0].tolist()
+        # The block's defenders and losses bounded at its first update, for all of its updates at once: a
+        # few host operators per block instead of per update, the same integers.
+        key = (block.first, tuple(opponents))
+        if self._picked.get(player, (None,))[0] != key:
+            defenders = bounded(block.defender_bits, list(opponents) * block.count)[:, 0].tolist()
+            losses = None
+            if block.loss_bits is not None:
+                losses = bounded(block.loss_bits, [len(MUSTANGS_LOSSES)] * len(block.loss_bits))[:, 0].tolist()
+            self._picked[player] = key, defenders, losses
+        _, all_defenders, all_picks = self._picked[player]
+        defenders = all_defenders[rows]
+        picks = None if all_picks is None else all_picks[rows]
+        if picks is not None:
             losses = [LOSSES.get(MUSTANGS_LOSSES[p]) for p in picks]
         else:
             losses = [cell.loss for cell in self.cells]

@@ -159,7 +159,8 @@ class StackedPlayers:
 
     def next_factors(self) -> Tensor:
         """Counts the next step of every row and gives its per-row factors on the host, computed in float64
-        and rounded once: [lr / (1 - beta1^t), sqrt(1 - beta2^t)] ([2, rows])."""
+        and rounded once: [lr / (1 - beta1^t), sqrt(1 - beta2^t)] ([2, rows, 1], a factor per row of the
+        flat buffers)."""
         beta1, beta2 = self.betas
         self.steps = [t + 1 for t in self.steps]
         return torch.tensor(
@@ -168,7 +169,7 @@ class StackedPlayers:
                 [math.sqrt(1 - beta2**t) for t in self.steps],
             ],
             dtype=self.params[0].dtype,
-        )
+        ).unsqueeze(2)
 
     def step(self, factors: Tensor | None = None) -> None:
         """One Adam step of every row, as torch.optim.Adam defines it, with the row's own learning rate and
@@ -183,7 +184,7 @@ class StackedPlayers:
         if factors is None:
             factors = to_device(self.next_factors(), self.device)
         beta1, beta2 = self.betas
-        step_size, root = factors[0].unsqueeze(1), factors[1].unsqueeze(1)
+        step_size, root = factors.unbind(0)
         with torch.no_grad():
             grad = torch.cat([p.grad.flatten(1) for p in self.trained], dim=1)
             self._flat_exp_avg.mul_(beta1).add_(grad * (1 - beta1))
@@ -254,9 +255,14 @@ def chosen_losses(
     ``losses[choice[r]]`` (Mustangs draws one of three per cell and update), every candidate computed on
     every row and the row's picked on the device: the same operators whatever was drawn, and a row's value
     does not depend on the rows beside it."""
+    values = compute(losses[0])
     if choice is None:
-        return compute(losses[0])
-    return torch.stack([compute(loss) for loss in losses]).gather(0, choice.unsqueeze(0)).squeeze(0)
+        return values
+    # Selected by torch.where, not gather: gather's backward is a scatter-add, which CUDA has no
+    # deterministic kernel for (compute.deterministic).
+    for k, loss in enumerate(losses[1:], start=1):
+        values = torch.where(choice == k, compute(loss), values)
+    return values
 
 
 @dataclass
@@ -265,7 +271,7 @@ class UpdateInputs:
     of a pass, so that a captured update replays on copies of them filled in place."""
 
     noise: Tensor  # [attacker rows, batch, latent]
-    factors: Tensor | None  # [2, attacker rows]: Adam's (``StackedPlayers.next_factors``); None row by row
+    factors: Tensor | None  # [2, attacker rows, 1]: Adam's (``StackedPlayers.next_factors``); None row by row
     defenders: Tensor | None  # [attacker rows]: each row's defender; None: row r's is the opponents' row r
     choice: Tensor | None  # [attacker rows]: each row's loss among the pass's candidates; None: one loss
     batch: Tensor | None  # [discriminator rows, batch]: each row's real images; None for generator rows
