@@ -16,7 +16,7 @@ export PATH := $(BIN):$(PATH)
 # mirrors; they say nothing about this install.
 PIP_QUIET := { grep -v --line-buffered "^WARNING: Location" || true; }
 
-.PHONY: setup run status test test-gpu dry-run lint report tables figures bench bench-gpu clean
+.PHONY: setup run status test test-gpu dry-run lint report tables figures bench bench-gpu bench-gpu-quick clean
 
 setup: $(STAMP)
 
@@ -78,6 +78,12 @@ bench: setup
 # epochs in float32 and bf16, the profiler's top operators. One JSON record to BENCH_OUT; table in docs/benchmarks.md.
 bench-gpu: setup
 	$(BIN)/python benchmarks/gpu.py $(BENCH_ARGS) --out $(BENCH_OUT)
+
+# The check of a short GPU allocation (about 4 minutes on one H200): the thesis's grid eager and replaying
+# CUDA graphs, float32 and TF32 (gpu.py --short). On a machine without a package index, ci/gpu_check.sh
+# runs it from the wheels of ci/gpu_wheels.sh, with the GPU tests of the stacked updates.
+bench-gpu-quick: setup
+	$(BIN)/python benchmarks/gpu.py --short --out $(BENCH_OUT)
 
 clean:
 	rm -rf $(VENV) .snakemake .pytest_cache

@@ -29,12 +29,19 @@ run's own clock (losses.csv), the median of its iterations or epochs after the f
 - calo3d_epoch_seconds_fp32, _bf16; pix2pix_epoch_seconds_fp32, _bf16: the data-parallel networks
   (benchmarks/data_parallel_networks.py's calo3d and 64x64 pix2pix cases) on one rank, in float32
   and under bf16 autocast (data_parallel.amp).
+- The graphs part (issue 69; alone with --short: the check of a short allocation, about 4 minutes on one
+  H200): the thesis's grid eager and replaying CUDA graphs (compute.cuda_graphs false and true), each in
+  float32 and TF32: thesis_iteration_seconds_<kind>_<way>, thesis_tflops_<kind>_<way> (the 2x2 grid's
+  FLOPs times 81), thesis_routine_seconds_<kind>_<way>, thesis_peak_memory_mb_<way>, graphs_speedup_<kind>
+  (eager seconds / graphs seconds); operators_per_iteration_2x2_<way> and host_reads_per_iteration_2x2_<way>:
+  grid_dispatch.py's counts of a 2x2 grid of the same work on this device (a replayed update dispatches
+  only the copies of its inputs).
 - device: the GPU's name, or cpu.
 --quick: the same runs on tiny sizes (200 images, 2x2 grids, thin networks): a check that the script
 runs, not a measurement. Progress goes to stderr, one line per part with its seconds and keys; PART arguments
 run some parts only (all by default; the record then holds theirs). Prints one JSON record last.
 
-    python benchmarks/gpu.py [--quick] [--out FILE] [PART ...]
+    python benchmarks/gpu.py [--quick | --short] [--out FILE] [PART ...]
 """
 
 from __future__ import annotations
@@ -230,6 +237,7 @@ class Parts:
                 seconds = median_seconds(out)
                 assert json.loads((out / "run.json").read_text())["cuda_graphs_used"] is (graphs and DEVICE == "cuda")
                 results[f"thesis_iteration_seconds_{kind}_{way}"] = round(seconds, 3)
+                results[f"thesis_routine_seconds_{kind}_{way}"] = routine_seconds(out)
                 print(f"  thesis {kind} {way}: {seconds:.3f} s per iteration", file=sys.stderr, flush=True)
                 results[f"thesis_tflops_{kind}_{way}"] = round(flops / seconds / 1e12, 4)
                 if kind == "fp32":

@@ -118,7 +118,7 @@ RESULT_KEYS = {
     | {f"{count}_per_iteration_2x2_{way}" for count in ("operators", "host_reads") for way in ("eager", "graphs")}
     | {
         f"thesis_{key}_{kind}_{way}"
-        for key in ("iteration_seconds", "tflops")
+        for key in ("iteration_seconds", "tflops", "routine_seconds")
         for kind in ("fp32", "tf32")
         for way in ("eager", "graphs")
     }

@@ -329,7 +329,7 @@ def test_a_stacked_update_sends_its_host_values_without_stopping_the_host():
     assert not any(torch.equal(a, b) for a, b in zip(steps[1], steps[2]))
     # Mustangs: each row's drawn loss picked on the device from all three, by an index sent alike.
     losses = [LOSSES.get(name) for name in MUSTANGS_LOSSES]
-    out = torch.randn(3, 6, 1, device=cuda)
+    out = torch.randn(3, 6, device=cuda)  # a stacked discriminator's logits: [rows, samples]
     choice = to_device(torch.tensor([0, 1, 0]), cuda)
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
