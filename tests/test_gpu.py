@@ -398,8 +398,7 @@ def test_a_captured_stacked_update_replays_the_eager_update_bit_for_bit(populati
 @pytest.mark.parametrize("population", [1, 2])
 def test_a_grid_with_cuda_graphs_trains_the_bits_of_one_without(population, digits_dir, scoring, tmp_path, env):
     """The whole run: compute.cuda_graphs true and false give the same generator, mixture weights and cell
-    scores, and run.json says which replayed its updates; a checkpoint holds no graph, so one taken with
-    graphs resumes without them to these bits."""
+    scores, and run.json says which replayed its updates."""
     setup = grid_settings(population_size=population)
     for graphs in (True, False):
         out = tmp_path / str(graphs)
@@ -407,6 +406,23 @@ def test_a_grid_with_cuda_graphs_trains_the_bits_of_one_without(population, digi
         assert_ran_on_cuda(out)
         assert record(out)["cuda_graphs"] is graphs and record(out)["cuda_graphs_used"] is graphs
     assert_same(grid_result(tmp_path / "True"), grid_result(tmp_path / "False"))
+
+
+def test_a_grid_checkpointed_with_cuda_graphs_resumes_without_them_to_the_same_bits(digits_dir, scoring, tmp_path, env):
+    setup = grid_settings(checkpoint_period=1, checkpoints_kept=2)
+    setup["iterations"] = 8
+    run(grid_command(1, setup, tmp_path / "whole", digits_dir, scoring, cuda_graphs=True, **CUDA), env)
+    checkpoints = tmp_path / "ckpt"
+    resumed = lambda graphs: grid_command(  # noqa: E731
+        1, setup, tmp_path / "resumed", digits_dir, scoring, checkpoints, cuda_graphs=graphs, **CUDA
+    )
+    job = start_job(resumed(True), env)
+    wait_for(lambda: any(checkpoints.glob("iter-*/COMPLETE")), job)
+    kill_job(job)
+    done = run(resumed(False), env)
+    assert "resumed from the checkpoint of iteration" in done.stderr
+    assert record(tmp_path / "resumed")["cuda_graphs_used"] is False
+    assert_same(grid_result(tmp_path / "whole"), grid_result(tmp_path / "resumed"))
 
 
 # --- scoring with the classifier (no Inception) on the GPU -------------------------------------------
