@@ -319,7 +319,7 @@ def test_a_stacked_update_sends_its_host_values_without_stopping_the_host():
         torch.cuda.synchronize()
         torch.cuda.set_sync_debug_mode("error" if checked else "default")
         try:
-            frozen = players.frozen([2, 0, 1])
+            frozen = players.rows_of(to_device(torch.tensor([2, 0, 1]), cuda))
             net(players.params, z).square().mean().backward()
             players.step()
         finally:

@@ -142,19 +142,15 @@ class StackedPlayers:
     def __len__(self) -> int:
         return len(self.lrs)
 
-    def frozen(self, rows: list[int] | None = None) -> list[Tensor]:
-        """The parameters and buffers without gradient tracking: of all rows, in their own storage (so that a
-        defender's batch norms update its running statistics in place), or copies of one row per entry
-        of ``rows`` (networks with running statistics train stacked only in populations of one, where
-        every cell's defender is its one opponent: all rows, in order)."""
-        if rows is None or rows == list(range(len(self))):
-            return self._detached
-        # One index tensor for all parameter tensors: indexing each with the list would copy it to the
-        # device once per tensor (pageable host-to-device copies cost an H200 as much as the products).
-        return self.rows_of(to_device(torch.tensor(rows), self.device))
+    def frozen(self) -> list[Tensor]:
+        """The parameters and buffers of all rows without gradient tracking, in their own storage: a
+        defender's batch norms update its running statistics in place (networks with running statistics
+        train stacked only in populations of one, where every cell's defender is its one opponent)."""
+        return self._detached
 
     def rows_of(self, index: Tensor) -> list[Tensor]:
-        """Copies of the parameters and buffers of the rows that ``index`` (on the device) names, in order."""
+        """Copies of the parameters and buffers of the rows that ``index`` (on the device) names, in order:
+        one index tensor for all of them, sent once per update (``to_device``)."""
         return [p.index_select(0, index) for p in self._detached]
 
     def next_factors(self) -> Tensor:
