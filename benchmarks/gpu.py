@@ -218,20 +218,15 @@ class Parts:
         results: dict = {"thesis_cells": cell_count(shape)}
         for graphs in (False, True):
             way = "graphs" if graphs else "eager"
+            # On a CPU (--quick) graphs cannot run: auto turns them off there.
+            asked = graphs if DEVICE == "cuda" else "auto"
             counts, _ = iteration_counts(
-                thesis_keys("2x2", 1, size),
-                self.files,
-                str(self.tmp),
-                f"2x2-{way}",
-                DEVICE,
-                graphs=graphs if DEVICE == "cuda" else "auto",
+                thesis_keys("2x2", 1, size), self.files, str(self.tmp), f"2x2-{way}", DEVICE, graphs=asked
             )
             results[f"operators_per_iteration_2x2_{way}"] = counts.operators
             results[f"host_reads_per_iteration_2x2_{way}"] = counts.host_reads
             if not graphs:  # a replayed graph's products are out of the flop counter's sight
                 flops = counts.flops * cell_count(shape) // cell_count("2x2")
-            # On a CPU (--quick) graphs cannot run: auto turns them off there.
-            asked = graphs if DEVICE == "cuda" else "auto"
             for kind in ("fp32", "tf32"):
                 out = self._run(f"thesis-{kind}-{way}", thesis_keys(shape, 2, size), kind == "tf32", graphs=asked)
                 seconds = median_seconds(out)

@@ -154,14 +154,14 @@ class GridDraws:
         # few host operators per block instead of per update, the same integers.
         key = (block.first, tuple(opponents))
         if self._picked.get(player, (None,))[0] != key:
-            defenders = bounded(block.defender_bits, list(opponents) * block.count)[:, 0].tolist()
-            losses = None
+            block_defenders = bounded(block.defender_bits, list(opponents) * block.count)[:, 0].tolist()
+            block_picks = None
             if block.loss_bits is not None:
-                losses = bounded(block.loss_bits, [len(MUSTANGS_LOSSES)] * len(block.loss_bits))[:, 0].tolist()
-            self._picked[player] = key, defenders, losses
-        _, all_defenders, all_picks = self._picked[player]
-        defenders = all_defenders[rows]
-        picks = None if all_picks is None else all_picks[rows]
+                block_picks = bounded(block.loss_bits, [len(MUSTANGS_LOSSES)] * len(block.loss_bits))[:, 0].tolist()
+            self._picked[player] = key, block_defenders, block_picks
+        _, block_defenders, block_picks = self._picked[player]
+        defenders = block_defenders[rows]
+        picks = None if block_picks is None else block_picks[rows]
         if picks is not None:
             losses = [LOSSES.get(MUSTANGS_LOSSES[p]) for p in picks]
         else:
