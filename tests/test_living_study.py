@@ -612,10 +612,12 @@ def _served_runs(command: str, study: str, env: dict) -> list[dict]:
         deadline = time.monotonic() + 180
         while True:
             try:
-                with urllib.request.urlopen(base, timeout=5) as page:
+                with urllib.request.urlopen(base, timeout=30) as page:
                     assert "<html" in page.read().decode()
                 break
-            except (urllib.error.URLError, ConnectionError):
+            # A server still starting may accept the connection and answer late (TimeoutError) on a
+            # loaded CI machine: both are "not yet", not a failure.
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
                 assert server.poll() is None and time.monotonic() < deadline, f"{command} did not serve"
                 time.sleep(1)
         name = urllib.parse.quote(f"ganstudy/{study}", safe="")
