@@ -39,6 +39,7 @@ from ganstudy.parallel.sync_batchnorm import globalise_batchnorm
 from ganstudy.parallel.timing import RoutineTimer, profile_rows
 from ganstudy.parallel.world import World
 from ganstudy.setup_settings import TrainingSettings
+from ganstudy.train.fused_adam import AnyOptimizer
 from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.network_spec import network_spec
 from ganstudy.train.pair import PairTrainer
@@ -113,13 +114,16 @@ class DataParallelTrainer(PairTrainer):
         network = network.to(device)
         return network if self.sharding is None else self.sharding.shard(network, device)
 
-    def _optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
-        if not self.zero1:
+    def _optimizer(self, network: torch.nn.Module) -> AnyOptimizer:
+        if not self.zero1 and self.sharding is None:
             return super()._optimizer(network)
+        # torch.distributed's ZeRO and sharded state dicts read torch.optim's internals: its own Adam here.
+        kind, options = optimizer_class(self.task.optimizer, self.setup.betas)
+        if not self.zero1:
+            return kind(network.parameters(), lr=self.lr, **options)
         # Imported here: torch.distributed.optim pulls in TorchScript, slow and noisy to import.
         from torch.distributed.optim import ZeroRedundancyOptimizer
 
-        kind, options = optimizer_class(self.task.optimizer, self.setup.betas)
         return ZeroRedundancyOptimizer(network.parameters(), optimizer_class=kind, lr=self.lr, **options)
 
     def _autocast(self, device: torch.device) -> contextlib.AbstractContextManager:
@@ -142,7 +146,7 @@ class DataParallelTrainer(PairTrainer):
     def _call_seed(self) -> int:
         return int(torch.randint(0, 2**62, (1,), generator=self.dropout_rng))
 
-    def _update(self, network: torch.nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler) -> None:
+    def _update(self, network: torch.nn.Module, optimizer: AnyOptimizer, scaler: torch.amp.GradScaler) -> None:
         parameters = list(network.parameters())
         if self.sharding is None:
             # (Sharded networks reduce-scatter their gradients' mean during the backward pass.)

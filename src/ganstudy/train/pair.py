@@ -20,6 +20,7 @@ from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair, get_network
 from ganstudy.parallel.stop import StopSignal
 from ganstudy.setup_settings import TrainingSettings
+from ganstudy.train.fused_adam import AnyOptimizer
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.progress import Progress, TrainerReport
 from ganstudy.train.score_curve import ScoreCurve
@@ -101,7 +102,7 @@ class PairTrainer:
         """The network on the device it trains on (data parallelism may also shard it there)."""
         return network.to(device)
 
-    def _optimizer(self, network: torch.nn.Module) -> torch.optim.Optimizer:
+    def _optimizer(self, network: torch.nn.Module) -> AnyOptimizer:
         return make_optimizer(self.task.optimizer, network.parameters(), self.lr, self.setup.betas)
 
     def _set_lr(self, iteration: int) -> None:

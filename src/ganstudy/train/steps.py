@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ganstudy.train.fused_adam import AnyOptimizer, FusedAdam
 from ganstudy.train.losses import AdversarialLoss
 from ganstudy.train.tasks import Batch, Task
 
@@ -19,13 +20,17 @@ def optimizer_class(name: str, betas: tuple[float, float]) -> tuple[type[torch.o
     return torch.optim.RMSprop, {"alpha": 0.9, "eps": 1e-7}
 
 
-def make_optimizer(name: str, parameters, lr: float, betas: tuple[float, float]) -> torch.optim.Optimizer:
+def make_optimizer(name: str, parameters, lr: float, betas: tuple[float, float]) -> AnyOptimizer:
+    """A task's optimiser on ``parameters``: Adam as ``optimizer_class`` defines it, stepped without
+    torch.optim's import (``FusedAdam``, the same bits), or torch's RMSprop."""
+    if name == "adam":
+        return FusedAdam(parameters, lr, betas)
     kind, options = optimizer_class(name, betas)
     return kind(parameters, lr=lr, **options)
 
 
-def adam(parameters, lr: float, betas: tuple[float, float]) -> torch.optim.Adam:
-    return make_optimizer("adam", parameters, lr, betas)
+def adam(parameters, lr: float, betas: tuple[float, float]) -> FusedAdam:
+    return FusedAdam(parameters, lr, betas)
 
 
 def call_network(network: nn.Module, inputs: torch.Tensor, labels: torch.Tensor | None) -> torch.Tensor:
@@ -39,7 +44,7 @@ def discriminator_step(
     task: Task,
     discriminator: nn.Module,
     generator: nn.Module,
-    optimizer: torch.optim.Optimizer,
+    optimizer: AnyOptimizer,
     loss: AdversarialLoss,
     batch: Batch,
     sides: tuple[str, ...] = ("real", "fake"),
@@ -70,7 +75,7 @@ def generator_step(
     task: Task,
     generator: nn.Module,
     discriminator: nn.Module,
-    optimizer: torch.optim.Optimizer,
+    optimizer: AnyOptimizer,
     loss: AdversarialLoss,
     batch: Batch,
     fake: torch.Tensor | None = None,

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ganstudy.train.fused_adam import FusedAdam
 from ganstudy.train.steps import adam
 
 Payload = dict[str, Any]
@@ -23,7 +24,7 @@ Payload = dict[str, Any]
 @dataclass
 class Individual:
     net: nn.Module
-    optimizer: torch.optim.Adam
+    optimizer: FusedAdam
     lr: float
     fitness: float
     origin: str  # "r-c/G0": the cell and slot it was created in, for the logs
@@ -58,7 +59,7 @@ def restore(payload: Payload, net: nn.Module, betas: tuple[float, float]) -> Ind
     return Individual(net, optimizer, payload["lr"], payload["fitness"], payload["origin"])
 
 
-def set_learning_rate(optimizer: torch.optim.Optimizer, lr: float) -> None:
+def set_learning_rate(optimizer: FusedAdam, lr: float) -> None:
     # load_state_dict restores the old rate; the individual's (mutated) rate is the one that counts.
     for group in optimizer.param_groups:
         group["lr"] = lr
