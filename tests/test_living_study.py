@@ -18,6 +18,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -632,6 +633,52 @@ def _served_runs(command: str, study: str, env: dict) -> list[dict]:
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
+
+
+def test_scoring_noise_rescores_as_the_evaluate_step_and_pools_the_sample_sets_variance(living, tmp_path, env):
+    from scipy.stats import mannwhitneyu
+
+    from ganstudy.evaluate.fid import FidScorer
+    from ganstudy.models.artifact import load_generator, sample_generator
+    from ganstudy.seeding import derive_seed
+
+    out = tmp_path / "draws.csv"
+    done = subprocess.run(
+        ["ganstudy", "scoring-noise", "config/config.yaml", "--draws", "2", "--out", str(out)],
+        cwd=living,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    draws = pd.read_csv(out)
+    study = living / "results" / STUDY
+    assert set(draws.draw) == {0, 1, 2} and set(draws.metric) == set(LIVING["evaluation"]["metrics"]) | {"isc_std"}
+    fid = draws[draws.metric == "fid"].set_index(["setup", "trial", "draw"]).value
+    for setup in (SMALL, LARGE):
+        for trial in range(LIVING["trials"]):
+            # Draw 0 is the evaluate step's sample set: its score, to the bit, on the machine that wrote it.
+            record = json.loads((study / "scores" / setup / f"trial{trial}.json").read_text())
+            assert fid[(setup, trial, 0)] == record["scores"]["fid"]
+    # Draw 1 of one trial, by another path: the generator's images of draw 1's noise, scored by the in-training
+    # FID (numpy's Frechet distance of the classifier's logits, not torch-fidelity's).
+    generator, spec = load_generator(study / "runs" / LARGE / "trial1" / "generator.pt")
+    evaluation = LIVING["evaluation"]
+    images = sample_generator(
+        generator, spec.latent_dim, evaluation["samples"], derive_seed(LIVING["seed"], 1, "evaluate", 1), 50
+    )
+    scorer = FidScorer(study / "classifier" / "classifier.pt", study / "classifier" / "reference_stats.npz", "cpu")
+    assert scorer.fid(images) == pytest.approx(fid[(LARGE, 1, 1)], rel=1e-6)
+    # The printed table: the pooled sd of each set-up's trials (equal draws: the root of their mean variance),
+    # and the comparison of the trials' means by the exact test (2 against 2 trials, one pair per metric).
+    for setup in (SMALL, LARGE):
+        pooled = np.sqrt(np.mean([fid[setup][trial].var(ddof=1) for trial in range(LIVING["trials"])]))
+        row = re.search(rf"^\| fid \| {setup} \| 2 \| 3 \| ([^|]+) \|", done.stdout, re.MULTILINE)
+        assert row and float(row.group(1)) == pytest.approx(pooled, rel=1e-3), done.stdout
+    means = fid.groupby(["setup", "trial"]).mean()
+    p = mannwhitneyu(means[SMALL], means[LARGE], method="exact").pvalue
+    row = re.search(rf"^\| fid \| {SMALL} \| {LARGE} \|(.*)$", done.stdout, re.MULTILINE)
+    assert row and float(row.group(1).split("|")[3]) == pytest.approx(p, rel=1e-3), done.stdout
 
 
 def test_a_study_exported_to_mlflow_and_tensorboard_reads_back_and_a_second_export_mirrors_it(living, tmp_path, env):

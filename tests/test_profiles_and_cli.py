@@ -62,20 +62,13 @@ def test_the_help_fits_a_screen_and_names_every_command(env):
     lines = done.stdout.splitlines()
     assert len(lines) <= 30, done.stdout
     listed, steps = done.stdout.split("workflow steps")
-    for command in ("status", "validate-config", "plan-trials", "placement", "export", "config-reference", "fetch"):
+    persons = ("status", "validate-config", "plan-trials", "scoring-noise", "placement", "export", "config-reference")
+    for command in (*persons, "fetch"):
         assert re.search(rf"^    {command}\b", listed, re.MULTILINE), command
     # The workflow's steps: named in the second group, each still a command with its own help.
     commands = build_parser()._subparsers._group_actions[0].choices
     named = set(re.findall(r"[a-z][a-z-]+", steps.split(":", 1)[1]))
-    assert named == set(commands) - {
-        "status",
-        "validate-config",
-        "plan-trials",
-        "placement",
-        "export",
-        "config-reference",
-        "fetch",
-    }
+    assert named == set(commands) - {*persons, "fetch"}
     for step in ("train", "evaluate", "sweep-stats"):
         assert subprocess.run(["ganstudy", step, "--help"], capture_output=True, env=env).returncode == 0
 

@@ -422,3 +422,35 @@ def test_results_table_is_mean_plus_minus_sd_per_set_up_and_metric():
     assert table.loc["b", "fid (lower is better)"] == "7.5 ± –" and table.loc["c", "fid (lower is better)"] == "–"
     latex = latex_table(table.reset_index(), "mean ± sd")
     assert r"a & 12 $\pm$ 2 & 2 $\pm$ 0 \\" in latex and r"\caption{mean $\pm$ sd}" in latex
+
+
+def test_scoring_noise_pools_the_trials_sample_set_variances_and_compares_the_trials_means():
+    from ganstudy.stats.scoring_noise import comparison_table, noise_lines, noise_table
+
+    # Set-up a: trial 0 scored 1, 3, 2 on its three sample sets, trial 1 scored 2, 2, 2; set-up b is a's plus 10,
+    # except for one NaN draw (left out of its trial's variance and mean).
+    a = {0: [1.0, 3.0, 2.0], 1: [2.0, 2.0, 2.0]}
+    b = {0: [11.0, 13.0, 12.0], 1: [12.0, 12.0, np.nan]}
+    draws = pd.DataFrame(
+        [
+            {"setup": s, "trial": t, "draw": d, "metric": "fid", "value": v}
+            for s, trials in (("a", a), ("b", b))
+            for t, values in trials.items()
+            for d, v in enumerate(values)
+        ]
+    )
+    noise = noise_table(draws, ["fid"], ["a", "b"]).set_index("setup")
+    # By hand: a's within-trial variances 1 and 0 (2 degrees of freedom each): pooled sd 1/sqrt(2); its draw-0
+    # scores 1 and 2: sd 1/sqrt(2); ratio 1. b's: variances 1 (2 dof) and 0 (1 dof): pooled sqrt(2/3).
+    assert noise.loc["a", "scoring_sd"] == pytest.approx(math.sqrt(0.5))
+    assert noise.loc["a", "trial_sd"] == pytest.approx(math.sqrt(0.5))
+    assert noise.loc["a", "noise_share"] == pytest.approx(1.0)
+    assert noise.loc["b", "scoring_sd"] == pytest.approx(math.sqrt(2 / 3))
+    assert list(noise.trials) == [2, 2] and list(noise.draws) == [3, 3]
+    assert [line.split(",")[0] for line in noise_lines(noise.reset_index(), 100)] == ["a", "b"]
+    pairs = comparison_table(draws, ["fid"], ["a", "b"], StatisticsSettings()).iloc[0]
+    # Means a: 2, 2; b: 12, 12, one pair in the family. Tied, so exact by permutation: of the 6 ways to split
+    # {2, 2, 12, 12} in two pairs, 2 are as separated as these (counted by hand).
+    # A12 is the probability that a scores higher: 0, and lower is better in FID.
+    assert pairs.p_holm_means == pytest.approx(2 / 6) and pairs.a12_means == 0.0 and pairs.better_means == "a"
+    assert pairs.p_holm == pytest.approx(sps.mannwhitneyu([1.0, 2.0], [11.0, 12.0], method="exact").pvalue)

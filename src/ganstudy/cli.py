@@ -177,6 +177,102 @@ def _plan_trials(args: argparse.Namespace) -> None:
     print(markdown_table(trials_plan(tables, statistics["alpha"]), False, statistics["digits"]), end="")
 
 
+def _scoring_noise(args: argparse.Namespace) -> None:
+    import pandas as pd
+
+    from ganstudy.config import load_study_config
+    from ganstudy.schema import CONFIG_SCHEMA
+    from ganstudy.stats.scoring_noise import comparison_table, noise_lines, noise_table
+    from ganstudy.stats.settings import StatisticsSettings
+    from ganstudy.stats.summary import markdown_table
+    from ganstudy.status import config_study_folder
+
+    config = load_study_config(args.config, CONFIG_SCHEMA)
+    folder = config_study_folder(args.config, args.directory)
+    rows, differ = _rescored(args, config, folder)
+    draws = pd.DataFrame(rows)
+    if args.out:
+        draws.to_csv(args.out, index=False)
+    metrics, setups = config["evaluation"]["metrics"], list(config["setups"])
+    statistics = StatisticsSettings.of(config["statistics"])
+    samples = args.samples or config["evaluation"]["samples"]
+    noise = noise_table(draws, metrics, setups)
+    print(
+        f"{folder}: each trial's generator scored on {args.draws + 1} sample sets of {samples} (draw 0: the evaluate "
+        "step's noise; scoring_sd: the pooled sd between a trial's sample sets; trial_sd: the sd between the trials' "
+        "draw-0 scores; noise_share: scoring_sd^2 / trial_sd^2)\n"
+    )
+    print(markdown_table(noise, False, statistics.digits), end="")
+    print(
+        f"\nComparisons by the study's test, Holm over each metric's pairs: on the draw-0 scores (p_holm, a12) and on "
+        f"each trial's mean over its {args.draws + 1} draws (_means)\n"
+    )
+    print(markdown_table(comparison_table(draws, metrics, setups, statistics), False, statistics.digits), end="")
+    for line in noise_lines(noise, samples):
+        print(line)
+    if differ:
+        print(
+            f"draw 0 differs from the score file for {', '.join(differ)}: scored on another machine kind or device "
+            "(float results differ), so draw 0 is this machine's"
+        )
+
+
+def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every scored trial's draws as rows (setup, trial, draw, metric, value), each scored as its evaluate step's
+    arguments file says; and the trials whose draw 0 is not their score file's score here."""
+    import contextlib
+
+    from ganstudy.evaluate.extractor import scoring_device
+    from ganstudy.evaluate.scoring_noise import ScoringJob, scoring_draws
+    from ganstudy.evaluate.settings import EvaluationSettings
+    from ganstudy.report.export import finished_runs
+    from ganstudy.status import study_runs
+
+    _, runs, missing = finished_runs(folder, study_runs(config["study"], config["setups"], config["trials"]))
+    for line in missing:
+        print(line)
+    # The arguments files name their paths relative to the workflow's working directory.
+    relative = Path(config["results_dir"]) / config["study"]
+    workdir = Path(*folder.parts[: len(folder.parts) - len(relative.parts)]) if not relative.is_absolute() else None
+    arguments = folder.resolve() / "arguments" / "evaluate"
+    parser, rows, differ = build_parser(), [], []
+    with contextlib.chdir(workdir or Path.cwd()):
+        for run in runs:
+            if run.score_file is None:
+                print(f"{run.setup}/trial{run.trial}: not scored yet, left out")
+                continue
+            step = parser.parse_args(["evaluate", f"@{arguments / run.setup / f'trial{run.trial}.args'}"])
+            if step.kind != "images":
+                raise GanstudyError(
+                    f"study {config['study']} is of data kind '{step.kind}': its generators are scored on the fixed "
+                    "held-out split, which has no sampling noise to measure"
+                )
+            settings = EvaluationSettings.of(step.settings, "--settings")
+            job = ScoringJob(
+                step.generator,
+                settings,
+                step.seed,
+                step.trial,
+                step.classifier,
+                step.reference,
+                step.quality_reference,
+                step.real,
+                scoring_device(args.device or step.device),
+            )
+            scored = scoring_draws(job, args.draws, args.samples, args.threads)
+            own = json.loads(Path(step.out).read_text())["scores"]
+            if args.samples in (None, settings.samples) and any(scored[0][c] != own.get(c) for c in scored[0]):
+                differ.append(f"{run.setup}/trial{run.trial}")
+            rows += [
+                {"setup": run.setup, "trial": run.trial, "draw": d, "metric": m, "value": v}
+                for d, scores in enumerate(scored)
+                for m, v in scores.items()
+            ]
+    if not rows:
+        raise GanstudyError(f"{folder}: no scored trial yet; run the study first")
+    return rows, differ
+
+
 def _prepare(args: argparse.Namespace) -> None:
     from ganstudy.data.prepare import prepare_dataset
     from ganstudy.data.settings import DatasetSettings
@@ -621,6 +717,21 @@ def _config_commands(commands: _Commands) -> None:
     )
     sub.add_argument("config", help="the study config (its results_dir/study is read after a run)")
     _directory_argument(sub)
+
+    sub = commands.person(
+        "scoring-noise",
+        _scoring_noise,
+        "how much of a finished study's spread between trials is its scoring's own noise",
+        ": every scored trial's generator scored again, as its evaluate step scored it, on fresh sample sets; the "
+        "scoring's sd against the trials' sd, and each comparison on the trials' mean scores",
+    )
+    sub.add_argument("config", help="the study config (its results_dir/study is read)")
+    _directory_argument(sub)
+    sub.add_argument("--draws", type=int, default=5, help="fresh sample sets per trial, beside the evaluate step's")
+    sub.add_argument("--samples", type=int, help="images per sample set (default: the study's evaluation.samples)")
+    sub.add_argument("--out", help="a CSV of every score of every draw (setup, trial, draw, metric, value)")
+    sub.add_argument("--device", choices=["cpu", "cuda"], help="where the extractors run (default: as the study's)")
+    _threads_option(sub)
 
     sub = commands.person(
         "fetch", _fetch, "download a standard data set and verify its checksums", " (the published ones)"

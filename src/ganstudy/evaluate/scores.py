@@ -22,6 +22,7 @@ from ganstudy.evaluate.metrics import METRICS, require_metrics, score_all
 from ganstudy.evaluate.scoring import ImageScoring
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models.artifact import load_generator, sample_labelled
+from ganstudy.models.mixture import Generator
 from ganstudy.parallel.world import set_cpu_threads
 from ganstudy.provenance import provenance_record
 from ganstudy.seeding import derive_seed
@@ -103,13 +104,12 @@ def evaluate_generator(
             "the workflow does so for data of those kinds)"
         )
     run = read_json(run_record_path)
-    seed = derive_seed(study_seed, trial, "evaluate")
-    samples, sample_labels = sample_labelled(generator, spec.latent_dim, settings.samples, seed, settings.batch_size)
-    scoring = ImageScoring(
+    seed = draw_seed(study_seed, trial, 0)
+    scoring = image_scoring(
+        generator,
+        spec.latent_dim,
         settings,
         seed,
-        torch.from_numpy(to_uint8(samples.numpy())),
-        sample_labels,
         classifier_path,
         reference_path,
         quality_reference_path,
@@ -130,6 +130,39 @@ def evaluate_generator(
         extractor_sha256=scoring.extractor.sha256,
         protocol=scoring.protocol(settings.reference_split),
         scored_on=scored_on(device),
+    )
+
+
+def draw_seed(study_seed: int, trial: int, draw: int) -> int:
+    """The noise seed of a trial's scoring samples: draw 0 is the evaluate step's, draws 1, 2, ... are fresh
+    sample sets of the same generator (``ganstudy scoring-noise``)."""
+    return derive_seed(study_seed, trial, "evaluate", *((draw,) if draw else ()))
+
+
+def image_scoring(
+    generator: Generator,
+    latent_dim: int,
+    settings: EvaluationSettings,
+    seed: int,
+    classifier_path: str | os.PathLike[str] | None,
+    reference_path: str | os.PathLike[str] | None,
+    quality_reference_path: str | os.PathLike[str] | None = None,
+    real_path: str | os.PathLike[str] | None = None,
+    device: str = "cpu",
+) -> ImageScoring:
+    """The scoring of ``settings.samples`` images that ``generator`` draws from the noise of ``seed``, as the
+    evaluate step scores them (drawn on the CPU, quantised to 8 bits)."""
+    samples, sample_labels = sample_labelled(generator, latent_dim, settings.samples, seed, settings.batch_size)
+    return ImageScoring(
+        settings,
+        seed,
+        torch.from_numpy(to_uint8(samples.numpy())),
+        sample_labels,
+        classifier_path,
+        reference_path,
+        quality_reference_path,
+        real_path,
+        device,
     )
 
 
