@@ -310,6 +310,7 @@ def test_plan_trials_prints_the_design_and_what_each_undecided_comparison_needs(
         in done.stdout
     )
     assert f"| fid | a | b | 4 vs 4 | {pairs.loc[('a', 'b'), 'p_holm']:.4g} | cannot | {needed:.4g} |" in done.stdout
+    assert f"Before adding trials: ganstudy scoring-noise {config} measures" in done.stdout
     # Tables of an earlier ganstudy name the command that remakes them.
     pd.read_csv(folder / "tables" / "pairs_fid.csv").drop(columns="trials_for_power").to_csv(
         folder / "tables" / "pairs_fid.csv"

@@ -175,6 +175,10 @@ def _plan_trials(args: argparse.Namespace) -> None:
         "could be; trials_for_power: per set-up, for power 0.8 at the measured effect (simulated from the scores)\n"
     )
     print(markdown_table(trials_plan(tables, statistics["alpha"]), False, statistics["digits"]), end="")
+    print(
+        f"\nBefore adding trials: ganstudy scoring-noise {args.config} measures how much of the trials' spread is the "
+        "scoring's own noise, which more evaluation.samples (rescoring, no training) removes"
+    )
 
 
 def _scoring_noise(args: argparse.Namespace) -> None:
