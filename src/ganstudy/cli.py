@@ -208,8 +208,9 @@ def _scoring_noise(args: argparse.Namespace) -> None:
     )
     print(markdown_table(noise, False, statistics.digits), end="")
     print(
-        f"\nComparisons by the study's test, Holm over each metric's pairs: on the draw-0 scores (p_holm, a12) and on "
-        f"each trial's mean over its {args.draws + 1} draws (_means)\n"
+        f"\nComparisons by the study's test, Holm over each metric's pairs, with the trials per set-up for power 0.8 "
+        f"at the measured effect: on the draw-0 scores and on each trial's mean over its {args.draws + 1} draws "
+        "(_means)\n"
     )
     print(markdown_table(comparison_table(draws, metrics, setups, statistics), False, statistics.digits), end="")
     for line in noise_lines(noise, samples):
