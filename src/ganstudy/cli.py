@@ -227,6 +227,7 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
     arguments file says; and the trials whose draw 0 is not their score file's score here."""
     import contextlib
 
+    from ganstudy.atomic import read_json
     from ganstudy.evaluate.extractor import scoring_device
     from ganstudy.evaluate.scoring_noise import ScoringJob, scoring_draws
     from ganstudy.evaluate.settings import EvaluationSettings
@@ -265,7 +266,7 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
                 scoring_device(args.device or step.device),
             )
             scored = scoring_draws(job, args.draws, args.samples, args.threads)
-            own = json.loads(Path(step.out).read_text())["scores"]
+            own = read_json(step.out)["scores"]
             if args.samples in (None, settings.samples) and any(scored[0][c] != own.get(c) for c in scored[0]):
                 differ.append(f"{run.setup}/trial{run.trial}")
             rows += [

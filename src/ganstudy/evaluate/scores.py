@@ -21,6 +21,7 @@ from ganstudy.evaluate.frechet import feature_statistics, frechet_distance
 from ganstudy.evaluate.metrics import METRICS, require_metrics, score_all
 from ganstudy.evaluate.scoring import ImageScoring
 from ganstudy.evaluate.settings import EvaluationSettings
+from ganstudy.models import NetworkSpec
 from ganstudy.models.artifact import load_generator, sample_labelled
 from ganstudy.models.mixture import Generator
 from ganstudy.parallel.world import set_cpu_threads
@@ -96,13 +97,7 @@ def evaluate_generator(
     drawn on the CPU, their features extracted on ``device`` (cpu, or cuda: the job's GPU)."""
     require_metrics(IMAGES, settings)
     set_cpu_threads(threads)
-    generator, spec = load_generator(generator_path)
-    if spec.condition_shape is not None:
-        raise GanstudyError(
-            f"{generator_path} maps inputs of shape {spec.condition_shape} (a paired or energy network), not noise: "
-            "it is scored on the held-out test split (ganstudy evaluate --kind pairs or showers --held-out SPLIT; "
-            "the workflow does so for data of those kinds)"
-        )
+    generator, spec = noise_generator(generator_path)
     run = read_json(run_record_path)
     seed = draw_seed(study_seed, trial, 0)
     scoring = image_scoring(
@@ -131,6 +126,18 @@ def evaluate_generator(
         protocol=scoring.protocol(settings.reference_split),
         scored_on=scored_on(device),
     )
+
+
+def noise_generator(path: str | os.PathLike[str]) -> tuple[Generator, NetworkSpec]:
+    """A saved generator of images from noise; one of a held-out kind (it maps inputs) is refused."""
+    generator, spec = load_generator(path)
+    if spec.condition_shape is not None:
+        raise GanstudyError(
+            f"{path} maps inputs of shape {spec.condition_shape} (a paired or energy network), not noise: "
+            "it is scored on the held-out test split (ganstudy evaluate --kind pairs or showers --held-out SPLIT; "
+            "the workflow does so for data of those kinds)"
+        )
+    return generator, spec
 
 
 def draw_seed(study_seed: int, trial: int, draw: int) -> int:

@@ -10,9 +10,8 @@ from dataclasses import dataclass, replace
 
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import score_all
-from ganstudy.evaluate.scores import draw_seed, image_scoring
+from ganstudy.evaluate.scores import draw_seed, image_scoring, noise_generator
 from ganstudy.evaluate.settings import EvaluationSettings
-from ganstudy.models.artifact import load_generator
 from ganstudy.parallel.world import set_cpu_threads
 
 
@@ -39,12 +38,7 @@ def scoring_draws(job: ScoringJob, draws: int, samples: int | None = None, threa
         raise GanstudyError(f"--draws {draws}: give at least 1 fresh sample set")
     set_cpu_threads(threads)
     settings = job.settings if samples is None else replace(job.settings, samples=samples)
-    generator, spec = load_generator(job.generator)
-    if spec.condition_shape is not None:
-        raise GanstudyError(
-            f"{job.generator} maps inputs of shape {spec.condition_shape}, not noise: its scores come from the fixed "
-            "held-out split, so they have no sampling noise to measure"
-        )
+    generator, spec = noise_generator(job.generator)
     scored = []
     for draw in range(draws + 1):
         scoring = image_scoring(
