@@ -87,13 +87,14 @@ def assert_same(a, b):
 
 PROBE = """
 import json
+import torch
 from ganstudy.parallel.world import mpi_world
 from ganstudy.parallel.topology import GridShape, assign_cells
 from ganstudy.parallel.exchange import NeighbourExchange
 world = mpi_world()
 shape = GridShape({rows}, {cols})
 blocks = assign_cells(shape, world.size)
-exchange = NeighbourExchange(world.comm, shape, blocks)
+exchange = NeighbourExchange(world.comm, shape, blocks, torch.device("cpu"))
 received = exchange.exchange({{cell: world.rank for cell in blocks[world.rank]}})
 report = {{"kind": exchange.kind, "neighbours": exchange.neighbour_ranks(),
           "received": sorted([list(c) for c in received]),

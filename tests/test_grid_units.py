@@ -216,7 +216,7 @@ def test_states_cross_the_wire_as_numpy_arrays_and_arrive_as_the_same_tensors():
     wire = to_wire(state)
     # Every tensor numpy can hold goes as an array; bfloat16, which numpy lacks, as the tensor it is.
     assert not torch.is_tensor(wire["params"]["w"]) and torch.is_tensor(wire["params"]["half"])
-    back = from_wire(pickle.loads(pickle.dumps(wire, protocol=5)))
+    back = from_wire(pickle.loads(pickle.dumps(wire, protocol=5)), torch.device("cpu"))
 
     def flat(s):
         return [

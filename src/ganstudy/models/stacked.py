@@ -129,13 +129,12 @@ class StackedMLP:
         return [t.transpose(1, 2).contiguous() if t.dim() == 3 else t for t in stacked]
 
     def states(self, stacked: Sequence[Tensor]) -> list[dict[str, Tensor]]:
-        """Each row's tensors in the lone network's layout (loadable as its state dict), on the host: one
-        copy to the host per stacked tensor, then a copy of each row's tensor, so that a row pickled (sent
-        to another rank, checkpointed) or kept for many iterations carries its own storage and no other
-        row's."""
-        host = [(t.detach().transpose(1, 2) if t.dim() == 3 else t.detach()).contiguous().cpu() for t in stacked]
-        rows = len(host[0])
-        copies = separate([row for t in host for row in t.unbind(0)])
+        """Each row's tensors in the lone network's layout (loadable as its state dict), on the stack's
+        device: a copy of each row's tensor, so that a row kept for many iterations holds its own storage
+        and not the whole stack's."""
+        laid = [(t.detach().transpose(1, 2) if t.dim() == 3 else t.detach()).contiguous() for t in stacked]
+        rows = len(laid[0])
+        copies = separate([row for t in laid for row in t.unbind(0)])
         return [{name: copies[k * rows + r] for k, name in enumerate(self.names)} for r in range(rows)]
 
     def __call__(self, params: Sequence[Tensor], x: Tensor, training: bool = False) -> Tensor:

@@ -238,10 +238,11 @@ class StackedNetwork:
         return [torch.stack([state[name] for state in states]).to(device) for name in self.names if name in states[0]]
 
     def states(self, stacked: Sequence[Tensor]) -> list[dict[str, Tensor]]:
-        """Each row's tensors (the first ``len(stacked)`` names) on the host, each in a storage of its own."""
-        host = [t.detach().contiguous().cpu() for t in stacked]
-        rows = len(host[0])
-        copies = separate([row for t in host for row in t.unbind(0)])
+        """Each row's tensors (the first ``len(stacked)`` names) on the stack's device, each in a storage of
+        its own."""
+        laid = [t.detach().contiguous() for t in stacked]
+        rows = len(laid[0])
+        copies = separate([row for t in laid for row in t.unbind(0)])
         return [{name: copies[k * rows + r] for k, name in enumerate(self.names[: len(stacked)])} for r in range(rows)]
 
     def __call__(self, params: Sequence[Tensor], x: Tensor, training: bool = False) -> Tensor:

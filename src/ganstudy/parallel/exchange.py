@@ -22,7 +22,7 @@ from ganstudy.parallel.topology import Cell, GridShape
 
 @dataclass(frozen=True)
 class _Array:
-    """A host tensor on the wire as a numpy array: pickled (by mpi4py) at memory speed, where pickling the
+    """A tensor on the wire as a numpy array: pickled (by mpi4py) at memory speed, where pickling the
     tensor itself runs at about a tenth of that (a 3x6 digits grid on 2 ranks spent 9% of each iteration
     in the exchange, mostly there)."""
 
@@ -39,29 +39,35 @@ def _map_leaves(state: Any, leaf: Callable[[Any], Any]) -> Any:
 
 
 def _to_array(value: Any) -> Any:
-    if isinstance(value, torch.Tensor) and value.device.type == "cpu" and value.dtype != torch.bfloat16:
-        return _Array(value.detach().numpy())
-    return value
-
-
-def _from_array(value: Any) -> Any:
-    return torch.from_numpy(value.values) if isinstance(value, _Array) else value
+    if not isinstance(value, torch.Tensor):
+        return value
+    # A GPU tensor leaves its device here: pickled as it is, it would come back on the sender's device index.
+    host = value.detach().cpu()
+    return host if host.dtype == torch.bfloat16 else _Array(host.numpy())
 
 
 def to_wire(state: Any) -> Any:
-    """``state`` with every host tensor that numpy can hold (not bfloat16) as an ``_Array``."""
+    """``state`` with every tensor on the host, as an ``_Array`` where numpy can hold it (not bfloat16)."""
     return _map_leaves(state, _to_array)
 
 
-def from_wire(state: Any) -> Any:
-    """``to_wire``'s inverse: the same tensors, bit for bit."""
-    return _map_leaves(state, _from_array)
+def from_wire(state: Any, device: torch.device) -> Any:
+    """``to_wire``'s inverse, every tensor on ``device``: the same tensors, bit for bit."""
+    return placed(
+        _map_leaves(state, lambda value: torch.from_numpy(value.values) if isinstance(value, _Array) else value), device
+    )
+
+
+def placed(state: Any, device: torch.device) -> Any:
+    """``state`` with every tensor in it on ``device`` (those already there as they are)."""
+    return _map_leaves(state, lambda value: value.to(device) if isinstance(value, torch.Tensor) else value)
 
 
 class NeighbourExchange:
-    def __init__(self, comm: Any, shape: GridShape, blocks: list[list[Cell]]) -> None:
-        """``comm`` holds exactly the active ranks; ``blocks[r]`` are rank r's cells."""
-        self.shape = shape
+    def __init__(self, comm: Any, shape: GridShape, blocks: list[list[Cell]], device: torch.device) -> None:
+        """``comm`` holds exactly the active ranks; ``blocks[r]`` are rank r's cells; the states received
+        are placed on ``device``, where this rank keeps its own."""
+        self.shape, self.device = shape, device
         self.rank = comm.Get_rank()
         self.cells = blocks[self.rank]
         owner = {cell: rank for rank, block in enumerate(blocks) for cell in block}
@@ -105,7 +111,7 @@ class NeighbourExchange:
         else:
             received = self.comm.neighbor_alltoall([{cell: wire[cell] for cell in cells} for cells in self._wanted])
         for theirs in received:
-            merged.update({cell: from_wire(state) for cell, state in theirs.items() if cell not in states})
+            merged.update({cell: from_wire(state, self.device) for cell, state in theirs.items() if cell not in states})
         return merged
 
     def free(self) -> None:

@@ -17,6 +17,7 @@ from torch import nn
 from ganstudy.data.partition import cell_subset
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.models import NetworkSpec
+from ganstudy.parallel.exchange import placed
 from ganstudy.parallel.keyed_dropout import keyed_masks
 from ganstudy.parallel.topology import Cell, GridShape
 from ganstudy.seeding import derive_seed
@@ -159,7 +160,8 @@ class GridCell:
         }
 
     def load_checkpoint_state(self, state: dict[str, Any]) -> None:
-        self.generators, self.discriminators = state["generators"], state["discriminators"]
+        """A checkpoint's state (read to the host) back in the cell, its populations on the cell's device."""
+        self.generators, self.discriminators = placed((state["generators"], state["discriminators"]), self.device)
         self.weights, self.score = state["weights"].numpy().copy(), state["score"]
         self.streams.load(state["streams"])
 

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from ganstudy.counter_random import bounded, counter_keys, integers, normal, random_bits, uniform
+from ganstudy.device_copy import to_device
 from ganstudy.models import NetworkSpec
 from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.grid.population import mutate_learning_rates
@@ -136,11 +137,15 @@ class GridDraws:
         by a hash of (cell, place in the subset); a cell's subset may be longer than ``length``."""
         subsets = [cell.subset for cell in self.cells]
         longest = max(len(s) for s in subsets)
-        bits = random_bits(counter_keys(self.keys, "order"), longest, torch.device("cpu"))
+        # Hashed and sorted on the cells' device: integers, exact anywhere, and a stable sort's order is
+        # the same on any device. On the host, an 18x18 grid of 60,000 images each took 2.8 s of an H100's
+        # 19.7 s iteration.
+        bits = random_bits(counter_keys(self.keys, "order"), longest, self.device)
         # Past a shorter subset's end: sorted last, whatever the hash (which is below 2**32).
-        beyond = torch.arange(longest) >= torch.tensor([len(s) for s in subsets])[:, None]
+        lengths = to_device(torch.tensor([len(s) for s in subsets]), self.device)
+        beyond = torch.arange(longest, device=self.device) >= lengths[:, None]
         places = torch.sort(bits.masked_fill_(beyond, 1 << 32), dim=1, stable=True).indices[:, :length]
-        return self._subsets().gather(1, places).to(self.device)
+        return to_device(self._subsets(), self.device).gather(1, places)
 
     def update(self, step: int, player: str, lrs: np.ndarray, opponents: Sequence[int]) -> UpdateDraws:
         """Update ``step`` of the ``player`` ("g" or "d") rows, whose learning rates are ``lrs`` ([cells,

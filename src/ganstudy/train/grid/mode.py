@@ -22,7 +22,7 @@ from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import MixtureGenerator
 from ganstudy.models.stacked_network import StackedNetwork
-from ganstudy.parallel.exchange import NeighbourExchange
+from ganstudy.parallel.exchange import NeighbourExchange, placed
 from ganstudy.parallel.heartbeat import Heartbeat
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.topology import Cell, GridShape, assign_cells, resolve_shape
@@ -200,7 +200,7 @@ def train_grid(context: TrainingContext) -> TrainingResult | None:
 def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], comm: Any) -> TrainingResult | None:
     setup, rank = context.setup, comm.Get_rank()
     control, heartbeat_comm = comm.Dup(), comm.Dup()
-    exchange = NeighbourExchange(comm, shape, blocks)
+    exchange = NeighbourExchange(comm, shape, blocks, context.device)
     spec = network_spec(setup, context.data)
     cells, engine_version = _rank_cells(context, shape, spec, blocks[rank])
     # Without periodic checkpoints (checkpoint_period 0) the store still takes a stop signal's one.
@@ -368,7 +368,8 @@ class _RankRun:
         )
         best_score, best_index = self.control.allreduce(min(candidates, default=(float("inf"), -1)), op=MPI.MIN)
         best_cell = shape.cells()[best_index]
-        mine = finals.get(best_cell)
+        # The best mixture's payloads go to rank 0 from the host (on a GPU they are on this rank's device).
+        mine = placed(finals.get(best_cell), torch.device("cpu"))
         table = [
             {
                 "cell": cell_label(c),

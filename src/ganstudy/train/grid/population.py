@@ -1,7 +1,9 @@
 """Individuals of a cell's populations and the evolutionary operators on them (Lipizzaner's).
 
 An individual travels between cells as a plain payload (network weights, Adam state, learning
-rate, fitness); a cell turns the payloads it needs back into live networks.
+rate, fitness); a cell turns the payloads it needs back into live networks. Every tensor of a payload
+stays on its rank's device (the GPU's, where it trains): the host sees it only on the wire to another
+rank (``parallel.exchange``), in a checkpoint and in the final mixture.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
 from torch import nn
 
 from ganstudy.train.fused_adam import FusedAdam
@@ -30,23 +31,14 @@ class Individual:
     origin: str  # "r-c/G0": the cell and slot it was created in, for the logs
 
     def payload(self) -> Payload:
-        """A detached copy that survives pickling, checkpointing and later training of ``self``."""
+        """A detached copy, on the network's device, that later training of ``self`` leaves alone."""
         return {
-            "params": {k: v.detach().cpu().clone() for k, v in self.net.state_dict().items()},
-            "adam": copy.deepcopy(_cpu_state(self.optimizer.state_dict())),
+            "params": {k: v.detach().clone() for k, v in self.net.state_dict().items()},
+            "adam": copy.deepcopy(self.optimizer.state_dict()),
             "lr": self.lr,
             "fitness": self.fitness,
             "origin": self.origin,
         }
-
-
-def _cpu_state(state: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "state": {
-            k: {n: (t.cpu() if torch.is_tensor(t) else t) for n, t in v.items()} for k, v in state["state"].items()
-        },
-        "param_groups": state["param_groups"],
-    }
 
 
 def restore(payload: Payload, net: nn.Module, betas: tuple[float, float]) -> Individual:

@@ -214,12 +214,14 @@ class StackedPlayers:
             param.grad = None
 
     def payloads(self, selected: Sequence[Payload]) -> list[Payload]:
-        """Every row as a payload in the format of a lone network and its torch Adam state, with the
-        fitness and origin of the selected individual the row was trained from."""
+        """Every row as a payload in the format of a lone network and its torch Adam state, on the stack's
+        device, with the fitness and origin of the selected individual the row was trained from."""
         params, exp_avg, exp_avg_sq = (self.net.states(t) for t in (self.params, self.exp_avg, self.exp_avg_sq))
         names = self.net.names[: self.net.trainable]
-        # One step count per row and parameter tensor, as torch's Adam keeps them (it adds to each in place).
-        steps = separate(torch.tensor(self.steps, dtype=torch.float32).repeat_interleave(len(names)).unbind(0))
+        # One step count per row and parameter tensor, as torch's fused Adam keeps them (on the parameters'
+        # device; it adds to each in place).
+        counts = to_device(torch.tensor(self.steps, dtype=torch.float32), self.device)
+        steps = separate(counts.repeat_interleave(len(names)).unbind(0))
         made = []
         for row, (chosen, lr) in enumerate(zip(selected, self.lrs.tolist())):
             state = {
