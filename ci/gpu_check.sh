@@ -12,4 +12,4 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONUNBUFFERE
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 timeout "${BENCH_SECONDS:-330}" python3 benchmarks/gpu.py --short --out "$OUT/short.json" 2>&1 | tail -n 30
 timeout "${TEST_SECONDS:-210}" python3 -m pytest -m gpu -p no:cacheprovider -q -n 4 \
-    -k "captured or cuda_graphs or host_values or general_form or grid_on_cuda" tests/test_gpu.py 2>&1 | tee "$OUT/tests.log" | tail -n 40
+    -k "captured or cuda_graphs or host_values or population_stays or general_form or grid_on_cuda" tests/test_gpu.py 2>&1 | tee "$OUT/tests.log" | tail -n 40

@@ -340,6 +340,49 @@ def test_a_stacked_update_sends_its_host_values_without_stopping_the_host():
     assert torch.equal(values, torch.cat([losses[k].generator(out[[r]]) for r, k in enumerate([0, 1, 0])]))
 
 
+def test_a_stacked_population_stays_on_the_device_and_crosses_the_wire_bit_for_bit():
+    """A pass's trained rows become payloads on the GPU without the host waiting, the next pass stacks them
+    there, and only the wire to another rank (or a checkpoint) takes them to the host and back."""
+    import pickle
+
+    from ganstudy.parallel.exchange import from_wire, placed, to_wire
+    from ganstudy.train.grid.population import Individual
+    from ganstudy.train.grid.stacked import StackedPlayers
+    from test_stacked_cells import SPECS, pairs
+
+    cuda, spec = torch.device("cuda"), SPECS[0]
+    gens = [g.to(cuda) for g, _ in pairs(spec, 3)]
+    payloads = [Individual(g, torch.optim.Adam(g.parameters(), lr=1e-3), 1e-3, 0.0, "x/G").payload() for g in gens]
+    net = gens[0].stacked()
+    players = StackedPlayers(net, payloads, (0.5, 0.999), cuda, row_by_row=False)
+    net(players.params, torch.randn(3, 6, spec.latent_dim, device=cuda)).square().mean().backward()
+    players.step()
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        made = players.payloads(payloads)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+
+    def tensors(state):
+        return [
+            t
+            for p in state
+            for t in [*p["params"].values(), *(v for s in p["adam"]["state"].values() for v in s.values())]
+        ]
+
+    assert all(t.device == cuda for t in tensors(made))
+    again = StackedPlayers(net, made, (0.5, 0.999), cuda, row_by_row=False)
+    assert all(torch.equal(a, b) for a, b in zip(again.params + again.exp_avg, players.params + players.exp_avg))
+    assert again.steps == players.steps == [1, 1, 1]
+    wire = pickle.loads(pickle.dumps(to_wire(made), protocol=5))
+    back, host = from_wire(wire, cuda), placed(made, torch.device("cpu"))
+    assert all(t.device == cuda for t in tensors(back)) and all(t.device.type == "cpu" for t in tensors(host))
+    assert all(
+        torch.equal(a, b.cuda()) and torch.equal(a, c) for a, b, c in zip(tensors(made), tensors(host), tensors(back))
+    )
+
+
 @pytest.mark.parametrize("population", [1, 2])
 @pytest.mark.parametrize("loss", ["bce", "mustangs"])
 def test_a_captured_stacked_update_replays_the_eager_update_bit_for_bit(population, loss):
