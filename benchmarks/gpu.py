@@ -29,13 +29,18 @@ run's own clock (losses.csv), the median of its iterations or epochs after the f
 - calo3d_epoch_seconds_fp32, _bf16; pix2pix_epoch_seconds_fp32, _bf16: the data-parallel networks
   (benchmarks/data_parallel_networks.py's calo3d and 64x64 pix2pix cases) on one rank, in float32
   and under bf16 autocast (data_parallel.amp).
-- The graphs part (issue 69; alone with --short: the check of a short allocation, about 4 minutes on one
-  H200): the thesis's grid eager and replaying CUDA graphs (compute.cuda_graphs false and true), each in
-  float32 and TF32: thesis_iteration_seconds_<kind>_<way>, thesis_tflops_<kind>_<way> (the 2x2 grid's
-  FLOPs times 81), thesis_routine_seconds_<kind>_<way>, thesis_peak_memory_mb_<way>, graphs_speedup_<kind>
-  (eager seconds / graphs seconds); operators_per_iteration_2x2_<way> and host_reads_per_iteration_2x2_<way>:
-  grid_dispatch.py's counts of a 2x2 grid of the same work on this device (a replayed update dispatches
-  only the copies of its inputs).
+- The graphs part (issue 69; with the host part, --short: the check of a short allocation, about 4 minutes
+  on one H200 before the host part): the thesis's grid eager and replaying CUDA graphs (compute.cuda_graphs
+  false and true), each in float32 and TF32: thesis_iteration_seconds_<kind>_<way>,
+  thesis_tflops_<kind>_<way> (the 2x2 grid's FLOPs times 81), thesis_routine_seconds_<kind>_<way>,
+  thesis_peak_memory_mb_<way>, graphs_speedup_<kind> (eager seconds / graphs seconds);
+  operators_per_iteration_2x2_<way> and host_reads_per_iteration_2x2_<way>: grid_dispatch.py's counts of a
+  2x2 grid of the same work on this device (a replayed update dispatches only the copies of its inputs).
+- The host part (with --short too): where the host's time goes in a thesis run of two iterations (eager,
+  float32; set-up and final scoring included) under cProfile: thesis_host_own_top20, the functions and
+  built-in calls with the most time of their own (a GPU's copies and syncs show here: torch.stack, to, cpu,
+  sort), and thesis_host_cumulative_top20, ganstudy's functions with the most time inside them, each
+  [name, milliseconds, calls].
 - device: the GPU's name, or cpu.
 --quick: the same runs on tiny sizes (200 images, 2x2 grids, thin networks): a check that the script
 runs, not a measurement. Progress goes to stderr, one line per part with its seconds and keys; PART arguments
@@ -46,7 +51,10 @@ run some parts only (all by default; the record then holds theirs). Prints one J
 
 from __future__ import annotations
 
+import cProfile
 import json
+import os
+import pstats
 import sys
 import tempfile
 import time
@@ -257,6 +265,26 @@ class Parts:
             [event.key, round(getattr(event, own) / 1000, 3), event.count] for event in events
         ]
 
+    def host(self) -> None:
+        """Where the host's time goes in a thesis run of two iterations (eager, float32) under cProfile."""
+        out = self.tmp / "thesis-host"
+        job = read_job(
+            job_file(thesis_keys(self.size["thesis_shape"], 2, self.size), self.files, out, DEVICE, graphs=False)
+        )
+        profiler = cProfile.Profile()
+        profiler.runcall(run_training, job, 0, out)
+        calls = pstats.Stats(profiler).stats  # (file, line, function): (primitive calls, calls, own, inside, callers)
+        named = [
+            (function if file == "~" else f"{Path(file).name}:{line}({function})", file, row)
+            for (file, line, function), row in calls.items()
+        ]
+        ours = [(name, file, row) for name, file, row in named if f"{os.sep}ganstudy{os.sep}" in file]
+        for key, rows, column in (("own", named, 2), ("cumulative", ours, 3)):
+            top = sorted(rows, key=lambda item: item[2][column], reverse=True)[:20]
+            self.results[f"thesis_host_{key}_top20"] = [
+                [name, round(row[column] * 1000, 3), row[1]] for name, _, row in top
+            ]
+
     def cnn(self) -> None:
         shape = self.size["cnn_shape"]
         keys = {**thesis_keys(shape, 2, self.size), "network": "cnn28", **self.size["conv"]}
@@ -309,6 +337,7 @@ PARTS: dict[str, Callable[[Parts], None]] = {
     "gemm": Parts.gemm,
     "thesis": Parts.thesis,
     "graphs": Parts.graphs,
+    "host": Parts.host,
     "profile": Parts.profile,
     "cnn": Parts.cnn,
     "per_class": Parts.per_class,
@@ -320,11 +349,11 @@ def main() -> None:
     arguments = parser(__doc__)
     arguments.add_argument("parts", nargs="*", metavar="PART", help=f"parts to run (default: all of {list(PARTS)})")
     arguments.add_argument(
-        "--short", action="store_true", help="the check of a short allocation: the graphs part alone, full size"
+        "--short", action="store_true", help="the check of a short allocation: the graphs and host parts, full size"
     )
     args = arguments.parse_args()
     if args.short:
-        args.parts = ["graphs"]
+        args.parts = ["graphs", "host"]
     unknown = set(args.parts) - set(PARTS)
     if unknown:
         raise SystemExit(f"unknown part(s) {sorted(unknown)}; the parts are {list(PARTS)}")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The prepared check of a short GPU allocation (about 7.5 minutes on one H200, 9 with the machine's start): our wheels (ci/gpu_wheels.sh)
+# The prepared check of a short GPU allocation (about 7.5 minutes on one H200 before the host part, 9 with the machine's start): our wheels (ci/gpu_wheels.sh)
 # installed into the machine's Python, `benchmarks/gpu.py --short`, then the GPU tests that check CUDA graphs
 # and the stacked updates. Output goes to $OUT (default: gpu-check/): the tests' log and the JSON record.
 set -uo pipefail

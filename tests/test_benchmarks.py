@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -102,6 +103,8 @@ RESULT_KEYS = {
             "operators_growth",
             "host_reads_growth",
             "top10",
+            "host_own_top20",
+            "host_cumulative_top20",
         )
     }
     | {
@@ -201,9 +204,9 @@ def test_quick_mode_prints_every_key(name, env, tmp_path):
         if key == "device":
             assert isinstance(value, str) and value
             continue
-        if key.endswith("_top10"):
-            # A profile's ten operators with the most time: [name, milliseconds, calls], most first.
-            assert len(value) == 10 and all(
+        if top := re.search(r"_top(\d+)$", key):
+            # A profile's operators or functions with the most time: [name, milliseconds, calls], most first.
+            assert len(value) == int(top[1]) and all(
                 isinstance(name, str) and ms >= 0 and calls >= 1 for name, ms, calls in value
             )
             assert [ms for _, ms, _ in value] == sorted((ms for _, ms, _ in value), reverse=True)
