@@ -304,3 +304,26 @@ def test_the_scoring_jobs_get_the_reference_split_only_where_a_metric_reads_the_
         "--seed",
     ]
     assert "results/tiny/data/train.npz" in inputs[2]
+
+
+def test_a_scoring_of_other_samples_reuses_the_extractor_and_the_reference_and_scores_as_a_fresh_one(
+    scoring, digits_dir
+):
+    from ganstudy.data.arrays import load_split, to_uint8
+    from ganstudy.evaluate.scoring import ImageScoring
+
+    classifier, reference = scoring
+    settings = EvaluationSettings(metrics=("fid", "isc"), extractor="classifier", fid_features="logits")
+    images = torch.from_numpy(to_uint8(load_split(digits_dir / "train.npz").images))
+    made = lambda rows: ImageScoring(settings, 3, images[rows], None, classifier, reference, None)  # noqa: E731
+    first, second, fresh = made(slice(0, 200)), made(slice(200, 400)), made(slice(200, 400))
+    score_all(settings.metrics, first)
+    second.reuse(first)
+    assert score_all(settings.metrics, second) == score_all(settings.metrics, fresh)
+    # The extractor and the reference are the first scoring's objects; the features are the second's own.
+    assert second.extractor is first.extractor and second.quality_reference() is first.quality_reference()
+    assert fresh.extractor is not first.extractor
+    assert not torch.equal(second.quality_features()["logits"], first.quality_features()["logits"])
+    other = ImageScoring(settings, 3, images[:200], None, classifier, None, None)
+    with pytest.raises(ValueError, match="the same settings, files and device"):
+        other.reuse(first)

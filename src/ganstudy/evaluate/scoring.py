@@ -179,6 +179,11 @@ class QualityScoring(Scoring):
         raise NotImplementedError
 
 
+# What an image scoring computes once whatever its samples: the extractors (their weights hashed on loading),
+# the reference statistics and the real images (``ImageScoring.reuse``).
+_SAMPLE_FREE = ("quality extractor", "classifier", "reference:quality", "reference:classifier", "real images")
+
+
 class ImageScoring(QualityScoring):
     def __init__(
         self,
@@ -197,6 +202,18 @@ class ImageScoring(QualityScoring):
         self._reference_path, self._quality_reference_path = reference_path, quality_reference_path or reference_path
         self._real_path = real_path
         self.facts["class_fid"] = {}
+
+    def reuse(self, other: ImageScoring) -> None:
+        """Take over the work of ``other`` that does not depend on its samples (extractors, reference
+        statistics, real images): a scoring of other samples with the same settings, files and device, whose
+        scores are then those of a fresh one."""
+        mine, theirs = (
+            (s.settings, s._classifier_path, s._reference_path, s._quality_reference_path, s._real_path, s.device)
+            for s in (self, other)
+        )
+        if mine != theirs:
+            raise ValueError("a scoring reuses only the work of one with the same settings, files and device")
+        self._once.update({key: other._once[key] for key in _SAMPLE_FREE if key in other._once})
 
     def real_images(self) -> tuple[torch.Tensor, np.ndarray]:
         """The real images of evaluation.reference_split, uint8 (N, C, H, W) as the samples are, and their
