@@ -55,8 +55,9 @@ MUSTANGS_LOSSES = ("bce", "mse", "heuristic")
 # Floats of update noise drawn in one call. Each call costs a few dozen operators whatever its size, so a
 # small grid's whole pass is one call (one call per update made the default study's 1x1 pass 2.6x
 # slower than engine 1's), and a large grid's block stays a few MB in the CPU's cache layout. In the whole
-# layout (compute.stack_layout) a block is 256 MB of noise and about 1 GB while it is hashed: on an H100
-# each call took about 11 ms of the host's time, 1.7 s of the thesis's 18x18 iteration at 8 steps a block.
+# layout (compute.stack_layout) a block is 256 MB of noise, 1.4 GB at its peak while it is hashed (measured on
+# a CPU): on an H100 each call took about 11 ms of the host's time, 1.7 s of the thesis's 18x18 iteration at
+# 8 steps a block.
 BLOCK_FLOATS = {"cache": 1 << 21, "whole": 1 << 26}
 
 
