@@ -38,6 +38,8 @@ PACKAGES = ["slurmctld", "slurmd", "munge", "slurm-client", "iproute2"]
 PARTITION = "debug"
 # Not the default: a job lands there only when it is submitted with -p (the account and partition test).
 OTHER_PARTITION = "gpu"
+# The node's feature: a job constrained to it (sbatch -C, a site's constraint) runs here, any other waits.
+FEATURE = "ganstudy-ci"
 
 
 def install() -> None:
@@ -50,6 +52,7 @@ def config_text() -> str:
 
     host = socket.gethostname()
     memory = psutil.virtual_memory().total // 2**20
+    node = f"NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory={memory} Gres=gpu:{GPUS}"
     return f"""# Written by ci/slurm.py: one node, this machine, for the workflow's Slurm test.
 ClusterName=ganstudy
 SlurmctldHost={host}(127.0.0.1)
@@ -72,7 +75,7 @@ SlurmctldPidFile=/run/slurmctld.pid
 SlurmdPidFile=/run/slurmd.pid
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
-NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} RealMemory={memory} Gres=gpu:{GPUS} State=UNKNOWN
+{node} Features={FEATURE} State=UNKNOWN
 PartitionName={PARTITION} Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 PartitionName={OTHER_PARTITION} Nodes={host} Default=NO MaxTime=INFINITE State=UP OverSubscribe=YES
 """

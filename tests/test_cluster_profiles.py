@@ -19,8 +19,9 @@ from ganstudy.config import load_study_config
 pytestmark = pytest.mark.workflow
 
 STUDIES = sorted((REPO / "config" / "studies").glob("*.yaml"))
-# ci/slurm.py's partition besides the default one.
+# ci/slurm.py's partition besides the default one, and its node's feature.
 OTHER_PARTITION = "gpu"
+FEATURE = "ganstudy-ci"
 
 
 def dry_run(profile: str, config: Path | None, env: dict, without: str | None = None) -> str:
@@ -204,6 +205,8 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
         "lsf_project=GEN150",
         "lsf_queue=batch",
         "lsf_alloc_flags='gpumps smt4'",
+        # One node kind for every job (a site's constraint): bsub -R "select[...]".
+        "lsf_select='model==POWER9'",
         "nodes=1",
         "runtime=30",
         "wall_warning_minutes=0",
@@ -229,6 +232,7 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
         assert args[2:6] == ["-nnodes", "1", "-W", "2:00"] and f"logs/lsf/{args[1]}.%J.out" in args
         assert args[args.index("-P") + 1] == "GEN150" and args[args.index("-q") + 1] == "batch"
         assert args[args.index("-alloc_flags") + 1] == "gpumps smt4"
+        assert args[args.index("-R") + 1] == "select[model==POWER9]"
         # LSF warns the job with SIGUSR1 compute.wall_warning_minutes before its wall time.
         assert args[args.index("-wa") + 1] == "USR1" and args[args.index("-wt") + 1] == "5"
     assert not any("-wa" in args for name, args in submitted.items() if not name.startswith("train."))
@@ -311,11 +315,18 @@ def test_a_shrunken_study_runs_through_slurm_on_gpu_nodes_one_gpu_per_rank(slurm
     # the profile's site (srun and the GPUs below), which the plan passes on with --config.
     # The account and partition from variables that sbatch itself does not read: only the plan's -A and -p
     # can put the jobs there (ci/slurm.py's second partition, not the default).
-    charged = {**env, "SLURM_ACCOUNT": "ganstudy-ci", "SLURM_PARTITION": OTHER_PARTITION}
+    # The node kind too (issue 82: a site's constraint, here from the environment): sbatch -C.
+    charged = {
+        **env,
+        "SLURM_ACCOUNT": "ganstudy-ci",
+        "SLURM_PARTITION": OTHER_PARTITION,
+        "SBATCH_CONSTRAINT": FEATURE,
+    }
     log = slurm_study(tmp_path, charged, {"node_gpus": 2, "device": "cpu"}, setups, "--config", "trials=1")
     assert "site=profiles/slurm/site.yaml: the profile's" in log
     assert (
-        "every cluster job is submitted with account ganstudy-ci (SLURM_ACCOUNT), partition gpu (SLURM_PARTITION)"
+        "every cluster job is submitted with account ganstudy-ci (SLURM_ACCOUNT), partition gpu (SLURM_PARTITION), "
+        f"constraint {FEATURE} (SBATCH_CONSTRAINT)"
     ) in log
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
     # prepare, classifier, reference statistics, 2 trainings, 2 evaluations
@@ -345,6 +356,7 @@ def test_a_shrunken_study_runs_through_slurm_on_gpu_nodes_one_gpu_per_rank(slurm
         given = slurm_job(re.search(rf"Job {planned['jobid']} has been submitted with SLURM jobid (\d+)", log)[1])
         assert (given["Account"], given["Partition"]) == ("ganstudy-ci", OTHER_PARTITION), given
         assert (resources["slurm_account"], resources["slurm_partition"]) == ("ganstudy-ci", OTHER_PARTITION)
+        assert resources["constraint"] == given["Features"] == FEATURE, given
         assert given["MinMemoryNode"] == f"{resources['mem_mb']}M", (given, resources)
         # sbatch --gpus: the job's TRES per job (TRES itself lists gres only with accounting).
         gpus = re.search(r"gres:gpu:(\d+)", given.get("TresPerJob", ""))

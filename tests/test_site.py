@@ -41,13 +41,14 @@ def test_no_site_is_this_machine_without_gpus():
         "modules": [],
         "account": None,
         "partition": None,
+        "constraint": None,
     }
     # null cores: the planning machine's, named.
     assert resolve_node_cores({"node_cores": None}) == ({"node_cores": os.cpu_count()}, socket.gethostname())
     assert resolve_node_cores({"node_cores": 42}) == ({"node_cores": 42}, None)
     # The schema's defaults are what the site description documents.
     described = yaml.safe_load(SCHEMA.read_text())["properties"]
-    assert set(described) == {"name", "launcher", *SITE_KEYS, "account", "partition"}
+    assert set(described) == {"name", "launcher", *SITE_KEYS, "account", "partition", "constraint"}
 
 
 def test_a_site_file_without_a_launcher_is_refused_naming_the_choices(tmp_path):
@@ -204,3 +205,29 @@ def test_every_cluster_job_gets_the_account_and_partition_from_the_profile_the_s
     resources, _ = scheduler_resources(summit, {"lsf_project": "''"}, {"LSB_DEFAULTPROJECT": "GEN150"})
     assert resources == {"lsf_project": "GEN150"}
     assert scheduler_resources(local, {}, {}) == ({}, [])
+
+
+def test_a_site_constraint_pins_every_cluster_job_to_one_node_kind():
+    # Issue 82: trials on other CPU kinds scored other distributions; a site pins its jobs to one kind. No
+    # constraint is no warning (any node is a choice), unlike a missing account or partition.
+    slurm, summit = (read_site(f"profiles/{name}/site.yaml", REPO) for name in ("slurm", "summit"))
+    given = {"slurm_account": "abc", "slurm_partition": "cpu"}
+    assert scheduler_resources(slurm, given, {}) == (
+        given,
+        [
+            (
+                "info",
+                "site 'slurm': every cluster job is submitted with account abc (slurm_account in the profile), "
+                "partition cpu (slurm_partition in the profile)",
+            )
+        ],
+    )
+    resources, notices = scheduler_resources({**slurm, "constraint": "zen4"}, given, {})
+    assert resources == {**given, "constraint": "zen4"}
+    assert notices[0][1].endswith("constraint zen4 (constraint in the site file)")
+    assert scheduler_resources(slurm, given, {"SBATCH_CONSTRAINT": "icelake"})[0]["constraint"] == "icelake"
+    # The summit profile's empty lsf_select (as Snakemake passes it on) leaves the site's constraint.
+    resources, _ = scheduler_resources(
+        {**summit, "constraint": "model==EPYC"}, {"lsf_project": "GEN150", "lsf_select": "''"}, {}
+    )
+    assert resources == {"lsf_project": "GEN150", "lsf_select": "model==EPYC"}

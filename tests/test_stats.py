@@ -7,6 +7,7 @@ import pytest
 from scipy import stats as sps
 
 from ganstudy.stats.aggregate import aggregate_scores
+from ganstudy.stats.hardware import NOT_RECORDED as HARDWARE_NOT_RECORDED
 from ganstudy.stats.protocol import NOT_RECORDED, protocol_text
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import (
@@ -152,10 +153,12 @@ def test_aggregate_and_write_stats(tmp_path):
         "cores_per_rank",
         "gpus_per_rank",
         "grid",
+        "hardware",
         "protocol",
     ]
     # Records that do not say what a rank held (ganstudy before 2026-12) count one core and no GPU.
     assert set(table.cores_per_rank) == {1} and set(table.gpus_per_rank) == {0}
+    assert set(table.hardware) == {HARDWARE_NOT_RECORDED}
     assert set(table.protocol) == {NOT_RECORDED}
     written = write_stats(tmp_path / "scores.csv", ["x", "y"], ["fid", "isc"], tmp_path / "tables")
     assert sorted(p.name for p in written) == sorted(

@@ -16,6 +16,7 @@ from ganstudy.models import job_settings
 from ganstudy.models.artifact import load_generator, sample_generator
 from ganstudy.parallel.world import mpi_world
 from ganstudy.procfs import FLOAT_FLAGS
+from ganstudy.provenance import float_path
 from ganstudy.registry import source_sha256
 from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.job import job_description, read_job, write_job
@@ -129,6 +130,9 @@ def test_training_job_writes_its_outputs_and_provenance(digits_dir, tmp_path, mo
     model = next(line.split(":", 1)[1].strip() for line in lscpu.stdout.splitlines() if line.startswith("Model name"))
     flags = next(line.split(":", 1)[1].split() for line in lscpu.stdout.splitlines() if line.startswith("Flags"))
     assert record["cpu"]["model"] == model
+    # The float path it trained on, per rank and for the run (issue 82): the CPU, ATen's kernels, MKL's branch.
+    assert record["hardware"] == record["ranks"][0]["float_path"] == float_path(["cpu"])
+    assert model in record["hardware"] and torch.backends.cpu.get_cpu_capability() in record["hardware"]
     assert record["cpu"]["float_flags"] == [flag for flag in FLOAT_FLAGS if flag in flags]
     commit = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True

@@ -14,6 +14,7 @@ import torch
 import yaml
 
 from conftest import REPO, planned_jobs, with_pythonpath
+from ganstudy.provenance import float_path
 from ganstudy.stats.reproduction import NOT_COMPARABLE
 
 pytestmark = pytest.mark.workflow
@@ -184,6 +185,9 @@ def test_the_whole_study_runs_and_a_second_run_has_nothing_to_do(tmp_path, env):
     held = scores.drop_duplicates(["setup", "trial"]).set_index(["setup", "trial"])
     assert set(held.gpus_per_rank) == {0} and (held.cores_per_rank >= 1).all()
     assert held.loc[("dp", 0), "ranks"] == 2
+    # The hardware each trial trained on (issue 82): this machine's float path for every trial, so the tables
+    # and the page name it once and warn of nothing.
+    assert set(held.hardware) == {float_path(["cpu"])}
     summary = pd.read_csv(study / "tables" / "summary_fid.csv")
     # Set-ups in the config's order (the test writes it with sorted keys).
     assert list(summary.setup) == ["bce", "dp", "grid", "grid_seq", "per_class"] and list(summary.trials) == [

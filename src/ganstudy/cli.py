@@ -453,6 +453,7 @@ def _bsub(args: argparse.Namespace) -> None:
         args.queue,
         args.alloc_flags,
         args.warning_minutes,
+        args.select,
     )
     print(submit(args.jobscript, request))
 
@@ -1009,6 +1010,7 @@ def _lsf_steps(commands: _Commands) -> None:
     sub.add_argument("--project", help="-P; empty: LSB_DEFAULTPROJECT")
     sub.add_argument("--queue", help="-q; empty: LSB_DEFAULTQUEUE")
     sub.add_argument("--alloc-flags", help='-alloc_flags, e.g. "gpumps smt4"')
+    sub.add_argument("--select", help='-R "select[...]": the node kind (the site\'s constraint); empty: any node')
     sub.add_argument("--log-dir", default="logs/lsf")
     sub.add_argument(
         "--warning-minutes", type=int, default=0, help="-wa USR1 -wt: signal the job this long before its wall time"

@@ -34,6 +34,7 @@ class Request:
     queue: str | None = None
     alloc_flags: str | None = None
     warning_minutes: int = 0
+    select: str | None = None  # the node kind (a site's constraint): -R "select[...]"
 
 
 def bsub_command(request: Request) -> list[str]:
@@ -61,6 +62,8 @@ def bsub_command(request: Request) -> list[str]:
         line += ["-alloc_flags", request.alloc_flags]
     if request.warning_minutes > 0:
         line += ["-wa", "USR1", "-wt", str(request.warning_minutes)]
+    if request.select:
+        line += ["-R", f"select[{request.select}]"]
     return line
 
 

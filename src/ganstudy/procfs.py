@@ -63,8 +63,15 @@ def cpu_fields() -> dict[str, str]:
 
 
 def cpu_description() -> dict[str, object]:
-    """This machine's CPU model and which of FLOAT_FLAGS it has, from /proc/cpuinfo's first processor;
-    model None and no flags where there is no /proc."""
+    """This machine's CPU model, its vendor, family and model number (a virtual machine may name every AMD
+    EPYC alike: the numbers tell Zen 3 from Zen 4) and which of FLOAT_FLAGS it has, from /proc/cpuinfo's
+    first processor; None and no flags where there is no /proc."""
     fields = cpu_fields()
     flags = set(fields.get("flags", "").split())
-    return {"model": fields.get("model name"), "float_flags": [flag for flag in FLOAT_FLAGS if flag in flags]}
+    return {
+        "model": fields.get("model name"),
+        "vendor": fields.get("vendor_id"),
+        "family": fields.get("cpu family"),
+        "model_number": fields.get("model"),
+        "float_flags": [flag for flag in FLOAT_FLAGS if flag in flags],
+    }

@@ -9,7 +9,7 @@ import platform
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ganstudy
@@ -53,6 +53,24 @@ def cuda_versions() -> dict[str, Any]:
 
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     return {"torch_cuda": torch.version.cuda, "cudnn": cudnn, "nvidia_driver": nvidia_driver_version()}
+
+
+def float_path(devices: Sequence[str]) -> str:
+    """The hardware a rank computed on (``devices``: its device names, "cpu" or a GPU's model), as one label
+    that tells float paths apart: the GPU model where it trained on a GPU; else the CPU (model, vendor,
+    family and model number), the instruction set ATen's kernels dispatch to and MKL's reproducibility
+    branch (MKL_CBWR; auto: MKL picks its kernels by CPU). Trials under other labels compute other bits,
+    and the default study's 2x2 grid has scored other distributions under two (docs/results.md)."""
+    gpus = [name for name in dict.fromkeys(devices) if name != "cpu"]
+    if gpus:
+        return " + ".join(gpus)
+    import torch
+
+    cpu = cpu_description()
+    return (
+        f"{cpu['model']} ({cpu['vendor']} family {cpu['family']} model {cpu['model_number']}), "
+        f"ATen {torch.backends.cpu.get_cpu_capability()}, MKL_CBWR {os.environ.get('MKL_CBWR') or 'auto'}"
+    )
 
 
 def scheduler_job(environ: Mapping[str, str] | None = None) -> str | None:

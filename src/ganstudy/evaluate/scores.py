@@ -225,6 +225,9 @@ def write_scores(
         # What each rank held, for the cost columns: its threads' cores, and its GPUs where it ran on one.
         cores_per_rank=run.get("torch_threads", 1),
         gpus_per_rank=0 if str(run.get("device", "cpu")) == "cpu" else run.get("gpus_per_rank", 1),
+        # The hardware the trial trained on (its float path): the answer page warns where set-ups trained on
+        # other kinds in unequal shares.
+        hardware=run.get("hardware"),
         # Where each metric came from (a lab's plugin: its package, version and source hash).
         metric_parts={name: METRICS.origin(name).record() for name in settings.metrics},
         **facts,

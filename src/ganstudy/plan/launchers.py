@@ -26,15 +26,16 @@ class RankLayout:
 
 @dataclass(frozen=True)
 class SchedulerSetting:
-    """A setting every cluster job is submitted with: the account it is charged to, or the partition (LSF:
-    queue) it waits in. ``key``: the site file's key (account, partition); ``resource``: the profile resource
+    """A setting every cluster job is submitted with: the account it is charged to, the partition (LSF:
+    queue) it waits in, or the node kind it runs on. ``key``: the site file's key (account, partition,
+    constraint); ``resource``: the profile resource
     the scheduler's Snakemake plugin reads; ``variables``: the environment variables that may name it
-    instead; ``missing``: what happens to a job that names none."""
+    instead; ``missing``: what happens to a job that names none, None where that is fine (any node)."""
 
     key: str
     resource: str
     variables: tuple[str, ...]
-    missing: str
+    missing: str | None
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,8 @@ SRUN = Launcher(
             ("SBATCH_PARTITION", "SLURM_PARTITION"),
             "every job waits in the cluster's default partition, which may have no GPUs",
         ),
+        # The plugin passes the resource on as sbatch -C.
+        SchedulerSetting("constraint", "constraint", ("SBATCH_CONSTRAINT",), None),
     ),
     _slurm_resources,
 )
@@ -110,6 +113,8 @@ JSRUN = Launcher(
         SchedulerSetting(
             "partition", "lsf_queue", ("LSB_DEFAULTQUEUE",), "every job waits in the cluster's default queue"
         ),
+        # ganstudy bsub --select: -R "select[...]".
+        SchedulerSetting("constraint", "lsf_select", (), None),
     ),
 )
 

@@ -76,7 +76,8 @@ def resolve_node_cores(compute: dict[str, Any]) -> tuple[dict[str, Any], str | N
 def scheduler_resources(
     site: Mapping[str, Any], resources: Mapping[str, str], environ: Mapping[str, str]
 ) -> tuple[dict[str, str], list[tuple[str, str]]]:
-    """What every cluster job is submitted with (account and partition; LSF: project and queue), as the
+    """What every cluster job is submitted with (account, partition and node constraint; LSF: project, queue
+    and resource selection), as the
     resources the scheduler's Snakemake plugin reads: each from the profile's default-resources
     (``resources``, name -> value), else the site file, else the environment. Also the plan's notices: a
     line naming each value and where it came from, and a warning for each setting no source gives."""
@@ -92,7 +93,7 @@ def scheduler_resources(
         if value:
             given[setting.resource] = value
             found.append(f"{setting.key} {value} ({source})")
-        else:
+        elif setting.missing is not None:
             notices.append(
                 (
                     "warning",

@@ -23,6 +23,7 @@ from ganstudy.atomic import write_text
 from ganstudy.evaluate.metrics import better
 from ganstudy.report.report_page import write_report_page
 from ganstudy.stats.convergence import convergence_notes
+from ganstudy.stats.hardware import hardware_notes
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import _fmt, cost_column, markdown_table, read_tables
@@ -292,6 +293,11 @@ def answer_page(
         f"{alpha}; A12 is the probability that a trial of the first set-up scores better than one of the other, and "
         "the shift is first minus other, each with its 95% interval.\n",
     ]
+    hardware, uneven = hardware_notes(scores, setups)
+    if uneven:
+        parts.append("**" + hardware[-1] + "**\n\n" + " ".join(hardware[:-1]) + "\n")
+    else:
+        parts.append(" ".join(hardware) + "\n")
     for metric in metrics:
         footnote = protocol_notes(scores, metric, setups)[0]
         parts += [

@@ -1,5 +1,6 @@
 """aggregate: every evaluate record of a study -> one tidy CSV (one row per run and metric, with the protocol
-that measured it: ganstudy.stats.protocol, and what each of the run's ranks held: cores and GPUs)."""
+that measured it: ganstudy.stats.protocol, what each of the run's ranks held: cores and GPUs, and the hardware
+it trained on: ganstudy.stats.hardware)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from ganstudy.atomic import atomic_path, read_json
+from ganstudy.stats.hardware import NOT_RECORDED
 from ganstudy.stats.protocol import protocol_text
 
 COLUMNS = [
@@ -22,6 +24,7 @@ COLUMNS = [
     "cores_per_rank",
     "gpus_per_rank",
     "grid",
+    "hardware",
     "protocol",
 ]
 
@@ -46,6 +49,7 @@ def aggregate_scores(
                     "cores_per_rank": record.get("cores_per_rank", 1),
                     "gpus_per_rank": record.get("gpus_per_rank", 0),
                     "grid": record.get("grid_shape") or "",
+                    "hardware": record.get("hardware") or NOT_RECORDED,
                     "protocol": protocol_text(record, metric),
                 }
             )

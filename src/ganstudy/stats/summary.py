@@ -18,6 +18,7 @@ from ganstudy.atomic import atomic_path, write_text
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import better, bounds
 from ganstudy.stats.convergence import convergence_notes
+from ganstudy.stats.hardware import hardware_notes
 from ganstudy.stats.power import MOST_TRIALS, SIMULATIONS, trials_for_power
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.settings import StatisticsSettings
@@ -375,6 +376,16 @@ def _mark_pairs(pairs: pd.DataFrame, by_setup: dict[str, str]) -> pd.DataFrame:
     return pairs
 
 
+def _mark_hardware(pairs: pd.DataFrame, uneven: list[tuple[str, str]]) -> pd.DataFrame:
+    """Pairs whose set-ups trained on kinds of hardware in unequal shares say so in their note."""
+    for row in pairs.itertuples():
+        if (row.setup_a, row.setup_b) in uneven or (row.setup_b, row.setup_a) in uneven:
+            pairs.loc[row.Index, "note"] = "; ".join(
+                filter(None, [row.note, "trained on other hardware in unequal shares (see the warning)"])
+            )
+    return pairs
+
+
 SUMMARY_NOTE = (
     f"Interval: {CONFIDENCE:.0%}, inside the metric's range; its column names the method: t = the mean's t-interval "
     "(centre: the mean), t on the log scale = the geometric mean's, for a metric bounded below (centre: the "
@@ -463,6 +474,8 @@ def _metric_tables(
     footnotes, by_setup = protocol_notes(scores, metric, setups)
     if by_setup:
         print(footnotes[-1], file=sys.stderr)
+    hardware, uneven = hardware_notes(scores, setups)
+    footnotes += hardware
     summary = summary_table(scores, metric, setups, settings.min_trials, _protocol_marks(notes, by_setup))
     written = write_table(
         out,
@@ -473,7 +486,7 @@ def _metric_tables(
         digits,
         [SUMMARY_NOTE, *footnotes],
     )
-    pairs = _mark_pairs(pairwise_table(scores, metric, setups, settings), by_setup)
+    pairs = _mark_hardware(_mark_pairs(pairwise_table(scores, metric, setups, settings), by_setup), uneven)
     method = pairs_note(settings.test, settings.alpha)
     written += write_table(
         out,

@@ -36,7 +36,7 @@ from ganstudy.parallel.world import (
     select_devices,
     set_cpu_threads,
 )
-from ganstudy.provenance import cuda_versions, now, provenance_record
+from ganstudy.provenance import cuda_versions, float_path, now, provenance_record
 from ganstudy.resources import peak_memory
 from ganstudy.seeding import derive_seed
 from ganstudy.setup_settings import TrainingSettings
@@ -199,6 +199,9 @@ def _run_record(
         device=str(context.device),
         discriminator_device=str(context.devices[1]),
         device_names=[rank["devices"] for rank in ranks],
+        # The float paths its ranks trained on, as scores.csv and the answer page compare them: several where
+        # one trial's ranks ran on nodes of other kinds.
+        hardware=" | ".join(dict.fromkeys(rank["float_path"] for rank in ranks)),
         cuda=cuda_versions(),
         deterministic=job.compute.deterministic,
         tf32=job.compute.tf32,
@@ -276,6 +279,7 @@ def _rank_facts(world: World, context: TrainingContext) -> list[dict[str, Any]]:
     return world.comm.gather(
         {
             "devices": device_names(context.devices),
+            "float_path": float_path(device_names(context.devices)),
             **peak_memory(),
             "node_rank": world.node_rank(),
             "scheduler": {name: os.environ[name] for name in GPU_ENVIRONMENT if name in os.environ},
