@@ -175,7 +175,11 @@ def report(folders: dict[str, Path], metric: str, draws: int, threads: int, digi
             "Wilcoxon's signed-rank test).\n",
             markdown_table(scoring, False, digits),
             f"This machine gives {equal} of the reference's {total} {metric} scores to the bit"
-            + (": the reference machine's float path." if equal == total else ": another float path."),
+            + (
+                ": the reference machine's float path."
+                if equal == total
+                else ": another float path than the one that wrote them (or another scorer)."
+            ),
         ]
     )
 

@@ -3,6 +3,7 @@
     python ci/float_trace.py run JOB.json --trial T --iterations N --out trace.npz   (one float path)
     MKL_CBWR=COMPATIBLE python ci/float_trace.py run ...                            (another)
     python ci/float_trace.py compare a.npz b.npz
+    python ci/float_trace.py digest a.npz          (one line to hold against another machine's)
 
 ``run`` trains one trial of a grid set-up (a study's ``jobs/<setup>.json``; one rank, one thread) for its
 first N iterations and records, per iteration and cell, every discrete decision the grid takes and the
@@ -20,6 +21,7 @@ and how alike the two runs' scores are at the end.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -109,10 +111,16 @@ def _run(args: argparse.Namespace) -> None:
         run_training(job, args.trial, Path(scratch) / "run", None, 60.0)
     np.savez_compressed(
         args.out,
-        trace=json.dumps({"path": os.environ.get("MKL_CBWR", "default"), "rows": rows}),
+        trace=json.dumps({"path": _path_label(), "rows": rows}),
         **weights,
     )
     print(f"wrote {args.out}", file=sys.stderr)
+
+
+def _path_label() -> str:
+    """MKL's branch and ATen's kernels where the environment sets them."""
+    set_here = [f"{name}={os.environ[name]}" for name in ("MKL_CBWR", "ATEN_CPU_CAPABILITY") if os.environ.get(name)]
+    return " ".join(set_here) or "default"
 
 
 def _load(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -186,6 +194,22 @@ def _compare(args: argparse.Namespace) -> None:
         print(f"{label}: mean cell score over the last 50 iterations {np.mean(window):.3f}")
 
 
+def _digest(args: argparse.Namespace) -> None:
+    """Two hashes: the training's values (fitness, tournaments, generator weights), which no scorer touches,
+    and the mixture scoring's (the ES's scores, the cells' scores and weights), which read the classifier."""
+    trace, weights = _load(args.trace)
+    rows = trace["rows"]
+    training = hashlib.sha256(json.dumps([rows[k] for k in ("g_fit", "d_fit", "select")]).encode())
+    for key in sorted(weights):
+        training.update(weights[key].tobytes())
+    scoring = hashlib.sha256(json.dumps([rows[k] for k in ("es", "state")]).encode())
+    iterations = max(row[0] for row in rows["state"])
+    print(
+        f"{trace['path']}, {iterations} iterations: training sha256 {training.hexdigest()[:16]}, "
+        f"scoring sha256 {scoring.hexdigest()[:16]}"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -201,6 +225,9 @@ def main(argv: list[str] | None = None) -> None:
     compare.add_argument("a", type=Path)
     compare.add_argument("b", type=Path)
     compare.set_defaults(handler=_compare)
+    digest = sub.add_parser("digest", help="one hash of a trace's values: the same bits as another machine's?")
+    digest.add_argument("trace", type=Path)
+    digest.set_defaults(handler=_digest)
     args = parser.parse_args(argv)
     args.handler(args)
 

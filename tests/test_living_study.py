@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -759,3 +760,122 @@ def test_a_study_exported_to_mlflow_and_tensorboard_reads_back_and_a_second_expo
     assert nowhere.returncode != 0 and nowhere.stderr.strip() == (
         "ganstudy export: error: say where to: --mlflow DIR, --mlflow-uri URI and/or --tensorboard DIR"
     )
+
+
+def _argument_file(path: Path, **changes: str) -> list[str]:
+    """An arguments file's options with some values changed (keys: option names without dashes)."""
+    lines = path.read_text().splitlines()
+    given = dict(zip(lines[::2], lines[1::2])) | {f"--{key.replace('_', '-')}": value for key, value in changes.items()}
+    return [item for pair in given.items() for item in pair]
+
+
+def test_a_run_compared_with_a_reference_tells_the_training_from_the_scoring(living, tmp_path, env):
+    # Issue 82's comparison with another machine's run of the same study. The reference here is this study
+    # with its classifier trained again under another seed: the same generators under another scorer.
+    from scipy.stats import wilcoxon
+
+    from ganstudy.evaluate.fid import FidScorer
+    from ganstudy.models.artifact import load_generator, sample_generator
+    from ganstudy.seeding import derive_seed
+
+    study = living / "results" / STUDY
+    reference = tmp_path / "reference"
+    shutil.copytree(study, reference, ignore=shutil.ignore_patterns("checkpoints", "archive", "logs"))
+    arguments = study / "arguments"
+    for command, changes in (
+        ("train-classifier", {"seed": "7", "model": str(reference / "classifier" / "classifier.pt")}),
+        ("reference-stats", {"classifier": str(reference / "classifier" / "classifier.pt")}),
+    ):
+        step = "train_classifier" if command == "train-classifier" else "reference_statistics"
+        options = _argument_file(arguments / f"{step}.args", **changes)
+        if command == "train-classifier":
+            options += ["--metrics", str(tmp_path / "classifier.json")]
+        else:
+            options[options.index("--out") + 1] = str(reference / "classifier" / "reference_stats.npz")
+        done = subprocess.run(["ganstudy", command, *options], cwd=living, capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+    report = tmp_path / "report.md"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "ci" / "compare_reference.py"), str(study), str(reference), "--draws", "1"]
+        + ["--out", str(report)],
+        cwd=living,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = report.read_text()
+    tables = [
+        [[cell.strip() for cell in line.strip("|").split("|")] for line in block.splitlines()[2:]]
+        for block in re.findall(r"((?:^\|.*\n)+)", text, re.MULTILINE)
+    ]
+    own, training, scoring = (pd.DataFrame(rows) for rows in tables)
+    # The same generators under either scorer: the training's comparison finds nothing (identical scores).
+    assert len(training) == 2 * len(LIVING["setups"]) and set(training[5]) == {"1"} and set(training[7]) == {"0.5"}
+    # Each generator's cross-score is the mean FID of its draws 0 and 1 as the evaluate step samples them,
+    # computed here by another path (numpy's Frechet distance of the classifier's logits).
+    evaluation = LIVING["evaluation"]
+    means = {}
+    for folder in (study, reference):
+        scorer = FidScorer(
+            folder / "classifier" / "classifier.pt", folder / "classifier" / "reference_stats.npz", "cpu"
+        )
+        for trial in range(LIVING["trials"]):
+            generator, spec = load_generator(study / "runs" / LARGE / f"trial{trial}" / "generator.pt")
+            draws = [
+                scorer.fid(
+                    sample_generator(
+                        generator,
+                        spec.latent_dim,
+                        evaluation["samples"],
+                        derive_seed(LIVING["seed"], trial, "evaluate", *((draw,) if draw else ())),
+                        50,
+                    )
+                )
+                for draw in (0, 1)
+            ]
+            means[folder, trial] = np.mean(draws)
+    here, other = (np.array([means[folder, t] for t in range(LIVING["trials"])]) for folder in (study, reference))
+    row = scoring[(scoring[0] == LARGE) & (scoring[1] == "here")].iloc[0]
+    # (The report prints 4 significant digits.)
+    assert float(row[3]) == pytest.approx(np.median(here), rel=1e-3)
+    assert float(row[4]) == pytest.approx(np.median(other), rel=1e-3)
+    assert float(row[6]) == pytest.approx(wilcoxon(here - other).pvalue, rel=1e-6)
+    # The reference's own score files came from the first classifier: this machine does not give them to the bit.
+    assert "of the reference's" in text and "to the bit: the reference machine's float path" not in text
+    assert own.shape[0] == len(LIVING["setups"])
+
+
+def test_a_float_trace_records_every_decision_and_agrees_with_itself_to_the_bit(living, tmp_path, env):
+    # ci/float_trace.py (issue 82): the grid's decisions and the values they were taken on, per iteration and
+    # cell. Two traces of the same path are the same bits; the ES's decisions match the weights it kept.
+    study = living / "results" / STUDY
+    traces = []
+    for name in ("a", "b"):
+        out = tmp_path / f"{name}.npz"
+        command = [sys.executable, str(REPO / "ci" / "float_trace.py"), "run", str(study / "jobs" / f"{LARGE}.json")]
+        command += ["--compute", str(study / "site" / "compute.json"), "--iterations", "3", "--out", str(out)]
+        done = subprocess.run(command, cwd=living, capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        traces.append(out)
+    with np.load(traces[0]) as arrays:
+        rows = json.loads(str(arrays["trace"]))["rows"]
+        assert {"3/0-0", "3/1-1", "1/0-1"} <= set(arrays.files)
+    cells = 4  # the 2x2
+    assert len(rows["select"]) == len(rows["es"]) == len(rows["state"]) == 3 * cells
+    previous = {}
+    for (_, cell, weights, *_), (_, _, scores, kept) in zip(rows["state"], rows["es"]):
+        # Kept: the mutated candidate scored lower and its weights replaced the cell's.
+        assert kept == (scores[1] < scores[0])
+        if not kept and tuple(cell) in previous:
+            assert weights == previous[tuple(cell)]
+        previous[tuple(cell)] = weights
+    done = subprocess.run(
+        [sys.executable, str(REPO / "ci" / "float_trace.py"), "compare", *map(str, traces)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "generator fitness: the same bits throughout" in done.stdout
+    assert "{'tournaments': 0, 'ES decisions': 0}" in done.stdout
