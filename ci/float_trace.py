@@ -50,6 +50,7 @@ def _run(args: argparse.Namespace) -> None:
     weights: dict[str, np.ndarray] = {}
 
     select, settle, iterate = cell_module.GridCell.select, cell_module.GridCell.settle, mode_module._RankRun.iterate
+    final_scores = mode_module._RankRun.final_scores
     tournament, winners = cell_module.tournament, []
 
     def traced_tournament(fitness, size, entrants, rng):
@@ -94,6 +95,12 @@ def _run(args: argparse.Namespace) -> None:
                 ).numpy()
         return stopping
 
+    def traced_final_scores(self, heartbeat):
+        # The final scoring of each cell's mixture (one candidate) is filed as an iteration after the last.
+        now["iteration"] += 1
+        return final_scores(self, heartbeat)
+
+    mode_module._RankRun.final_scores = traced_final_scores
     cell_module.tournament = traced_tournament
     cell_module.GridCell.select = traced_select
     cell_module.GridCell.settle = traced_settle

@@ -862,7 +862,9 @@ def test_a_float_trace_records_every_decision_and_agrees_with_itself_to_the_bit(
         rows = json.loads(str(arrays["trace"]))["rows"]
         assert {"3/0-0", "3/1-1", "1/0-1"} <= set(arrays.files)
     cells = 4  # the 2x2
-    assert len(rows["select"]) == len(rows["es"]) == len(rows["state"]) == 3 * cells
+    # The ES's rows of iteration 4 are the final scoring's, one candidate each.
+    assert len(rows["select"]) == len(rows["state"]) == 3 * cells and len(rows["es"]) == 4 * cells
+    assert all(len(scores) == 1 and not kept for iteration, _, scores, kept in rows["es"] if iteration == 4)
     previous = {}
     for (_, cell, weights, *_), (_, _, scores, kept) in zip(rows["state"], rows["es"]):
         # Kept: the mutated candidate scored lower and its weights replaced the cell's.
