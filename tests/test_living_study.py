@@ -866,7 +866,7 @@ def test_a_float_trace_records_every_decision_and_agrees_with_itself_to_the_bit(
     assert len(rows["select"]) == len(rows["state"]) == 3 * cells and len(rows["es"]) == 4 * cells
     assert all(len(scores) == 1 and not kept for iteration, _, scores, kept in rows["es"] if iteration == 4)
     previous = {}
-    for (_, cell, weights, *_), (_, _, scores, kept) in zip(rows["state"], rows["es"]):
+    for (_, cell, _, weights, *_), (_, _, scores, kept) in zip(rows["state"], rows["es"]):
         # Kept: the mutated candidate scored lower and its weights replaced the cell's.
         assert kept == (len(scores) == 2 and scores[1] < scores[0])
         if not kept and tuple(cell) in previous:
