@@ -208,7 +208,7 @@ def test_every_cluster_job_gets_the_account_and_partition_from_the_profile_the_s
 
 
 def test_a_site_constraint_pins_every_cluster_job_to_one_node_kind():
-    # Issue 82: trials on other CPU kinds scored other distributions; a site pins its jobs to one kind. No
+    # Issue 82: trials on other CPU kinds train other bits; a site pins its jobs to one kind. No
     # constraint is no warning (any node is a choice), unlike a missing account or partition.
     slurm, summit = (read_site(f"profiles/{name}/site.yaml", REPO) for name in ("slurm", "summit"))
     given = {"slurm_account": "abc", "slurm_partition": "cpu"}

@@ -59,8 +59,8 @@ def float_path(devices: Sequence[str]) -> str:
     """The hardware a rank computed on (``devices``: its device names, "cpu" or a GPU's model), as one label
     that tells float paths apart: the GPU model where it trained on a GPU; else the CPU (model, vendor,
     family and model number), the instruction set ATen's kernels dispatch to and MKL's reproducibility
-    branch (MKL_CBWR; auto: MKL picks its kernels by CPU). Trials under other labels compute other bits,
-    and the default study's 2x2 grid has scored other distributions under two (docs/results.md)."""
+    branch (MKL_CBWR; auto: MKL picks its kernels by CPU). Trials under other labels compute other bits, and
+    a trial's float path picks its outcome as its seed does (docs/results.md)."""
     gpus = [name for name in dict.fromkeys(devices) if name != "cpu"]
     if gpus:
         return " + ".join(gpus)

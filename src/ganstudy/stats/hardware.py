@@ -1,9 +1,11 @@
 """The hardware each trial trained on, and a warning where set-ups are compared across it unevenly.
 
-Float results differ between CPU kinds and between MKL's kernel paths, and for the default study's 2x2 grid
-not only in their last bits: its FID had other distributions on an AMD EPYC and an Intel Xeon
-(docs/results.md). A lab whose trials land on the node kinds of a mixed cluster in unequal shares per
-set-up would then measure the node kinds as much as its set-ups. scores.csv carries each trial's
+Float results differ between CPU kinds and between MKL's kernel paths, and GAN training turns a last-bit
+difference into another run within tens of iterations: a trial's float path picks its outcome as its seed
+does. Whether two kinds give a set-up the same distribution is a question of its own (for the default
+study's 2x2, 14 against 15 trials on two MKL paths could not tell them apart; an Intel Xeon's 8 trials are
+not settled: docs/results.md). A lab whose trials land on the node kinds of a mixed cluster in unequal
+shares per set-up would measure the node kinds along with its set-ups. scores.csv carries each trial's
 ``hardware`` (run.json's, ``provenance.float_path`` of its ranks); this module says what the tables and
 the answer page say of it.
 """
@@ -54,9 +56,10 @@ def hardware_notes(scores: pd.DataFrame, setups: list[str]) -> tuple[list[str], 
     if pairs:
         named = ", ".join(f"{a} vs {b}" for a, b in pairs)
         lines.append(
-            f"WARNING: set-ups trained on {len(labels)} kinds of hardware in unequal shares ({named}): a float path "
-            "can move a set-up's scores by more than its trials' spread (docs/results.md), so these comparisons may "
-            "measure the hardware as much as the set-ups. Pin the study to one node kind (constraint in the "
-            "profile's site.yaml) or give every set-up the same shares, and rerun the trials that differ."
+            f"WARNING: set-ups trained on {len(labels)} kinds of hardware in unequal shares ({named}): each kind "
+            "trains other bits, and whether it gives a set-up the same distribution of scores is not known "
+            "(docs/results.md), so these comparisons may measure the hardware along with the set-ups. Pin the "
+            "study to one node kind (constraint in the profile's site.yaml) or give every set-up the same shares, "
+            "and rerun the trials that differ."
         )
     return lines, pairs

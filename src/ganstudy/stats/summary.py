@@ -365,24 +365,16 @@ def _protocol_marks(notes: dict[str, str], by_setup: dict[str, str]) -> dict[str
     }
 
 
-def _mark_pairs(pairs: pd.DataFrame, by_setup: dict[str, str]) -> pd.DataFrame:
-    """Pairs whose set-ups' scores were measured under different protocols say so in their note."""
+def _mark_pairs(pairs: pd.DataFrame, by_setup: dict[str, str], uneven: list[tuple[str, str]]) -> pd.DataFrame:
+    """Pairs whose set-ups' scores were measured under different protocols, or whose set-ups trained on kinds
+    of hardware in unequal shares (``uneven``), say so in their note."""
     for row in pairs.itertuples():
         a, b = by_setup.get(row.setup_a), by_setup.get(row.setup_b)
-        if a and b and a != b:
-            pairs.loc[row.Index, "note"] = "; ".join(
-                filter(None, [row.note, f"protocols differ ({a} vs {b}): not comparable"])
-            )
-    return pairs
-
-
-def _mark_hardware(pairs: pd.DataFrame, uneven: list[tuple[str, str]]) -> pd.DataFrame:
-    """Pairs whose set-ups trained on kinds of hardware in unequal shares say so in their note."""
-    for row in pairs.itertuples():
-        if (row.setup_a, row.setup_b) in uneven or (row.setup_b, row.setup_a) in uneven:
-            pairs.loc[row.Index, "note"] = "; ".join(
-                filter(None, [row.note, "trained on other hardware in unequal shares (see the warning)"])
-            )
+        marks = [f"protocols differ ({a} vs {b}): not comparable"] if a and b and a != b else []
+        if {(row.setup_a, row.setup_b), (row.setup_b, row.setup_a)} & set(uneven):
+            marks.append("trained on other hardware in unequal shares (see the warning)")
+        if marks:
+            pairs.loc[row.Index, "note"] = "; ".join(filter(None, [row.note, *marks]))
     return pairs
 
 
@@ -486,7 +478,7 @@ def _metric_tables(
         digits,
         [SUMMARY_NOTE, *footnotes],
     )
-    pairs = _mark_hardware(_mark_pairs(pairwise_table(scores, metric, setups, settings), by_setup), uneven)
+    pairs = _mark_pairs(pairwise_table(scores, metric, setups, settings), by_setup, uneven)
     method = pairs_note(settings.test, settings.alpha)
     written += write_table(
         out,
