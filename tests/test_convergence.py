@@ -14,6 +14,7 @@ from ganstudy.report import figures as figure_module
 from ganstudy.report.figures import score_curves
 from ganstudy.stats.calibration import VERDICTS, Scenario, calibration_table, markdown, scenarios, verdict_shares
 from ganstudy.stats.convergence import convergence_notes, verdict, window_trend, write_convergence
+from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import summary_table
 
 
@@ -248,7 +249,9 @@ def test_a_set_up_still_improving_is_flagged_and_a_flat_one_is_not(tmp_path):
     scores = pd.DataFrame(
         [{"setup": s, "trial": 0, "metric": "fid", "value": 1.0, "train_seconds": 1.0} for s in ("short", "long")]
     )
-    summary = summary_table(scores, "fid", ["short", "long"], 1, notes).set_index("setup")
+    summary = summary_table(scores, "fid", ["short", "long"], StatisticsSettings(min_trials=1), notes).set_index(
+        "setup"
+    )
     assert "not converged" in summary.loc["short", "note"] and summary.loc["long", "note"] == ""
     score_curves(paths, ["short", "long", "pc", "grid"], tmp_path / "curves.png")
     assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -290,7 +293,10 @@ def test_a_short_curve_still_falling_under_noise_is_not_judged(tmp_path, monkeyp
     )
     assert "cannot rule out a fall of more than 5% (1 trial(s), 8 points in the window:" in notes["short"]
     scores = pd.DataFrame([{"setup": "short", "trial": 0, "metric": "fid", "value": 1.0, "train_seconds": 1.0}])
-    assert summary_table(scores, "fid", ["short"], 1, notes).loc[0, "note"] == notes["short"]
+    assert (
+        summary_table(scores, "fid", ["short"], StatisticsSettings(min_trials=1), notes).loc[0, "note"]
+        == notes["short"]
+    )
 
     figures = []
     monkeypatch.setattr(figure_module, "_save", lambda figure, path: figures.append(figure))

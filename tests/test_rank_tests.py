@@ -9,7 +9,6 @@ from itertools import combinations
 
 import numpy as np
 import pytest
-from scipy import special
 from scipy import stats as sps
 
 from ganstudy.stats.tests import (
@@ -17,7 +16,7 @@ from ganstudy.stats.tests import (
     a12,
     a12_interval,
     holm,
-    location_interval,
+    median_interval,
     rank_test,
     shift_interval,
     smallest_p,
@@ -165,38 +164,15 @@ def test_the_a12_interval_has_width_where_every_trial_is_separated():
     assert low == 0.0 and high > 0.75
 
 
-def test_a_positive_scores_interval_stays_positive_and_covers_its_geometric_mean():
-    # Issue 66: the t-interval at n = 2 gave FID "-5.666 to 7.411".
-    centre, low, high, method = location_interval([0.872, 0.873 + 0.9], (0.0, None))
-    assert low > 0 and method == "t on the log scale (geometric mean)"
+def test_the_median_interval_is_scipys_quantile_test_interval():
+    # scipy's quantile_test inverts the sign test: its confidence interval of the median is the same order statistics.
     rng = np.random.default_rng(11)
-    for n in (2, 5, 10):
-        samples = rng.lognormal(mean=2.0, sigma=0.8, size=(2000, n))
-        hits = 0
-        for sample in samples:
-            _, low, high, _ = location_interval(sample, (0.0, None))
-            assert low > 0
-            hits += low <= math.exp(2.0) <= high
-        assert 0.93 <= hits / len(samples) <= 0.97, n
-
-
-def test_intervals_of_unbounded_and_two_sided_metrics():
-    values = np.array([-1.0, 0.5, 2.0, 3.0])
-    centre, low, high, method = location_interval(values)
-    assert method == "t" and (low, high) == pytest.approx(
-        sps.t.interval(0.95, 3, loc=values.mean(), scale=sps.sem(values))
-    )
-    rates = np.array([0.02, 0.05, 0.9, 0.95])
-    centre, low, high, method = location_interval(rates, (0.0, 1.0))
-    assert method == "t on the logit scale" and 0 < low < high < 1
-    logits = special.logit(rates)
-    assert (low, high) == pytest.approx(
-        special.expit(sps.t.interval(0.95, 3, loc=logits.mean(), scale=sps.sem(logits)))
-    )
-    # A score on the bound cannot be transformed: the t-interval, clipped to the range.
-    _, low, high, method = location_interval([0.0, 0.1, 0.9], (0.0, 1.0))
-    assert method == "t, clipped to the range" and low == 0.0 and high <= 1.0
-    assert all(math.isnan(v) for v in location_interval([4.0], (0.0, None))[1:3])
+    for n in (6, 7, 10, 15, 31):
+        sample = rng.lognormal(mean=2.0, sigma=0.8, size=n)
+        reference = sps.quantile_test(sample, q=np.median(sample), p=0.5).confidence_interval(0.95)
+        assert median_interval(sample) == pytest.approx((reference.low, reference.high)), n
+    # Below 6 trials no pair of order statistics has 95%: 2 / 2^5 = 0.0625 outside.
+    assert all(math.isnan(v) for v in median_interval([1.0, 2.0, 3.0, 4.0, 5.0]))
 
 
 def test_the_design_says_before_any_job_what_the_trials_can_decide():

@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 
 from ganstudy.stats.reproduction import NOT_COMPARABLE, direction_table, reproduction_table, write_reproduction
+from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.tests import welch_pvalue
 
 
@@ -78,7 +79,7 @@ def test_directions_in_the_paper_and_in_ours_for_a_hand_made_case():
     assert row.ours_test == "exact" and row.ours_p == pytest.approx(
         stats.mannwhitneyu(ours["g3"], ours["g6"], method="exact").pvalue
     )
-    thesis = direction_table(scores(ours), refs, ["g3", "g6", "g12"], "asymptotic").iloc[0]
+    thesis = direction_table(scores(ours), refs, ["g3", "g6", "g12"], StatisticsSettings(test="asymptotic")).iloc[0]
     assert thesis.ours_test == "asymptotic"
     assert thesis.ours_p == pytest.approx(stats.mannwhitneyu(ours["g3"], ours["g6"], method="asymptotic").pvalue)
 

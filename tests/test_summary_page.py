@@ -88,9 +88,18 @@ def test_each_metric_ranks_its_set_ups_in_its_direction_with_the_tables_numbers(
     summary = pd.read_csv(tmp_path / "tables" / f"summary_{metric}.csv").set_index("setup")
     pairs = pd.read_csv(tmp_path / "tables" / f"pairs_{metric}.csv")
     best = order[0]
-    for _rank, setup, trials, _median, mean, sd, interval, superiority, p, effect, hours, front, converged in rows:
+    for row in rows:
+        _rank, setup, trials, median, interval, mean, sd, superiority, p, effect, beaten, hours, front, converged = row
         assert (int(trials), mean, sd) == (6, f"{summary.loc[setup, 'mean']:.4g}", f"{summary.loc[setup, 'sd']:.4g}")
-        assert interval == f"{summary.loc[setup, 'ci_low']:.4g} to {summary.loc[setup, 'ci_high']:.4g}"
+        assert median == f"{np.median(VALUES[metric][setup]):.4g}"
+        # 6 trials: the median's distribution-free interval is the smallest and largest (P(all on one side) = 1/32).
+        assert interval == f"{min(VALUES[metric][setup]):.4g} to {max(VALUES[metric][setup]):.4g}"
+        winners = [
+            pair.better
+            for pair in pairs.itertuples()
+            if pair.p_holm < 0.05 and setup in (pair.setup_a, pair.setup_b) and pair.better != setup
+        ]
+        assert beaten == ", ".join(winners)
         assert superiority == f"{summary.loc[setup, 'superiority']:.4g}"
         assert converged == ("no" if setup == "c" else "yes")
         # Every trial took 60 s on one rank of one core; equal costs: the best median alone is on the front.
@@ -103,7 +112,10 @@ def test_each_metric_ranks_its_set_ups_in_its_direction_with_the_tables_numbers(
         ]
         assert p == f"{pair.p_holm.iloc[0]:.4g}"
         probability = _better_probability(VALUES[metric][best], VALUES[metric][setup], metric == "isc")
-        assert effect == f"{probability:.2f} ({pair.effect.iloc[0]})"
+        # The magnitude word only where the test is significant.
+        word = pair.effect.iloc[0]
+        assert effect == f"{probability:.2f}" + (f" ({word})" if pair.p_holm.iloc[0] < 0.05 else "")
+        assert (word == "–") == (pair.p_holm.iloc[0] >= 0.05)
     # The order is the rank tests': each set-up's mean probability of beating the others, recomputed here.
     others = {s: [o for o in SETUPS if o != s] for s in SETUPS}
     expected = {
@@ -118,9 +130,13 @@ def test_the_page_says_what_is_significant_what_did_not_converge_and_links_the_f
     pairs = pd.read_csv(tmp_path / "tables" / "pairs_fid.csv").set_index(["setup_a", "setup_b"])
     # The primary metric (the first) answers at the top, in one sentence.
     assert text.splitlines()[2].startswith(
-        "**a** ranks first in FID (lower is better); it is significantly better than b"
+        "**a** ranks first in FID (lower is better), and no set-up is significantly better; it is significantly "
+        "better than b"
     )
-    assert "**a** ranks first in FID: a trial of it scores better than one of another set-up with probability" in text
+    assert (
+        "**a** ranks first in FID: no set-up is significantly better, and a trial of it scores better than one of "
+        "another set-up with probability"
+    ) in text
     # a beat b in every pair of trials: with six trials each, significant after Holm over the three pairs.
     assert pairs.loc[("a", "b"), "p_holm"] < 0.05
     line = (
@@ -129,7 +145,7 @@ def test_the_page_says_what_is_significant_what_did_not_converge_and_links_the_f
     assert line in text and "large; shift -9.35 [" in text
     assert pairs.loc[("a", "c"), "p_holm"] >= 0.05
     assert re.search(
-        r"^- a vs c: not significantly different \(Holm p = [\d.]+ ≥ 0\.05; A12 = 0\.\d\d \[0\.\d\d, 0\.\d\d\], \w+; "
+        r"^- a vs c: not significantly different \(Holm p = [\d.]+ ≥ 0\.05; A12 = 0\.\d\d( \[0\.\d\d, 0\.\d\d\])?; "
         r"shift -?[\d.]+ \[-?[\d.]+, -?[\d.]+\]\)\. ",
         text,
         re.MULTILINE,
@@ -216,7 +232,7 @@ def _page(tmp_path, values, metric="fid", settings=StatisticsSettings(), metrics
 def test_the_verdict_follows_the_effect_not_the_mean(tmp_path):
     # Issue 66: a's mean is the best (one lucky trial) while b beats a in 90% of the pairs; the page said "b: worse".
     text = _page(tmp_path, {"a": [10.0] * 9 + [0.1], "b": [9.5] * 10})
-    assert "a has the best" not in text and "worse" not in text
+    assert "a has the best" not in text and "b: worse" not in text
     assert "**b** has the best FID (lower is better): it is significantly better than every other set-up" in text
     pairs = pd.read_csv(tmp_path / "tables" / "pairs_fid.csv")
     assert pairs.better[0] == "b" and pairs.a12[0] == pytest.approx(0.9)  # a scores higher (worse) in 90% of the pairs
@@ -227,12 +243,12 @@ def test_the_verdict_follows_the_effect_not_the_mean(tmp_path):
 def test_a_design_that_cannot_decide_says_so_and_counts_finite_trials(tmp_path):
     # 3 set-ups of 4 trials, every trial separated: the smallest Holm p is 3 x 2 / C(8, 4) = 0.086.
     values = {"a": [1.0, 2.0, 3.0, 4.0], "b": [11.0, 12.0, 13.0, 14.0, np.nan], "c": [21.0, 22.0, 23.0, 24.0]}
-    text = _page(tmp_path, values)
+    text = _page(tmp_path, values, settings=StatisticsSettings(failures="exclude"))
     assert (
         "These trials cannot decide FID (lower is better): no outcome of them could give a Holm p below 0.08571 ≥ 0.05"
         in text
     )
-    assert "finite FID scores per set-up: a 4, b 4, c 4." in text
+    assert "FID trials per set-up: a 4, b 5 (1 failed: 1 NaN), c 4; **failed trials are left out**" in text
     assert (
         "- a vs b: these trials cannot decide: 4 against 4 trials, Holm-adjusted over the metric's pairs, give no p "
         "below 0.08571" in text
@@ -245,7 +261,7 @@ def test_a_one_trial_set_up_is_never_first_and_one_trial_each_decides_nothing(tm
     rows = _rows(text, "fid")
     assert [(row[0], row[1]) for row in rows] == [("1", "a"), ("2", "b"), ("–", "lucky")]
     alone = _page(tmp_path, {"x": [1.0], "y": [2.0]})
-    assert "No set-up has 2 finite FID scores: **x** is listed first on 1 trial" in alone
+    assert "No set-up has 2 FID trials to compare: **x** is listed first on 1 trial" in alone
     assert "large" not in alone.split("## FID")[1].split("|")[0]
     assert "- x vs y: these trials cannot decide: 1 against 1 trials" in alone
 
@@ -255,7 +271,7 @@ def test_the_declared_primary_metric_heads_the_page(tmp_path):
     text = _page(tmp_path, values, settings=StatisticsSettings(primary_metric="isc"), metrics=["fid", "isc"])
     # Higher IS is better: b; lower FID: a.
     assert text.splitlines()[2].startswith("**b** has the best ISC (higher is better)")
-    assert "finite ISC scores per set-up" in text
+    assert "ISC trials per set-up: a 6, b 6" in text
 
 
 def test_the_headline_is_the_page_down_to_its_first_table(tmp_path):

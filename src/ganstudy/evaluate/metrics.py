@@ -52,9 +52,6 @@ class Metric:
     # The evaluation keys it reads (its subsets, splits, neighbourhood): part of its protocol, said in the
     # tables' footnotes.
     settings: tuple[str, ...] = ()
-    # The range its values can take, (low, high), None where unbounded: a set-up's interval stays inside it
-    # (ganstudy.stats.tests.location_interval).
-    bounds: tuple[float | None, float | None] = (None, None)
 
 
 def _check(value: object) -> str | None:
@@ -66,11 +63,6 @@ def _check(value: object) -> str | None:
         return "names no data kind or no compute as module:attribute"
     if not isinstance(value.settings, tuple) or not all(isinstance(key, str) for key in value.settings):
         return f"gives settings {value.settings!r}, not a tuple of evaluation keys"
-    low, high = value.bounds if isinstance(value.bounds, tuple) and len(value.bounds) == 2 else ("?", "?")
-    if not all(end is None or isinstance(end, Real) for end in (low, high)) or (
-        None not in (low, high) and low >= high
-    ):
-        return f"gives bounds {value.bounds!r}, not (low, high) with low < high (None where unbounded)"
     return None
 
 
@@ -90,11 +82,6 @@ def get_metric(name: str) -> Metric:
 def better(name: str) -> str:
     """Which way a metric's column is better ("?" for a column no metric is named after, e.g. isc_std)."""
     return METRICS.get(name).better if name in METRICS else "?"
-
-
-def bounds(name: str) -> tuple[float | None, float | None]:
-    """The range of a metric's column (unbounded for a column no metric is named after)."""
-    return METRICS.get(name).bounds if name in METRICS else (None, None)
 
 
 def kind_metrics(kind: DataKind) -> list[str]:
@@ -221,7 +208,6 @@ FID = Metric(
     QUALITY_KINDS,
     "ganstudy.evaluate.quality:fid",
     features=True,
-    bounds=(0.0, None),
 )
 ISC = Metric(
     "Inception-style score of the extractor's class probabilities (and its spread over splits, isc_std)",
@@ -231,7 +217,6 @@ ISC = Metric(
     features=True,
     probabilities=True,
     settings=("isc_splits",),
-    bounds=(1.0, None),
 )
 KID = Metric(
     "kernel distance (unbiased MMD^2, cubic polynomial kernel) over subsets (and its spread, kid_std)",
@@ -248,7 +233,6 @@ PRECISION = Metric(
     "ganstudy.evaluate.quality:precision",
     features=True,
     settings=("prc_neighborhood",),
-    bounds=(0.0, 1.0),
 )
 RECALL = Metric(
     "share of real images inside the samples' k-nearest-neighbour manifold",
@@ -257,7 +241,6 @@ RECALL = Metric(
     "ganstudy.evaluate.quality:recall",
     features=True,
     settings=("prc_neighborhood",),
-    bounds=(0.0, 1.0),
 )
 DENSITY = Metric(
     "mean number of the real images' k-nearest-neighbour balls a sample lies in, over k (Naeem et al. 2020)",
@@ -266,7 +249,6 @@ DENSITY = Metric(
     "ganstudy.evaluate.quality:density",
     features=True,
     settings=("dc_neighborhood",),
-    bounds=(0.0, None),
 )
 COVERAGE = Metric(
     "share of the real images' k-nearest-neighbour balls that hold a sample (Naeem et al. 2020)",
@@ -275,7 +257,6 @@ COVERAGE = Metric(
     "ganstudy.evaluate.quality:coverage",
     features=True,
     settings=("dc_neighborhood",),
-    bounds=(0.0, 1.0),
 )
 CLASS_FID = Metric(
     "mean over classes of the FID of a class's samples against its real images (labelled generators)",
@@ -284,7 +265,6 @@ CLASS_FID = Metric(
     "ganstudy.evaluate.scores:class_fid",
     classifier=True,
     classes=True,
-    bounds=(0.0, None),
 )
 LABEL_TVD = Metric(
     "total variation distance of the classifier's label histogram of the samples and the real one",
@@ -293,14 +273,12 @@ LABEL_TVD = Metric(
     "ganstudy.evaluate.scores:label_tvd_metric",
     classifier=True,
     classes=True,
-    bounds=(0.0, 1.0),
 )
 L1 = Metric(
     "mean absolute difference of output and target in [0, 1]",
     "lower",
     frozenset({"pairs"}),
     "ganstudy.evaluate.paired:l1",
-    bounds=(0.0, 1.0),
 )
 PSNR = Metric(
     "peak signal-to-noise ratio of output against target, dB",
@@ -313,7 +291,6 @@ SSIM = Metric(
     "higher",
     frozenset({"pairs"}),
     "ganstudy.evaluate.paired:ssim_metric",
-    bounds=(-1.0, 1.0),
 )
 SF_MEAN = Metric(
     "mean over energy bins of the relative error of the mean sampling fraction",
@@ -321,7 +298,6 @@ SF_MEAN = Metric(
     frozenset({"showers"}),
     "ganstudy.evaluate.showers:sf_mean",
     settings=("energy_bins",),
-    bounds=(0.0, None),
 )
 SF_WIDTH = Metric(
     "mean over energy bins of the relative error of the sampling fraction's spread",
@@ -329,21 +305,18 @@ SF_WIDTH = Metric(
     frozenset({"showers"}),
     "ganstudy.evaluate.showers:sf_width",
     settings=("energy_bins",),
-    bounds=(0.0, None),
 )
 LONGITUDINAL = Metric(
     "relative L1 distance of the mean energy profile along z",
     "lower",
     frozenset({"showers"}),
     "ganstudy.evaluate.showers:longitudinal",
-    bounds=(0.0, None),
 )
 TRANSVERSE_X = Metric(
     "relative L1 distance of the mean energy profile along x",
     "lower",
     frozenset({"showers"}),
     "ganstudy.evaluate.showers:transverse_x",
-    bounds=(0.0, None),
 )
 GAN3D = Metric(
     "3DGAN's optimisation metric: per primary-energy bin, the relative errors of the showers' mean first and "
@@ -353,12 +326,10 @@ GAN3D = Metric(
     frozenset({"showers"}),
     "ganstudy.evaluate.showers:gan3d",
     settings=("gan3d_energies", "gan3d_half_width"),
-    bounds=(0.0, None),
 )
 TRANSVERSE_Y = Metric(
     "relative L1 distance of the mean energy profile along y",
     "lower",
     frozenset({"showers"}),
     "ganstudy.evaluate.showers:transverse_y",
-    bounds=(0.0, None),
 )

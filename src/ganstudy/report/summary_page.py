@@ -66,20 +66,45 @@ def _towards(pair: pd.Series, first: str, higher: bool) -> dict[str, float]:
     return dict(zip(TEST_COLUMNS[2:8], (*a12, *shift)))
 
 
-def ranking(summary: pd.DataFrame, pairs: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """The set-ups first to last: those with at least RANKED_TRIALS finite trials before the others, each
-    group by superiority (higher first), then by median in the metric's direction; no finite score last.
-    Beside each, the first one's test against it from the pairs table."""
+def significant_wins(pairs: pd.DataFrame, alpha: float) -> list[tuple[str, str]]:
+    """Every (winner, loser) whose pair's Holm p is below ``alpha``, the winner named by the effect's direction."""
+    wins = []
+    for pair in pairs[pairs.p_holm < alpha].itertuples():
+        if pair.better in (pair.setup_a, pair.setup_b):
+            wins.append((pair.better, pair.setup_b if pair.better == pair.setup_a else pair.setup_a))
+    return wins
+
+
+def compared_trials(summary: pd.DataFrame, failures: str) -> pd.Series:
+    """Each set-up's trials that its tests compare: every trial, or under ``exclude`` the finite ones."""
+    return summary.trials - (summary.failed if failures == "exclude" else 0)
+
+
+def ranking(
+    summary: pd.DataFrame, pairs: pd.DataFrame, metric: str, settings: StatisticsSettings = StatisticsSettings()
+) -> pd.DataFrame:
+    """The set-ups first to last: those with at least RANKED_TRIALS compared trials before the others; within
+    them, the set-ups that no other beats significantly (Holm p < statistics.alpha) before those beaten, so
+    that the first named never loses a test; each group by superiority (higher first), then by median in the
+    metric's direction; no trial last. Beside each, the first one's test against it from the pairs table, and
+    ``beaten_by``."""
     higher = better(metric) == "higher"
+    losers: dict[str, list[str]] = {}
+    for winner, loser in significant_wins(pairs, settings.alpha):
+        losers.setdefault(loser, []).append(winner)
+    compared = compared_trials(summary, settings.failures)
     keyed = summary.assign(
-        _few=summary.trials < RANKED_TRIALS,
-        _none=summary.trials == 0,
+        _few=compared < RANKED_TRIALS,
+        _none=compared == 0,
+        _beaten=summary.setup.isin(losers),
         _sup=-summary.superiority.fillna(-1),
         _median=summary["median"] * (-1 if higher else 1),
     )
-    ordered = keyed.sort_values(["_none", "_few", "_sup", "_median"], kind="stable", na_position="last")
-    ordered = ordered.drop(columns=["_few", "_none", "_sup", "_median"]).reset_index(drop=True)
-    first = ordered.setup.iloc[0] if len(ordered) and ordered.trials.iloc[0] > 0 else None
+    ordered = keyed.sort_values(["_none", "_few", "_beaten", "_sup", "_median"], kind="stable", na_position="last")
+    ordered = ordered.drop(columns=["_few", "_none", "_beaten", "_sup", "_median"]).reset_index(drop=True)
+    ordered["beaten_by"] = [", ".join(losers.get(setup, [])) for setup in ordered.setup]
+    ordered["compared"] = compared_trials(ordered, settings.failures)
+    first = ordered.setup.iloc[0] if len(ordered) and ordered.compared.iloc[0] > 0 else None
     tests = []
     for setup in ordered.setup:
         pair = _pair(pairs, first, setup) if first is not None and setup != first else None
@@ -101,7 +126,15 @@ def ranking(summary: pd.DataFrame, pairs: pd.DataFrame, metric: str) -> pd.DataF
 
 
 def _interval(low: float, high: float, digits: int) -> str:
-    return f"{_fmt(low, digits)} to {_fmt(high, digits)}" if np.isfinite(low) and np.isfinite(high) else "–"
+    return f"{_fmt(low, digits)} to {_fmt(high, digits)}" if not (np.isnan(low) or np.isnan(high)) else "–"
+
+
+def _trials_text(row: pd.Series | tuple) -> str:
+    """A set-up's trials with its failures beside them, e.g. "10 (4 failed: 3 NaN, 1 inf)"."""
+    if not row.failed:
+        return str(row.trials)
+    kinds = ", ".join(f"{n} {kind}" for n, kind in ((row.nan, "NaN"), (row.inf, "inf")) if n)
+    return f"{row.trials} ({row.failed} failed: {kinds})"
 
 
 def ranking_table(ranked: pd.DataFrame, converged: dict[str, str], digits: int) -> pd.DataFrame:
@@ -109,18 +142,20 @@ def ranking_table(ranked: pd.DataFrame, converged: dict[str, str], digits: int) 
     column, unit = cost_column(ranked)
     rows = []
     for place, row in enumerate(ranked.itertuples(), start=1):
+        magnitude = f" ({row.effect})" if row.effect != "–" else ""
         rows.append(
             {
-                "rank": place if row.trials >= RANKED_TRIALS else "–",
+                "rank": place if row.compared >= RANKED_TRIALS else "–",
                 "set-up": row.setup,
-                "trials": row.trials,
+                "trials": _trials_text(row),
                 "median": row.median,
+                "median's 95% interval": _interval(row.median_low, row.median_high, digits),
                 "mean": row.mean,
                 "sd": row.sd,
-                "95% interval": _interval(row.ci_low, row.ci_high, digits),
                 "P(beats others)": row.superiority,
                 "p vs first (Holm)": row.p_holm,
-                "A12 vs first": f"{row.a12_first:.2f} ({row.effect})" if np.isfinite(row.a12_first) else "–",
+                "A12 vs first": f"{row.a12_first:.2f}{magnitude}" if np.isfinite(row.a12_first) else "–",
+                "beaten by": row.beaten_by or "",
                 f"{unit} per trial": getattr(row, column),
                 "on the cost front": "yes" if row.pareto else "",
                 "converged": converged.get(row.setup, "–"),
@@ -129,14 +164,16 @@ def ranking_table(ranked: pd.DataFrame, converged: dict[str, str], digits: int) 
     return pd.DataFrame(rows)
 
 
-def _effect(row: pd.Series | tuple, digits: int, magnitude: bool = True) -> str:
+def _effect(row: pd.Series | tuple, digits: int) -> str:
+    """A12 with its interval where the pairs table gives one, the magnitude where the test is significant,
+    and the shift with its interval."""
     text = f"A12 = {row.a12_first:.2f}"
     if np.isfinite(row.a12_first_low):
         text += f" [{row.a12_first_low:.2f}, {row.a12_first_high:.2f}]"
-    text += (f", {row.effect}" if magnitude else "") + f"; shift {_fmt(row.shift_first, digits)}"
+    text += (f", {row.effect}" if row.effect != "–" else "") + f"; shift {_fmt(row.shift_first, digits)}"
     return text + (
         f" [{_fmt(row.shift_first_low, digits)}, {_fmt(row.shift_first_high, digits)}]"
-        if np.isfinite(row.shift_first_low)
+        if not np.isnan(row.shift_first_low)
         else ""
     )
 
@@ -148,7 +185,9 @@ def _plan(row: pd.Series | tuple, first: pd.Series, digits: int, cost: tuple[str
     if not np.isfinite(needed):
         return " No trials per set-up up to 100 would decide the measured effect with power 0.8."
     column, unit = cost
-    more = max(0, needed - first.trials) * getattr(first, column) + max(0, needed - row.trials) * getattr(row, column)
+    more = max(0, needed - first.compared) * getattr(first, column) + max(0, needed - row.compared) * getattr(
+        row, column
+    )
     cost = f", about {_fmt(more, 2)} {unit} more at this study's trial times" if np.isfinite(more) and more > 0 else ""
     return f" Power 0.8 at the measured effect needs {int(needed)} trials per set-up (simulated{cost})."
 
@@ -157,16 +196,14 @@ def comparison(row: pd.Series | tuple, first: pd.Series, alpha: float, digits: i
     """One line: the ``first`` set-up against ``row``'s, in the terms of the test and of the effect's direction;
     where it is not decided, the trials a decision needs and their cost (``cost``: summary.cost_column)."""
     other, first_row = row.setup, first
-    first, trials = first_row.setup, f"{first_row.trials} against {row.trials} trials"
+    first, trials = first_row.setup, f"{first_row.compared} against {row.compared} trials"
     if not np.isfinite(row.p_holm):
-        return f"- {first} vs {other}: no test ({row.pair_note or 'too few finite scores'})."
+        return f"- {first} vs {other}: no test ({row.pair_note or 'too few trials'})."
     effect, p = _effect(row, digits), _fmt(row.p_holm, digits)
     if row.p_holm < alpha:
         winner, loser = (first, other) if row.better == first else (other, first)
         return f"- **{winner}** is better than {loser}, significantly (Holm p = {p} < {alpha}; {effect})."
     if row.smallest_p_holm >= alpha:
-        # No magnitude: an effect these trials cannot tell from chance is not "large".
-        effect = _effect(row, digits, magnitude=False)
         return (
             f"- {first} vs {other}: these trials cannot decide: {trials}, Holm-adjusted over the metric's pairs, give "
             f"no p below {_fmt(row.smallest_p_holm, digits)} ≥ {alpha} "
@@ -179,23 +216,36 @@ def comparison(row: pd.Series | tuple, first: pd.Series, alpha: float, digits: i
     )
 
 
-def verdict(ranked: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:
-    """The ranking in words: the first set-up, and each other one's test against it."""
-    if ranked.empty or ranked.trials.iloc[0] == 0:
-        return f"No set-up has a finite {metric.upper()} yet."
+def _wins_text(wins: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{winner} over {loser}" for winner, loser in wins)
+
+
+def verdict(ranked: pd.DataFrame, pairs: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:
+    """The ranking in words: the first set-up, each other one's test against it, and the significant wins
+    between the others."""
+    if ranked.empty or ranked.compared.iloc[0] == 0:
+        return f"No set-up has a {metric.upper()} trial to compare yet."
     first = ranked.iloc[0]
-    if first.trials < RANKED_TRIALS:
+    if first.compared < RANKED_TRIALS:
         lines = [
-            f"No set-up has {RANKED_TRIALS} finite {metric.upper()} scores: **{first.setup}** is listed first on "
-            f"{first.trials} trial, which says nothing of its spread."
+            f"No set-up has {RANKED_TRIALS} {metric.upper()} trials to compare: **{first.setup}** is listed first on "
+            f"{first.compared} trial, which says nothing of its spread."
+        ]
+    elif first.beaten_by:
+        lines = [
+            f"Every set-up loses a significant test, so none is best: **{first.setup}** is listed first (a trial of "
+            f"it scores better than one of another set-up with probability {first.superiority:.2f} on average)."
         ]
     else:
         lines = [
-            f"**{first.setup}** ranks first in {metric.upper()}: a trial of it scores better than one of another "
-            f"set-up with probability {first.superiority:.2f} on average."
+            f"**{first.setup}** ranks first in {metric.upper()}: no set-up is significantly better, and a trial of "
+            f"it scores better than one of another set-up with probability {first.superiority:.2f} on average."
         ]
     cost = cost_column(ranked)
     lines += [comparison(row, first, alpha, digits, cost) for row in ranked.iloc[1:].itertuples()]
+    others = [win for win in significant_wins(pairs, alpha) if first.setup not in win]
+    if others:
+        lines.append(f"- Significant between the others (Holm p < {alpha}): {_wins_text(others)}.")
     lines += [_front(ranked, metric, cost, digits)]
     return "\n".join(lines)
 
@@ -221,26 +271,45 @@ def _front(ranked: pd.DataFrame, metric: str, cost: tuple[str, str], digits: int
     return f"- Quality against cost (median against {unit} per trial, the Pareto front): {points}{beaten}."
 
 
-def answer(ranked: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:
-    """The primary metric's answer in one sentence."""
+def answer(ranked: pd.DataFrame, pairs: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:
+    """The primary metric's answer in one sentence, which the pairwise tests support: the set-up named first
+    is one that no other beats significantly; where the significant wins name no single best (several
+    unbeaten set-ups with wins, a cycle, or the highest average rank beaten), it says so and names the wins."""
     name = f"{metric.upper()} ({better(metric)} is better)"
-    if ranked.empty or ranked.trials.iloc[0] == 0:
-        return f"No set-up has a finite {name} yet."
+    if ranked.empty or ranked.compared.iloc[0] == 0:
+        return f"No set-up has a {name} trial to compare yet."
     first, others = ranked.iloc[0], ranked.iloc[1:]
     if others.empty:
         return f"One set-up, **{first.setup}**: nothing to compare in {name}."
+    wins = significant_wins(pairs, alpha)
     tested = others[np.isfinite(others.p_holm.to_numpy(float))]
-    wins = tested[(tested.p_holm < alpha) & (tested.better == first.setup)]
-    if first.trials >= RANKED_TRIALS and len(wins) == len(others):
+    beats = [loser for winner, loser in wins if winner == first.setup]
+    if first.beaten_by:
+        return (
+            f"No single best in {name}: every set-up loses a significant test (Holm p < {alpha}): {_wins_text(wins)}."
+        )
+    top = ranked.sort_values("superiority", ascending=False, kind="stable").iloc[0]
+    lead = ""
+    if top.setup != first.setup and top.beaten_by:
+        lead = (
+            f" {top.setup} ranks highest on average (P(beats others) {top.superiority:.2f}) but loses to "
+            f"{top.beaten_by} significantly."
+        )
+    if first.compared >= RANKED_TRIALS and len(beats) == len(others):
         return (
             f"**{first.setup}** has the best {name}: it is significantly better than every other set-up "
-            f"(largest Holm p = {_fmt(wins.p_holm.max(), digits)} < {alpha})."
+            f"(largest Holm p = {_fmt(tested.p_holm.max(), digits)} < {alpha}).{lead}"
         )
-    if len(wins):
-        rest = [s for s in others.setup if s not in set(wins.setup)]
+    if beats:
+        rest = [s for s in others.setup if s not in set(beats)]
         return (
-            f"**{first.setup}** ranks first in {name}; it is significantly better than {', '.join(wins.setup)} "
-            f"(Holm p < {alpha}), not than {', '.join(rest)}."
+            f"**{first.setup}** ranks first in {name}, and no set-up is significantly better; it is significantly "
+            f"better than {', '.join(beats)} (Holm p < {alpha}), not than {', '.join(rest)}.{lead}"
+        )
+    if wins:
+        return (
+            f"**{first.setup}** ranks first in {name}, not significantly; the significant wins (Holm p < {alpha}): "
+            f"{_wins_text(wins)}.{lead}"
         )
     if len(tested) and (tested.smallest_p_holm >= alpha).all():
         return (
@@ -248,9 +317,9 @@ def answer(ranked: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:
             f"{_fmt(tested.smallest_p_holm.min(), digits)} ≥ {alpha}; **{first.setup}** ranks first, not significantly "
             f"(add trials: `ganstudy validate-config` says how many)."
         )
-    smallest = _fmt(tested.p_holm.min(), digits) if len(tested) else "–"
+    smallest = _fmt(pairs.p_holm.min(), digits) if len(pairs) else "–"
     return (
-        f"No set-up is significantly better than another in {name} against the first, **{first.setup}** "
+        f"No set-up is significantly better than another in {name}; **{first.setup}** ranks first "
         f"(smallest Holm p = {smallest} ≥ {alpha})."
     )
 
@@ -280,18 +349,27 @@ def answer_page(
     converged = dict(zip(convergence.setup, convergence.converged))
     reproduction = pd.read_csv(tables / "reproduction.csv") if (tables / "reproduction.csv").is_file() else None
     digits, alpha, primary = settings.digits, settings.alpha, settings.primary(metrics)
-    ranked = {metric: ranking(*read_tables(tables, metric), metric) for metric in metrics}
-    trials = dict(zip(ranked[primary].setup, ranked[primary].trials))
+    tables_of = {metric: read_tables(tables, metric) for metric in metrics}
+    ranked = {metric: ranking(*tables_of[metric], metric, settings) for metric in metrics}
+    first_table = ranked[primary].set_index("setup")
+    counted = (
+        "a failed trial (NaN: no score; inf: diverged) counts as worse than every finite score"
+        if settings.failures == "worst"
+        else "**failed trials are left out** (statistics.failures = exclude): a set-up that fails often can look "
+        "better than it is"
+    )
     parts = [
         f"# {study}: the answer\n",
-        answer(ranked[primary], primary, alpha, digits) + "\n",
-        f"{len(setups)} set-ups ({', '.join(setups)}); finite {primary.upper()} scores per set-up: "
-        f"{', '.join(f'{s} {int(trials.get(s, 0))}' for s in setups)}. Made from the tables in tables/ and "
-        "convergence.csv. Set-ups are ranked by the probability that a trial of one scores better than one of "
-        "another (the rank tests' order), then by median; p-values are two-sided Mann-Whitney tests (exact or "
-        "asymptotic: `tables/pairs_<metric>.md` names each), Holm-adjusted over each metric's pairs, significant below "
-        f"{alpha}; A12 is the probability that a trial of the first set-up scores better than one of the other, and "
-        "the shift is first minus other, each with its 95% interval.\n",
+        answer(ranked[primary], tables_of[primary][1], primary, alpha, digits) + "\n",
+        f"{len(setups)} set-ups ({', '.join(setups)}); {primary.upper()} trials per set-up: "
+        f"{', '.join(f'{s} {_trials_text(first_table.loc[s])}' for s in setups if s in first_table.index)}"
+        f"; {counted}. Made from the tables in tables/ and convergence.csv. A set-up that another beats "
+        "significantly is ranked after those that none beats; then set-ups are ranked by the probability that a "
+        "trial of one scores better than one of another (the rank tests' order), then by median; p-values are "
+        "two-sided Mann-Whitney tests (exact or asymptotic: `tables/pairs_<metric>.md` names each), Holm-adjusted "
+        f"over each metric's pairs, significant below {alpha}; A12 is the probability that a trial of the first "
+        "set-up scores better than one of the other (its 95% interval where it agrees with the test; a magnitude "
+        "word only where the test is significant), and the shift is first minus other, with its 95% interval.\n",
     ]
     hardware, uneven = hardware_notes(scores, setups)
     if uneven:
@@ -302,7 +380,7 @@ def answer_page(
         footnote = protocol_notes(scores, metric, setups)[0]
         parts += [
             f"## {metric.upper()} ({better(metric)} is better)\n",
-            verdict(ranked[metric], metric, alpha, digits) + "\n",
+            verdict(ranked[metric], tables_of[metric][1], metric, alpha, digits) + "\n",
             markdown_table(ranking_table(ranked[metric], converged, digits), False, digits),
             *(f"{line}\n" for line in footnote),
             _papers(reproduction, metric, digits),

@@ -4,8 +4,9 @@ Two blocks. Per set-up and metric: the paper's mean ± sd (n), ours, the differe
 reference says our score is measured as the paper's was (``comparable``), Welch's two-sided t-test from
 the summary statistics, which is all a paper publishes. Per pair of set-ups that both carry a reference
 for a metric: which of the two is better in the paper (with Welch's p from its summary statistics) and in
-ours (with our Mann-Whitney p by ``statistics.test``, exact or asymptotic as in the pairs tables), and
-whether the directions agree. The
+ours (by the rank test's effect, A12 of the outcomes with failed trials as ``statistics.failures`` says, and
+its Mann-Whitney p by ``statistics.test``, exact or asymptotic as in the pairs tables: never by the means, which
+one collapsed trial turns against the test beside them), and whether the directions agree. The
 second block is the comparison that survives a change of scale, e.g. our classifier FID on 8x8 digits
 against the thesis's FID on MNIST.
 """
@@ -23,8 +24,8 @@ from ganstudy.atomic import atomic_path, write_text
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.settings import StatisticsSettings
-from ganstudy.stats.summary import _values, latex_table, markdown_table
-from ganstudy.stats.tests import rank_test, welch_pvalue
+from ganstudy.stats.summary import latex_table, markdown_table, trials
+from ganstudy.stats.tests import a12, rank_test, welch_pvalue
 
 SETUP_COLUMNS = [
     "setup",
@@ -54,17 +55,20 @@ PAIR_COLUMNS = [
 NOT_COMPARABLE = "scales not comparable (other data, extractor or sample count): only directions are compared"
 
 
-def _ours(scores: pd.DataFrame, metric: str, setup: str) -> tuple[float, float, int, np.ndarray]:
-    values = _values(scores, metric, setup)[0]
+def _ours(scores: pd.DataFrame, metric: str, setup: str) -> tuple[float, float, int]:
+    """Our mean, sd and trials over the finite scores: what a paper's summary statistics are compared with."""
+    values = trials(scores, metric, setup).finite
     mean = float(values.mean()) if len(values) else float("nan")
     sd = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
-    return mean, sd, len(values), values
+    return mean, sd, len(values)
 
 
-def _better(metric: str, a: str, b: str, mean_a: float, mean_b: float) -> str:
-    if not (np.isfinite(mean_a) and np.isfinite(mean_b)) or mean_a == mean_b:
+def _better(metric: str, a: str, b: str, value_a: float, value_b: float) -> str:
+    """The set-up that ``value_a`` against ``value_b`` favours in the metric's direction (a paper's means, or
+    our A12 against its null 0.5); "–" where they are equal or unknown."""
+    if not (np.isfinite(value_a) and np.isfinite(value_b)) or value_a == value_b:
         return "–"
-    return a if (mean_a > mean_b) == (better(metric) == "higher") else b
+    return a if (value_a > value_b) == (better(metric) == "higher") else b
 
 
 def reproduction_table(scores: pd.DataFrame, references: dict[str, dict[str, Any]], setups: list[str]) -> pd.DataFrame:
@@ -72,7 +76,7 @@ def reproduction_table(scores: pd.DataFrame, references: dict[str, dict[str, Any
     rows = []
     for setup in setups:
         for metric, ref in references.get(setup, {}).items():
-            mean, sd, n, _ = _ours(scores, metric, setup)
+            mean, sd, n = _ours(scores, metric, setup)
             p = float("nan")
             if not ref["comparable"]:
                 note = NOT_COMPARABLE
@@ -105,10 +109,11 @@ def direction_table(
     scores: pd.DataFrame,
     references: dict[str, dict[str, Any]],
     setups: list[str],
-    test: str = "auto",
+    settings: StatisticsSettings = StatisticsSettings(),
 ) -> pd.DataFrame:
-    """Every pair of set-ups with references for the same metric: the better one in the paper and in ours
-    (``test``: statistics.test, the Mann-Whitney p's method)."""
+    """Every pair of set-ups with references for the same metric: the better one in the paper (by its means)
+    and in ours (by A12 of the outcomes, the direction of the Mann-Whitney test beside it, whose method
+    statistics.test chooses)."""
     metrics = list(dict.fromkeys(m for s in setups for m in references.get(s, {})))
     rows = []
     for metric in metrics:
@@ -116,11 +121,10 @@ def direction_table(
         for i, a in enumerate(cited):
             for b in cited[i + 1 :]:
                 ref_a, ref_b = references[a][metric], references[b][metric]
-                mean_a, _, _, values_a = _ours(scores, metric, a)
-                mean_b, _, _, values_b = _ours(scores, metric, b)
+                x, y = (trials(scores, metric, s, settings.failures).outcomes for s in (a, b))
                 paper = _better(metric, a, b, ref_a["mean"], ref_b["mean"])
-                ours = _better(metric, a, b, mean_a, mean_b)
-                tested = rank_test(values_a, values_b, test)
+                ours = _better(metric, a, b, a12(x, y), 0.5)
+                tested = rank_test(x, y, settings.test)
                 rows.append(
                     {
                         "metric": metric,
@@ -152,12 +156,12 @@ def write_reproduction(
     out, digits = Path(out_dir), settings.digits
     per_setup, pairs = (
         reproduction_table(scores, references, setups),
-        direction_table(scores, references, setups, settings.test),
+        direction_table(scores, references, setups, settings),
     )
     titles = (
         "The papers' results beside ours (difference = ours - paper; Welch's two-sided t-test where comparable)",
-        "Direction between set-ups in the paper (Welch p from its summary statistics) and in ours (Mann-Whitney p, "
-        "its method in ours_test)",
+        "Direction between set-ups in the paper (by its means; Welch p from its summary statistics) and in ours (by "
+        "A12, the rank test's direction; Mann-Whitney p, its method in ours_test)",
     )
     paths = [out / f"reproduction.{ext}" for ext in ("csv", "md", "tex")] + [out / "reproduction_directions.csv"]
     with atomic_path(paths[0]) as tmp:

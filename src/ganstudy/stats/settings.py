@@ -20,6 +20,7 @@ class StatisticsSettings:
 
     min_trials: int = _STATISTICS["min_trials"]
     test: str = _STATISTICS["test"]
+    failures: str = _STATISTICS["failures"]
     alpha: float = _STATISTICS["alpha"]
     primary_metric: str | None = _STATISTICS["primary_metric"]
     convergence_window: float = _STATISTICS["convergence_window"]

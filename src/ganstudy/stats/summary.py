@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ import pandas as pd
 
 from ganstudy.atomic import atomic_path, write_text
 from ganstudy.errors import GanstudyError
-from ganstudy.evaluate.metrics import better, bounds
+from ganstudy.evaluate.metrics import better
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.hardware import hardware_notes
 from ganstudy.stats.power import MOST_TRIALS, SIMULATIONS, trials_for_power
@@ -26,9 +27,11 @@ from ganstudy.stats.tests import (
     a12,
     a12_interval,
     a12_magnitude,
+    agrees_with_test,
     holm,
     kruskal_wallis,
-    location_interval,
+    median_interval,
+    outcomes,
     rank_test,
     shift_interval,
     smallest_p,
@@ -37,16 +40,18 @@ from ganstudy.stats.tests import (
 SUMMARY_COLUMNS = [
     "setup",
     "trials",
+    "failed",
+    "nan",
+    "inf",
+    "failure_rate",
+    "median",
+    "median_low",
+    "median_high",
+    "iqr",
     "mean",
     "sd",
-    "centre",
-    "ci_low",
-    "ci_high",
-    "interval",
     "min",
     "max",
-    "median",
-    "iqr",
     "superiority",
     "mean_train_minutes",
     "core_hours",
@@ -77,22 +82,53 @@ PAIR_COLUMNS = [
 CONFIDENCE = 0.95
 
 
-def _values(scores: pd.DataFrame, metric: str, setup: str) -> tuple[np.ndarray, pd.DataFrame, int]:
-    """A set-up's finite scores of a metric, its rows, and how many NaN scores were left out."""
-    part = scores[(scores.metric == metric) & (scores.setup == setup)]
-    values = part.value.to_numpy(float)
-    return values[np.isfinite(values)], part, int((~np.isfinite(values)).sum())
+@dataclass(frozen=True)
+class Trials:
+    """A set-up's trials of one metric: ``outcomes`` as the rank tests compare them (tests.outcomes), its finite
+    scores, its failed trials by kind (``nan``: no score; ``inf``: diverged) and its rows of scores.csv."""
+
+    outcomes: np.ndarray
+    finite: np.ndarray
+    nan: int
+    inf: int
+    rows: pd.DataFrame
+
+    @property
+    def failed(self) -> int:
+        return self.nan + self.inf
+
+    def failures_text(self, failures: str) -> str:
+        """The failed trials in words, e.g. "2 failed (1 NaN, 1 inf), ranked worst"; "" without any."""
+        if not self.failed:
+            return ""
+        kinds = ", ".join(f"{n} {kind}" for n, kind in ((self.nan, "NaN"), (self.inf, "inf")) if n)
+        how = "ranked worst" if failures == "worst" else "left out (statistics.failures = exclude)"
+        return f"{self.failed} failed ({kinds}), {how}"
 
 
-def _problems(values: np.ndarray, dropped: int, min_trials: int) -> list[str]:
+def trials(scores: pd.DataFrame, metric: str, setup: str, failures: str = "worst") -> Trials:
+    """A set-up's ``Trials`` of a metric under ``failures`` (statistics.failures)."""
+    rows = scores[(scores.metric == metric) & (scores.setup == setup)]
+    values = rows.value.to_numpy(float)
+    return Trials(
+        outcomes(values, better(metric) == "higher", failures),
+        values[np.isfinite(values)],
+        int(np.isnan(values).sum()),
+        int(np.isinf(values).sum()),
+        rows,
+    )
+
+
+def _problems(setup: Trials, min_trials: int, failures: str) -> list[str]:
     notes = []
-    if len(values) == 0:
+    compared = len(setup.outcomes)
+    if len(setup.rows) == 0:
         notes.append("no runs")
-    elif len(values) < min_trials:
-        notes.append(f"underpowered: {len(values)} < {min_trials} trials")
-    if dropped:
-        notes.append(f"{dropped} NaN score(s) left out")
-    if len(values) > 1 and np.ptp(values) == 0:
+    elif compared < min_trials:
+        notes.append(f"underpowered: {compared} < {min_trials} trials")
+    if setup.failed:
+        notes.append(setup.failures_text(failures))
+    if compared > 1 and len(np.unique(setup.outcomes)) == 1:
         notes.append("constant")
     return notes
 
@@ -108,40 +144,49 @@ def superiority(values: dict[str, np.ndarray], setup: str, higher: bool) -> floa
 
 
 def summary_table(
-    scores: pd.DataFrame, metric: str, setups: list[str], min_trials: int = 1, notes: dict[str, str] | None = None
+    scores: pd.DataFrame,
+    metric: str,
+    setups: list[str],
+    settings: StatisticsSettings = StatisticsSettings(),
+    notes: dict[str, str] | None = None,
 ) -> pd.DataFrame:
-    """Per set-up: finite trials, mean, sd, the 95% interval inside the metric's range (centre, ends and
-    method: tests.location_interval), min, max, median, IQR, the mean probability of beating the other
-    set-ups, mean training time and a note for problems (``notes`` adds one per set-up, e.g. that its
-    training had not converged)."""
+    """Per set-up: its trials, how many failed and their share, the median of its outcomes (failed trials
+    ranked worst, under statistics.failures = worst) with its distribution-free 95% interval and the IQR,
+    mean, sd, min and max of its finite scores, the mean probability of beating the other set-ups, mean
+    training time and cost, and a note for problems (``notes`` adds one per set-up, e.g. that its training
+    had not converged)."""
     notes = notes or {}
     higher = better(metric) == "higher"
-    finite = {setup: _values(scores, metric, setup)[0] for setup in setups}
+    by_setup = {setup: trials(scores, metric, setup, settings.failures) for setup in setups}
+    compared = {setup: one.outcomes for setup, one in by_setup.items()}
     rows = []
-    for setup in setups:
-        values, part, dropped = _values(scores, metric, setup)
-        some = len(values) > 0
-        centre, low, high, method = location_interval(values, bounds(metric), CONFIDENCE)
+    for setup, one in by_setup.items():
+        finite, part, some = one.finite, one.rows, len(one.outcomes) > 0
+        low, high = median_interval(one.outcomes, CONFIDENCE)
         rows.append(
             {
                 "setup": setup,
-                "trials": len(values),
-                "mean": values.mean() if some else np.nan,
-                "sd": values.std(ddof=1) if len(values) > 1 else np.nan,
-                "centre": centre,
-                "ci_low": low,
-                "ci_high": high,
-                "interval": method,
-                "min": values.min() if some else np.nan,
-                "max": values.max() if some else np.nan,
-                "median": np.median(values) if some else np.nan,
-                "iqr": np.subtract(*np.percentile(values, [75, 25])) if some else np.nan,
-                "superiority": superiority(finite, setup, higher),
+                "trials": len(part),
+                "failed": one.failed,
+                "nan": one.nan,
+                "inf": one.inf,
+                "failure_rate": one.failed / len(part) if len(part) else np.nan,
+                "median": np.median(one.outcomes) if some else np.nan,
+                "median_low": low,
+                "median_high": high,
+                "iqr": _iqr(one.outcomes) if some else np.nan,
+                "mean": finite.mean() if len(finite) else np.nan,
+                "sd": finite.std(ddof=1) if len(finite) > 1 else np.nan,
+                "min": finite.min() if len(finite) else np.nan,
+                "max": finite.max() if len(finite) else np.nan,
+                "superiority": superiority(compared, setup, higher),
                 "mean_train_minutes": part.train_seconds.mean() / 60 if len(part) else np.nan,
                 # A trial's cost: its training time times what its ranks held.
                 "core_hours": float(trial_hours(part, "core_hours").mean()) if len(part) else np.nan,
                 "gpu_hours": float(trial_hours(part, "gpu_hours").mean()) if len(part) else np.nan,
-                "note": "; ".join(_problems(values, dropped, min_trials) + ([notes[setup]] if setup in notes else [])),
+                "note": "; ".join(
+                    _problems(one, settings.min_trials, settings.failures) + ([notes[setup]] if setup in notes else [])
+                ),
             }
         )
     table = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
@@ -149,6 +194,16 @@ def summary_table(
         table[cost_column(table)[0]].to_numpy(float), table["median"].to_numpy(float), higher
     )
     return table
+
+
+def _iqr(values: np.ndarray) -> float:
+    """The interquartile range: interpolated between finite scores; with failed trials (infinite outcomes)
+    the quartiles are trials' own values, so the range is infinite where one quartile failed and NaN where
+    both did."""
+    method = "linear" if np.isfinite(values).all() else "inverted_cdf"
+    upper, lower = np.percentile(values, [75, 25], method=method)
+    with np.errstate(invalid="ignore"):
+        return float(upper - lower)
 
 
 def _current(path: Path, columns: list[str]) -> pd.DataFrame:
@@ -208,12 +263,14 @@ def pareto_front(cost: np.ndarray, quality: np.ndarray, higher: bool) -> list[bo
 def pairwise_table(
     scores: pd.DataFrame, metric: str, setups: list[str], settings: StatisticsSettings = StatisticsSettings()
 ) -> pd.DataFrame:
-    """Every pair: the two-sided rank-sum test of its finite scores (``settings.test``: exact or asymptotic,
-    recorded), Holm-adjusted over the metric's pairs, the smallest Holm p its trials could give at all,
-    A12 of a over b with Newcombe's interval and magnitude, the Hodges-Lehmann shift of a over b with its
-    rank-based interval, which set-up the effect favours in the metric's direction, and the trials per set-up
-    with which the study's test would decide the measured effect with power 0.8 (stats.power)."""
-    values = {s: _values(scores, metric, s)[0] for s in setups}
+    """Every pair: the two-sided rank-sum test of its outcomes (failed trials ranked worst or left out, as
+    ``settings.failures`` says; ``settings.test``: exact or asymptotic, recorded), Holm-adjusted over the
+    metric's pairs, the smallest Holm p its trials could give at all, A12 of a over b with Newcombe's interval
+    (left out where it disagrees with the test) and its magnitude (only where Holm's p is significant), the
+    Hodges-Lehmann shift of a over b with its rank-based interval, which set-up the effect favours in the
+    metric's direction, and the trials per set-up with which the study's test would decide the measured
+    effect with power 0.8 (stats.power)."""
+    values = {s: trials(scores, metric, s, settings.failures).outcomes for s in setups}
     family = len(setups) * (len(setups) - 1) // 2
     higher = better(metric) == "higher"
     rows = []
@@ -226,6 +283,10 @@ def pairwise_table(
             short = [s for s in (a, b) if len(values[s]) < settings.min_trials]
             note = [test.note] if test.note else []
             note += [f"underpowered: {', '.join(short)} < {settings.min_trials} trials"] if short else []
+            low, high = a12_interval(x, y, CONFIDENCE)
+            if np.isfinite(low) and not agrees_with_test(low, high, test.p, CONFIDENCE):
+                low, high = np.nan, np.nan
+                note.append(f"no A12 interval: Newcombe's disagrees with the test at {1 - CONFIDENCE:.2g} here")
             rows.append(
                 {
                     "setup_a": a,
@@ -236,7 +297,8 @@ def pairwise_table(
                     "p_value": test.p,
                     "smallest_p": smallest_p(len(x), len(y), settings.test),
                     "a12": effect,
-                    **dict(zip(("a12_low", "a12_high"), a12_interval(x, y, CONFIDENCE))),
+                    "a12_low": low,
+                    "a12_high": high,
                     **dict(zip(("shift", "shift_low", "shift_high"), shift_interval(x, y, CONFIDENCE))),
                     "effect": a12_magnitude(effect),
                     "better": favoured,
@@ -248,31 +310,52 @@ def pairwise_table(
     # One Holm family per metric: every table and figure takes a pair's adjusted p from here.
     table["p_holm"] = holm(table.p_value.to_numpy(float)) if len(table) else []
     table["smallest_p_holm"] = holm(table.pop("smallest_p").to_numpy(float)) if len(table) else []
+    # A magnitude word beside a difference the test cannot tell from chance says more than the test.
+    table.loc[~(table.p_holm < settings.alpha), "effect"] = "–"
     return table[PAIR_COLUMNS]
 
 
-def kruskal_table(scores: pd.DataFrame, metrics: list[str], setups: list[str]) -> pd.DataFrame:
+def kruskal_table(scores: pd.DataFrame, metrics: list[str], setups: list[str], failures: str = "worst") -> pd.DataFrame:
     rows = []
     for metric in metrics:
-        groups = [_values(scores, metric, s)[0] for s in setups]
+        groups = [trials(scores, metric, s, failures).outcomes for s in setups]
         h, df, p = kruskal_wallis(groups)
         rows.append({"metric": metric, "groups": sum(1 for g in groups if len(g)), "H": h, "df": df, "p_value": p})
     return pd.DataFrame(rows, columns=["metric", "groups", "H", "df", "p_value"])
 
 
 def results_table(scores: pd.DataFrame, metrics: list[str], setups: list[str], digits: int = 4) -> pd.DataFrame:
-    """Seed 001's layout: one row per set-up, "mean ± sd" of each metric over the finite trials."""
+    """Seed 001's layout: one row per set-up, "mean ± sd" of each metric over the finite trials, and how many
+    trials failed (they have no score to average)."""
     rows = []
     for setup in setups:
         row = {"setup": setup}
         for metric in metrics:
-            values = _values(scores, metric, setup)[0]
+            one = trials(scores, metric, setup)
+            values = one.finite
             sd = _fmt(values.std(ddof=1), digits) if len(values) > 1 else "–"
+            failed = f" ({one.failed} of {len(one.rows)} failed)" if one.failed else ""
             row[f"{metric} ({better(metric)} is better)"] = (
-                f"{_fmt(values.mean(), digits)} ± {sd}" if len(values) else "–"
+                f"{_fmt(values.mean(), digits)} ± {sd}{failed}" if len(values) else f"–{failed}"
             )
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def mean_order_notes(summaries: dict[str, pd.DataFrame]) -> list[str]:
+    """Per metric whose means order the set-ups otherwise than the rank tests do (superiority): both orders,
+    best first, so that a reader of the mean ± sd table does not take its order for the tests'."""
+    lines = []
+    for metric, summary in summaries.items():
+        known = summary[np.isfinite(summary["mean"].to_numpy(float))]
+        by_mean = list(known.sort_values("mean", ascending=better(metric) != "higher", kind="stable").setup)
+        by_rank = list(summary.sort_values("superiority", ascending=False, kind="stable").setup)
+        if by_mean != [s for s in by_rank if s in set(by_mean)]:
+            lines.append(
+                f"{metric}: the means order the set-ups {', '.join(by_mean)}; the rank tests' order (failed trials "
+                f"counted) is {', '.join(by_rank)} (summary_{metric}.md)."
+            )
+    return lines
 
 
 def pvalue_matrix(pairs: pd.DataFrame, setups: list[str]) -> pd.DataFrame:
@@ -378,13 +461,22 @@ def _mark_pairs(pairs: pd.DataFrame, by_setup: dict[str, str], uneven: list[tupl
     return pairs
 
 
-SUMMARY_NOTE = (
-    f"Interval: {CONFIDENCE:.0%}, inside the metric's range; its column names the method: t = the mean's t-interval "
-    "(centre: the mean), t on the log scale = the geometric mean's, for a metric bounded below (centre: the "
-    "geometric mean), t on the logit scale = for a metric bounded on both sides. superiority: the mean over the "
-    "other set-ups of the probability that a trial of this one scores better than one of the other (ties half), the "
-    "rank tests' order."
-)
+def summary_note(failures: str) -> str:
+    """What the summary table's columns mean: the trials, the failures, the median's interval, superiority."""
+    counted = (
+        "a failed trial (NaN: no score; inf: diverged) counts as worse than every finite score in the median, its "
+        "interval, the IQR, superiority and the tests (statistics.failures = worst)"
+        if failures == "worst"
+        else "failed trials (NaN: no score; inf: diverged) are left out of every statistic and test "
+        "(statistics.failures = exclude), so a set-up that fails often can look better than it is"
+    )
+    return (
+        f"trials: every trial; failed (of which nan: no score, inf: diverged), failure_rate: {counted}. median_low, "
+        f"median_high: the median's distribution-free {CONFIDENCE:.0%} interval (order statistics; empty below 6 "
+        "trials), which covers the median at least 95% of the time whatever the scores' shape. mean, sd, min, max: "
+        "over the finite scores. superiority: the mean over the other set-ups of the probability that a trial of "
+        "this one scores better than one of the other (ties half), the rank tests' order."
+    )
 
 
 def pairs_note(test: str, alpha: float) -> str:
@@ -398,9 +490,12 @@ def pairs_note(test: str, alpha: float) -> str:
         f"Tests: two-sided Mann-Whitney, {method} (statistics.test = {test}; the test column says which). p_holm: "
         "Holm-adjusted over the metric's pairs. smallest_p_holm: the smallest Holm p these trials could give at all "
         f"(every trial of one set-up better than every one of the other); at or above {alpha} no outcome of these "
-        f"trials is significant. A12 of a over b with Newcombe's (2006) {CONFIDENCE:.0%} score interval; shift: the "
-        f"Hodges-Lehmann shift a - b (median of the pairwise differences) with its {CONFIDENCE:.0%} rank-based "
-        "(Moses) interval, empty where the trials are too few for one. trials_for_power: the trials per set-up with "
+        f"trials is significant. A12 of a over b with Newcombe's (2006) {CONFIDENCE:.0%} score interval, empty where "
+        "it disagrees with the test (it leaves out 0.5 exactly where p < 0.05, so it never calls a difference the "
+        "test cannot); effect: Vargha and Delaney's magnitude, only where p_holm is significant; shift: the "
+        "Hodges-Lehmann shift a - b (median of the pairwise differences, inf where failed trials decide it) with "
+        f"its {CONFIDENCE:.0%} rank-based (Moses) interval, empty where the trials are too few for one. "
+        "trials_for_power: the trials per set-up with "
         f"which this test, at {alpha} times the number of pairs, decides the measured shift in 80% of {SIMULATIONS:,} "
         "studies simulated from these scores (their shift and pooled, smoothed residuals); empty where no shift was "
         f"measured or {MOST_TRIALS} trials would not do."
@@ -422,9 +517,9 @@ def write_stats(
     scores = pd.read_csv(scores_path)
     out, digits = Path(out_dir), settings.digits
     written = []
-    footnotes = {}
+    footnotes, summaries = {}, {}
     for metric in metrics:
-        tables, footnotes[metric] = _metric_tables(out, scores, metric, setups, settings, notes)
+        tables, footnotes[metric], summaries[metric] = _metric_tables(out, scores, metric, setups, settings, notes)
         written += tables
     shared: dict[str, list[str]] = {}
     for metric in metrics:
@@ -435,15 +530,15 @@ def write_stats(
         out,
         "results",
         results_table(scores, metrics, setups, digits),
-        "Mean ± standard deviation over trials per set-up",
+        "Mean ± standard deviation over the finite scores per set-up",
         False,
         digits,
-        every,
+        [*mean_order_notes(summaries), *every],
     )
     written += write_table(
         out,
         "kruskal",
-        kruskal_table(scores, metrics, setups),
+        kruskal_table(scores, metrics, setups, settings.failures),
         "Kruskal-Wallis test across all set-ups (tie-corrected)",
         False,
         digits,
@@ -459,8 +554,8 @@ def _metric_tables(
     setups: list[str],
     settings: StatisticsSettings,
     notes: dict[str, str],
-) -> tuple[list[Path], list[str]]:
-    """One metric's summary_, pvalues_ and pairs_<metric> tables, and the footnotes its scores need."""
+) -> tuple[list[Path], list[str], pd.DataFrame]:
+    """One metric's summary_, pvalues_ and pairs_<metric> tables, the footnotes its scores need, and its summary."""
     digits = settings.digits
     direction = f"{better(metric)} is better"
     footnotes, by_setup = protocol_notes(scores, metric, setups)
@@ -468,7 +563,7 @@ def _metric_tables(
         print(footnotes[-1], file=sys.stderr)
     hardware, uneven = hardware_notes(scores, setups)
     footnotes += hardware
-    summary = summary_table(scores, metric, setups, settings.min_trials, _protocol_marks(notes, by_setup))
+    summary = summary_table(scores, metric, setups, settings, _protocol_marks(notes, by_setup))
     written = write_table(
         out,
         f"summary_{metric}",
@@ -476,7 +571,7 @@ def _metric_tables(
         f"{metric.upper()} per set-up ({direction})",
         False,
         digits,
-        [SUMMARY_NOTE, *footnotes],
+        [summary_note(settings.failures), *footnotes],
     )
     pairs = _mark_pairs(pairwise_table(scores, metric, setups, settings), by_setup, uneven)
     method = pairs_note(settings.test, settings.alpha)
@@ -499,4 +594,4 @@ def _metric_tables(
         digits,
         [method, *footnotes],
     )
-    return written, footnotes
+    return written, footnotes, summary
