@@ -170,8 +170,11 @@ def test_a_rise_after_the_best_is_degraded(seed):
     assert verdict(trend, 0.05, 0.25) == "degraded", trend
     assert trend["level_change"] == pytest.approx(0.5, abs=0.1)
     assert trend["level_change_at_end_low"] < trend["level_change_at_end"] < trend["level_change_at_end_high"]
-    # The same curve is not degraded when 60% worse is allowed: the verdict follows the setting.
-    assert verdict(trend, 0.05, 0.6) != "degraded" and verdict(trend, 0.2, 0.6) == "yes"
+    # The same curve is not degraded when 60% worse is allowed, and passes only where the level's interval
+    # rules out more: the verdict follows the setting.
+    assert verdict(trend, 0.05, 0.6) != "degraded"
+    assert verdict(trend, 0.2, trend["level_change_at_end_high"] + 0.01) == "yes"
+    assert verdict(trend, 0.2, trend["level_change_at_end_high"] - 0.01) == "–"
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -184,9 +187,9 @@ def test_a_steady_rise_after_the_best_is_degraded_before_its_median_climbs_the_t
     trend = window_trend(_curve(clean * np.exp(rng.normal(0, 0.1, len(ITERATIONS)))))
     assert trend["level_change"] < 0.25 < trend["level_change_at_end"] < 0.5, trend
     assert verdict(trend, 0.05, 0.25) == "degraded"
-    # Carried at the slowest rise its interval allows, never beyond the curve's own trend.
-    assert trend["level_at_end"] == pytest.approx(trend["level_in_window"] * math.exp(trend["slope_low"] * 99 / 2))
-    assert trend["level_at_end"] < trend["level_in_window"] * math.exp(trend["slope"] * 99 / 2)
+    # Carried from mid-window to the end along the trend; the interval's ends along its slope's ends.
+    assert trend["level_at_end"] == pytest.approx(trend["level_in_window"] * math.exp(trend["slope"] * 99 / 2))
+    assert trend["level_change_at_end_low"] < trend["level_change_at_end"] < trend["level_change_at_end_high"]
 
 
 def test_a_window_with_fewer_than_three_points_is_not_judged():
@@ -276,8 +279,9 @@ def test_a_short_curve_still_falling_under_noise_is_not_judged(tmp_path, monkeyp
         < trend["projected_change_high"]
     )
     assert verdict(trend, 0.05, 0.25) == "–"
-    # A tolerance beyond the interval's fall lets it pass: the verdict follows the setting.
-    assert verdict(trend, -trend["projected_change_low"] + 0.01, 0.25) == "yes"
+    # Tolerances beyond the interval's fall and the level's rise let it pass: the verdict follows the settings.
+    tolerances = -trend["projected_change_low"] + 0.01, trend["level_change_at_end_high"] + 0.01
+    assert verdict(trend, *tolerances) == "yes"
     # Falling 10% per iteration under the same noise, the 8 points confirm it (Theil-Sen's own rank
     # interval, which the check does not use, reaches a rise).
     steep = window_trend(pd.Series(40 * np.exp(-iterations / 10.4) * noise, index=iterations))
@@ -323,6 +327,14 @@ def test_curves_still_falling_10_percent_pass_at_most_10_percent_of_the_time(noi
     assert shares["yes"] <= 0.10, shares
 
 
+@pytest.mark.parametrize("rise", [0.3, 0.5])
+@pytest.mark.parametrize("noise, points, trials", [(n, p, t) for n in (0.1, 0.3) for p in (10, 40) for t in (1, 4)])
+def test_curves_rising_past_the_degradation_tolerance_pass_at_most_5_percent_of_the_time(noise, points, trials, rise):
+    # Issue 83: a curve rising 30% over the window passed in 48% of draws when the level's estimate decided.
+    shares = verdict_shares(Scenario("rising", noise, points, trials, fall=rise), 300)
+    assert shares["yes"] <= 0.05, shares
+
+
 def test_the_calibration_table_prints_every_verdict_share():
     table = calibration_table(2)
     assert len(table) == len(scenarios()) and set(VERDICTS) <= set(table.columns)
@@ -330,3 +342,4 @@ def test_the_calibration_table_prints_every_verdict_share():
     text = markdown(table, 2)
     assert text.startswith("| curve | noise | window points | trials | yes | no | degraded | not judged |")
     assert "| falling 20% | 30% independent | 40 | 10 |" in text and text.endswith("2 simulated set-ups per row.\n")
+    assert "| rising 50% | 30% independent | 40 | 10 |" in text and "| plateau | 10% ar1-0.8 | 5 | 1 |" in text

@@ -15,6 +15,7 @@ import yaml
 from ganstudy.report.report_page import answer_description
 from ganstudy.report.summary_page import headline, write_summary
 from ganstudy.stats.convergence import COLUMNS
+from ganstudy.stats.power import TrialsNeeded
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import write_stats
 
@@ -150,12 +151,10 @@ def test_the_page_says_what_is_significant_what_did_not_converge_and_links_the_f
         text,
         re.MULTILINE,
     )
-    # A12 = 0.62 and a shift of 0.5 over a spread of about 1.3: not within 100 trials at Holm over 3 pairs.
-    assert np.isnan(pairs.loc[("a", "c"), "trials_for_power"])
-    assert (
-        "- a vs c: not significantly different" in text
-        and "No trials per set-up up to 100 would decide the measured effect" in text
-    )
+    # A12 = 0.62 and a shift of 0.5 over a spread of about 1.3, from 6 trials: the plan's range is open above.
+    plan = TrialsNeeded.of(pairs.loc[("a", "c")])
+    assert plan.high == np.inf and plan.low < plan.median
+    assert "- a vs c: not significantly different" in text and f"Power 0.8 needs {plan.text()} trials" in text
     convergence = text.split("## Convergence\n")[1].split("\n## ")[0]
     assert convergence.strip().startswith(
         "- c: not converged: in-training FID still falling from iteration 50 on, -20% by the end"
@@ -285,12 +284,13 @@ def test_the_headline_is_the_page_down_to_its_first_table(tmp_path):
 def test_an_undecided_comparison_says_the_trials_and_hours_a_decision_needs(tmp_path):
     text = _page(tmp_path, {"a": [1.0, 2.0, 3.0, 4.0], "b": [2.5, 3.5, 4.5, 5.5]})
     pairs = pd.read_csv(tmp_path / "tables" / "pairs_fid.csv")
-    needed = int(pairs.trials_for_power[0])
-    assert pairs.p_holm[0] >= 0.05 and 4 < needed <= 100
+    plan = TrialsNeeded.of(next(pairs.itertuples()))
+    needed = int(plan.median)
+    assert pairs.p_holm[0] >= 0.05 and 4 < needed <= 100 and plan.low <= needed <= plan.high
     # Each further trial costs 60 s on 1 rank, for both set-ups.
     assert (
-        f"Power 0.8 at the measured effect needs {needed} trials per set-up (simulated, about "
-        f"{2 * (needed - 4) * 60 / 3600:.2g} core-hours more at this study's trial times)."
+        f"Power 0.8 needs {plan.text()} trials per set-up (simulated from the trials' own outcomes; the median "
+        f"adds about {2 * (needed - 4) * 60 / 3600:.2g} core-hours at this study's trial times)."
     ) in text
     assert pd.read_csv(tmp_path / "tables" / "summary_fid.csv").core_hours.tolist() == [60 / 3600] * 2
 
@@ -310,7 +310,7 @@ def test_plan_trials_prints_the_design_and_what_each_undecided_comparison_needs(
     # 3 set-ups of 4 trials: nothing can be decided; a vs b needs the pairs table's trials, at 60 s a trial.
     assert set(plan.decided) == {"cannot"}
     needed = pairs.loc[("a", "b"), "trials_for_power"]
-    assert plan.loc[("a", "b"), "trials_for_power"] == needed
+    assert plan.loc[("a", "b"), "trials_for_power"] == TrialsNeeded.of(pairs.loc[("a", "b")]).text()
     assert plan.loc[("a", "b"), "hours_more"] == pytest.approx(2 * (needed - 4) * 60 / 3600)
     assert set(plan.unit) == {"core-hours"}
     config = tmp_path / "study.yaml"
@@ -325,7 +325,10 @@ def test_plan_trials_prints_the_design_and_what_each_undecided_comparison_needs(
         "warning: no comparison can reach Holm p < 0.05 with these trials, whatever the scores: the smallest is 0.0857"
         in done.stdout
     )
-    assert f"| fid | a | b | 4 vs 4 | {pairs.loc[('a', 'b'), 'p_holm']:.4g} | cannot | {needed:.4g} |" in done.stdout
+    assert (
+        f"| fid | a | b | 4 vs 4 | {pairs.loc[('a', 'b'), 'p_holm']:.4g} | cannot | "
+        f"{plan.loc[('a', 'b'), 'trials_for_power']} |"
+    ) in done.stdout
     assert f"Before adding trials: ganstudy scoring-noise {config} measures" in done.stdout
     # Tables of an earlier ganstudy name the command that remakes them.
     pd.read_csv(folder / "tables" / "pairs_fid.csv").drop(columns="trials_for_power").to_csv(

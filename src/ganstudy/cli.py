@@ -172,7 +172,8 @@ def _plan_trials(args: argparse.Namespace) -> None:
         return
     print(
         f"\nAfter the run ({tables}): decided = Holm p < {statistics['alpha']}; cannot = no outcome of these trials "
-        "could be; trials_for_power: per set-up, for power 0.8 at the measured effect (simulated from the scores)\n"
+        "could be; trials_for_power: per set-up, for power 0.8, the median and 80% range over bootstrap copies of "
+        "the trials (simulated from each set-up's outcomes); hours_more: what the median adds\n"
     )
     print(markdown_table(trials_plan(tables, statistics["alpha"]), False, statistics["digits"]), end="")
     print(

@@ -24,6 +24,7 @@ from ganstudy.evaluate.metrics import better
 from ganstudy.report.report_page import write_report_page
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.hardware import hardware_notes
+from ganstudy.stats.power import MOST_TRIALS, TrialsNeeded
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import _fmt, cost_column, markdown_table, read_tables
@@ -42,6 +43,8 @@ TEST_COLUMNS = [
     "effect",
     "better",
     "trials_for_power",
+    "trials_for_power_low",
+    "trials_for_power_high",
     "pair_note",
 ]
 
@@ -119,6 +122,8 @@ def ranking(
                 "effect": pair.effect,
                 "better": pair.better,
                 "trials_for_power": pair.trials_for_power,
+                "trials_for_power_low": pair.trials_for_power_low,
+                "trials_for_power_high": pair.trials_for_power_high,
                 "pair_note": "" if pd.isna(pair.note) else pair.note,
             }
         )
@@ -179,17 +184,28 @@ def _effect(row: pd.Series | tuple, digits: int) -> str:
 
 
 def _plan(row: pd.Series | tuple, first: pd.Series, digits: int, cost: tuple[str, str]) -> str:
-    """What deciding the comparison would take: the trials per set-up for power 0.8 at the measured effect,
-    and their cost (``cost``: the summary's column and unit) beyond the trials run."""
-    needed = row.trials_for_power
-    if not np.isfinite(needed):
-        return " No trials per set-up up to 100 would decide the measured effect with power 0.8."
+    """What deciding the comparison would take: the trials per set-up for power 0.8 (the median and 80% range
+    over bootstrap copies of the trials), and the cost of the median (``cost``: the summary's column and
+    unit) beyond the trials run."""
+    plan = TrialsNeeded.of(row)
+    if np.isnan(plan.median):
+        return ""
+    if np.isinf(plan.median):
+        return (
+            f" Power 0.8 needs more than {MOST_TRIALS} trials per set-up in most worlds these trials allow "
+            f"({plan.text()})."
+        )
     column, unit = cost
+    needed = plan.median
     more = max(0, needed - first.compared) * getattr(first, column) + max(0, needed - row.compared) * getattr(
         row, column
     )
-    cost = f", about {_fmt(more, 2)} {unit} more at this study's trial times" if np.isfinite(more) and more > 0 else ""
-    return f" Power 0.8 at the measured effect needs {int(needed)} trials per set-up (simulated{cost})."
+    cost = (
+        f"; the median adds about {_fmt(more, 2)} {unit} at this study's trial times"
+        if np.isfinite(more) and more > 0
+        else ""
+    )
+    return f" Power 0.8 needs {plan.text()} trials per set-up (simulated from the trials' own outcomes{cost})."
 
 
 def comparison(row: pd.Series | tuple, first: pd.Series, alpha: float, digits: int, cost: tuple[str, str]) -> str:

@@ -19,9 +19,10 @@ trend:
   not independent). The 95% interval takes Student's t on the residuals' degrees of freedom. Projected
   over the window's span it gives the relative change the window saw, ``exp(slope * span) - 1``.
 - level: each trial's window median against its best level before the window (the lowest running median
-  of as many consecutive points as the window holds), the median carried to the window's end at the
-  slowest rise the slope's interval allows; the set-up's change is the mean over trials of the log ratio,
-  with its interval from the same two error terms.
+  of as many consecutive points as the window holds), the median carried from mid-window to the window's
+  end along the trend (each end of the level's interval along the same end of the slope's interval, a
+  fall carrying nothing); the set-up's change is the mean over trials of the log ratio, with its interval
+  from the same two error terms.
 
 Verdicts, in this order:
 
@@ -29,8 +30,8 @@ Verdicts, in this order:
   zero: more iterations would have given a better generator.
 - **degraded**: the level at the window's end is worse than the best before by more than ``degradation``
   even at its interval's low end: training went on past its best.
-- **yes**: the change's interval rules out a fall of more than ``tolerance`` and the level's estimate is
-  within ``degradation``.
+- **yes**: the change's interval rules out a fall of more than ``tolerance`` and the level's interval rules
+  out a rise of more than ``degradation``: a curve that may have degraded does not pass.
 - **–** (not judged): the window holds fewer than ``MIN_POINTS`` scores, or its noise cannot tell a
   plateau from a fall beyond the tolerance (the interval reaches past both), or the level is neither
   within the limit nor beyond it by its interval. This is a statement about the measurement, not the
@@ -196,8 +197,9 @@ def window_trend(curves: pd.DataFrame | pd.Series, window: float = WINDOW) -> di
     low, high = slope - critical * slope_error, slope + critical * slope_error
     x0 = min(float(t["x"][0]) for t in trials)
     span = max(float(t["x"][-1]) for t in trials) - x0
-    # The window's median sits mid-window: carried to its end at the slowest rise the interval allows.
-    carried = max(low, 0.0) * span / 2
+    # The window's median sits mid-window: carried to its end along the trend, each end of the level's interval
+    # along the same end of the slope's (a fall carries nothing: noise cannot lower the level below its median).
+    carried_low, carried, carried_high = (max(s, 0.0) * span / 2 for s in (low, slope, high))
     changes = np.array([t["level_in_window"] - t["level_before"] for t in trials])
     level_error = _combined(
         changes, residual_variance * MEDIAN_VARIANCE * np.array([1 / t["points"] + 1 / t["m"] for t in trials])
@@ -222,8 +224,8 @@ def window_trend(curves: pd.DataFrame | pd.Series, window: float = WINDOW) -> di
         "level_change": float(np.expm1(change)),
         "level_at_end": float(np.exp(level_inside + carried)),
         "level_change_at_end": float(np.expm1(change + carried)),
-        "level_change_at_end_low": float(np.expm1(change + carried - critical * level_error)),
-        "level_change_at_end_high": float(np.expm1(change + carried + critical * level_error)),
+        "level_change_at_end_low": float(np.expm1(change + carried_low - critical * level_error)),
+        "level_change_at_end_high": float(np.expm1(change + carried_high + critical * level_error)),
     }
 
 
@@ -236,7 +238,7 @@ def verdict(trend: dict[str, float], tolerance: float, degradation: float) -> st
         return "no"
     if trend["level_change_at_end_low"] > degradation:
         return "degraded"
-    if -trend["projected_change_low"] <= tolerance and trend["level_change_at_end"] <= degradation:
+    if -trend["projected_change_low"] <= tolerance and trend["level_change_at_end_high"] <= degradation:
         return "yes"
     return "–"
 

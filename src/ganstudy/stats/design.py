@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ganstudy.stats.power import NOT_PLANNED, TrialsNeeded
 from ganstudy.stats.summary import cost_column, read_tables
 from ganstudy.stats.tests import holm, smallest_p
 
@@ -83,9 +84,9 @@ def study_design(config: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 def trials_plan(tables: Path, alpha: float) -> pd.DataFrame:
     """After a study: every comparison of every metric (its pairs_<metric>.csv in ``tables``), whether it was
-    decided, and for one that was not, the trials per set-up for power 0.8 at the measured effect and the
-    core-hours (GPU-hours where every set-up trained on GPUs) they would add at the study's trial times
-    (summary_<metric>.csv)."""
+    decided, and for one that was not, the trials per set-up for power 0.8 (the median and 80% range over the
+    pilot's bootstrap copies: stats.power) and the core-hours (GPU-hours where every set-up trained on GPUs)
+    the median would add at the study's trial times (summary_<metric>.csv)."""
     rows = []
     for path in sorted(tables.glob("pairs_*.csv")):
         metric = path.stem.removeprefix("pairs_")
@@ -94,7 +95,8 @@ def trials_plan(tables: Path, alpha: float) -> pd.DataFrame:
         hours = summary.set_index("setup")[column]
         for pair in pairs.itertuples():
             decided = "yes" if pair.p_holm < alpha else ("cannot" if pair.smallest_p_holm >= alpha else "no")
-            needed = pair.trials_for_power if decided != "yes" else np.nan
+            plan = TrialsNeeded.of(pair) if decided != "yes" else NOT_PLANNED
+            needed = plan.median
             more = (
                 max(0, needed - pair.n_a) * hours[pair.setup_a] + max(0, needed - pair.n_b) * hours[pair.setup_b]
                 if np.isfinite(needed)
@@ -108,7 +110,7 @@ def trials_plan(tables: Path, alpha: float) -> pd.DataFrame:
                     "trials": f"{pair.n_a} vs {pair.n_b}",
                     "p_holm": pair.p_holm,
                     "decided": decided,
-                    "trials_for_power": needed,
+                    "trials_for_power": plan.text(),
                     "hours_more": more,
                     "unit": unit,
                 }

@@ -1,74 +1,83 @@
 """How many trials a comparison needs, from the scores a study measured: the power of the study's own rank
-test, simulated.
+test, simulated, with the pilot's own uncertainty.
 
-Rank tests have no closed-form power. For a comparison of set-ups a and b the simulation keeps what the
-trials measured, the Hodges-Lehmann shift between them and the spread of each set-up around its median,
-and draws new studies of n trials per set-up from it: each trial a residual resampled from both set-ups'
-pooled residuals, smoothed by a normal kernel (Silverman's bandwidth, so that draws do not tie and the
-exact test applies at any n), plus the shift for a's trials. A draw decides when the two-sided test's p,
-times the study's number of pairs (Holm's first step: conservative for the pairs after it), is below
-alpha and the draw's effect points the way the measured one does. The power is the share of deciding
-draws; ``trials_for_power`` the fewest trials per set-up that reach the target. Checked on normal scores
-against statsmodels' closed-form power of the t-test (tests/test_rank_tests.py).
+Rank tests have no closed-form power, and a small study measures its effect poorly: five trials of a true
+one-sd shift can look like no shift or like a large one. So the plan is not one number. Each of
+PILOT_COPIES bootstrap copies of the measured trials (each set-up's outcomes resampled with replacement)
+stands for a world the pilot could have come from; in it, SIMULATIONS studies of n trials per set-up are
+drawn from each set-up's own outcomes (their collapses, ties and failed trials kept, not smoothed into a
+shift model), and a study decides when the two-sided test's p, times the study's number of pairs (Holm's
+first step: conservative for the pairs after it), is below alpha with the effect the copy's way. The
+trials that copy needs are the fewest on GRID whose share of deciding studies reaches TARGET_POWER. The
+plan is the median and the 80% range (10th to 90th percentile) of those over the copies, "more than
+MOST_TRIALS" where a copy's power stays below the target. Simulated pilots of known distributions (normal
+shift, lognormal, collapse mixtures, ties) check that the true trials fall inside the range in at least 80%
+of pilots (tests/test_power_plans.py); the power of one world is checked against statsmodels' closed form
+of the t-test on normal scores (tests/test_rank_tests.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from ganstudy.stats.tests import _chosen, _finite, shift_interval
+from ganstudy.stats.tests import _chosen, _present, a12
 
-SIMULATIONS = 1000
+SIMULATIONS = 250
+PILOT_COPIES = 60
 TARGET_POWER = 0.8
 MOST_TRIALS = 100
+# The share of the copies the reported range holds: from its 10th to its 90th percentile.
+RANGE = 0.8
+# Trials per set-up the search tries: every count up to 16, then steps a plan would be rounded to anyway.
+GRID = (*range(2, 17), 20, 24, 28, 32, 40, 48, 56, 64, 80, MOST_TRIALS)
 
 # decide(draws_a, draws_b) -> one bool per draw (row): does that simulated study decide, the measured way?
 Decide = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def shift_model(x: Sequence[float], y: Sequence[float]) -> tuple[float, np.ndarray, float]:
-    """The measured comparison as a model to draw from: the shift of x over y, the pooled residuals around
-    each set-up's median, and the kernel's bandwidth."""
-    x, y = _finite(x), _finite(y)
-    residuals = np.concatenate([x - np.median(x), y - np.median(y)])
-    spread = (
-        min(residuals.std(ddof=1), np.subtract(*np.percentile(residuals, [75, 25])) / 1.34)
-        if len(residuals) > 1
-        else 0.0
-    )
-    if spread <= 0:
-        spread = residuals.std(ddof=1) if len(residuals) > 1 else 0.0
-    return shift_interval(x, y)[0], residuals, 0.9 * spread * len(residuals) ** -0.2
+@dataclass(frozen=True)
+class TrialsNeeded:
+    """Trials per set-up for power TARGET_POWER: the median over the pilot's bootstrap copies and its 80%
+    range; inf where more than MOST_TRIALS, NaN where nothing was measured to plan from."""
+
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, row: object) -> TrialsNeeded:
+        """From a pairs table's row: its trials_for_power, trials_for_power_low and trials_for_power_high."""
+        return cls(float(row.trials_for_power), float(row.trials_for_power_low), float(row.trials_for_power_high))
+
+    def text(self) -> str:
+        """E.g. "16 (80% range 8 to more than 100)"."""
+        if np.isnan(self.median):
+            return "–"
+        return f"{_count(self.median)} ({RANGE:.0%} range {_count(self.low)} to {_count(self.high)})"
 
 
-def draws(
-    x: Sequence[float], y: Sequence[float], trials: int, simulations: int = SIMULATIONS, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """``simulations`` studies of ``trials`` trials per set-up drawn from the measured comparison, as
-    (draws of a, draws of b), one study per row; seeded, so the same scores give the same plan."""
-    shift, residuals, bandwidth = shift_model(x, y)
-    rng = np.random.default_rng(seed)
+def _count(value: float) -> str:
+    return f"more than {MOST_TRIALS}" if np.isinf(value) else f"{value:.0f}"
 
-    def side(offset: float) -> np.ndarray:
-        picked = rng.choice(residuals, size=(simulations, trials))
-        return picked + rng.normal(0.0, bandwidth, size=picked.shape) + offset
 
-    return side(shift), side(0.0)
+NOT_PLANNED = TrialsNeeded(float("nan"), float("nan"), float("nan"))
 
 
 def rank_decision(direction: float, test: str, alpha: float, pairs: int) -> Decide:
-    """A draw decides when its two-sided Mann-Whitney p (the study's test: exact or asymptotic as
-    ``test`` chooses for the draw's size) times ``pairs`` is below ``alpha``, its shift of the same sign
-    as ``direction`` (the measured shift a - b)."""
+    """A draw decides when its two-sided Mann-Whitney p (the study's test: exact or asymptotic as ``test``
+    chooses for the draw's size) times ``pairs`` is below ``alpha`` and its U points the way ``direction``
+    does (positive: a scores higher)."""
 
     def decide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         method = _chosen(a.shape[1], b.shape[1], test)
-        p = mannwhitneyu(a, b, axis=1, alternative="two-sided", method=method).pvalue
-        same_way = np.sign(np.median(a, axis=1) - np.median(b, axis=1)) == np.sign(direction)
-        return (p * pairs < alpha) & same_way
+        with np.errstate(invalid="ignore", divide="ignore"):
+            result = mannwhitneyu(a, b, axis=1, alternative="two-sided", method=method)
+        same_way = np.sign(result.statistic - a.shape[1] * b.shape[1] / 2) == np.sign(direction)
+        return (np.nan_to_num(result.pvalue, nan=1.0) * pairs < alpha) & same_way
 
     return decide
 
@@ -76,9 +85,32 @@ def rank_decision(direction: float, test: str, alpha: float, pairs: int) -> Deci
 def simulated_power(
     x: Sequence[float], y: Sequence[float], trials: int, decide: Decide, simulations: int = SIMULATIONS, seed: int = 0
 ) -> float:
-    """The share of studies of ``trials`` trials per set-up, drawn from the measured comparison, that decide."""
-    a, b = draws(x, y, trials, simulations, seed)
+    """The share of ``simulations`` studies of ``trials`` trials per set-up, each trial drawn from its set-up's
+    own outcomes (with replacement), that decide."""
+    rng = np.random.default_rng(seed)
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    a = rng.choice(x, size=(simulations, trials))
+    b = rng.choice(y, size=(simulations, trials))
     return float(np.mean(decide(a, b)))
+
+
+def _needed(x: np.ndarray, y: np.ndarray, decide: Decide, rng: np.random.Generator, simulations: int) -> float:
+    """The fewest GRID trials whose simulated power from x and y reaches the target; inf where none does."""
+    # Common random numbers over the grid: one uniform draw per trial slot, read at each trial count.
+    slots = rng.random((2, simulations, MOST_TRIALS))
+    picks = [(slots[i] * len(v)).astype(int) for i, v in enumerate((x, y))]
+
+    def power(n: int) -> float:
+        return float(np.mean(decide(x[picks[0][:, :n]], y[picks[1][:, :n]])))
+
+    if power(MOST_TRIALS) < TARGET_POWER:
+        return float("inf")
+    # Power grows with the trials (up to the simulation's noise): bisect the grid.
+    low, high = -1, len(GRID) - 1
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if power(GRID[middle]) >= TARGET_POWER else (middle, high)
+    return float(GRID[high])
 
 
 def trials_for_power(
@@ -87,26 +119,24 @@ def trials_for_power(
     test: str,
     alpha: float,
     pairs: int,
-    target: float = TARGET_POWER,
+    copies: int = PILOT_COPIES,
     simulations: int = SIMULATIONS,
-) -> int | None:
-    """The fewest trials per set-up (2 .. MOST_TRIALS) whose simulated power reaches ``target``; None when the
-    measured shift is zero or MOST_TRIALS do not reach it."""
-    x, y = _finite(x), _finite(y)
-    if len(x) < 2 or len(y) < 2:
-        return None
-    shift = shift_model(x, y)[0]
-    if shift == 0:
-        return None
-    decide = rank_decision(shift, test, alpha, pairs)
-    # Most measured effects of a small study are noise: one look at the most trials settles those.
-    if simulated_power(x, y, MOST_TRIALS, decide, simulations) < target:
-        return None
-    low, high = 1, 2
-    while high < MOST_TRIALS and simulated_power(x, y, high, decide, simulations) < target:
-        low, high = high, min(2 * high, MOST_TRIALS)
-    # Power grows with the trials (up to the simulation's noise): bisect between the last miss and the first hit.
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if simulated_power(x, y, middle, decide, simulations) >= target else (middle, high)
-    return high
+) -> TrialsNeeded:
+    """The trials per set-up for power TARGET_POWER of the study's test over the pilot's bootstrap copies
+    (module doc); NOT_PLANNED where a set-up has fewer than 2 outcomes or all of them are alike. Failed
+    trials enter as the infinite outcomes the tests compare (tests.outcomes). Seeded: the same scores give
+    the same plan."""
+    x, y = _present(x), _present(y)
+    if len(x) < 2 or len(y) < 2 or len(np.unique(np.concatenate([x, y]))) == 1:
+        return NOT_PLANNED
+    rng = np.random.default_rng(0)
+    needed = []
+    for _ in range(copies):
+        copy_x, copy_y = rng.choice(x, len(x)), rng.choice(y, len(y))
+        effect = a12(copy_x, copy_y) - 0.5
+        if effect == 0:
+            needed.append(float("inf"))
+            continue
+        needed.append(_needed(copy_x, copy_y, rank_decision(effect, test, alpha, pairs), rng, simulations))
+    low, median, high = np.quantile(needed, [(1 - RANGE) / 2, 0.5, (1 + RANGE) / 2], method="inverted_cdf")
+    return TrialsNeeded(float(median), float(low), float(high))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ganstudy.stats.power import TrialsNeeded
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import pairwise_table
 
@@ -95,11 +96,11 @@ def comparison_table(
                     "p_holm": own.p_holm,
                     "a12": own.a12,
                     "better": own.better,
-                    "trials_for_power": own.trials_for_power,
+                    "trials_for_power": TrialsNeeded.of(own).text(),
                     "p_holm_means": mean.p_holm,
                     "a12_means": mean.a12,
                     "better_means": mean.better,
-                    "trials_for_power_means": mean.trials_for_power,
+                    "trials_for_power_means": TrialsNeeded.of(mean).text(),
                 }
             )
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)

@@ -20,7 +20,7 @@ from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.hardware import hardware_notes
-from ganstudy.stats.power import MOST_TRIALS, SIMULATIONS, trials_for_power
+from ganstudy.stats.power import MOST_TRIALS, PILOT_COPIES, RANGE, SIMULATIONS, TARGET_POWER, trials_for_power
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.tests import (
@@ -77,6 +77,8 @@ PAIR_COLUMNS = [
     "effect",
     "better",
     "trials_for_power",
+    "trials_for_power_low",
+    "trials_for_power_high",
     "note",
 ]
 CONFIDENCE = 0.95
@@ -268,8 +270,8 @@ def pairwise_table(
     metric's pairs, the smallest Holm p its trials could give at all, A12 of a over b with Newcombe's interval
     (left out where it disagrees with the test) and its magnitude (only where Holm's p is significant), the
     Hodges-Lehmann shift of a over b with its rank-based interval, which set-up the effect favours in the
-    metric's direction, and the trials per set-up with which the study's test would decide the measured
-    effect with power 0.8 (stats.power)."""
+    metric's direction, and, where Holm's p is not significant, the trials per set-up with which the study's
+    test would decide with power 0.8 (stats.power: the median and 80% range over the trials' bootstrap copies)."""
     values = {s: trials(scores, metric, s, settings.failures).outcomes for s in setups}
     family = len(setups) * (len(setups) - 1) // 2
     higher = better(metric) == "higher"
@@ -302,7 +304,6 @@ def pairwise_table(
                     **dict(zip(("shift", "shift_low", "shift_high"), shift_interval(x, y, CONFIDENCE))),
                     "effect": a12_magnitude(effect),
                     "better": favoured,
-                    "trials_for_power": trials_for_power(x, y, settings.test, settings.alpha, family),
                     "note": "; ".join(note),
                 }
             )
@@ -310,8 +311,18 @@ def pairwise_table(
     # One Holm family per metric: every table and figure takes a pair's adjusted p from here.
     table["p_holm"] = holm(table.p_value.to_numpy(float)) if len(table) else []
     table["smallest_p_holm"] = holm(table.pop("smallest_p").to_numpy(float)) if len(table) else []
+    undecided = ~(table.p_holm < settings.alpha)
     # A magnitude word beside a difference the test cannot tell from chance says more than the test.
-    table.loc[~(table.p_holm < settings.alpha), "effect"] = "–"
+    table.loc[undecided, "effect"] = "–"
+    # What a decision would take, where none was reached.
+    for index in table.index[undecided]:
+        a, b = table.setup_a[index], table.setup_b[index]
+        plan = trials_for_power(values[a], values[b], settings.test, settings.alpha, family)
+        table.loc[index, ["trials_for_power", "trials_for_power_low", "trials_for_power_high"]] = (
+            plan.median,
+            plan.low,
+            plan.high,
+        )
     return table[PAIR_COLUMNS]
 
 
@@ -495,10 +506,11 @@ def pairs_note(test: str, alpha: float) -> str:
         "test cannot); effect: Vargha and Delaney's magnitude, only where p_holm is significant; shift: the "
         "Hodges-Lehmann shift a - b (median of the pairwise differences, inf where failed trials decide it) with "
         f"its {CONFIDENCE:.0%} rank-based (Moses) interval, empty where the trials are too few for one. "
-        "trials_for_power: the trials per set-up with "
-        f"which this test, at {alpha} times the number of pairs, decides the measured shift in 80% of {SIMULATIONS:,} "
-        "studies simulated from these scores (their shift and pooled, smoothed residuals); empty where no shift was "
-        f"measured or {MOST_TRIALS} trials would not do."
+        f"trials_for_power (_low, _high): the trials per set-up with which this test, at {alpha} times the number of "
+        f"pairs, decides the effect its way in {TARGET_POWER:.0%} of {SIMULATIONS:,} studies drawn from each set-up's "
+        f"own outcomes: the median (and the {RANGE:.0%} range) over {PILOT_COPIES} bootstrap copies of these trials, "
+        f"so the range carries the uncertainty of what they measured; inf = more than {MOST_TRIALS}, empty where "
+        "the comparison was decided, a set-up has fewer than 2 trials or all outcomes are alike."
     )
 
 
