@@ -18,7 +18,7 @@ from ganstudy.stats.convergence import COLUMNS
 from ganstudy.stats.reproduction import direction_table
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import pairwise_table, summary_table, write_stats
-from ganstudy.stats.tests import a12_interval, agrees_with_test, median_interval, outcomes, rank_test
+from ganstudy.stats.tests import a12_interval, agrees_with_test, median_interval, outcomes, rank_test, shift_interval
 
 NAN, INF = float("nan"), float("inf")
 
@@ -195,3 +195,38 @@ def test_the_summary_interval_is_the_medians_with_failures_ranked_worst():
     table = summary_table(_frame({"a": [3.0, 1.0, 2.0, 5.0, 4.0, NAN, 6.0, 7.0, 8.0, INF]}), "fid", ["a"])
     # 10 outcomes, the 2 failures highest: the 2nd and 9th of 1..8, inf, inf.
     assert (table.median_low[0], table.median_high[0]) == (2.0, INF) and table["median"][0] == 5.5
+
+
+def _lognormal(rng, n, shift):
+    return np.exp(rng.normal(np.log(20) + shift, 0.5, n))
+
+
+def _collapsing(rng, n, shift):
+    # One trial in five collapses to an FID ten times the rest.
+    return np.where(rng.random(n) < 0.2, rng.normal(200, 10, n), rng.normal(20 + shift, 1, n))
+
+
+@pytest.mark.parametrize(
+    "draw_a, draw_b",
+    [
+        (lambda r, n: _lognormal(r, n, 0.3), lambda r, n: _lognormal(r, n, 0.0)),
+        (lambda r, n: _collapsing(r, n, 0.0), lambda r, n: r.normal(21, 1, n)),
+        (lambda r, n: _collapsing(r, n, 0.0), lambda r, n: _collapsing(r, n, 1.0)),
+    ],
+    ids=["lognormal", "one collapses", "both collapse"],
+)
+def test_the_a12_and_shift_intervals_cover_what_they_estimate(draw_a, draw_b):
+    # A12's target: P(a > b); the shift's: the median of a - b over all pairs (the Hodges-Lehmann estimand).
+    rng = np.random.default_rng(3)
+    a, b = draw_a(rng, 3000), draw_b(rng, 3000)
+    a12_truth = float(np.mean(a[:, None] > b[None, :]))
+    shift_truth = float(np.median(a[:, None] - b[None, :]))
+    a12_hits, shift_hits = [], []
+    for _ in range(800):
+        x, y = draw_a(rng, 10), draw_b(rng, 10)
+        low, high = a12_interval(x, y)
+        a12_hits.append(low <= a12_truth <= high)
+        _, low, high = shift_interval(x, y)
+        shift_hits.append(low <= shift_truth <= high)
+    # 95% each, less 3 Monte Carlo standard errors (0.023).
+    assert np.mean(a12_hits) >= 0.927 and np.mean(shift_hits) >= 0.927, (np.mean(a12_hits), np.mean(shift_hits))
