@@ -118,3 +118,32 @@ def test_the_design_p_of_a_comparison_that_ran_to_the_end_is_its_own_crossing_pr
     p = stagewise_p(DEFAULT, len(DEFAULT.looks) - 1, 0.5, 0.05)
     assert 0.45 <= p <= 0.55
     assert stagewise_p(DEFAULT, 0, bounds[0] * 0.999, 0.05) <= obrien_fleming(DEFAULT.fractions(), 0.05)[0] + 1e-12
+
+
+def test_a_schedules_plan_from_measured_outcomes_matches_an_independent_resampling(tmp_path):
+    import pandas as pd
+
+    from ganstudy.stats.design import schedule_plan
+    from ganstudy.stats.settings import StatisticsSettings
+    from ganstudy.stats.summary import write_stats
+
+    rng = np.random.default_rng(4)
+    measured = {"a": rng.normal(10.0, 1.0, 6), "b": rng.normal(11.0, 1.0, 6), "c": rng.normal(13.0, 1.0, 6)}
+    rows = [
+        {"study": "s", "setup": s, "trial": t, "metric": "fid", "value": v, "train_seconds": 360.0}
+        for s, values in measured.items()
+        for t, v in enumerate(values)
+    ]
+    pd.DataFrame(rows).to_csv(tmp_path / "scores.csv", index=False)
+    write_stats(tmp_path / "scores.csv", list(measured), ["fid"], tmp_path / "tables")
+    plan = schedule_plan(tmp_path, Schedule(6, 3, 12), "fid", StatisticsSettings()).set_index("design")
+    # The fixed design of 12 trials, by hand: resampled studies, scipy's test, Holm over the 3 pairs.
+    decided_all = []
+    for _ in range(2000):
+        drawn = {s: rng.choice(v, 12) for s, v in measured.items()}
+        p = [mannwhitneyu(drawn[x], drawn[y]).pvalue for x, y in (("a", "b"), ("a", "c"), ("b", "c"))]
+        decided_all.append(all(q * (3 - rank) < 0.05 for rank, q in enumerate(sorted(p))))
+    assert plan.loc["fixed", "decides_all"] == pytest.approx(np.mean(decided_all), abs=0.04)
+    assert plan.loc["fixed", "mean_trials"] == 12 and 6 <= plan.loc["sequential", "mean_trials"] <= 12
+    # 3 set-ups at 0.1 core-hours a trial each.
+    assert plan.loc["fixed", "hours"] == pytest.approx(12 * 3 * 0.1) and set(plan.unit) == {"core-hours"}

@@ -330,6 +330,18 @@ def test_plan_trials_prints_the_design_and_what_each_undecided_comparison_needs(
         f"{plan.loc[('a', 'b'), 'trials_for_power']} |"
     ) in done.stdout
     assert f"Before adding trials: ganstudy scoring-noise {config} measures" in done.stdout
+    # A sequential schedule against the fixed design of its most trials, simulated from the measured outcomes.
+    scheduled = subprocess.run(
+        ["ganstudy", "plan-trials", str(config), "--schedule", "4,4,12"], capture_output=True, text=True, env=env
+    )
+    assert scheduled.returncode == 0, scheduled.stderr
+    assert "A sequential schedule on fid (looks at 4, 8, 12 trials per set-up" in scheduled.stdout
+    rows = {line.split("|")[1].strip(): line for line in scheduled.stdout.splitlines() if line.startswith("| ")}
+    assert set(rows) >= {"sequential", "fixed"} and "| 4, 8, 12 |" in rows["sequential"] and "| 12 |" in rows["fixed"]
+    bad = subprocess.run(
+        ["ganstudy", "plan-trials", str(config), "--schedule", "8,4"], capture_output=True, text=True, env=env
+    )
+    assert bad.returncode != 0 and "'8,4' is not FIRST,STEP,MOST" in bad.stderr
     # Tables of an earlier ganstudy name the command that remakes them.
     pd.read_csv(folder / "tables" / "pairs_fid.csv").drop(columns="trials_for_power").to_csv(
         folder / "tables" / "pairs_fid.csv"

@@ -152,10 +152,23 @@ def _validate_config(args: argparse.Namespace) -> None:
         print(f"  warning: {line}")
 
 
+def _schedule(text: str) -> tuple[int, int, int]:
+    """FIRST,STEP,MOST as three whole numbers, 2 <= FIRST <= MOST and STEP >= 1."""
+    parts = text.split(",")
+    if len(parts) != 3 or not all(part.strip().isdigit() for part in parts):
+        raise argparse.ArgumentTypeError(f"{text!r} is not FIRST,STEP,MOST (three whole numbers, e.g. 8,4,24)")
+    first, step, most = (int(part) for part in parts)
+    if not (2 <= first <= most and step >= 1):
+        raise argparse.ArgumentTypeError(f"{text!r}: needs 2 <= FIRST <= MOST and STEP >= 1 (e.g. 8,4,24)")
+    return first, step, most
+
+
 def _plan_trials(args: argparse.Namespace) -> None:
     from ganstudy.config import load_study_config
     from ganstudy.schema import CONFIG_SCHEMA
-    from ganstudy.stats.design import study_design, trials_plan
+    from ganstudy.stats.design import schedule_plan, study_design, trials_plan
+    from ganstudy.stats.sequential import Schedule
+    from ganstudy.stats.settings import StatisticsSettings
     from ganstudy.stats.summary import markdown_table
     from ganstudy.status import config_study_folder
 
@@ -176,6 +189,17 @@ def _plan_trials(args: argparse.Namespace) -> None:
         "the trials (simulated from each set-up's outcomes); hours_more: what the median adds\n"
     )
     print(markdown_table(trials_plan(tables, statistics["alpha"]), False, statistics["digits"]), end="")
+    if args.schedule:
+        settings = StatisticsSettings.of(statistics)
+        metric = settings.primary(config["evaluation"]["metrics"])
+        schedule = Schedule(*args.schedule)
+        print(
+            f"\nA sequential schedule on {metric} (looks at {', '.join(map(str, schedule.looks))} trials per set-up; "
+            f"O'Brien-Fleming spending, group-sequential Holm at {settings.alpha}) against the fixed design of "
+            f"{schedule.most}, simulated from each set-up's measured outcomes (2,000 studies each):\n"
+        )
+        plan = schedule_plan(tables.parent, schedule, metric, settings)
+        print(markdown_table(plan, False, statistics["digits"]), end="")
     print(
         f"\nBefore adding trials: ganstudy scoring-noise {args.config} measures how much of the trials' spread is the "
         "scoring's own noise, which more evaluation.samples (rescoring, no training) removes"
@@ -724,6 +748,13 @@ def _config_commands(commands: _Commands) -> None:
         "undecided comparison needs for power 0.8",
     )
     sub.add_argument("config", help="the study config (its results_dir/study is read after a run)")
+    sub.add_argument(
+        "--schedule",
+        type=_schedule,
+        metavar="FIRST,STEP,MOST",
+        help="after a run: what a sequential schedule (looks at FIRST, FIRST+STEP, ... trials per set-up, up to MOST) "
+        "would give on the primary metric against a fixed MOST, simulated from the measured outcomes",
+    )
     _directory_argument(sub)
 
     sub = commands.person(

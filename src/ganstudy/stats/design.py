@@ -9,6 +9,7 @@ allocation on an answer that cannot be "significant", whatever the GANs do; the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,15 @@ import numpy as np
 import pandas as pd
 
 from ganstudy.stats.power import NOT_PLANNED, TrialsNeeded
-from ganstudy.stats.summary import cost_column, read_tables
+from ganstudy.stats.sequential import Schedule, simulate
+from ganstudy.stats.settings import StatisticsSettings
+from ganstudy.stats.summary import cost_column, read_summary, read_tables, trials
 from ganstudy.stats.tests import holm, smallest_p
 
 # The most trials per set-up the planner proposes; a design that needs more is named as such.
 MOST_TRIALS = 200
+# Simulated studies per design of a schedule's plan.
+PLAN_STUDIES = 2000
 
 
 def smallest_holm(trials: dict[str, int], test: str) -> dict[tuple[str, str], float]:
@@ -129,3 +134,37 @@ def trials_plan(tables: Path, alpha: float) -> pd.DataFrame:
             "unit",
         ],
     )
+
+
+def schedule_plan(folder: Path, schedule: Schedule, metric: str, settings: StatisticsSettings) -> pd.DataFrame:
+    """After a study: what a sequential ``schedule`` would have given on its primary ``metric``, against the
+    fixed design of its most trials, by simulation from each set-up's measured outcomes (scores.csv, failed
+    trials as ``settings.failures`` says): the share of studies that decide every comparison and at least one
+    by the last look, the mean trials per set-up and the core-hours (GPU-hours where every set-up trained on
+    GPUs) a study of all set-ups would take at the study's trial times (tables/summary_<metric>.csv)."""
+    scores = pd.read_csv(folder / "scores.csv")
+    summary = read_summary(folder / "tables" / f"summary_{metric}.csv").set_index("setup")
+    column, unit = cost_column(summary.reset_index())
+    setups = list(summary.index)
+    samplers = [_resampler(trials(scores, metric, setup, settings.failures).outcomes) for setup in setups]
+    per_trial = float(summary[column].sum())
+    rows = []
+    for name, design in (("sequential", schedule), ("fixed", Schedule(schedule.most, 1, schedule.most))):
+        result = simulate(samplers, design, settings.alpha, settings.test, studies=PLAN_STUDIES)
+        rows.append(
+            {
+                "design": name,
+                "looks": ", ".join(str(n) for n in design.looks),
+                "decides_all": result["decides_all"],
+                "decides_any": result["decides_any"],
+                "mean_trials": result["mean_trials"],
+                "hours": result["mean_trials"] * per_trial,
+                "unit": unit,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _resampler(outcomes: np.ndarray) -> Callable[[np.random.Generator, int], np.ndarray]:
+    """Draws of a set-up's trials: its measured outcomes, with replacement."""
+    return lambda rng, size: rng.choice(outcomes, size)
