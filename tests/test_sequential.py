@@ -148,3 +148,18 @@ def test_a_schedules_plan_from_measured_outcomes_matches_an_independent_resampli
     assert plan.loc["fixed", "mean_trials"] == 12 and 6 <= plan.loc["sequential", "mean_trials"] <= 12
     # 3 set-ups at 0.1 core-hours a trial each.
     assert plan.loc["fixed", "hours"] == pytest.approx(12 * 3 * 0.1) and set(plan.unit) == {"core-hours"}
+
+
+def test_the_operating_page_is_made_by_its_command(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "page.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "ganstudy.stats.sequential", "--studies", "200", "--out", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert "Schedule 8, 12, 16, 20, 24 trials" in text and text.count("| sequential |") == 6

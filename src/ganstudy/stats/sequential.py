@@ -26,11 +26,14 @@ simulated null studies as the boundaries, it is at most the comparison's level e
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
 
 import numpy as np
+import pandas as pd
 from scipy.stats import mannwhitneyu, norm
 
 from ganstudy.stats.tests import _chosen
@@ -197,3 +200,73 @@ def simulate(
         "decides_all": all_decided / studies,
         "mean_trials": float(np.mean(used)),
     }
+
+
+def _uniform(rng: np.random.Generator, size: int) -> np.ndarray:
+    return rng.random(size)
+
+
+def _tied(rng: np.random.Generator, size: int) -> np.ndarray:
+    return rng.integers(0, 5, size).astype(float)
+
+
+def _normal(shift: float) -> Callable[[np.random.Generator, int], np.ndarray]:
+    return lambda rng, size: rng.normal(shift, 1.0, size)
+
+
+def operating_table(schedule: Schedule, alpha: float, studies: int) -> pd.DataFrame:
+    """The schedule against the fixed design of its most trials, on null studies (2 and 3 set-ups alike,
+    continuous and tied scores: the family-wise error) and on two set-ups shifted by 0.5, 1 and 1.5 sd
+    (power, mean trials)."""
+    cases = {
+        "null, 2 set-ups": [_uniform] * 2,
+        "null, 3 set-ups": [_uniform] * 3,
+        "null, 3 set-ups, tied scores": [_tied] * 3,
+        **{f"{shift} sd apart": [_normal(shift), _normal(0.0)] for shift in (0.5, 1.0, 1.5)},
+    }
+    fixed = Schedule(schedule.most, 1, schedule.most)
+    rows = []
+    for name, draws in cases.items():
+        for design_name, design in (("sequential", schedule), ("fixed", fixed)):
+            rows.append({"case": name, "design": design_name, **simulate(draws, design, alpha, studies=studies)})
+    return pd.DataFrame(rows)
+
+
+PAGE = """# Sequential designs: error, power and trials, simulated
+
+Made by `python -m ganstudy.stats.sequential --studies {studies} --out docs/sequential-design.md` (seeded:
+the same table on any machine; the method is in [the guide](guide.md#statistics)). Schedule {looks} trials
+per set-up against the fixed design of {most}, alpha {alpha}, two-sided Mann-Whitney (auto: exact where
+countable), O'Brien-Fleming spending, group-sequential Holm. decides_any under the null is the family-wise
+error over all looks and comparisons; decides_all, the power to decide every comparison; mean_trials, the
+trials per set-up a study took (it stops once every comparison is decided). {studies} simulated studies
+per row.
+
+"""
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--schedule", default="8,4,24", help="FIRST,STEP,MOST (8,4,24)")
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--studies", type=int, default=10_000, help="simulated studies per row (10,000)")
+    parser.add_argument("--out", help="write the page here (docs/sequential-design.md) instead of printing the table")
+    args = parser.parse_args(argv)
+    schedule = Schedule(*(int(part) for part in args.schedule.split(",")))
+    table = operating_table(schedule, args.alpha, args.studies)
+    lines = ["| case | design | decides_any | decides_all | mean_trials |", "|---|---|---:|---:|---:|"]
+    lines += [
+        f"| {r.case} | {r.design} | {r.decides_any:.4f} | {r.decides_all:.4f} | {r.mean_trials:.2f} |"
+        for r in table.itertuples()
+    ]
+    text = "\n".join(lines) + "\n"
+    if args.out is None:
+        print(text, end="")
+        return
+    looks = ", ".join(map(str, schedule.looks))
+    with open(args.out, "w") as handle:
+        handle.write(PAGE.format(studies=args.studies, looks=looks, most=schedule.most, alpha=args.alpha) + text)
+
+
+if __name__ == "__main__":
+    main()
