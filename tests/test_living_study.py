@@ -406,7 +406,7 @@ def test_a_sweep_added_to_a_finished_study_trains_its_set_ups_and_makes_its_stat
     study = tmp_path / "results" / STUDY
     assert sorted(p.name for p in (study / "runs").iterdir()) == [SMALL, LARGE, "mse__lr=0.0001", "mse__lr=0.0002"]
     effects = (study / "tables" / "sweep_mse_fid.csv").read_text().splitlines()
-    assert effects[0] == "key,value,cells,runs,mean,pooled_sd,ci_low,ci_high" and [
+    assert effects[0] == "key,value,cells,runs,failed,mean,pooled_sd,ci_low,ci_high" and [
         line.split(",")[:4] for line in effects[1:]
     ] == [["lr", "0.0001", "1", "2"], ["lr", "0.0002", "1", "2"]]
     assert "lr" in (study / "tables" / "sweep_mse_tests.md").read_text()

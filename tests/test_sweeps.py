@@ -154,7 +154,7 @@ def synthetic_sweep():
                     "train_seconds": 60.0,
                 }
             )
-    rows.append({"setup": name, "trial": 4, "metric": "fid", "value": float("nan")})  # left out, as the summaries do
+    rows.append({"setup": name, "trial": 4, "metric": "fid", "value": float("nan")})  # a failed trial
     return pd.DataFrame(rows), levels
 
 
@@ -162,12 +162,14 @@ def test_main_effects_kruskal_and_interactions_agree_with_scipy():
     import numpy as np
     from scipy import stats
 
-    from ganstudy.stats.sweeps import interaction, key_tests, main_effects, sweep_runs
+    from ganstudy.stats.sweeps import finite, interaction, key_tests, main_effects, sweep_runs
 
     scores, levels = synthetic_sweep()
     runs = sweep_runs(scores, "fid", levels)
-    assert len(runs) == 24
+    # The failed trial is a run (the worst FID) with no score to average.
+    assert len(runs) == 25 and len(finite(runs)) == 24
     effects = main_effects(runs, levels)
+    assert effects.failed.sum() == 2  # counted once under each of its two keys' values
     assert list(effects.value[effects.key == "lr"]) == ["0.0001", "0.0002", "0.0005"]
     # Each level against statsmodels: the cell-means model's OLS fit and the contrast averaging the level's cells.
     import statsmodels.formula.api as smf
@@ -186,9 +188,8 @@ def test_main_effects_kruskal_and_interactions_agree_with_scipy():
         assert row["mean"] == pytest.approx(float(reference.effect[0]))
         assert (row.ci_low, row.ci_high) == pytest.approx(tuple(reference.conf_int(alpha=0.05)[0]))
     tests = key_tests({"fid": runs}, levels).set_index("key")
-    by_lr = [
-        scores[scores.setup.str.endswith(f"lr={lr!r}") & scores.value.notna()].value for lr in (1.0e-4, 2.0e-4, 5.0e-4)
-    ]
+    # Kruskal-Wallis ranks the failed trial worst: scipy's on the scores with the NaN as an infinite FID.
+    by_lr = [scores[scores.setup.str.endswith(f"lr={lr!r}")].value.fillna(np.inf) for lr in (1.0e-4, 2.0e-4, 5.0e-4)]
     assert tests.loc["lr", "p_value"] == pytest.approx(stats.kruskal(*by_lr).pvalue) and tests.loc["lr", "df"] == 2
     # Holm over two keys: the smaller p doubled, the larger at least that, each at most 1.
     small, large = sorted(tests.p_value)

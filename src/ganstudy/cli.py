@@ -525,7 +525,7 @@ def _sweep_stats(args: argparse.Namespace) -> None:
     from ganstudy.report.figures import sweep_plots
     from ganstudy.stats.sweeps import write_sweep_stats
 
-    write_sweep_stats(args.scores, args.sweeps, args.metrics, args.out_dir, args.digits)
+    write_sweep_stats(args.scores, args.sweeps, args.metrics, args.out_dir, args.digits, args.failures)
     sweep_plots(args.scores, args.sweeps, args.metrics, args.figures, args.out_dir)
 
 
@@ -908,6 +908,9 @@ def _statistics_steps(commands: _Commands) -> None:
     )
     sub.add_argument("--metrics", nargs="+", required=True)
     _digits_option(sub)
+    sub.add_argument(
+        "--failures", default="worst", help="statistics.failures: what a failed trial counts as (worst or exclude)"
+    )
     sub.add_argument(
         "--out-dir", required=True, help="folder of the tables; the study's pairs_<metric>.csv are read there"
     )

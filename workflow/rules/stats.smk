@@ -107,7 +107,8 @@ rule sweeps:
 if PLAN.sweeps:
     job_arguments(
         "sweeps", "--scores", *rules.sweeps.input.scores, "--sweeps", PLAN.spec_file("sweeps"), "--metrics", *PLAN.metrics,
-        "--digits", config["statistics"]["digits"], "--out-dir", os.path.dirname(rules.sweeps.output.effects[0]),
+        "--digits", config["statistics"]["digits"], "--failures", config["statistics"]["failures"],
+        "--out-dir", os.path.dirname(rules.sweeps.output.effects[0]),
         "--figures", os.path.dirname(rules.sweeps.output.figures[0]),
     )
 

@@ -27,25 +27,34 @@ from ganstudy.evaluate.metrics import better
 from ganstudy.stats.aligned_ranks import METHOD, interaction_test
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.summary import write_table
-from ganstudy.stats.tests import holm, kruskal_wallis
+from ganstudy.stats.tests import holm, kruskal_wallis, outcomes
 from ganstudy.sweeps import swept_keys, value_label
 
 CONFIDENCE = 0.95
-EFFECT_COLUMNS = ["key", "value", "cells", "runs", "mean", "pooled_sd", "ci_low", "ci_high"]
+EFFECT_COLUMNS = ["key", "value", "cells", "runs", "failed", "mean", "pooled_sd", "ci_low", "ci_high"]
 TEST_COLUMNS = ["metric", "key", "values", "H", "df", "p_value", "p_holm"]
 INTERACTION_COLUMNS = ["metric", "first", "second", "F", "df", "df_resid", "p_value", "p_holm", "note"]
 
 
-def sweep_runs(scores: pd.DataFrame, metric: str, levels: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """One row per finite score of ``metric`` of the sweep's set-ups: its set-up, value, and the set-up's
-    value of each swept key (as its set-up name shows it)."""
+def sweep_runs(
+    scores: pd.DataFrame, metric: str, levels: dict[str, dict[str, Any]], failures: str = "worst"
+) -> pd.DataFrame:
+    """One row per trial of ``metric`` of the sweep's set-ups: its set-up, its outcome (tests.outcomes: a
+    failed trial worse than every finite score, or left out, as ``failures`` says), and the set-up's value
+    of each swept key (as its set-up name shows it). The means and the interaction test take the finite
+    rows (``finite``); the Kruskal-Wallis tests take every row."""
     part = scores[(scores.metric == metric) & scores.setup.isin(list(levels))]
-    part = part[np.isfinite(part.value.to_numpy(float))]
     rows = [
-        {"setup": row.setup, "value": float(row.value), **{key: value_label(v) for key, v in levels[row.setup].items()}}
+        {"setup": row.setup, "value": value, **{key: value_label(v) for key, v in levels[row.setup].items()}}
         for row in part.itertuples()
+        for value in outcomes([row.value], better(metric) == "higher", failures)
     ]
     return pd.DataFrame(rows, columns=["setup", "value", *swept_keys(levels)])
+
+
+def finite(runs: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``sweep_runs`` that have a score to average: failed trials have none."""
+    return runs[np.isfinite(runs.value.to_numpy(float))]
 
 
 def key_values(levels: dict[str, dict[str, Any]], key: str) -> list[str]:
@@ -60,7 +69,10 @@ def main_effects(runs: pd.DataFrame, levels: dict[str, dict[str, Any]], confiden
     """Per swept key and value: the cells (set-ups) and runs at it, the mean of its cells' means, the
     within-cell sd pooled over the sweep and the ``confidence`` t-interval of the level (standard error
     pooled sd x sqrt(sum of 1 / n over its cells) / cells, degrees of freedom runs - cells of the sweep;
-    NaN where no cell has two runs)."""
+    NaN where no cell has two runs), over the finite runs; ``failed`` counts the failed trials at the value,
+    which have no score to average."""
+    failed = runs[~np.isfinite(runs.value.to_numpy(float))]
+    runs = finite(runs)
     cells = runs.groupby("setup")["value"]
     means, counts = cells.mean(), cells.count()
     freedom = int(counts.sum() - len(counts))
@@ -78,6 +90,7 @@ def main_effects(runs: pd.DataFrame, levels: dict[str, dict[str, Any]], confiden
                     "value": label,
                     "cells": len(at),
                     "runs": int(counts[at].sum()),
+                    "failed": int(sum(value_label(levels[setup][key]) == label for setup in failed.setup)),
                     "mean": level,
                     "pooled_sd": pooled,
                     "ci_low": level - half,
@@ -108,7 +121,7 @@ def interaction_tests(runs_by_metric: dict[str, pd.DataFrame], levels: dict[str,
     keys, rows = swept_keys(levels), []
     for metric, runs in runs_by_metric.items():
         tested = [
-            {"metric": metric, "first": a, "second": b, **interaction_test(runs, keys, a, b)}
+            {"metric": metric, "first": a, "second": b, **interaction_test(finite(runs), keys, a, b)}
             for a, b in combinations(keys, 2)
         ]
         adjusted = holm([row["p_value"] for row in tested]) if tested else []
@@ -120,7 +133,7 @@ def interaction(runs: pd.DataFrame, levels: dict[str, dict[str, Any]], first: st
     """The mean of the cells' means at each pair of values of two keys (the cells a third key splits weigh
     alike): rows ``first``'s values, columns ``second``'s."""
     table = pd.DataFrame(np.nan, index=key_values(levels, first), columns=key_values(levels, second))
-    cells = runs.groupby(["setup", first, second], as_index=False)["value"].mean()
+    cells = finite(runs).groupby(["setup", first, second], as_index=False)["value"].mean()
     for (a, b), means in cells.groupby([first, second])["value"]:
         table.loc[a, b] = means.mean()
     table.index.name, table.columns.name = first, second
@@ -138,14 +151,24 @@ def write_sweep_stats(
     metrics: list[str],
     out_dir: str | os.PathLike[str],
     digits: int = 4,
+    failures: str = "worst",
 ) -> list[Path]:
     """For each sweep: sweep_<set-up>_<metric> (the main effects of its keys), sweep_<set-up>_tests
     (Kruskal-Wallis per metric and key) and sweep_<set-up>_interactions (the aligned rank transform per
-    metric and pair of keys) as CSV, Markdown and LaTeX."""
+    metric and pair of keys) as CSV, Markdown and LaTeX. Failed trials (``failures``: statistics.failures)
+    enter the Kruskal-Wallis tests as the worst outcomes; the means and the interaction have no value for
+    them, and a footnote says how many they left out."""
     scores, out, written = pd.read_csv(scores_path), Path(out_dir), []
     for declared, levels in read_sweeps(sweeps_path).items():
-        runs = {metric: sweep_runs(scores, metric, levels) for metric in metrics}
+        runs = {metric: sweep_runs(scores, metric, levels, failures) for metric in metrics}
         footnotes = {metric: protocol_notes(scores, metric, list(levels))[0] for metric in metrics}
+        for metric in metrics:
+            failed = len(runs[metric]) - len(finite(runs[metric]))
+            if failed:
+                footnotes[metric].append(
+                    f"{failed} failed trial(s) (NaN or inf) have no score: left out of the means and the interaction"
+                    + (", ranked worst in the Kruskal-Wallis tests" if failures == "worst" else " and the tests")
+                )
         every_footnote = [f"{metric}: {line}" for metric in metrics for line in footnotes[metric]]
         for metric in metrics:
             written += write_table(
