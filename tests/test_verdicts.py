@@ -230,3 +230,17 @@ def test_the_a12_and_shift_intervals_cover_what_they_estimate(draw_a, draw_b):
         shift_hits.append(low <= shift_truth <= high)
     # 95% each, less 3 Monte Carlo standard errors (0.023).
     assert np.mean(a12_hits) >= 0.927 and np.mean(shift_hits) >= 0.927, (np.mean(a12_hits), np.mean(shift_hits))
+
+
+def test_the_box_plot_draws_the_finite_scores_and_counts_the_failed(tmp_path, monkeypatch):
+    from ganstudy.report import figures
+
+    _frame(UNSTABLE).to_csv(tmp_path / "scores.csv", index=False)
+    drawn = []
+    monkeypatch.setattr(figures, "_save", lambda figure, path: drawn.append(figure))
+    figures.box_plot(tmp_path / "scores.csv", "fid", list(UNSTABLE), tmp_path / "box.png")
+    axes = drawn[0].axes[0]
+    assert [tick.get_text() for tick in axes.get_xticklabels()] == ["unstable\n(4 of 10 failed)", "stable"]
+    # The unstable box is drawn from its 6 finite scores (a NaN would leave it empty): its median line at 20.
+    medians = [line.get_ydata()[0] for line in axes.lines if line.get_label() == "_nolegend_"]
+    assert np.isfinite(axes.get_ylim()).all() and 20.0 in medians

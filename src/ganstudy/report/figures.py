@@ -41,12 +41,19 @@ def _label(setup: str) -> str:
 def box_plot(
     scores_path: str | os.PathLike[str], metric: str, setups: list[str], out_path: str | os.PathLike[str]
 ) -> None:
+    """Each set-up's finite scores as a box with its trials over it; a set-up's failed trials (NaN or inf: no
+    point to draw) are counted under its name, so a box of few points is not read as a whole set-up."""
     scores = pd.read_csv(scores_path)
     scores = scores[scores.metric == metric]
-    groups = [scores[scores.setup == s].value.to_numpy(float) for s in setups]
+    every = [scores[scores.setup == s].value.to_numpy(float) for s in setups]
+    groups = [values[np.isfinite(values)] for values in every]
     figure, axes = plt.subplots(figsize=(1.6 + 1.2 * len(setups), 3.6))
     axes.boxplot(groups, showfliers=False)
-    axes.set_xticks(range(1, len(setups) + 1), [_label(s) for s in setups], rotation=20)
+    labels = [
+        _label(s) + (f"\n({len(v) - len(g)} of {len(v)} failed)" if len(v) > len(g) else "")
+        for s, v, g in zip(setups, every, groups)
+    ]
+    axes.set_xticks(range(1, len(setups) + 1), labels, rotation=20)
     # Fixed jitter: the figure is the same bits on every regeneration.
     rng = np.random.default_rng(0)
     for position, values in enumerate(groups, start=1):
