@@ -273,40 +273,8 @@ def pairwise_table(
     metric's direction, and, where Holm's p is not significant, the trials per set-up with which the study's
     test would decide with power 0.8 (stats.power: the median and 80% range over the trials' bootstrap copies)."""
     values = {s: trials(scores, metric, s, settings.failures).outcomes for s in setups}
-    family = len(setups) * (len(setups) - 1) // 2
     higher = better(metric) == "higher"
-    rows = []
-    for i, a in enumerate(setups):
-        for b in setups[i + 1 :]:
-            x, y = values[a], values[b]
-            effect = a12(x, y)
-            favoured = "–" if np.isnan(effect) or effect == 0.5 else (a if (effect > 0.5) == higher else b)
-            test = rank_test(x, y, settings.test)
-            short = [s for s in (a, b) if len(values[s]) < settings.min_trials]
-            note = [test.note] if test.note else []
-            note += [f"underpowered: {', '.join(short)} < {settings.min_trials} trials"] if short else []
-            low, high = a12_interval(x, y, CONFIDENCE)
-            if np.isfinite(low) and not agrees_with_test(low, high, test.p, CONFIDENCE):
-                low, high = np.nan, np.nan
-                note.append(f"no A12 interval: Newcombe's disagrees with the test at {1 - CONFIDENCE:.2g} here")
-            rows.append(
-                {
-                    "setup_a": a,
-                    "setup_b": b,
-                    "n_a": len(x),
-                    "n_b": len(y),
-                    "test": test.method,
-                    "p_value": test.p,
-                    "smallest_p": smallest_p(len(x), len(y), settings.test),
-                    "a12": effect,
-                    "a12_low": low,
-                    "a12_high": high,
-                    **dict(zip(("shift", "shift_low", "shift_high"), shift_interval(x, y, CONFIDENCE))),
-                    "effect": a12_magnitude(effect),
-                    "better": favoured,
-                    "note": "; ".join(note),
-                }
-            )
+    rows = [_pair_row(a, b, values, higher, settings) for i, a in enumerate(setups) for b in setups[i + 1 :]]
     table = pd.DataFrame(rows, columns=[*PAIR_COLUMNS, "smallest_p"])
     # One Holm family per metric: every table and figure takes a pair's adjusted p from here.
     table["p_holm"] = holm(table.p_value.to_numpy(float)) if len(table) else []
@@ -316,14 +284,47 @@ def pairwise_table(
     table.loc[undecided, "effect"] = "–"
     # What a decision would take, where none was reached.
     for index in table.index[undecided]:
-        a, b = table.setup_a[index], table.setup_b[index]
-        plan = trials_for_power(values[a], values[b], settings.test, settings.alpha, family)
+        x, y = values[table.setup_a[index]], values[table.setup_b[index]]
+        plan = trials_for_power(x, y, settings.test, settings.alpha, len(table))
         table.loc[index, ["trials_for_power", "trials_for_power_low", "trials_for_power_high"]] = (
             plan.median,
             plan.low,
             plan.high,
         )
     return table[PAIR_COLUMNS]
+
+
+def _pair_row(
+    a: str, b: str, values: dict[str, np.ndarray], higher: bool, settings: StatisticsSettings
+) -> dict[str, object]:
+    """One pair's test, effect sizes with their intervals, the set-up favoured, and its notes (before Holm)."""
+    x, y = values[a], values[b]
+    effect = a12(x, y)
+    favoured = "–" if np.isnan(effect) or effect == 0.5 else (a if (effect > 0.5) == higher else b)
+    test = rank_test(x, y, settings.test)
+    short = [s for s in (a, b) if len(values[s]) < settings.min_trials]
+    note = [test.note] if test.note else []
+    note += [f"underpowered: {', '.join(short)} < {settings.min_trials} trials"] if short else []
+    low, high = a12_interval(x, y, CONFIDENCE)
+    if np.isfinite(low) and not agrees_with_test(low, high, test.p, CONFIDENCE):
+        low, high = np.nan, np.nan
+        note.append(f"no A12 interval: Newcombe's disagrees with the test at {1 - CONFIDENCE:.2g} here")
+    return {
+        "setup_a": a,
+        "setup_b": b,
+        "n_a": len(x),
+        "n_b": len(y),
+        "test": test.method,
+        "p_value": test.p,
+        "smallest_p": smallest_p(len(x), len(y), settings.test),
+        "a12": effect,
+        "a12_low": low,
+        "a12_high": high,
+        **dict(zip(("shift", "shift_low", "shift_high"), shift_interval(x, y, CONFIDENCE))),
+        "effect": a12_magnitude(effect),
+        "better": favoured,
+        "note": "; ".join(note),
+    }
 
 
 def kruskal_table(scores: pd.DataFrame, metrics: list[str], setups: list[str], failures: str = "worst") -> pd.DataFrame:
