@@ -142,7 +142,7 @@ def decide(
         open_pairs = [pair for pair in nominal if pair not in decided]
         level = alpha / len(open_pairs)
         bounds = boundaries(schedule, level, test)
-        crossing = {pair: next((j for j, p in enumerate(nominal[pair]) if p <= bounds[j]), None) for pair in open_pairs}
+        crossing = {pair: next((j for j, p in enumerate(nominal[pair]) if p < bounds[j]), None) for pair in open_pairs}
         crossing = {pair: look for pair, look in crossing.items() if look is not None}
         if not crossing:
             break
