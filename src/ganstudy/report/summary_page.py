@@ -95,10 +95,10 @@ def ranking(
     losers: dict[str, list[str]] = {}
     for winner, loser in significant_wins(pairs, settings.alpha):
         losers.setdefault(loser, []).append(winner)
-    compared = compared_trials(summary, settings.failures)
+    summary = summary.assign(compared=compared_trials(summary, settings.failures))
     keyed = summary.assign(
-        _few=compared < RANKED_TRIALS,
-        _none=compared == 0,
+        _few=summary.compared < RANKED_TRIALS,
+        _none=summary.compared == 0,
         _beaten=summary.setup.isin(losers),
         _sup=-summary.superiority.fillna(-1),
         _median=summary["median"] * (-1 if higher else 1),
@@ -106,7 +106,6 @@ def ranking(
     ordered = keyed.sort_values(["_none", "_few", "_beaten", "_sup", "_median"], kind="stable", na_position="last")
     ordered = ordered.drop(columns=["_few", "_none", "_beaten", "_sup", "_median"]).reset_index(drop=True)
     ordered["beaten_by"] = [", ".join(losers.get(setup, [])) for setup in ordered.setup]
-    ordered["compared"] = compared_trials(ordered, settings.failures)
     first = ordered.setup.iloc[0] if len(ordered) and ordered.compared.iloc[0] > 0 else None
     tests = []
     for setup in ordered.setup:
@@ -289,8 +288,8 @@ def _front(ranked: pd.DataFrame, metric: str, cost: tuple[str, str], digits: int
 
 def answer(ranked: pd.DataFrame, pairs: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:
     """The primary metric's answer in one sentence, which the pairwise tests support: the set-up named first
-    is one that no other beats significantly; where the significant wins name no single best (several
-    unbeaten set-ups with wins, a cycle, or the highest average rank beaten), it says so and names the wins."""
+    is one that no other beats significantly; where the significant wins name no single best (a cycle, or the
+    highest average rank beaten), it says so and names the wins."""
     name = f"{metric.upper()} ({better(metric)} is better)"
     if ranked.empty or ranked.compared.iloc[0] == 0:
         return f"No set-up has a {name} trial to compare yet."

@@ -22,9 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
-from ganstudy.stats.tests import _chosen, _present, a12
+from ganstudy.stats.tests import _present, a12, rowwise_test
 
 SIMULATIONS = 250
 PILOT_COPIES = 60
@@ -73,11 +72,8 @@ def rank_decision(direction: float, test: str, alpha: float, pairs: int) -> Deci
     does (positive: a scores higher)."""
 
     def decide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        method = _chosen(a.shape[1], b.shape[1], test)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            result = mannwhitneyu(a, b, axis=1, alternative="two-sided", method=method)
-        same_way = np.sign(result.statistic - a.shape[1] * b.shape[1] / 2) == np.sign(direction)
-        return (np.nan_to_num(result.pvalue, nan=1.0) * pairs < alpha) & same_way
+        u, p = rowwise_test(a, b, test)
+        return (p * pairs < alpha) & (np.sign(u - a.shape[1] * b.shape[1] / 2) == np.sign(direction))
 
     return decide
 

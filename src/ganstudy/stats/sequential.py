@@ -34,9 +34,9 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import mannwhitneyu, norm
+from scipy.stats import norm
 
-from ganstudy.stats.tests import _chosen
+from ganstudy.stats.tests import rowwise_test
 
 # Null studies simulated per design to find its boundaries: a boundary's crossing probability is then
 # known to about 0.0007 at 0.05.
@@ -69,12 +69,7 @@ def obrien_fleming(fractions: np.ndarray, alpha: float) -> np.ndarray:
 def nominal_pvalues(a: np.ndarray, b: np.ndarray, looks: tuple[int, ...], test: str) -> np.ndarray:
     """Each study's (row's) two-sided Mann-Whitney p at every look, on its first n_k trials of each set-up:
     the study's test (exact or asymptotic as ``test`` chooses for n_k against n_k)."""
-    columns = []
-    for n in looks:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            result = mannwhitneyu(a[:, :n], b[:, :n], axis=1, method=_chosen(n, n, test))
-        columns.append(np.nan_to_num(result.pvalue, nan=1.0))
-    return np.stack(columns, axis=1)
+    return np.stack([rowwise_test(a[:, :n], b[:, :n], test)[1] for n in looks], axis=1)
 
 
 @lru_cache(maxsize=64)

@@ -31,11 +31,6 @@ PERMUTATION_RESAMPLES = 99_999
 EXACT_SHIFT_TRIALS = 60
 
 
-def _finite(values: Sequence[float]) -> np.ndarray:
-    values = np.asarray(values, float)
-    return values[np.isfinite(values)]
-
-
 def _present(values: Sequence[float]) -> np.ndarray:
     """The values without NaN; an infinite value is a failed trial ranked worst (``outcomes``) and stays."""
     values = np.asarray(values, float)
@@ -125,6 +120,15 @@ def rank_test(x: Sequence[float], y: Sequence[float], method: str = "auto") -> R
     return RankTest(*_tied_pvalue(x, y))
 
 
+def rowwise_test(a: np.ndarray, b: np.ndarray, method: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """Simulated studies, one per row of ``a`` and ``b``: each one's U of a over b and its two-sided
+    Mann-Whitney p (``method`` chosen for the rows' sizes as ``rank_test`` does; scipy's exact distribution
+    takes no account of ties), p = 1 where a row's scores are all alike."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        result = mannwhitneyu(a, b, axis=1, alternative="two-sided", method=_chosen(a.shape[1], b.shape[1], method))
+    return result.statistic, np.nan_to_num(result.pvalue, nan=1.0)
+
+
 def smallest_p(n1: int, n2: int, method: str = "auto") -> float:
     """The smallest two-sided p-value that ``n1`` against ``n2`` trials can give (every trial of one
     set-up better than every one of the other, no ties): 2 / C(n1 + n2, n1) exactly; NaN without trials."""
@@ -151,13 +155,17 @@ def _u_distribution(n1: int, n2: int) -> np.ndarray:
     return rows[n2]
 
 
+def _tail_count(cumulative: np.ndarray, tail: float) -> int:
+    """The largest k with cumulative[k - 1] = P(X <= k - 1) at most ``tail`` (0 where even P(X <= 0) is more)."""
+    return int(np.searchsorted(cumulative, tail * (1 + 1e-12), side="right"))
+
+
 def _cut(n1: int, n2: int, confidence: float) -> int:
     """How many of the n1 n2 ordered pairwise differences the rank-based interval cuts from each end: the
     largest k with P(U <= k - 1) <= (1 - confidence) / 2."""
     tail = (1 - confidence) / 2
     if max(n1, n2) <= EXACT_SHIFT_TRIALS:
-        cumulative = np.cumsum(_u_distribution(n1, n2))
-        return int(np.searchsorted(cumulative, tail * (1 + 1e-12), side="right"))
+        return _tail_count(np.cumsum(_u_distribution(n1, n2)), tail)
     return max(0, int(np.floor(n1 * n2 / 2 - norm.ppf(1 - tail) * np.sqrt(n1 * n2 * (n1 + n2 + 1) / 12))))
 
 
@@ -221,7 +229,7 @@ def median_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[
     n = len(values)
     if n == 0:
         return float("nan"), float("nan")
-    k = int(np.searchsorted(binom.cdf(np.arange(n + 1), n, 0.5), (1 - confidence) / 2 * (1 + 1e-12), side="right"))
+    k = _tail_count(binom.cdf(np.arange(n + 1), n, 0.5), (1 - confidence) / 2)
     if k < 1:
         return float("nan"), float("nan")
     return float(values[k - 1]), float(values[n - k])
