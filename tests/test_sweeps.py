@@ -170,6 +170,13 @@ def test_main_effects_kruskal_and_interactions_agree_with_scipy():
     assert len(runs) == 25 and len(finite(runs)) == 24
     effects = main_effects(runs, levels)
     assert effects.failed.sum() == 2  # counted once under each of its two keys' values
+    # Left out (statistics.failures: exclude), it is still counted, and the tests do without it.
+    excluded = sweep_runs(scores, "fid", levels, "exclude")
+    assert len(excluded) == 25 and main_effects(excluded, levels).failed.sum() == 2
+    by_lr_finite = [scores[scores.setup.str.endswith(f"lr={lr!r}")].value.dropna() for lr in (1.0e-4, 2.0e-4, 5.0e-4)]
+    assert key_tests({"fid": excluded}, levels).set_index("key").loc["lr", "p_value"] == pytest.approx(
+        stats.kruskal(*by_lr_finite).pvalue
+    )
     assert list(effects.value[effects.key == "lr"]) == ["0.0001", "0.0002", "0.0005"]
     # Each level against statsmodels: the cell-means model's OLS fit and the contrast averaging the level's cells.
     import statsmodels.formula.api as smf

@@ -40,14 +40,17 @@ def sweep_runs(
     scores: pd.DataFrame, metric: str, levels: dict[str, dict[str, Any]], failures: str = "worst"
 ) -> pd.DataFrame:
     """One row per trial of ``metric`` of the sweep's set-ups: its set-up, its outcome (tests.outcomes: a
-    failed trial worse than every finite score, or left out, as ``failures`` says), and the set-up's value
-    of each swept key (as its set-up name shows it). The means and the interaction test take the finite
-    rows (``finite``); the Kruskal-Wallis tests take every row."""
+    failed trial worse than every finite score, or, left out as ``failures`` says, NaN: a row still, so that
+    it is counted), and the set-up's value of each swept key (as its set-up name shows it). The means and
+    the interaction test take the finite rows (``finite``); the Kruskal-Wallis tests every row with a value."""
     part = scores[(scores.metric == metric) & scores.setup.isin(list(levels))]
     rows = [
-        {"setup": row.setup, "value": value, **{key: value_label(v) for key, v in levels[row.setup].items()}}
+        {
+            "setup": row.setup,
+            "value": next(iter(outcomes([row.value], better(metric) == "higher", failures)), np.nan),
+            **{key: value_label(v) for key, v in levels[row.setup].items()},
+        }
         for row in part.itertuples()
-        for value in outcomes([row.value], better(metric) == "higher", failures)
     ]
     return pd.DataFrame(rows, columns=["setup", "value", *swept_keys(levels)])
 
@@ -107,7 +110,9 @@ def key_tests(runs_by_metric: dict[str, pd.DataFrame], levels: dict[str, dict[st
     for metric, runs in runs_by_metric.items():
         tested = []
         for key in swept_keys(levels):
-            groups = [runs.loc[runs[key] == label, "value"].to_numpy(float) for label in key_values(levels, key)]
+            groups = [
+                runs.loc[runs[key] == label, "value"].dropna().to_numpy(float) for label in key_values(levels, key)
+            ]
             h, df, p = kruskal_wallis(groups)
             tested.append({"metric": metric, "key": key, "values": len(groups), "H": h, "df": df, "p_value": p})
         adjusted = holm([row["p_value"] for row in tested])
