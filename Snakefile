@@ -16,6 +16,14 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
+
+
+# Only a study whose trials are a schedule takes looks between its rounds.
+if PLAN.schedule is not None:
+
+    include: "workflow/rules/looks.smk"
+
+
 include: "workflow/rules/stats.smk"
 include: "workflow/rules/report.smk"
 
@@ -26,7 +34,7 @@ report: PLAN.report_description
 
 # What `ganstudy status` reads to list every run, waiting ones included (not on dry-runs).
 onstart:
-    write_plan(PLAN.study_dir, config["study"], config["setups"], config["trials"])
+    write_plan(PLAN.study_dir, config["study"], config["setups"], most_trials(config["trials"]))
 
 
 # The study's lock goes when the run ends, whatever the executor does with this process afterwards.

@@ -76,7 +76,7 @@ def test_wrong_type_and_bad_enum_are_all_reported(default_config):
     with pytest.raises(ConfigError) as error:
         validate_study_config(config, SCHEMA)
     message = str(error.value)
-    assert "'trials' must be of type integer, got 'five'" in message
+    assert "'trials' must be of type integer or object, got 'five'" in message
     assert "'setups.grid1x1.loss' must be one of" in message and "'wasserstein'" in message
 
 

@@ -54,13 +54,14 @@ def _named_study(args: argparse.Namespace) -> tuple[Path, dict[str, Any] | None]
     plan that another config of the same study name may have written last."""
     from ganstudy.config import load_study_config
     from ganstudy.schema import CONFIG_SCHEMA
+    from ganstudy.stats.sequential import most_trials
     from ganstudy.status import config_study_folder, study_runs
 
     folder = config_study_folder(args.study, args.directory)
     if folder is None:
         return _study_folder(args), None
     config = load_study_config(args.study, CONFIG_SCHEMA)
-    return folder, study_runs(config["study"], config["setups"], config["trials"])
+    return folder, study_runs(config["study"], config["setups"], most_trials(config["trials"]))
 
 
 def _status(args: argparse.Namespace) -> None:
@@ -257,9 +258,10 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
     from ganstudy.evaluate.scoring_noise import ScoringJob, scoring_draws
     from ganstudy.evaluate.settings import EvaluationSettings
     from ganstudy.report.export import finished_runs
+    from ganstudy.stats.sequential import most_trials
     from ganstudy.status import study_runs
 
-    _, runs, missing = finished_runs(folder, study_runs(config["study"], config["setups"], config["trials"]))
+    _, runs, missing = finished_runs(folder, study_runs(config["study"], config["setups"], most_trials(config["trials"])))
     for line in missing:
         print(line)
     # The arguments files name their paths relative to the workflow's working directory.
@@ -508,17 +510,30 @@ def _anova(args: argparse.Namespace) -> None:
 
 
 def _stats(args: argparse.Namespace) -> None:
+    from ganstudy.atomic import read_json
+    from ganstudy.stats.looks import design_pvalues, write_looks
     from ganstudy.stats.settings import StatisticsSettings
     from ganstudy.stats.summary import write_stats
 
-    write_stats(
-        args.scores,
-        args.setups,
-        args.metrics,
-        args.out_dir,
-        StatisticsSettings.of(args.settings, "--settings"),
-        args.convergence,
-    )
+    settings = StatisticsSettings.of(args.settings, "--settings")
+    design = None
+    if args.looks:
+        record = read_json(args.looks)
+        design = {record["metric"]: design_pvalues(record)}
+        write_looks(args.looks, args.out_dir, settings.digits)
+    write_stats(args.scores, args.setups, args.metrics, args.out_dir, settings, args.convergence, design)
+
+
+def _look(args: argparse.Namespace) -> None:
+    from ganstudy.stats.aggregate import read_scores
+    from ganstudy.stats.looks import write_look
+    from ganstudy.stats.sequential import Schedule
+    from ganstudy.stats.settings import StatisticsSettings
+
+    settings = StatisticsSettings.of(args.settings, "--settings")
+    schedule = Schedule(*args.schedule)
+    scores = read_scores("", args.scores)
+    write_look(scores, args.setups, settings.primary(args.metrics), schedule, args.look, settings, args.out)
 
 
 def _sweep_stats(args: argparse.Namespace) -> None:
@@ -541,6 +556,7 @@ def _summary(args: argparse.Namespace) -> None:
         args.figures,
         args.out,
         StatisticsSettings.of(args.settings, "--settings"),
+        args.looks,
     )
 
 
@@ -897,7 +913,24 @@ def _statistics_steps(commands: _Commands) -> None:
     sub.add_argument("--metrics", nargs="+", required=True)
     _settings_option(sub, "statistics section")
     sub.add_argument("--convergence", help="convergence.csv: flag set-ups whose training had not converged")
+    sub.add_argument(
+        "--looks", help="trials on a schedule: the study's last look (looks/decision.json), whose decisions it reports"
+    )
     sub.add_argument("--out-dir", required=True)
+
+    sub = commands.step(
+        "look",
+        _look,
+        "one look of a study whose trials are a schedule: the primary metric's comparisons tested group-sequentially "
+        "on the trials of every look so far, and whether another round is needed",
+    )
+    sub.add_argument("--scores", nargs="+", required=True, help="evaluate outputs of (at least) this look's trials")
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--metrics", nargs="+", required=True, help="the study's metrics (the primary one is tested)")
+    sub.add_argument("--schedule", nargs=3, type=int, required=True, metavar=("FIRST", "STEP", "MOST"))
+    sub.add_argument("--look", type=int, required=True, help="which look, from 1")
+    _settings_option(sub, "statistics section")
+    sub.add_argument("--out", required=True)
 
     sub = commands.step(
         "sweep-stats", _sweep_stats, "per sweep: main effects, Kruskal-Wallis per key, interactions, pairwise Holm p"
@@ -930,6 +963,7 @@ def _statistics_steps(commands: _Commands) -> None:
     sub.add_argument("--metrics", nargs="+", required=True)
     sub.add_argument("--figures", nargs="*", default=[], help="the study's figures, to link")
     _settings_option(sub, "statistics section")
+    sub.add_argument("--looks", help="trials on a schedule: the study's last look (looks/decision.json)")
     sub.add_argument("--out", required=True)
 
 

@@ -56,7 +56,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
             lines.append(f"unknown key '{full}'{did_you_mean}; allowed here: {', '.join(allowed)}")
         return "\n".join(lines)
     if error.validator == "type":
-        return f"'{where}' must be of type {error.validator_value}, got {error.instance!r}"
+        kinds = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+        return f"'{where}' must be of type {' or '.join(kinds)}, got {error.instance!r}"
     if error.validator == "enum":
         return f"'{where}' must be one of {error.validator_value}, got {error.instance!r}"
     if error.validator == "pattern" and error.schema.get("description"):

@@ -15,13 +15,14 @@ from snakemake.cli import get_profile_dir
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from ganstudy.atomic import write_text
+from ganstudy.atomic import read_json, write_text
 from ganstudy.config import ConfigError, dataset_settings, read_yaml, validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.plan.study_files import PlannerFilesNotices, as_json
 from ganstudy.plan.study_lock import release as release_study_lock
 from ganstudy.plan.study_plan import TABLE_FORMATS, Invocation, PlanRefused, StudyPlan, apply_plan, builds_jobs
 from ganstudy.schema import CONFIG_SCHEMA
+from ganstudy.stats.sequential import most_trials
 from ganstudy.status import write_plan
 from ganstudy.train.job import write_job
 
@@ -100,9 +101,17 @@ elif workflow.is_main_process:
     log_notices([("warning", PLAN.changed_warning()), ("warning", PLAN.stale_warning())])
 
 
+if PLAN.schedule is not None and workflow.is_main_process:
+    logger.info(
+        f"trials: a schedule (looks at {', '.join(map(str, PLAN.schedule.looks))} trials per set-up): the jobs "
+        "planned are those of the rounds taken so far; each look may add a round (rule look, a checkpoint)"
+    )
+
+
 wildcard_constraints:
     setup="|".join(re.escape(name) for name in PLAN.setups),
     trial=r"\d+",
+    look=r"\d+",
     spec="data|classifier|reference|evaluation|sweeps",
     metric="|".join(PLAN.metrics),
 
@@ -171,3 +180,35 @@ def print_headline(study_dir):
     page, scores = Path(study_dir) / "summary.md", Path(study_dir) / "scores.csv"
     if page.is_file() and scores.is_file() and page.stat().st_mtime >= scores.stat().st_mtime:
         logger.info(headline(page))
+
+
+def run_paths(pattern):
+    """``pattern`` (a rule's output with wildcards setup and trial) as a function of runs to their paths."""
+    return lambda runs: [pattern.format(setup=setup, trial=trial) for setup, trial in runs]
+
+
+def looks_taken():
+    """The runs the statistics take and the last look's record (None in a fixed design). On a schedule, the
+    looks in order up to the first that asks no more round: each is a checkpoint, so a rule that asks waits
+    for the looks, and Snakemake plans the next round once a look asks for it."""
+    if PLAN.schedule is None:
+        return PLAN.runs, None
+    for look in range(1, len(PLAN.schedule.looks) + 1):
+        record = checkpoints.look.get(look=look).output[0]
+        if not read_json(record)["more"]:
+            return PLAN.look_runs(look), record
+    raise WorkflowError(f"{record}: the schedule's last look asks for another round")
+
+
+def taken(paths):
+    """``paths`` (runs to files) of the runs the statistics take: a list in a fixed design; on a schedule an
+    input function, over the looks."""
+    if PLAN.schedule is None:
+        return paths(PLAN.runs)
+    return lambda wildcards: paths(looks_taken()[0])
+
+
+def taken_arguments(paths, listed):
+    """A step's arguments naming ``paths`` of the runs taken: the files in a fixed design; on a schedule
+    ``@listed``, the file of them that rule decision writes (arguments are set before any look is taken)."""
+    return paths(PLAN.runs) if PLAN.schedule is None else [f"@{listed}"]

@@ -137,3 +137,12 @@ for setup, trial in PLAN.runs:
         "--run-record", inputs["record"], *PLAN.inputs.evaluate_against(inputs), "--seed", config["seed"], "--trial", trial,
         "--out", *expand(rules.evaluate.output, setup=setup, trial=trial), kept=True,
     )
+
+
+# The runs' files that the later stages read, as functions of the runs (common.smk: taken).
+SCORES = run_paths(rules.evaluate.output[0])
+LOSSES = run_paths(rules.train.output.losses)
+RUN_FOLDERS = run_paths(os.path.dirname(rules.train.output.record))
+# Each run's record and score, targets of the tables: Snakemake redoes a missing file only for a job that
+# needs it, so a run archived or deleted by hand would otherwise leave old tables standing.
+RESULTS = lambda runs: [*SCORES(runs), *run_paths(rules.train.output.record)(runs)]

@@ -190,7 +190,8 @@ if PLAN.kind.figures:
 rule training_curves:
     input:
         unpack(arguments_inputs("training_curves")),
-        losses=[f"{PLAN.study_dir}/runs/{setup}/trial{trial}/losses.csv" for setup, trial in PLAN.runs],
+        losses=taken(LOSSES),
+        listed=rules.decision.output.losses if PLAN.schedule else [],
     output:
         report(
             f"{PLAN.study_dir}/figures/training_curves.png",
@@ -208,7 +209,7 @@ rule training_curves:
         "ganstudy curves @{input.arguments} > {log} 2>&1"
 
 
-job_arguments("training_curves", "--losses", *rules.training_curves.input.losses, "--setups", *PLAN.setups, "--out", *rules.training_curves.output)
+job_arguments("training_curves", "--losses", *taken_arguments(LOSSES, rules.training_curves.input.listed), "--setups", *PLAN.setups, "--out", *rules.training_curves.output)
 
 
 rule smote_samples:
@@ -249,6 +250,7 @@ rule summary:
         rules.convergence.output.table,
         rules.reproduction.output if PLAN.references else [],
         FIGURES,
+        looks=rules.decision.output.record if PLAN.schedule else [],
     output:
         report(f"{PLAN.study_dir}/summary.md", caption="../report/summary_page.rst", category="0. The answer"),
         # The HTML report's first page and its metadata (ganstudy.report.report_page; make report).
@@ -266,11 +268,12 @@ rule summary:
 job_arguments(
     "summary", "--study-dir", os.path.dirname(rules.summary.output[0]), "--study", config["study"], "--setups", *PLAN.setups,
     "--metrics", *PLAN.metrics, "--figures", *FIGURES, "--settings", as_json(config["statistics"]), "--out", rules.summary.output[0],
+    *(["--looks", rules.summary.input.looks] if PLAN.schedule else []),
 )
 
 
 rule figures:
     input:
         FIGURES,
-        PLAN.run_results,
+        taken(RESULTS),
     localrule: True

@@ -5,7 +5,8 @@
 rule aggregate:
     input:
         unpack(arguments_inputs("aggregate")),
-        scores=[f"{PLAN.study_dir}/scores/{setup}/trial{trial}.json" for setup, trial in PLAN.runs],
+        scores=taken(SCORES),
+        listed=rules.decision.output.scores if PLAN.schedule else [],
     output:
         report(f"{PLAN.study_dir}/scores.csv", caption="../report/scores.rst", category="4. Statistics"),
     log:
@@ -18,13 +19,17 @@ rule aggregate:
         "ganstudy aggregate @{input.arguments} > {log} 2>&1"
 
 
-job_arguments("aggregate", "--study", config["study"], "--out", *rules.aggregate.output, *rules.aggregate.input.scores)
+job_arguments(
+    "aggregate", "--study", config["study"], "--out", *rules.aggregate.output,
+    *taken_arguments(SCORES, rules.aggregate.input.listed),
+)
 
 
 rule convergence:
     input:
         unpack(arguments_inputs("convergence")),
-        losses=[f"{PLAN.study_dir}/runs/{setup}/trial{trial}/losses.csv" for setup, trial in PLAN.runs],
+        losses=taken(LOSSES),
+        listed=rules.decision.output.losses if PLAN.schedule else [],
     output:
         table=report(f"{PLAN.study_dir}/convergence.csv", caption="../report/convergence.rst", category="4. Statistics"),
         figure=report(
@@ -44,7 +49,7 @@ rule convergence:
 
 
 job_arguments(
-    "convergence", "--losses", *rules.convergence.input.losses, "--setups", *PLAN.setups,
+    "convergence", "--losses", *taken_arguments(LOSSES, rules.convergence.input.listed), "--setups", *PLAN.setups,
     "--window", config["statistics"]["convergence_window"], "--tolerance", config["statistics"]["convergence_tolerance"],
     "--degradation", config["statistics"]["degradation_tolerance"],
     "--out", rules.convergence.output.table, "--figure", rules.convergence.output.figure,
@@ -56,12 +61,14 @@ rule stats:
         unpack(arguments_inputs("stats")),
         scores=rules.aggregate.output,
         convergence=rules.convergence.output.table,
+        looks=rules.decision.output.record if PLAN.schedule else [],
     output:
         **tables("summary", "summary_{metric}", "../report/summary.rst", metric=PLAN.metrics),
         **tables("pvalues", "pvalues_{metric}", "../report/pvalues.rst", metric=PLAN.metrics),
         **tables("pairs", "pairs_{metric}", "../report/pairs.rst", metric=PLAN.metrics),
         **tables("kruskal", "kruskal", "../report/kruskal.rst"),
         **tables("results", "results", "../report/results.rst"),
+        **(tables("looks", "looks", "../report/looks.rst") if PLAN.schedule else {}),
     log:
         f"{PLAN.log_dir}/stats.log",
     conda:
@@ -75,6 +82,7 @@ rule stats:
 job_arguments(
     "stats", "--scores", *rules.stats.input.scores, "--convergence", rules.stats.input.convergence, "--setups", *PLAN.setups,
     "--metrics", *PLAN.metrics, "--settings", as_json(config["statistics"]), "--out-dir", os.path.dirname(rules.stats.output.summary[0]),
+    *(["--looks", rules.stats.input.looks] if PLAN.schedule else []),
 )
 
 
@@ -116,11 +124,8 @@ if PLAN.sweeps:
 rule aggregate_timings:
     input:
         unpack(arguments_inputs("aggregate_timings")),
-        runs=[
-            f"{PLAN.study_dir}/runs/{setup}/trial{trial}/{name}"
-            for setup, trial in PLAN.runs
-            for name in ("run.json", "profile.csv", "losses.csv")
-        ],
+        runs=taken(lambda runs: [f"{folder}/{name}" for folder in RUN_FOLDERS(runs) for name in ("run.json", "profile.csv", "losses.csv")]),
+        listed=rules.decision.output.runs if PLAN.schedule else [],
     output:
         timings=report(f"{PLAN.study_dir}/timings.csv", caption="../report/timings.rst", category="4. Statistics"),
         runs=report(f"{PLAN.study_dir}/runs.csv", caption="../report/runs.rst", category="4. Statistics"),
@@ -136,7 +141,7 @@ rule aggregate_timings:
 
 job_arguments(
     "aggregate_timings", "--out", rules.aggregate_timings.output.timings, "--runs-out", rules.aggregate_timings.output.runs,
-    *(f"{PLAN.study_dir}/runs/{setup}/trial{trial}" for setup, trial in PLAN.runs),
+    *taken_arguments(RUN_FOLDERS, rules.aggregate_timings.input.listed),
 )
 
 
@@ -203,5 +208,5 @@ rule tables:
         # Only studies whose set-ups carry a paper's published result.
         rules.reproduction.output if PLAN.references else [],
         rules.sweeps.output.effects + rules.sweeps.output.tests if PLAN.sweeps else [],
-        PLAN.run_results,
+        taken(RESULTS),
     localrule: True

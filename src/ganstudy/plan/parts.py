@@ -49,8 +49,29 @@ def part_problems(config: dict[str, Any]) -> list[str]:
             f"statistics.primary_metric: '{primary}' is not one of evaluation.metrics ({', '.join(metrics)}): "
             "name one of them, or null for the first"
         )
+    problems += schedule_problems(config["trials"], config["setups"])
     for setup_name, setup in config["setups"].items():
         problems += _setup_problems(setup_name, setup, config["dataset"], kind)
+    return problems
+
+
+def schedule_problems(trials: int | dict[str, int], setups: dict[str, dict[str, Any]]) -> list[str]:
+    """A schedule that cannot run: its first look at or past its most, or set-ups with trials of their own
+    (every set-up takes each round's trials, so that each look compares equal counts)."""
+    if isinstance(trials, int):
+        return []
+    problems = []
+    if trials["first"] >= trials["most"]:
+        problems.append(
+            f"trials: first ({trials['first']}) must be below most ({trials['most']}); for a fixed number of "
+            "trials write trials: N"
+        )
+    own = [name for name, setup in setups.items() if setup["trials"] is not None]
+    if own:
+        problems.append(
+            f"setups.{own[0]}.trials: a study whose trials are a schedule runs every set-up on it; remove trials "
+            f"from {', '.join(own)}, or make the study's trials a number"
+        )
     return problems
 
 

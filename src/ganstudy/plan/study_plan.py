@@ -32,6 +32,7 @@ from ganstudy.plan.user_inputs import missing_user_inputs
 from ganstudy.pretrained import pretrained_file
 from ganstudy.report.report_page import ANSWER, METADATA
 from ganstudy.stats.design import study_design
+from ganstudy.stats.sequential import Schedule, most_trials
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.sweeps import sweep_levels
 from ganstudy.train.job import job_description, job_record
@@ -146,15 +147,11 @@ class StudyPlan:
         if problem := results_dir_problem(config["results_dir"], self.study_dir):
             raise GanstudyError(problem)
         self.setups = list(config["setups"])
-        # (set-up, trial) of every training run: set-ups may run more or fewer trials than the study.
-        self.runs = [(s, t) for s in self.setups for t in range(config["setups"][s]["trials"] or config["trials"])]
-        # Each run's record and score, targets of the tables: Snakemake redoes a missing file only for a job
-        # that needs it, so a run archived or deleted by hand would otherwise leave old tables standing.
-        self.run_results = [
-            f"{self.study_dir}/{folder}"
-            for s, t in self.runs
-            for folder in (f"runs/{s}/trial{t}/run.json", f"scores/{s}/trial{t}.json")
-        ]
+        # (set-up, trial) of every training run: set-ups may run more or fewer trials than the study; on a
+        # schedule, every trial up to its most (the looks decide which run: stats.looks).
+        self.schedule = Schedule.of(config["trials"])
+        most = most_trials(config["trials"])
+        self.runs = [(s, t) for s in self.setups for t in range(config["setups"][s]["trials"] or most)]
         self.metrics = config["evaluation"]["metrics"]
         self.smote = config["dataset"]["smote"]["strategy"] != "none"
         self._plan_user_inputs()
@@ -315,6 +312,11 @@ class StudyPlan:
         expected = {name: job_record(job) for name, job in self.jobs.items()}
         changed = changed_runs(study, expected, self.runs) if invocation.main_process else []
         self.changed = {(run.setup, run.trial): run for run in changed}
+
+    def look_runs(self, look: int) -> list[tuple[str, int]]:
+        """The runs look ``look`` (1-based) of the schedule tests: each set-up's first trials up to its count."""
+        assert self.schedule is not None
+        return [(s, t) for s, t in self.runs if t < self.schedule.looks[look - 1]]
 
     def spec_file(self, name: str) -> str:
         return f"{self.study_dir}/specs/{name}.json"

@@ -14,16 +14,18 @@ computed here that the tables do not hold, so the page cannot disagree with them
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ganstudy.atomic import write_text
+from ganstudy.atomic import read_json, write_text
 from ganstudy.evaluate.metrics import better
 from ganstudy.report.report_page import write_report_page
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.hardware import hardware_notes
+from ganstudy.stats.looks import looks_summary, looks_table
 from ganstudy.stats.power import MOST_TRIALS, TrialsNeeded
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.settings import StatisticsSettings
@@ -355,8 +357,10 @@ def answer_page(
     setups: list[str],
     metrics: list[str],
     settings: StatisticsSettings = StatisticsSettings(),
+    looks: dict | None = None,
 ) -> str:
-    """The page's Markdown up to its list of figures (the report's first page shows it with figures of its own)."""
+    """The page's Markdown up to its list of figures (the report's first page shows it with figures of its own).
+    ``looks``: trials on a schedule, the last look's record (stats.looks)."""
     folder = Path(study_dir)
     tables = folder / "tables"
     scores = pd.read_csv(folder / "scores.csv")
@@ -367,15 +371,10 @@ def answer_page(
     tables_of = {metric: read_tables(tables, metric) for metric in metrics}
     ranked = {metric: ranking(*tables_of[metric], metric, settings) for metric in metrics}
     first_table = ranked[primary].set_index("setup")
-    counted = (
-        "a failed trial (NaN: no score; inf: diverged) counts as worse than every finite score"
-        if settings.failures == "worst"
-        else "**failed trials are left out** (statistics.failures = exclude): a set-up that fails often can look "
-        "better than it is"
-    )
+    counted = _counted(settings.failures)
     parts = [
         f"# {study}: the answer\n",
-        answer(ranked[primary], tables_of[primary][1], primary, alpha, digits) + "\n",
+        _worded(answer(ranked[primary], tables_of[primary][1], primary, alpha, digits), primary, looks) + "\n",
         f"{len(setups)} set-ups ({', '.join(setups)}); {primary.upper()} trials per set-up: "
         f"{', '.join(f'{s} {_trials_text(first_table.loc[s])}' for s in setups if s in first_table.index)}"
         f"; {counted}. Made from the tables in tables/ and convergence.csv. A set-up that another beats "
@@ -386,6 +385,7 @@ def answer_page(
         "set-up scores better than one of the other (its 95% interval where it agrees with the test; a magnitude "
         "word only where the test is significant), and the shift is first minus other, with its 95% interval.\n",
     ]
+    parts.append(_looks_part(looks, digits))
     hardware, uneven = hardware_notes(scores, setups)
     if uneven:
         parts.append("**" + hardware[-1] + "**\n\n" + " ".join(hardware[:-1]) + "\n")
@@ -395,7 +395,7 @@ def answer_page(
         footnote = protocol_notes(scores, metric, setups)[0]
         parts += [
             f"## {metric.upper()} ({better(metric)} is better)\n",
-            verdict(ranked[metric], tables_of[metric][1], metric, alpha, digits) + "\n",
+            _worded(verdict(ranked[metric], tables_of[metric][1], metric, alpha, digits), metric, looks) + "\n",
             markdown_table(ranking_table(ranked[metric], converged, digits), False, digits),
             *(f"{line}\n" for line in footnote),
             _papers(reproduction, metric, digits),
@@ -408,6 +408,31 @@ def answer_page(
         else "Every set-up's in-training score had stopped improving by the study's criterion (convergence.csv).\n"
     )
     return "\n".join(part for part in parts if part)
+
+
+def _counted(failures: str) -> str:
+    """How the page's tests count a failed trial (statistics.failures)."""
+    if failures == "worst":
+        return "a failed trial (NaN: no score; inf: diverged) counts as worse than every finite score"
+    return (
+        "**failed trials are left out** (statistics.failures = exclude): a set-up that fails often can look better "
+        "than it is"
+    )
+
+
+def _worded(text: str, metric: str, looks: dict | None) -> str:
+    """A verdict in words: on the metric a schedule tested, its p-values are the design's, not Holm's."""
+    if looks is None or looks["metric"] != metric:
+        return text
+    return re.sub(r"\bHolm p(?= [=<≥])", "design p", text)
+
+
+def _looks_part(looks: dict | None, digits: int) -> str:
+    """Trials on a schedule: the design, the looks taken and each comparison's decision."""
+    if looks is None:
+        return ""
+    table = looks_table(looks)
+    return f"{looks_summary(looks)}\n\n{markdown_table(table, False, digits)}"
 
 
 def _with_figures(page: str, study_dir: str | os.PathLike[str], figures: list[str]) -> str:
@@ -425,9 +450,12 @@ def write_summary(
     figures: list[str],
     out: str | os.PathLike[str],
     settings: StatisticsSettings = StatisticsSettings(),
+    looks_path: str | os.PathLike[str] | None = None,
 ) -> str:
-    """Write the page to ``out``, and the report's first page beside it (ganstudy.report.report_page)."""
-    page = answer_page(study_dir, study, setups, metrics, settings)
+    """Write the page to ``out``, and the report's first page beside it (ganstudy.report.report_page);
+    ``looks_path``: trials on a schedule, the last look's record."""
+    looks = read_json(looks_path) if looks_path else None
+    page = answer_page(study_dir, study, setups, metrics, settings, looks)
     text = _with_figures(page, study_dir, figures)
     write_text(out, text)
     write_report_page(study_dir, setups, metrics, settings.primary(metrics), page, figures)

@@ -32,6 +32,14 @@ COLUMNS = [
 def aggregate_scores(
     study: str, score_paths: Iterable[str | os.PathLike[str]], out_path: str | os.PathLike[str]
 ) -> pd.DataFrame:
+    table = read_scores(study, score_paths)
+    with atomic_path(out_path) as tmp:
+        table.to_csv(tmp, index=False)
+    return table
+
+
+def read_scores(study: str, score_paths: Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
+    """The evaluate records as the tidy table, sorted by metric, set-up and trial."""
     rows = []
     for path in score_paths:
         record = read_json(path)
@@ -53,7 +61,4 @@ def aggregate_scores(
                     "protocol": protocol_text(record, metric),
                 }
             )
-    table = pd.DataFrame(rows, columns=COLUMNS).sort_values(["metric", "setup", "trial"], kind="stable")
-    with atomic_path(out_path) as tmp:
-        table.to_csv(tmp, index=False)
-    return table
+    return pd.DataFrame(rows, columns=COLUMNS).sort_values(["metric", "setup", "trial"], kind="stable")

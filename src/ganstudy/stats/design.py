@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ganstudy.stats.power import NOT_PLANNED, TrialsNeeded
-from ganstudy.stats.sequential import Schedule, simulate
+from ganstudy.stats.sequential import Schedule, most_trials, simulate
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import cost_column, read_summary, read_tables, trials
 from ganstudy.stats.tests import holm, smallest_p
@@ -82,8 +82,9 @@ def design_lines(trials: dict[str, int], test: str, alpha: float) -> tuple[list[
 
 
 def study_design(config: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """``design_lines`` of a validated study config: each set-up's trials (its own or the study's)."""
-    trials = {name: setup["trials"] or config["trials"] for name, setup in config["setups"].items()}
+    """``design_lines`` of a validated study config: each set-up's trials (its own or the study's: a schedule's
+    most, its last look)."""
+    trials = {name: setup["trials"] or most_trials(config["trials"]) for name, setup in config["setups"].items()}
     return design_lines(trials, config["statistics"]["test"], config["statistics"]["alpha"])
 
 

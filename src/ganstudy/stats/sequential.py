@@ -27,7 +27,7 @@ simulated null studies as the boundaries, it is at most the comparison's level e
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
@@ -59,6 +59,16 @@ class Schedule:
     def fractions(self) -> np.ndarray:
         """The information fraction of each look: its trials over ``most``."""
         return np.array(self.looks, float) / self.most
+
+    @classmethod
+    def of(cls, trials: int | Mapping[str, int]) -> Schedule | None:
+        """The config's ``trials`` as a schedule; None where it is a fixed number."""
+        return None if isinstance(trials, int) else cls(trials["first"], trials["step"], trials["most"])
+
+
+def most_trials(trials: int | Mapping[str, int]) -> int:
+    """The trials per set-up a study's ``trials`` may run: the number, or the schedule's ``most``."""
+    return trials if isinstance(trials, int) else trials["most"]
 
 
 def obrien_fleming(fractions: np.ndarray, alpha: float) -> np.ndarray:

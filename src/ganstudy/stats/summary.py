@@ -263,7 +263,11 @@ def pareto_front(cost: np.ndarray, quality: np.ndarray, higher: bool) -> list[bo
 
 
 def pairwise_table(
-    scores: pd.DataFrame, metric: str, setups: list[str], settings: StatisticsSettings = StatisticsSettings()
+    scores: pd.DataFrame,
+    metric: str,
+    setups: list[str],
+    settings: StatisticsSettings = StatisticsSettings(),
+    design: dict[tuple[str, str], float] | None = None,
 ) -> pd.DataFrame:
     """Every pair: the two-sided rank-sum test of its outcomes (failed trials ranked worst or left out, as
     ``settings.failures`` says; ``settings.test``: exact or asymptotic, recorded), Holm-adjusted over the
@@ -271,13 +275,16 @@ def pairwise_table(
     (left out where it disagrees with the test) and its magnitude (only where Holm's p is significant), the
     Hodges-Lehmann shift of a over b with its rank-based interval, which set-up the effect favours in the
     metric's direction, and, where Holm's p is not significant, the trials per set-up with which the study's
-    test would decide with power 0.8 (stats.power: the median and 80% range over the trials' bootstrap copies)."""
+    test would decide with power 0.8 (stats.power: the median and 80% range over the trials' bootstrap copies).
+    ``design``: a sequential study's p per pair (stats.looks.design_pvalues), which takes Holm's place."""
     values = {s: trials(scores, metric, s, settings.failures).outcomes for s in setups}
     higher = better(metric) == "higher"
     rows = [_pair_row(a, b, values, higher, settings) for i, a in enumerate(setups) for b in setups[i + 1 :]]
     table = pd.DataFrame(rows, columns=[*PAIR_COLUMNS, "smallest_p"])
     # One Holm family per metric: every table and figure takes a pair's adjusted p from here.
     table["p_holm"] = holm(table.p_value.to_numpy(float)) if len(table) else []
+    if design is not None:
+        table["p_holm"] = [design[(a, b)] for a, b in zip(table.setup_a, table.setup_b)]
     table["smallest_p_holm"] = holm(table.pop("smallest_p").to_numpy(float)) if len(table) else []
     undecided = ~(table.p_holm < settings.alpha)
     # A magnitude word beside a difference the test cannot tell from chance says more than the test.
@@ -522,17 +529,20 @@ def write_stats(
     out_dir: str | os.PathLike[str],
     settings: StatisticsSettings = StatisticsSettings(),
     convergence_path: str | os.PathLike[str] | None = None,
+    design: dict[str, dict[tuple[str, str], float]] | None = None,
 ) -> list[Path]:
     """Per metric: summary_, pvalues_ and pairs_<metric>.{csv,md,tex}; across metrics: results (mean ± sd) and
     kruskal.{csv,md,tex}. Set-ups that had not converged, had degraded or could not be judged (``convergence_path``)
-    are flagged in the summaries."""
+    are flagged in the summaries. ``design``: per metric tested on a schedule, its pairs' design p."""
     notes = convergence_notes(pd.read_csv(convergence_path)) if convergence_path else {}
     scores = pd.read_csv(scores_path)
     out, digits = Path(out_dir), settings.digits
     written = []
     footnotes, summaries = {}, {}
     for metric in metrics:
-        tables, footnotes[metric], summaries[metric] = _metric_tables(out, scores, metric, setups, settings, notes)
+        tables, footnotes[metric], summaries[metric] = _metric_tables(
+            out, scores, metric, setups, settings, notes, (design or {}).get(metric)
+        )
         written += tables
     shared: dict[str, list[str]] = {}
     for metric in metrics:
@@ -567,6 +577,7 @@ def _metric_tables(
     setups: list[str],
     settings: StatisticsSettings,
     notes: dict[str, str],
+    design: dict[tuple[str, str], float] | None = None,
 ) -> tuple[list[Path], list[str], pd.DataFrame]:
     """One metric's summary_, pvalues_ and pairs_<metric> tables, the footnotes its scores need, and its summary."""
     digits = settings.digits
@@ -586,8 +597,13 @@ def _metric_tables(
         digits,
         [summary_note(settings.failures), *footnotes],
     )
-    pairs = _mark_pairs(pairwise_table(scores, metric, setups, settings), by_setup, uneven)
+    pairs = _mark_pairs(pairwise_table(scores, metric, setups, settings, design), by_setup, uneven)
     method = pairs_note(settings.test, settings.alpha)
+    if design is not None:
+        method += (
+            f" Trials on a schedule: p_holm here is the sequential design's p scaled to alpha (tables/looks.md), "
+            "below alpha exactly where a look decided the comparison; p_value is the nominal p at the trials taken."
+        )
     written += write_table(
         out,
         f"pvalues_{metric}",

@@ -1,0 +1,174 @@
+"""The looks of a study whose ``trials`` is a schedule (``{first, step, most}``): after each round of
+training, the primary metric's comparisons are tested on the trials of every look so far by the
+group-sequential Holm procedure (ganstudy.stats.sequential), and the study takes another round only while a
+comparison is open and the schedule has a look left.
+
+Look k sees trials 0 .. n_k - 1 of each set-up (n_k = the schedule's k-th count), so its record is a function
+of those trials' scores alone: a look computed again (an edited level, a rescored trial) gives the same
+decisions at every earlier look. The record says, per comparison, the nominal p at each look, the look it
+was decided at, the level it was tested at and the p valid for the design; ``design_pvalues`` turns the last
+into the number the pairs tables and the page compare with alpha, in place of Holm's adjustment of a
+fixed design's p.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ganstudy.atomic import read_json, write_text
+from ganstudy.stats.sequential import Schedule, more_needed, obrien_fleming, sequential_holm
+from ganstudy.stats.settings import StatisticsSettings
+from ganstudy.stats.summary import trials, write_table
+from ganstudy.stats.tests import rank_test
+
+LOOK_COLUMNS = ["setup_a", "setup_b", "decided_at", "trials", "p_nominal", "level", "p_design", "p_design_holm"]
+
+
+def first_trials(scores: pd.DataFrame, count: int) -> pd.DataFrame:
+    """The rows of each set-up's first ``count`` trials (trials 0 .. count - 1)."""
+    return scores[scores.trial < count]
+
+
+def look_record(
+    scores: pd.DataFrame, setups: list[str], metric: str, schedule: Schedule, look: int, settings: StatisticsSettings
+) -> dict:
+    """Look ``look`` (1-based) of ``schedule`` on ``scores`` (the tidy table of at least its trials): every pair's
+    nominal two-sided rank-sum p at each look so far (failures as ``settings.failures`` says), the
+    group-sequential Holm decisions, the alpha spent, and whether another round is needed."""
+    counts = schedule.looks[:look]
+    nominal = {}
+    for a, b in combinations(setups, 2):
+        nominal[(a, b)] = [
+            rank_test(
+                trials(first_trials(scores, n), metric, a, settings.failures).outcomes,
+                trials(first_trials(scores, n), metric, b, settings.failures).outcomes,
+                settings.test,
+            ).p
+            for n in counts
+        ]
+    decisions = sequential_holm(nominal, schedule, settings.alpha, settings.test)
+    return {
+        "metric": metric,
+        "schedule": {"first": schedule.first, "step": schedule.step, "most": schedule.most},
+        "looks": list(schedule.looks),
+        "look": look,
+        "trials": counts[-1],
+        "alpha": settings.alpha,
+        "alpha_spent": [float(x) for x in obrien_fleming(schedule.fractions()[:look], settings.alpha)],
+        "more": more_needed(decisions, schedule),
+        "decisions": [
+            {
+                "setup_a": d.pair[0],
+                "setup_b": d.pair[1],
+                "nominal": [_number(p) for p in d.nominal],
+                "decided_at": None if d.look is None else d.look + 1,
+                "level": d.level,
+                "p_design": _number(d.p_design),
+            }
+            for d in decisions
+        ],
+    }
+
+
+def _number(value: float) -> float | None:
+    """A p for JSON: None where there is none (NaN)."""
+    return None if value is None or np.isnan(value) else float(value)
+
+
+def write_look(
+    scores: pd.DataFrame,
+    setups: list[str],
+    metric: str,
+    schedule: Schedule,
+    look: int,
+    settings: StatisticsSettings,
+    out: str | os.PathLike[str],
+) -> dict:
+    """``look_record`` written as JSON to ``out``, and a line for the log."""
+    record = look_record(scores, setups, metric, schedule, look, settings)
+    write_text(Path(out), json.dumps(record, indent=1) + "\n")
+    decided = sum(d["decided_at"] is not None for d in record["decisions"])
+    print(
+        f"look {look} at {record['trials']} trials per set-up: {decided} of {len(record['decisions'])} comparisons "
+        f"of {metric} decided; {'another round follows' if record['more'] else 'the study ends here'}"
+    )
+    return record
+
+
+def design_pvalues(record: dict) -> dict[tuple[str, str], float]:
+    """Each pair's design p scaled to the family's alpha (p_design times alpha over the level it was tested
+    at, at most 1): below alpha exactly where the group-sequential Holm procedure decided it, as Holm's
+    adjusted p is in a fixed design."""
+    return {(d["setup_a"], d["setup_b"]): _scaled(d, record["alpha"]) for d in record["decisions"]}
+
+
+def _scaled(decision: dict, alpha: float) -> float:
+    p = decision["p_design"]
+    return float("nan") if p is None else min(1.0, p * alpha / decision["level"])
+
+
+def looks_table(record: dict) -> pd.DataFrame:
+    """One row per comparison: the look it was decided at ("–": never), the trials per set-up there (or at the
+    last look), its nominal p there, the level it was tested at, its design p and that p scaled to alpha."""
+    scaled = design_pvalues(record)
+    rows = []
+    for d in record["decisions"]:
+        at = d["decided_at"] or record["look"]
+        rows.append(
+            {
+                "setup_a": d["setup_a"],
+                "setup_b": d["setup_b"],
+                "decided_at": d["decided_at"] or "–",
+                "trials": record["looks"][at - 1],
+                "p_nominal": d["nominal"][at - 1],
+                "level": d["level"],
+                "p_design": d["p_design"],
+                "p_design_holm": scaled[(d["setup_a"], d["setup_b"])],
+            }
+        )
+    return pd.DataFrame(rows, columns=LOOK_COLUMNS)
+
+
+def looks_summary(record: dict) -> str:
+    """The design and what its looks did, in two sentences."""
+    looks = record["looks"]
+    taken = record["look"]
+    decided = [d for d in record["decisions"] if d["decided_at"] is not None]
+    if len(decided) == len(record["decisions"]):
+        why = "every comparison was decided"
+    else:
+        why = f"the schedule's last look ({looks[-1]} trials) was reached with {len(record['decisions']) - len(decided)} open"
+    return (
+        f"Trials on a schedule: looks at {', '.join(map(str, looks))} trials per set-up, {record['metric'].upper()}'s "
+        f"comparisons tested by a group-sequential Holm procedure (Lan-DeMets O'Brien-Fleming spending of alpha "
+        f"{record['alpha']}, rank-sum boundaries simulated under the null). {taken} look(s) taken, the study "
+        f"stopped at {record['trials']} trials per set-up because {why}; alpha spent by then: "
+        f"{record['alpha_spent'][-1]:.3g}. {record['metric'].upper()}'s p-values on this page are the design's "
+        "(stagewise-ordered over the looks, scaled to alpha as Holm's are), valid for a study that stops as this one did."
+    )
+
+
+def write_looks(record_path: str | os.PathLike[str], out_dir: str | os.PathLike[str], digits: int) -> list[Path]:
+    """tables/looks.{csv,md,tex} from the study's last look."""
+    record = read_json(record_path)
+    return write_table(
+        Path(out_dir),
+        "looks",
+        looks_table(record),
+        f"{record['metric'].upper()}: the sequential design's decisions",
+        False,
+        digits,
+        [
+            looks_summary(record),
+            "decided_at: the look (1-based) at which the comparison's nominal p fell below its boundary; trials: per "
+            "set-up at that look (or at the last); p_nominal: the rank-sum p there; level: the share of alpha it was "
+            "tested at (alpha over the comparisons open, Holm); p_design: the null probability of a result at "
+            "least as extreme under the design (stagewise order); p_design_holm: p_design times alpha over level.",
+        ],
+    )
