@@ -1,0 +1,71 @@
+"""A study whose trials are a schedule, run by Snakemake: the first round only in a dry-run, a look that decides
+and ends the study, an edit of the level that reruns the look and trains only the next round's trials, and
+the tables and page that say what the looks decided."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import planned_jobs
+from test_workflow import snakemake
+
+pytestmark = pytest.mark.workflow
+
+# A trained generator against one of a single iteration: every trial of "good" scores a far lower FID.
+SCHEDULED = {
+    "study": "scheduled",
+    "trials": {"first": 2, "step": 1, "most": 3},
+    "classifier": {"epochs": 3, "min_accuracy": 0.0},
+    "setups": {"good": {"loss": "bce", "iterations": 60}, "bad": {"loss": "bce", "iterations": 1}},
+    "evaluation": {"samples": 100, "batch_size": 50, "isc_splits": 2, "metrics": ["fid"]},
+    # At 2 against 2 trials the exact p is at least 1/3: only a level of 0.5 lets the first look decide.
+    "statistics": {"alpha": 0.5},
+}
+
+
+def trained(log: str) -> list[str]:
+    """The training runs a Snakemake log shows started, as set-up/trial."""
+    return sorted(f"{job['wildcards']}" for job in planned_jobs(log))
+
+
+def test_a_scheduled_study_stops_at_the_look_that_decides_and_an_edit_adds_only_the_next_round(tmp_path, env):
+    dry = snakemake(tmp_path, SCHEDULED, "-n", env=env)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "trials: a schedule (looks at 2, 3 trials per set-up)" in dry.stdout + dry.stderr
+    assert trained(dry.stdout + dry.stderr) == [f"setup={s}, trial={t}" for s in ("bad", "good") for t in (0, 1)]
+
+    done = snakemake(tmp_path, SCHEDULED, "--cores", "2", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    study = tmp_path / "results" / "scheduled"
+    look = json.loads((study / "looks" / "look1.json").read_text())
+    assert look["more"] is False and look["decisions"][0]["decided_at"] == 1
+    assert not (study / "runs" / "good" / "trial2").exists() and not (study / "looks" / "look2.json").exists()
+    scores = pd.read_csv(study / "scores.csv")
+    assert sorted(set(zip(scores.setup, scores.trial))) == [(s, t) for s in ("bad", "good") for t in (0, 1)]
+    looks = pd.read_csv(study / "tables" / "looks.csv")
+    assert list(looks.decided_at.astype(str)) == ["1"] and list(looks.trials) == [2]
+    pairs = pd.read_csv(study / "tables" / "pairs_fid.csv")
+    # The pairs table's p_holm is the design's, scaled to alpha: the looks table's.
+    assert pairs.p_holm.iloc[0] == pytest.approx(looks.p_design_holm.iloc[0]) and pairs.p_holm.iloc[0] < 0.5
+    page = (study / "summary.md").read_text()
+    assert "**good** has the best FID" in page and "1 look(s) taken" in page and "design p = " in page
+
+    # The level of the family tightened: the look is redone, leaves the comparison open, and the study trains
+    # the third trial of each set-up only, then ends at the schedule's last look undecided.
+    stricter = {**SCHEDULED, "statistics": {"alpha": 0.05}}
+    again = snakemake(tmp_path, stricter, "--cores", "2", env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert trained(again.stdout + again.stderr) == ["setup=bad, trial=2", "setup=good, trial=2"]
+    last = json.loads((study / "looks" / "look2.json").read_text())
+    assert last["more"] is False and last["decisions"][0]["decided_at"] is None and last["trials"] == 3
+    looks = pd.read_csv(study / "tables" / "looks.csv")
+    assert list(looks.decided_at.astype(str)) == ["–"] and list(looks.trials) == [3]
+    assert len(pd.read_csv(study / "scores.csv").drop_duplicates(["setup", "trial"])) == 6
+    page = (study / "summary.md").read_text()
+    assert "2 look(s) taken" in page and "reached with 1 open" in page
+    nothing = snakemake(tmp_path, stricter, "-n", env=env)
+    assert "Nothing to be done" in nothing.stdout + nothing.stderr, nothing.stdout[-2000:]
