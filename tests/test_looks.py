@@ -66,7 +66,8 @@ def test_each_look_tests_the_first_trials_as_scipy_does_and_decides_at_its_bound
     assert record["more"] is False and record["look"] == 3 and record["trials"] == 12
     # The design p scaled to alpha is below alpha exactly where a look decided the comparison.
     scaled = design_pvalues(record)
-    assert {pair: p < 0.05 for pair, p in scaled.items()} == {pair: d["decided_at"] is not None for pair, d in by_pair.items()}
+    decided = {pair: d["decided_at"] is not None for pair, d in by_pair.items()}
+    assert {pair: p < 0.05 for pair, p in scaled.items()} == decided
 
 
 def test_a_later_look_takes_the_earlier_looks_decisions_and_asks_more_only_while_one_is_open():
@@ -92,9 +93,11 @@ def test_failed_trials_count_as_the_worst_outcome_at_every_look():
     outcome_b = [4.0, 4.5, 4.8, np.inf, np.inf, np.inf]
     assert worst["nominal"][1] == pytest.approx(enumerated_p(values["a"], outcome_b))
     excluded = look_record(tidy(values), ["a", "b"], "fid", schedule, 2, StatisticsSettings(failures="exclude"))
-    assert excluded["decisions"][0]["nominal"][1] == pytest.approx(
-        mannwhitneyu(values["a"], [4.0, 4.5, 4.8], method="exact").pvalue
-    ) == pytest.approx(2 / 84)
+    assert (
+        excluded["decisions"][0]["nominal"][1]
+        == pytest.approx(mannwhitneyu(values["a"], [4.0, 4.5, 4.8], method="exact").pvalue)
+        == pytest.approx(2 / 84)
+    )
     assert worst["nominal"][1] > 0.9
 
 

@@ -5,7 +5,6 @@ the tables and page that say what the looks decided."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest

@@ -261,7 +261,8 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
     from ganstudy.stats.sequential import most_trials
     from ganstudy.status import study_runs
 
-    _, runs, missing = finished_runs(folder, study_runs(config["study"], config["setups"], most_trials(config["trials"])))
+    planned = study_runs(config["study"], config["setups"], most_trials(config["trials"]))
+    _, runs, missing = finished_runs(folder, planned)
     for line in missing:
         print(line)
     # The arguments files name their paths relative to the workflow's working directory.

@@ -5,6 +5,9 @@
 # decision rule writes the last look's record and the lists of the runs taken, which the statistics'
 # arguments files name: those are set before any look is taken.
 
+from ganstudy.stats.looks import write_taken
+
+
 checkpoint look:
     input:
         unpack(arguments_inputs("look/look{look}")),
@@ -29,6 +32,10 @@ for look in range(1, len(PLAN.schedule.looks) + 1):
     )
 
 
+# The runs' files that rule decision lists, by its outputs' names.
+TAKEN = {"scores": SCORES, "losses": LOSSES, "runs": RUN_FOLDERS}
+
+
 rule decision:
     input:
         lambda wildcards: looks_taken()[1],
@@ -41,8 +48,4 @@ rule decision:
         f"{PLAN.log_dir}/looks/decision.log",
     localrule: True
     run:
-        runs = looks_taken()[0]
-        write_text(Path(output.record), Path(input[0]).read_text())
-        for name, paths in (("scores", SCORES), ("losses", LOSSES), ("runs", RUN_FOLDERS)):
-            write_text(Path(getattr(output, name)), "".join(f"{path}\n" for path in paths(runs)))
-        Path(log[0]).write_text(f"{input[0]}: {len(runs)} runs taken\n")
+        write_taken(input[0], output, {name: TAKEN[name](looks_taken()[0]) for name in TAKEN}, log[0])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from itertools import combinations
 from pathlib import Path
 
@@ -143,14 +144,16 @@ def looks_summary(record: dict) -> str:
     if len(decided) == len(record["decisions"]):
         why = "every comparison was decided"
     else:
-        why = f"the schedule's last look ({looks[-1]} trials) was reached with {len(record['decisions']) - len(decided)} open"
+        still = len(record["decisions"]) - len(decided)
+        why = f"the schedule's last look ({looks[-1]} trials) was reached with {still} open"
     return (
         f"Trials on a schedule: looks at {', '.join(map(str, looks))} trials per set-up, {record['metric'].upper()}'s "
         f"comparisons tested by a group-sequential Holm procedure (Lan-DeMets O'Brien-Fleming spending of alpha "
         f"{record['alpha']}, rank-sum boundaries simulated under the null). {taken} look(s) taken, the study "
         f"stopped at {record['trials']} trials per set-up because {why}; alpha spent by then: "
         f"{record['alpha_spent'][-1]:.3g}. {record['metric'].upper()}'s p-values on this page are the design's "
-        "(stagewise-ordered over the looks, scaled to alpha as Holm's are), valid for a study that stops as this one did."
+        "(stagewise-ordered over the looks, scaled to alpha as Holm's are), valid for a study that stops as this "
+        "one did."
     )
 
 
@@ -172,3 +175,14 @@ def write_looks(record_path: str | os.PathLike[str], out_dir: str | os.PathLike[
             "least as extreme under the design (stagewise order); p_design_holm: p_design times alpha over level.",
         ],
     )
+
+
+def write_taken(
+    last_look: str | os.PathLike[str], output: Mapping[str, str], lists: dict[str, list[str]], log: str
+) -> None:
+    """The study's last look copied to ``output["record"]``, and each list of ``lists`` to the output of its
+    name, one path per line: the runs taken, as the statistics' arguments files name them (``@file``)."""
+    write_text(Path(output["record"]), Path(last_look).read_text())
+    for name, paths in lists.items():
+        write_text(Path(output[name]), "".join(f"{entry}\n" for entry in paths))
+    write_text(Path(log), f"{last_look}: {len(lists['scores'])} runs taken\n")

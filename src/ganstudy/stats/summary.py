@@ -601,7 +601,7 @@ def _metric_tables(
     method = pairs_note(settings.test, settings.alpha)
     if design is not None:
         method += (
-            f" Trials on a schedule: p_holm here is the sequential design's p scaled to alpha (tables/looks.md), "
+            " Trials on a schedule: p_holm here is the sequential design's p scaled to alpha (tables/looks.md), "
             "below alpha exactly where a look decided the comparison; p_value is the nominal p at the trials taken."
         )
     written += write_table(
