@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from scipy.stats import mannwhitneyu, norm
 
 from conftest import REPO, SCHEMA, install
 from ganstudy.atomic import write_json
@@ -54,9 +55,11 @@ def finish(plan: StudyPlan) -> None:
         )
 
 
-def test_the_default_study_plans_16_runs_their_files_and_a_launch_line_of_one_rank(tmp_path):
+def test_the_default_study_plans_20_runs_their_files_and_a_launch_line_of_one_rank(tmp_path):
     made = plan(tmp_path)
-    assert made.runs == [(setup, trial) for setup in ("grid1x1", "grid2x2") for trial in range(8)]
+    # Its trials are a schedule (8, then 10): every run up to the most; the first look tests the first 8.
+    assert made.runs == [(setup, trial) for setup in ("grid1x1", "grid2x2") for trial in range(10)]
+    assert made.look_runs(1) == [(setup, trial) for setup in ("grid1x1", "grid2x2") for trial in range(8)]
     names = {str(path.relative_to(made.study_dir)) for path in made.study_files}
     assert names == {
         "specs/data.json",
@@ -70,9 +73,14 @@ def test_the_default_study_plans_16_runs_their_files_and_a_launch_line_of_one_ra
     # max_ranks 1: each job is one rank, on this machine's mpiexec.
     assert [made.layout.ranks(setup) for setup in made.setups] == [1, 1]
     assert made.launch_line(1) == "mpiexec -n 1"
-    # 8 against 8 trials: the smallest two-sided exact p is 2 / C(16, 8).
+    # 10 against 10 trials at the last look (C(20, 10) splits, more than auto counts: asymptotic); the first
+    # look spends 2 - 2 Phi(1.96 / sqrt(0.8)) of alpha 0.05.
     design = next(line for level, line in made.notices if line.startswith("design:"))
-    assert f"smallest Holm p {2 / math.comb(16, 8):.3g}" in design
+    smallest = mannwhitneyu(range(10), range(10, 20), method="asymptotic").pvalue
+    assert f"10 against 10 trials: smallest Holm p {smallest:.3g}" in design
+    looks = next(line for level, line in made.notices if line.startswith("trials on a schedule"))
+    spent = 2 - 2 * norm.cdf(norm.ppf(0.975) / math.sqrt(0.8))
+    assert f"looks at 8, 10 trials per set-up, alpha spent by each look {spent:.3g}, 0.05" in looks
     assert made.stale == [] and made.changed == {} and made.made_before is False
     # The 2x2 trains 4 pairs per rank, so it goes before the 1x1.
     assert made.train_priority("grid2x2", 0) == 4 * made.train_priority("grid1x1", 0)
@@ -271,7 +279,7 @@ def test_an_edit_of_a_finished_study_makes_stale_exactly_the_files_and_runs_it_c
     edited = plan(tmp_path, change)
     assert {str(path.relative_to(edited.study_dir)) for path in edited.stale} == stale
     assert {setup for setup, _ in edited.changed} == changed
-    assert all(trial < 8 for _, trial in edited.changed)
+    assert all(trial < 10 for _, trial in edited.changed)
 
 
 def test_a_set_up_added_plans_its_runs_and_changes_no_finished_one(tmp_path):
@@ -279,7 +287,7 @@ def test_a_set_up_added_plans_its_runs_and_changes_no_finished_one(tmp_path):
     added = plan(
         tmp_path, lambda study: study["setups"].update(grid3x3={**study["setups"]["grid2x2"], "grid": {"shape": "3x3"}})
     )
-    assert [run for run in added.runs if run[0] == "grid3x3"] == [("grid3x3", trial) for trial in range(8)]
+    assert [run for run in added.runs if run[0] == "grid3x3"] == [("grid3x3", trial) for trial in range(10)]
     assert added.stale == [] and added.changed == {}
     assert added.grid_sizes == {"1x1", "2x2", "3x3"}
 
@@ -287,7 +295,7 @@ def test_a_set_up_added_plans_its_runs_and_changes_no_finished_one(tmp_path):
 def test_a_set_up_removed_leaves_its_runs_unplanned_and_changes_nothing_else(tmp_path):
     finish(plan(tmp_path))
     removed = plan(tmp_path, lambda study: study["setups"].pop("grid1x1"))
-    assert removed.runs == [("grid2x2", trial) for trial in range(8)]
+    assert removed.runs == [("grid2x2", trial) for trial in range(10)]
     assert removed.stale == [] and removed.changed == {} and removed.grid_sizes == {"2x2"}
 
 
@@ -345,10 +353,11 @@ def test_applying_a_plan_takes_the_lock_rewrites_stale_files_and_archives_change
             json.dumps(edited.jobs["grid1x1"])
         )
         assert not any((study / "runs" / "grid1x1").glob("trial*/run.json"))
-        assert len(list((study / "runs" / "grid2x2").glob("trial*/run.json"))) == 8
+        # finish() finished every run up to the schedule's most: 10 per set-up.
+        assert len(list((study / "runs" / "grid2x2").glob("trial*/run.json"))) == 10
         archived = list(study.glob("archive/*/archived/grid1x1/trial*.json"))
-        assert len(archived) == 8
-        assert any("8 finished run(s) no longer match the config; they move" in line for line in said)
+        assert len(archived) == 10
+        assert any("10 finished run(s) no longer match the config; they move" in line for line in said)
         # A second run of the same study is refused while this one holds the lock.
         with pytest.raises(Exception, match="one run per study at a time"):
             apply_plan(plan(tmp_path), said.append, said.append)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ganstudy.stats.power import NOT_PLANNED, TrialsNeeded
-from ganstudy.stats.sequential import Schedule, most_trials, simulate
+from ganstudy.stats.sequential import Schedule, most_trials, obrien_fleming, simulate
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import cost_column, read_summary, read_tables, trials
 from ganstudy.stats.tests import holm, smallest_p
@@ -85,7 +85,15 @@ def study_design(config: dict[str, Any]) -> tuple[list[str], list[str]]:
     """``design_lines`` of a validated study config: each set-up's trials (its own or the study's: a schedule's
     most, its last look)."""
     trials = {name: setup["trials"] or most_trials(config["trials"]) for name, setup in config["setups"].items()}
-    return design_lines(trials, config["statistics"]["test"], config["statistics"]["alpha"])
+    alpha = config["statistics"]["alpha"]
+    info, warnings = design_lines(trials, config["statistics"]["test"], alpha)
+    if (schedule := Schedule.of(config["trials"])) is not None:
+        spent = ", ".join(f"{x:.3g}" for x in obrien_fleming(schedule.fractions(), alpha))
+        info.append(
+            f"trials on a schedule: looks at {', '.join(map(str, schedule.looks))} trials per set-up, alpha spent by "
+            f"each look {spent} (O'Brien-Fleming); the smallest Holm p above is the last look's"
+        )
+    return info, warnings
 
 
 def trials_plan(tables: Path, alpha: float) -> pd.DataFrame:
