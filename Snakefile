@@ -34,7 +34,7 @@ report: PLAN.report_description
 
 # What `ganstudy status` reads to list every run, waiting ones included (not on dry-runs).
 onstart:
-    write_plan(PLAN.study_dir, config["study"], config["setups"], most_trials(config["trials"]))
+    write_plan(PLAN.study_dir, config["study"], config["setups"], config["trials"])
 
 
 # The study's lock goes when the run ends, whatever the executor does with this process afterwards.

@@ -16,8 +16,10 @@ import pytest
 import yaml
 
 from conftest import SCHEMA, shown_status, train_command, with_pythonpath
+from ganstudy.atomic import write_json
 from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
+from ganstudy.stats.looks import DECISION
 from ganstudy.status import CONFIG_DEFAULTS, STALE_SECONDS, status_table, study_status, trial_status, write_plan
 from ganstudy.train.progress import HEARTBEAT, PROCESS, Progress, score_columns
 from test_plugin_example import BROKEN
@@ -114,6 +116,21 @@ def test_status_names_each_trial_s_scheduler_job_from_its_log_or_its_record(tmp_
     table = status_table(rows).splitlines()
     assert table[0].split()[7] == "job" and "  Slurm job 1234567  " in table[1] and "  LSF job 99" in table[2]
     assert table[3].split() == ["grid", "2", "waiting", "-/300", "-"]
+
+
+def test_a_scheduled_study_s_later_rounds_wait_on_a_look_and_are_not_needed_once_the_looks_end_it(tmp_path):
+    study = tmp_path / "results" / "s"
+    write_plan(study, "s", {"g": {"mode": "grid", "trials": None, "iterations": 5}}, {"first": 2, "step": 1, "most": 4})
+    for trial in (0, 1):
+        write_json(study / "runs" / "g" / f"trial{trial}" / "run.json", {})
+    rows = study_status(study)
+    assert [(row.trial, row.state) for row in rows] == [(0, "done"), (1, "done"), (2, "waiting"), (3, "waiting")]
+    assert rows[2].note == "a later round: trains only if a look leaves a comparison open"
+    # The first look decided every comparison: the study ended at 2 trials per set-up.
+    write_json(study / DECISION, {"trials": 2})
+    rows = study_status(study)
+    assert [row.state for row in rows[2:]] == ["not needed", "not needed"]
+    assert status_table(rows).splitlines()[-1] == "4 runs: 2 done, 2 not needed"
 
 
 def test_status_of_a_study_never_run_says_so(tmp_path):

@@ -54,14 +54,13 @@ def _named_study(args: argparse.Namespace) -> tuple[Path, dict[str, Any] | None]
     plan that another config of the same study name may have written last."""
     from ganstudy.config import load_study_config
     from ganstudy.schema import CONFIG_SCHEMA
-    from ganstudy.stats.sequential import most_trials
     from ganstudy.status import config_study_folder, study_runs
 
     folder = config_study_folder(args.study, args.directory)
     if folder is None:
         return _study_folder(args), None
     config = load_study_config(args.study, CONFIG_SCHEMA)
-    return folder, study_runs(config["study"], config["setups"], most_trials(config["trials"]))
+    return folder, study_runs(config["study"], config["setups"], config["trials"])
 
 
 def _status(args: argparse.Namespace) -> None:
@@ -258,10 +257,9 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
     from ganstudy.evaluate.scoring_noise import ScoringJob, scoring_draws
     from ganstudy.evaluate.settings import EvaluationSettings
     from ganstudy.report.export import finished_runs
-    from ganstudy.stats.sequential import most_trials
     from ganstudy.status import study_runs
 
-    planned = study_runs(config["study"], config["setups"], most_trials(config["trials"]))
+    planned = study_runs(config["study"], config["setups"], config["trials"])
     _, runs, missing = finished_runs(folder, planned)
     for line in missing:
         print(line)

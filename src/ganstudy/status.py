@@ -23,6 +23,7 @@ import os
 import re
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ import yaml
 from ganstudy.atomic import read_json, write_json
 from ganstudy.errors import GanstudyError
 from ganstudy.procfs import pid_alive
+from ganstudy.stats.looks import DECISION
+from ganstudy.stats.sequential import Schedule, most_trials
 from ganstudy.train.progress import HEARTBEAT, HEARTBEAT_SECONDS, LINE, PROCESS, score_columns
 
 PLAN = "plan.json"
@@ -47,18 +50,24 @@ STALE_SECONDS = 10 * HEARTBEAT_SECONDS
 CONFIG_DEFAULTS = {"results_dir": "results", "study": "digits_baseline"}
 
 
-def study_runs(study: str, setups: dict[str, dict[str, Any]], trials: int) -> dict[str, Any]:
-    """The runs a validated config plans: its set-ups with their modes, trials and iterations."""
+def study_runs(study: str, setups: dict[str, dict[str, Any]], trials: int | Mapping[str, int]) -> dict[str, Any]:
+    """The runs a validated config plans: its set-ups with their modes, trials (a schedule's most) and
+    iterations, and a schedule's looks."""
+    most = most_trials(trials)
+    schedule = Schedule.of(trials)
     return {
         "study": study,
         "setups": {
-            name: {"mode": setup["mode"], "trials": setup.get("trials") or trials, "iterations": setup["iterations"]}
+            name: {"mode": setup["mode"], "trials": setup.get("trials") or most, "iterations": setup["iterations"]}
             for name, setup in setups.items()
         },
+        **({"looks": list(schedule.looks)} if schedule else {}),
     }
 
 
-def write_plan(study_dir: str | os.PathLike[str], study: str, setups: dict[str, dict[str, Any]], trials: int) -> None:
+def write_plan(
+    study_dir: str | os.PathLike[str], study: str, setups: dict[str, dict[str, Any]], trials: int | Mapping[str, int]
+) -> None:
     """The runs a study plans (study_runs), for ``status`` and ``export`` of the study's folder."""
     write_json(Path(study_dir) / PLAN, study_runs(study, setups, trials))
 
@@ -67,7 +76,7 @@ def write_plan(study_dir: str | os.PathLike[str], study: str, setups: dict[str, 
 class TrialStatus:
     setup: str
     trial: int
-    state: str  # done, running, stopped, failed, waiting
+    state: str  # done, running, stopped, failed, waiting, not needed (a schedule's round no look asked for)
     iteration: int | None
     iterations: int
     score: str
@@ -221,11 +230,26 @@ def study_status(study_dir: str | os.PathLike[str], runs: dict[str, Any] | None 
         )
     plan = runs or read_json(folder / PLAN)
     columns = score_columns()
-    return [
+    rows = [
         trial_status(folder, name, trial, setup["iterations"], columns)
         for name, setup in plan["setups"].items()
         for trial in range(setup["trials"])
     ]
+    return _rounds(rows, plan.get("looks"), folder) if plan.get("looks") else rows
+
+
+def _rounds(rows: list[TrialStatus], looks: list[int], folder: Path) -> list[TrialStatus]:
+    """Trials on a schedule: a waiting trial past the first look trains only if a look asks for its round,
+    and none does once the looks have ended the study."""
+    ended = read_json(folder / DECISION)["trials"] if (folder / DECISION).is_file() else None
+    for row in rows:
+        if row.state != "waiting" or row.trial < looks[0]:
+            continue
+        if ended is not None and row.trial >= ended:
+            row.state, row.note = "not needed", f"the looks ended the study at {ended} trials per set-up"
+        else:
+            row.note = "a later round: trains only if a look leaves a comparison open"
+    return rows
 
 
 def status_table(rows: list[TrialStatus]) -> str:
@@ -248,7 +272,8 @@ def status_table(rows: list[TrialStatus]) -> str:
     widths = [max(len(row[i]) for row in cells) for i in range(len(header) - 1)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1] for row in cells]
     counts = {
-        state: sum(r.state == state for r in rows) for state in ("done", "running", "stopped", "failed", "waiting")
+        state: sum(r.state == state for r in rows)
+        for state in ("done", "running", "stopped", "failed", "waiting", "not needed")
     }
     summary = ", ".join(f"{count} {state}" for state, count in counts.items() if count)
     return "\n".join(line.rstrip() for line in lines) + f"\n{len(rows)} runs: {summary}"

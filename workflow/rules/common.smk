@@ -22,7 +22,6 @@ from ganstudy.plan.study_files import PlannerFilesNotices, as_json
 from ganstudy.plan.study_lock import release as release_study_lock
 from ganstudy.plan.study_plan import TABLE_FORMATS, Invocation, PlanRefused, StudyPlan, apply_plan, builds_jobs
 from ganstudy.schema import CONFIG_SCHEMA
-from ganstudy.stats.sequential import most_trials
 from ganstudy.status import write_plan
 from ganstudy.train.job import write_job
 

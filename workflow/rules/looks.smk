@@ -5,7 +5,7 @@
 # decision rule writes the last look's record and the lists of the runs taken, which the statistics'
 # arguments files name: those are set before any look is taken.
 
-from ganstudy.stats.looks import write_taken
+from ganstudy.stats.looks import DECISION, write_taken
 
 
 checkpoint look:
@@ -40,7 +40,7 @@ rule decision:
     input:
         lambda wildcards: looks_taken()[1],
     output:
-        record=f"{PLAN.study_dir}/looks/decision.json",
+        record=f"{PLAN.study_dir}/{DECISION}",
         scores=f"{PLAN.study_dir}/looks/scores.args",
         losses=f"{PLAN.study_dir}/looks/losses.args",
         runs=f"{PLAN.study_dir}/looks/runs.args",
