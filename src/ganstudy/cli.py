@@ -189,10 +189,11 @@ def _plan_trials(args: argparse.Namespace) -> None:
         "the trials (simulated from each set-up's outcomes); hours_more: what the median adds\n"
     )
     print(markdown_table(trials_plan(tables, statistics["alpha"]), False, statistics["digits"]), end="")
-    if args.schedule:
+    # The study's own schedule unless another is asked for.
+    schedule = Schedule(*args.schedule) if args.schedule else Schedule.of(config["trials"])
+    if schedule is not None:
         settings = StatisticsSettings.of(statistics)
         metric = settings.primary(config["evaluation"]["metrics"])
-        schedule = Schedule(*args.schedule)
         print(
             f"\nA sequential schedule on {metric} (looks at {', '.join(map(str, schedule.looks))} trials per set-up; "
             f"O'Brien-Fleming spending, group-sequential Holm at {settings.alpha}) against the fixed design of "
@@ -768,7 +769,8 @@ def _config_commands(commands: _Commands) -> None:
         type=_schedule,
         metavar="FIRST,STEP,MOST",
         help="after a run: what a sequential schedule (looks at FIRST, FIRST+STEP, ... trials per set-up, up to MOST) "
-        "would give on the primary metric against a fixed MOST, simulated from the measured outcomes",
+        "would give on the primary metric against a fixed MOST, simulated from the measured outcomes (default: the "
+        "study's own trials, where they are a schedule)",
     )
     _directory_argument(sub)
 
@@ -926,7 +928,7 @@ def _statistics_steps(commands: _Commands) -> None:
     sub.add_argument("--scores", nargs="+", required=True, help="evaluate outputs of (at least) this look's trials")
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--metrics", nargs="+", required=True, help="the study's metrics (the primary one is tested)")
-    sub.add_argument("--schedule", nargs=3, type=int, required=True, metavar=("FIRST", "STEP", "MOST"))
+    sub.add_argument("--schedule", type=_schedule, required=True, metavar="FIRST,STEP,MOST", help="the study's trials")
     sub.add_argument("--look", type=int, required=True, help="which look, from 1")
     _settings_option(sub, "statistics section")
     sub.add_argument("--out", required=True)
