@@ -261,6 +261,8 @@ EDITS = {
     ),
     "set-up removed": (_with({LARGE: LIVING["setups"][LARGE]}), {"stats": 1}, TRAINING | {"evaluate"}),
     "trials raised": (_with(trials=3), {"train": 2, "evaluate": 2}, {"training_job", "prepare_dataset"}),
+    # Its first look tests the trials there are; a round of training only if it asks for one.
+    "trials made a schedule": (_with(trials={"first": 2, "step": 1, "most": 3}), {"look": 1}, TRAINING | {"evaluate"}),
     "seed changed": (_with(seed=7), {"prepare_dataset": 1, "train_classifier": 1, "train": 4}, set()),
 }
 
