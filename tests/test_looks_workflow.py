@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from conftest import planned_jobs
-from test_workflow import snakemake
+from test_workflow import report_captions, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -68,3 +68,6 @@ def test_a_scheduled_study_stops_at_the_look_that_decides_and_an_edit_adds_only_
     assert "2 look(s) taken" in page and "reached with 1 open" in page
     nothing = snakemake(tmp_path, stricter, "-n", env=env)
     assert "Nothing to be done" in nothing.stdout + nothing.stderr, nothing.stdout[-2000:]
+    # The HTML report has the looks table, with its own caption, beside every other table and figure.
+    captions = report_captions(tmp_path, stricter, env)
+    assert "group-sequential Holm" in captions["results/scheduled/tables/looks.md"]
