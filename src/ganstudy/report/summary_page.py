@@ -428,11 +428,19 @@ def _worded(text: str, metric: str, looks: dict | None) -> str:
 
 
 def _looks_part(looks: dict | None, digits: int) -> str:
-    """Trials on a schedule: the design, the looks taken and each comparison's decision."""
+    """Trials on a schedule: the design, the looks taken and each comparison's decision, as a list (the end of
+    a run prints the page down to its first table: the answer's own)."""
     if looks is None:
         return ""
-    table = looks_table(looks)
-    return f"{looks_summary(looks)}\n\n{markdown_table(table, False, digits)}"
+    lines = [looks_summary(looks) + "\n"]
+    for row in looks_table(looks).itertuples():
+        when = f"decided at look {row.decided_at}" if row.decided_at != "–" else "not decided"
+        nominal, level, design = (_fmt(value, digits) for value in (row.p_nominal, row.level, row.p_design))
+        lines.append(
+            f"- {row.setup_a} vs {row.setup_b}: {when}, {row.trials} trials per set-up (nominal p {nominal}, "
+            f"tested at {level}; design p {design})."
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _with_figures(page: str, study_dir: str | os.PathLike[str], figures: list[str]) -> str:
