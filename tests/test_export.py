@@ -7,6 +7,7 @@ import pytest
 
 from ganstudy.errors import GanstudyError
 from ganstudy.report.export import finished_runs
+from ganstudy.stats.looks import DECISION
 
 
 def test_finished_trials_of_the_plan_with_per_class_series_and_flat_settings(tmp_path):
@@ -57,3 +58,16 @@ def test_finished_trials_of_the_plan_with_per_class_series_and_flat_settings(tmp
 def test_a_folder_the_workflow_never_ran_is_named(tmp_path):
     with pytest.raises(GanstudyError, match="plan.json is missing: .* is not a study the workflow has run"):
         finished_runs(tmp_path)
+
+
+def test_a_scheduled_study_s_trials_past_the_look_that_ended_it_are_not_missing(tmp_path):
+    plan = {"study": "s", "setups": {"g": {"mode": "grid", "trials": 4, "iterations": 2}}, "looks": [2, 3, 4]}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    for trial in (0, 1):
+        (tmp_path / "runs" / "g" / f"trial{trial}").mkdir(parents=True)
+        (tmp_path / "runs" / "g" / f"trial{trial}" / "run.json").write_text("{}")
+    # While the looks go on, the later rounds' trials are not finished yet.
+    assert finished_runs(tmp_path)[2] == ["g/trial2: not finished, left out", "g/trial3: not finished, left out"]
+    (tmp_path / DECISION).parent.mkdir()
+    (tmp_path / DECISION).write_text(json.dumps({"trials": 2}))
+    assert [r.key for r in finished_runs(tmp_path)[1]] == ["g/trial0", "g/trial1"] and finished_runs(tmp_path)[2] == []

@@ -238,10 +238,17 @@ def study_status(study_dir: str | os.PathLike[str], runs: dict[str, Any] | None 
     return _rounds(rows, plan.get("looks"), folder) if plan.get("looks") else rows
 
 
+def ended_at(study_dir: str | os.PathLike[str], plan: dict[str, Any]) -> int | None:
+    """Trials on a schedule: the trials per set-up at which the looks ended the study; None for fixed trials
+    or a study whose looks go on."""
+    decision = Path(study_dir) / DECISION
+    return read_json(decision)["trials"] if plan.get("looks") and decision.is_file() else None
+
+
 def _rounds(rows: list[TrialStatus], looks: list[int], folder: Path) -> list[TrialStatus]:
     """Trials on a schedule: a waiting trial past the first look trains only if a look asks for its round,
     and none does once the looks have ended the study."""
-    ended = read_json(folder / DECISION)["trials"] if (folder / DECISION).is_file() else None
+    ended = ended_at(folder, {"looks": looks})
     for row in rows:
         if row.state != "waiting" or row.trial < looks[0]:
             continue

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ganstudy.atomic import read_json, write_json
 from ganstudy.errors import GanstudyError
-from ganstudy.status import PLAN
+from ganstudy.status import PLAN, ended_at
 
 # Files of a run folder that go along as artifacts, besides run.json and the score file.
 RUN_FILES = ("losses.csv", "samples.png", "cells.csv", "classes.csv")
@@ -126,9 +126,11 @@ def finished_runs(
             "or the study's config file (and the workflow's working directory as --directory)"
         )
     plan = planned_runs or read_json(folder / PLAN)
+    # A schedule's rounds that no look asked for are not trials of the study.
+    ended = ended_at(folder, plan)
     runs, missing = [], []
     for setup, planned in plan["setups"].items():
-        for trial in range(planned["trials"]):
+        for trial in range(planned["trials"] if ended is None else min(planned["trials"], ended)):
             run = folder / "runs" / setup / f"trial{trial}"
             score = folder / "scores" / setup / f"trial{trial}.json"
             if (run / "run.json").is_file():
