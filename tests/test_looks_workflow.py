@@ -66,6 +66,7 @@ def test_a_scheduled_study_stops_at_the_look_that_decides_and_an_edit_adds_only_
     assert len(pd.read_csv(study / "scores.csv").drop_duplicates(["setup", "trial"])) == 6
     page = (study / "summary.md").read_text()
     assert "2 look(s) taken" in page and "reached with 1 open" in page
+    assert "(raise the schedule's most, trials.most: `ganstudy validate-config` says how many)" in page
     nothing = snakemake(tmp_path, stricter, "-n", env=env)
     assert "Nothing to be done" in nothing.stdout + nothing.stderr, nothing.stdout[-2000:]
     # The HTML report has the looks table, with its own caption, beside every other table and figure.

@@ -421,9 +421,11 @@ def _counted(failures: str) -> str:
 
 
 def _worded(text: str, metric: str, looks: dict | None) -> str:
-    """A verdict in words: on the metric a schedule tested, its p-values are the design's, not Holm's."""
+    """A verdict in words: on the metric a schedule tested, its p-values are the design's, not Holm's, and more
+    trials are the schedule's most."""
     if looks is None or looks["metric"] != metric:
         return text
+    text = text.replace("(add trials:", "(raise the schedule's most, trials.most:")
     return re.sub(r"\bHolm p(?= [=<≥])", "design p", text)
 
 
