@@ -118,11 +118,6 @@ def test_a_schedule_that_cannot_run_is_refused_naming_the_remedy():
     assert "trials: first (8) must be below most (8)" in problems[0] and "trials: N" in problems[0]
     assert problems[1].startswith("setups.b.trials:") and "remove trials from b" in problems[1]
     assert schedule_problems(6, setups) == []
-    alone = schedule_problems({"first": 4, "step": 2, "most": 8}, {"a": {"trials": None}})
-    assert alone == [
-        "trials: a schedule adds rounds until the comparisons between set-ups are decided, and one "
-        "set-up has none: give trials a number"
-    ]
 
 
 def test_a_schedule_missing_a_key_is_a_config_error(default_config):

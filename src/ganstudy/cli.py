@@ -693,7 +693,9 @@ def build_parser() -> argparse.ArgumentParser:
     _lsf_steps(commands)
     parser.epilog = (
         "workflow steps (each one rule of the Snakemake workflow; `ganstudy STEP --help`):\n"
-        + textwrap.fill(", ".join(commands.steps), width=100, initial_indent="  ", subsequent_indent="  ")
+        + textwrap.fill(
+            ", ".join(commands.steps), width=100, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False
+        )
     )
     return parser
 

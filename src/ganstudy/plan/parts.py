@@ -66,11 +66,6 @@ def schedule_problems(trials: int | dict[str, int], setups: dict[str, dict[str, 
             f"trials: first ({trials['first']}) must be below most ({trials['most']}); for a fixed number of "
             "trials write trials: N"
         )
-    if len(setups) < 2:
-        problems.append(
-            "trials: a schedule adds rounds until the comparisons between set-ups are decided, and one set-up has "
-            "none: give trials a number"
-        )
     own = [name for name, setup in setups.items() if setup["trials"] is not None]
     if own:
         problems.append(

@@ -143,7 +143,9 @@ def looks_summary(record: dict) -> str:
     looks = record["looks"]
     taken = record["look"]
     decided = [d for d in record["decisions"] if d["decided_at"] is not None]
-    if len(decided) == len(record["decisions"]):
+    if not record["decisions"]:
+        why = "one set-up has no comparison to decide"
+    elif len(decided) == len(record["decisions"]):
         why = "every comparison was decided"
     else:
         still = len(record["decisions"]) - len(decided)
