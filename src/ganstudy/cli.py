@@ -260,8 +260,7 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
     from ganstudy.report.export import finished_runs
     from ganstudy.status import study_runs
 
-    planned = study_runs(config["study"], config["setups"], config["trials"])
-    _, runs, missing = finished_runs(folder, planned)
+    _, runs, missing = finished_runs(folder, study_runs(config["study"], config["setups"], config["trials"]))
     for line in missing:
         print(line)
     # The arguments files name their paths relative to the workflow's working directory.
@@ -520,7 +519,7 @@ def _stats(args: argparse.Namespace) -> None:
     if args.looks:
         record = read_json(args.looks)
         design = {record["metric"]: design_pvalues(record)}
-        write_looks(args.looks, args.out_dir, settings.digits)
+        write_looks(record, args.out_dir, settings.digits)
     write_stats(args.scores, args.setups, args.metrics, args.out_dir, settings, args.convergence, design)
 
 

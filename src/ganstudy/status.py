@@ -235,7 +235,7 @@ def study_status(study_dir: str | os.PathLike[str], runs: dict[str, Any] | None 
         for name, setup in plan["setups"].items()
         for trial in range(setup["trials"])
     ]
-    return _rounds(rows, plan.get("looks"), folder) if plan.get("looks") else rows
+    return _rounds(rows, plan, folder) if plan.get("looks") else rows
 
 
 def ended_at(study_dir: str | os.PathLike[str], plan: dict[str, Any]) -> int | None:
@@ -245,12 +245,12 @@ def ended_at(study_dir: str | os.PathLike[str], plan: dict[str, Any]) -> int | N
     return read_json(decision)["trials"] if plan.get("looks") and decision.is_file() else None
 
 
-def _rounds(rows: list[TrialStatus], looks: list[int], folder: Path) -> list[TrialStatus]:
+def _rounds(rows: list[TrialStatus], plan: dict[str, Any], folder: Path) -> list[TrialStatus]:
     """Trials on a schedule: a waiting trial past the first look trains only if a look asks for its round,
     and none does once the looks have ended the study."""
-    ended = ended_at(folder, {"looks": looks})
+    ended = ended_at(folder, plan)
     for row in rows:
-        if row.state != "waiting" or row.trial < looks[0]:
+        if row.state != "waiting" or row.trial < plan["looks"][0]:
             continue
         if ended is not None and row.trial >= ended:
             row.state, row.note = "not needed", f"the looks ended the study at {ended} trials per set-up"

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ganstudy.atomic import read_json, write_text
+from ganstudy.atomic import write_text
 from ganstudy.stats.sequential import Schedule, more_needed, obrien_fleming, sequential_holm
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import trials, write_table
@@ -45,16 +45,15 @@ def look_record(
     nominal two-sided rank-sum p at each look so far (failures as ``settings.failures`` says), the
     group-sequential Holm decisions, the alpha spent, and whether another round is needed."""
     counts = schedule.looks[:look]
-    nominal = {}
-    for a, b in combinations(setups, 2):
-        nominal[(a, b)] = [
-            rank_test(
-                trials(first_trials(scores, n), metric, a, settings.failures).outcomes,
-                trials(first_trials(scores, n), metric, b, settings.failures).outcomes,
-                settings.test,
-            ).p
-            for n in counts
-        ]
+    # Each set-up's outcomes at each look, once: every pair it is in compares them.
+    outcomes = {}
+    for n in counts:
+        seen = first_trials(scores, n)
+        outcomes |= {(s, n): trials(seen, metric, s, settings.failures).outcomes for s in setups}
+    nominal = {
+        (a, b): [rank_test(outcomes[(a, n)], outcomes[(b, n)], settings.test).p for n in counts]
+        for a, b in combinations(setups, 2)
+    }
     decisions = sequential_holm(nominal, schedule, settings.alpha, settings.test)
     return {
         "metric": metric,
@@ -81,7 +80,7 @@ def look_record(
 
 def _number(value: float) -> float | None:
     """A p for JSON: None where there is none (NaN)."""
-    return None if value is None or np.isnan(value) else float(value)
+    return None if np.isnan(value) else float(value)
 
 
 def write_look(
@@ -161,9 +160,8 @@ def looks_summary(record: dict) -> str:
     )
 
 
-def write_looks(record_path: str | os.PathLike[str], out_dir: str | os.PathLike[str], digits: int) -> list[Path]:
-    """tables/looks.{csv,md,tex} from the study's last look."""
-    record = read_json(record_path)
+def write_looks(record: dict, out_dir: str | os.PathLike[str], digits: int) -> list[Path]:
+    """tables/looks.{csv,md,tex} from the study's last look's record."""
     return write_table(
         Path(out_dir),
         "looks",
