@@ -14,10 +14,13 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ganstudy.errors import GanstudyError
 from ganstudy.parallel.stop import STOPPED_EXIT_CODE, TrainingStopped
+
+if TYPE_CHECKING:
+    from ganstudy.evaluate.settings import EvaluationSettings
 
 ABORT_GRACE_SECONDS = 1.0
 
@@ -257,6 +260,7 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
     from ganstudy.evaluate.extractor import scoring_device
     from ganstudy.evaluate.scoring_noise import ScoringJob, scoring_draws
     from ganstudy.evaluate.settings import EvaluationSettings
+    from ganstudy.outcomes import diverged
     from ganstudy.report.export import finished_runs
     from ganstudy.status import study_runs
 
@@ -272,6 +276,9 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
         for run in runs:
             if run.score_file is None:
                 print(f"{run.setup}/trial{run.trial}: not scored yet, left out")
+                continue
+            if diverged(read_json(run.score_file)):
+                print(f"{run.setup}/trial{run.trial}: diverged in training, no generator to draw from: left out")
                 continue
             step = parser.parse_args(["evaluate", f"@{arguments / run.setup / f'trial{run.trial}.args'}"])
             if step.kind != "images":
@@ -369,14 +376,29 @@ def _train(args: argparse.Namespace) -> None:
 
 
 def _evaluate(args: argparse.Namespace) -> None:
+    from ganstudy.atomic import read_json
+    from ganstudy.evaluate.scores import diverged_scores, draw_seed, write_scores
+    from ganstudy.evaluate.settings import EvaluationSettings
+    from ganstudy.outcomes import diverged, divergence_text
+
+    settings = EvaluationSettings.of(args.settings, "--settings")
+    run = read_json(args.run_record)
+    if diverged(run):
+        why = f"training diverged ({divergence_text(run)})"
+        seed = draw_seed(args.seed, args.trial, 0)
+        record = write_scores(args.out, settings, run, args.trial, seed, **diverged_scores(settings, why))
+    else:
+        record = _score_generator(args, settings)
+    print(json.dumps(record["scores"]))
+
+
+def _score_generator(args: argparse.Namespace, settings: EvaluationSettings) -> dict[str, Any]:
     from ganstudy.contracts import HeldOutEvaluation, HeldOutJob
     from ganstudy.data.kinds import get_kind
     from ganstudy.evaluate.extractor import scoring_device
     from ganstudy.evaluate.scores import evaluate_generator
-    from ganstudy.evaluate.settings import EvaluationSettings
 
     kind = get_kind(args.kind)
-    settings = EvaluationSettings.of(args.settings, "--settings")
     device = scoring_device(args.device)
     if kind.held_out is not None:
         if not args.held_out:
@@ -419,7 +441,7 @@ def _evaluate(args: argparse.Namespace) -> None:
             "network: pass --classifier and --reference, or --quality-reference (evaluation.extractor "
             "inception, dinov2 or clip)"
         )
-    print(json.dumps(record["scores"]))
+    return record
 
 
 def _aggregate(args: argparse.Namespace) -> None:

@@ -32,6 +32,7 @@ import yaml
 
 from ganstudy.atomic import read_json, write_json
 from ganstudy.errors import GanstudyError
+from ganstudy.outcomes import diverged, divergence_text
 from ganstudy.procfs import pid_alive
 from ganstudy.stats.looks import DECISION
 from ganstudy.stats.sequential import Schedule, most_trials
@@ -76,7 +77,7 @@ def write_plan(
 class TrialStatus:
     setup: str
     trial: int
-    state: str  # done, running, stopped, failed, waiting, not needed (a schedule's round no look asked for)
+    state: str  # done, diverged, running, stopped, failed, waiting, not needed (a schedule's round no look asked for)
     iteration: int | None
     iterations: int
     score: str
@@ -172,8 +173,13 @@ def trial_status(
     run = study_dir / "runs" / setup / f"trial{trial}"
     log = study_dir / "logs" / "train" / setup / f"trial{trial}.log"
     if (run / "run.json").is_file():
-        job = read_json(run / "run.json").get("scheduler_job") or ""
-        return TrialStatus(setup, trial, "done", iterations, iterations, _reached(run, None, columns)[1], "", "", job)
+        record = read_json(run / "run.json")
+        job, score = record.get("scheduler_job") or "", _reached(run, None, columns)[1]
+        if diverged(record):
+            where = f"losses not finite: {divergence_text(record)} (an outcome: its scores are inf, ranked worst)"
+            stopped = max(facts["iteration"] for facts in record["diverged"].values())
+            return TrialStatus(setup, trial, "diverged", stopped, iterations, score, "", where, job)
+        return TrialStatus(setup, trial, "done", iterations, iterations, score, "", "", job)
     if not log.is_file():
         return TrialStatus(setup, trial, "waiting", None, iterations, _reached(run, None, columns)[1], "", "")
     lines = log.read_text(errors="replace").splitlines()
@@ -280,7 +286,7 @@ def status_table(rows: list[TrialStatus]) -> str:
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1] for row in cells]
     counts = {
         state: sum(r.state == state for r in rows)
-        for state in ("done", "running", "stopped", "failed", "waiting", "not needed")
+        for state in ("done", "diverged", "running", "stopped", "failed", "waiting", "not needed")
     }
     summary = ", ".join(f"{count} {state}" for state, count in counts.items() if count)
     return "\n".join(line.rstrip() for line in lines) + f"\n{len(rows)} runs: {summary}"

@@ -6,6 +6,7 @@ one)."""
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -24,6 +25,7 @@ from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models import NetworkSpec
 from ganstudy.models.artifact import load_generator, sample_labelled
 from ganstudy.models.mixture import Generator
+from ganstudy.outcomes import DIVERGED
 from ganstudy.parallel.world import set_cpu_threads
 from ganstudy.provenance import provenance_record
 from ganstudy.seeding import derive_seed
@@ -100,17 +102,20 @@ def evaluate_generator(
     generator, spec = noise_generator(generator_path)
     run = read_json(run_record_path)
     seed = draw_seed(study_seed, trial, 0)
-    scoring = image_scoring(
-        generator,
-        spec.latent_dim,
-        settings,
-        seed,
-        classifier_path,
-        reference_path,
-        quality_reference_path,
-        real_path,
-        device,
-    )
+    try:
+        scoring = image_scoring(
+            generator,
+            spec.latent_dim,
+            settings,
+            seed,
+            classifier_path,
+            reference_path,
+            quality_reference_path,
+            real_path,
+            device,
+        )
+    except NonFiniteSamples as error:
+        return write_scores(out_path, settings, run, trial, seed, **diverged_scores(settings, str(error)))
     scores = score_all(settings.metrics, scoring)
     return write_scores(
         out_path,
@@ -160,6 +165,12 @@ def image_scoring(
     """The scoring of ``settings.samples`` images that ``generator`` draws from the noise of ``seed``, as the
     evaluate step scores them (drawn on the CPU, quantised to 8 bits)."""
     samples, sample_labels = sample_labelled(generator, latent_dim, settings.samples, seed, settings.batch_size)
+    if not torch.isfinite(samples).all():
+        # Quantised to 8 bits, NaN pixels would become numbers and the scores of pictures that were never drawn.
+        raise NonFiniteSamples(
+            f"{int((~torch.isfinite(samples)).sum())} of the generator's {samples.numel()} sample values are not "
+            "finite: its weights diverged in training"
+        )
     return ImageScoring(
         settings,
         seed,
@@ -198,6 +209,17 @@ def class_fid(scoring: ImageScoring) -> dict[str, float]:
             frechet_distance(feature_statistics(features[mine]), real) if int(mine.sum()) >= 2 else float("nan")
         )
     return {"class_fid": float(np.mean(list(per_class.values())))}
+
+
+class NonFiniteSamples(GanstudyError):
+    """A generator whose samples are NaN or inf: a run that diverged without its losses showing it (a grid's
+    chosen mixture, a plugin's mode)."""
+
+
+def diverged_scores(settings: EvaluationSettings, why: str) -> dict[str, Any]:
+    """write_scores's scores and facts for a trial that diverged: inf in each of evaluation.metrics, which the
+    rank tests count as worse than every finite score, and why."""
+    return {"scores": dict.fromkeys(settings.metrics, math.inf), "outcome": DIVERGED, "notes": {"diverged": why}}
 
 
 def write_scores(

@@ -11,12 +11,14 @@ from ganstudy.checkpoint import load_state, save_state
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import ConditionalGenerator, Generator, MixtureGenerator
+from ganstudy.outcomes import divergence_text
 from ganstudy.typed import as_dict
 
 FORMAT = "ganstudy-generator/3"
 # Format 2 (before labelled generators) is an unlabelled mixture: still readable, so finished runs
 # stay usable.
 READABLE = {FORMAT, "ganstudy-generator/2"}
+DIVERGED_FORMAT = "ganstudy-diverged/1"
 
 
 def save_generator(path: str | os.PathLike[str], generator: Generator, network: str, spec: NetworkSpec) -> None:
@@ -36,9 +38,20 @@ def save_generator(path: str | os.PathLike[str], generator: Generator, network: 
     )
 
 
+def save_diverged(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
+    """In a diverged run's generator's place: the record of its divergence (ganstudy.outcomes), which
+    load_generator refuses, saying why."""
+    save_state(path, {"format": DIVERGED_FORMAT, **record})
+
+
 def load_generator(path: str | os.PathLike[str]) -> tuple[Generator, NetworkSpec]:
     remedy = "delete it and rerun its training job"
     state = load_state(path, remedy)
+    if state.get("format") == DIVERGED_FORMAT:
+        raise GanstudyError(
+            f"{path} holds no generator: its training run diverged ({divergence_text(state)}: "
+            f"{state['diverged_message']}); the trial's scores are inf, an outcome of the study"
+        )
     if state.get("format") not in READABLE:
         raise GanstudyError(f"{path} is not a ganstudy generator (format {state.get('format')!r}); {remedy}")
     fields: dict[str, Any] = dict(state["spec"])

@@ -27,12 +27,15 @@ import pandas as pd
 
 from ganstudy.atomic import read_json, write_json
 from ganstudy.errors import GanstudyError
+from ganstudy.outcomes import DIVERGED, FINISHED
 from ganstudy.status import PLAN, ended_at
 
 # Files of a run folder that go along as artifacts, besides run.json and the score file.
 RUN_FILES = ("losses.csv", "samples.png", "cells.csv", "classes.csv")
 # A run's tag (MLflow) or file (TensorBoard) naming the trial and the hash of its files.
 KEY_TAG, FINGERPRINT_TAG = "ganstudy.run", "ganstudy.fingerprint"
+# How the trial's training ended (ganstudy.outcomes): finished or diverged.
+OUTCOME_TAG = "ganstudy.outcome"
 MARK = "ganstudy-export.json"
 # MLflow takes at most 100 parameters and 1000 metric values per call.
 PARAMS_PER_CALL, METRICS_PER_CALL = 100, 1000
@@ -180,9 +183,9 @@ def export_mlflow(
         if kept:
             counts["unchanged"] += 1
             continue
-        run_id = client.create_run(
-            experiment_id, run_name=run.key, tags={KEY_TAG: run.key, "setup": run.setup, "trial": str(run.trial)}
-        ).info.run_id
+        outcome = read_json(run.folder / "run.json").get("outcome", FINISHED)
+        tags = {KEY_TAG: run.key, "setup": run.setup, "trial": str(run.trial), OUTCOME_TAG: outcome}
+        run_id = client.create_run(experiment_id, run_name=run.key, tags=tags).info.run_id
         params = [Param(key, str(value)[:6000]) for key, value in run.params().items()]
         for start in range(0, len(params), PARAMS_PER_CALL):
             client.log_batch(run_id, params=params[start : start + PARAMS_PER_CALL])
@@ -196,7 +199,8 @@ def export_mlflow(
             client.log_artifact(run_id, str(path))
         # Tagged last: an export cut short leaves a run without it, which the next export replaces.
         client.set_tag(run_id, FINGERPRINT_TAG, fingerprint)
-        client.set_terminated(run_id)
+        # MLflow's own word for a run that did not end well, so that its UI marks a diverged trial.
+        client.set_terminated(run_id, "FAILED" if outcome == DIVERGED else "FINISHED")
         counts["written"] += 1
     return counts
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from ganstudy.atomic import atomic_path, read_json
+from ganstudy.outcomes import diverged
 from ganstudy.stats.hardware import NOT_RECORDED
 from ganstudy.stats.protocol import protocol_text
 
@@ -39,11 +40,16 @@ def aggregate_scores(
 
 
 def read_scores(study: str, score_paths: Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
-    """The evaluate records as the tidy table, sorted by metric, set-up and trial."""
+    """The evaluate records as the tidy table, sorted by metric, set-up and trial. A diverged trial's inf in
+    each of evaluation.metrics is kept where the study's scored trials have that column (a metric may leave it
+    out for a kind of generator: class_fid for an unlabelled one), everywhere when no trial was scored."""
+    records = [read_json(path) for path in score_paths]
+    scored = {metric for record in records if not diverged(record) for metric in record["scores"]}
     rows = []
-    for path in score_paths:
-        record = read_json(path)
+    for record in records:
         for metric, value in record["scores"].items():
+            if diverged(record) and scored and metric not in scored:
+                continue
             rows.append(
                 {
                     "study": study,

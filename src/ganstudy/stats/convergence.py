@@ -45,13 +45,15 @@ rates low (measured by ``ganstudy.stats.calibration`` and written in docs/guide.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 from scipy.stats import theilslopes
 
-from ganstudy.atomic import atomic_path
+from ganstudy.atomic import atomic_path, read_json
+from ganstudy.outcomes import diverged
 from ganstudy.train.progress import score_columns
 
 WINDOW = 0.25
@@ -85,6 +87,8 @@ TREND_COLUMNS = [
 COLUMNS = [
     "setup",
     "trials",
+    # Runs that diverged, left out of the curves (the rank tests count their inf scores worst).
+    "diverged",
     "iterations",
     "score",
     "first",
@@ -105,11 +109,20 @@ def run_curve(losses: pd.DataFrame, columns: tuple[str, ...]) -> tuple[str, pd.S
     return column, losses.dropna(subset=[column]).groupby("iteration")[column].mean()
 
 
+def diverged_run(loss_path: str) -> bool:
+    """Whether the run whose losses.csv this is diverged, as its run.json (an output of the same job) says."""
+    record = Path(loss_path).with_name("run.json")
+    return record.is_file() and diverged(read_json(record))
+
+
 def setup_curves(loss_paths: list[str], setups: list[str]) -> dict[str, tuple[str, pd.DataFrame]]:
-    """Per set-up with a curve: its score column and a frame of iterations x trials."""
+    """Per set-up with a curve: its score column and a frame of iterations x trials. A run that diverged has
+    no curve to judge: it is an outcome (its scores are inf), not a run that is still improving."""
     curves, columns = {}, score_columns()
     for setup in setups:
-        runs = [run_curve(pd.read_csv(p), columns) for p in loss_paths if f"/runs/{setup}/" in p]
+        runs = [
+            run_curve(pd.read_csv(p), columns) for p in loss_paths if f"/runs/{setup}/" in p and not diverged_run(p)
+        ]
         runs = [r for r in runs if r is not None]
         if runs:
             curves[setup] = (runs[0][0], pd.concat([curve for _, curve in runs], axis=1).sort_index())
@@ -249,11 +262,13 @@ def convergence_table(
     rows = []
     curves = setup_curves(loss_paths, setups)
     for setup in setups:
+        gone = sum(f"/runs/{setup}/" in p and diverged_run(p) for p in loss_paths)
         if setup not in curves:
             rows.append(
                 {
                     "setup": setup,
                     "trials": 0,
+                    "diverged": gone,
                     "judged": 0,
                     "tolerance": tolerance,
                     "degradation": degradation,
@@ -267,6 +282,7 @@ def convergence_table(
             {
                 "setup": setup,
                 "trials": frame.shape[1],
+                "diverged": gone,
                 "iterations": int(frame.index.max()),
                 "score": column,
                 "first": float(frame.iloc[0].mean()),
@@ -300,6 +316,8 @@ def _name(column: str) -> str:
 def _note(row) -> str | None:
     """The summary tables' note for one row of convergence.csv; None when it had converged."""
     score = _name(row.score)
+    if row.converged == "–" and not row.trials and row.diverged:
+        return f"not judged: all {row.diverged:.0f} of its runs diverged (losses not finite), so none has a curve"
     if row.converged == "–" and not row.trials:
         # Never silent: a page that says nothing of an unjudged set-up reads as if it had converged.
         return "not judged: no run of it logged an in-training score"
@@ -346,5 +364,8 @@ def _note(row) -> str | None:
 def convergence_notes(table: pd.DataFrame) -> dict[str, str]:
     """The summary tables' note for each set-up whose curve was still improving, had degraded or could not
     be judged (``table``: convergence.csv as read)."""
+    if "diverged" not in table:
+        # A convergence.csv of ganstudy before 2026-12 did not count diverged runs: it had none (they failed).
+        table = table.assign(diverged=0)
     notes = {row.setup: _note(row) for row in table.itertuples()}
     return {setup: note for setup, note in notes.items() if note is not None}

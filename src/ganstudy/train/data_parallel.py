@@ -131,8 +131,8 @@ class DataParallelTrainer(PairTrainer):
             return contextlib.nullcontext()
         return torch.autocast(device.type, dtype=self.amp)
 
-    def _diverged(self, d_loss: float, g_loss: float) -> str:
-        message = super()._diverged(d_loss, g_loss)
+    def _diverged_message(self, d_loss: float, g_loss: float) -> str:
+        message = super()._diverged_message(d_loss, g_loss)
         if self.amp is None:
             return message
         # Seen on an AMD EPYC with AVX512-BF16 and no AMX (torch 2.13, oneDNN 3.12): calo3d at 5x5x7 went NaN

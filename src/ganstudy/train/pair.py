@@ -16,9 +16,10 @@ import torch
 
 from ganstudy.checkpoint import CheckpointStore, checkpoint_due, run_fingerprint
 from ganstudy.data.partition import batches_per_pass
-from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair, get_network
+from ganstudy.outcomes import TrainingDiverged
 from ganstudy.parallel.stop import StopSignal
+from ganstudy.parallel.timing import profile_rows
 from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.fused_adam import AnyOptimizer
 from ganstudy.train.losses import LOSSES
@@ -195,11 +196,10 @@ class PairTrainer:
                 self._set_lr(iteration + 1)
                 d_loss, g_loss = self._one_pass()
                 self.done = iteration + 1
-                if not (math.isfinite(d_loss) and math.isfinite(g_loss)):
-                    # Every later step would only spread the NaN: stop before scoring or checkpointing it.
-                    raise GanstudyError(self._diverged(d_loss, g_loss))
+                finite = math.isfinite(d_loss) and math.isfinite(g_loss)
                 seconds = time.perf_counter() - started
-                score, score_seconds = self._score(total)
+                # Every later step would only spread the NaN: stop before scoring or checkpointing it.
+                score, score_seconds = self._score(total) if finite else (None, 0.0)
                 self.history.append(
                     {
                         "iteration": self.done,
@@ -210,6 +210,8 @@ class PairTrainer:
                         "score_seconds": score_seconds,
                     }
                 )
+                if not finite:
+                    raise self._diverged(d_loss, g_loss)
                 if report is not None:
                     report.row(self.history[-1])
                 stopping = stop is not None and self._stop_agreed(stop)
@@ -221,8 +223,23 @@ class PairTrainer:
         self.generator.eval()
         return self.generator
 
-    def _diverged(self, d_loss: float, g_loss: float) -> str:
-        """The message for losses that are no longer finite."""
+    def _diverged(self, d_loss: float, g_loss: float) -> TrainingDiverged:
+        """The run's outcome when its losses are no longer finite, with the message that says what to check."""
+        return TrainingDiverged(
+            self._diverged_message(d_loss, g_loss),
+            {
+                self.name: {
+                    "iteration": self.done,
+                    "iterations": self.setup.iterations,
+                    "d_loss": d_loss,
+                    "g_loss": g_loss,
+                }
+            },
+            list(self.history),
+            profile_rows(self.history, self.name, 0),
+        )
+
+    def _diverged_message(self, d_loss: float, g_loss: float) -> str:
         return (
             f"{self.name}: the losses are not finite after iteration {self.done} of {self.setup.iterations} "
             f"(d_loss {d_loss}, g_loss {g_loss}), so the weights are lost to NaN or inf: lower the set-up's lr "

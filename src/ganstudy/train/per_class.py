@@ -16,6 +16,7 @@ from typing import Any
 from ganstudy.data.partition import class_partitions, class_prior
 from ganstudy.models import NetworkSpec
 from ganstudy.models.mixture import MixtureGenerator
+from ganstudy.outcomes import TrainingDiverged
 from ganstudy.parallel.partition import assign_classes
 from ganstudy.parallel.stop import TrainingStopped
 from ganstudy.parallel.timing import profile_rows
@@ -42,11 +43,24 @@ def train_per_class(context: TrainingContext) -> TrainingResult | None:
     if not world.is_root:
         return None
     results = {label: entry for part in gathered for label, entry in part.items()}
-    history, profile, table, seeds = [], [], [], {}
+    history = [{"class": label, **row} for label in classes for row in results[label]["history"]]
+    profile = [
+        row
+        for label in classes
+        for row in profile_rows(results[label]["history"], f"class{label}", results[label]["rank"])
+    ]
+    diverged = {label: results[label]["diverged"] for label in classes if "diverged" in results[label]}
+    if diverged:
+        raise TrainingDiverged(
+            str(next(iter(diverged.values())))
+            + (f" (and {len(diverged) - 1} more of the {len(classes)} classes)" if len(diverged) > 1 else ""),
+            {trainer: facts for error in diverged.values() for trainer, facts in error.where.items()},
+            history,
+            profile,
+        )
+    table, seeds = [], {}
     for label, share in zip(classes, prior):
         entry = results[label]
-        history += [{"class": label, **row} for row in entry["history"]]
-        profile += profile_rows(entry["history"], f"class{label}", entry["rank"])
         last = entry["history"][-1]
         table.append(
             {
@@ -102,6 +116,11 @@ def _train_classes(context: TrainingContext, spec: NetworkSpec, block: list[int]
         except TrainingStopped as exc:
             stopped = exc
             break
+        except TrainingDiverged as exc:
+            # The trial has diverged, but every class is trained still: the run's record then names each class
+            # that diverges, whatever the rank count.
+            trained[label] = {"diverged": exc, "history": exc.history, "rank": world.rank}
+            continue
         trained[label] = {
             "generator": generator,
             "history": trainer.history,

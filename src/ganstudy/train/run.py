@@ -16,15 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from PIL import Image, ImageDraw
 
-from ganstudy.atomic import read_json, write_json, write_text
+from ganstudy.atomic import atomic_path, read_json, write_json, write_text
 from ganstudy.checkpoint import FinishedOutputs, run_fingerprint
 from ganstudy.contracts import SampleFigure
 from ganstudy.data.arrays import file_digest, load_split
 from ganstudy.data.kinds import KINDS, get_kind
 from ganstudy.data.loaders import DATASETS
 from ganstudy.models import NETWORKS, get_network
-from ganstudy.models.artifact import save_generator
+from ganstudy.models.artifact import save_diverged, save_generator
+from ganstudy.outcomes import FINISHED, TrainingDiverged, divergence_text
 from ganstudy.parallel.determinism import configure_determinism, configure_tf32
 from ganstudy.parallel.stop import StopSignal, TrainingStopped
 from ganstudy.parallel.world import (
@@ -126,7 +128,10 @@ def run_training(
     if not world.is_root:
         return
     out = Path(out_dir)
-    _write_outputs(job, trial, context, result, out)
+    if isinstance(result, TrainingDiverged):
+        outcome = _write_diverged(result, out)
+    else:
+        outcome = _write_outputs(job, trial, context, result, out)
     # run.json last: its presence means the run is complete.
     write_json(
         out / "run.json",
@@ -134,7 +139,7 @@ def run_training(
             job,
             trial,
             context,
-            result,
+            outcome,
             hosts,
             ranks,
             started_at=started_at,
@@ -179,12 +184,13 @@ def _run_record(
     job: TrainingJob,
     trial: int,
     context: TrainingContext,
-    result: TrainingResult,
+    outcome: dict[str, Any],
     hosts: list[str],
     ranks: list[dict[str, Any]],
     **times: Any,
 ) -> dict[str, Any]:
-    """run.json: the job, the world it ran on, where its parts came from, its times and the mode's facts."""
+    """run.json: the job, the world it ran on, where its parts came from, its times and its ``outcome``: a
+    finished run's seeds and mode's facts, or where it diverged."""
     return provenance_record(
         "train",
         job.settings_record(),
@@ -192,7 +198,6 @@ def _run_record(
         study_seed=job.seed,
         trial=trial,
         job=job.record(),
-        seeds=result.seeds,
         world_size=context.world.size,
         hosts=hosts,
         ranks=[{key: value for key, value in rank.items() if key != "devices"} for rank in ranks],
@@ -215,8 +220,7 @@ def _run_record(
         # started_at, train_seconds, earlier_segments_seconds (of train_seconds, the segments before a stop
         # at the wall time: 0 when the run was not resumed), total_seconds.
         **times,
-        mixture_weights=list(result.generator.weights),
-        **result.facts,
+        **outcome,
     )
 
 
@@ -255,13 +259,16 @@ def _context(
 
 def _train(
     mode: Callable[[TrainingContext], TrainingResult], context: TrainingContext
-) -> tuple[TrainingResult, float, float]:
-    """The mode's result, the seconds of the run's earlier segments and of all its training. A stopped
-    run leaves its seconds so far beside its checkpoints, for the segment that resumes it."""
+) -> tuple[TrainingResult | TrainingDiverged, float, float]:
+    """The mode's result (or its divergence, an outcome too), the seconds of the run's earlier segments and
+    of all its training. A stopped run leaves its seconds so far beside its checkpoints, for the segment that
+    resumes it."""
     earlier = earlier_seconds(context.checkpoint_dir)
     train_started = time.perf_counter()
     try:
         result = mode(context)
+    except TrainingDiverged as error:
+        result = error
     except TrainingStopped:
         if context.world.is_root and context.checkpoint_dir is not None:
             write_json(
@@ -288,9 +295,11 @@ def _rank_facts(world: World, context: TrainingContext) -> list[dict[str, Any]]:
     )
 
 
-def _write_outputs(job: TrainingJob, trial: int, context: TrainingContext, result: TrainingResult, out: Path) -> None:
+def _write_outputs(
+    job: TrainingJob, trial: int, context: TrainingContext, result: TrainingResult, out: Path
+) -> dict[str, Any]:
     """Rank 0's outputs but run.json: the sample figure, losses.csv, profile.csv, the mode's tables and the
-    generator."""
+    generator; returns what run.json says of the outcome."""
     grid_seed = derive_seed(job.seed, trial, "sample-grid")
     if context.kind.part(context.kind.sample_figure, SampleFigure)(
         result.generator, result.spec, context.data, grid_seed, out / "samples.png"
@@ -302,3 +311,37 @@ def _write_outputs(job: TrainingJob, trial: int, context: TrainingContext, resul
     for name, rows in result.tables.items():
         write_text(out / f"{name}.csv", rows_to_csv(rows))
     save_generator(out / "generator.pt", result.generator, result.network, result.spec)
+    return {
+        "outcome": FINISHED,
+        "seeds": result.seeds,
+        "mixture_weights": list(result.generator.weights),
+        **result.facts,
+    }
+
+
+def _write_diverged(error: TrainingDiverged, out: Path) -> dict[str, Any]:
+    """The outputs of a run that diverged, with what run.json says of it: its losses and profile up to the
+    non-finite row, a sample figure that says why it has no samples, and in place of the generator the record
+    of its divergence (ganstudy.models.artifact.load_generator refuses it, naming the reason)."""
+    record = error.record()
+    print(
+        f"ganstudy: {error}. The trial diverged ({divergence_text(record)}): an outcome of the study, not a failed "
+        "job; its scores are inf, which the rank tests count as worse than every finite score",
+        file=sys.stderr,
+        flush=True,
+    )
+    _save_notice(out / "samples.png", ["diverged:", *divergence_text(record).split("; "), "no samples"])
+    write_text(out / "losses.csv", rows_to_csv(error.history))
+    remove_rank_tables(out)
+    write_text(out / "profile.csv", rows_to_csv(error.profile))
+    save_diverged(out / "generator.pt", record)
+    return record
+
+
+def _save_notice(path: Path, lines: list[str]) -> None:
+    """A sample figure's stand-in that says why there are no samples, in the grid's place (the report and the
+    set-ups' sample montage show it)."""
+    picture = Image.new("L", (256, 24 + 16 * len(lines)), 235)
+    ImageDraw.Draw(picture).multiline_text((12, 12), "\n".join(lines), fill=0, spacing=4)
+    with atomic_path(path) as tmp:
+        picture.save(tmp, format="PNG")
