@@ -14,7 +14,7 @@ computed here that the tables do not hold, so the page cannot disagree with them
 from __future__ import annotations
 
 import os
-import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,21 @@ from ganstudy.stats.summary import _fmt, cost_column, markdown_table, read_table
 
 # Fewer finite trials than this have no spread: such a set-up is ranked after those that have one.
 RANKED_TRIALS = 2
+
+
+@dataclass(frozen=True)
+class Words:
+    """How the page names a metric's p-values and what more trials take: Holm's over a fixed design's trials;
+    the group-sequential design's on the metric a schedule tested (ganstudy.stats.looks), whose trials the
+    schedule's most caps."""
+
+    p: str = "Holm p"
+    more: str = "add trials"
+
+
+HOLM = Words()
+DESIGN = Words("design p", "raise the schedule's most, trials.most")
+
 TEST_COLUMNS = [
     "p_holm",
     "smallest_p_holm",
@@ -209,7 +224,9 @@ def _plan(row: pd.Series | tuple, first: pd.Series, digits: int, cost: tuple[str
     return f" Power 0.8 needs {plan.text()} trials per set-up (simulated from the trials' own outcomes{cost})."
 
 
-def comparison(row: pd.Series | tuple, first: pd.Series, alpha: float, digits: int, cost: tuple[str, str]) -> str:
+def comparison(
+    row: pd.Series | tuple, first: pd.Series, alpha: float, digits: int, cost: tuple[str, str], words: Words = HOLM
+) -> str:
     """One line: the ``first`` set-up against ``row``'s, in the terms of the test and of the effect's direction;
     where it is not decided, the trials a decision needs and their cost (``cost``: summary.cost_column)."""
     other, first_row = row.setup, first
@@ -219,7 +236,7 @@ def comparison(row: pd.Series | tuple, first: pd.Series, alpha: float, digits: i
     effect, p = _effect(row, digits), _fmt(row.p_holm, digits)
     if row.p_holm < alpha:
         winner, loser = (first, other) if row.better == first else (other, first)
-        return f"- **{winner}** is better than {loser}, significantly (Holm p = {p} < {alpha}; {effect})."
+        return f"- **{winner}** is better than {loser}, significantly ({words.p} = {p} < {alpha}; {effect})."
     if row.smallest_p_holm >= alpha:
         return (
             f"- {first} vs {other}: these trials cannot decide: {trials}, Holm-adjusted over the metric's pairs, give "
@@ -228,7 +245,7 @@ def comparison(row: pd.Series | tuple, first: pd.Series, alpha: float, digits: i
         )
     why = f"; {row.pair_note}" if row.pair_note else ""
     return (
-        f"- {first} vs {other}: not significantly different (Holm p = {p} ≥ {alpha}; {effect}{why})."
+        f"- {first} vs {other}: not significantly different ({words.p} = {p} ≥ {alpha}; {effect}{why})."
         f"{_plan(row, first_row, digits, cost)}"
     )
 
@@ -237,7 +254,9 @@ def _wins_text(wins: list[tuple[str, str]]) -> str:
     return ", ".join(f"{winner} over {loser}" for winner, loser in wins)
 
 
-def verdict(ranked: pd.DataFrame, pairs: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:
+def verdict(
+    ranked: pd.DataFrame, pairs: pd.DataFrame, metric: str, alpha: float, digits: int, words: Words = HOLM
+) -> str:
     """The ranking in words: the first set-up, each other one's test against it, and the significant wins
     between the others."""
     if ranked.empty or ranked.compared.iloc[0] == 0:
@@ -259,10 +278,10 @@ def verdict(ranked: pd.DataFrame, pairs: pd.DataFrame, metric: str, alpha: float
             f"it scores better than one of another set-up with probability {first.superiority:.2f} on average."
         ]
     cost = cost_column(ranked)
-    lines += [comparison(row, first, alpha, digits, cost) for row in ranked.iloc[1:].itertuples()]
+    lines += [comparison(row, first, alpha, digits, cost, words) for row in ranked.iloc[1:].itertuples()]
     others = [win for win in significant_wins(pairs, alpha) if first.setup not in win]
     if others:
-        lines.append(f"- Significant between the others (Holm p < {alpha}): {_wins_text(others)}.")
+        lines.append(f"- Significant between the others ({words.p} < {alpha}): {_wins_text(others)}.")
     lines += [_front(ranked, metric, cost, digits)]
     return "\n".join(lines)
 
@@ -288,7 +307,9 @@ def _front(ranked: pd.DataFrame, metric: str, cost: tuple[str, str], digits: int
     return f"- Quality against cost (median against {unit} per trial, the Pareto front): {points}{beaten}."
 
 
-def answer(ranked: pd.DataFrame, pairs: pd.DataFrame, metric: str, alpha: float, digits: int) -> str:
+def answer(
+    ranked: pd.DataFrame, pairs: pd.DataFrame, metric: str, alpha: float, digits: int, words: Words = HOLM
+) -> str:
     """The primary metric's answer in one sentence, which the pairwise tests support: the set-up named first
     is one that no other beats significantly; where the significant wins name no single best (a cycle, or the
     highest average rank beaten), it says so and names the wins."""
@@ -303,7 +324,8 @@ def answer(ranked: pd.DataFrame, pairs: pd.DataFrame, metric: str, alpha: float,
     beats = [loser for winner, loser in wins if winner == first.setup]
     if first.beaten_by:
         return (
-            f"No single best in {name}: every set-up loses a significant test (Holm p < {alpha}): {_wins_text(wins)}."
+            f"No single best in {name}: every set-up loses a significant test ({words.p} < {alpha}): "
+            f"{_wins_text(wins)}."
         )
     top = ranked.sort_values("superiority", ascending=False, kind="stable").iloc[0]
     lead = ""
@@ -315,29 +337,29 @@ def answer(ranked: pd.DataFrame, pairs: pd.DataFrame, metric: str, alpha: float,
     if first.compared >= RANKED_TRIALS and len(beats) == len(others):
         return (
             f"**{first.setup}** has the best {name}: it is significantly better than every other set-up "
-            f"(largest Holm p = {_fmt(tested.p_holm.max(), digits)} < {alpha}).{lead}"
+            f"(largest {words.p} = {_fmt(tested.p_holm.max(), digits)} < {alpha}).{lead}"
         )
     if beats:
         rest = [s for s in others.setup if s not in set(beats)]
         return (
             f"**{first.setup}** ranks first in {name}, and no set-up is significantly better; it is significantly "
-            f"better than {', '.join(beats)} (Holm p < {alpha}), not than {', '.join(rest)}.{lead}"
+            f"better than {', '.join(beats)} ({words.p} < {alpha}), not than {', '.join(rest)}.{lead}"
         )
     if wins:
         return (
-            f"**{first.setup}** ranks first in {name}, not significantly; the significant wins (Holm p < {alpha}): "
+            f"**{first.setup}** ranks first in {name}, not significantly; the significant wins ({words.p} < {alpha}): "
             f"{_wins_text(wins)}.{lead}"
         )
     if len(tested) and (tested.smallest_p_holm >= alpha).all():
         return (
-            f"These trials cannot decide {name}: no outcome of them could give a Holm p below "
+            f"These trials cannot decide {name}: no outcome of them could give a {words.p} below "
             f"{_fmt(tested.smallest_p_holm.min(), digits)} ≥ {alpha}; **{first.setup}** ranks first, not significantly "
-            f"(add trials: `ganstudy validate-config` says how many)."
+            f"({words.more}: `ganstudy validate-config` says how many)."
         )
     smallest = _fmt(pairs.p_holm.min(), digits) if len(pairs) else "–"
     return (
         f"No set-up is significantly better than another in {name}; **{first.setup}** ranks first "
-        f"(smallest Holm p = {smallest} ≥ {alpha})."
+        f"(smallest {words.p} = {smallest} ≥ {alpha})."
     )
 
 
@@ -374,7 +396,7 @@ def answer_page(
     counted = _counted(settings.failures)
     parts = [
         f"# {study}: the answer\n",
-        _worded(answer(ranked[primary], tables_of[primary][1], primary, alpha, digits), primary, looks) + "\n",
+        answer(ranked[primary], tables_of[primary][1], primary, alpha, digits, _words(primary, looks)) + "\n",
         f"{len(setups)} set-ups ({', '.join(setups)}); {primary.upper()} trials per set-up: "
         f"{', '.join(f'{s} {_trials_text(first_table.loc[s])}' for s in setups if s in first_table.index)}"
         f"; {counted}. Made from the tables in tables/ and convergence.csv. A set-up that another beats "
@@ -395,7 +417,7 @@ def answer_page(
         footnote = protocol_notes(scores, metric, setups)[0]
         parts += [
             f"## {metric.upper()} ({better(metric)} is better)\n",
-            _worded(verdict(ranked[metric], tables_of[metric][1], metric, alpha, digits), metric, looks) + "\n",
+            verdict(ranked[metric], tables_of[metric][1], metric, alpha, digits, _words(metric, looks)) + "\n",
             markdown_table(ranking_table(ranked[metric], converged, digits), False, digits),
             *(f"{line}\n" for line in footnote),
             _papers(reproduction, metric, digits),
@@ -420,13 +442,9 @@ def _counted(failures: str) -> str:
     )
 
 
-def _worded(text: str, metric: str, looks: dict | None) -> str:
-    """A verdict in words: on the metric a schedule tested, its p-values are the design's, not Holm's, and more
-    trials are the schedule's most."""
-    if looks is None or looks["metric"] != metric:
-        return text
-    text = text.replace("(add trials:", "(raise the schedule's most, trials.most:")
-    return re.sub(r"\bHolm p(?= [=<≥])", "design p", text)
+def _words(metric: str, looks: dict | None) -> Words:
+    """The metric's p-values: the design's on the metric a schedule tested, Holm's elsewhere."""
+    return DESIGN if looks is not None and looks["metric"] == metric else HOLM
 
 
 def _looks_part(looks: dict | None, digits: int) -> str:
