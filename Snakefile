@@ -41,7 +41,7 @@ onstart:
 # Then where the answer is, and its first lines.
 onsuccess:
     release_study_lock(STUDY_LOCK)
-    print_headline(PLAN.study_dir)
+    print_headline()
 
 
 onerror:

@@ -2,12 +2,13 @@
 test_living_study, on a finished study)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from ganstudy.errors import GanstudyError
 from ganstudy.report.export import finished_runs
-from ganstudy.stats.looks import DECISION
+from ganstudy.study.folder import StudyFolder
 
 
 def test_finished_trials_of_the_plan_with_per_class_series_and_flat_settings(tmp_path):
@@ -68,6 +69,7 @@ def test_a_scheduled_study_s_trials_past_the_look_that_ended_it_are_not_missing(
         (tmp_path / "runs" / "g" / f"trial{trial}" / "run.json").write_text("{}")
     # While the looks go on, the later rounds' trials are not finished yet.
     assert finished_runs(tmp_path)[2] == ["g/trial2: not finished, left out", "g/trial3: not finished, left out"]
-    (tmp_path / DECISION).parent.mkdir()
-    (tmp_path / DECISION).write_text(json.dumps({"trials": 2}))
+    decision = Path(StudyFolder.at(tmp_path).decision())
+    decision.parent.mkdir()
+    decision.write_text(json.dumps({"trials": 2}))
     assert [r.key for r in finished_runs(tmp_path)[1]] == ["g/trial0", "g/trial1"] and finished_runs(tmp_path)[2] == []

@@ -19,8 +19,8 @@ from conftest import SCHEMA, shown_status, train_command, with_pythonpath
 from ganstudy.atomic import write_json
 from ganstudy.config import validate_study_config
 from ganstudy.errors import GanstudyError
-from ganstudy.stats.looks import DECISION
 from ganstudy.status import CONFIG_DEFAULTS, STALE_SECONDS, status_table, study_status, trial_status, write_plan
+from ganstudy.study.folder import StudyFolder
 from ganstudy.train.progress import HEARTBEAT, PROCESS, Progress, score_columns
 from test_plugin_example import BROKEN
 from test_workflow import snakemake
@@ -127,7 +127,7 @@ def test_a_scheduled_study_s_later_rounds_wait_on_a_look_and_are_not_needed_once
     assert [(row.trial, row.state) for row in rows] == [(0, "done"), (1, "done"), (2, "waiting"), (3, "waiting")]
     assert rows[2].note == "a later round: trains only if a look leaves a comparison open"
     # The first look decided every comparison: the study ended at 2 trials per set-up.
-    write_json(study / DECISION, {"trials": 2})
+    write_json(StudyFolder.at(study).decision(), {"trials": 2})
     rows = study_status(study)
     assert [row.state for row in rows[2:]] == ["not needed", "not needed"]
     assert status_table(rows).splitlines()[-1] == "4 runs: 2 done, 2 not needed"

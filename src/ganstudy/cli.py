@@ -20,6 +20,7 @@ from ganstudy.errors import GanstudyError
 from ganstudy.parallel.stop import STOPPED_EXIT_CODE, TrainingStopped
 
 if TYPE_CHECKING:
+    from ganstudy.evaluate.scoring_noise import ScoringJob
     from ganstudy.evaluate.settings import EvaluationSettings
 
 ABORT_GRACE_SECONDS = 1.0
@@ -68,12 +69,13 @@ def _named_study(args: argparse.Namespace) -> tuple[Path, dict[str, Any] | None]
 
 def _status(args: argparse.Namespace) -> None:
     from ganstudy.status import status_table, study_status
+    from ganstudy.study.folder import StudyFolder
 
     folder, runs = _named_study(args)
     if runs is not None:
         print(f"{folder}:")
     print(status_table(study_status(folder, runs)))
-    print(f"training logs: {folder / 'logs' / 'train'}/<set-up>/trial<k>.log")
+    print(f"training logs: {StudyFolder.at(folder).train_log('<set-up>', '<k>')}")
 
 
 def _placement(args: argparse.Namespace) -> None:
@@ -174,12 +176,13 @@ def _plan_trials(args: argparse.Namespace) -> None:
     from ganstudy.stats.settings import StatisticsSettings
     from ganstudy.stats.summary import markdown_table
     from ganstudy.status import config_study_folder
+    from ganstudy.study.folder import StudyFolder
 
     config = load_study_config(args.config, CONFIG_SCHEMA)
     statistics = config["statistics"]
     info, warnings = study_design(config)
     print("\n".join([*info, *(f"warning: {line}" for line in warnings)]))
-    tables = config_study_folder(args.config, args.directory) / "tables"
+    tables = Path(StudyFolder.at(config_study_folder(args.config, args.directory)).tables())
     if not (tables / f"pairs_{config['evaluation']['metrics'][0]}.csv").is_file():
         print(
             f"{tables}: no pairs tables yet; after a run this also gives, per comparison not decided, the trials "
@@ -257,12 +260,12 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
     import contextlib
 
     from ganstudy.atomic import read_json
-    from ganstudy.evaluate.extractor import scoring_device
-    from ganstudy.evaluate.scoring_noise import ScoringJob, scoring_draws
-    from ganstudy.evaluate.settings import EvaluationSettings
+    from ganstudy.evaluate.scoring_noise import scoring_draws
     from ganstudy.outcomes import diverged
+    from ganstudy.plan.study_files import ArgumentsFiles
     from ganstudy.report.export import finished_runs
     from ganstudy.status import study_runs
+    from ganstudy.study.folder import StudyFolder
 
     _, runs, missing = finished_runs(folder, study_runs(config["study"], config["setups"], config["trials"]))
     for line in missing:
@@ -270,7 +273,7 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
     # The arguments files name their paths relative to the workflow's working directory.
     relative = Path(config["results_dir"]) / config["study"]
     workdir = Path(*folder.parts[: len(folder.parts) - len(relative.parts)]) if not relative.is_absolute() else None
-    arguments = folder.resolve() / "arguments" / "evaluate"
+    arguments = ArgumentsFiles(Path(StudyFolder.at(folder.resolve()).arguments_folder()), made_before=False)
     parser, rows, differ = build_parser(), [], []
     with contextlib.chdir(workdir or Path.cwd()):
         for run in runs:
@@ -280,27 +283,16 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
             if diverged(read_json(run.score_file)):
                 print(f"{run.setup}/trial{run.trial}: diverged in training, no generator to draw from: left out")
                 continue
-            step = parser.parse_args(["evaluate", f"@{arguments / run.setup / f'trial{run.trial}.args'}"])
+            step = parser.parse_args(["evaluate", f"@{arguments.path(f'evaluate/{run.setup}/trial{run.trial}')}"])
             if step.kind != "images":
                 raise GanstudyError(
                     f"study {config['study']} is of data kind '{step.kind}': its generators are scored on the fixed "
                     "held-out split, which has no sampling noise to measure"
                 )
-            settings = EvaluationSettings.of(step.settings, "--settings")
-            job = ScoringJob(
-                step.generator,
-                settings,
-                step.seed,
-                step.trial,
-                step.classifier,
-                step.reference,
-                step.quality_reference,
-                step.real,
-                scoring_device(args.device or step.device),
-            )
+            job = _scoring_job(step, args.device)
             scored = scoring_draws(job, args.draws, args.samples, args.threads)
             own = read_json(step.out)["scores"]
-            if args.samples in (None, settings.samples) and any(scored[0][c] != own.get(c) for c in scored[0]):
+            if args.samples in (None, job.settings.samples) and any(scored[0][c] != own.get(c) for c in scored[0]):
                 differ.append(f"{run.setup}/trial{run.trial}")
             rows += [
                 {"setup": run.setup, "trial": run.trial, "draw": d, "metric": m, "value": v}
@@ -310,6 +302,25 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
     if not rows:
         raise GanstudyError(f"{folder}: no scored trial yet; run the study first")
     return rows, differ
+
+
+def _scoring_job(step: argparse.Namespace, device: str | None) -> ScoringJob:
+    """The scoring of an evaluate step's generator as its arguments say, on ``device`` if given."""
+    from ganstudy.evaluate.extractor import scoring_device
+    from ganstudy.evaluate.scoring_noise import ScoringJob
+    from ganstudy.evaluate.settings import EvaluationSettings
+
+    return ScoringJob(
+        step.generator,
+        EvaluationSettings.of(step.settings, "--settings"),
+        step.seed,
+        step.trial,
+        step.classifier,
+        step.reference,
+        step.quality_reference,
+        step.real,
+        scoring_device(device or step.device),
+    )
 
 
 def _prepare(args: argparse.Namespace) -> None:

@@ -5,6 +5,7 @@ across nodes. It reads only the runs' run.json files, so it answers on a login n
 
 from __future__ import annotations
 
+import glob
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 from ganstudy.atomic import read_json
 from ganstudy.errors import GanstudyError
 from ganstudy.parallel.world import gpu_indices
+from ganstudy.study.folder import StudyFolder
 
 
 def rank_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -72,10 +74,11 @@ def placement_problems(record: dict[str, Any]) -> list[str]:
 
 def placement_report(study_dir: str | Path) -> tuple[str, int]:
     """A table of every finished run's ranks, each run's problems below it; (text, number of problems)."""
-    records = sorted(Path(study_dir).glob("runs/*/trial*/run.json"))
+    folder = StudyFolder.at(study_dir)
+    records = sorted(Path(path) for path in glob.glob(folder.run_file("run.json", "*", "*")))
     if not records:
         raise GanstudyError(
-            f"no finished run under {Path(study_dir) / 'runs'}: run the study first (run.json marks a finished run)"
+            f"no finished run under {folder.runs()}: run the study first (run.json marks a finished run)"
         )
     lines, count = [], 0
     for path in records:

@@ -34,11 +34,10 @@ from ganstudy.atomic import read_json, write_json
 from ganstudy.errors import GanstudyError
 from ganstudy.outcomes import diverged, divergence_text
 from ganstudy.procfs import pid_alive
-from ganstudy.stats.looks import DECISION
 from ganstudy.stats.sequential import Schedule, most_trials
+from ganstudy.study.folder import StudyFolder
 from ganstudy.train.progress import HEARTBEAT, HEARTBEAT_SECONDS, LINE, PROCESS, score_columns
 
-PLAN = "plan.json"
 ERROR = re.compile(
     r"(ganstudy [\w-]+: error: .*|ganstudy heartbeat: .*|^\w*(?:Error|Exception): .*|^.*Killed.*$|MPI_ABORT.*)"
 )
@@ -70,7 +69,7 @@ def write_plan(
     study_dir: str | os.PathLike[str], study: str, setups: dict[str, dict[str, Any]], trials: int | Mapping[str, int]
 ) -> None:
     """The runs a study plans (study_runs), for ``status`` and ``export`` of the study's folder."""
-    write_json(Path(study_dir) / PLAN, study_runs(study, setups, trials))
+    write_json(StudyFolder.at(study_dir).plan(), study_runs(study, setups, trials))
 
 
 @dataclass
@@ -170,8 +169,8 @@ def trial_status(
     """One trial's state; its score is the first of the in-training score ``columns`` (score_columns(),
     looked up once per study: it reads the installed entry points) that its rows have."""
     now = time.time() if now is None else now
-    run = study_dir / "runs" / setup / f"trial{trial}"
-    log = study_dir / "logs" / "train" / setup / f"trial{trial}.log"
+    folder = StudyFolder.at(study_dir)
+    run, log = Path(folder.run(setup, trial)), Path(folder.train_log(setup, trial))
     if (run / "run.json").is_file():
         record = read_json(run / "run.json")
         job, score = record.get("scheduler_job") or "", _reached(run, None, columns)[1]
@@ -221,20 +220,24 @@ def config_study_folder(argument: str, directory: str | os.PathLike[str] | None 
     relative = Path(settings["results_dir"]) / settings["study"]
     if directory is not None:
         return Path(directory) / relative
-    if (relative / PLAN).is_file():
+
+    def planned(folder: Path) -> bool:
+        return Path(StudyFolder.at(folder).plan()).is_file()
+
+    if planned(relative):
         return relative
-    return next((base / relative for base in path.resolve().parents if (base / relative / PLAN).is_file()), relative)
+    return next((base / relative for base in path.resolve().parents if planned(base / relative)), relative)
 
 
 def study_status(study_dir: str | os.PathLike[str], runs: dict[str, Any] | None = None) -> list[TrialStatus]:
     """Every run's state: those of ``runs`` (study_runs of a config), or of the plan its last run wrote."""
-    folder = Path(study_dir)
-    if not (folder / PLAN).is_file():
+    folder, plan_file = Path(study_dir), StudyFolder.at(study_dir).plan()
+    if not Path(plan_file).is_file():
         raise GanstudyError(
-            f"{folder / PLAN} is missing: the study has not been run yet (the workflow writes it when a run "
+            f"{plan_file} is missing: the study has not been run yet (the workflow writes it when a run "
             "starts); give results/<study> of a study that has, or the workflow's working directory (--directory)"
         )
-    plan = runs or read_json(folder / PLAN)
+    plan = runs or read_json(plan_file)
     columns = score_columns()
     rows = [
         trial_status(folder, name, trial, setup["iterations"], columns)
@@ -247,7 +250,7 @@ def study_status(study_dir: str | os.PathLike[str], runs: dict[str, Any] | None 
 def ended_at(study_dir: str | os.PathLike[str], plan: dict[str, Any]) -> int | None:
     """Trials on a schedule: the trials per set-up at which the looks ended the study; None for fixed trials
     or a study whose looks go on."""
-    decision = Path(study_dir) / DECISION
+    decision = Path(StudyFolder.at(study_dir).decision())
     return read_json(decision)["trials"] if plan.get("looks") and decision.is_file() else None
 
 

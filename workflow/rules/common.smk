@@ -82,6 +82,8 @@ try:
 except PlanRefused as refusal:
     log_notices(refusal.notices)
     raise WorkflowError(str(refusal)) from None
+# Every path under the study's folder (ganstudy.study.folder): the rules' outputs and logs.
+FOLDER = PLAN.folder
 # The study's compute section completed from the site, for the rules that read config.
 config["compute"] = PLAN.config["compute"]
 log_notices(PLAN.notices)
@@ -167,16 +169,16 @@ def arguments_inputs(job):
 def tables(name, pattern, caption, category="4. Statistics", **wildcards):
     """A rule's named outputs of the tables ``pattern`` (under tables/, ``wildcards`` expanded) in every format:
     the report shows the Markdown ones, so each table is in it once; CSV and LaTeX lie beside them."""
-    files = {ext: expand(f"{PLAN.study_dir}/tables/{pattern}.{ext}", **wildcards) for ext in TABLE_FORMATS}
+    files = {ext: expand(FOLDER.table(pattern, ext), **wildcards) for ext in TABLE_FORMATS}
     shown = report(files["md"], caption=caption, category=category)
     return {name: shown, **{f"{name}_{ext}": paths for ext, paths in files.items() if ext != "md"}}
 
 
-def print_headline(study_dir):
+def print_headline():
     """After a run: where the study's answer is and its first lines, if the page is as new as the scores."""
     from ganstudy.report.summary_page import headline  # pandas: not at every start of Snakemake
 
-    page, scores = Path(study_dir) / "summary.md", Path(study_dir) / "scores.csv"
+    page, scores = Path(FOLDER.answer()), Path(FOLDER.scores_table())
     if page.is_file() and scores.is_file() and page.stat().st_mtime >= scores.stat().st_mtime:
         logger.info(headline(page))
 

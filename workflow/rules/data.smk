@@ -10,7 +10,7 @@ if PLAN.inputs.fetched_files():
             folder=config["dataset"]["path"],
             mirror=f"--mirror {config['dataset']['mirror']}" if config["dataset"]["mirror"] else "",
         log:
-            f"{PLAN.log_dir}/fetch_dataset.log",
+            FOLDER.log("fetch_dataset"),
         conda:
             "../envs/ganstudy.yaml"
         # On the login node: compute nodes usually have no internet.
@@ -23,11 +23,11 @@ if PLAN.inputs.fetched_files():
 # config has changed before any job, so its stage is redone with or without Snakemake's metadata.
 rule spec:
     output:
-        f"{PLAN.study_dir}/specs/{{spec}}.json",
+        FOLDER.spec(),
     params:
         content=lambda wildcards: as_json(PLAN.specs[wildcards.spec]),
     log:
-        f"{PLAN.log_dir}/specs/{{spec}}.log",
+        FOLDER.log("specs/{spec}"),
     localrule: True
     run:
         Path(output[0]).write_text(f"{params.content}\n")
@@ -37,11 +37,11 @@ rule spec:
 # A job's arguments (job_arguments, common.smk), written where missing; a real run writes them before any job.
 rule arguments:
     output:
-        f"{PLAN.study_dir}/arguments/{{job}}.args",
+        str(PLAN.arguments.path("{job}")),
     params:
         content=lambda wildcards: PLAN.arguments.contents[PLAN.arguments.path(wildcards.job)],
     log:
-        f"{PLAN.log_dir}/arguments/{{job}}.log",
+        FOLDER.log("arguments/{job}"),
     localrule: True
     run:
         write_text(output[0], params.content)
@@ -54,16 +54,16 @@ rule prepare_dataset:
         unpack(arguments_inputs("prepare_dataset")),
         spec=PLAN.spec_inputs("data"),
     output:
-        train=f"{PLAN.study_dir}/data/train.npz",
-        test=f"{PLAN.study_dir}/data/test.npz",
-        partitions=f"{PLAN.study_dir}/data/partitions.npz",
+        train=FOLDER.split("train"),
+        test=FOLDER.split("test"),
+        partitions=FOLDER.split("partitions"),
         manifest=report(
-            f"{PLAN.study_dir}/data/manifest.json",
+            FOLDER.manifest(),
             caption="../report/manifest.rst",
             category="1. Data",
         ),
     log:
-        f"{PLAN.log_dir}/prepare_dataset.log",
+        FOLDER.log("prepare_dataset"),
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
@@ -86,10 +86,10 @@ rule anova:
         rules.prepare_dataset.output.train,
     output:
         # In the report once, as Markdown.
-        csv=f"{PLAN.study_dir}/tables/anova.csv",
-        markdown=report(f"{PLAN.study_dir}/tables/anova.md", caption="../report/anova.rst", category="1. Data"),
+        csv=FOLDER.table("anova", "csv"),
+        markdown=report(FOLDER.table("anova", "md"), caption="../report/anova.rst", category="1. Data"),
     log:
-        f"{PLAN.log_dir}/anova.log",
+        FOLDER.log("anova"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True

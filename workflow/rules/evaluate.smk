@@ -11,14 +11,14 @@ rule train_classifier:
         weights=PLAN.inputs.user_file(config["classifier"]["weights"]),
         spec=PLAN.spec_inputs("classifier"),
     output:
-        model=f"{PLAN.study_dir}/classifier/classifier.pt",
+        model=FOLDER.classifier("classifier.pt"),
         metrics=report(
-            f"{PLAN.study_dir}/classifier/classifier.json",
+            FOLDER.classifier("classifier.json"),
             caption="../report/classifier.rst",
             category="2. Classifier",
         ),
     log:
-        f"{PLAN.log_dir}/train_classifier.log",
+        FOLDER.log("train_classifier"),
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
@@ -42,13 +42,13 @@ job_arguments(
 rule reference_statistics:
     input:
         unpack(arguments_inputs("reference_statistics")),
-        split=f"{PLAN.study_dir}/data/{config['evaluation']['reference_split']}.npz",
+        split=FOLDER.split(config["evaluation"]["reference_split"]),
         classifier=rules.train_classifier.output.model,
         spec=PLAN.spec_inputs("reference"),
     output:
-        f"{PLAN.study_dir}/classifier/reference_stats.npz",
+        FOLDER.classifier("reference_stats.npz"),
     log:
-        f"{PLAN.log_dir}/reference_statistics.log",
+        FOLDER.log("reference_statistics"),
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
@@ -75,7 +75,7 @@ job_arguments(
 rule quality_statistics:
     input:
         unpack(arguments_inputs("quality_statistics")),
-        split=f"{PLAN.study_dir}/data/{config['evaluation']['reference_split']}.npz",
+        split=FOLDER.split(config["evaluation"]["reference_split"]),
         # Data of one class train none: then --classifier is given without a file.
         classifier=rules.train_classifier.output.model if PLAN.classifier else [],
         weights=PLAN.inputs.user_file(PLAN.inputs.pretrained_weights),
@@ -85,7 +85,7 @@ rule quality_statistics:
     params:
         **scoring_params(),
     log:
-        f"{PLAN.log_dir}/quality_statistics.log",
+        FOLDER.log("quality_statistics"),
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
@@ -113,11 +113,11 @@ rule evaluate:
         unpack(arguments_inputs("evaluate/{setup}/trial{trial}")),
         spec=PLAN.spec_inputs("evaluation"),
     output:
-        f"{PLAN.study_dir}/scores/{{setup}}/trial{{trial}}.json",
+        FOLDER.score(),
     params:
         **scoring_params(),
     log:
-        f"{PLAN.log_dir}/evaluate/{{setup}}/trial{{trial}}.log",
+        FOLDER.log("evaluate/{setup}/trial{trial}"),
     conda:
         "../envs/ganstudy.yaml"
     envmodules:

@@ -5,7 +5,7 @@
 # decision rule writes the last look's record and the lists of the runs taken, which the statistics'
 # arguments files name: those are set before any look is taken.
 
-from ganstudy.stats.looks import DECISION, write_taken
+from ganstudy.stats.looks import write_taken
 
 
 checkpoint look:
@@ -13,9 +13,9 @@ checkpoint look:
         unpack(arguments_inputs("look/look{look}")),
         scores=lambda wildcards: SCORES(PLAN.look_runs(int(wildcards.look))),
     output:
-        f"{PLAN.study_dir}/looks/look{{look}}.json",
+        FOLDER.look(),
     log:
-        f"{PLAN.log_dir}/looks/look{{look}}.log",
+        FOLDER.log("looks/look{look}"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -40,12 +40,12 @@ rule decision:
     input:
         lambda wildcards: looks_taken()[1],
     output:
-        record=f"{PLAN.study_dir}/{DECISION}",
-        scores=f"{PLAN.study_dir}/looks/scores.args",
-        losses=f"{PLAN.study_dir}/looks/losses.args",
-        runs=f"{PLAN.study_dir}/looks/runs.args",
+        record=FOLDER.decision(),
+        scores=FOLDER.taken("scores"),
+        losses=FOLDER.taken("losses"),
+        runs=FOLDER.taken("runs"),
     log:
-        f"{PLAN.log_dir}/looks/decision.log",
+        FOLDER.log("looks/decision"),
     localrule: True
     run:
         write_taken(input[0], output, {name: TAKEN[name](looks_taken()[0]) for name in TAKEN}, log[0])

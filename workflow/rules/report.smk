@@ -7,13 +7,13 @@ rule box_plot:
         scores=rules.aggregate.output,
     output:
         report(
-            f"{PLAN.study_dir}/figures/box_{{metric}}.png",
+            FOLDER.figure("box_{metric}"),
             caption="../report/box_plot.rst",
             category="5. Figures",
             labels={"metric": "{metric}"},
         ),
     log:
-        f"{PLAN.log_dir}/box_plot_{{metric}}.log",
+        FOLDER.log("box_plot_{metric}"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -31,16 +31,16 @@ rule cost_plot:
     input:
         unpack(arguments_inputs("cost_plot/{metric}")),
         scores=rules.aggregate.output,
-        summary=f"{PLAN.study_dir}/tables/summary_{{metric}}.csv",
+        summary=FOLDER.table("summary_{metric}", "csv"),
     output:
         report(
-            f"{PLAN.study_dir}/figures/cost_{{metric}}.png",
+            FOLDER.figure("cost_{metric}"),
             caption="../report/cost_plot.rst",
             category="5. Figures",
             labels={"metric": "{metric}"},
         ),
     log:
-        f"{PLAN.log_dir}/cost_plot_{{metric}}.log",
+        FOLDER.log("cost_plot_{metric}"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -61,13 +61,13 @@ rule grid_size_plot:
         scores=rules.aggregate.output,
     output:
         report(
-            f"{PLAN.study_dir}/figures/grid_sizes.png",
+            FOLDER.figure("grid_sizes"),
             caption="../report/grid_size_plot.rst",
             category="5. Figures",
             labels={"figure": "scores by grid size"},
         ),
     log:
-        f"{PLAN.log_dir}/grid_size_plot.log",
+        FOLDER.log("grid_size_plot"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -87,13 +87,13 @@ rule routine_plot:
         timings=rules.aggregate_timings.output.timings,
     output:
         report(
-            f"{PLAN.study_dir}/figures/routines.png",
+            FOLDER.figure("routines"),
             caption="../report/routine_plot.rst",
             category="5. Figures",
             labels={"figure": "seconds per routine"},
         ),
     log:
-        f"{PLAN.log_dir}/routine_plot.log",
+        FOLDER.log("routine_plot"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -111,13 +111,13 @@ rule speedup_plot:
         timings=rules.aggregate_timings.output.timings,
     output:
         report(
-            f"{PLAN.study_dir}/figures/speedup.png",
+            FOLDER.figure("speedup"),
             caption="../report/speedup_plot.rst",
             category="5. Figures",
             labels={"figure": "speed-up"},
         ),
     log:
-        f"{PLAN.log_dir}/speedup_plot.log",
+        FOLDER.log("speedup_plot"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -134,16 +134,16 @@ if PLAN.baselines:
 rule sample_montage:
     input:
         unpack(arguments_inputs("sample_montage")),
-        grids=expand(f"{PLAN.study_dir}/runs/{{setup}}/trial0/samples.png", setup=PLAN.setups),
+        grids=expand(FOLDER.run_file("samples.png", trial=0), setup=PLAN.setups),
     output:
         report(
-            f"{PLAN.study_dir}/figures/samples.png",
+            FOLDER.figure("samples"),
             caption="../report/sample_montage.rst",
             category="5. Figures",
             labels={"figure": "samples"},
         ),
     log:
-        f"{PLAN.log_dir}/sample_montage.log",
+        FOLDER.log("sample_montage"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -161,10 +161,10 @@ if PLAN.kind.figures:
     rule kind_figure:
         input:
             unpack(arguments_inputs("kind_figure/{figure}")),
-            scores=expand(f"{PLAN.study_dir}/scores/{{setup}}/trial0.json", setup=PLAN.setups),
+            scores=expand(FOLDER.score(trial=0), setup=PLAN.setups),
         output:
             report(
-                f"{PLAN.study_dir}/figures/{{figure}}.png",
+                FOLDER.figure("{figure}"),
                 caption="../report/kind_figure.rst",
                 category="5. Figures",
                 labels={"figure": "{figure}"},
@@ -174,7 +174,7 @@ if PLAN.kind.figures:
         wildcard_constraints:
             figure="|".join(re.escape(figure.name) for figure in PLAN.kind.figures),
         log:
-            f"{PLAN.log_dir}/kind_figure/{{figure}}.log",
+            FOLDER.log("kind_figure/{figure}"),
         conda:
             "../envs/ganstudy.yaml"
         localrule: True
@@ -194,13 +194,13 @@ rule training_curves:
         listed=rules.decision.output.losses if PLAN.schedule else [],
     output:
         report(
-            f"{PLAN.study_dir}/figures/training_curves.png",
+            FOLDER.figure("training_curves"),
             caption="../report/training_curves.rst",
             category="5. Figures",
             labels={"figure": "training curves"},
         ),
     log:
-        f"{PLAN.log_dir}/training_curves.log",
+        FOLDER.log("training_curves"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -216,9 +216,9 @@ rule smote_samples:
     input:
         rules.prepare_dataset.output.train,
     output:
-        report(f"{PLAN.study_dir}/figures/smote_samples.png", caption="../report/smote_samples.rst", category="1. Data"),
+        report(FOLDER.figure("smote_samples"), caption="../report/smote_samples.rst", category="1. Data"),
     log:
-        f"{PLAN.log_dir}/smote_samples.log",
+        FOLDER.log("smote_samples"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -252,11 +252,11 @@ rule summary:
         FIGURES,
         looks=rules.decision.output.record if PLAN.schedule else [],
     output:
-        report(f"{PLAN.study_dir}/summary.md", caption="../report/summary_page.rst", category="0. The answer"),
+        report(FOLDER.answer(), caption="../report/summary_page.rst", category="0. The answer"),
         # The HTML report's first page and its metadata (ganstudy.report.report_page; make report).
         **PLAN.report_files,
     log:
-        f"{PLAN.log_dir}/summary.log",
+        FOLDER.log("summary"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True

@@ -8,9 +8,9 @@ rule aggregate:
         scores=taken(SCORES),
         listed=rules.decision.output.scores if PLAN.schedule else [],
     output:
-        report(f"{PLAN.study_dir}/scores.csv", caption="../report/scores.rst", category="4. Statistics"),
+        report(FOLDER.scores_table(), caption="../report/scores.rst", category="4. Statistics"),
     log:
-        f"{PLAN.log_dir}/aggregate.log",
+        FOLDER.log("aggregate"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -31,15 +31,15 @@ rule convergence:
         losses=taken(LOSSES),
         listed=rules.decision.output.losses if PLAN.schedule else [],
     output:
-        table=report(f"{PLAN.study_dir}/convergence.csv", caption="../report/convergence.rst", category="4. Statistics"),
+        table=report(FOLDER.convergence(), caption="../report/convergence.rst", category="4. Statistics"),
         figure=report(
-            f"{PLAN.study_dir}/figures/score_curves.png",
+            FOLDER.figure("score_curves"),
             caption="../report/score_curves.rst",
             category="5. Figures",
             labels={"figure": "score curves"},
         ),
     log:
-        f"{PLAN.log_dir}/convergence.log",
+        FOLDER.log("convergence"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -70,7 +70,7 @@ rule stats:
         **tables("results", "results", "../report/results.rst"),
         **(tables("looks", "looks", "../report/looks.rst") if PLAN.schedule else {}),
     log:
-        f"{PLAN.log_dir}/stats.log",
+        FOLDER.log("stats"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -91,19 +91,19 @@ rule sweeps:
         unpack(arguments_inputs("sweeps")),
         scores=rules.aggregate.output,
         # The study's pairs: the sweep figure's Holm p-values are theirs (one family per metric).
-        pairs=expand(f"{PLAN.study_dir}/tables/pairs_{{metric}}.csv", metric=PLAN.metrics),
+        pairs=expand(FOLDER.table("pairs_{metric}", "csv"), metric=PLAN.metrics),
         sweeps=PLAN.spec_inputs("sweeps"),
     output:
         **tables("effects", "sweep_{sweep}_{metric}", "../report/sweep_effects.rst", sweep=PLAN.sweeps, metric=PLAN.metrics),
         **tables("tests", "sweep_{sweep}_tests", "../report/sweep_tests.rst", sweep=PLAN.sweeps),
         **tables("interactions", "sweep_{sweep}_interactions", "../report/sweep_interactions.rst", sweep=PLAN.sweeps),
         figures=report(
-            expand(f"{PLAN.study_dir}/figures/sweep_{{sweep}}_{{metric}}.png", sweep=PLAN.sweeps, metric=PLAN.metrics),
+            expand(FOLDER.figure("sweep_{sweep}_{metric}"), sweep=PLAN.sweeps, metric=PLAN.metrics),
             caption="../report/sweep_plot.rst",
             category="5. Figures",
         ),
     log:
-        f"{PLAN.log_dir}/sweeps.log",
+        FOLDER.log("sweeps"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -127,10 +127,10 @@ rule aggregate_timings:
         runs=taken(lambda runs: [f"{folder}/{name}" for folder in RUN_FOLDERS(runs) for name in ("run.json", "profile.csv", "losses.csv")]),
         listed=rules.decision.output.runs if PLAN.schedule else [],
     output:
-        timings=report(f"{PLAN.study_dir}/timings.csv", caption="../report/timings.rst", category="4. Statistics"),
-        runs=report(f"{PLAN.study_dir}/runs.csv", caption="../report/runs.rst", category="4. Statistics"),
+        timings=report(FOLDER.timings(), caption="../report/timings.rst", category="4. Statistics"),
+        runs=report(FOLDER.runs_table(), caption="../report/runs.rst", category="4. Statistics"),
     log:
-        f"{PLAN.log_dir}/aggregate_timings.log",
+        FOLDER.log("aggregate_timings"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -155,7 +155,7 @@ rule timing:
         **tables("routines", "routines", "../report/routines.rst"),
         **tables("epochs", "epochs", "../report/epochs.rst"),
     log:
-        f"{PLAN.log_dir}/timing.log",
+        FOLDER.log("timing"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True
@@ -180,10 +180,10 @@ rule reproduction:
     output:
         **tables("tables", "reproduction", "../report/reproduction.rst"),
         directions=report(
-            f"{PLAN.study_dir}/tables/reproduction_directions.csv", caption="../report/reproduction.rst", category="4. Statistics"
+            FOLDER.table("reproduction_directions", "csv"), caption="../report/reproduction.rst", category="4. Statistics"
         ),
     log:
-        f"{PLAN.log_dir}/reproduction.log",
+        FOLDER.log("reproduction"),
     conda:
         "../envs/ganstudy.yaml"
     localrule: True

@@ -8,12 +8,12 @@
 
 rule training_job:
     output:
-        f"{PLAN.study_dir}/jobs/{{setup}}.json",
+        FOLDER.training_job(),
     params:
         # Canonical JSON: the order of a set-up's keys in the config is no change.
         job=lambda wildcards: as_json(PLAN.jobs[wildcards.setup]),
     log:
-        f"{PLAN.log_dir}/jobs/{{setup}}.log",
+        FOLDER.log("jobs/{setup}"),
     localrule: True
     run:
         write_job(output[0], json.loads(params.job))
@@ -26,7 +26,7 @@ rule compute_options:
     params:
         compute=as_json(PLAN.compute_options),
     log:
-        f"{PLAN.log_dir}/site/compute.log",
+        FOLDER.log("site/compute"),
     localrule: True
     run:
         Path(output[0]).write_text(f"{params.compute}\n")
@@ -37,21 +37,21 @@ rule train:
     input:
         unpack(lambda wildcards: PLAN.train_inputs(wildcards.setup, wildcards.trial, ancient)),
     output:
-        generator=f"{PLAN.study_dir}/runs/{{setup}}/trial{{trial}}/generator.pt",
-        losses=f"{PLAN.study_dir}/runs/{{setup}}/trial{{trial}}/losses.csv",
+        generator=FOLDER.run_file("generator.pt"),
+        losses=FOLDER.run_file("losses.csv"),
         samples=report(
-            f"{PLAN.study_dir}/runs/{{setup}}/trial{{trial}}/samples.png",
+            FOLDER.run_file("samples.png"),
             caption="../report/samples.rst",
             category="3. Samples",
             subcategory="{setup}",
             labels={"set-up": "{setup}", "trial": "{trial}"},
         ),
-        profile=f"{PLAN.study_dir}/runs/{{setup}}/trial{{trial}}/profile.csv",
-        record=f"{PLAN.study_dir}/runs/{{setup}}/trial{{trial}}/run.json",
+        profile=FOLDER.run_file("profile.csv"),
+        record=FOLDER.run_file("run.json"),
     params:
         launch=lambda wildcards, resources: Untracked(PLAN.launch_line(resources.tasks)),
     log:
-        f"{PLAN.log_dir}/train/{{setup}}/trial{{trial}}.log",
+        FOLDER.train_log(),
     conda:
         "../envs/ganstudy.yaml"
     threads: lambda wildcards: setup_ranks(wildcards) * PLAN.threads

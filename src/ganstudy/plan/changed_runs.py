@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ganstudy.atomic import write_json
+from ganstudy.study.folder import StudyFolder
 
 # Keys of a record that change no result: runs recorded before the job was recorded whole still carry
 # their set-up's trial count in their settings.
@@ -90,7 +91,7 @@ def changed_runs(
     fingerprint of their settings and are not resumed under other ones."""
     found = []
     for setup, trial in runs:
-        path = Path(study_dir) / "runs" / setup / f"trial{trial}" / "run.json"
+        path = Path(StudyFolder.at(study_dir).run_file("run.json", setup, trial))
         if not path.is_file():
             continue
         recorded = _read(path)
@@ -108,20 +109,18 @@ def changed_runs(
 def archive_run(study_dir: str | os.PathLike[str], changed: Changed, now: dt.datetime) -> list[str]:
     """Move a changed run (its folder, score and training log) into ``archive/<now>-<hash of its job>/`` in
     the study's layout, with ``archived/<set-up>/trial<k>.json`` saying why and when; returns the moved paths."""
-    study, setup, trial = Path(study_dir), changed.setup, changed.trial
-    folder = study / "archive" / f"{now.strftime('%Y%m%dT%H%M%S')}-{changed.recorded}"
+    study, setup, trial = StudyFolder.at(study_dir), changed.setup, changed.trial
+    # The archive keeps the study's own layout.
+    archive = StudyFolder(study.archive(f"{now.strftime('%Y%m%dT%H%M%S')}-{changed.recorded}"))
     moved = []
-    for part in (
-        Path("runs") / setup / f"trial{trial}",
-        Path("scores") / setup / f"trial{trial}.json",
-        Path("logs") / "train" / setup / f"trial{trial}.log",
-    ):
-        if (study / part).exists():
-            (folder / part).parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(study / part, folder / part)
-            moved.append(str(folder / part))
+    for where in (StudyFolder.run, StudyFolder.score, StudyFolder.train_log):
+        source, target = Path(where(study, setup, trial)), Path(where(archive, setup, trial))
+        if source.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(source, target)
+            moved.append(str(target))
     write_json(
-        folder / "archived" / setup / f"trial{trial}.json",
+        archive.archived(setup, trial),
         {
             "setup": setup,
             "trial": trial,

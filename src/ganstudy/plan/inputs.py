@@ -13,6 +13,7 @@ from ganstudy.data.sources import SOURCES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import get_metric, pretrained_metrics
 from ganstudy.pretrained import PRETRAINED, Pretrained, pretrained_file
+from ganstudy.study.folder import StudyFolder
 from ganstudy.train.mode_needs import TRAINING_MODES
 
 
@@ -23,7 +24,7 @@ class StudyInputs:
     provided yet are left out, so that the plan shows the whole study (the plan's check names them)."""
 
     config: dict[str, Any]
-    study_dir: str
+    folder: StudyFolder
     kind: DataKind
     classifier: bool
     dry_run: bool
@@ -42,21 +43,21 @@ class StudyInputs:
     @property
     def quality_reference(self) -> str:
         """The real images' statistics in the extractor's features."""
-        return f"{self.study_dir}/classifier/reference_{self.config['evaluation']['extractor']}.npz"
+        return self.folder.classifier(f"reference_{self.config['evaluation']['extractor']}.npz")
 
     def train(self, setup_name: str) -> dict[str, str]:
         """A training job's: the prepared data, and for set-ups that score during training the classifier
         and real statistics (data of one class without a classifier: Inception's; kinds scored on the test
         split: that split)."""
-        inputs = {"train": f"{self.study_dir}/data/train.npz"}
+        inputs = {"train": self.folder.split("train")}
         setup = self.config["setups"][setup_name]
         scores = TRAINING_MODES.get(setup["mode"]).scores_in_training or setup["score_period"]
         if self.kind.held_out is not None:
             if setup["score_period"]:
-                inputs["held_out"] = f"{self.study_dir}/data/test.npz"
+                inputs["held_out"] = self.folder.split("test")
         elif scores and self.classifier:
-            inputs["classifier"] = f"{self.study_dir}/classifier/classifier.pt"
-            inputs["reference"] = f"{self.study_dir}/classifier/reference_stats.npz"
+            inputs["classifier"] = self.folder.classifier()
+            inputs["reference"] = self.folder.classifier("reference_stats.npz")
         elif scores:
             inputs["inception"] = self.config["evaluation"]["inception_weights"]
             inputs["reference"] = self.quality_reference
@@ -78,22 +79,24 @@ class StudyInputs:
 
     def evaluate(self, setup: str, trial: int | str) -> dict[str, Any]:
         """A scoring job's: the run's generator and record, and what it is scored against."""
-        run = f"{self.study_dir}/runs/{setup}/trial{trial}"
         metrics = self.config["evaluation"]["metrics"]
-        inputs: dict[str, Any] = {"generator": f"{run}/generator.pt", "record": f"{run}/run.json"}
+        inputs: dict[str, Any] = {
+            "generator": self.folder.run_file("generator.pt", setup, trial),
+            "record": self.folder.run_file("run.json", setup, trial),
+        }
         if self.kind.held_out is not None:
-            inputs["held_out"] = f"{self.study_dir}/data/test.npz"
+            inputs["held_out"] = self.folder.split("test")
             if self.pretrained and pretrained_metrics(self.kind, metrics):
                 inputs["weights"] = self.user_file(self.pretrained_weights)
             return inputs
         if self.classifier:
-            inputs["classifier"] = f"{self.study_dir}/classifier/classifier.pt"
-            inputs["reference"] = f"{self.study_dir}/classifier/reference_stats.npz"
+            inputs["classifier"] = self.folder.classifier()
+            inputs["reference"] = self.folder.classifier("reference_stats.npz")
         if self.pretrained:
             inputs["quality"] = self.quality_reference
         # Only where a metric reads the real images: a new input would rescore every finished run.
         if any(get_metric(name).real_images for name in metrics):
-            inputs["real"] = f"{self.study_dir}/data/{self.config['evaluation']['reference_split']}.npz"
+            inputs["real"] = self.folder.split(self.config["evaluation"]["reference_split"])
         return inputs
 
     def evaluate_against(self, inputs: dict[str, Any]) -> list[str]:

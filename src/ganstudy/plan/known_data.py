@@ -13,6 +13,7 @@ from typing import Any
 from ganstudy.config import dataset_settings
 from ganstudy.data.loaders import get_dataset
 from ganstudy.plan.study_files import as_json
+from ganstudy.study.folder import StudyFolder
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class KnownData:
 def prepared_manifest(study_dir: str | Path, dataset: dict[str, Any]) -> dict[str, Any] | None:
     """The prepared data's manifest where they were made from the ``dataset`` section, else None."""
     try:
-        manifest = json.loads((Path(study_dir) / "data" / "manifest.json").read_text())
+        manifest = json.loads(Path(StudyFolder.at(study_dir).manifest()).read_text())
     except (OSError, ValueError):
         return None
     return manifest if manifest.get("settings") == json.loads(as_json(dataset_settings(dataset))) else None

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ganstudy.atomic import write_json, write_text
+from ganstudy.study.folder import is_spec
 
 
 def as_json(section: Any) -> str:
@@ -68,7 +69,7 @@ def refresh(files: Mapping[Path, Any], made_before: bool, log: Callable[[str], N
         new = not path.is_file()
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, json.loads(as_json(content)))
-        if new and path.parent.name == "specs" and made_before:
+        if new and is_spec(path) and made_before:
             os.utime(path, (0, 0))
         elif not new:
             log(f"rewrote {path}: the config has changed what it describes")

@@ -22,8 +22,7 @@ from typing import Any
 
 from ganstudy.errors import GanstudyError
 from ganstudy.procfs import pid_alive
-
-LOCK_NAME = ".lock"
+from ganstudy.study.folder import StudyFolder
 
 
 def _holder(path: Path) -> dict[str, Any]:
@@ -43,7 +42,7 @@ def _describe(holder: dict[str, Any]) -> str:
 
 def acquire(study_dir: str | os.PathLike[str], warn: Callable[[str], None]) -> Path:
     """Take the study's lock for this process, or raise GanstudyError naming the run that holds it."""
-    path = Path(study_dir) / LOCK_NAME
+    path = Path(StudyFolder.at(study_dir).lock())
     path.parent.mkdir(parents=True, exist_ok=True)
     mine = {
         "host": socket.gethostname(),

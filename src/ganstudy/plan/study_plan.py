@@ -30,10 +30,10 @@ from ganstudy.plan.study_files import ArgumentsFiles, as_json, refresh, results_
 from ganstudy.plan.study_lock import acquire
 from ganstudy.plan.user_inputs import missing_user_inputs
 from ganstudy.pretrained import pretrained_file
-from ganstudy.report.report_page import ANSWER, METADATA
 from ganstudy.stats.design import study_design
 from ganstudy.stats.sequential import Schedule, most_trials
 from ganstudy.stats.timing import EPOCH_REFERENCES
+from ganstudy.study.folder import StudyFolder
 from ganstudy.sweeps import sweep_levels
 from ganstudy.train.job import job_description, job_record
 
@@ -139,9 +139,9 @@ class StudyPlan:
         """The study's runs and what it needs from its user; its parts and what its trials can decide."""
         config = self.config
         self.study_dir = f"{config['results_dir']}/{config['study']}"
-        self.log_dir = f"{self.study_dir}/logs"
+        self.folder = StudyFolder(self.study_dir)
         # The HTML report's first page: the answer, once the summary step has written it.
-        self.report_files = {"answer": f"{self.study_dir}/{ANSWER}", "metadata": f"{self.study_dir}/{METADATA}"}
+        self.report_files = {"answer": self.folder.report_answer(), "metadata": self.folder.report_metadata()}
         answer = Path(self.report_files["answer"])
         self.report_description = str(answer.resolve()) if answer.is_file() else "workflow/report/workflow.rst"
         if problem := results_dir_problem(config["results_dir"], self.study_dir):
@@ -205,7 +205,7 @@ class StudyPlan:
             self.notices.append(
                 ("info", "the data have one class: no classifier is trained and the per-class ANOVA is left out")
             )
-        self.inputs = StudyInputs(config, self.study_dir, self.kind, self.classifier, self.invocation.dry_run)
+        self.inputs = StudyInputs(config, self.folder, self.kind, self.classifier, self.invocation.dry_run)
         self.inputs.fetched_files()  # a standard data set without its folder is refused here
 
     def _plan_training(self) -> None:
@@ -279,9 +279,9 @@ class StudyPlan:
         """The spec, job and compute files with what each must say, which are stale, and the finished runs
         whose record no longer matches their job (read by the main process only: a cluster job's own
         Snakemake starts after the run has moved them)."""
-        config, study = self.config, self.study_dir
+        config = self.config
         # Where and how the ranks compute: a file training reads but that is no rerun trigger.
-        self.compute_file = f"{study}/site/compute.json"
+        self.compute_file = self.folder.compute_options()
         self.compute_options = {**{key: config["compute"][key] for key in _COMPUTE_KEYS}, "threads": self.threads}
         self.specs: dict[str, Any] = {
             "data": {"dataset": dataset_settings(config["dataset"]), "seed": config["seed"]},
@@ -294,10 +294,10 @@ class StudyPlan:
         if self.sweeps:
             self.specs["sweeps"] = self.sweeps
         self.study_files: dict[Path, Any] = {Path(self.spec_file(name)): spec for name, spec in self.specs.items()}
-        self.study_files |= {Path(f"{study}/jobs/{name}.json"): job for name, job in self.jobs.items()}
+        self.study_files |= {Path(self.folder.training_job(name)): job for name, job in self.jobs.items()}
         self.study_files[Path(self.compute_file)] = self.compute_options
         # Whether the study has results already, read before this run writes anything.
-        self.made_before = Path(f"{study}/data/manifest.json").is_file()
+        self.made_before = Path(self.folder.manifest()).is_file()
         # (The compute options' file is left out: rewriting it redoes nothing.)
         self.stale = [path for path in stale_files(self.study_files) if path != Path(self.compute_file)]
         # A dry-run rewrites nothing, so it lists the stages of stale files and changed runs by giving them
@@ -308,9 +308,9 @@ class StudyPlan:
             if invocation.dry_run
             else []
         )
-        self.arguments = ArgumentsFiles(Path(f"{study}/arguments"), self.made_before)
+        self.arguments = ArgumentsFiles(Path(self.folder.arguments_folder()), self.made_before)
         expected = {name: job_record(job) for name, job in self.jobs.items()}
-        changed = changed_runs(study, expected, self.runs) if invocation.main_process else []
+        changed = changed_runs(self.study_dir, expected, self.runs) if invocation.main_process else []
         self.changed = {(run.setup, run.trial): run for run in changed}
 
     def look_runs(self, look: int) -> list[tuple[str, int]]:
@@ -319,7 +319,7 @@ class StudyPlan:
         return [(s, t) for s, t in self.runs if t < self.schedule.looks[look - 1]]
 
     def spec_file(self, name: str) -> str:
-        return f"{self.study_dir}/specs/{name}.json"
+        return self.folder.spec(name)
 
     def writes(self, path: str) -> bool:
         """Whether the plan writes ``path`` itself before any job: a spec, job, compute or arguments file."""
@@ -338,7 +338,7 @@ class StudyPlan:
     def checkpoint_dir(self, setup: str, trial: int | str) -> str:
         """Where a training run keeps its checkpoints: outside its declared outputs, so that Snakemake does
         not delete them with a failed job."""
-        return f"{self.study_dir}/checkpoints/{setup}/trial{trial}"
+        return self.folder.checkpoints(setup, trial)
 
     def train_inputs(self, setup: str, trial: int | str, ancient: Callable[[str], Any]) -> dict[str, Any]:
         """A training job's inputs. For a run that matches the config the data, the job file and the compute
@@ -351,7 +351,7 @@ class StudyPlan:
         # The Inception weights reach the job through its reference statistics, whose rule checks them.
         inputs = {name: kept(path) for name, path in self.inputs.train(setup).items() if name != "inception"}
         return inputs | {
-            "job": kept(f"{self.study_dir}/jobs/{setup}.json"),
+            "job": kept(self.folder.training_job(setup)),
             "compute": ancient(self.compute_file),
             "arguments": kept(str(self.arguments.path(f"train/{setup}/trial{trial}"))),
             "edited": self.edited if changed else [],
@@ -378,7 +378,7 @@ class StudyPlan:
                 if not os.path.exists(path):
                     raise FileNotFoundError(errno.ENOENT, "not made yet", path)
             # The plan read it already where the data were prepared before this run.
-            return self.known_data.manifest or json.loads(Path(f"{self.study_dir}/data/manifest.json").read_text())
+            return self.known_data.manifest or json.loads(Path(self.folder.manifest()).read_text())
 
         return {
             "gpu": self.scoring.gpus,
@@ -397,7 +397,7 @@ class StudyPlan:
             return None
         moves = "they move" if self.invocation.executing else "a run moves them"
         return (
-            f"{len(self.changed)} finished run(s) no longer match the config; {moves} to {self.study_dir}/archive/ "
+            f"{len(self.changed)} finished run(s) no longer match the config; {moves} to {self.folder.archive('')} "
             "and train again:\n" + "\n".join(f"  - {changed.line()}" for changed in self.changed.values())
         )
 

@@ -28,7 +28,8 @@ import pandas as pd
 from ganstudy.atomic import read_json, write_json
 from ganstudy.errors import GanstudyError
 from ganstudy.outcomes import DIVERGED, FINISHED
-from ganstudy.status import PLAN, ended_at
+from ganstudy.status import ended_at
+from ganstudy.study.folder import StudyFolder
 
 # Files of a run folder that go along as artifacts, besides run.json and the score file.
 RUN_FILES = ("losses.csv", "samples.png", "cells.csv", "classes.csv")
@@ -122,20 +123,19 @@ def finished_runs(
     """The study's name, the finished trials of its planned set-ups (run.json written), and a line for each
     planned trial that has not finished (left out); planned are ``planned_runs`` (status.study_runs of a
     config), else those of the plan the study's last run wrote."""
-    folder = Path(study_dir)
-    if not (folder / PLAN).is_file():
+    folder = StudyFolder.at(study_dir)
+    if not Path(folder.plan()).is_file():
         raise GanstudyError(
-            f"{folder / PLAN} is missing: {folder} is not a study the workflow has run; give results/<study> "
+            f"{folder.plan()} is missing: {study_dir} is not a study the workflow has run; give results/<study> "
             "or the study's config file (and the workflow's working directory as --directory)"
         )
-    plan = planned_runs or read_json(folder / PLAN)
+    plan = planned_runs or read_json(folder.plan())
     # A schedule's rounds that no look asked for are not trials of the study.
-    ended = ended_at(folder, plan)
+    ended = ended_at(study_dir, plan)
     runs, missing = [], []
     for setup, planned in plan["setups"].items():
         for trial in range(planned["trials"] if ended is None else min(planned["trials"], ended)):
-            run = folder / "runs" / setup / f"trial{trial}"
-            score = folder / "scores" / setup / f"trial{trial}.json"
+            run, score = Path(folder.run(setup, trial)), Path(folder.score(setup, trial))
             if (run / "run.json").is_file():
                 runs.append(FinishedRun(setup, trial, run, score if score.is_file() else None))
             else:

@@ -23,6 +23,7 @@ from ganstudy.stats.convergence import WINDOW, setup_curves, verdict, window_tre
 from ganstudy.stats.summary import cost_column, read_summary, trial_hours  # noqa: E402
 from ganstudy.stats.sweeps import CONFIDENCE, interaction, main_effects, read_sweeps, sweep_runs  # noqa: E402
 from ganstudy.stats.timing import OVERALL, routine_table, timing_table  # noqa: E402
+from ganstudy.study.folder import of_setup  # noqa: E402
 from ganstudy.sweeps import swept_keys  # noqa: E402
 
 
@@ -134,7 +135,7 @@ def training_curves(loss_paths: list[str], setups: list[str], out_path: str | os
     for per-class runs), one line per set-up."""
     figure, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharex=True)
     for setup in setups:
-        runs = [pd.read_csv(p) for p in loss_paths if f"/runs/{setup}/" in p]
+        runs = [pd.read_csv(p) for p in loss_paths if of_setup(p, setup)]
         if not runs:
             continue
         mean = pd.concat(runs).groupby("iteration")[["d_loss", "g_loss"]].mean()

@@ -22,9 +22,8 @@ import pandas as pd
 import yaml
 
 from ganstudy.atomic import write_text
+from ganstudy.study.folder import StudyFolder
 
-ANSWER = "report/answer.rst"
-METADATA = "report/metadata.yaml"
 # The report's own link targets (Snakemake defines one per category and per result file's name).
 _LINKS = "Every figure: `5. Figures`_; every table: `4. Statistics`_; the rule graph and each job: `Workflow`_."
 
@@ -63,11 +62,11 @@ def write_report_page(
 ) -> None:
     """Write report/answer.rst and report/metadata.yaml under ``study_dir`` from the summary's ``page``
     (without its figures); the primary metric's box and cost figures among ``figures`` go inline."""
-    folder = Path(study_dir)
+    folder = StudyFolder.at(study_dir)
     wanted = {f"box_{primary}", f"cost_{primary}"}
     inline = [Path(figure) for figure in figures if Path(figure).stem in wanted and Path(figure).is_file()]
-    write_text(folder / ANSWER, answer_description(page, inline))
+    write_text(folder.report_answer(), answer_description(page, inline))
     # Numbers only: Snakemake 9.27 shows a text value of report metadata as docutils' parts, not as the text.
-    scored = pd.read_csv(folder / "scores.csv")[["setup", "trial"]].drop_duplicates()
+    scored = pd.read_csv(folder.scores_table())[["setup", "trial"]].drop_duplicates()
     metadata = {"set-ups": len(setups), "runs scored": len(scored), "metrics": len(metrics)}
-    write_text(folder / METADATA, yaml.safe_dump(metadata, sort_keys=False))
+    write_text(folder.report_metadata(), yaml.safe_dump(metadata, sort_keys=False))

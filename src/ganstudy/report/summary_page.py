@@ -30,6 +30,7 @@ from ganstudy.stats.power import MOST_TRIALS, TrialsNeeded
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import _fmt, cost_column, markdown_table, read_tables
+from ganstudy.study.folder import StudyFolder
 
 # Fewer finite trials than this have no spread: such a set-up is ranked after those that have one.
 RANKED_TRIALS = 2
@@ -383,12 +384,13 @@ def answer_page(
 ) -> str:
     """The page's Markdown up to its list of figures (the report's first page shows it with figures of its own).
     ``looks``: trials on a schedule, the last look's record (stats.looks)."""
-    folder = Path(study_dir)
-    tables = folder / "tables"
-    scores = pd.read_csv(folder / "scores.csv")
-    convergence = pd.read_csv(folder / "convergence.csv")
+    folder = StudyFolder.at(study_dir)
+    tables = Path(folder.tables())
+    scores = pd.read_csv(folder.scores_table())
+    convergence = pd.read_csv(folder.convergence())
     converged = dict(zip(convergence.setup, convergence.converged))
-    reproduction = pd.read_csv(tables / "reproduction.csv") if (tables / "reproduction.csv").is_file() else None
+    reproduction_file = Path(folder.table("reproduction"))
+    reproduction = pd.read_csv(reproduction_file) if reproduction_file.is_file() else None
     digits, alpha, primary = settings.digits, settings.alpha, settings.primary(metrics)
     tables_of = {metric: read_tables(tables, metric) for metric in metrics}
     ranked = {metric: ranking(*tables_of[metric], metric, settings) for metric in metrics}

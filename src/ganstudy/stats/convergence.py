@@ -54,6 +54,7 @@ from scipy.stats import theilslopes
 
 from ganstudy.atomic import atomic_path, read_json
 from ganstudy.outcomes import diverged
+from ganstudy.study.folder import of_setup
 from ganstudy.train.progress import score_columns
 
 WINDOW = 0.25
@@ -120,9 +121,7 @@ def setup_curves(loss_paths: list[str], setups: list[str]) -> dict[str, tuple[st
     no curve to judge: it is an outcome (its scores are inf), not a run that is still improving."""
     curves, columns = {}, score_columns()
     for setup in setups:
-        runs = [
-            run_curve(pd.read_csv(p), columns) for p in loss_paths if f"/runs/{setup}/" in p and not diverged_run(p)
-        ]
+        runs = [run_curve(pd.read_csv(p), columns) for p in loss_paths if of_setup(p, setup) and not diverged_run(p)]
         runs = [r for r in runs if r is not None]
         if runs:
             curves[setup] = (runs[0][0], pd.concat([curve for _, curve in runs], axis=1).sort_index())
@@ -262,7 +261,7 @@ def convergence_table(
     rows = []
     curves = setup_curves(loss_paths, setups)
     for setup in setups:
-        gone = sum(f"/runs/{setup}/" in p and diverged_run(p) for p in loss_paths)
+        gone = sum(of_setup(p, setup) and diverged_run(p) for p in loss_paths)
         if setup not in curves:
             rows.append(
                 {

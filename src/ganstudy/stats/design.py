@@ -22,6 +22,7 @@ from ganstudy.stats.sequential import Schedule, most_trials, obrien_fleming, sim
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import cost_column, read_summary, read_tables, trials
 from ganstudy.stats.tests import holm, smallest_p
+from ganstudy.study.folder import StudyFolder
 
 # The most trials per set-up the planner proposes; a design that needs more is named as such.
 MOST_TRIALS = 200
@@ -151,8 +152,9 @@ def schedule_plan(folder: Path, schedule: Schedule, metric: str, settings: Stati
     trials as ``settings.failures`` says): the share of studies that decide every comparison and at least one
     by the last look, the mean trials per set-up and the core-hours (GPU-hours where every set-up trained on
     GPUs) a study of all set-ups would take at the study's trial times (tables/summary_<metric>.csv)."""
-    scores = pd.read_csv(folder / "scores.csv")
-    summary = read_summary(folder / "tables" / f"summary_{metric}.csv").set_index("setup")
+    study = StudyFolder.at(folder)
+    scores = pd.read_csv(study.scores_table())
+    summary = read_summary(study.table(f"summary_{metric}")).set_index("setup")
     column, unit = cost_column(summary.reset_index())
     setups = list(summary.index)
     samplers = [_resampler(trials(scores, metric, setup, settings.failures).outcomes) for setup in setups]

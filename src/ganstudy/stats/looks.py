@@ -28,8 +28,6 @@ from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import trials, write_table
 from ganstudy.stats.tests import rank_test
 
-# The study's last look, once the looks have ended it (rule decision; read by ganstudy status).
-DECISION = "looks/decision.json"
 LOOK_COLUMNS = ["setup_a", "setup_b", "decided_at", "trials", "p_nominal", "level", "p_design", "p_design_holm"]
 
 
