@@ -109,8 +109,12 @@ if PLAN.inputs.pretrained:
 
 rule evaluate:
     input:
-        unpack(lambda wildcards: PLAN.inputs.evaluate(wildcards.setup, wildcards.trial)),
         unpack(arguments_inputs("evaluate/{setup}/trial{trial}")),
+        generator=rules.train.output.generator,
+        record=rules.train.output.record,
+        # The classifier and real statistics (rules train_classifier, reference_statistics), a pretrained
+        # extractor's (quality_statistics), or the held-out split (prepare_dataset): the same for every run.
+        **PLAN.inputs.scored_against(),
         spec=PLAN.spec_inputs("evaluation"),
     output:
         FOLDER.score(),
@@ -131,10 +135,11 @@ rule evaluate:
 
 
 for setup, trial in PLAN.runs:
-    inputs = PLAN.inputs.evaluate(setup, trial)
     job_arguments(
-        f"evaluate/{setup}/trial{trial}", "--settings", PLAN.evaluation_settings, "--generator", inputs["generator"],
-        "--run-record", inputs["record"], *PLAN.inputs.evaluate_against(inputs), "--seed", config["seed"], "--trial", trial,
+        f"evaluate/{setup}/trial{trial}", "--settings", PLAN.evaluation_settings,
+        "--generator", *expand(rules.evaluate.input.generator, setup=setup, trial=trial),
+        "--run-record", *expand(rules.evaluate.input.record, setup=setup, trial=trial),
+        *PLAN.inputs.evaluate_against(PLAN.inputs.scored_against()), "--seed", config["seed"], "--trial", trial,
         "--out", *expand(rules.evaluate.output, setup=setup, trial=trial), kept=True,
     )
 

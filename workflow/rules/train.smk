@@ -35,7 +35,8 @@ rule compute_options:
 
 rule train:
     input:
-        unpack(lambda wildcards: PLAN.train_inputs(wildcards.setup, wildcards.trial, ancient)),
+        # common.smk: the prepared split, the in-training scorer's files, the job file, compute options, arguments.
+        unpack(training_inputs),
     output:
         generator=FOLDER.run_file("generator.pt"),
         losses=FOLDER.run_file("losses.csv"),

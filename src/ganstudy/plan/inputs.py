@@ -77,13 +77,12 @@ class StudyInputs:
             }
         return sources
 
-    def evaluate(self, setup: str, trial: int | str) -> dict[str, Any]:
-        """A scoring job's: the run's generator and record, and what it is scored against."""
+    def scored_against(self) -> dict[str, Any]:
+        """What every scoring job scores its run's generator against (the same for every run): the held-out
+        test split, or the classifier and the real images' statistics, those of a pretrained extractor, and the
+        reference split where a metric reads the real images."""
         metrics = self.config["evaluation"]["metrics"]
-        inputs: dict[str, Any] = {
-            "generator": self.folder.run_file("generator.pt", setup, trial),
-            "record": self.folder.run_file("run.json", setup, trial),
-        }
+        inputs: dict[str, Any] = {}
         if self.kind.held_out is not None:
             inputs["held_out"] = self.folder.split("test")
             if self.pretrained and pretrained_metrics(self.kind, metrics):
@@ -100,7 +99,7 @@ class StudyInputs:
         return inputs
 
     def evaluate_against(self, inputs: dict[str, Any]) -> list[str]:
-        """The evaluate command's arguments for what it scores against, from its job's ``inputs``: the test
+        """The evaluate command's arguments for what it scores against (``inputs``: scored_against): the test
         split, or the classifier's statistics (and those of a pretrained extractor), and the reference split
         where a metric reads the real images."""
         if self.kind.held_out is not None:
