@@ -1,0 +1,140 @@
+"""Stage 4's steps: stats, look, sweep-stats, summary."""
+
+from __future__ import annotations
+
+import argparse
+
+from ganstudy.cli.options import (
+    Commands,
+    digits_option,
+    schedule_argument,
+    settings_option,
+)
+
+
+def _stats(args: argparse.Namespace) -> None:
+    from ganstudy.atomic import read_json
+    from ganstudy.stats.looks import design_pvalues, write_looks
+    from ganstudy.stats.settings import StatisticsSettings
+    from ganstudy.stats.summary import write_stats
+
+    settings = StatisticsSettings.of(args.settings, "--settings")
+    design = None
+    if args.looks:
+        record = read_json(args.looks)
+        design = {record["metric"]: design_pvalues(record)}
+        write_looks(record, args.out_dir, settings.digits)
+    write_stats(args.scores, args.setups, args.metrics, args.out_dir, settings, args.convergence, design)
+
+
+def _stats_command(commands: Commands) -> None:
+    sub = commands.step("stats", _stats, "summary tables and rank-sum p-value matrices per metric")
+    sub.add_argument("--scores", required=True)
+    sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
+    sub.add_argument("--metrics", nargs="+", required=True)
+    settings_option(sub, "statistics section")
+    sub.add_argument("--convergence", help="convergence.csv: flag set-ups whose training had not converged")
+    sub.add_argument(
+        "--looks", help="trials on a schedule: the study's last look (looks/decision.json), whose decisions it reports"
+    )
+    sub.add_argument("--out-dir", required=True)
+
+
+def _look(args: argparse.Namespace) -> None:
+    from ganstudy.stats.aggregate import read_scores
+    from ganstudy.stats.looks import write_look
+    from ganstudy.stats.sequential import Schedule
+    from ganstudy.stats.settings import StatisticsSettings
+
+    settings = StatisticsSettings.of(args.settings, "--settings")
+    schedule = Schedule(*args.schedule)
+    scores = read_scores("", args.scores)
+    write_look(scores, args.setups, settings.primary(args.metrics), schedule, args.look, settings, args.out)
+
+
+def _look_command(commands: Commands) -> None:
+    sub = commands.step(
+        "look",
+        _look,
+        "one look of a study whose trials are a schedule: the primary metric's comparisons tested group-sequentially "
+        "on the trials of every look so far, and whether another round is needed",
+    )
+    sub.add_argument("--scores", nargs="+", required=True, help="evaluate outputs of (at least) this look's trials")
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--metrics", nargs="+", required=True, help="the study's metrics (the primary one is tested)")
+    sub.add_argument(
+        "--schedule", type=schedule_argument, required=True, metavar="FIRST,STEP,MOST", help="the study's trials"
+    )
+    sub.add_argument("--look", type=int, required=True, help="which look, from 1")
+    settings_option(sub, "statistics section")
+    sub.add_argument("--out", required=True)
+
+
+def _sweep_stats(args: argparse.Namespace) -> None:
+    from ganstudy.report.figures import sweep_plots
+    from ganstudy.stats.sweeps import write_sweep_stats
+
+    write_sweep_stats(args.scores, args.sweeps, args.metrics, args.out_dir, args.digits, args.failures)
+    sweep_plots(args.scores, args.sweeps, args.metrics, args.figures, args.out_dir)
+
+
+def _sweep_stats_command(commands: Commands) -> None:
+    sub = commands.step(
+        "sweep-stats", _sweep_stats, "per sweep: main effects, Kruskal-Wallis per key, interactions, pairwise Holm p"
+    )
+    sub.add_argument("--scores", required=True)
+    sub.add_argument(
+        "--sweeps", required=True, help="JSON: each sweep's set-ups and their values (the study's specs/sweeps.json)"
+    )
+    sub.add_argument("--metrics", nargs="+", required=True)
+    digits_option(sub)
+    sub.add_argument(
+        "--failures", default="worst", help="statistics.failures: what a failed trial counts as (worst or exclude)"
+    )
+    sub.add_argument(
+        "--out-dir", required=True, help="folder of the tables; the study's pairs_<metric>.csv are read there"
+    )
+    sub.add_argument("--figures", required=True, help="folder of the figures")
+
+
+def _summary(args: argparse.Namespace) -> None:
+    from ganstudy.report.summary_page import write_summary
+    from ganstudy.stats.settings import StatisticsSettings
+
+    write_summary(
+        args.study_dir,
+        args.study,
+        args.setups,
+        args.metrics,
+        args.figures,
+        args.out,
+        StatisticsSettings.of(args.settings, "--settings"),
+        args.looks,
+    )
+
+
+def _summary_command(commands: Commands) -> None:
+    sub = commands.step(
+        "summary",
+        _summary,
+        "the study's answer on one page, from its tables: per metric the set-ups ranked, "
+        "the best one's tests against each, convergence, the papers' numbers, the protocol, the figures",
+    )
+    sub.add_argument(
+        "--study-dir", required=True, help="results/<study>: scores.csv, convergence.csv and tables/ are read there"
+    )
+    sub.add_argument("--study", required=True)
+    sub.add_argument("--setups", nargs="+", required=True)
+    sub.add_argument("--metrics", nargs="+", required=True)
+    sub.add_argument("--figures", nargs="*", default=[], help="the study's figures, to link")
+    settings_option(sub, "statistics section")
+    sub.add_argument("--looks", help="trials on a schedule: the study's last look (looks/decision.json)")
+    sub.add_argument("--out", required=True)
+
+
+def register(commands: Commands) -> None:
+    """Steps of the score tables and of the page that sums them up."""
+    _stats_command(commands)
+    _look_command(commands)
+    _sweep_stats_command(commands)
+    _summary_command(commands)
