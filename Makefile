@@ -60,7 +60,7 @@ tables figures: setup
 # Into the study's folder, beside its summary.md (results/<study>/report.html). With the study's metadata
 # (written with summary.md) the report opens on the answer, the rule graph a click away.
 report: setup
-	@folder=$$($(BIN)/python -c 'import sys; from ganstudy.status import config_study_folder; print(config_study_folder(sys.argv[1]))' $(CONFIG)) && \
+	@folder=$$($(BIN)/python -c 'import sys; from ganstudy.report.status import config_study_folder; print(config_study_folder(sys.argv[1]))' $(CONFIG)) && \
 	  metadata=$$folder/report/metadata.yaml && \
 	  $(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report "$$folder/report.html" \
 	    $$(test -f "$$metadata" && echo --report-metadata "$$metadata") && \

@@ -23,12 +23,12 @@ from typing import Any
 
 import torch
 
-from ganstudy.code_version import git_state
-from ganstudy.config import validate_study_config
+from ganstudy.config.validate import validate_study_config
+from ganstudy.core.code_version import git_state
+from ganstudy.core.procfs import cpu_description
+from ganstudy.core.provenance import now, package_versions
 from ganstudy.parallel.topology import resolve_shape
 from ganstudy.parallel.world import mpi_library_version
-from ganstudy.procfs import cpu_description
-from ganstudy.provenance import now, package_versions
 from ganstudy.train.job import job_description, write_job
 
 REPO = Path(__file__).resolve().parents[1]

@@ -2,7 +2,7 @@
 through the scoring path (ganstudy.evaluate.extractor: torch-fidelity's resize to 299x299, 2048 features and
 the logits), with random weights (the published file cannot be fetched here; the cost is the same).
 
-The plan sizes every scoring job's wall time and memory from these figures (ganstudy.resources:
+The plan sizes every scoring job's wall time and memory from these figures (ganstudy.core.resources:
 SCORING_GMAC_PER_SECOND, ACTIVATION_MB); run it on the CPU kind and the GPU a site has to check them.
 
 - images_per_second: images scored per second at batch 50, after a warm-up batch; gmac_per_second: that
@@ -27,9 +27,9 @@ from pathlib import Path
 import torch
 
 from common import emit, parser
+from ganstudy.core.resources import EXTRACTOR_GMAC, peak_memory
 from ganstudy.evaluate.extractor import inception_extractor
 from ganstudy.evaluate.fidelity_extractor import random_inception_weights
-from ganstudy.resources import EXTRACTOR_GMAC, peak_memory
 
 FULL = {"images": 400, "batches": (10, 50)}
 QUICK = {"images": 8, "batches": (2, 4)}

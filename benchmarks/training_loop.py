@@ -25,11 +25,11 @@ import torch
 import torch.nn.functional as F
 
 from common import emit, interleaved_medians, parser, setup
+from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.data.arrays import load_split
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.models import build_pair, job_settings
 from ganstudy.parallel.world import mpi_world
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.train.network_spec import network_spec
 from grid_scaling import score_inputs

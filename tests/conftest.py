@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ganstudy.config import load_study_config
+from ganstudy.config.validate import load_study_config
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
@@ -141,7 +141,7 @@ def assert_trained_alike(a: dict, b: dict, share: float = 1e-3) -> None:
 M32 = (1 << 32) - 1
 
 
-# The dropout masks' hash (ganstudy.counter_random.hash32, scaled_mask) written independently.
+# The dropout masks' hash (ganstudy.core.counter_random.hash32, scaled_mask) written independently.
 def lowbias32(x: int) -> int:
     """Wellons' lowbias32 in Python's unbounded integers, with the multipliers as published."""
     x ^= x >> 16

@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from ganstudy.atomic import atomic_path, read_json, write_json
-from ganstudy.checkpoint import FinishedOutputs, checkpoint_due, load_state, run_fingerprint, save_state
-from ganstudy.seeding import derive_seed
+from ganstudy.core.atomic import atomic_path, read_json, write_json
+from ganstudy.core.checkpoint import FinishedOutputs, checkpoint_due, load_state, run_fingerprint, save_state
+from ganstudy.core.seeding import derive_seed
 
 
 def test_atomic_path_leaves_nothing_when_the_writer_fails(tmp_path):
@@ -67,7 +67,7 @@ def test_atomic_files_are_fsynced_before_and_their_folder_after_the_rename(tmp_p
 
 
 def test_derived_seeds_are_stable_across_processes_and_distinct_per_stream():
-    code = "from ganstudy.seeding import derive_seed; print(derive_seed(7, 3, 'noise'))"
+    code = "from ganstudy.core.seeding import derive_seed; print(derive_seed(7, 3, 'noise'))"
     other_process = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert other_process == derive_seed(7, 3, "noise")
     seeds = {derive_seed(7, t, s) for t in range(5) for s in ("init", "noise", "batches")}

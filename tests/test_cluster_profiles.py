@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from conftest import REPO, SCHEMA, TINY, planned_jobs, require_slurm, shown_status, with_user_data
-from ganstudy.config import load_study_config
+from ganstudy.config.validate import load_study_config
 
 pytestmark = pytest.mark.workflow
 
@@ -245,7 +245,7 @@ def test_summit_profile_submits_whole_node_jobs_to_lsf_and_launches_ranks_with_j
 
 
 def test_lsf_status_maps_bjobs_states(tmp_path, env, monkeypatch):
-    from ganstudy.lsf import status
+    from ganstudy.plan.lsf import status
 
     jobs = tmp_path / "jobs"
     for job, rc in (("1", None), ("2", "0"), ("3", "1")):

@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from conftest import REPO, SCHEMA
-from ganstudy.config import (
+from ganstudy.config.validate import (
     TASK_KEYS,
     ConfigError,
     dataset_settings,
@@ -144,8 +144,8 @@ class _ReadAttributes:
 
 
 def test_network_only_keys_reach_exactly_the_networks_whose_task_reads_them():
+    from ganstudy.config.setup_settings import TrainingSettings
     from ganstudy.models import NETWORKS, get_network
-    from ganstudy.setup_settings import TrainingSettings
     from ganstudy.train.tasks import TASKS
 
     config = validate_study_config({}, SCHEMA)
@@ -176,7 +176,7 @@ def test_default_study_settings_carry_no_key_of_other_networks_or_data_sets(defa
 
 
 def test_a_key_only_some_metrics_read_reaches_the_scoring_only_with_them():
-    from ganstudy.config import evaluation_settings
+    from ganstudy.config.validate import evaluation_settings
 
     config = validate_study_config({}, SCHEMA)
     assert "dc_neighborhood" not in evaluation_settings(config["evaluation"], "digits")
@@ -187,7 +187,7 @@ def test_a_key_only_some_metrics_read_reaches_the_scoring_only_with_them():
 def test_a_lab_s_own_network_of_a_task_gets_that_task_s_keys(site):
     # A paired network of a lab's own package: pix2pix's L1 weight, schedule and jitter are its task's.
     from conftest import install
-    from ganstudy.setup_settings import TrainingSettings
+    from ganstudy.config.setup_settings import TrainingSettings
     from ganstudy.train.tasks import TASKS
 
     source = "from ganstudy.models import Network\n\nUNET = Network(build='lab_paired:build', task='paired')\n"

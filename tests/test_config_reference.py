@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 
 from conftest import REPO
-from ganstudy.config_reference import schema_gaps
+from ganstudy.config.reference import schema_gaps
 
 
 def test_the_committed_reference_is_what_the_schemas_generate(tmp_path, env):

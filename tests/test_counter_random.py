@@ -11,7 +11,7 @@ import pytest
 import torch
 from scipy import stats
 
-from ganstudy.counter_random import (
+from ganstudy.core.counter_random import (
     _log,
     _sin_cos,
     counter_key,
@@ -64,7 +64,7 @@ def test_uniform_and_integer_draws_are_uniform():
 def test_a_keys_draws_are_the_same_bits_alone_and_among_any_keys(count, dtype, monkeypatch):
     together = normal(KEYS, count, CPU, dtype)
     # Another block width too: on a CPU the pairs are made a block at a time.
-    monkeypatch.setattr("ganstudy.counter_random._CPU_PAIRS", 5)
+    monkeypatch.setattr("ganstudy.core.counter_random._CPU_PAIRS", 5)
     for first, last in ((0, 1), (5, 6), (3, 20), (36, 37)):
         assert torch.equal(normal(KEYS[first:last], count, CPU, dtype), together[first:last])
     # A longer draw starts with the shorter one; all pairs in one pass (a GPU's way) give the same bits.

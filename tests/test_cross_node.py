@@ -21,7 +21,7 @@ import yaml
 
 from conftest import REPO, TINY, assert_same_generators, planned_jobs, require_slurm
 from ganstudy.parallel.world import gpu_indices
-from ganstudy.placement import placement_problems
+from ganstudy.report.placement import placement_problems
 
 pytestmark = pytest.mark.workflow
 

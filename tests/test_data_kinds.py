@@ -192,7 +192,7 @@ LAB_DRAWN = textwrap.dedent("""
 
 
 def test_a_data_set_s_options_are_checked_against_its_schema_and_reach_its_loader(default_config, site, tmp_path):
-    from ganstudy.config import dataset_settings
+    from ganstudy.config.validate import dataset_settings
     from ganstudy.data.settings import DatasetSettings
 
     install(site, "lab-drawn", "[ganstudy.datasets]\ndrawn = lab_drawn:DRAWN\n", "lab_drawn", LAB_DRAWN)
@@ -245,8 +245,8 @@ def test_a_kind_whose_parts_are_not_installed_is_named_while_planning(site):
 def test_a_plugin_kind_s_in_training_score_is_found_by_status_and_the_convergence_check(site):
     import pandas as pd
 
+    from ganstudy.report.status import _score_cell
     from ganstudy.stats.convergence import run_curve
-    from ganstudy.status import _score_cell
     from ganstudy.train.progress import score_columns
 
     install(site, "lab-kind", "[ganstudy.kinds]\nvoxels = lab_kind:VOXELS\n", "lab_kind", LAB_KIND)

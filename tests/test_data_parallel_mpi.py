@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from conftest import REPO, SCHEMA, assert_trained_alike, train_command
-from ganstudy.config import validate_study_config
+from ganstudy.config.validate import validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import load_generator

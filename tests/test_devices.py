@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from conftest import SCHEMA, train_command
-from ganstudy.config import validate_study_config
+from ganstudy.config.validate import validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.parallel.determinism import configure_determinism, configure_tf32
 from ganstudy.parallel.process_group import check_one_gpu_per_rank

@@ -16,16 +16,16 @@ import torch
 from PIL import Image
 
 from conftest import SCHEMA, train_command
-from ganstudy.atomic import read_json, write_json
-from ganstudy.config import validate_study_config
+from ganstudy.config.validate import validate_study_config
+from ganstudy.core.atomic import read_json, write_json
 from ganstudy.data.arrays import Split, load_split, save_split
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.scores import evaluate_generator
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models.artifact import load_generator, save_generator
+from ganstudy.report.status import status_table, trial_status
 from ganstudy.stats.aggregate import read_scores
 from ganstudy.stats.convergence import convergence_notes, convergence_table
-from ganstudy.status import status_table, trial_status
 from ganstudy.train.progress import score_columns
 from test_workflow import snakemake
 

@@ -5,6 +5,7 @@ import pytest
 import torch
 from scipy import linalg
 
+from ganstudy.core.seeding import derive_seed
 from ganstudy.data.arrays import file_digest, load_split, to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.classifier import load_classifier
@@ -14,7 +15,6 @@ from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import sample_generator, sample_labelled, save_generator
 from ganstudy.models.mixture import MixtureGenerator
-from ganstudy.seeding import derive_seed
 
 SETTINGS = {
     "samples": 600,

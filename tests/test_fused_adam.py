@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from conftest import SCHEMA, train_command
-from ganstudy.config import validate_study_config
+from ganstudy.config.validate import validate_study_config
 from ganstudy.train.fused_adam import FusedAdam
 
 BETAS = (0.5, 0.999)

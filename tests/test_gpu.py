@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from conftest import SCHEMA, assert_trained_alike
-from ganstudy.config import validate_study_config
-from ganstudy.counter_random import scaled_mask
+from ganstudy.config.validate import validate_study_config
+from ganstudy.core.counter_random import scaled_mask
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.models.artifact import load_generator, sample_generator
 from ganstudy.train.grid.draws import MUSTANGS_LOSSES
@@ -302,7 +302,7 @@ def test_a_stacked_update_sends_its_host_values_without_stopping_the_host():
     """The whole layout's per-update values from the host (the defenders' rows, Adam's factors) reach the GPU
     from pinned memory, queued like kernels: torch's sync debug mode raises at any call that makes the
     host wait for the device, as a copy from pageable memory does."""
-    from ganstudy.device_copy import to_device
+    from ganstudy.core.device_copy import to_device
     from ganstudy.train.grid.population import Individual
     from ganstudy.train.grid.stacked import StackedPlayers, chosen_losses
     from ganstudy.train.losses import LOSSES

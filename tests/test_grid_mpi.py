@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from conftest import SCHEMA, train_command
-from ganstudy.config import validate_study_config
+from ganstudy.config.validate import validate_study_config
 from ganstudy.models.artifact import load_generator
 from jobs import kill_job, start_job, wait_for
 

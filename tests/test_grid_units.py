@@ -242,8 +242,8 @@ def test_a_pass_drawn_in_blocks_of_updates_draws_what_one_update_at_a_time_does(
     from types import SimpleNamespace
 
     from conftest import SCHEMA
-    from ganstudy.config import validate_study_config
-    from ganstudy.setup_settings import TrainingSettings
+    from ganstudy.config.setup_settings import TrainingSettings
+    from ganstudy.config.validate import validate_study_config
     from ganstudy.train.grid import draws as grid_draws
     from ganstudy.train.losses import LOSSES
 

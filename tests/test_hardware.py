@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from ganstudy.provenance import float_path
+from ganstudy.core.provenance import float_path
 from ganstudy.report.summary_page import write_summary
 from ganstudy.stats.aggregate import aggregate_scores
 from ganstudy.stats.convergence import COLUMNS

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from conftest import reference_mask
-from ganstudy.counter_random import counter_key, scaled_mask
+from ganstudy.core.counter_random import counter_key, scaled_mask
 from ganstudy.errors import GanstudyError
 from ganstudy.models.stacked_network import StackedNetwork
 from ganstudy.parallel.keyed_dropout import keyed_dropout, keyed_masks

@@ -9,8 +9,9 @@ import torch
 from scipy import stats
 
 from conftest import SCHEMA
-from ganstudy.checkpoint import save_state
-from ganstudy.config import validate_study_config
+from ganstudy.config.setup_settings import TrainingSettings
+from ganstudy.config.validate import validate_study_config
+from ganstudy.core.checkpoint import save_state
 from ganstudy.data.arrays import Split, load_split
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair, job_settings
@@ -18,7 +19,6 @@ from ganstudy.models.artifact import load_generator, sample_labelled, save_gener
 from ganstudy.models.mixture import ConditionalGenerator, MixtureGenerator
 from ganstudy.parallel.partition import assign_classes
 from ganstudy.parallel.world import gpu_indices, mpi_world
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.stats.anova import pixel_anova
 from ganstudy.train.modes import TrainingContext, get_mode
 

@@ -641,9 +641,9 @@ def _served_runs(command: str, study: str, env: dict) -> list[dict]:
 def test_scoring_noise_rescores_as_the_evaluate_step_and_pools_the_sample_sets_variance(living, tmp_path, env):
     from scipy.stats import mannwhitneyu
 
+    from ganstudy.core.seeding import derive_seed
     from ganstudy.evaluate.fid import FidScorer
     from ganstudy.models.artifact import load_generator, sample_generator
-    from ganstudy.seeding import derive_seed
 
     out = tmp_path / "draws.csv"
     done = subprocess.run(
@@ -776,9 +776,9 @@ def test_a_run_compared_with_a_reference_tells_the_training_from_the_scoring(liv
     # with its classifier trained again under another seed: the same generators under another scorer.
     from scipy.stats import wilcoxon
 
+    from ganstudy.core.seeding import derive_seed
     from ganstudy.evaluate.fid import FidScorer
     from ganstudy.models.artifact import load_generator, sample_generator
-    from ganstudy.seeding import derive_seed
 
     study = living / "results" / STUDY
     reference = tmp_path / "reference"

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy.stats import mannwhitneyu, rankdata
 
-from ganstudy.config import ConfigError
+from ganstudy.config.validate import ConfigError
 from ganstudy.plan.parts import schedule_problems
 from ganstudy.stats.looks import design_pvalues, look_record, looks_table
 from ganstudy.stats.sequential import Schedule, boundaries
@@ -121,8 +121,8 @@ def test_a_schedule_that_cannot_run_is_refused_naming_the_remedy():
 
 
 def test_a_schedule_missing_a_key_is_a_config_error(default_config):
-    from ganstudy.config import validate_study_config
-    from ganstudy.schema import CONFIG_SCHEMA
+    from ganstudy.config.schema import CONFIG_SCHEMA
+    from ganstudy.config.validate import validate_study_config
 
     default_config["trials"] = {"first": 4, "most": 8}
     with pytest.raises(ConfigError, match="'trials': 'step' is a required property"):

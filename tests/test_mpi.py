@@ -31,7 +31,7 @@ def test_world_reports_rank_count_and_every_host(ranks, env):
 
 def test_training_under_mpiexec_gives_the_same_bits_as_a_plain_start(digits_dir, tmp_path, env):
     from conftest import SCHEMA, train_command
-    from ganstudy.config import validate_study_config
+    from ganstudy.config.validate import validate_study_config
     from ganstudy.models.artifact import load_generator
 
     setup = validate_study_config({"setups": {"s": {"iterations": 2, "score_period": 0}}}, SCHEMA)["setups"]["s"]

@@ -15,7 +15,7 @@ from PIL import Image
 
 from conftest import SCHEMA
 from ganstudy.cli import main
-from ganstudy.config import ConfigError, validate_study_config
+from ganstudy.config.validate import ConfigError, validate_study_config
 from ganstudy.data.arrays import file_digest, load_split
 from ganstudy.data.fetch import extract_tar, fetch_dataset
 from ganstudy.data.loaders import LoadOptions

@@ -82,7 +82,7 @@ def pix2pix_settings(**keys) -> dict:
 def pix2pix_run(tmp_path_factory):
     """An untrained 64x64 pix2pix generator (the smallest with a dropout block) saved as a run, and a split
     of 6 pairs to score it on."""
-    from ganstudy.atomic import write_json
+    from ganstudy.core.atomic import write_json
     from ganstudy.data.arrays import Split, save_split
     from ganstudy.models import NetworkSpec, build_pair
     from ganstudy.models.artifact import save_generator
@@ -112,11 +112,11 @@ SETTINGS = {
 
 
 def test_a_paired_generator_is_scored_on_its_outputs_for_the_test_inputs(pix2pix_run, tmp_path):
-    from ganstudy.atomic import read_json
+    from ganstudy.core.atomic import read_json
+    from ganstudy.core.seeding import derive_seed
     from ganstudy.data.arrays import load_split
     from ganstudy.evaluate.paired import evaluate_pairs
     from ganstudy.models.artifact import load_generator
-    from ganstudy.seeding import derive_seed
 
     record = evaluate_pairs(
         HeldOutJob(
@@ -185,11 +185,11 @@ def test_a_paired_generator_is_scored_on_its_outputs_for_the_test_inputs(pix2pix
 def test_a_generator_trained_on_batches_is_scored_on_groups_of_as_many_inputs(pix2pix_run, tmp_path, keys, rows):
     """Batch norm runs on the inputs' statistics when scored: as many inputs at once as it normalised
     together in training (a data-parallel global batch, or one micro-batch of every rank)."""
-    from ganstudy.atomic import read_json, write_json
+    from ganstudy.core.atomic import read_json, write_json
+    from ganstudy.core.seeding import derive_seed
     from ganstudy.data.arrays import load_split
     from ganstudy.evaluate.paired import evaluate_pairs
     from ganstudy.models.artifact import load_generator
-    from ganstudy.seeding import derive_seed
 
     run = {**read_json(pix2pix_run / "run.json"), "settings": pix2pix_settings(**keys)}
     write_json(tmp_path / "run.json", run)
@@ -236,10 +236,10 @@ def test_a_generator_trained_on_batches_is_scored_on_groups_of_as_many_inputs(pi
 
 
 def test_fid_of_outputs_against_targets_uses_inception_features(pix2pix_run, stand_in_inception, tmp_path):
+    from ganstudy.core.seeding import derive_seed
     from ganstudy.data.arrays import load_split, to_uint8
     from ganstudy.evaluate.paired import evaluate_pairs, translate
     from ganstudy.models.artifact import load_generator
-    from ganstudy.seeding import derive_seed
     from test_evaluate import _independent_fid
 
     weights, model = stand_in_inception

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import SCHEMA, assert_same_generators, train_command
-from ganstudy.config import validate_study_config
+from ganstudy.config.validate import validate_study_config
 from ganstudy.data.arrays import load_split
 from ganstudy.models.artifact import load_generator, sample_labelled
 from ganstudy.parallel.partition import assign_classes

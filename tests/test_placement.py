@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ganstudy.errors import GanstudyError
-from ganstudy.placement import placement_problems, placement_report
+from ganstudy.report.placement import placement_problems, placement_report
 
 
 def record(hosts: list[str], node_ranks: list[int], gpus: list[str], devices: str = "NVIDIA H100") -> dict:

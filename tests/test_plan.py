@@ -12,7 +12,8 @@ import os
 import pytest
 
 from conftest import REPO, SCHEMA, install, planned_jobs
-from ganstudy.config import dataset_settings, validate_study_config
+from ganstudy.config.setup_settings import TrainingSettings
+from ganstudy.config.validate import dataset_settings, validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.models import job_settings
 from ganstudy.plan.known_data import known_data
@@ -21,7 +22,6 @@ from ganstudy.plan.layout import ClassesUnknown, StudyLayout
 from ganstudy.plan.parts import part_problems
 from ganstudy.plan.site import read_site, scheduler_resources, with_site
 from ganstudy.plan.study_files import ArgumentsFiles, as_json, out_of_date, refresh, results_dir_problem, stale_files
-from ganstudy.setup_settings import TrainingSettings
 from test_workflow import SHRUNKEN, snakemake
 
 

@@ -16,9 +16,9 @@ import torch
 import yaml
 
 from conftest import REPO
-from ganstudy.config import validate_study_config
+from ganstudy.config.setup_settings import TrainingSettings
+from ganstudy.config.validate import validate_study_config
 from ganstudy.errors import GanstudyError
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.network_check import check_pair
 from test_workflow import snakemake
 
@@ -195,7 +195,7 @@ BROKEN = textwrap.dedent("""
     ],
 )
 def test_a_network_that_breaks_the_contract_is_named_when_its_job_starts(site, attribute, problem):
-    from ganstudy.config import training_settings
+    from ganstudy.config.validate import training_settings
     from ganstudy.models import NetworkSpec
 
     (site / "lab_networks.py").write_text(BROKEN)

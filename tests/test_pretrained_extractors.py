@@ -11,6 +11,7 @@ import torch
 from torch import nn
 from torch_fidelity.interpolate_compat_tensorflow import interpolate_bilinear_2d_like_tensorflow1x
 
+from ganstudy.core.seeding import derive_seed
 from ganstudy.data.arrays import Split, file_digest, load_split, save_split, to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.extractor import pretrained_extractor
@@ -21,7 +22,6 @@ from ganstudy.evaluate.vit import load_dino_vit
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import sample_generator, save_generator
 from ganstudy.models.mixture import MixtureGenerator
-from ganstudy.seeding import derive_seed
 from test_evaluate import _independent_fid, _independent_kid
 
 IMAGES = 48

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import SCHEMA, train_command
-from ganstudy.config import validate_study_config
+from ganstudy.config.validate import validate_study_config
 from ganstudy.train.progress import LOGGER, LiveTable, TrainerReport
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from ganstudy.resources import node_memory_mb, rank_memory_mb, retry_minutes
+from ganstudy.core.resources import node_memory_mb, rank_memory_mb, retry_minutes
 
 
 def test_a_retry_asks_for_the_wall_time_times_the_attempt_up_to_the_cap():
@@ -23,7 +23,7 @@ def test_peak_memory_sees_a_large_allocation():
     # In a fresh process: this one's peak may already be above anything the test allocates. Started from
     # this (large) process on purpose: the peak must be the child's own, not one inherited through exec.
     code = (
-        "import numpy as np; from ganstudy.resources import peak_memory; before = peak_memory()['rss_mb']; "
+        "import numpy as np; from ganstudy.core.resources import peak_memory; before = peak_memory()['rss_mb']; "
         "block = np.ones(200 * 2**20 // 8); print(peak_memory()['rss_mb'] - before, peak_memory()['gpu_mb'])"
     )
     grown, gpus = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(

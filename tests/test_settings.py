@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ganstudy.config import (
+from ganstudy.config.pretrained import EXTRACTOR_KEYS
+from ganstudy.config.setup_settings import GridSettings, TrainingSettings
+from ganstudy.config.typed import _dataclass_in, as_dict, build
+from ganstudy.config.validate import (
     DATASET_KEYS,
     EVALUATION_KEYS,
     METRIC_KEYS,
@@ -25,10 +28,7 @@ from ganstudy.data.settings import DatasetSettings, SmoteSettings
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import ClassifierSettings, EvaluationSettings
 from ganstudy.models import job_settings
-from ganstudy.pretrained import EXTRACTOR_KEYS
-from ganstudy.setup_settings import GridSettings, TrainingSettings
 from ganstudy.stats.settings import StatisticsSettings
-from ganstudy.typed import _dataclass_in, as_dict, build
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -118,7 +118,7 @@ def test_the_preparing_and_scoring_stages_settings_are_the_schema_s_sections_wit
 
 
 def test_global_batch_rate_and_batch_norm_rows_follow_the_scaling_and_batch_norm_options():
-    from ganstudy.setup_settings import TrainingSettings
+    from ganstudy.config.setup_settings import TrainingSettings
 
     config = validate_study_config({"setups": {"p": {"mode": "data_parallel", "batch_size": 8, "lr": 0.001}}}, SCHEMA)
     strong = TrainingSettings.of(job_settings(config["setups"]["p"]))
@@ -135,7 +135,7 @@ def test_global_batch_rate_and_batch_norm_rows_follow_the_scaling_and_batch_norm
 
 
 def test_zero_stages_and_offload():
-    from ganstudy.setup_settings import DataParallelSettings
+    from ganstudy.config.setup_settings import DataParallelSettings
 
     # zero: true is stage 1, as the key meant before stages 2 and 3.
     assert [DataParallelSettings(zero=z).zero_stage for z in (False, True, 0, 2, 3)] == [0, 1, 0, 2, 3]

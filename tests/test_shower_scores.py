@@ -76,7 +76,7 @@ def test_metrics_that_do_not_fit_the_data_are_named():
 
 def saved_calo3d_run(folder) -> None:
     """A fresh calo3d generator (seed 0) saved as a run in ``folder`` (generator.pt, run.json)."""
-    from ganstudy.atomic import write_json
+    from ganstudy.core.atomic import write_json
     from ganstudy.models import NetworkSpec, build_pair
     from ganstudy.models.artifact import save_generator
     from ganstudy.models.mixture import MixtureGenerator
@@ -88,10 +88,10 @@ def saved_calo3d_run(folder) -> None:
 
 
 def test_a_saved_calo3d_generator_is_scored_against_the_test_showers(tmp_path):
+    from ganstudy.core.seeding import derive_seed
     from ganstudy.data.arrays import Split, save_split
     from ganstudy.evaluate.showers import evaluate_showers
     from ganstudy.models.artifact import load_generator
-    from ganstudy.seeding import derive_seed
 
     saved_calo3d_run(tmp_path)
     real, energy = showers(12, seed=4)

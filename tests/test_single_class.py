@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from conftest import SCHEMA
-from ganstudy.config import load_study_config
+from ganstudy.config.validate import load_study_config
 from ganstudy.data.arrays import Split, file_digest, load_split, save_split
 from ganstudy.data.kinds import IMAGES
 from ganstudy.errors import GanstudyError

@@ -224,9 +224,9 @@ def grid_cells(
 ) -> list:
     """``count`` cells of a 2x2 grid of ``network`` on ``images`` random images of ``side`` x ``side``, initialised."""
     from conftest import SCHEMA
-    from ganstudy.config import validate_study_config
+    from ganstudy.config.setup_settings import TrainingSettings
+    from ganstudy.config.validate import validate_study_config
     from ganstudy.parallel.topology import GridShape
-    from ganstudy.setup_settings import TrainingSettings
     from ganstudy.train.grid.cell import CellStreams, GridCell
     from ganstudy.train.grid.pool import NetworkPool
 

@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from conftest import SCHEMA, shown_status, train_command, with_pythonpath
-from ganstudy.atomic import write_json
-from ganstudy.config import validate_study_config
+from ganstudy.config.validate import validate_study_config
+from ganstudy.core.atomic import write_json
 from ganstudy.errors import GanstudyError
-from ganstudy.status import CONFIG_DEFAULTS, STALE_SECONDS, status_table, study_status, trial_status, write_plan
+from ganstudy.report.status import CONFIG_DEFAULTS, STALE_SECONDS, status_table, study_status, trial_status, write_plan
 from ganstudy.study.folder import StudyFolder
 from ganstudy.train.progress import HEARTBEAT, PROCESS, Progress, score_columns
 from test_plugin_example import BROKEN

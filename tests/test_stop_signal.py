@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from conftest import SCHEMA, train_command
-from ganstudy.config import validate_study_config
+from ganstudy.config.validate import validate_study_config
 from ganstudy.parallel.stop import STOPPED_EXIT_CODE
 from jobs import start_job, wait_for
 from test_grid_mpi import command as grid_command

@@ -16,13 +16,13 @@ import yaml
 from scipy.stats import mannwhitneyu, norm
 
 from conftest import REPO, SCHEMA, install
-from ganstudy.atomic import write_json
-from ganstudy.config import validate_study_config
+from ganstudy.config.validate import validate_study_config
+from ganstudy.core.atomic import write_json
+from ganstudy.core.resources import SCORING_GMAC_PER_SECOND, extractor_gmac
 from ganstudy.plan.scoring_layout import LEAST, ScoringLayout
 from ganstudy.plan.study_files import PlannerFilesNotices
 from ganstudy.plan.study_lock import release
 from ganstudy.plan.study_plan import NO_JOB_OPTIONS, Invocation, PlanRefused, StudyPlan, apply_plan, builds_jobs
-from ganstudy.resources import SCORING_GMAC_PER_SECOND, extractor_gmac
 from ganstudy.train.job import job_record
 
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
@@ -145,7 +145,7 @@ def test_a_cluster_plan_says_what_will_decide_a_training_job_s_memory_before_its
     split = Path(fresh.study_dir) / "data" / "train.npz"
     assert said(fresh) == [
         f"training jobs' memory (mem_mb, <TBD> in a plan) is set once rule prepare_dataset has written {split}: per "
-        "node, each rank's libraries and networks plus twice that split, and a quarter more (ganstudy.resources); "
+        "node, each rank's libraries and networks plus twice that split, and a quarter more (ganstudy.core.resources); "
         "compute.mem_mb_per_rank sets it in advance. Scoring jobs' memory and wall time likewise grow with the "
         "images they score, read from the data's manifest"
     ]

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from conftest import SCHEMA
-from ganstudy.config import ConfigError, validate_study_config
-from ganstudy.sweeps import sweep_levels, swept_name, value_label
+from ganstudy.config.sweep_expansion import sweep_levels, swept_name, value_label
+from ganstudy.config.validate import ConfigError, validate_study_config
 
 
 def expanded(setups: dict) -> dict:

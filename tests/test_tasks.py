@@ -17,15 +17,15 @@ import torch.nn.functional as F
 from PIL import Image
 
 from conftest import SCHEMA, assert_trained_alike, train_command
-from ganstudy.config import validate_study_config
+from ganstudy.config.setup_settings import TrainingSettings
+from ganstudy.config.validate import validate_study_config
+from ganstudy.core.seeding import derive_seed
 from ganstudy.data.arrays import Split, save_split
 from ganstudy.data.kinds import PAIRS, SHOWERS, DataKind
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.showers import generate_showers, shower_scores
 from ganstudy.models import NetworkSpec, build_pair, job_settings
 from ganstudy.models.artifact import load_generator
-from ganstudy.seeding import derive_seed
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.modes import TrainingContext
 from ganstudy.train.network_spec import network_spec

@@ -9,16 +9,16 @@ import pytest
 import torch
 
 from conftest import REPO, SCHEMA, train_command
-from ganstudy.config import validate_study_config
+from ganstudy.config.setup_settings import TrainingSettings
+from ganstudy.config.validate import validate_study_config
+from ganstudy.core.procfs import FLOAT_FLAGS
+from ganstudy.core.provenance import float_path
 from ganstudy.data.arrays import Split, load_split
 from ganstudy.errors import GanstudyError
 from ganstudy.models import job_settings
 from ganstudy.models.artifact import load_generator, sample_generator
 from ganstudy.parallel.world import mpi_world
-from ganstudy.procfs import FLOAT_FLAGS
-from ganstudy.provenance import float_path
 from ganstudy.registry import source_sha256
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.job import job_description, read_job, write_job
 from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.train.run import run_training

@@ -10,11 +10,11 @@ import subprocess
 import pytest
 
 from conftest import REPO, SCHEMA
-from ganstudy.config import validate_study_config
+from ganstudy.config.typed import as_dict
+from ganstudy.config.validate import validate_study_config
 from ganstudy.errors import GanstudyError
 from ganstudy.models import job_settings
 from ganstudy.train.job import job_description, read_job, with_compute, write_job
-from ganstudy.typed import as_dict
 
 
 def setup(**keys) -> dict:

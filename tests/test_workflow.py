@@ -14,7 +14,7 @@ import torch
 import yaml
 
 from conftest import REPO, planned_jobs, with_pythonpath
-from ganstudy.provenance import float_path
+from ganstudy.core.provenance import float_path
 from ganstudy.stats.reproduction import NOT_COMPARABLE
 
 pytestmark = pytest.mark.workflow

@@ -29,7 +29,7 @@ from pathlib import Path
 import yaml
 
 from conftest import REPO
-from ganstudy.procfs import cpu_fields
+from ganstudy.core.procfs import cpu_fields
 
 DOC = REPO / "docs" / "first-hour.md"
 _MACHINE = "<!-- walk-through: the machine -->"

@@ -14,7 +14,7 @@ wrong arguments is named with its package before a job trains, not by a TypeErro
 
 Below the stages it describes, this module imports none of them, not even for type checkers: their
 types are named in the docstrings (``NetworkSpec``: ganstudy.models; ``LoadOptions``, ``RawDataset``:
-ganstudy.data.loaders; ``Split``: ganstudy.data.arrays; ``TrainingSettings``: ganstudy.setup_settings;
+ganstudy.data.loaders; ``Split``: ganstudy.data.arrays; ``TrainingSettings``: ganstudy.config.setup_settings;
 ``EvaluationSettings``: ganstudy.evaluate.settings) and annotated as ``Any``.
 """
 

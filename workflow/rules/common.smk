@@ -15,14 +15,14 @@ from snakemake.cli import get_profile_dir
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from ganstudy.atomic import read_json, write_text
-from ganstudy.config import ConfigError, dataset_settings, read_yaml, validate_study_config
+from ganstudy.config.schema import CONFIG_SCHEMA
+from ganstudy.config.validate import ConfigError, dataset_settings, read_yaml, validate_study_config
+from ganstudy.core.atomic import read_json, write_text
 from ganstudy.errors import GanstudyError
 from ganstudy.plan.study_files import PlannerFilesNotices, as_json
 from ganstudy.plan.study_lock import release as release_study_lock
 from ganstudy.plan.study_plan import TABLE_FORMATS, Invocation, PlanRefused, StudyPlan, apply_plan, builds_jobs
-from ganstudy.schema import CONFIG_SCHEMA
-from ganstudy.status import write_plan
+from ganstudy.report.status import write_plan
 from ganstudy.train.job import write_job
 
 try:

@@ -1,7 +1,7 @@
 # Stage 2: training, one job per (set-up, trial), its ranks started by the site's launcher (mpiexec, srun,
 # jsrun: profiles/<name>/site.yaml). Its ranks (the resource tasks) follow the set-up, its nodes, GPUs,
 # memory and wall time the site (ganstudy.plan.layout: grid one rank per cell, per_class one per class, up to
-# compute.max_ranks; data_parallel max_ranks; memory from the training split, ganstudy.resources). The
+# compute.max_ranks; data_parallel max_ranks; memory from the training split, ganstudy.core.resources). The
 # scheduler signals the job wall_warning_minutes before its limit: it checkpoints, exits 75, and the
 # profile's retry resumes it with more wall time.
 

@@ -22,9 +22,9 @@ if TYPE_CHECKING:
 
 
 def _config_reference(args: argparse.Namespace) -> None:
-    from ganstudy.code_version import ROOT
-    from ganstudy.config_reference import write_reference
-    from ganstudy.schema import SCHEMAS_DIR
+    from ganstudy.config.reference import write_reference
+    from ganstudy.config.schema import SCHEMAS_DIR
+    from ganstudy.core.code_version import ROOT
 
     out = args.out or ROOT / "docs" / "config-reference.md"
     gaps = write_reference(args.schemas or SCHEMAS_DIR, out)
@@ -42,13 +42,13 @@ def _config_reference_command(commands: Commands) -> None:
 
 
 def _validate_config(args: argparse.Namespace) -> None:
-    from ganstudy.config import load_study_config
+    from ganstudy.config.schema import CONFIG_SCHEMA
+    from ganstudy.config.sweep_expansion import sweep_lines
+    from ganstudy.config.validate import load_study_config
     from ganstudy.data.loaders import get_dataset
     from ganstudy.plan.classes import class_problems
     from ganstudy.plan.parts import part_problems, study_kind
-    from ganstudy.schema import CONFIG_SCHEMA
     from ganstudy.stats.design import study_design
-    from ganstudy.sweeps import sweep_lines
 
     config = load_study_config(args.config, args.schema or CONFIG_SCHEMA)
     problems = part_problems(config)
@@ -79,13 +79,13 @@ def _validate_config_command(commands: Commands) -> None:
 
 
 def _plan_trials(args: argparse.Namespace) -> None:
-    from ganstudy.config import load_study_config
-    from ganstudy.schema import CONFIG_SCHEMA
+    from ganstudy.config.schema import CONFIG_SCHEMA
+    from ganstudy.config.validate import load_study_config
+    from ganstudy.report.status import config_study_folder
     from ganstudy.stats.design import schedule_plan, study_design, trials_plan
     from ganstudy.stats.sequential import Schedule
     from ganstudy.stats.settings import StatisticsSettings
     from ganstudy.stats.summary import markdown_table
-    from ganstudy.status import config_study_folder
     from ganstudy.study.folder import StudyFolder
 
     config = load_study_config(args.config, CONFIG_SCHEMA)
@@ -146,12 +146,12 @@ def _plan_trials_command(commands: Commands) -> None:
 def _scoring_noise(args: argparse.Namespace) -> None:
     import pandas as pd
 
-    from ganstudy.config import load_study_config
-    from ganstudy.schema import CONFIG_SCHEMA
+    from ganstudy.config.schema import CONFIG_SCHEMA
+    from ganstudy.config.validate import load_study_config
+    from ganstudy.report.status import config_study_folder
     from ganstudy.stats.scoring_noise import comparison_table, noise_lines, noise_table
     from ganstudy.stats.settings import StatisticsSettings
     from ganstudy.stats.summary import markdown_table
-    from ganstudy.status import config_study_folder
 
     config = load_study_config(args.config, CONFIG_SCHEMA)
     folder = config_study_folder(args.config, args.directory)
@@ -206,13 +206,13 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
     arguments file says; and the trials whose draw 0 is not their score file's score here."""
     import contextlib
 
-    from ganstudy.atomic import read_json
+    from ganstudy.core.atomic import read_json
     from ganstudy.evaluate.scoring_noise import scoring_draws
-    from ganstudy.outcomes import diverged
     from ganstudy.plan.study_files import ArgumentsFiles
     from ganstudy.report.export import finished_runs
-    from ganstudy.status import study_runs
+    from ganstudy.report.status import study_runs
     from ganstudy.study.folder import StudyFolder
+    from ganstudy.study.outcomes import diverged
 
     _, runs, missing = finished_runs(folder, study_runs(config["study"], config["setups"], config["trials"]))
     for line in missing:

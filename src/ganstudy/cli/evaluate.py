@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 
 
 def _evaluate(args: argparse.Namespace) -> None:
-    from ganstudy.atomic import read_json
+    from ganstudy.core.atomic import read_json
     from ganstudy.evaluate.scores import diverged_scores, draw_seed, write_scores
     from ganstudy.evaluate.settings import EvaluationSettings
-    from ganstudy.outcomes import diverged, divergence_text
+    from ganstudy.study.outcomes import diverged, divergence_text
 
     settings = EvaluationSettings.of(args.settings, "--settings")
     run = read_json(args.run_record)

@@ -8,7 +8,7 @@ from ganstudy.cli.options import Commands
 
 
 def _bsub(args: argparse.Namespace) -> None:
-    from ganstudy.lsf import Request, submit
+    from ganstudy.plan.lsf import Request, submit
 
     request = Request(
         args.name,
@@ -41,7 +41,7 @@ def _bsub_command(commands: Commands) -> None:
 
 
 def _bjobs_status(args: argparse.Namespace) -> None:
-    from ganstudy.lsf import status
+    from ganstudy.plan.lsf import status
 
     print(status(args.job_id))
 

@@ -42,9 +42,9 @@ def named_study(args: argparse.Namespace) -> tuple[Path, dict[str, Any] | None]:
     """The folder of the study that ``args.study`` names (a config file, a folder, or a name under
     --results-dir) and, for a config, the runs it plans (status.study_runs): those, not the runs of the
     plan that another config of the same study name may have written last."""
-    from ganstudy.config import load_study_config
-    from ganstudy.schema import CONFIG_SCHEMA
-    from ganstudy.status import config_study_folder, study_runs
+    from ganstudy.config.schema import CONFIG_SCHEMA
+    from ganstudy.config.validate import load_study_config
+    from ganstudy.report.status import config_study_folder, study_runs
 
     folder = config_study_folder(args.study, args.directory)
     if folder is None:
@@ -122,7 +122,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="the version and the git commit of this checkout")
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
-        from ganstudy.code_version import version_text
+        from ganstudy.core.code_version import version_text
 
         print(version_text())
         parser.exit()

@@ -13,7 +13,7 @@ from ganstudy.cli.options import (
 
 
 def _stats(args: argparse.Namespace) -> None:
-    from ganstudy.atomic import read_json
+    from ganstudy.core.atomic import read_json
     from ganstudy.stats.looks import design_pvalues, write_looks
     from ganstudy.stats.settings import StatisticsSettings
     from ganstudy.stats.summary import write_stats

@@ -15,7 +15,7 @@ from ganstudy.errors import GanstudyError
 
 
 def _status(args: argparse.Namespace) -> None:
-    from ganstudy.status import status_table, study_status
+    from ganstudy.report.status import status_table, study_status
     from ganstudy.study.folder import StudyFolder
 
     folder, runs = named_study(args)
@@ -41,7 +41,7 @@ def _status_command(commands: Commands) -> None:
 
 
 def _placement(args: argparse.Namespace) -> None:
-    from ganstudy.placement import placement_report
+    from ganstudy.report.placement import placement_report
 
     text, problems = placement_report(study_folder(args))
     print(text)

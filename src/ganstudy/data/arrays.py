@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ganstudy.atomic import atomic_path
+from ganstudy.core.atomic import atomic_path
 from ganstudy.errors import GanstudyError
 
 

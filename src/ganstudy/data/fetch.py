@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path, PurePosixPath
 
-from ganstudy.atomic import atomic_path
+from ganstudy.core.atomic import atomic_path
 from ganstudy.data.arrays import file_digest
 from ganstudy.data.sources import SOURCES
 from ganstudy.errors import GanstudyError

@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from ganstudy.config.typed import FrozenMapping
 from ganstudy.contracts import ClassCounter, Loader
 from ganstudy.data.conform import conform
 from ganstudy.data.kinds import get_kind
 from ganstudy.errors import GanstudyError
 from ganstudy.registry import Registry, keeping
-from ganstudy.typed import FrozenMapping
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from ganstudy.atomic import atomic_path, write_json
+from ganstudy.core.atomic import atomic_path, write_json
+from ganstudy.core.seeding import derive_seed
 from ganstudy.data.arrays import Split, file_digest, save_split
 from ganstudy.data.conform import conform
 from ganstudy.data.loaders import DATASETS, LoadOptions, RawDataset, get_dataset
@@ -19,7 +20,6 @@ from ganstudy.data.partition import class_partitions
 from ganstudy.data.settings import SmoteSettings
 from ganstudy.data.smote import oversample
 from ganstudy.errors import GanstudyError
-from ganstudy.seeding import derive_seed
 
 
 def _class_counts(labels: np.ndarray) -> dict[str, int]:

@@ -1,6 +1,6 @@
 """The preparing stage's settings, typed: ``dataset`` as a frozen dataclass built once when the preparing
 command starts from the validated section (config.dataset_settings; workflow/schemas/config.schema.yaml
-describes every key), with the schema's defaults (ganstudy.schema). tests/test_settings.py checks that the
+describes every key), with the schema's defaults (ganstudy.config.schema). tests/test_settings.py checks that the
 fields are the schema's keys. Free of torch."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ganstudy.config.schema import schema_defaults
+from ganstudy.config.typed import FrozenMapping, build
 from ganstudy.data.loaders import LoadOptions
-from ganstudy.schema import schema_defaults
-from ganstudy.typed import FrozenMapping, build
 
-# The schema's defaults (ganstudy.schema): the one place they are written.
+# The schema's defaults (ganstudy.config.schema): the one place they are written.
 _SMOTE = schema_defaults("dataset", "smote")
 _DATASET = schema_defaults("dataset")
 

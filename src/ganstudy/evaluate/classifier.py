@@ -11,17 +11,17 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ganstudy.atomic import atomic_path, write_json
-from ganstudy.checkpoint import load_state, save_state
+from ganstudy.config.typed import as_dict
+from ganstudy.core.atomic import atomic_path, write_json
+from ganstudy.core.checkpoint import load_state, save_state
+from ganstudy.core.provenance import provenance_record
+from ganstudy.core.seeding import derive_seed
 from ganstudy.data.arrays import Split, file_digest, load_split
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import ClassifierSettings
 from ganstudy.evaluate.weights import checked_digest
 from ganstudy.models.classifier import ImageClassifier
 from ganstudy.parallel.world import set_cpu_threads
-from ganstudy.provenance import provenance_record
-from ganstudy.seeding import derive_seed
-from ganstudy.typed import as_dict
 
 FORMAT = "ganstudy-classifier/1"
 

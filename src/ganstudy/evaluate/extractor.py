@@ -1,5 +1,5 @@
 """Feature extractors: the data set's classifier, or a pretrained network from a local weights file
-(ganstudy/pretrained.py: Inception-v3, DINOv2, CLIP), all run by torch-fidelity (``fidelity_extractor.py``,
+(ganstudy/config/pretrained.py: Inception-v3, DINOv2, CLIP), all run by torch-fidelity (``fidelity_extractor.py``,
 imported when features are extracted: a process that only names an extractor, a training rank, does
 not pay torch-fidelity's import).
 
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import torch
 
+from ganstudy.config.pretrained import PRETRAINED
 from ganstudy.data.arrays import file_digest
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.weights import check_weights
 from ganstudy.parallel.determinism import configure_determinism, configure_tf32
 from ganstudy.parallel.world import no_cuda_problem
-from ganstudy.pretrained import PRETRAINED
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ganstudy.atomic import read_json
 from ganstudy.contracts import HeldOutJob
+from ganstudy.core.atomic import read_json
+from ganstudy.core.seeding import derive_seed
 from ganstudy.data.arrays import Split, load_split
 from ganstudy.data.kinds import DataKind
 from ganstudy.evaluate.metrics import require_metrics
@@ -16,7 +17,6 @@ from ganstudy.models import NetworkSpec
 from ganstudy.models.artifact import load_generator
 from ganstudy.models.mixture import Generator
 from ganstudy.parallel.world import set_cpu_threads
-from ganstudy.seeding import derive_seed
 
 
 @dataclass(frozen=True)

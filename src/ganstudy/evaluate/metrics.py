@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Any
 
+from ganstudy.config.pretrained import PRETRAINED
 from ganstudy.contracts import MetricCompute
 from ganstudy.data.kinds import DataKind, all_kinds
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import EvaluationSettings
-from ganstudy.pretrained import PRETRAINED
 from ganstudy.registry import Registry, not_installed, resolve_part
 
 DIRECTIONS = ("lower", "higher")

@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.contracts import HeldOutJob
 from ganstudy.data.arrays import load_split
 from ganstudy.data.kinds import PAIRS
@@ -33,7 +34,6 @@ from ganstudy.evaluate.held_out import open_job
 from ganstudy.evaluate.metrics import score_all
 from ganstudy.evaluate.scores import scored_on, write_scores
 from ganstudy.evaluate.scoring import PairScoring, column_of
-from ganstudy.setup_settings import TrainingSettings
 
 SIGMA = 1.5
 RADIUS = int(3.5 * SIGMA + 0.5)

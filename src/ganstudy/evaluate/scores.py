@@ -13,7 +13,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ganstudy.atomic import atomic_path, read_json, write_json
+from ganstudy.config.typed import as_dict
+from ganstudy.core.atomic import atomic_path, read_json, write_json
+from ganstudy.core.provenance import provenance_record
+from ganstudy.core.seeding import derive_seed
 from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.data.kinds import IMAGES
 from ganstudy.errors import GanstudyError
@@ -25,11 +28,8 @@ from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.models import NetworkSpec
 from ganstudy.models.artifact import load_generator, sample_labelled
 from ganstudy.models.mixture import Generator
-from ganstudy.outcomes import DIVERGED
 from ganstudy.parallel.world import set_cpu_threads
-from ganstudy.provenance import provenance_record
-from ganstudy.seeding import derive_seed
-from ganstudy.typed import as_dict
+from ganstudy.study.outcomes import DIVERGED
 
 
 def reference_statistics(

@@ -27,13 +27,13 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
+from ganstudy.config.pretrained import PRETRAINED
 from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.extractor import Extractor, classifier_extractor, pretrained_extractor
 from ganstudy.evaluate.fid import Reference, load_reference
 from ganstudy.evaluate.frechet import feature_statistics
 from ganstudy.evaluate.settings import EvaluationSettings
-from ganstudy.pretrained import PRETRAINED
 
 T = TypeVar("T")
 

@@ -1,7 +1,7 @@
 """The scoring stage's settings, typed: ``evaluation`` (scoring the generators) and ``classifier`` (the data
 set's classifier that scores them), as frozen dataclasses built once when a command starts from the
 validated sections (workflow/schemas/config.schema.yaml describes every key), with the schema's defaults
-(ganstudy.schema). tests/test_settings.py checks that the fields are the schema's keys. Free of torch."""
+(ganstudy.config.schema). tests/test_settings.py checks that the fields are the schema's keys. Free of torch."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ganstudy.schema import schema_defaults
-from ganstudy.typed import build
+from ganstudy.config.schema import schema_defaults
+from ganstudy.config.typed import build
 
-# The schema's defaults (ganstudy.schema): the one place they are written.
+# The schema's defaults (ganstudy.config.schema): the one place they are written.
 _EVALUATION = schema_defaults("evaluation")
 _CLASSIFIER = schema_defaults("classifier")
 

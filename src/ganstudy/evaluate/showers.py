@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.contracts import HeldOutJob
 from ganstudy.data.arrays import load_split
 from ganstudy.data.calorimeter import DEPOSIT_SCALE, ENERGY_SCALE
@@ -45,7 +46,6 @@ from ganstudy.evaluate.held_out import open_job
 from ganstudy.evaluate.metrics import score_all
 from ganstudy.evaluate.scores import write_scores
 from ganstudy.evaluate.scoring import ShowerScoring, column_of
-from ganstudy.setup_settings import TrainingSettings
 
 # Axes of (N, X, Y, Z) cells summed for each profile.
 AXES = {"transverse_x": (2, 3), "transverse_y": (1, 3), "longitudinal": (1, 2)}

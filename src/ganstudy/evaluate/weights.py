@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ganstudy.config.pretrained import PRETRAINED
 from ganstudy.data.arrays import file_digest
 from ganstudy.errors import GanstudyError
-from ganstudy.pretrained import PRETRAINED
 
 
 def check_weights(extractor: str, path: str | os.PathLike[str] | None, expected_sha256: str | None) -> str:

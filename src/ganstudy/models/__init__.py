@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ganstudy.config import training_settings
+from ganstudy.config.typed import FrozenMapping
+from ganstudy.config.validate import training_settings
 from ganstudy.contracts import NetworkBuilder, ShapeCheck
 from ganstudy.registry import Registry, keeping, resolve_part
-from ganstudy.typed import FrozenMapping
 
 if TYPE_CHECKING:
     from torch import nn
@@ -58,7 +58,7 @@ def get_network(name: str) -> Network:
 
 
 def job_settings(setup: dict[str, Any]) -> dict[str, Any]:
-    """A validated set-up as its training and scoring jobs see it (ganstudy.config.training_settings): its
+    """A validated set-up as its training and scoring jobs see it (ganstudy.config.validate.training_settings): its
     network's task says which task-only keys it keeps."""
     return training_settings(setup, get_network(setup["network"]).task)
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import torch
 
-from ganstudy.checkpoint import load_state, save_state
+from ganstudy.config.typed import as_dict
+from ganstudy.core.checkpoint import load_state, save_state
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import ConditionalGenerator, Generator, MixtureGenerator
-from ganstudy.outcomes import divergence_text
-from ganstudy.typed import as_dict
+from ganstudy.study.outcomes import divergence_text
 
 FORMAT = "ganstudy-generator/3"
 # Format 2 (before labelled generators) is an unlabelled mixture: still readable, so finished runs
@@ -39,7 +39,7 @@ def save_generator(path: str | os.PathLike[str], generator: Generator, network: 
 
 
 def save_diverged(path: str | os.PathLike[str], record: dict[str, Any]) -> None:
-    """In a diverged run's generator's place: the record of its divergence (ganstudy.outcomes), which
+    """In a diverged run's generator's place: the record of its divergence (ganstudy.study.outcomes), which
     load_generator refuses, saying why."""
     save_state(path, {"format": DIVERGED_FORMAT, **record})
 

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ganstudy.counter_random import Keys, counter_keys, scaled_mask
+from ganstudy.core.counter_random import Keys, counter_keys, scaled_mask
 from ganstudy.errors import GanstudyError
 
 

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from ganstudy.counter_random import mix64, scaled_mask
+from ganstudy.core.counter_random import mix64, scaled_mask
 from ganstudy.errors import GanstudyError
 from ganstudy.parallel.keyed_dropout import replace_dropout
 

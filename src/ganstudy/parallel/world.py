@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
+from ganstudy.core.provenance import scheduler_job
 from ganstudy.errors import GanstudyError
-from ganstudy.provenance import scheduler_job
 
 
 @dataclass(frozen=True)

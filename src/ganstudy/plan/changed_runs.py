@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ganstudy.atomic import write_json
+from ganstudy.core.atomic import write_json
 from ganstudy.study.folder import StudyFolder
 
 # Keys of a record that change no result: runs recorded before the job was recorded whole still carry

@@ -7,12 +7,12 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ganstudy.config import classifier_settings, dataset_settings
+from ganstudy.config.pretrained import PRETRAINED, Pretrained, pretrained_file
+from ganstudy.config.validate import classifier_settings, dataset_settings
 from ganstudy.data.kinds import DataKind
 from ganstudy.data.sources import SOURCES
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import get_metric, pretrained_metrics
-from ganstudy.pretrained import PRETRAINED, Pretrained, pretrained_file
 from ganstudy.study.folder import StudyFolder
 from ganstudy.train.mode_needs import TRAINING_MODES
 

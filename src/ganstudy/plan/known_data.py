@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ganstudy.config import dataset_settings
+from ganstudy.config.validate import dataset_settings
 from ganstudy.data.loaders import get_dataset
 from ganstudy.plan.study_files import as_json
 from ganstudy.study.folder import StudyFolder

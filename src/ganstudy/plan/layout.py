@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ganstudy.core.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
 from ganstudy.errors import GanstudyError
 from ganstudy.plan.launchers import RankLayout
-from ganstudy.resources import MIN_RANK_MB, node_memory_mb, rank_memory_mb, retry_minutes
 from ganstudy.train.mode_needs import TRAINING_MODES, TrainingMode
 
 # What a set-up may change without changing the work it does: the speed-up compares such set-ups.
@@ -124,7 +124,7 @@ class StudyLayout:
 
     def memory_mb(self, name: str, train_bytes: int) -> int:
         """Memory (MB) per node of a set-up's training job (sbatch --mem): the ranks that share a node, each
-        holding a training split of ``train_bytes`` besides its libraries and networks (ganstudy.resources),
+        holding a training split of ``train_bytes`` besides its libraries and networks (ganstudy.core.resources),
         or compute.mem_mb_per_rank each when set; refused when a node has less."""
         per_rank = self.compute["mem_mb_per_rank"]
         if per_rank is None:

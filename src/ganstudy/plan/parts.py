@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ganstudy.config import section_problems
+from ganstudy.config.typed import FrozenMapping
+from ganstudy.config.validate import section_problems
 from ganstudy.data.kinds import DataKind, get_kind
 from ganstudy.data.loaders import DATASETS, get_dataset
 from ganstudy.errors import GanstudyError
@@ -16,7 +17,6 @@ from ganstudy.evaluate.metrics import metric_problems
 from ganstudy.models import NETWORKS, Network, NetworkSpec, get_network, job_settings
 from ganstudy.registry import Origin
 from ganstudy.train.mode_needs import TRAINING_MODES, TrainingMode
-from ganstudy.typed import FrozenMapping
 
 
 def study_kind(config: dict[str, Any]) -> DataKind:

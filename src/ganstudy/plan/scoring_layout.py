@@ -5,7 +5,7 @@ A scoring job whose extractor is a network (evaluation.extractor inception, dino
 its metrics) gets one GPU, and a GPU's share of a node's cores, where the site has GPUs and compute.device
 is not cpu; it is started by the site's launcher, as a training rank is (jsrun is the only way to a GPU
 on Summit). Every other scoring job runs on the CPU with the jobs' threads. Memory and wall time grow with
-the images a job holds and scores (ganstudy.resources), known once the data are prepared.
+the images a job holds and scores (ganstudy.core.resources), known once the data are prepared.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ganstudy.config.pretrained import PRETRAINED, pretrained_file
+from ganstudy.core.resources import scoring_memory_mb, scoring_minutes
 from ganstudy.data.kinds import DataKind
 from ganstudy.evaluate.metrics import pretrained_metrics
 from ganstudy.plan.launchers import Launcher, RankLayout
-from ganstudy.pretrained import PRETRAINED, pretrained_file
-from ganstudy.resources import scoring_memory_mb, scoring_minutes
 
 # What each scoring job asked for before its size was estimated (memory MB, wall-time minutes), kept as its
 # least: the estimate leaves out a held-out kind's generator (pix2pix's U-Net), which runs on the CPU beside

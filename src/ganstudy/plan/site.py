@@ -14,10 +14,10 @@ from typing import Any
 
 import yaml
 
-from ganstudy.config import section_problems
+from ganstudy.config.schema import SCHEMAS_DIR
+from ganstudy.config.validate import section_problems
 from ganstudy.errors import GanstudyError
 from ganstudy.plan.launchers import LAUNCHERS
-from ganstudy.schema import SCHEMAS_DIR
 
 # The keys a site describes; a study's compute section has the same keys, null meaning "the site's".
 SITE_KEYS = ("node_cores", "node_gpus", "gpus_per_rank", "node_mem_mb", "modules")

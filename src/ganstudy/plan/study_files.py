@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ganstudy.atomic import write_json, write_text
+from ganstudy.core.atomic import write_json, write_text
 from ganstudy.study.folder import is_spec
 
 

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ganstudy.core.procfs import pid_alive
 from ganstudy.errors import GanstudyError
-from ganstudy.procfs import pid_alive
 from ganstudy.study.folder import StudyFolder
 
 

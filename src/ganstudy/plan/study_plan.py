@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ganstudy.config import classifier_settings, dataset_settings, evaluation_settings
+from ganstudy.config.pretrained import pretrained_file
+from ganstudy.config.sweep_expansion import sweep_levels
+from ganstudy.config.validate import classifier_settings, dataset_settings, evaluation_settings
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.weights import check_weights, fid_sample_warning
 from ganstudy.plan.changed_runs import archive_run, changed_runs
@@ -29,12 +31,10 @@ from ganstudy.plan.site import read_site, resolve_node_cores, scheduler_resource
 from ganstudy.plan.study_files import ArgumentsFiles, as_json, refresh, results_dir_problem, stale_files
 from ganstudy.plan.study_lock import acquire
 from ganstudy.plan.user_inputs import missing_user_inputs
-from ganstudy.pretrained import pretrained_file
 from ganstudy.stats.design import study_design
 from ganstudy.stats.sequential import Schedule, most_trials
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.study.folder import StudyFolder
-from ganstudy.sweeps import sweep_levels
 from ganstudy.train.job import job_description, job_record
 
 TABLE_FORMATS = ("csv", "md", "tex")
@@ -262,7 +262,7 @@ class StudyPlan:
                     "info",
                     f"training jobs' memory (mem_mb, <TBD> in a plan) is set once rule prepare_dataset has written "
                     f"{split}: per node, each rank's libraries and networks plus twice that split, and a quarter "
-                    "more (ganstudy.resources); compute.mem_mb_per_rank sets it in advance. Scoring jobs' memory "
+                    "more (ganstudy.core.resources); compute.mem_mb_per_rank sets it in advance. Scoring jobs' memory "
                     "and wall time likewise grow with the images they score, read from the data's manifest",
                 )
             )
@@ -363,7 +363,7 @@ class StudyPlan:
         from (or finished outputs to restore) goes first, so that a study started again finishes the trials
         it began. Only the order matters."""
         # A checkpoint counts once its COMPLETE marker is written, kept outputs once FINISHED is
-        # (ganstudy.checkpoint's layout; not imported here, it imports torch).
+        # (ganstudy.core.checkpoint's layout; not imported here, it imports torch).
         folder = Path(self.checkpoint_dir(setup, trial))
         started = any(folder.glob("iter-*/COMPLETE")) or (folder / "finished" / "FINISHED").is_file()
         return self.config["setups"][setup]["iterations"] * self.layout.pairs_per_rank(setup) + (0.5 if started else 0)

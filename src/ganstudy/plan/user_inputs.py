@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ganstudy.config.pretrained import PRETRAINED, pretrained_file
 from ganstudy.data.loaders import get_dataset
 from ganstudy.data.sources import SOURCES
-from ganstudy.pretrained import PRETRAINED, pretrained_file
 
 
 def missing_user_inputs(config: dict[str, Any]) -> list[str]:

@@ -25,17 +25,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ganstudy.atomic import read_json, write_json
+from ganstudy.core.atomic import read_json, write_json
 from ganstudy.errors import GanstudyError
-from ganstudy.outcomes import DIVERGED, FINISHED
-from ganstudy.status import ended_at
+from ganstudy.report.status import ended_at
 from ganstudy.study.folder import StudyFolder
+from ganstudy.study.outcomes import DIVERGED, FINISHED
 
 # Files of a run folder that go along as artifacts, besides run.json and the score file.
 RUN_FILES = ("losses.csv", "samples.png", "cells.csv", "classes.csv")
 # A run's tag (MLflow) or file (TensorBoard) naming the trial and the hash of its files.
 KEY_TAG, FINGERPRINT_TAG = "ganstudy.run", "ganstudy.fingerprint"
-# How the trial's training ended (ganstudy.outcomes): finished or diverged.
+# How the trial's training ended (ganstudy.study.outcomes): finished or diverged.
 OUTCOME_TAG = "ganstudy.outcome"
 MARK = "ganstudy-export.json"
 # MLflow takes at most 100 parameters and 1000 metric values per call.

@@ -16,7 +16,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from ganstudy.atomic import atomic_path, read_json  # noqa: E402
+from ganstudy.config.sweep_expansion import swept_keys  # noqa: E402
+from ganstudy.core.atomic import atomic_path, read_json  # noqa: E402
 from ganstudy.evaluate.metrics import better  # noqa: E402
 from ganstudy.parallel.topology import parse_shape  # noqa: E402
 from ganstudy.stats.convergence import WINDOW, setup_curves, verdict, window_trend  # noqa: E402
@@ -24,7 +25,6 @@ from ganstudy.stats.summary import cost_column, read_summary, trial_hours  # noq
 from ganstudy.stats.sweeps import CONFIDENCE, interaction, main_effects, read_sweeps, sweep_runs  # noqa: E402
 from ganstudy.stats.timing import OVERALL, routine_table, timing_table  # noqa: E402
 from ganstudy.study.folder import of_setup  # noqa: E402
-from ganstudy.sweeps import swept_keys  # noqa: E402
 
 
 def _save(figure: plt.Figure, path: str | os.PathLike[str]) -> None:

@@ -8,7 +8,7 @@ import os
 import numpy as np
 from PIL import Image
 
-from ganstudy.atomic import atomic_path
+from ganstudy.core.atomic import atomic_path
 from ganstudy.data.arrays import load_split, to_uint8
 from ganstudy.data.conform import conform
 from ganstudy.errors import GanstudyError

@@ -21,7 +21,7 @@ import markdown
 import pandas as pd
 import yaml
 
-from ganstudy.atomic import write_text
+from ganstudy.core.atomic import write_text
 from ganstudy.study.folder import StudyFolder
 
 # The report's own link targets (Snakemake defines one per category and per result file's name).

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ganstudy.atomic import read_json, write_text
+from ganstudy.core.atomic import read_json, write_text
 from ganstudy.evaluate.metrics import better
 from ganstudy.report.report_page import write_report_page
 from ganstudy.stats.convergence import convergence_notes

@@ -9,10 +9,10 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from ganstudy.atomic import atomic_path, read_json
-from ganstudy.outcomes import diverged
+from ganstudy.core.atomic import atomic_path, read_json
 from ganstudy.stats.hardware import NOT_RECORDED
 from ganstudy.stats.protocol import protocol_text
+from ganstudy.study.outcomes import diverged
 
 COLUMNS = [
     "study",

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import f_oneway
 
-from ganstudy.atomic import atomic_path, write_text
+from ganstudy.core.atomic import atomic_path, write_text
 from ganstudy.data.arrays import Split, load_split
 from ganstudy.errors import GanstudyError
 from ganstudy.stats.summary import markdown_table

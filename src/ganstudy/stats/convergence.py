@@ -52,9 +52,9 @@ import pandas as pd
 from scipy.stats import t as student_t
 from scipy.stats import theilslopes
 
-from ganstudy.atomic import atomic_path, read_json
-from ganstudy.outcomes import diverged
+from ganstudy.core.atomic import atomic_path, read_json
 from ganstudy.study.folder import of_setup
+from ganstudy.study.outcomes import diverged
 from ganstudy.train.progress import score_columns
 
 WINDOW = 0.25

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ganstudy.atomic import write_text
+from ganstudy.core.atomic import write_text
 from ganstudy.stats.sequential import Schedule, more_needed, obrien_fleming, sequential_holm
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import trials, write_table

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ganstudy.atomic import atomic_path, write_text
+from ganstudy.core.atomic import atomic_path, write_text
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.settings import StatisticsSettings

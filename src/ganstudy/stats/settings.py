@@ -1,5 +1,5 @@
 """The statistics' settings, typed: ``statistics`` as a frozen dataclass built once by each statistics
-step from the validated section (its ``--settings``), with the schema's defaults (ganstudy.schema).
+step from the validated section (its ``--settings``), with the schema's defaults (ganstudy.config.schema).
 tests/test_settings.py checks that the fields are the schema's keys."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ganstudy.schema import schema_defaults
-from ganstudy.typed import build
+from ganstudy.config.schema import schema_defaults
+from ganstudy.config.typed import build
 
 _STATISTICS = schema_defaults("statistics")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ganstudy.atomic import atomic_path, write_text
+from ganstudy.core.atomic import atomic_path, write_text
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.convergence import convergence_notes

@@ -23,12 +23,12 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t
 
+from ganstudy.config.sweep_expansion import swept_keys, value_label
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.aligned_ranks import METHOD, interaction_test
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.summary import write_table
 from ganstudy.stats.tests import holm, kruskal_wallis, outcomes
-from ganstudy.sweeps import swept_keys, value_label
 
 CONFIDENCE = 0.95
 EFFECT_COLUMNS = ["key", "value", "cells", "runs", "failed", "mean", "pooled_sd", "ci_low", "ci_high"]
@@ -146,7 +146,7 @@ def interaction(runs: pd.DataFrame, levels: dict[str, dict[str, Any]], first: st
 
 
 def read_sweeps(sweeps_path: str | os.PathLike[str]) -> dict[str, dict[str, dict[str, Any]]]:
-    """The study's sweeps as ganstudy.sweeps.sweep_levels gives them, from their spec file (JSON)."""
+    """The study's sweeps as ganstudy.config.sweep_expansion.sweep_levels gives them, from their spec file (JSON)."""
     return json.loads(Path(sweeps_path).read_text())
 
 

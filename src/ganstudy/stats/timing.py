@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ganstudy.atomic import atomic_path, read_json
+from ganstudy.core.atomic import atomic_path, read_json
 from ganstudy.errors import GanstudyError
 
 TIMINGS_COLUMNS = ["setup", "trial", "ranks", "rank", "routine", "seconds"]

@@ -49,7 +49,7 @@ class StudyFolder:
         return self._("site", "compute.json")
 
     def plan(self) -> str:
-        """The planned set-ups and trials, for status and export (ganstudy.status.write_plan)."""
+        """The planned set-ups and trials, for status and export (ganstudy.report.status.write_plan)."""
         return self._("plan.json")
 
     def lock(self) -> str:
@@ -82,7 +82,7 @@ class StudyFolder:
         return f"{self.run(setup, trial)}/{name}"
 
     def checkpoints(self, setup: object = SETUP, trial: object = TRIAL) -> str:
-        """A run's checkpoints, and once it finished its outputs' copy (ganstudy.checkpoint.FinishedOutputs)."""
+        """A run's checkpoints, and once it finished its outputs' copy (ganstudy.core.checkpoint.FinishedOutputs)."""
         return self._("checkpoints", setup, f"trial{trial}")
 
     # Stage 3: scoring.

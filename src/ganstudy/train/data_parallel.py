@@ -26,7 +26,9 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from ganstudy.checkpoint import CheckpointStore
+from ganstudy.config.setup_settings import TrainingSettings
+from ganstudy.config.typed import as_dict
+from ganstudy.core.checkpoint import CheckpointStore
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair, get_network
 from ganstudy.models.mixture import pair_generator
@@ -38,7 +40,6 @@ from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.sync_batchnorm import globalise_batchnorm
 from ganstudy.parallel.timing import RoutineTimer, profile_rows
 from ganstudy.parallel.world import World
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.fused_adam import AnyOptimizer
 from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.network_spec import network_spec
@@ -47,7 +48,6 @@ from ganstudy.train.score_curve import ScoreCurve, score_curve
 from ganstudy.train.seeds import pair_seeds
 from ganstudy.train.steps import optimizer_class
 from ganstudy.train.tasks import Batch
-from ganstudy.typed import as_dict
 
 AMP_TYPES = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 

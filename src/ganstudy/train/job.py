@@ -16,12 +16,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ganstudy.atomic import write_json
+from ganstudy.config.setup_settings import TrainingSettings
+from ganstudy.config.typed import FrozenMapping, as_dict, build
+from ganstudy.core.atomic import write_json
 from ganstudy.data.kinds import kind_for_task
 from ganstudy.errors import GanstudyError
 from ganstudy.models import get_network, job_settings
-from ganstudy.setup_settings import TrainingSettings
-from ganstudy.typed import FrozenMapping, as_dict, build
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,13 @@ from typing import Any
 
 import torch
 
+from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.data.arrays import Split
 from ganstudy.data.kinds import IMAGES, DataKind
 from ganstudy.models import NetworkSpec
 from ganstudy.models.mixture import Generator
 from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.world import World
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.mode_needs import TRAINING_MODES
 from ganstudy.train.progress import Progress
 

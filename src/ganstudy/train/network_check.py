@@ -9,9 +9,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NETWORKS, NetworkSpec, build_pair, get_network
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.tasks import TASKS, TrainingData
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.data.arrays import Split
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, get_network
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.network_check import check_pair
 
 

@@ -14,20 +14,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from ganstudy.checkpoint import CheckpointStore, checkpoint_due, run_fingerprint
+from ganstudy.config.setup_settings import TrainingSettings
+from ganstudy.config.typed import as_dict
+from ganstudy.core.checkpoint import CheckpointStore, checkpoint_due, run_fingerprint
 from ganstudy.data.partition import batches_per_pass
 from ganstudy.models import NetworkSpec, build_pair, get_network
-from ganstudy.outcomes import TrainingDiverged
 from ganstudy.parallel.stop import StopSignal
 from ganstudy.parallel.timing import profile_rows
-from ganstudy.setup_settings import TrainingSettings
+from ganstudy.study.outcomes import TrainingDiverged
 from ganstudy.train.fused_adam import AnyOptimizer
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.progress import Progress, TrainerReport
 from ganstudy.train.score_curve import ScoreCurve
 from ganstudy.train.steps import call_network, discriminator_step, generator_step, make_optimizer
 from ganstudy.train.tasks import TASKS, Batch, Task, TrainingData
-from ganstudy.typed import as_dict
 
 
 def discriminator_updates(task: Task) -> tuple[tuple[str, ...], ...]:

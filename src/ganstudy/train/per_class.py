@@ -16,10 +16,10 @@ from typing import Any
 from ganstudy.data.partition import class_partitions, class_prior
 from ganstudy.models import NetworkSpec
 from ganstudy.models.mixture import MixtureGenerator
-from ganstudy.outcomes import TrainingDiverged
 from ganstudy.parallel.partition import assign_classes
 from ganstudy.parallel.stop import TrainingStopped
 from ganstudy.parallel.timing import profile_rows
+from ganstudy.study.outcomes import TrainingDiverged
 from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.network_spec import network_spec
 from ganstudy.train.pair import PairTrainer

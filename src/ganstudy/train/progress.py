@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ganstudy.core.provenance import scheduler_job
 from ganstudy.data.kinds import all_kinds
-from ganstudy.provenance import scheduler_job
 
 LOGGER = logging.getLogger("ganstudy.train")
 # Seconds between two progress lines of one trainer.
@@ -65,7 +65,7 @@ class LiveTable:
         self.path = path
         self._columns: list[str] | None = None
         # A new file, never the old one emptied: a finished run's outputs may be hard links of the copy kept
-        # beside its checkpoints (ganstudy.checkpoint.FinishedOutputs).
+        # beside its checkpoints (ganstudy.core.checkpoint.FinishedOutputs).
         path.unlink(missing_ok=True)
         self._handle = path.open("w", encoding="utf-8")
 

@@ -18,15 +18,19 @@ from typing import Any
 import torch
 from PIL import Image, ImageDraw
 
-from ganstudy.atomic import atomic_path, read_json, write_json, write_text
-from ganstudy.checkpoint import FinishedOutputs, run_fingerprint
+from ganstudy.config.setup_settings import TrainingSettings
+from ganstudy.config.typed import as_dict
 from ganstudy.contracts import SampleFigure
+from ganstudy.core.atomic import atomic_path, read_json, write_json, write_text
+from ganstudy.core.checkpoint import FinishedOutputs, run_fingerprint
+from ganstudy.core.provenance import cuda_versions, float_path, now, provenance_record
+from ganstudy.core.resources import peak_memory
+from ganstudy.core.seeding import derive_seed
 from ganstudy.data.arrays import file_digest, load_split
 from ganstudy.data.kinds import KINDS, get_kind
 from ganstudy.data.loaders import DATASETS
 from ganstudy.models import NETWORKS, get_network
 from ganstudy.models.artifact import save_diverged, save_generator
-from ganstudy.outcomes import FINISHED, TrainingDiverged, divergence_text
 from ganstudy.parallel.determinism import configure_determinism, configure_tf32
 from ganstudy.parallel.stop import StopSignal, TrainingStopped
 from ganstudy.parallel.world import (
@@ -38,16 +42,12 @@ from ganstudy.parallel.world import (
     select_devices,
     set_cpu_threads,
 )
-from ganstudy.provenance import cuda_versions, float_path, now, provenance_record
-from ganstudy.resources import peak_memory
-from ganstudy.seeding import derive_seed
-from ganstudy.setup_settings import TrainingSettings
+from ganstudy.study.outcomes import FINISHED, TrainingDiverged, divergence_text
 from ganstudy.train.job import TrainingJob
 from ganstudy.train.mode_needs import TRAINING_MODES
 from ganstudy.train.modes import TrainingContext, TrainingResult, get_mode
 from ganstudy.train.progress import INTERVAL, Progress, remove_rank_tables
 from ganstudy.train.tasks import TASKS
-from ganstudy.typed import as_dict
 
 
 def rows_to_csv(rows: list[dict[str, Any]]) -> str:

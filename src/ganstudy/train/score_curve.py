@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ganstudy.contracts import HeldOutScorer
+from ganstudy.core.seeding import derive_seed
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.extractor import inception_extractor
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.models import build_pair
-from ganstudy.seeding import derive_seed
 from ganstudy.train.modes import TrainingContext
 from ganstudy.train.network_spec import network_spec
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ganstudy.seeding import derive_seed
+from ganstudy.core.seeding import derive_seed
 
 STREAMS = ("init", "batches", "noise", "dropout", "score")
 

@@ -36,9 +36,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.errors import GanstudyError
 from ganstudy.registry import Registry, subclass_of
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.losses import AdversarialLoss
 
 Tensor = torch.Tensor

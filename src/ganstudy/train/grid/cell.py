@@ -14,14 +14,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from ganstudy.config.setup_settings import TrainingSettings
+from ganstudy.core.seeding import derive_seed
 from ganstudy.data.partition import cell_subset
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.models import NetworkSpec
 from ganstudy.parallel.exchange import placed
 from ganstudy.parallel.keyed_dropout import keyed_masks
 from ganstudy.parallel.topology import Cell, GridShape
-from ganstudy.seeding import derive_seed
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.grid.draws import GridDraws
 from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids
 from ganstudy.train.grid.pool import NetworkPool

@@ -1,4 +1,4 @@
-"""The tensor draws of grid cells in an iteration, counter-based (``ganstudy.counter_random``).
+"""The tensor draws of grid cells in an iteration, counter-based (``ganstudy.core.counter_random``).
 
 Every draw of cell c in iteration i is a function of (c's draw seed, i, what is drawn, update, row): its
 fitness sample (real images and noise), the order of its images in the training pass, each update's
@@ -24,10 +24,10 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from ganstudy.counter_random import bounded, counter_keys, integers, normal, random_bits, uniform
-from ganstudy.device_copy import to_device
+from ganstudy.config.setup_settings import TrainingSettings
+from ganstudy.core.counter_random import bounded, counter_keys, integers, normal, random_bits, uniform
+from ganstudy.core.device_copy import to_device
 from ganstudy.models import NetworkSpec
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.grid.population import mutate_learning_rates
 from ganstudy.train.losses import LOSSES, AdversarialLoss
 

@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ganstudy.checkpoint import CheckpointStore, checkpoint_due, run_fingerprint
+from ganstudy.config.setup_settings import TrainingSettings
+from ganstudy.config.typed import as_dict
+from ganstudy.core.checkpoint import CheckpointStore, checkpoint_due, run_fingerprint
 from ganstudy.data.partition import batches_per_pass
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
@@ -26,7 +28,6 @@ from ganstudy.parallel.exchange import NeighbourExchange, placed
 from ganstudy.parallel.heartbeat import Heartbeat
 from ganstudy.parallel.timing import RoutineTimer
 from ganstudy.parallel.topology import Cell, GridShape, assign_cells, resolve_shape
-from ganstudy.setup_settings import TrainingSettings
 from ganstudy.train.grid.cell import CellStreams, GridCell, cell_label
 from ganstudy.train.grid.draws import draws_engine
 from ganstudy.train.grid.iteration import Engine, LoopEngine, StackedEvaluationEngine, iterate_cells, score_mixtures
@@ -35,7 +36,6 @@ from ganstudy.train.grid.stacked import StackedEngine, whole_stack, why_not_capt
 from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.network_spec import network_spec
 from ganstudy.train.score_curve import training_scorer
-from ganstudy.typed import as_dict
 
 
 def _say(message: str) -> None:

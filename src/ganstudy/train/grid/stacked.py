@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ganstudy.device_copy import to_device
+from ganstudy.core.device_copy import to_device
 from ganstudy.models.stacked import StackedMLP, separate
 from ganstudy.parallel.keyed_dropout import keyed_masks
 from ganstudy.train.grid.draws import MUSTANGS_LOSSES, GridDraws, UpdateDraws

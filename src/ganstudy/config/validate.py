@@ -15,9 +15,9 @@ from typing import Any
 import jsonschema
 import yaml
 
+from ganstudy.config.pretrained import EXTRACTOR_KEYS
+from ganstudy.config.sweep_expansion import expand_sweeps
 from ganstudy.errors import GanstudyError
-from ganstudy.pretrained import EXTRACTOR_KEYS
-from ganstudy.sweeps import expand_sweeps
 
 
 class ConfigError(GanstudyError):
@@ -68,8 +68,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
 
 
 def validate_study_config(config: dict[str, Any], schema_path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Check ``config`` in place, filling defaults, and expand its sweeps into set-ups (ganstudy.sweeps);
-    raise ConfigError naming every bad key."""
+    """Check ``config`` in place, filling defaults, and expand its sweeps into set-ups
+    (ganstudy.config.sweep_expansion); raise ConfigError naming every bad key."""
     with open(schema_path, encoding="utf-8") as handle:
         schema = yaml.safe_load(handle)
     if not isinstance(config, dict):

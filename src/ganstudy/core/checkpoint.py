@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ganstudy.atomic import atomic_path, write_text
+from ganstudy.core.atomic import atomic_path, write_text
 from ganstudy.errors import GanstudyError
 
 

@@ -10,7 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ganstudy.atomic import read_json
+from ganstudy.core.atomic import read_json
 from ganstudy.errors import GanstudyError
 from ganstudy.parallel.world import gpu_indices
 from ganstudy.study.folder import StudyFolder

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ganstudy
-from ganstudy.code_version import ROOT, git_state
-from ganstudy.procfs import cpu_description
+from ganstudy.core.code_version import ROOT, git_state
+from ganstudy.core.procfs import cpu_description
 
 _PACKAGES = ("torch", "torchvision", "torch-fidelity", "numpy", "scipy", "scikit-learn", "mpi4py", "snakemake")
 

@@ -16,7 +16,7 @@ import resource
 import sys
 from typing import Any
 
-from ganstudy.procfs import status_field
+from ganstudy.core.procfs import status_field
 
 # Resident memory of a rank besides its data: Python, torch, MPI, the networks and a batch's working set.
 RANK_BASE_MB = {"cpu": 1024, "cuda": 3072}  # CUDA: the driver's and cuDNN's host-side state

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ganstudy.procfs import status_field
+from ganstudy.core.procfs import status_field
 
 
 def current_umask() -> int:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ganstudy.device_copy import to_device
+from ganstudy.core.device_copy import to_device
 
 MASK32 = (1 << 32) - 1
 _MASK64 = (1 << 64) - 1

@@ -30,12 +30,12 @@ from typing import Any
 
 import yaml
 
-from ganstudy.atomic import read_json, write_json
+from ganstudy.core.atomic import read_json, write_json
+from ganstudy.core.procfs import pid_alive
 from ganstudy.errors import GanstudyError
-from ganstudy.outcomes import diverged, divergence_text
-from ganstudy.procfs import pid_alive
 from ganstudy.stats.sequential import Schedule, most_trials
 from ganstudy.study.folder import StudyFolder
+from ganstudy.study.outcomes import diverged, divergence_text
 from ganstudy.train.progress import HEARTBEAT, HEARTBEAT_SECONDS, LINE, PROCESS, score_columns
 
 ERROR = re.compile(

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-SCHEMAS_DIR = Path(__file__).resolve().parent / "schemas"
+SCHEMAS_DIR = Path(__file__).resolve().parents[1] / "schemas"
 CONFIG_SCHEMA = SCHEMAS_DIR / "config.schema.yaml"
 
 

@@ -1,6 +1,6 @@
 """A set-up's training settings, typed: one frozen dataclass per section of ``setups.<name>`` in the
 study's schema (workflow/schemas/config.schema.yaml describes every key), built once when a training job
-starts. The defaults are the schema's (ganstudy.schema); tests/test_settings.py checks that the fields are
+starts. The defaults are the schema's (ganstudy.config.schema); tests/test_settings.py checks that the fields are
 its keys.
 
 Below the stages, not in train/: the workflow plans from them, and evaluation scores a generator as it
@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ganstudy.config.schema import schema_defaults
+from ganstudy.config.typed import FrozenMapping, build
 from ganstudy.errors import GanstudyError
-from ganstudy.schema import schema_defaults
-from ganstudy.typed import FrozenMapping, build
 
-# The schema's defaults (ganstudy.schema): the one place they are written.
+# The schema's defaults (ganstudy.config.schema): the one place they are written.
 _GRID = schema_defaults("setups", "grid")
 _DATA_PARALLEL = schema_defaults("setups", "data_parallel")
 _JITTER = schema_defaults("setups", "jitter")
