@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from ganstudy.evaluate.scoring_noise import ScoringJob, scoring_draws
+from ganstudy.evaluate.rescoring import ScoringJob, scoring_draws
 from ganstudy.evaluate.settings import EvaluationSettings
 from ganstudy.stats.summary import markdown_table
 from ganstudy.stats.tests import a12, rank_test

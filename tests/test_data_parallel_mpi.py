@@ -15,12 +15,12 @@ import torch.nn.functional as F
 
 from conftest import REPO, SCHEMA, assert_trained_alike, train_command
 from ganstudy.config.validate import validate_study_config
+from ganstudy.core.seeding import pair_seeds
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import load_generator
-from ganstudy.parallel.partition import shard_rows
+from ganstudy.parallel.rank_work import shard_rows
 from ganstudy.parallel.shard_dropout import row_masks, shard_dropout
-from ganstudy.train.seeds import pair_seeds
 
 pytestmark = pytest.mark.mpi
 

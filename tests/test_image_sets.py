@@ -11,9 +11,9 @@ from PIL import Image
 
 from ganstudy.data.arrays import load_split
 from ganstudy.data.loaders import LoadOptions, load_fashion_mnist, load_image_folder
-from ganstudy.data.partition import cell_subset, class_partitions
 from ganstudy.data.prepare import prepare_dataset
 from ganstudy.data.settings import SmoteSettings
+from ganstudy.data.subsets import cell_subset, class_partitions
 from ganstudy.errors import GanstudyError
 from ganstudy.report.images import real_vs_smote
 from test_mnist_fetch import idx_bytes

@@ -17,7 +17,7 @@ from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair, job_settings
 from ganstudy.models.artifact import load_generator, sample_labelled, save_generator
 from ganstudy.models.mixture import ConditionalGenerator, MixtureGenerator
-from ganstudy.parallel.partition import assign_classes
+from ganstudy.parallel.rank_work import assign_classes
 from ganstudy.parallel.world import gpu_indices, mpi_world
 from ganstudy.stats.anova import pixel_anova
 from ganstudy.train.modes import TrainingContext, get_mode

@@ -16,7 +16,7 @@ from conftest import SCHEMA, assert_same_generators, train_command
 from ganstudy.config.validate import validate_study_config
 from ganstudy.data.arrays import load_split
 from ganstudy.models.artifact import load_generator, sample_labelled
-from ganstudy.parallel.partition import assign_classes
+from ganstudy.parallel.rank_work import assign_classes
 from jobs import kill_job, start_job, wait_for
 
 pytestmark = pytest.mark.mpi

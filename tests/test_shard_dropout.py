@@ -14,7 +14,7 @@ from conftest import M32, lowbias32, reference_mask
 from ganstudy.core import counter_random as module
 from ganstudy.core.counter_random import hash32, scaled_mask
 from ganstudy.errors import GanstudyError
-from ganstudy.parallel.partition import shard_rows
+from ganstudy.parallel.rank_work import shard_rows
 from ganstudy.parallel.shard_dropout import row_masks, shard_dropout
 
 

@@ -19,7 +19,7 @@ from PIL import Image
 from conftest import SCHEMA, assert_trained_alike, train_command
 from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.config.validate import validate_study_config
-from ganstudy.core.seeding import derive_seed
+from ganstudy.core.seeding import derive_seed, pair_seeds
 from ganstudy.data.arrays import Split, save_split
 from ganstudy.data.kinds import PAIRS, SHOWERS, DataKind
 from ganstudy.errors import GanstudyError
@@ -31,7 +31,6 @@ from ganstudy.train.modes import TrainingContext
 from ganstudy.train.network_spec import network_spec
 from ganstudy.train.pair import PairTrainer
 from ganstudy.train.score_curve import score_curve
-from ganstudy.train.seeds import pair_seeds
 from ganstudy.train.steps import adam, discriminator_step, generator_step, make_optimizer
 from ganstudy.train.tasks import TASKS, TrainingData
 

@@ -178,10 +178,10 @@ def test_single_mode_refuses_several_ranks(digits_dir, tmp_path, env):
 def test_the_in_training_fid_is_the_fixed_batch_s_fid_and_changes_no_training_bit(
     digits_dir, classifier_path, tmp_path
 ):
+    from ganstudy.core.seeding import pair_seeds
     from ganstudy.evaluate.extractor import classifier_extractor
     from ganstudy.evaluate.fid import FidScorer
     from ganstudy.evaluate.scores import reference_statistics
-    from ganstudy.train.seeds import pair_seeds
 
     reference = tmp_path / "reference.npz"
     reference_statistics(digits_dir / "train.npz", classifier_extractor(classifier_path), "logits", 500, reference, 1)

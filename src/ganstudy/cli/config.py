@@ -18,7 +18,7 @@ from ganstudy.cli.options import (
 from ganstudy.errors import GanstudyError
 
 if TYPE_CHECKING:
-    from ganstudy.evaluate.scoring_noise import ScoringJob
+    from ganstudy.evaluate.rescoring import ScoringJob
 
 
 def _config_reference(args: argparse.Namespace) -> None:
@@ -207,7 +207,7 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
     import contextlib
 
     from ganstudy.core.atomic import read_json
-    from ganstudy.evaluate.scoring_noise import scoring_draws
+    from ganstudy.evaluate.rescoring import scoring_draws
     from ganstudy.plan.study_files import ArgumentsFiles
     from ganstudy.report.export import finished_runs
     from ganstudy.report.status import study_runs
@@ -254,7 +254,7 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
 def _scoring_job(step: argparse.Namespace, device: str | None) -> ScoringJob:
     """The scoring of an evaluate step's generator as its arguments say, on ``device`` if given."""
     from ganstudy.evaluate.extractor import scoring_device
-    from ganstudy.evaluate.scoring_noise import ScoringJob
+    from ganstudy.evaluate.rescoring import ScoringJob
     from ganstudy.evaluate.settings import EvaluationSettings
 
     return ScoringJob(

@@ -27,3 +27,12 @@ def derive_seed(study_seed: int, *keys: int | str) -> int:
     entropy = [_as_word(study_seed), *(_as_word(k) for k in keys)]
     state = np.random.SeedSequence(entropy).generate_state(2, dtype=np.uint32)
     return int((int(state[0]) << 31) ^ int(state[1])) & (2**63 - 1)
+
+
+# The named random streams of a generator-discriminator pair.
+STREAMS = ("init", "batches", "noise", "dropout", "score")
+
+
+def pair_seeds(study_seed: int, trial: int, prefix: str = "") -> dict[str, int]:
+    """The named random streams of one pair; ``prefix`` (e.g. "class3/") keeps pairs of a run apart."""
+    return {name: derive_seed(study_seed, trial, prefix + name) for name in STREAMS}

@@ -16,9 +16,9 @@ from ganstudy.core.seeding import derive_seed
 from ganstudy.data.arrays import Split, file_digest, save_split
 from ganstudy.data.conform import conform
 from ganstudy.data.loaders import DATASETS, LoadOptions, RawDataset, get_dataset
-from ganstudy.data.partition import class_partitions
 from ganstudy.data.settings import SmoteSettings
 from ganstudy.data.smote import oversample
+from ganstudy.data.subsets import class_partitions
 from ganstudy.errors import GanstudyError
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ganstudy.data.partition import class_prior
+from ganstudy.data.subsets import class_prior
 
 
 def proportional_counts(weights: Sequence[float], total: int) -> list[int]:

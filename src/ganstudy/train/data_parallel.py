@@ -29,11 +29,12 @@ import torch.distributed as dist
 from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.config.typed import as_dict
 from ganstudy.core.checkpoint import CheckpointStore
+from ganstudy.core.seeding import pair_seeds
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair, get_network
 from ganstudy.models.mixture import pair_generator
-from ganstudy.parallel.partition import shard_rows
 from ganstudy.parallel.process_group import backend_for, torch_process_group
+from ganstudy.parallel.rank_work import shard_rows
 from ganstudy.parallel.shard_dropout import ShardDropout, row_masks, shard_dropout
 from ganstudy.parallel.sharding import Sharding, full_optimizer_state, full_state, load_full_state
 from ganstudy.parallel.stop import StopSignal
@@ -45,7 +46,6 @@ from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.network_spec import network_spec
 from ganstudy.train.pair import PairTrainer
 from ganstudy.train.score_curve import ScoreCurve, score_curve
-from ganstudy.train.seeds import pair_seeds
 from ganstudy.train.steps import optimizer_class
 from ganstudy.train.tasks import Batch
 

@@ -17,7 +17,7 @@ from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.contracts import ModeCheck, PairCount, TrainingFunction
 from ganstudy.errors import GanstudyError
 from ganstudy.models import job_settings
-from ganstudy.parallel.partition import shard_rows
+from ganstudy.parallel.rank_work import shard_rows
 from ganstudy.parallel.topology import parse_shape
 from ganstudy.registry import Registry, contract_problems, not_installed, resolve_part
 

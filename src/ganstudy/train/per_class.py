@@ -13,10 +13,11 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from ganstudy.data.partition import class_partitions, class_prior
+from ganstudy.core.seeding import pair_seeds
+from ganstudy.data.subsets import class_partitions, class_prior
 from ganstudy.models import NetworkSpec
 from ganstudy.models.mixture import MixtureGenerator
-from ganstudy.parallel.partition import assign_classes
+from ganstudy.parallel.rank_work import assign_classes
 from ganstudy.parallel.stop import TrainingStopped
 from ganstudy.parallel.timing import profile_rows
 from ganstudy.study.outcomes import TrainingDiverged
@@ -24,7 +25,6 @@ from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.network_spec import network_spec
 from ganstudy.train.pair import PairTrainer
 from ganstudy.train.score_curve import score_curve
-from ganstudy.train.seeds import pair_seeds
 
 
 def train_per_class(context: TrainingContext) -> TrainingResult | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ganstudy.core.seeding import pair_seeds
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec
 from ganstudy.models.mixture import pair_generator
@@ -13,7 +14,6 @@ from ganstudy.train.modes import TrainingContext, TrainingResult
 from ganstudy.train.network_spec import network_spec
 from ganstudy.train.pair import PairTrainer
 from ganstudy.train.score_curve import score_curve
-from ganstudy.train.seeds import pair_seeds
 
 
 def _one_rank(context: TrainingContext) -> None:

@@ -16,7 +16,7 @@ from torch import nn
 
 from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.core.seeding import derive_seed
-from ganstudy.data.partition import cell_subset
+from ganstudy.data.subsets import cell_subset
 from ganstudy.evaluate.fid import FidScorer
 from ganstudy.models import NetworkSpec
 from ganstudy.parallel.exchange import placed

@@ -19,7 +19,7 @@ import torch
 from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.config.typed import as_dict
 from ganstudy.core.checkpoint import CheckpointStore, checkpoint_due, run_fingerprint
-from ganstudy.data.partition import batches_per_pass
+from ganstudy.data.subsets import batches_per_pass
 from ganstudy.errors import GanstudyError
 from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import MixtureGenerator
