@@ -83,7 +83,8 @@ job_arguments("prepare_dataset", "--settings", as_json(dataset_settings(config["
 
 rule anova:
     input:
-        rules.prepare_dataset.output.train,
+        unpack(arguments_inputs("anova")),
+        split=rules.prepare_dataset.output.train,
     output:
         # In the report once, as Markdown.
         csv=FOLDER.table("anova", "csv"),
@@ -95,4 +96,9 @@ rule anova:
     localrule: True
     threads: 1
     shell:
-        "ganstudy anova --split {input} --csv {output.csv} --markdown {output.markdown} > {log} 2>&1"
+        "ganstudy anova @{input.arguments} > {log} 2>&1"
+
+
+if PLAN.anova:
+    job_arguments("anova", "--split", rules.anova.input.split, "--csv", rules.anova.output.csv,
+                  "--markdown", rules.anova.output.markdown)

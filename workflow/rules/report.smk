@@ -214,7 +214,8 @@ job_arguments("training_curves", "--losses", *taken_arguments(LOSSES, rules.trai
 
 rule smote_samples:
     input:
-        rules.prepare_dataset.output.train,
+        unpack(arguments_inputs("smote_samples")),
+        train=rules.prepare_dataset.output.train,
     output:
         report(FOLDER.figure("smote_samples"), caption="../report/smote_samples.rst", category="1. Data"),
     log:
@@ -224,7 +225,11 @@ rule smote_samples:
     localrule: True
     threads: 1
     shell:
-        "ganstudy smote-samples --train {input} --out {output} > {log} 2>&1"
+        "ganstudy smote-samples @{input.arguments} > {log} 2>&1"
+
+
+if PLAN.smote:
+    job_arguments("smote_samples", "--train", rules.smote_samples.input.train, "--out", *rules.smote_samples.output)
 
 
 # Every figure of the study; the summary page links them.
