@@ -240,3 +240,14 @@ def test_a_study_with_a_set_up_that_diverges_finishes_and_ranks_it_last(tmp_path
     # Nothing is left to do: a diverged trial is finished, not a job to retry.
     again = snakemake(tmp_path, DIVERGING, "-n", env=env)
     assert "Nothing to be done" in again.stdout + again.stderr, again.stdout[-2000:]
+
+
+@pytest.mark.mpi
+def test_a_data_parallel_run_that_diverges_ends_on_every_rank_alike(digits_dir, tmp_path, env):
+    """Its losses are the ranks' mean: every rank sees them stop being finite at the same iteration and leaves
+    the loop together, so no rank waits in a collective for one that left."""
+    run = tmp_path / "run"
+    _train(_setup(mode="data_parallel", batch_size=32, **UNSTABLE), digits_dir, run, env, ranks=2)
+    record = read_json(run / "run.json")
+    assert record["outcome"] == "diverged" and record["world_size"] == 2
+    assert record["diverged"] == {"pair": {"iteration": 1, "iterations": 3, "d_loss": math.inf, "g_loss": math.inf}}
