@@ -110,18 +110,23 @@ def run_curve(losses: pd.DataFrame, columns: tuple[str, ...]) -> tuple[str, pd.S
     return column, losses.dropna(subset=[column]).groupby("iteration")[column].mean()
 
 
-def diverged_run(loss_path: str) -> bool:
-    """Whether the run whose losses.csv this is diverged, as its run.json (an output of the same job) says."""
-    record = Path(loss_path).with_name("run.json")
-    return record.is_file() and diverged(read_json(record))
+def diverged_runs(loss_paths: list[str]) -> set[str]:
+    """The runs among ``loss_paths`` that diverged, as each one's run.json (an output of the same job) says."""
+    records = {path: Path(path).with_name("run.json") for path in loss_paths}
+    return {path for path, record in records.items() if record.is_file() and diverged(read_json(record))}
 
 
 def setup_curves(loss_paths: list[str], setups: list[str]) -> dict[str, tuple[str, pd.DataFrame]]:
     """Per set-up with a curve: its score column and a frame of iterations x trials. A run that diverged has
     no curve to judge: it is an outcome (its scores are inf), not a run that is still improving."""
+    gone = diverged_runs(loss_paths)
+    return _curves([path for path in loss_paths if path not in gone], setups)
+
+
+def _curves(loss_paths: list[str], setups: list[str]) -> dict[str, tuple[str, pd.DataFrame]]:
     curves, columns = {}, score_columns()
     for setup in setups:
-        runs = [run_curve(pd.read_csv(p), columns) for p in loss_paths if of_setup(p, setup) and not diverged_run(p)]
+        runs = [run_curve(pd.read_csv(p), columns) for p in loss_paths if of_setup(p, setup)]
         runs = [r for r in runs if r is not None]
         if runs:
             curves[setup] = (runs[0][0], pd.concat([curve for _, curve in runs], axis=1).sort_index())
@@ -258,10 +263,10 @@ def verdict(trend: dict[str, float], tolerance: float, degradation: float) -> st
 def convergence_table(
     loss_paths: list[str], setups: list[str], tolerance: float, degradation: float, window: float = WINDOW
 ) -> pd.DataFrame:
-    rows = []
-    curves = setup_curves(loss_paths, setups)
+    rows, gone_runs = [], diverged_runs(loss_paths)
+    curves = _curves([path for path in loss_paths if path not in gone_runs], setups)
     for setup in setups:
-        gone = sum(of_setup(p, setup) and diverged_run(p) for p in loss_paths)
+        gone = sum(of_setup(path, setup) for path in gone_runs)
         if setup not in curves:
             rows.append(
                 {

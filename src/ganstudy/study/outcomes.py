@@ -47,9 +47,14 @@ def diverged(record: Mapping[str, Any]) -> bool:
     return record.get("outcome") == DIVERGED
 
 
-def divergence_text(record: Mapping[str, Any]) -> str:
-    """Where a diverged run stopped, e.g. "class3 after iteration 2 of 50"."""
-    return "; ".join(
+def divergence_parts(record: Mapping[str, Any]) -> list[str]:
+    """Where each trainer of a diverged run stopped, e.g. "class3 after iteration 2 of 50"."""
+    return [
         f"{trainer} after iteration {facts['iteration']} of {facts['iterations']}"
         for trainer, facts in record["diverged"].items()
-    )
+    ]
+
+
+def divergence_text(record: Mapping[str, Any]) -> str:
+    """Where a diverged run stopped, in one line."""
+    return "; ".join(divergence_parts(record))

@@ -42,7 +42,7 @@ from ganstudy.parallel.world import (
     select_devices,
     set_cpu_threads,
 )
-from ganstudy.study.outcomes import FINISHED, TrainingDiverged, divergence_text
+from ganstudy.study.outcomes import FINISHED, TrainingDiverged, divergence_parts, divergence_text
 from ganstudy.train.job import TrainingJob
 from ganstudy.train.mode_needs import TRAINING_MODES
 from ganstudy.train.modes import TrainingContext, TrainingResult, get_mode
@@ -305,9 +305,7 @@ def _write_outputs(
         result.generator, result.spec, context.data, grid_seed, out / "samples.png"
     ):
         result.seeds["sample-grid"] = grid_seed
-    write_text(out / "losses.csv", rows_to_csv(result.history))
-    remove_rank_tables(out)
-    write_text(out / "profile.csv", rows_to_csv(result.profile))
+    _write_tables(out, result.history, result.profile)
     for name, rows in result.tables.items():
         write_text(out / f"{name}.csv", rows_to_csv(rows))
     save_generator(out / "generator.pt", result.generator, result.network, result.spec)
@@ -317,6 +315,13 @@ def _write_outputs(
         "mixture_weights": list(result.generator.weights),
         **result.facts,
     }
+
+
+def _write_tables(out: Path, history: list[dict[str, Any]], profile: list[dict[str, Any]]) -> None:
+    """losses.csv (every rank's rows: the live per-rank tables go) and profile.csv."""
+    write_text(out / "losses.csv", rows_to_csv(history))
+    remove_rank_tables(out)
+    write_text(out / "profile.csv", rows_to_csv(profile))
 
 
 def _write_diverged(error: TrainingDiverged, out: Path) -> dict[str, Any]:
@@ -330,10 +335,8 @@ def _write_diverged(error: TrainingDiverged, out: Path) -> dict[str, Any]:
         file=sys.stderr,
         flush=True,
     )
-    _save_notice(out / "samples.png", ["diverged:", *divergence_text(record).split("; "), "no samples"])
-    write_text(out / "losses.csv", rows_to_csv(error.history))
-    remove_rank_tables(out)
-    write_text(out / "profile.csv", rows_to_csv(error.profile))
+    _save_notice(out / "samples.png", ["diverged:", *divergence_parts(record), "no samples"])
+    _write_tables(out, error.history, error.profile)
     save_diverged(out / "generator.pt", record)
     return record
 
