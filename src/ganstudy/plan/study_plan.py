@@ -138,8 +138,7 @@ class StudyPlan:
     def _plan_study(self) -> None:
         """The study's runs and what it needs from its user; its parts and what its trials can decide."""
         config = self.config
-        self.study_dir = f"{config['results_dir']}/{config['study']}"
-        self.folder = StudyFolder(self.study_dir)
+        self.folder = StudyFolder(f"{config['results_dir']}/{config['study']}")
         # The HTML report's first page: the answer, once the summary step has written it.
         self.report_files = {"answer": self.folder.report_answer(), "metadata": self.folder.report_metadata()}
         answer = Path(self.report_files["answer"])
@@ -312,6 +311,11 @@ class StudyPlan:
         expected = {name: job_record(job) for name, job in self.jobs.items()}
         changed = changed_runs(self.study_dir, expected, self.runs) if invocation.main_process else []
         self.changed = {(run.setup, run.trial): run for run in changed}
+
+    @property
+    def study_dir(self) -> str:
+        """results_dir/study, as the workflow names it."""
+        return self.folder.root
 
     def look_runs(self, look: int) -> list[tuple[str, int]]:
         """The runs look ``look`` (1-based) of the schedule tests: each set-up's first trials up to its count."""
