@@ -237,8 +237,9 @@ def repo() -> Path:
 
 @pytest.fixture(scope="session")
 def env() -> dict[str, str]:
-    """Environment for subprocesses: this interpreter's scripts (ganstudy, snakemake, mpiexec) first."""
-    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    """Environment for subprocesses: this interpreter's scripts (ganstudy, snakemake, mpiexec) first. A
+    probe that dies by a signal shows each thread's Python stack in what the test prints."""
+    return {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "PYTHONFAULTHANDLER": "1"}
 
 
 def with_pythonpath(env: dict[str, str], folder: Path) -> dict[str, str]:

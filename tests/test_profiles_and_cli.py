@@ -5,6 +5,7 @@ it: a help that fits a screen, its version, any working directory."""
 
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -102,3 +103,21 @@ def test_no_tracked_link_dangles():
     links = [line.split("\t", 1)[1] for line in listed.splitlines() if line.startswith("120000 ")]
     assert links, "the root's profile links are tracked links"
     assert [link for link in links if not (REPO / link).exists()] == []
+
+
+def test_a_step_that_dies_by_a_signal_leaves_its_python_stack_in_the_log(env):
+    # A handler that aborts the process as a C++ std::terminate in a torch or MPI thread would.
+    script = (
+        "import argparse, importlib, os, sys\n"
+        "main = importlib.import_module('ganstudy.cli.main')\n"
+        "def abort_here(args):\n"
+        "    os.abort()\n"
+        "parser = main.build_parser()\n"
+        "parser.parse_args = lambda argv: argparse.Namespace(command='train', handler=abort_here)\n"
+        "main.build_parser = lambda: parser\n"
+        "sys.exit(main.main([]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode != 0
+    assert "Fatal Python error: Aborted" in done.stderr, done.stderr
+    assert "abort_here" in done.stderr, done.stderr

@@ -7,6 +7,7 @@ section the step needs, so the step's inputs are visible in the rule and in its 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import sys
 import time
 import traceback
@@ -45,6 +46,9 @@ def _mpi_peers() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # A rank that dies by a signal inside torch or MPI (an abort in a C++ thread, a segfault) leaves a bare
+    # "terminate called ..." in its job log; with this the log also shows every thread's Python stack.
+    faulthandler.enable()
     args = build_parser().parse_args(argv)
     try:
         args.handler(args)
