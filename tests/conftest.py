@@ -254,6 +254,12 @@ def default_config() -> dict:
     return load_study_config(REPO / "config" / "config.yaml", SCHEMA)
 
 
+def spec_file(path: Path, section: str, settings: dict, seed: int | None = None) -> str:
+    """A stage's spec file as the workflow writes it (results/<study>/specs/): a step's ``--spec``."""
+    path.write_text(json.dumps({section: settings, **({} if seed is None else {"seed": seed})}))
+    return str(path)
+
+
 @pytest.fixture(scope="session")
 def digits_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from ganstudy.data.prepare import prepare_dataset

@@ -5,7 +5,6 @@ same classes at any rank count."""
 
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 
@@ -15,7 +14,7 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import SCHEMA, train_command
+from conftest import SCHEMA, spec_file, train_command
 from ganstudy.config.validate import validate_study_config
 from ganstudy.core.atomic import read_json, write_json
 from ganstudy.data.arrays import Split, load_split, save_split
@@ -58,10 +57,8 @@ def _evaluate(run, out, env) -> dict:
         str(run / "generator.pt"),
         "--run-record",
         str(run / "run.json"),
-        "--settings",
-        json.dumps(_evaluation()),
-        "--seed",
-        "3",
+        "--spec",
+        spec_file(out.parent / "evaluation.json", "evaluation", _evaluation(), seed=3),
         "--trial",
         "0",
         "--out",

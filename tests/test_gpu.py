@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import SCHEMA, assert_trained_alike
+from conftest import SCHEMA, assert_trained_alike, spec_file
 from ganstudy.config.validate import validate_study_config
 from ganstudy.core.counter_random import scaled_mask
 from ganstudy.evaluate.fid import FidScorer
@@ -494,8 +494,8 @@ def test_evaluate_scores_a_cuda_trained_generator_like_the_cpu_trained_one(cpu_a
         line = [
             "ganstudy",
             "evaluate",
-            "--settings",
-            json.dumps(evaluation),
+            "--spec",
+            spec_file(tmp_path / "evaluation.json", "evaluation", evaluation, seed=5),
             "--generator",
             str(out / "generator.pt"),
             "--run-record",
@@ -504,8 +504,6 @@ def test_evaluate_scores_a_cuda_trained_generator_like_the_cpu_trained_one(cpu_a
             str(classifier),
             "--reference",
             str(reference),
-            "--seed",
-            "5",
             "--trial",
             "0",
             "--out",
@@ -575,11 +573,12 @@ def test_evaluate_on_cuda_records_the_gpu_it_scored_on(cpu_and_cuda, digits_dir,
     evaluation = validate_study_config(
         {"evaluation": {"samples": 64, "batch_size": 32, "metrics": ["fid"], **inception}}, SCHEMA
     )["evaluation"]
-    settings, quality, out = ["--settings", json.dumps(evaluation)], tmp_path / "quality.npz", cpu_and_cuda["cuda"]
+    spec = spec_file(tmp_path / "evaluation.json", "evaluation", evaluation, seed=5)
+    settings, quality, out = ["--spec", spec], tmp_path / "quality.npz", cpu_and_cuda["cuda"]
     real = ["--split", str(digits_dir / "test.npz"), "--extractor", "quality", "--out", str(quality)]
     run(["ganstudy", "reference-stats", *settings, *real, "--device", "cuda"], env)
     scored = ["--generator", str(out / "generator.pt"), "--run-record", str(out / "run.json")]
-    against = ["--quality-reference", str(quality), "--seed", "5", "--trial", "0", "--out", str(tmp_path / "s.json")]
+    against = ["--quality-reference", str(quality), "--trial", "0", "--out", str(tmp_path / "s.json")]
     run(["ganstudy", "evaluate", *settings, *scored, *against, "--device", "cuda"], env)
     record = json.loads((tmp_path / "s.json").read_text())
     assert record["scored_on"] == torch.cuda.get_device_name() and record["scores"]["fid"] > 0

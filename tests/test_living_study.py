@@ -310,6 +310,46 @@ def test_key_order_and_the_site_change_nothing(living, env):
     assert not set(jobs) & (TRAINING | {"evaluate"}), jobs
 
 
+def _older_form(arguments: Path, seeded: bool, workdir: Path) -> str:
+    """An arguments file as releases before spec-only settings wrote it: the stage's settings inline
+    (--settings JSON, in the --spec line's place) and, for a step that draws, the study seed (--seed)."""
+    lines = arguments.read_text().splitlines()
+    at = lines.index("--spec")
+    spec = json.loads((workdir / lines[at + 1]).read_text())
+    section = next((key for key in ("dataset", "classifier", "evaluation") if key in spec), None)
+    settings = spec[section] if section else spec
+    lines[at : at + 2] = ["--settings", json.dumps(settings, sort_keys=True, separators=(",", ":"))]
+    return "\n".join(lines + (["--seed", str(spec["seed"])] if seeded else [])) + "\n"
+
+
+def test_a_study_whose_arguments_files_hold_the_settings_as_before_redoes_nothing(living, tmp_path, env):
+    # The finished study as an older release left it: its stages' arguments files carry the settings and the
+    # seed that are also in the spec files. The upgrade rewrites them to name the spec files, and keeps them.
+    for name in ("results", ".snakemake"):
+        shutil.copytree(living / name, tmp_path / name, symlinks=True, ignore=shutil.ignore_patterns("locks"))
+    folder = tmp_path / "results" / STUDY / "arguments"
+    older = {"prepare_dataset": True, "train_classifier": True, "reference_statistics": False}
+    older |= {f"evaluate/{setup}/trial{trial}": True for setup in LIVING["setups"] for trial in range(LIVING["trials"])}
+    dates, current = {}, {}
+    for job, seeded in older.items():
+        path = folder / f"{job}.args"
+        current[job], dates[job] = path.read_text(), path.stat().st_mtime_ns
+        path.write_text(_older_form(path, seeded, tmp_path))
+        os.utime(path, ns=(dates[job], dates[job]))
+    assert "--settings" in (folder / "evaluate" / SMALL / "trial0.args").read_text()
+    assert planned(snakemake(tmp_path, LIVING, "-n", env=env)) == {}
+    done = snakemake(tmp_path, LIVING, "--cores", "1", env=env)
+    assert done.returncode == 0 and "Nothing to be done" in said(done), said(done)[-3000:]
+    for job in older:
+        path = folder / f"{job}.args"
+        assert path.read_text() == current[job] and path.stat().st_mtime_ns == dates[job], job
+    assert "its settings are in its spec file now, nothing to redo" in said(done)
+    # An older file whose seed is not the spec's is another job: it is redone (with what follows from it).
+    path = folder / "train_classifier.args"
+    path.write_text(_older_form(path, True, tmp_path).replace(f"--seed\n{LIVING['seed']}\n", "--seed\n99\n"))
+    assert planned(snakemake(tmp_path, LIVING, "-n", env=env)).get("train_classifier") == 1
+
+
 def test_an_upgrade_that_rewrites_a_rule_s_command_retrains_nothing(living, tmp_path, env):
     # The finished study with Snakemake's metadata (which holds the code each job ran) in a checkout whose
     # workflow is a copy, in which the train rule's command is then rewritten, as an upgrade may.
@@ -784,8 +824,14 @@ def test_a_run_compared_with_a_reference_tells_the_training_from_the_scoring(liv
     reference = tmp_path / "reference"
     shutil.copytree(study, reference, ignore=shutil.ignore_patterns("checkpoints", "archive", "logs"))
     arguments = study / "arguments"
+    # The classifier's spec with another seed: what the study's config would say with seed 7.
+    spec = json.loads((study / "specs" / "classifier.json").read_text()) | {"seed": 7}
+    (tmp_path / "classifier.json").write_text(json.dumps(spec))
     for command, changes in (
-        ("train-classifier", {"seed": "7", "model": str(reference / "classifier" / "classifier.pt")}),
+        (
+            "train-classifier",
+            {"spec": str(tmp_path / "classifier.json"), "model": str(reference / "classifier" / "classifier.pt")},
+        ),
         ("reference-stats", {"classifier": str(reference / "classifier" / "classifier.pt")}),
     ):
         step = "train_classifier" if command == "train-classifier" else "reference_statistics"

@@ -301,7 +301,7 @@ def test_the_scoring_jobs_get_the_reference_split_only_where_a_metric_reads_the_
         "results/tiny/classifier/reference_stats.npz",
         "--real",
         "results/tiny/data/train.npz",
-        "--seed",
+        "--trial",
     ]
     assert "results/tiny/data/train.npz" in inputs[2]
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import SCHEMA
+from conftest import SCHEMA, spec_file
 from ganstudy.cli import main
 from ganstudy.config.validate import ConfigError, validate_study_config
 from ganstudy.data.arrays import file_digest, load_split
@@ -128,7 +128,8 @@ def test_cli_prepare_takes_the_validated_dataset_section(tmp_path, capsys):
     config = validate_study_config({"dataset": {"name": "paired_folder", "path": str(root)}}, SCHEMA)
     assert config["dataset"]["direction"] == "AtoB"  # the schema's default
     settings = {**config["dataset"], "direction": "BtoA", "image_size": 8}
-    assert main(["prepare", "--settings", json.dumps(settings), "--seed", "5", "--out-dir", str(tmp_path / "out")]) == 0
+    spec = spec_file(tmp_path / "data.json", "dataset", settings, seed=5)
+    assert main(["prepare", "--spec", spec, "--out-dir", str(tmp_path / "out")]) == 0
     assert json.loads(capsys.readouterr().out)["test"] == {"0": 2}
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["direction"] == "BtoA" and manifest["condition_shape"] == [3, 8, 8]
@@ -139,7 +140,7 @@ def test_cli_prepare_takes_the_validated_dataset_section(tmp_path, capsys):
 def test_an_unknown_direction_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"'dataset.direction' must be one of \['AtoB', 'BtoA'\], got 'AtoC'"):
         validate_study_config({"dataset": {"name": "paired_folder", "direction": "AtoC"}}, SCHEMA)
-    # A hand-written --settings skips the schema; the loader refuses it too.
+    # A hand-written spec file skips the schema; the loader refuses it too.
     with pytest.raises(GanstudyError, match="dataset.direction must be one of AtoB, BtoA, got 'AtoC'"):
         load_paired_folder(str(paired_root(tmp_path / "pairs")), LoadOptions(direction="AtoC"))
 

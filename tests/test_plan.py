@@ -21,7 +21,15 @@ from ganstudy.plan.launchers import LAUNCHERS, RankLayout
 from ganstudy.plan.layout import ClassesUnknown, StudyLayout
 from ganstudy.plan.parts import part_problems
 from ganstudy.plan.site import read_site, scheduler_resources, with_site
-from ganstudy.plan.study_files import ArgumentsFiles, as_json, out_of_date, refresh, results_dir_problem, stale_files
+from ganstudy.plan.study_files import (
+    ArgumentsFiles,
+    as_json,
+    moved_to_spec,
+    out_of_date,
+    refresh,
+    results_dir_problem,
+    stale_files,
+)
 from test_workflow import SHRUNKEN, snakemake
 
 
@@ -340,6 +348,38 @@ def test_an_arguments_file_that_says_something_else_is_stale_until_written(tmp_p
     other = files.record("stats", ["--out", "x"])
     files.write(other, kept=False, log=said.append)
     assert other.stat().st_mtime > 0
+
+
+def test_an_arguments_file_that_held_its_spec_s_settings_is_rewritten_and_keeps_its_date(tmp_path):
+    said: list[str] = []
+    evaluation, reference = tmp_path / "specs" / "evaluation.json", tmp_path / "specs" / "reference.json"
+    specs = {evaluation: {"evaluation": {"samples": 100, "metrics": ("fid",)}, "seed": 3}}
+    specs[reference] = {"fid_features": "logits"}
+    files = ArgumentsFiles(tmp_path / "arguments", made_before=True, specs=specs)
+    older = '--settings\n{"metrics":["fid"],"samples":100}\n--generator\ng.pt\n--seed\n3\n--trial\n0\n'
+    path = files.path("evaluate/s/trial0")
+    path.parent.mkdir(parents=True)
+    path.write_text(older)
+    os.utime(path, (1000, 1000))
+    files.record("evaluate/s/trial0", ["--spec", evaluation, "--generator", "g.pt", "--trial", 0])
+    assert files.stale == set()
+    files.write(path, kept=True, log=said.append)
+    assert path.read_text() == f"--spec\n{evaluation}\n--generator\ng.pt\n--trial\n0\n" and path.stat().st_mtime == 1000
+    assert said == [f"rewrote {path} in the current form: its settings are in its spec file now, nothing to redo"]
+    # A spec that holds the settings alone (the reference statistics' layer), for a step without a seed.
+    layer = files.record("reference_statistics", ["--spec", reference, "--out", "r.npz"])
+    layer.write_text('--settings\n{"fid_features":"logits"}\n--out\nr.npz\n')
+    assert moved_to_spec(layer.read_text(), files.contents[layer], specs)
+    # Another seed, another setting or another argument beside them: another job, which is redone.
+    for changed in (
+        older.replace("--seed\n3", "--seed\n4"),
+        older.replace("100", "200"),
+        older.replace("g.pt", "h.pt"),
+    ):
+        path.write_text(changed)
+        files.record("evaluate/s/trial0", ["--spec", evaluation, "--generator", "g.pt", "--trial", 0])
+        assert files.stale == {path}, changed
+        files.stale.clear()
 
 
 def test_a_results_folder_that_is_a_file_or_not_writable_is_named(tmp_path):

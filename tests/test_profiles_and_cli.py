@@ -121,3 +121,20 @@ def test_a_step_that_dies_by_a_signal_leaves_its_python_stack_in_the_log(env):
     assert done.returncode != 0
     assert "Fatal Python error: Aborted" in done.stderr, done.stderr
     assert "abort_here" in done.stderr, done.stderr
+
+
+def test_a_step_s_spec_file_that_is_missing_or_not_its_stage_s_is_named(tmp_path, capsys):
+    from ganstudy.cli.main import main
+
+    evaluate = ["evaluate", "--generator", "g.pt", "--run-record", "run.json", "--trial", "0", "--out", "s.json"]
+    with pytest.raises(SystemExit):
+        main([*evaluate, "--spec", str(tmp_path / "evaluation.json")])
+    assert f"argument --spec: cannot read the spec file {tmp_path / 'evaluation.json'}" in capsys.readouterr().err
+    # The reference statistics' spec (the layer, no seed) given to a step that draws from the study seed.
+    (tmp_path / "reference.json").write_text('{"fid_features": "logits"}')
+    with pytest.raises(SystemExit):
+        main([*evaluate, "--spec", str(tmp_path / "reference.json")])
+    assert (
+        f"{tmp_path / 'reference.json'} is not a spec file of this step: it must be a JSON object with the evaluation "
+        "settings and the study's seed"
+    ) in capsys.readouterr().err

@@ -16,7 +16,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
 from ganstudy.config.schema import CONFIG_SCHEMA
-from ganstudy.config.validate import ConfigError, dataset_settings, read_yaml, validate_study_config
+from ganstudy.config.validate import ConfigError, read_yaml, validate_study_config
 from ganstudy.core.atomic import read_json, write_text
 from ganstudy.errors import GanstudyError
 from ganstudy.plan.study_files import PlannerFilesNotices, as_json

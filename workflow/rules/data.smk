@@ -77,7 +77,7 @@ rule prepare_dataset:
         "ganstudy prepare @{input.arguments} > {log} 2>&1"
 
 
-job_arguments("prepare_dataset", "--settings", as_json(dataset_settings(config["dataset"])), "--seed", config["seed"],
+job_arguments("prepare_dataset", "--spec", rules.prepare_dataset.input.spec[0],
               "--out-dir", os.path.dirname(rules.prepare_dataset.output.manifest), kept=True)
 
 

@@ -33,8 +33,8 @@ rule train_classifier:
 
 
 job_arguments(
-    "train_classifier", "--settings", as_json(PLAN.classifier_settings), "--train", rules.train_classifier.input.train,
-    "--test", rules.train_classifier.input.test, "--seed", config["seed"], "--model", rules.train_classifier.output.model,
+    "train_classifier", "--spec", rules.train_classifier.input.spec[0], "--train", rules.train_classifier.input.train,
+    "--test", rules.train_classifier.input.test, "--model", rules.train_classifier.output.model,
     "--metrics", rules.train_classifier.output.metrics, kept=True,
 )
 
@@ -62,10 +62,10 @@ rule reference_statistics:
         "ganstudy reference-stats @{input.arguments} --threads {threads} > {log} 2>&1"
 
 
-# Only the layer: training scores with these statistics, so an evaluation edit (metrics, samples, batch size)
-# must not rewrite them (they are computed in the schema's default batches).
+# Its spec holds only the layer: training scores with these statistics, so an evaluation edit (metrics,
+# samples, batch size) must not redo them (they are computed in the schema's default batches).
 job_arguments(
-    "reference_statistics", "--settings", as_json({"fid_features": config["evaluation"]["fid_features"]}),
+    "reference_statistics", "--spec", rules.reference_statistics.input.spec[0],
     "--split", rules.reference_statistics.input.split, "--classifier", rules.reference_statistics.input.classifier,
     "--out", *rules.reference_statistics.output, kept=True,
 )
@@ -100,7 +100,7 @@ rule quality_statistics:
 
 if PLAN.inputs.pretrained:
     job_arguments(
-        "quality_statistics", "--extractor", "quality", "--settings", PLAN.evaluation_settings,
+        "quality_statistics", "--extractor", "quality", "--spec", rules.quality_statistics.input.spec[0],
         "--split", rules.quality_statistics.input.split,
         *(["--classifier", rules.quality_statistics.input.classifier] if PLAN.classifier else []),
         "--out", *rules.quality_statistics.output, kept=True,
@@ -136,10 +136,10 @@ rule evaluate:
 
 for setup, trial in PLAN.runs:
     job_arguments(
-        f"evaluate/{setup}/trial{trial}", "--settings", PLAN.evaluation_settings,
+        f"evaluate/{setup}/trial{trial}", "--spec", rules.evaluate.input.spec[0],
         "--generator", *expand(rules.evaluate.input.generator, setup=setup, trial=trial),
         "--run-record", *expand(rules.evaluate.input.record, setup=setup, trial=trial),
-        *PLAN.inputs.evaluate_against(PLAN.inputs.scored_against()), "--seed", config["seed"], "--trial", trial,
+        *PLAN.inputs.evaluate_against(PLAN.inputs.scored_against()), "--trial", trial,
         "--out", *expand(rules.evaluate.output, setup=setup, trial=trial), kept=True,
     )
 

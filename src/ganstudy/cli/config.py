@@ -259,8 +259,8 @@ def _scoring_job(step: argparse.Namespace, device: str | None) -> ScoringJob:
 
     return ScoringJob(
         step.generator,
-        EvaluationSettings.of(step.settings, "--settings"),
-        step.seed,
+        EvaluationSettings.of(step.spec.settings, step.spec.path),
+        step.spec.seed,
         step.trial,
         step.classifier,
         step.reference,

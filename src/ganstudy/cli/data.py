@@ -8,7 +8,7 @@ import json
 from ganstudy.cli.options import (
     Commands,
     device_option,
-    settings_option,
+    spec_option,
     threads_option,
 )
 from ganstudy.errors import GanstudyError
@@ -18,17 +18,17 @@ def _prepare(args: argparse.Namespace) -> None:
     from ganstudy.data.prepare import prepare_dataset
     from ganstudy.data.settings import DatasetSettings
 
-    s = DatasetSettings.of(args.settings, "--settings")
+    spec = args.spec
+    s = DatasetSettings.of(spec.settings, spec.path)
     manifest = prepare_dataset(
-        s.name, s.path, s.test_fraction, args.seed, args.out_dir, s.load_options(), s.smote, args.settings
+        s.name, s.path, s.test_fraction, spec.seed, args.out_dir, s.load_options(), s.smote, spec.settings
     )
     print(json.dumps(manifest["class_counts"]))
 
 
 def _prepare_command(commands: Commands) -> None:
     sub = commands.step("prepare", _prepare, "load a data set, normalise it and split it into train/test")
-    settings_option(sub, "dataset section")
-    sub.add_argument("--seed", type=int, required=True, help="study seed")
+    spec_option(sub, "dataset")
     sub.add_argument("--out-dir", required=True)
 
 
@@ -36,8 +36,9 @@ def _train_classifier(args: argparse.Namespace) -> None:
     from ganstudy.evaluate.classifier import train_classifier
     from ganstudy.evaluate.settings import ClassifierSettings
 
-    settings = ClassifierSettings.of(args.settings, "--settings")
-    record = train_classifier(args.train, args.test, settings, args.seed, args.model, args.metrics, args.threads)
+    spec = args.spec
+    settings = ClassifierSettings.of(spec.settings, spec.path)
+    record = train_classifier(args.train, args.test, settings, spec.seed, args.model, args.metrics, args.threads)
     if record["test_accuracy"] is None:
         shares = ", ".join(f"{share:.3f}" for share in record["test_predicted_shares"])
         print(
@@ -50,10 +51,9 @@ def _train_classifier(args: argparse.Namespace) -> None:
 
 def _train_classifier_command(commands: Commands) -> None:
     sub = commands.step("train-classifier", _train_classifier, "train the dataset's CNN classifier (FID/IS features)")
-    settings_option(sub, "classifier section")
+    spec_option(sub, "classifier")
     sub.add_argument("--train", required=True)
     sub.add_argument("--test", required=True)
-    sub.add_argument("--seed", type=int, required=True, help="study seed")
     sub.add_argument("--model", required=True, help="output: classifier weights")
     sub.add_argument("--metrics", required=True, help="output: accuracy and provenance JSON")
     threads_option(sub)
@@ -65,7 +65,7 @@ def _reference_stats(args: argparse.Namespace) -> None:
     from ganstudy.evaluate.scoring import quality_extractor
     from ganstudy.evaluate.settings import EvaluationSettings
 
-    settings = EvaluationSettings.of(args.settings, "--settings")
+    settings = EvaluationSettings.of(args.spec.settings, args.spec.path)
     device = scoring_device(args.device)
     if args.extractor == "classifier":
         if not args.classifier:
@@ -78,7 +78,7 @@ def _reference_stats(args: argparse.Namespace) -> None:
 
 def _reference_stats_command(commands: Commands) -> None:
     sub = commands.step("reference-stats", _reference_stats, "FID statistics of the real images")
-    settings_option(sub, "evaluation section")
+    spec_option(sub, "evaluation", seeded=False)
     sub.add_argument("--split", required=True)
     sub.add_argument(
         "--classifier", help="the data set's classifier (needed unless --extractor quality is a pretrained network)"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ganstudy.cli.options import (
     Commands,
     device_option,
-    settings_option,
+    spec_option,
     threads_option,
 )
 from ganstudy.errors import GanstudyError
@@ -24,11 +24,11 @@ def _evaluate(args: argparse.Namespace) -> None:
     from ganstudy.evaluate.settings import EvaluationSettings
     from ganstudy.study.outcomes import diverged, divergence_text
 
-    settings = EvaluationSettings.of(args.settings, "--settings")
+    settings = EvaluationSettings.of(args.spec.settings, args.spec.path)
     run = read_json(args.run_record)
     if diverged(run):
         why = f"training diverged ({divergence_text(run)})"
-        seed = draw_seed(args.seed, args.trial, 0)
+        seed = draw_seed(args.spec.seed, args.trial, 0)
         record = write_scores(args.out, settings, run, args.trial, seed, **diverged_scores(settings, why))
     else:
         record = _score_generator(args, settings)
@@ -39,7 +39,7 @@ def _evaluate_command(commands: Commands) -> None:
     sub = commands.step(
         "evaluate", _evaluate, "score one trained generator (FID, IS; L1, PSNR, SSIM of a paired one; shower physics)"
     )
-    settings_option(sub, "evaluation section")
+    spec_option(sub, "evaluation")
     sub.add_argument("--generator", required=True)
     sub.add_argument("--run-record", required=True, help="the training run's run.json")
     sub.add_argument("--classifier", help="the data set's classifier (kind images)")
@@ -54,7 +54,6 @@ def _evaluate_command(commands: Commands) -> None:
     sub.add_argument(
         "--held-out", help="the prepared test split that generators of a held-out kind (pairs, showers) are scored on"
     )
-    sub.add_argument("--seed", type=int, required=True, help="study seed")
     sub.add_argument("--trial", type=int, required=True)
     sub.add_argument("--out", required=True)
     threads_option(sub)
@@ -82,7 +81,7 @@ def _score_generator(args: argparse.Namespace, settings: EvaluationSettings) -> 
                 args.run_record,
                 args.held_out,
                 settings,
-                args.seed,
+                args.spec.seed,
                 args.trial,
                 args.out,
                 args.threads,
@@ -96,7 +95,7 @@ def _score_generator(args: argparse.Namespace, settings: EvaluationSettings) -> 
             args.classifier,
             args.reference,
             settings,
-            args.seed,
+            args.spec.seed,
             args.trial,
             args.out,
             args.threads,

@@ -7,7 +7,9 @@ section the step needs, so the step's inputs are visible in the rule and in its 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
+import io
 import sys
 import time
 import traceback
@@ -47,8 +49,10 @@ def _mpi_peers() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     # A rank that dies by a signal inside torch or MPI (an abort in a C++ thread, a segfault) leaves a bare
-    # "terminate called ..." in its job log; with this the log also shows every thread's Python stack.
-    faulthandler.enable()
+    # "terminate called ..." in its job log; with this the log also shows every thread's Python stack. A
+    # caller in the same process (a test, a notebook) may have an error stream without a file descriptor.
+    with contextlib.suppress(io.UnsupportedOperation, AttributeError, ValueError):
+        faulthandler.enable()
     args = build_parser().parse_args(argv)
     try:
         args.handler(args)

@@ -6,6 +6,7 @@ import argparse
 import json
 import textwrap
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,42 @@ class Commands:
 
 def settings_option(sub: argparse.ArgumentParser, section: str) -> None:
     sub.add_argument("--settings", type=json_object, required=True, help=f"the study config's {section} as JSON")
+
+
+def spec_option(sub: argparse.ArgumentParser, section: str, seeded: bool = True) -> None:
+    """``--spec FILE``: the stage's spec file, the one place its settings are written (a changed setting
+    rewrites it, and its stage is redone); read as ``args.spec``, a StageSpec with the config ``section``'s
+    settings. ``seeded``: the step draws from the study seed, which the spec must then hold."""
+
+    def read(path: str) -> StageSpec:
+        from ganstudy.plan.study_files import spec_settings
+
+        try:
+            content = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(f"cannot read the spec file {path} ({exc})") from None
+        if not isinstance(content, dict) or (seeded and not isinstance(content.get("seed"), int)):
+            raise argparse.ArgumentTypeError(
+                f"{path} is not a spec file of this step: it must be a JSON object with the {section} settings"
+                + (" and the study's seed" if seeded else "")
+            )
+        return StageSpec(path, spec_settings(content, section), content.get("seed"))
+
+    sub.add_argument(
+        "--spec",
+        type=read,
+        required=True,
+        help=f"the stage spec file (results/<study>/specs/) with the {section} settings",
+    )
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """What a step reads from its stage's spec file: the config section's settings and the study seed."""
+
+    path: str
+    settings: dict[str, Any]
+    seed: int | None
 
 
 def digits_option(sub: argparse.ArgumentParser) -> None:

@@ -29,6 +29,13 @@ def as_json(section: Any) -> str:
     return json.dumps(section, sort_keys=True, separators=(",", ":"))
 
 
+def spec_settings(spec: Mapping[str, Any], section: str) -> dict[str, Any]:
+    """The settings a step reads from its stage's spec: the config section's, which the data, classifier and
+    evaluation specs hold beside the study seed; the reference spec is itself the evaluation settings that
+    the real images' statistics depend on (the layer)."""
+    return spec[section] if section in spec else {key: value for key, value in spec.items() if key != "seed"}
+
+
 def results_dir_problem(results_dir: str, study_dir: str) -> str | None:
     """What stops the study's files from being written, naming results_dir: a results folder that is a
     file, or a folder this user cannot write; None where they can be."""
@@ -84,6 +91,8 @@ class ArgumentsFiles:
 
     folder: Path
     made_before: bool
+    # The spec files' contents, by path: what a file that names one (--spec) takes its settings from.
+    specs: Mapping[Path, Any] = field(default_factory=dict)
     contents: dict[Path, str] = field(default_factory=dict)
     # Files that are there and say something else (a dry-run lists their jobs; a real run rewrites them).
     stale: set[Path] = field(default_factory=set)
@@ -95,9 +104,14 @@ class ArgumentsFiles:
         """Set what ``job``'s file must say; its path."""
         path = self.path(job)
         self.contents[path] = "".join(f"{argument}\n" for argument in arguments)
-        if path.is_file() and path.read_text() != self.contents[path]:
+        if path.is_file() and not self._says_as_much(path):
             self.stale.add(path)
         return path
+
+    def _says_as_much(self, path: Path) -> bool:
+        """Whether the file there says what it must, or all of it in the older form (see moved_to_spec)."""
+        there = path.read_text()
+        return there == self.contents[path] or moved_to_spec(there, self.contents[path], self.specs)
 
     def write(self, path: Path, kept: bool, log: Callable[[str], None]) -> None:
         """Write a recorded file that is missing or says something else. ``kept``: for a job whose settings
@@ -107,12 +121,56 @@ class ArgumentsFiles:
         new = not path.is_file()
         if not new and path.read_text() == self.contents[path]:
             return
+        if not new and self._says_as_much(path):
+            # The same job: its outputs keep their standing, so the file keeps its date.
+            dated = path.stat()
+            write_text(path, self.contents[path])
+            os.utime(path, ns=(dated.st_atime_ns, dated.st_mtime_ns))
+            log(f"rewrote {path} in the current form: its settings are in its spec file now, nothing to redo")
+            return
         if not new:
             log(f"rewrote {path}: the config has changed the job's arguments")
         write_text(path, self.contents[path])
         self.stale.discard(path)
         if new and kept and self.made_before:
             os.utime(path, (0, 0))
+
+
+def moved_to_spec(older: str, current: str, specs: Mapping[Path, Any]) -> bool:
+    """Whether an arguments file of an older release (``older``: the stage's settings as ``--settings JSON``
+    and the study seed as ``--seed N``) says what ``current`` says by naming the stage's spec file
+    (``--spec PATH``) as it stands in ``specs``: every other argument the same, the settings and seed those
+    of the spec. Such a file is rewritten without redoing its job."""
+    old, new = older.splitlines(), current.splitlines()
+    settings, seed, spec_path = _option(old, "--settings"), _option(old, "--seed"), _option(new, "--spec")
+    spec = specs.get(Path(spec_path)) if spec_path is not None else None
+    if settings is None or spec is None or _without(old, "--settings", "--seed") != _without(new, "--spec"):
+        return False
+    try:
+        given = json.loads(settings)
+    except ValueError:
+        return False
+    spec = json.loads(as_json(spec))  # as the file holds it (lists, not tuples)
+    bare = {key: value for key, value in spec.items() if key != "seed"}
+    return given in (bare, *bare.values()) and (seed is None or seed == str(spec.get("seed")))
+
+
+def _option(lines: list[str], option: str) -> str | None:
+    """The value after ``option`` in an arguments file's lines, if it is there."""
+    return lines[lines.index(option) + 1] if option in lines[:-1] else None
+
+
+def _without(lines: list[str], *options: str) -> list[str]:
+    """The lines with each of ``options`` and its value left out."""
+    kept, skip = [], False
+    for line in lines:
+        if skip:
+            skip = False
+        elif line in options:
+            skip = True
+        else:
+            kept.append(line)
+    return kept
 
 
 class PlannerFilesNotices(logging.Filter):

@@ -28,7 +28,7 @@ from ganstudy.plan.layout import StudyLayout, speedup_baselines
 from ganstudy.plan.parts import part_problems, study_kind
 from ganstudy.plan.scoring_layout import ScoringLayout
 from ganstudy.plan.site import read_site, resolve_node_cores, scheduler_resources, with_site
-from ganstudy.plan.study_files import ArgumentsFiles, as_json, refresh, results_dir_problem, stale_files
+from ganstudy.plan.study_files import ArgumentsFiles, refresh, results_dir_problem, stale_files
 from ganstudy.plan.study_lock import acquire
 from ganstudy.plan.user_inputs import missing_user_inputs
 from ganstudy.stats.design import study_design
@@ -166,7 +166,6 @@ class StudyPlan:
                 self.notices.append(("warning", warning))
         info, warnings = study_design(config)
         self.notices += [("info", line) for line in info] + [("warning", line) for line in warnings]
-        self.evaluation_settings = as_json(evaluation_settings(evaluation, config["dataset"]["name"]))
 
     def _plan_user_inputs(self) -> None:
         """The user's files (data, Inception's weights): a dry-run plans without them and lists them once; a
@@ -198,7 +197,6 @@ class StudyPlan:
         self.classifier = self.kind.held_out is None and (
             self.known_data.classes != 1 or config["classifier"]["weights"] is not None
         )
-        self.classifier_settings = classifier_settings(config["classifier"])
         self.anova = self.kind.classes and self.known_data.classes != 1
         if self.kind.classes and not self.anova:
             self.notices.append(
@@ -284,9 +282,12 @@ class StudyPlan:
         self.compute_options = {**{key: config["compute"][key] for key in _COMPUTE_KEYS}, "threads": self.threads}
         self.specs: dict[str, Any] = {
             "data": {"dataset": dataset_settings(config["dataset"]), "seed": config["seed"]},
-            "classifier": {"classifier": self.classifier_settings, "seed": config["seed"]},
+            "classifier": {"classifier": classifier_settings(config["classifier"]), "seed": config["seed"]},
             "reference": {"fid_features": config["evaluation"]["fid_features"]},
-            "evaluation": {"evaluation": json.loads(self.evaluation_settings), "seed": config["seed"]},
+            "evaluation": {
+                "evaluation": evaluation_settings(config["evaluation"], config["dataset"]["name"]),
+                "seed": config["seed"],
+            },
         }
         # Each sweep's set-ups and their values, by the set-up declared: what its statistics read.
         self.sweeps = sweep_levels(config["setups"])
@@ -307,7 +308,8 @@ class StudyPlan:
             if invocation.dry_run
             else []
         )
-        self.arguments = ArgumentsFiles(Path(self.folder.arguments_folder()), self.made_before)
+        specs = {Path(self.spec_file(name)): spec for name, spec in self.specs.items()}
+        self.arguments = ArgumentsFiles(Path(self.folder.arguments_folder()), self.made_before, specs)
         expected = {name: job_record(job) for name, job in self.jobs.items()}
         changed = changed_runs(self.study_dir, expected, self.runs) if invocation.main_process else []
         self.changed = {(run.setup, run.trial): run for run in changed}
