@@ -19,10 +19,11 @@ from conftest import REPO, SCHEMA, install
 from ganstudy.config.validate import validate_study_config
 from ganstudy.core.atomic import write_json
 from ganstudy.core.resources import SCORING_GMAC_PER_SECOND, extractor_gmac
+from ganstudy.plan.invocation import NO_JOB_OPTIONS, Invocation, builds_jobs
 from ganstudy.plan.scoring_layout import LEAST, ScoringLayout
 from ganstudy.plan.study_files import PlannerFilesNotices
 from ganstudy.plan.study_lock import release
-from ganstudy.plan.study_plan import NO_JOB_OPTIONS, Invocation, PlanRefused, StudyPlan, apply_plan, builds_jobs
+from ganstudy.plan.study_plan import PlanRefused, StudyPlan, apply_plan
 from ganstudy.train.job import job_record
 
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
@@ -46,9 +47,9 @@ def plan(
 def finish(plan: StudyPlan) -> None:
     """The study's folder as a finished run of ``plan`` leaves it: its spec, job and compute files, its data's
     manifest and each run's record of the job it ran (what training writes into run.json)."""
-    for path, content in plan.study_files.items():
+    for path, content in plan.files.study_files.items():
         write_json(path, content)
-    write_json(Path(plan.study_dir) / "data" / "manifest.json", {"settings": plan.specs["data"]["dataset"]})
+    write_json(Path(plan.study_dir) / "data" / "manifest.json", {"settings": plan.files.specs["data"]["dataset"]})
     for setup, trial in plan.runs:
         write_json(
             Path(plan.study_dir) / "runs" / setup / f"trial{trial}" / "run.json", {"job": job_record(plan.jobs[setup])}
@@ -60,7 +61,7 @@ def test_the_default_study_plans_20_runs_their_files_and_a_launch_line_of_one_ra
     # Its trials are a schedule (8, then 10): every run up to the most; the first look tests the first 8.
     assert made.runs == [(setup, trial) for setup in ("grid1x1", "grid2x2") for trial in range(10)]
     assert made.look_runs(1) == [(setup, trial) for setup in ("grid1x1", "grid2x2") for trial in range(8)]
-    names = {str(path.relative_to(made.study_dir)) for path in made.study_files}
+    names = {str(path.relative_to(made.study_dir)) for path in made.files.study_files}
     assert names == {
         "specs/data.json",
         "specs/classifier.json",
@@ -81,15 +82,15 @@ def test_the_default_study_plans_20_runs_their_files_and_a_launch_line_of_one_ra
     looks = next(line for level, line in made.notices if line.startswith("trials on a schedule"))
     spent = 2 - 2 * norm.cdf(norm.ppf(0.975) / math.sqrt(0.8))
     assert f"looks at 8, 10 trials per set-up, alpha spent by each look {spent:.3g}, 0.05" in looks
-    assert made.stale == [] and made.changed == {} and made.made_before is False
+    assert made.files.stale == [] and made.files.changed == {} and made.files.made_before is False
     # The 2x2 trains 4 pairs per rank, so it goes before the 1x1.
     assert made.train_priority("grid2x2", 0) == 4 * made.train_priority("grid1x1", 0)
 
 
 def test_snakemake_s_notices_of_missing_metadata_are_dropped_only_for_the_files_the_plan_writes(tmp_path):
     made = plan(tmp_path)
-    arguments = made.arguments.record("train/grid1x1/trial0", ["--trial", 0])
-    notices = PlannerFilesNotices(("spec", "arguments"), made.writes)
+    arguments = made.files.arguments.record("train/grid1x1/trial0", ["--trial", 0])
+    notices = PlannerFilesNotices(("spec", "arguments"), made.files.writes)
 
     def kept(message: str) -> bool:
         return notices.filter(logging.LogRecord("snakemake.logging", logging.INFO, __file__, 0, message, None, None))
@@ -99,7 +100,7 @@ def test_snakemake_s_notices_of_missing_metadata_are_dropped_only_for_the_files_
     assert not kept(jobs + "Rules with missing metadata: arguments spec")
     assert kept(jobs + "Rules with missing metadata: arguments spec train")
     warning = "Missing metadata for file {}. Maybe metadata was deleted or it was created using an older version"
-    assert not kept(warning.format(made.spec_file("data"))) and not kept(warning.format(arguments))
+    assert not kept(warning.format(made.files.spec_file("data"))) and not kept(warning.format(arguments))
     assert not kept(warning.format(f"{made.study_dir}/jobs/grid2x2.json"))
     assert kept(warning.format(f"{made.study_dir}/runs/grid1x1/trial0/run.json"))
     assert kept("Building DAG of jobs...")
@@ -121,7 +122,7 @@ def test_the_thesis_grid_gets_a_rank_per_cell_and_the_per_class_study_a_rank_per
     assert cifar.launch_line(100) == "mpiexec -n 100"
     # The seed's layout: each rank's generator and discriminator on a GPU of their own, as the compute options
     # the training jobs read say (beside the job files, which hold what decides the results only).
-    assert cifar.compute_options["gpus_per_rank"] == 2
+    assert cifar.files.compute_options["gpus_per_rank"] == 2
 
 
 def test_a_site_changes_the_launch_line_and_the_compute_options_but_no_file_that_decides_a_result(tmp_path):
@@ -129,12 +130,12 @@ def test_a_site_changes_the_launch_line_and_the_compute_options_but_no_file_that
     summit = plan(tmp_path, site="summit")
     # Summit's 6 GPUs a node: one rank per GPU, 42 / 6 = 7 cores a resource set.
     assert summit.launch_line(1) == "jsrun -n 1 -r 6 -a 1 -c 7 -g 1 -b packed:7"
-    assert summit.compute_options["node_gpus"] == 6
+    assert summit.files.compute_options["node_gpus"] == 6
     # Each GPU rank's torch threads: its resource set's cores.
-    assert summit.compute_options["threads"] == 7 and plan(tmp_path).compute_options["threads"] == 1
+    assert summit.files.compute_options["threads"] == 7 and plan(tmp_path).files.compute_options["threads"] == 1
     # The compute options' file now says something else, and is no rerun trigger.
-    assert json.loads(Path(summit.compute_file).read_text())["node_gpus"] == 0
-    assert summit.stale == [] and summit.changed == {}
+    assert json.loads(Path(summit.files.compute_file).read_text())["node_gpus"] == 0
+    assert summit.files.stale == [] and summit.files.changed == {}
 
 
 def test_a_cluster_plan_says_what_will_decide_a_training_job_s_memory_before_its_data_exist(tmp_path):
@@ -277,9 +278,9 @@ def test_an_edit_of_a_finished_study_makes_stale_exactly_the_files_and_runs_it_c
     change, stale, changed = EDITS[edit]
     finish(plan(tmp_path))
     edited = plan(tmp_path, change)
-    assert {str(path.relative_to(edited.study_dir)) for path in edited.stale} == stale
-    assert {setup for setup, _ in edited.changed} == changed
-    assert all(trial < 10 for _, trial in edited.changed)
+    assert {str(path.relative_to(edited.study_dir)) for path in edited.files.stale} == stale
+    assert {setup for setup, _ in edited.files.changed} == changed
+    assert all(trial < 10 for _, trial in edited.files.changed)
 
 
 def test_a_set_up_added_plans_its_runs_and_changes_no_finished_one(tmp_path):
@@ -288,7 +289,7 @@ def test_a_set_up_added_plans_its_runs_and_changes_no_finished_one(tmp_path):
         tmp_path, lambda study: study["setups"].update(grid3x3={**study["setups"]["grid2x2"], "grid": {"shape": "3x3"}})
     )
     assert [run for run in added.runs if run[0] == "grid3x3"] == [("grid3x3", trial) for trial in range(10)]
-    assert added.stale == [] and added.changed == {}
+    assert added.files.stale == [] and added.files.changed == {}
     assert added.grid_sizes == {"1x1", "2x2", "3x3"}
 
 
@@ -296,7 +297,7 @@ def test_a_set_up_removed_leaves_its_runs_unplanned_and_changes_nothing_else(tmp
     finish(plan(tmp_path))
     removed = plan(tmp_path, lambda study: study["setups"].pop("grid1x1"))
     assert removed.runs == [("grid2x2", trial) for trial in range(10)]
-    assert removed.stale == [] and removed.changed == {} and removed.grid_sizes == {"2x2"}
+    assert removed.files.stale == [] and removed.files.changed == {} and removed.grid_sizes == {"2x2"}
 
 
 def test_a_sweep_added_plans_the_set_ups_it_makes_and_its_spec_file(tmp_path):
@@ -308,9 +309,9 @@ def test_a_sweep_added_plans_the_set_ups_it_makes_and_its_spec_file(tmp_path):
     swept = plan(tmp_path, sweep)
     made = ["lr__lr=0.001", "lr__lr=0.002"]
     assert [setup for setup in swept.setups if setup.startswith("lr__")] == made
-    assert swept.specs["sweeps"] == {"lr": {name: {"lr": float(name.split("=")[1])} for name in made}}
-    assert swept.stale == [] and swept.changed == {}
-    assert {str(path.relative_to(swept.study_dir)) for path in swept.study_files} >= {
+    assert swept.files.specs["sweeps"] == {"lr": {name: {"lr": float(name.split("=")[1])} for name in made}}
+    assert swept.files.stale == [] and swept.files.changed == {}
+    assert {str(path.relative_to(swept.study_dir)) for path in swept.files.study_files} >= {
         "specs/sweeps.json",
         "jobs/lr__lr=0.001.json",
     }
@@ -324,11 +325,11 @@ def test_a_dry_run_gives_stale_stages_the_edited_config_as_their_input_and_says_
     config = validate_study_config(study, SCHEMA)
     invocation = Invocation(workflow_dir=str(REPO), config_files=(str(config_file),), dry_run=True)
     edited = StudyPlan(config, invocation)
-    assert edited.spec_inputs("data") == [edited.spec_file("data"), str(config_file)]
-    assert edited.spec_inputs("reference") == [edited.spec_file("reference")]
+    assert edited.files.spec_inputs("data") == [edited.files.spec_file("data"), str(config_file)]
+    assert edited.files.spec_inputs("reference") == [edited.files.spec_file("reference")]
     inputs = edited.train_inputs("grid1x1", 0, ancient=lambda path: ("ancient", path))
     assert inputs["edited"] == [str(config_file)] and inputs["job"] == f"{edited.study_dir}/jobs/grid1x1.json"
-    assert "a run moves them" in edited.changed_warning() and "specs/data.json" in edited.stale_warning()
+    assert "a run moves them" in edited.files.changed_warning() and "specs/data.json" in edited.files.stale_warning()
 
 
 def test_a_run_that_matches_its_job_reads_its_inputs_as_ancient(tmp_path):
@@ -365,7 +366,7 @@ def test_applying_a_plan_takes_the_lock_rewrites_stale_files_and_archives_change
         release(lock)
     # Applied, the plan of the same config finds nothing left to change.
     again = plan(tmp_path, _set("setups.grid1x1.lr", 0.001))
-    assert again.stale == [] and again.changed == {}
+    assert again.files.stale == [] and again.files.changed == {}
 
 
 def _results_dir_a_file(study):

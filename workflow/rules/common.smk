@@ -21,7 +21,8 @@ from ganstudy.core.atomic import read_json, write_text
 from ganstudy.errors import GanstudyError
 from ganstudy.plan.study_files import PlannerFilesNotices, as_json
 from ganstudy.plan.study_lock import release as release_study_lock
-from ganstudy.plan.study_plan import TABLE_FORMATS, Invocation, PlanRefused, StudyPlan, apply_plan, builds_jobs
+from ganstudy.plan.invocation import Invocation, builds_jobs
+from ganstudy.plan.study_plan import TABLE_FORMATS, PlanRefused, StudyPlan, apply_plan
 from ganstudy.report.status import write_plan
 from ganstudy.train.job import write_job
 
@@ -88,7 +89,7 @@ FOLDER = PLAN.folder
 config["compute"] = PLAN.config["compute"]
 log_notices(PLAN.notices)
 # The rules of the files the plan writes itself: Snakemake would call each a job without metadata.
-logger.addFilter(PlannerFilesNotices(("spec", "arguments", "training_job", "compute_options"), PLAN.writes))
+logger.addFilter(PlannerFilesNotices(("spec", "arguments", "training_job", "compute_options"), PLAN.files.writes))
 # One run per study at a time (ganstudy.plan.study_lock): taken once every check has passed and before this
 # Snakemake changes anything in the study, let go when the run ends (Snakefile) or this process exits.
 STUDY_LOCK = None
@@ -99,7 +100,7 @@ if EXECUTING:
         raise WorkflowError(str(error)) from None
     atexit.register(release_study_lock, STUDY_LOCK)
 elif workflow.is_main_process:
-    log_notices([("warning", PLAN.changed_warning()), ("warning", PLAN.stale_warning())])
+    log_notices([("warning", PLAN.files.changed_warning()), ("warning", PLAN.files.stale_warning())])
 
 
 if PLAN.schedule is not None and workflow.is_main_process:
@@ -163,15 +164,15 @@ class Untracked:
 def job_arguments(job, *arguments, kept=False):
     """Set the arguments of ``job`` (after its rule, whose inputs and outputs they name); a real run writes
     the file now (``kept``: ArgumentsFiles.write)."""
-    path = PLAN.arguments.record(job, arguments)
+    path = PLAN.files.arguments.record(job, arguments)
     if EXECUTING:
-        PLAN.arguments.write(path, kept, logger.info)
+        PLAN.files.arguments.write(path, kept, logger.info)
 
 
 def arguments_inputs(job):
     """A job's arguments file (and in a dry-run, where it is stale, the edited config) as its inputs; a
     function, since the arguments are set after the rule."""
-    return lambda wildcards: PLAN.arguments_inputs(job.format(**wildcards))
+    return lambda wildcards: PLAN.files.arguments_inputs(job.format(**wildcards))
 
 
 def tables(name, pattern, caption, category="4. Statistics", **wildcards):

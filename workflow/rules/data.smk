@@ -19,13 +19,13 @@ if PLAN.inputs.fetched_files():
             "ganstudy fetch --name {params.name} --folder {params.folder} {params.mirror} > {log} 2>&1"
 
 
-# What decides a stage's outputs (PLAN.specs, ganstudy.plan.study_plan), written where missing; a real run rewrites a spec the
+# What decides a stage's outputs (PLAN.files.specs, ganstudy.plan.planned_files), written where missing; a real run rewrites a spec the
 # config has changed before any job, so its stage is redone with or without Snakemake's metadata.
 rule spec:
     output:
         FOLDER.spec(),
     params:
-        content=lambda wildcards: as_json(PLAN.specs[wildcards.spec]),
+        content=lambda wildcards: as_json(PLAN.files.specs[wildcards.spec]),
     log:
         FOLDER.log("specs/{spec}"),
     localrule: True
@@ -37,9 +37,9 @@ rule spec:
 # A job's arguments (job_arguments, common.smk), written where missing; a real run writes them before any job.
 rule arguments:
     output:
-        str(PLAN.arguments.path("{job}")),
+        str(PLAN.files.arguments.path("{job}")),
     params:
-        content=lambda wildcards: PLAN.arguments.contents[PLAN.arguments.path(wildcards.job)],
+        content=lambda wildcards: PLAN.files.arguments.contents[PLAN.files.arguments.path(wildcards.job)],
     log:
         FOLDER.log("arguments/{job}"),
     localrule: True
@@ -52,7 +52,7 @@ rule prepare_dataset:
     input:
         PLAN.inputs.dataset_files(),
         unpack(arguments_inputs("prepare_dataset")),
-        spec=PLAN.spec_inputs("data"),
+        spec=PLAN.files.spec_inputs("data"),
     output:
         train=FOLDER.split("train"),
         test=FOLDER.split("test"),

@@ -9,7 +9,7 @@ rule train_classifier:
         train=rules.prepare_dataset.output.train,
         test=rules.prepare_dataset.output.test,
         weights=PLAN.inputs.user_file(config["classifier"]["weights"]),
-        spec=PLAN.spec_inputs("classifier"),
+        spec=PLAN.files.spec_inputs("classifier"),
     output:
         model=FOLDER.classifier("classifier.pt"),
         metrics=report(
@@ -44,7 +44,7 @@ rule reference_statistics:
         unpack(arguments_inputs("reference_statistics")),
         split=FOLDER.split(config["evaluation"]["reference_split"]),
         classifier=rules.train_classifier.output.model,
-        spec=PLAN.spec_inputs("reference"),
+        spec=PLAN.files.spec_inputs("reference"),
     output:
         FOLDER.classifier("reference_stats.npz"),
     log:
@@ -79,7 +79,7 @@ rule quality_statistics:
         # Data of one class train none: then --classifier is given without a file.
         classifier=rules.train_classifier.output.model if PLAN.classifier else [],
         weights=PLAN.inputs.user_file(PLAN.inputs.pretrained_weights),
-        spec=PLAN.spec_inputs("evaluation"),
+        spec=PLAN.files.spec_inputs("evaluation"),
     output:
         PLAN.inputs.quality_reference,
     params:
@@ -115,7 +115,7 @@ rule evaluate:
         # The classifier and real statistics (rules train_classifier, reference_statistics), a pretrained
         # extractor's (quality_statistics), or the held-out split (prepare_dataset): the same for every run.
         **PLAN.inputs.scored_against(),
-        spec=PLAN.spec_inputs("evaluation"),
+        spec=PLAN.files.spec_inputs("evaluation"),
     output:
         FOLDER.score(),
     params:

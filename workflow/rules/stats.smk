@@ -92,7 +92,7 @@ rule sweeps:
         scores=rules.aggregate.output,
         # The study's pairs: the sweep figure's Holm p-values are theirs (one family per metric).
         pairs=expand(FOLDER.table("pairs_{metric}", "csv"), metric=PLAN.metrics),
-        sweeps=PLAN.spec_inputs("sweeps"),
+        sweeps=PLAN.files.spec_inputs("sweeps"),
     output:
         **tables("effects", "sweep_{sweep}_{metric}", "../report/sweep_effects.rst", sweep=PLAN.sweeps, metric=PLAN.metrics),
         **tables("tests", "sweep_{sweep}_tests", "../report/sweep_tests.rst", sweep=PLAN.sweeps),
@@ -114,7 +114,7 @@ rule sweeps:
 
 if PLAN.sweeps:
     job_arguments(
-        "sweeps", "--scores", *rules.sweeps.input.scores, "--sweeps", PLAN.spec_file("sweeps"), "--metrics", *PLAN.metrics,
+        "sweeps", "--scores", *rules.sweeps.input.scores, "--sweeps", PLAN.files.spec_file("sweeps"), "--metrics", *PLAN.metrics,
         "--digits", config["statistics"]["digits"], "--failures", config["statistics"]["failures"],
         "--out-dir", os.path.dirname(rules.sweeps.output.effects[0]),
         "--figures", os.path.dirname(rules.sweeps.output.figures[0]),

@@ -22,9 +22,9 @@ rule training_job:
 
 rule compute_options:
     output:
-        PLAN.compute_file,
+        PLAN.files.compute_file,
     params:
-        compute=as_json(PLAN.compute_options),
+        compute=as_json(PLAN.files.compute_options),
     log:
         FOLDER.log("site/compute"),
     localrule: True
@@ -77,7 +77,7 @@ rule train:
 
 for setup, trial in PLAN.runs:
     job_arguments(
-        f"train/{setup}/trial{trial}", expand(rules.training_job.output, setup=setup)[0], "--compute", PLAN.compute_file,
+        f"train/{setup}/trial{trial}", expand(rules.training_job.output, setup=setup)[0], "--compute", PLAN.files.compute_file,
         "--trial", trial, "--out-dir", os.path.dirname(expand(rules.train.output.record, setup=setup, trial=trial)[0]),
         "--checkpoint-dir", PLAN.checkpoint_dir(setup, trial), kept=True,
     )

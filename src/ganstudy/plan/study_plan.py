@@ -1,82 +1,43 @@
 """The plan of one study: from its validated config, its site and its folder, every run with its resources
-and launch line, the spec, job and arguments files with what each must say, the finished runs that no longer
-match the config, and every check, in the order a user should read them. Building a plan reads the study
-folder and writes nothing: the changes a run makes before its jobs are ``apply_plan``'s."""
+and launch line, the files the plan writes itself and the finished runs it moves (``files``, a
+PlannedFiles), and every check, in the order a user should read them. Building a plan reads the study folder
+and writes nothing: the changes a run makes before its jobs are ``apply_plan``'s."""
 
 from __future__ import annotations
 
-import datetime as dt
 import errno
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from ganstudy.config.pretrained import pretrained_file
 from ganstudy.config.sweep_expansion import sweep_levels
-from ganstudy.config.validate import classifier_settings, dataset_settings, evaluation_settings
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.weights import check_weights, fid_sample_warning
-from ganstudy.plan.changed_runs import archive_run, changed_runs
 from ganstudy.plan.classes import class_problems
 from ganstudy.plan.inputs import StudyInputs
+from ganstudy.plan.invocation import Invocation
 from ganstudy.plan.known_data import known_data
 from ganstudy.plan.launchers import LAUNCHERS
 from ganstudy.plan.layout import StudyLayout, speedup_baselines
 from ganstudy.plan.parts import part_problems, study_kind
+from ganstudy.plan.planned_files import PlannedFiles
 from ganstudy.plan.scoring_layout import ScoringLayout
 from ganstudy.plan.site import read_site, resolve_node_cores, scheduler_resources, with_site
-from ganstudy.plan.study_files import ArgumentsFiles, refresh, results_dir_problem, stale_files
+from ganstudy.plan.study_files import results_dir_problem
 from ganstudy.plan.study_lock import acquire
 from ganstudy.plan.user_inputs import missing_user_inputs
 from ganstudy.stats.design import study_design
 from ganstudy.stats.sequential import Schedule, most_trials
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.study.folder import StudyFolder
-from ganstudy.train.job import job_description, job_record
+from ganstudy.train.job import job_description
 
 TABLE_FORMATS = ("csv", "md", "tex")
 # The compute options a training job reads from its own file (no rerun trigger: a new site retrains nothing).
 _COMPUTE_KEYS = ("device", "gpus_per_rank", "node_gpus", "deterministic", "tf32", "stack_layout", "cuda_graphs")
-
-
-# Snakemake's options that build no job (its command line's actions other than running the workflow): a
-# Snakemake started with one reads the study and must change nothing in it. tests/test_study_plan.py checks
-# that each is an option of the installed Snakemake, so that a release that renames one fails a test.
-NO_JOB_OPTIONS = frozenset(
-    {
-        *("--report", "--lint", "--list", "-l", "--list-target-rules", "--lt", "--list-rules", "--list-changes"),
-        *("--lc", "--list-input-changes", "--li", "--list-params-changes", "--lp", "--list-untracked", "--lu"),
-        *("--summary", "-S", "--detailed-summary", "-D", "--dag", "--rulegraph", "--filegraph", "--d3dag"),
-        *("--unlock", "--cleanup-metadata", "--cm", "--archive", "--delete-all-output", "--delete-temp-output"),
-        *("--touch", "-t", "--containerize", "--export-cwl", "--print-compilation", "--generate-unit-tests"),
-        *("--conda-create-envs-only", "--conda-cleanup-envs", "--list-conda-envs", "--cleanup-shadow"),
-        *("--container-cleanup-images", "--version", "-v", "--help", "-h"),
-    }
-)
-
-
-def builds_jobs(arguments: Sequence[str]) -> bool:
-    """Whether a Snakemake started with these command-line ``arguments`` builds and runs jobs (a dry-run
-    aside, which Snakemake says itself)."""
-    return not {argument.split("=")[0] for argument in arguments} & NO_JOB_OPTIONS
-
-
-@dataclass(frozen=True)
-class Invocation:
-    """How the workflow was started, as far as the plan depends on it. ``workflow_dir``: where a site file
-    is also looked for; ``main_process``: False in a cluster job's own Snakemake; ``executing``: the run
-    builds and runs jobs (not a dry-run, --lint, --report, ...); ``default_resources``: the profile's."""
-
-    workflow_dir: str
-    config_files: tuple[str, ...] = ()
-    dry_run: bool = False
-    main_process: bool = True
-    executing: bool = False
-    default_resources: Mapping[str, str] = field(default_factory=dict)
-    environ: Mapping[str, str] = field(default_factory=dict)
 
 
 class PlanRefused(GanstudyError):
@@ -273,46 +234,14 @@ class StudyPlan:
         return {name: refs for name, refs in found.items() if refs}
 
     def _plan_files(self) -> None:
-        """The spec, job and compute files with what each must say, which are stale, and the finished runs
-        whose record no longer matches their job (read by the main process only: a cluster job's own
-        Snakemake starts after the run has moved them)."""
+        """The files the plan writes itself and the finished runs it moves (ganstudy.plan.planned_files)."""
         config = self.config
-        # Where and how the ranks compute: a file training reads but that is no rerun trigger.
-        self.compute_file = self.folder.compute_options()
-        self.compute_options = {**{key: config["compute"][key] for key in _COMPUTE_KEYS}, "threads": self.threads}
-        self.specs: dict[str, Any] = {
-            "data": {"dataset": dataset_settings(config["dataset"]), "seed": config["seed"]},
-            "classifier": {"classifier": classifier_settings(config["classifier"]), "seed": config["seed"]},
-            "reference": {"fid_features": config["evaluation"]["fid_features"]},
-            "evaluation": {
-                "evaluation": evaluation_settings(config["evaluation"], config["dataset"]["name"]),
-                "seed": config["seed"],
-            },
-        }
         # Each sweep's set-ups and their values, by the set-up declared: what its statistics read.
         self.sweeps = sweep_levels(config["setups"])
-        if self.sweeps:
-            self.specs["sweeps"] = self.sweeps
-        self.study_files: dict[Path, Any] = {Path(self.spec_file(name)): spec for name, spec in self.specs.items()}
-        self.study_files |= {Path(self.folder.training_job(name)): job for name, job in self.jobs.items()}
-        self.study_files[Path(self.compute_file)] = self.compute_options
-        # Whether the study has results already, read before this run writes anything.
-        self.made_before = Path(self.folder.manifest()).is_file()
-        # (The compute options' file is left out: rewriting it redoes nothing.)
-        self.stale = [path for path in stale_files(self.study_files) if path != Path(self.compute_file)]
-        # A dry-run rewrites nothing, so it lists the stages of stale files and changed runs by giving them
-        # the study's config file as an input: the edit made it newer than what they made.
-        invocation = self.invocation
-        self.edited = (
-            [os.path.abspath(path) for path in invocation.config_files if os.path.isfile(path)]
-            if invocation.dry_run
-            else []
+        compute_options = {**{key: config["compute"][key] for key in _COMPUTE_KEYS}, "threads": self.threads}
+        self.files = PlannedFiles(
+            self.folder, config, self.sweeps, self.jobs, compute_options, self.runs, self.invocation
         )
-        specs = {Path(self.spec_file(name)): spec for name, spec in self.specs.items()}
-        self.arguments = ArgumentsFiles(Path(self.folder.arguments_folder()), self.made_before, specs)
-        expected = {name: job_record(job) for name, job in self.jobs.items()}
-        changed = changed_runs(self.study_dir, expected, self.runs) if invocation.main_process else []
-        self.changed = {(run.setup, run.trial): run for run in changed}
 
     @property
     def study_dir(self) -> str:
@@ -323,23 +252,6 @@ class StudyPlan:
         """The runs look ``look`` (1-based) of the schedule tests: each set-up's first trials up to its count."""
         assert self.schedule is not None
         return [(s, t) for s, t in self.runs if t < self.schedule.looks[look - 1]]
-
-    def spec_file(self, name: str) -> str:
-        return self.folder.spec(name)
-
-    def writes(self, path: str) -> bool:
-        """Whether the plan writes ``path`` itself before any job: a spec, job, compute or arguments file."""
-        return Path(path) in self.study_files or Path(path) in self.arguments.contents
-
-    def spec_inputs(self, name: str) -> list[str]:
-        """A stage's spec file as its input (and in a dry-run the edited config, where the spec is stale)."""
-        return [self.spec_file(name)] + (self.edited if Path(self.spec_file(name)) in self.stale else [])
-
-    def arguments_inputs(self, job: str) -> dict[str, Any]:
-        """A job's arguments file as its input ``arguments``, and in a dry-run the edited config as ``edited``
-        where the file is stale."""
-        path = self.arguments.path(job)
-        return {"arguments": str(path), "edited": self.edited if path in self.arguments.stale else []}
 
     def checkpoint_dir(self, setup: str, trial: int | str) -> str:
         """Where a training run keeps its checkpoints: outside its declared outputs, so that Snakemake does
@@ -352,15 +264,16 @@ class StudyPlan:
         with the config (``changed``), not by a file rewritten in a new form or with a site's options. A
         changed run's are not, and in a dry-run it also has the edited config as an input, so that the plan
         lists its training (a real run has archived it)."""
-        changed = (setup, int(trial)) in self.changed
+        files = self.files
+        changed = (setup, int(trial)) in files.changed
         kept = (lambda path: path) if changed else ancient
         # The Inception weights reach the job through its reference statistics, whose rule checks them.
         inputs = {name: kept(path) for name, path in self.inputs.train(setup).items() if name != "inception"}
         return inputs | {
             "job": kept(self.folder.training_job(setup)),
-            "compute": ancient(self.compute_file),
-            "arguments": kept(str(self.arguments.path(f"train/{setup}/trial{trial}"))),
-            "edited": self.edited if changed else [],
+            "compute": ancient(files.compute_file),
+            "arguments": kept(str(files.arguments.path(f"train/{setup}/trial{trial}"))),
+            "edited": files.edited if changed else [],
         }
 
     def train_priority(self, setup: str, trial: int | str) -> float:
@@ -398,35 +311,11 @@ class StudyPlan:
         (srun binds its GPU)."""
         return self.launcher.line(self.layout.rank_layout(ranks))
 
-    def changed_warning(self) -> str | None:
-        if not self.changed:
-            return None
-        moves = "they move" if self.invocation.executing else "a run moves them"
-        return (
-            f"{len(self.changed)} finished run(s) no longer match the config; {moves} to {self.folder.archive('')} "
-            "and train again:\n" + "\n".join(f"  - {changed.line()}" for changed in self.changed.values())
-        )
-
-    def stale_warning(self) -> str | None:
-        if not (self.invocation.dry_run and self.stale):
-            return None
-        return (
-            "the config has changed what " + ", ".join(map(str, self.stale)) + " describe: a real run rewrites them "
-            "before any job and redoes those stages"
-        )
-
 
 def apply_plan(plan: StudyPlan, info: Callable[[str], None], warn: Callable[[str], None]) -> Path:
     """Before any job of a run that executes jobs: take the study's lock (one run per study at a time; the
-    caller lets it go when the run ends), rewrite the spec, job and compute files the config has changed
-    and move the finished runs that no longer match it into the study's archive, so that Snakemake plans
-    them as missing. ``warn`` gets whole lines ("warning: ..."). Returns the lock."""
+    caller lets it go when the run ends), then make the plan's changes to its files and finished runs
+    (PlannedFiles.apply). ``warn`` gets whole lines ("warning: ..."). Returns the lock."""
     lock = acquire(plan.study_dir, warn)
-    refresh(plan.study_files, plan.made_before, info)
-    if warning := plan.changed_warning():
-        warn(f"warning: {warning}")
-    planned_at = dt.datetime.now(dt.UTC)
-    for changed in plan.changed.values():
-        for path in archive_run(plan.study_dir, changed, planned_at):
-            info(f"archived: {path}")
+    plan.files.apply(info, warn)
     return lock
