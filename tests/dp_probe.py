@@ -15,10 +15,10 @@ import torch
 
 from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.core.seeding import pair_seeds
-from ganstudy.models import job_settings
 from ganstudy.parallel.process_group import torch_process_group
 from ganstudy.parallel.world import mpi_world
 from ganstudy.train.data_parallel import DataParallelTrainer
+from ganstudy.train.job import job_settings
 from ganstudy.train.network_spec import network_spec
 from ganstudy.train.tasks import Batch
 

@@ -12,7 +12,7 @@ from ganstudy.config.validate import (
     load_study_config,
     validate_study_config,
 )
-from ganstudy.models import job_settings
+from ganstudy.train.job import job_settings
 
 
 def test_default_config_is_valid_and_defaults_are_filled(default_config):

@@ -5,11 +5,12 @@ import pytest
 import torch
 
 from ganstudy.errors import GanstudyError
-from ganstudy.models import NetworkSpec, build_pair, job_settings
+from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import MixtureGenerator, proportional_counts
 from ganstudy.parallel.topology import GridShape, assign_cells, resolve_shape
 from ganstudy.train.grid.cell import CellStreams
 from ganstudy.train.grid.population import mutate_learning_rates, replace_worst, tournament
+from ganstudy.train.job import job_settings
 
 # Hand-written: cell -> [self, W, N, E, S] without repeats, rows wrap top-bottom, columns left-right.
 NEIGHBOURS_3x3 = {

@@ -14,12 +14,13 @@ from ganstudy.config.validate import validate_study_config
 from ganstudy.core.checkpoint import save_state
 from ganstudy.data.arrays import Split, load_split
 from ganstudy.errors import GanstudyError
-from ganstudy.models import NetworkSpec, build_pair, job_settings
+from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import load_generator, sample_labelled, save_generator
 from ganstudy.models.mixture import ConditionalGenerator, MixtureGenerator
 from ganstudy.parallel.rank_work import assign_classes
 from ganstudy.parallel.world import gpu_indices, mpi_world
 from ganstudy.stats.anova import pixel_anova
+from ganstudy.train.job import job_settings
 from ganstudy.train.modes import TrainingContext, get_mode
 
 

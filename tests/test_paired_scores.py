@@ -73,7 +73,7 @@ def test_bad_shapes_are_named() -> None:
 
 def pix2pix_settings(**keys) -> dict:
     """A pix2pix set-up as run.json records it."""
-    from ganstudy.models import job_settings
+    from ganstudy.train.job import job_settings
 
     return job_settings(dp_settings(network="pix2pix", latent_dim=1, hidden_units=8, l1_weight=100, **keys))
 

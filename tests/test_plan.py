@@ -15,7 +15,6 @@ from conftest import REPO, SCHEMA, install, planned_jobs
 from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.config.validate import dataset_settings, validate_study_config
 from ganstudy.errors import GanstudyError
-from ganstudy.models import job_settings
 from ganstudy.plan.known_data import known_data
 from ganstudy.plan.launchers import LAUNCHERS, RankLayout
 from ganstudy.plan.layout import ClassesUnknown, StudyLayout
@@ -30,6 +29,7 @@ from ganstudy.plan.study_files import (
     results_dir_problem,
     stale_files,
 )
+from ganstudy.train.job import job_settings
 from test_workflow import SHRUNKEN, snakemake
 
 

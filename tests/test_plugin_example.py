@@ -139,7 +139,8 @@ BROKEN = textwrap.dedent("""
     import torch
     from torch import nn
     from ganstudy.errors import GanstudyError
-    from ganstudy.models import job_settings, Network
+    from ganstudy.models import Network
+    from ganstudy.train.job import job_settings
 
     class Flat(nn.Module):
         def __init__(self, spec):
@@ -226,7 +227,8 @@ def test_a_network_that_breaks_the_contract_is_named_when_its_job_starts(site, a
     ],
 )
 def test_every_built_in_network_keeps_the_contract_plugins_are_held_to(network, spec):
-    from ganstudy.models import NetworkSpec, job_settings
+    from ganstudy.models import NetworkSpec
+    from ganstudy.train.job import job_settings
 
     config = validate_study_config(
         {"setups": {"s": {"network": network, "hidden_units": 8, "latent_dim": 8}}},

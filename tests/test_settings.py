@@ -27,8 +27,8 @@ from ganstudy.config.validate import (
 from ganstudy.data.settings import DatasetSettings, SmoteSettings
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.settings import ClassifierSettings, EvaluationSettings
-from ganstudy.models import job_settings
 from ganstudy.stats.settings import StatisticsSettings
+from ganstudy.train.job import job_settings
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 

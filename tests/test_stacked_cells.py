@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from ganstudy.evaluate.fid import FidScorer
-from ganstudy.models import NetworkSpec, build_pair, job_settings
+from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.mixture import MixtureGenerator, proportional_counts
 from ganstudy.models.stacked import StackedMLP
 from ganstudy.models.stacked_network import StackedNetwork
@@ -24,6 +24,7 @@ from ganstudy.train.grid.mixture_es import MixtureStep, candidate_fids
 from ganstudy.train.grid.mode import _why_not_trained_stacked
 from ganstudy.train.grid.population import Individual
 from ganstudy.train.grid.stacked import FitnessCase, StackedEngine, StackedPlayers, UpdateInputs, fitness_losses
+from ganstudy.train.job import job_settings
 from ganstudy.train.losses import LOSSES
 
 CPU = torch.device("cpu")

@@ -24,8 +24,9 @@ from ganstudy.data.arrays import Split, save_split
 from ganstudy.data.kinds import PAIRS, SHOWERS, DataKind
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.showers import generate_showers, shower_scores
-from ganstudy.models import NetworkSpec, build_pair, job_settings
+from ganstudy.models import NetworkSpec, build_pair
 from ganstudy.models.artifact import load_generator
+from ganstudy.train.job import job_settings
 from ganstudy.train.losses import LOSSES
 from ganstudy.train.modes import TrainingContext
 from ganstudy.train.network_spec import network_spec

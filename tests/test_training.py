@@ -15,11 +15,10 @@ from ganstudy.core.procfs import FLOAT_FLAGS
 from ganstudy.core.provenance import float_path
 from ganstudy.data.arrays import Split, load_split
 from ganstudy.errors import GanstudyError
-from ganstudy.models import job_settings
 from ganstudy.models.artifact import load_generator, sample_generator
 from ganstudy.parallel.world import mpi_world
 from ganstudy.registry import source_sha256
-from ganstudy.train.job import job_description, read_job, write_job
+from ganstudy.train.job import job_description, job_settings, read_job, write_job
 from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.train.run import run_training
 

@@ -13,8 +13,7 @@ from conftest import REPO, SCHEMA
 from ganstudy.config.typed import as_dict
 from ganstudy.config.validate import validate_study_config
 from ganstudy.errors import GanstudyError
-from ganstudy.models import job_settings
-from ganstudy.train.job import job_description, read_job, with_compute, write_job
+from ganstudy.train.job import job_description, job_settings, read_job, with_compute, write_job
 
 
 def setup(**keys) -> dict:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ganstudy.config.typed import FrozenMapping
-from ganstudy.config.validate import training_settings
 from ganstudy.contracts import NetworkBuilder, ShapeCheck
 from ganstudy.registry import Registry, keeping, resolve_part
 
@@ -55,12 +54,6 @@ NETWORKS: Registry[Network] = Registry(
 
 def get_network(name: str) -> Network:
     return NETWORKS.get(name)
-
-
-def job_settings(setup: dict[str, Any]) -> dict[str, Any]:
-    """A validated set-up as its training and scoring jobs see it (ganstudy.config.validate.training_settings): its
-    network's task says which task-only keys it keeps."""
-    return training_settings(setup, get_network(setup["network"]).task)
 
 
 def build_pair(name: str, spec: NetworkSpec) -> tuple[nn.Module, nn.Module]:

@@ -14,8 +14,9 @@ from ganstudy.data.kinds import DataKind, get_kind
 from ganstudy.data.loaders import DATASETS, get_dataset
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import metric_problems
-from ganstudy.models import NETWORKS, Network, NetworkSpec, get_network, job_settings
+from ganstudy.models import NETWORKS, Network, NetworkSpec, get_network
 from ganstudy.registry import Origin
+from ganstudy.train.job import job_settings
 from ganstudy.train.mode_needs import TRAINING_MODES, TrainingMode
 
 

@@ -18,10 +18,11 @@ from typing import Any
 
 from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.config.typed import FrozenMapping, as_dict, build
+from ganstudy.config.validate import training_settings
 from ganstudy.core.atomic import write_json
 from ganstudy.data.kinds import kind_for_task
 from ganstudy.errors import GanstudyError
-from ganstudy.models import get_network, job_settings
+from ganstudy.models import get_network
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,12 @@ class TrainingJob:
                 }
             )
         )
+
+
+def job_settings(setup: dict[str, Any]) -> dict[str, Any]:
+    """A validated set-up as its training and scoring jobs see it (ganstudy.config.validate.training_settings): its
+    network's task says which task-only keys it keeps."""
+    return training_settings(setup, get_network(setup["network"]).task)
 
 
 def job_description(

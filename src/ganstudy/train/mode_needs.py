@@ -16,10 +16,10 @@ from typing import Any
 from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.contracts import ModeCheck, PairCount, TrainingFunction
 from ganstudy.errors import GanstudyError
-from ganstudy.models import job_settings
 from ganstudy.parallel.rank_work import shard_rows
 from ganstudy.parallel.topology import parse_shape
 from ganstudy.registry import Registry, contract_problems, not_installed, resolve_part
+from ganstudy.train.job import job_settings
 
 # How a mode's jobs take ranks: "one" (always 1), "per_pair" (one per pair, up to compute.max_ranks; more
 # ranks than pairs are refused), "any" (compute.max_ranks unless the set-up sets ranks).
