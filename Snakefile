@@ -28,6 +28,11 @@ include: "workflow/rules/stats.smk"
 include: "workflow/rules/report.smk"
 
 
+# Every rule has recorded its arguments: the lock, and the study's files and runs brought in line with the
+# config, before any job (common.smk).
+STUDY_LOCK = start_study()
+
+
 # The study's answer (written by the summary step beside summary.md) once it exists, else what the workflow does.
 report: PLAN.report_description
 

@@ -334,19 +334,19 @@ def test_a_spec_file_is_rewritten_only_when_it_says_something_else_and_a_new_one
 def test_an_arguments_file_that_says_something_else_is_stale_until_written(tmp_path):
     said: list[str] = []
     files = ArgumentsFiles(tmp_path / "arguments", made_before=True)
-    path = files.record("train/s/trial0", ["--trial", 0])
+    path = files.record("train/s/trial0", ["--trial", 0], kept=True)
     assert path == tmp_path / "arguments" / "train" / "s" / "trial0.args" and files.stale == set()
-    files.write(path, kept=True, log=said.append)
+    files.write_all(said.append)
     # New beside results made before arguments files existed, for a kept job: ancient.
     assert path.read_text() == "--trial\n0\n" and path.stat().st_mtime == 0 and said == []
     files.record("train/s/trial0", ["--trial", 1])
     assert files.stale == {path}
-    files.write(path, kept=True, log=said.append)
+    files.write_all(said.append)
     assert path.read_text() == "--trial\n1\n" and files.stale == set()
     assert said == [f"rewrote {path}: the config has changed the job's arguments"]
     # A job that is not kept gets a new file dated now.
     other = files.record("stats", ["--out", "x"])
-    files.write(other, kept=False, log=said.append)
+    files.write_all(said.append)
     assert other.stat().st_mtime > 0
 
 
@@ -361,9 +361,9 @@ def test_an_arguments_file_that_held_its_spec_s_settings_is_rewritten_and_keeps_
     path.parent.mkdir(parents=True)
     path.write_text(older)
     os.utime(path, (1000, 1000))
-    files.record("evaluate/s/trial0", ["--spec", evaluation, "--generator", "g.pt", "--trial", 0])
+    files.record("evaluate/s/trial0", ["--spec", evaluation, "--generator", "g.pt", "--trial", 0], kept=True)
     assert files.stale == set()
-    files.write(path, kept=True, log=said.append)
+    files.write_all(said.append)
     assert path.read_text() == f"--spec\n{evaluation}\n--generator\ng.pt\n--trial\n0\n" and path.stat().st_mtime == 1000
     assert said == [f"rewrote {path} in the current form: its settings are in its spec file now, nothing to redo"]
     # A spec that holds the settings alone (the reference statistics' layer), for a step without a seed.

@@ -90,17 +90,24 @@ config["compute"] = PLAN.config["compute"]
 log_notices(PLAN.notices)
 # The rules of the files the plan writes itself: Snakemake would call each a job without metadata.
 logger.addFilter(PlannerFilesNotices(("spec", "arguments", "training_job", "compute_options"), PLAN.files.writes))
-# One run per study at a time (ganstudy.plan.study_lock): taken once every check has passed and before this
-# Snakemake changes anything in the study, let go when the run ends (Snakefile) or this process exits.
-STUDY_LOCK = None
-if EXECUTING:
+
+
+def start_study():
+    """The one place a start changes the study, called once the rules have recorded their arguments. A run
+    that executes jobs takes the study's lock (one run per study at a time, ganstudy.plan.study_lock; let go
+    when the run ends, Snakefile, or this process exits) and makes the plan's changes before any job
+    (apply_plan: the spec, job and arguments files the config changed, the finished runs that no longer match
+    archived); a dry-run says what a real run would change. Returns the lock, or None."""
+    if not EXECUTING:
+        if workflow.is_main_process:
+            log_notices([("warning", PLAN.files.changed_warning()), ("warning", PLAN.files.stale_warning())])
+        return None
     try:
-        STUDY_LOCK = apply_plan(PLAN, logger.info, logger.warning)
+        lock = apply_plan(PLAN, logger.info, logger.warning)
     except GanstudyError as error:
         raise WorkflowError(str(error)) from None
-    atexit.register(release_study_lock, STUDY_LOCK)
-elif workflow.is_main_process:
-    log_notices([("warning", PLAN.files.changed_warning()), ("warning", PLAN.files.stale_warning())])
+    atexit.register(release_study_lock, lock)
+    return lock
 
 
 if PLAN.schedule is not None and workflow.is_main_process:
@@ -163,10 +170,8 @@ class Untracked:
 
 def job_arguments(job, *arguments, kept=False):
     """Set the arguments of ``job`` (after its rule, whose inputs and outputs they name); a real run writes
-    the file now (``kept``: ArgumentsFiles.write)."""
-    path = PLAN.files.arguments.record(job, arguments)
-    if EXECUTING:
-        PLAN.files.arguments.write(path, kept, logger.info)
+    the file before any job (start_study; ``kept``: ArgumentsFiles.write)."""
+    PLAN.files.arguments.record(job, arguments, kept)
 
 
 def arguments_inputs(job):

@@ -111,8 +111,9 @@ class PlannedFiles:
         )
 
     def apply(self, info: Callable[[str], None], warn: Callable[[str], None]) -> None:
-        """Rewrite the spec, job and compute files the config has changed and move the finished runs that no
-        longer match it into the study's archive, so that Snakemake plans them as missing."""
+        """Rewrite the spec, job and compute files the config has changed, move the finished runs that no
+        longer match it into the study's archive, so that Snakemake plans them as missing, and write each
+        job's arguments file that is missing or says something else (once every rule has recorded its own)."""
         refresh(self.study_files, self.made_before, info)
         if warning := self.changed_warning():
             warn(f"warning: {warning}")
@@ -120,3 +121,4 @@ class PlannedFiles:
         for changed in self.changed.values():
             for path in archive_run(self.folder.root, changed, planned_at):
                 info(f"archived: {path}")
+        self.arguments.write_all(info)

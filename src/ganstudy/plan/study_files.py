@@ -5,7 +5,7 @@ its arguments file (results/<study>/arguments/<job>.args, read as ``@FILE``). A 
 config changed is newer than the outputs it made, so Snakemake redoes them by modification time alone,
 with or without its metadata (.snakemake/), and the order of keys in the config never matters. The
 planner computes what each file must say and which no longer say it; only ``refresh`` and
-``ArgumentsFiles.write``, which the workflow calls when it executes jobs, write.
+``ArgumentsFiles.write_all``, which the workflow calls when it executes jobs, write.
 """
 
 from __future__ import annotations
@@ -94,16 +94,21 @@ class ArgumentsFiles:
     # The spec files' contents, by path: what a file that names one (--spec) takes its settings from.
     specs: Mapping[Path, Any] = field(default_factory=dict)
     contents: dict[Path, str] = field(default_factory=dict)
+    # The files of jobs whose settings are in a spec file too (data, classifier, scores) or whose run is judged
+    # by its record (training): see write.
+    kept: set[Path] = field(default_factory=set)
     # Files that are there and say something else (a dry-run lists their jobs; a real run rewrites them).
     stale: set[Path] = field(default_factory=set)
 
     def path(self, job: str) -> Path:
         return self.folder / f"{job}.args"
 
-    def record(self, job: str, arguments: Iterable[object]) -> Path:
-        """Set what ``job``'s file must say; its path."""
+    def record(self, job: str, arguments: Iterable[object], kept: bool = False) -> Path:
+        """Set what ``job``'s file must say (``kept``: see write); its path."""
         path = self.path(job)
         self.contents[path] = "".join(f"{argument}\n" for argument in arguments)
+        if kept:
+            self.kept.add(path)
         if path.is_file() and not self._says_as_much(path):
             self.stale.add(path)
         return path
@@ -113,11 +118,15 @@ class ArgumentsFiles:
         there = path.read_text()
         return there == self.contents[path] or moved_to_spec(there, self.contents[path], self.specs)
 
-    def write(self, path: Path, kept: bool, log: Callable[[str], None]) -> None:
-        """Write a recorded file that is missing or says something else. ``kept``: for a job whose settings
-        are in a spec file too (data, classifier, scores) or whose run is judged by its record (training),
-        a file written for the first time beside results made before arguments files existed is dated
-        1970, so that what the study holds is kept (a cheap job is simply redone once)."""
+    def write_all(self, log: Callable[[str], None]) -> None:
+        """Write every recorded file that is missing or says something else."""
+        for path in self.contents:
+            self.write(path, log)
+
+    def write(self, path: Path, log: Callable[[str], None]) -> None:
+        """Write a recorded file that is missing or says something else. A kept job's file written for the
+        first time beside results made before arguments files existed is dated 1970, so that what the study
+        holds is kept (a cheap job's is dated now: it is simply redone once)."""
         new = not path.is_file()
         if not new and path.read_text() == self.contents[path]:
             return
@@ -132,7 +141,7 @@ class ArgumentsFiles:
             log(f"rewrote {path}: the config has changed the job's arguments")
         write_text(path, self.contents[path])
         self.stale.discard(path)
-        if new and kept and self.made_before:
+        if new and path in self.kept and self.made_before:
             os.utime(path, (0, 0))
 
 
@@ -175,7 +184,7 @@ def _without(lines: list[str], *options: str) -> list[str]:
 
 class PlannerFilesNotices(logging.Filter):
     """Snakemake's notices that the planner's own files have none of its metadata, dropped: the planner
-    writes them before any job (``refresh``, ``ArgumentsFiles.write``), never their rules, and by design
+    writes them before any job (``refresh``, ``ArgumentsFiles.write_all``), never their rules, and by design
     decides alone whether they say what they must. A dry-run of a finished study would otherwise report
     every spec, job and arguments file as "missing provenance/metadata", and a report each file as
     "Missing metadata"; such a notice that also names another rule or file is kept.

@@ -313,9 +313,10 @@ class StudyPlan:
 
 
 def apply_plan(plan: StudyPlan, info: Callable[[str], None], warn: Callable[[str], None]) -> Path:
-    """Before any job of a run that executes jobs: take the study's lock (one run per study at a time; the
-    caller lets it go when the run ends), then make the plan's changes to its files and finished runs
-    (PlannedFiles.apply). ``warn`` gets whole lines ("warning: ..."). Returns the lock."""
+    """Before any job of a run that executes jobs, once every rule has recorded its arguments: take the
+    study's lock (one run per study at a time; the caller lets it go when the run ends), then make the plan's
+    changes to its files and finished runs (PlannedFiles.apply). ``warn`` gets whole lines ("warning: ...").
+    Returns the lock."""
     lock = acquire(plan.study_dir, warn)
     plan.files.apply(info, warn)
     return lock
