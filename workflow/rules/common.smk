@@ -85,8 +85,8 @@ except PlanRefused as refusal:
     raise WorkflowError(str(refusal)) from None
 # Every path under the study's folder (ganstudy.study.folder): the rules' outputs and logs.
 FOLDER = PLAN.folder
-# The study's compute section completed from the site, for the rules that read config.
-config["compute"] = PLAN.config["compute"]
+# The study's compute section completed from the site (modules, memory, wall-time warning): what the rules read.
+COMPUTE = PLAN.config["compute"]
 log_notices(PLAN.notices)
 # The rules of the files the plan writes itself: Snakemake would call each a job without metadata.
 logger.addFilter(PlannerFilesNotices(("spec", "arguments", "training_job", "compute_options"), PLAN.files.writes))

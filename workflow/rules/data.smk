@@ -67,10 +67,10 @@ rule prepare_dataset:
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
-        *config["compute"]["modules"],
+        *COMPUTE["modules"],
     threads: 1
     resources:
-        mem_mb=config["compute"]["prepare_mem_mb"],
+        mem_mb=COMPUTE["prepare_mem_mb"],
         runtime=15,
         **PLAN.scheduler_resources,
     shell:

@@ -22,7 +22,7 @@ rule train_classifier:
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
-        *config["compute"]["modules"],
+        *COMPUTE["modules"],
     threads: PLAN.threads
     resources:
         mem_mb=2000,
@@ -52,7 +52,7 @@ rule reference_statistics:
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
-        *config["compute"]["modules"],
+        *COMPUTE["modules"],
     threads: PLAN.threads
     resources:
         mem_mb=2000,
@@ -89,7 +89,7 @@ rule quality_statistics:
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
-        *config["compute"]["modules"],
+        *COMPUTE["modules"],
     threads: PLAN.scoring.threads
     resources:
         **PLAN.scoring_resources("quality_statistics"),
@@ -125,7 +125,7 @@ rule evaluate:
     conda:
         "../envs/ganstudy.yaml"
     envmodules:
-        *config["compute"]["modules"],
+        *COMPUTE["modules"],
     threads: PLAN.scoring.threads
     resources:
         **PLAN.scoring_resources("evaluate"),

@@ -58,7 +58,7 @@ rule train:
     threads: lambda wildcards: setup_ranks(wildcards) * PLAN.threads
     priority: lambda wildcards: PLAN.train_priority(wildcards.setup, wildcards.trial)
     envmodules:
-        *config["compute"]["modules"],
+        *COMPUTE["modules"],
     resources:
         tasks=setup_ranks,  # Snakemake's name for the MPI ranks of a job (sbatch --ntasks)
         nodes=lambda wildcards: PLAN.layout.nodes(setup_ranks(wildcards)),
@@ -69,7 +69,7 @@ rule train:
         gpu=lambda wildcards: setup_ranks(wildcards) * PLAN.layout.gpus_per_rank,
         mem_mb=train_memory,
         runtime=lambda wildcards, attempt: PLAN.layout.runtime_minutes(attempt),
-        wall_warning_minutes=config["compute"]["wall_warning_minutes"],
+        wall_warning_minutes=COMPUTE["wall_warning_minutes"],
         **PLAN.train_resources,
     shell:
         "{params.launch} ganstudy train @{input.arguments} > {log} 2>&1"
