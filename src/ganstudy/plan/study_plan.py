@@ -33,11 +33,9 @@ from ganstudy.stats.design import study_design
 from ganstudy.stats.sequential import Schedule, most_trials
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.study.folder import StudyFolder
-from ganstudy.train.job import job_description
+from ganstudy.train.job import compute_options, job_description
 
 TABLE_FORMATS = ("csv", "md", "tex")
-# The compute options a training job reads from its own file (no rerun trigger: a new site retrains nothing).
-_COMPUTE_KEYS = ("device", "gpus_per_rank", "node_gpus", "deterministic", "tf32", "stack_layout", "cuda_graphs")
 
 
 class PlanRefused(GanstudyError):
@@ -238,10 +236,9 @@ class StudyPlan:
         config = self.config
         # Each sweep's set-ups and their values, by the set-up declared: what its statistics read.
         self.sweeps = sweep_levels(config["setups"])
-        compute_options = {**{key: config["compute"][key] for key in _COMPUTE_KEYS}, "threads": self.threads}
-        self.files = PlannedFiles(
-            self.folder, config, self.sweeps, self.jobs, compute_options, self.runs, self.invocation
-        )
+        # The compute options a training job reads from its own file (no rerun trigger: a new site retrains nothing).
+        compute = compute_options(config["compute"], self.threads)
+        self.files = PlannedFiles(self.folder, config, self.sweeps, self.jobs, compute, self.runs, self.invocation)
 
     @property
     def study_dir(self) -> str:

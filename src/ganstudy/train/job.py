@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,14 @@ class JobCompute:
     threads: int = 1  # torch threads per rank
     stack_layout: str = "auto"  # a grid's stacked cells: chunks for a CPU's cache, or whole stacks (auto: by device)
     cuda_graphs: str | bool = "auto"  # a grid's stacked updates replayed from CUDA graphs (auto: where they can be)
+
+
+def compute_options(compute: Mapping[str, Any], threads: int) -> dict[str, Any]:
+    """What a study's compute options file says (``with_compute`` reads it): each JobCompute option from
+    the study's compute section completed from the site, and the threads per rank of its layout."""
+    return {option.name: compute[option.name] for option in fields(JobCompute) if option.name != "threads"} | {
+        "threads": threads
+    }
 
 
 @dataclass(frozen=True)
