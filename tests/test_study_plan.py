@@ -9,6 +9,7 @@ import copy
 import json
 import logging
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -429,6 +430,22 @@ def test_a_study_that_can_never_run_is_refused_naming_its_key_after_what_the_pla
     with pytest.raises(PlanRefused, match=message) as refused:
         plan(tmp_path, edit)
     assert refused.value.notices[0][1].startswith("site '")
+
+
+@pytest.mark.parametrize("refusal", REFUSALS, ids=list(REFUSALS))
+def test_validate_config_refuses_what_the_plan_refuses(tmp_path, refusal, capsys):
+    from ganstudy.cli.main import main
+
+    edit, message = REFUSALS[refusal]
+    study = copy.deepcopy(DEFAULT)
+    study["results_dir"] = str(tmp_path / "results")
+    edit(study)
+    config = tmp_path / "study.yaml"
+    config.write_text(yaml.safe_dump(study))
+    assert main(["validate-config", str(config)]) == 2
+    said = capsys.readouterr()
+    assert "valid;" not in said.out and re.search(message, said.err), said.err
+    assert said.err.startswith(f"ganstudy validate-config: error: {config}: ")
 
 
 def test_a_missing_user_file_stops_a_real_run_and_is_only_listed_by_a_dry_run(tmp_path):

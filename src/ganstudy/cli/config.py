@@ -45,26 +45,54 @@ def _validate_config(args: argparse.Namespace) -> None:
     from ganstudy.config.schema import CONFIG_SCHEMA
     from ganstudy.config.sweep_expansion import sweep_lines
     from ganstudy.config.validate import load_study_config
-    from ganstudy.data.loaders import get_dataset
-    from ganstudy.plan.classes import class_problems
-    from ganstudy.plan.parts import part_problems, study_kind
-    from ganstudy.stats.design import study_design
+    from ganstudy.report.status import config_study_folder
 
     config = load_study_config(args.config, args.schema or CONFIG_SCHEMA)
-    problems = part_problems(config)
-    if not problems:
-        dataset = config["dataset"]
-        problems = class_problems(config, study_kind(config), get_dataset(dataset["name"]).classes_at(dataset["path"]))
-    if problems:
-        raise GanstudyError(f"{args.config}: " + "; ".join(problems))
+    folder = config_study_folder(args.config, args.directory)
+    assert folder is not None  # load_study_config has read a YAML file
+    notices = _planned_notices(args.config, config, _workdir(folder, config))
     print(f"{args.config}: valid; study '{config['study']}' with set-ups {', '.join(config['setups'])}")
     for line in sweep_lines(config["setups"]):
         print(f"  {line}")
-    info, warnings = study_design(config)
-    for line in info:
-        print(f"  {line}")
-    for line in warnings:
-        print(f"  warning: {line}")
+    for level, line in notices:
+        print(f"  warning: {line}" if level == "warning" else f"  {line}")
+
+
+def _planned_notices(path: str, config: dict[str, Any], workdir: Path) -> list[tuple[str, str]]:
+    """The notices of the plan that ``snakemake -n`` would make of the study in ``workdir``, and what a run
+    would change in its folder: every check the plan runs (the site, plugins, ranks against cells or classes,
+    batch against the split, ...) raises as it would there. Data whose classes the plan knows only once they
+    are prepared are read for them here."""
+    import contextlib
+    import os
+
+    from ganstudy.core.code_version import ROOT
+    from ganstudy.data.loaders import get_dataset
+    from ganstudy.plan.classes import class_problems
+    from ganstudy.plan.invocation import Invocation
+    from ganstudy.plan.study_plan import PlanRefused, StudyPlan
+
+    invocation = Invocation(str(ROOT), (os.path.abspath(path),), dry_run=True, environ=os.environ)
+    with contextlib.chdir(workdir):
+        try:
+            plan = StudyPlan(config, invocation)
+        except PlanRefused as refusal:
+            raise GanstudyError(f"{path}: {refusal}") from None
+    if plan.known_data.classes is None:
+        dataset = config["dataset"]
+        classes = get_dataset(dataset["name"]).classes_at(dataset["path"])
+        if problems := class_problems(config, plan.kind, classes):
+            raise GanstudyError(f"{path}: " + "; ".join(problems))
+    changes = [plan.files.changed_warning(), plan.files.stale_warning()]
+    return plan.notices + [("warning", line) for line in changes if line]
+
+
+def _workdir(folder: Path, config: dict[str, Any]) -> Path:
+    """The workflow's working directory of a study in ``folder``: the paths of its files are relative to it."""
+    relative = Path(config["results_dir"]) / config["study"]
+    if relative.is_absolute():
+        return Path.cwd()
+    return Path(*folder.parts[: len(folder.parts) - len(relative.parts)])
 
 
 def _validate_config_command(commands: Commands) -> None:
@@ -72,9 +100,11 @@ def _validate_config_command(commands: Commands) -> None:
         "validate-config",
         _validate_config,
         "check a study config, its plugins and its data",
-        " against the schema; list its sweeps' set-ups",
+        " against the schema and every check of the plan that `snakemake -n` makes (the site, ranks, batches); "
+        "list its sweeps' set-ups and what a run would change in its folder",
     )
     sub.add_argument("config")
+    directory_argument(sub)
     sub.add_argument("--schema", help="default: the package's config.schema.yaml (workflow/schemas links to it)")
 
 
@@ -217,12 +247,10 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
     _, runs, missing = finished_runs(folder, study_runs(config["study"], config["setups"], config["trials"]))
     for line in missing:
         print(line)
-    # The arguments files name their paths relative to the workflow's working directory.
-    relative = Path(config["results_dir"]) / config["study"]
-    workdir = Path(*folder.parts[: len(folder.parts) - len(relative.parts)]) if not relative.is_absolute() else None
     arguments = ArgumentsFiles(Path(StudyFolder.at(folder.resolve()).arguments_folder()), made_before=False)
     parser, rows, differ = command_parser([evaluate.register]), [], []
-    with contextlib.chdir(workdir or Path.cwd()):
+    # The arguments files name their paths relative to the workflow's working directory.
+    with contextlib.chdir(_workdir(folder, config)):
         for run in runs:
             if run.score_file is None:
                 print(f"{run.setup}/trial{run.trial}: not scored yet, left out")
