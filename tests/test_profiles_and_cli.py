@@ -138,3 +138,27 @@ def test_a_step_s_spec_file_that_is_missing_or_not_its_stage_s_is_named(tmp_path
         f"{tmp_path / 'reference.json'} is not a spec file of this step: it must be a JSON object with the evaluation "
         "settings and the study's seed"
     ) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("step", ["stats", "look", "summary", "reproduction"])
+def test_a_statistics_step_run_by_hand_takes_the_schema_s_defaults_for_what_it_is_not_given(step):
+    from ganstudy.cli.main import build_parser
+    from ganstudy.config.schema import CONFIG_SCHEMA
+    from ganstudy.config.validate import validate_study_config
+    from ganstudy.stats.settings import StatisticsSettings
+
+    parser = build_parser()
+    required = [
+        option
+        for action in parser._subparsers._group_actions[0].choices[step]._actions
+        if action.required
+        for option in (
+            action.option_strings[-1],
+            {"--schedule": "8,2,10", "--references": "{}"}.get(action.option_strings[-1], "1"),
+        )
+    ]
+    args = parser.parse_args([step, *required])
+    defaults = validate_study_config({}, CONFIG_SCHEMA)["statistics"]
+    assert args.settings == {} and StatisticsSettings.of(args.settings) == StatisticsSettings.of(defaults)
+    given = parser.parse_args([step, *required, "--settings", '{"digits": 3}'])
+    assert StatisticsSettings.of(given.settings).digits == 3

@@ -77,8 +77,15 @@ class Commands:
         return sub
 
 
-def settings_option(sub: argparse.ArgumentParser, section: str) -> None:
-    sub.add_argument("--settings", type=json_object, required=True, help=f"the study config's {section} as JSON")
+def statistics_option(sub: argparse.ArgumentParser) -> None:
+    """``--settings``: the study config's statistics section; a step run by hand may leave it out, or any of
+    its keys, which then take the schema's defaults."""
+    sub.add_argument(
+        "--settings",
+        type=json_object,
+        default={},
+        help="the study config's statistics section as JSON (keys left out: the schema's defaults)",
+    )
 
 
 def spec_option(sub: argparse.ArgumentParser, section: str, seeded: bool = True) -> None:

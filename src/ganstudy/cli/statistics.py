@@ -8,7 +8,7 @@ from ganstudy.cli.options import (
     Commands,
     digits_option,
     schedule_argument,
-    settings_option,
+    statistics_option,
 )
 
 
@@ -32,7 +32,7 @@ def _stats_command(commands: Commands) -> None:
     sub.add_argument("--scores", required=True)
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
     sub.add_argument("--metrics", nargs="+", required=True)
-    settings_option(sub, "statistics section")
+    statistics_option(sub)
     sub.add_argument("--convergence", help="convergence.csv: flag set-ups whose training had not converged")
     sub.add_argument(
         "--looks", help="trials on a schedule: the study's last look (looks/decision.json), whose decisions it reports"
@@ -66,7 +66,7 @@ def _look_command(commands: Commands) -> None:
         "--schedule", type=schedule_argument, required=True, metavar="FIRST,STEP,MOST", help="the study's trials"
     )
     sub.add_argument("--look", type=int, required=True, help="which look, from 1")
-    settings_option(sub, "statistics section")
+    statistics_option(sub)
     sub.add_argument("--out", required=True)
 
 
@@ -127,7 +127,7 @@ def _summary_command(commands: Commands) -> None:
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--metrics", nargs="+", required=True)
     sub.add_argument("--figures", nargs="*", default=[], help="the study's figures, to link")
-    settings_option(sub, "statistics section")
+    statistics_option(sub)
     sub.add_argument("--looks", help="trials on a schedule: the study's last look (looks/decision.json)")
     sub.add_argument("--out", required=True)
 

@@ -10,7 +10,7 @@ from ganstudy.cli.options import (
     baselines_option,
     digits_option,
     json_object,
-    settings_option,
+    statistics_option,
 )
 
 
@@ -61,7 +61,7 @@ def _reproduction_command(commands: Commands) -> None:
     sub.add_argument("--scores", required=True)
     sub.add_argument("--references", type=json_object, required=True, help="set-up -> metric -> reference, as JSON")
     sub.add_argument("--setups", nargs="+", required=True, help="set-ups in table order")
-    settings_option(sub, "statistics section")
+    statistics_option(sub)
     sub.add_argument("--out-dir", required=True)
 
 
