@@ -60,18 +60,28 @@ def _placement_command(commands: Commands) -> None:
     sub.add_argument("--results-dir", default="results")
 
 
+# --mlflow or --tensorboard without a folder: the one the study's folder keeps for it.
+IN_STUDY = ""
+
+
 def _export(args: argparse.Namespace) -> None:
     from ganstudy.report.export import export_mlflow, export_tensorboard, finished_runs
+    from ganstudy.study.folder import StudyFolder
 
-    if not (args.mlflow or args.mlflow_uri or args.tensorboard):
-        raise GanstudyError("say where to: --mlflow DIR, --mlflow-uri URI and/or --tensorboard DIR")
-    if args.mlflow and args.mlflow_uri:
+    if args.mlflow is not None and args.mlflow_uri:
         raise GanstudyError("--mlflow DIR and --mlflow-uri URI name two MLflow stores; give one")
-    study, runs, missing = finished_runs(*named_study(args))
+    study_dir, planned = named_study(args)
+    study, runs, missing = finished_runs(study_dir, planned)
     for line in missing:
         print(line)
-    if args.mlflow or args.mlflow_uri:
-        folder = Path(args.mlflow).resolve() if args.mlflow else None
+    # Where none is named: both, kept with the study (results/<study>/export/).
+    anywhere = args.mlflow is not None or args.mlflow_uri or args.tensorboard is not None
+    mlflow, tensorboard = (args.mlflow, args.tensorboard) if anywhere else (IN_STUDY, IN_STUDY)
+    exports = StudyFolder.at(study_dir)
+    mlflow = exports.export("mlflow") if mlflow == IN_STUDY else mlflow
+    tensorboard = exports.export("tensorboard") if tensorboard == IN_STUDY else tensorboard
+    if mlflow is not None or args.mlflow_uri:
+        folder = Path(mlflow).resolve() if mlflow is not None else None
         uri = f"sqlite:///{folder / 'mlflow.db'}" if folder else args.mlflow_uri
         if folder:
             folder.mkdir(parents=True, exist_ok=True)
@@ -80,12 +90,9 @@ def _export(args: argparse.Namespace) -> None:
             f"MLflow ({uri}), experiment ganstudy/{study}: {_counted(counts)}; browse: mlflow ui --backend-store-uri "
             f"{uri}"
         )
-    if args.tensorboard:
-        counts = export_tensorboard(study, runs, args.tensorboard)
-        print(
-            f"TensorBoard ({args.tensorboard}/{study}): {_counted(counts)}; browse: tensorboard --logdir "
-            f"{args.tensorboard}"
-        )
+    if tensorboard is not None:
+        counts = export_tensorboard(study, runs, tensorboard)
+        print(f"TensorBoard ({tensorboard}/{study}): {_counted(counts)}; browse: tensorboard --logdir {tensorboard}")
 
 
 def _export_command(commands: Commands) -> None:
@@ -99,11 +106,25 @@ def _export_command(commands: Commands) -> None:
     sub.add_argument("study", help="the study's name (under --results-dir), its folder or its config file (.yaml)")
     sub.add_argument("--results-dir", default="results")
     directory_argument(sub)
-    sub.add_argument("--mlflow", metavar="DIR", help="MLflow store in DIR (DIR/mlflow.db, artifacts in DIR/artifacts)")
+    sub.add_argument(
+        "--mlflow",
+        metavar="DIR",
+        nargs="?",
+        const=IN_STUDY,
+        help="MLflow store in DIR (DIR/mlflow.db, artifacts in DIR/artifacts); without DIR, or where no destination "
+        "is named, the study's export/mlflow",
+    )
     sub.add_argument(
         "--mlflow-uri", metavar="URI", help="an MLflow tracking server (http://host:5000) or store URI instead"
     )
-    sub.add_argument("--tensorboard", metavar="DIR", help="TensorBoard event files under DIR/<study>/<set-up>/trial<k>")
+    sub.add_argument(
+        "--tensorboard",
+        metavar="DIR",
+        nargs="?",
+        const=IN_STUDY,
+        help="TensorBoard event files under DIR/<study>/<set-up>/trial<k>; without DIR, or where no destination is "
+        "named, the study's export/tensorboard",
+    )
 
 
 def _counted(counts: dict[str, int]) -> str:

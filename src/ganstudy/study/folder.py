@@ -138,6 +138,10 @@ class StudyFolder:
         return self._("report", "metadata.yaml")
 
     # What a run leaves behind.
+    def export(self, browser: str) -> str:
+        """Where ``ganstudy export`` puts the study's runs for ``browser`` (mlflow, tensorboard) by default."""
+        return self._("export", browser)
+
     def log(self, name: object) -> str:
         """A job's log, logs/<name>.log (name may hold folders: train/<set-up>/trial<k>)."""
         return self._("logs", f"{name}.log")
