@@ -28,10 +28,6 @@ include: "workflow/rules/stats.smk"
 include: "workflow/rules/report.smk"
 
 
-# Every rule has recorded its arguments: the lock, and the study's files and runs brought in line with the
-# config, before any job (common.smk).
-STUDY_LOCK = start_study()
-
 
 # The study's answer (written by the summary step beside summary.md) once it exists, else what the workflow does.
 report: PLAN.report_description
@@ -59,3 +55,8 @@ rule all:
         rules.tables.input,
         rules.figures.input,
         rules.summary.output,
+
+
+# Every rule is defined and has recorded its arguments: the lock, and the study's files and runs brought in
+# line with the config, before any job (common.smk).
+STUDY_LOCK = start_study()

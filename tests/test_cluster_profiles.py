@@ -51,6 +51,10 @@ def dry_run(profile: str, config: Path | None, env: dict, without: str | None = 
     return done.stdout + done.stderr
 
 
+def _rule_text() -> str:
+    return "".join(path.read_text() for path in sorted((REPO / "workflow" / "rules").glob("*.smk")))
+
+
 @pytest.mark.parametrize("profile", ["summit", "slurm", "slurm-gpu", "local"])
 def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env):
     # By name, from the repository root, as README says (the root links each name to profiles/<name>).
@@ -72,6 +76,15 @@ def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env):
     assert out.count("no account for the scheduler") == (0 if profile == "local" else 1), out[-3000:]
     if profile in ("slurm", "local"):
         assert f"cores (node_cores null: those of {socket.gethostname()}, where Snakemake runs)" in out
+    # What goes to the scheduler: the jobs of every rule that is not declared `localrule: True` in the rule
+    # files (nor `all`, which runs nothing), counted from Snakemake's own job stats.
+    stats = dict(re.findall(r"^(\w+)\s+(\d+)$", out.split("Job stats:")[1].split("\n\n")[0], re.MULTILINE))
+    declared = r"^(?:rule|checkpoint) (\w+):\n(?:    .*\n)*?    localrule: True$"
+    local = set(re.findall(declared, _rule_text(), re.MULTILINE))
+    submitted = sum(int(count) for rule, count in stats.items() if rule not in local | {"all", "total"})
+    assert submitted == 35 or profile == "local", stats  # prepare, classifier, reference: 3; train, evaluate: 16 each
+    said = f"To the scheduler: {submitted} of these {stats['total']} jobs. Where Snakemake runs"
+    assert (said in out) == (profile != "local"), out[-3000:]
     assert out.count("leaves node_cores null") == (1 if profile == "slurm" else 0)
     jobs = _jobs(out, "grid2x2")
     gpus = {"summit": 1, "slurm": 0, "slurm-gpu": 1}.get(profile)

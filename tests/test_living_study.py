@@ -31,6 +31,7 @@ from ganstudy.data.arrays import file_digest
 from ganstudy.errors import GanstudyError
 from ganstudy.plan.changed_runs import differences
 from ganstudy.plan.study_lock import acquire, release
+from ganstudy.plan.where_jobs_run import WHOLE_PLAN
 
 pytestmark = pytest.mark.workflow
 
@@ -291,6 +292,8 @@ def test_a_statistics_edit_redoes_only_its_tables_and_figures_without_snakemake_
 def test_key_order_and_the_site_change_nothing(living, env):
     again = snakemake(living, LIVING, "-n", env=env)
     assert planned(again) == {}
+    # A finished study's dry-run says how to see its whole plan.
+    assert "Nothing to be done" in said(again) and WHOLE_PLAN in said(again), said(again)[-2000:]
     # The files the plan writes itself have none of Snakemake's metadata, by design: no notice says so.
     assert "missing provenance/metadata" not in said(again), said(again)[-2000:]
 

@@ -23,6 +23,7 @@ from ganstudy.plan.study_files import PlannerFilesNotices, as_json
 from ganstudy.plan.study_lock import release as release_study_lock
 from ganstudy.plan.invocation import Invocation, builds_jobs
 from ganstudy.plan.study_plan import TABLE_FORMATS, PlanRefused, StudyPlan, apply_plan
+from ganstudy.plan.where_jobs_run import WhereJobsRun
 from ganstudy.report.status import write_plan
 from ganstudy.train.job import write_job
 
@@ -101,6 +102,12 @@ def start_study():
     if not EXECUTING:
         if workflow.is_main_process:
             log_notices([("warning", PLAN.files.changed_warning()), ("warning", PLAN.files.stale_warning())])
+        if DRY_RUN and workflow.is_main_process:
+            # A site whose launcher has a scheduler's settings (srun, jsrun) submits the jobs of its rules that
+            # are not local (localrule: True, or no command, as rule all); a dry-run's own executor runs
+            # everything here, so the rules say it.
+            local = [rule.name for rule in workflow.rules if rule.name in workflow._localrules or rule.norun]
+            logger.addFilter(WhereJobsRun(local if PLAN.launcher.settings else None))
         return None
     try:
         lock = apply_plan(PLAN, logger.info, logger.warning)
