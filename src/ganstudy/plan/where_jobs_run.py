@@ -37,11 +37,13 @@ class WhereJobsRun(logging.Filter):
     def __init__(self, local_rules: Collection[str] | None):
         super().__init__()
         self.local_rules = None if local_rules is None else frozenset(local_rules)
+        self.counted = False  # Snakemake repeats its job stats after the jobs' list: said once, after the first
 
     def filter(self, record: logging.LogRecord) -> bool:
         stats = getattr(record, "stats", None)
-        if self.local_rules is not None and isinstance(stats, dict) and "total" in stats:
+        if self.local_rules is not None and isinstance(stats, dict) and "total" in stats and not self.counted:
             record.msg = f"{record.msg}\n{job_counts(stats, self.local_rules)}\n"
+            self.counted = True
         elif isinstance(record.msg, str) and record.msg.startswith(NOTHING_TO_DO):
             record.msg = f"{record.msg}\n{WHOLE_PLAN}"
         return True
