@@ -73,7 +73,8 @@ def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env):
     assert f"site '{site}': " in out
     # Said once, by the plan: no account for a cluster's scheduler (the tests' environment sets none); the
     # cores a null node_cores stands for, and whose.
-    assert out.count("no account for the scheduler") == (0 if profile == "local" else 1), out[-3000:]
+    account = "project" if profile == "summit" else "account"  # in the scheduler's words (LSF: bsub -P)
+    assert out.count(f"no {account} for the scheduler") == (0 if profile == "local" else 1), out[-3000:]
     if profile in ("slurm", "local"):
         assert f"cores (node_cores null: those of {socket.gethostname()}, where Snakemake runs)" in out
     # What goes to the scheduler: the jobs of every rule that is not declared `localrule: True` in the rule

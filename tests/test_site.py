@@ -176,7 +176,7 @@ def test_every_cluster_job_gets_the_account_and_partition_from_the_profile_the_s
             "warning",
             "site 'slurm': no partition for the scheduler (slurm_partition in the profile's default-resources, "
             "partition in the site file, or SBATCH_PARTITION / SLURM_PARTITION in the environment): every job waits "
-            "in the cluster's default partition, which may have no GPUs",
+            "in the cluster's default partition, whose nodes may not be the site's",
         ),
     ]
     # The profile wins over the site file, which wins over the environment; each source is named.
@@ -198,6 +198,9 @@ def test_every_cluster_job_gets_the_account_and_partition_from_the_profile_the_s
     resources, notices = scheduler_resources(summit, {"lsf_project": "''", "lsf_queue": "batch"}, {})
     assert resources == {"lsf_queue": "batch"}
     assert [level for level, _ in notices] == ["info", "warning"]
+    # In LSF's words: a queue and a project, not a partition and an account.
+    assert notices[0][1] == "site 'summit': every cluster job is submitted with queue batch (lsf_queue in the profile)"
+    assert notices[1][1].startswith("site 'summit': no project for the scheduler (lsf_project")
     assert (
         "lsf_project in the profile's default-resources, account in the site file, or LSB_DEFAULTPROJECT"
         in (notices[1][1])

@@ -30,12 +30,18 @@ class SchedulerSetting:
     queue) it waits in, or the node kind it runs on. ``key``: the site file's key (account, partition,
     constraint); ``resource``: the profile resource
     the scheduler's Snakemake plugin reads; ``variables``: the environment variables that may name it
-    instead; ``missing``: what happens to a job that names none, None where that is fine (any node)."""
+    instead; ``missing``: what happens to a job that names none, None where that is fine (any node);
+    ``name``: what the scheduler calls it, where not ``key`` (LSF's project and queue)."""
 
     key: str
     resource: str
     variables: tuple[str, ...]
     missing: str | None
+    name: str | None = None
+
+    @property
+    def called(self) -> str:
+        return self.name or self.key
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,7 @@ SRUN = Launcher(
             "partition",
             "slurm_partition",
             ("SBATCH_PARTITION", "SLURM_PARTITION"),
-            "every job waits in the cluster's default partition, which may have no GPUs",
+            "every job waits in the cluster's default partition, whose nodes may not be the site's",
         ),
         # The plugin passes the resource on as sbatch -C.
         SchedulerSetting("constraint", "constraint", ("SBATCH_CONSTRAINT",), None),
@@ -109,9 +115,10 @@ JSRUN = Launcher(
             "lsf_project",
             ("LSB_DEFAULTPROJECT",),
             "bsub -P is required on Summit-class machines: LSF refuses every job",
+            "project",
         ),
         SchedulerSetting(
-            "partition", "lsf_queue", ("LSB_DEFAULTQUEUE",), "every job waits in the cluster's default queue"
+            "partition", "lsf_queue", ("LSB_DEFAULTQUEUE",), "every job waits in the cluster's default queue", "queue"
         ),
         # ganstudy bsub --select: -R "select[...]".
         SchedulerSetting("constraint", "lsf_select", (), None),

@@ -92,14 +92,14 @@ def scheduler_resources(
         value, source = next(((value, source) for value, source in sources if value), ("", ""))
         if value:
             given[setting.resource] = value
-            found.append(f"{setting.key} {value} ({source})")
+            found.append(f"{setting.called} {value} ({source})")
         elif setting.missing is not None:
             notices.append(
                 (
                     "warning",
-                    f"site '{site['name']}': no {setting.key} for the scheduler ({setting.resource} in the profile's "
-                    f"default-resources, {setting.key} in the site file, or {' / '.join(setting.variables)} in the "
-                    f"environment): {setting.missing}",
+                    f"site '{site['name']}': no {setting.called} for the scheduler ({setting.resource} in the "
+                    f"profile's default-resources, {setting.key} in the site file, or {' / '.join(setting.variables)} "
+                    f"in the environment): {setting.missing}",
                 )
             )
     if found:
