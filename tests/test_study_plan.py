@@ -57,6 +57,16 @@ def finish(plan: StudyPlan) -> None:
         )
 
 
+def test_a_job_of_more_ranks_than_cores_asks_for_one_node_where_no_scheduler_places_them(tmp_path):
+    # 3 one-core ranks on nodes of 2 cores: mpiexec on this machine starts them all here; Slurm asks for 2 nodes.
+    def edit(study):
+        study["compute"].update(node_cores=2)
+        study["setups"]["grid2x2"]["ranks"] = 3
+
+    assert plan(tmp_path, edit).layout.nodes(3) == 1
+    assert plan(tmp_path, edit, site="slurm").layout.nodes(3) == 2
+
+
 def test_the_default_study_plans_20_runs_their_files_and_a_launch_line_of_one_rank(tmp_path):
     made = plan(tmp_path)
     # Its trials are a schedule (8, then 10): every run up to the most; the first look tests the first 8.

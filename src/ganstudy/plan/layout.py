@@ -35,12 +35,14 @@ class StudyLayout:
     dataset: str
     data_classes: int | None
     site: str = "this machine"  # the site's name, for messages
+    # No scheduler places the ranks (mpiexec on this machine): every rank runs here, whatever its cores.
+    one_machine: bool = False
 
     @classmethod
     def from_config(
-        cls, config: Mapping[str, Any], data_classes: int | None, site: str = "this machine"
+        cls, config: Mapping[str, Any], data_classes: int | None, site: str = "this machine", one_machine: bool = False
     ) -> StudyLayout:
-        return cls(config["setups"], config["compute"], config["dataset"]["name"], data_classes, site)
+        return cls(config["setups"], config["compute"], config["dataset"]["name"], data_classes, site, one_machine)
 
     def mode(self, name: str) -> TrainingMode:
         """A set-up's training mode, as it declares its needs (ganstudy.train.mode_needs)."""
@@ -115,8 +117,9 @@ class StudyLayout:
         return self.compute["gpus_per_rank"] if self.compute["node_gpus"] else 0
 
     def nodes(self, ranks: int) -> int:
-        """Whole nodes a training job of ``ranks`` ranks asks for (bsub -nnodes, sbatch -N)."""
-        return math.ceil(ranks / self.ranks_per_node)
+        """Whole nodes a training job of ``ranks`` ranks asks for (bsub -nnodes, sbatch -N); one where no
+        scheduler places them."""
+        return 1 if self.one_machine else math.ceil(ranks / self.ranks_per_node)
 
     def rank_layout(self, ranks: int) -> RankLayout:
         """What the launcher is told of a job of ``ranks`` ranks."""

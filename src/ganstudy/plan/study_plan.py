@@ -168,7 +168,9 @@ class StudyPlan:
         """The training jobs' layout on the site's nodes, the papers' numbers the set-ups reproduce, and each
         set-up's job description (typed here, so that one the jobs would refuse stops the plan)."""
         config = self.config
-        self.layout = StudyLayout.from_config(config, self.known_data.classes, self.site["name"])
+        # A launcher without a scheduler's settings (mpiexec) starts every rank on this machine.
+        one_machine = not self.launcher.settings
+        self.layout = StudyLayout.from_config(config, self.known_data.classes, self.site["name"], one_machine)
         _refuse_any(self.layout.problems(self.known_data.training_images))
         # Torch threads, and cores, of each training rank and of every other job.
         self.threads = self.layout.threads
