@@ -244,3 +244,9 @@ def test_the_box_plot_draws_the_finite_scores_and_counts_the_failed(tmp_path, mo
     # The unstable box is drawn from its 6 finite scores (a NaN would leave it empty): its median line at 20.
     medians = [line.get_ydata()[0] for line in axes.lines if line.get_label() == "_nolegend_"]
     assert np.isfinite(axes.get_ylim()).all() and 20.0 in medians
+
+
+def test_a_study_of_one_set_up_compares_nothing_and_says_so(tmp_path):
+    text = _page(tmp_path, {"only": [20.0, 21.0, 19.5, 22.0, 20.5]})
+    assert "**only** is the study's only set-up: its FID has no other to compare with." in text
+    assert "probability nan" not in text

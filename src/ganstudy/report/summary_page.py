@@ -263,7 +263,9 @@ def verdict(
     if ranked.empty or ranked.compared.iloc[0] == 0:
         return f"No set-up has a {metric.upper()} trial to compare yet."
     first = ranked.iloc[0]
-    if first.compared < RANKED_TRIALS:
+    if len(ranked) == 1:
+        lines = [f"**{first.setup}** is the study's only set-up: its {metric.upper()} has no other to compare with."]
+    elif first.compared < RANKED_TRIALS:
         lines = [
             f"No set-up has {RANKED_TRIALS} {metric.upper()} trials to compare: **{first.setup}** is listed first on "
             f"{first.compared} trial, which says nothing of its spread."
