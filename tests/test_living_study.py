@@ -95,7 +95,9 @@ def first_hour(tmp_path_factory, env) -> list[walkthrough.Done]:
     """docs/first-hour.md's commands run in order on the shrunken default study, in a checkout of its own
     (and the cluster's plan in a fresh one): the finished study that the tests below edit."""
     folder = tmp_path_factory.mktemp("first-hour")
-    done = walkthrough.walk(folder / "checkout", folder / "cluster", shrunken_default(), env)
+    # One job at a time: the shrunken trials take seconds, and two side by side can both end between two
+    # looks of the status beside the run on a loaded machine; one by one, a trial is done while the next runs.
+    done = walkthrough.walk(folder / "checkout", folder / "cluster", shrunken_default(), env, cores=1)
     for step in done:
         assert step.returncode == 0, f"{step.step.text.strip()} failed:\n{step.output[-3000:]}"
     return done
@@ -655,27 +657,29 @@ def _served_runs(command: str, study: str, env: dict) -> list[dict]:
         start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 180
+
+    def answer(request: str | urllib.request.Request) -> bytes:
+        # A server still starting may refuse, accept and answer late (TimeoutError), or, its workers starting
+        # under a loaded CI machine, drop a connection (RemoteDisconnected, a ConnectionError): each is "not
+        # yet", not a failure, as a browser would try again.
         while True:
             try:
-                with urllib.request.urlopen(base, timeout=30) as page:
-                    assert "<html" in page.read().decode()
-                break
-            # A server still starting may accept the connection and answer late (TimeoutError) on a
-            # loaded CI machine: both are "not yet", not a failure.
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    return response.read()
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 assert server.poll() is None and time.monotonic() < deadline, f"{command} did not serve"
                 time.sleep(1)
+
+    try:
+        assert "<html" in answer(base).decode()
         name = urllib.parse.quote(f"ganstudy/{study}", safe="")
-        with urllib.request.urlopen(f"{base}/api/2.0/mlflow/experiments/get-by-name?experiment_name={name}") as found:
-            experiment = json.load(found)["experiment"]["experiment_id"]
-        query = json.dumps({"experiment_ids": [experiment], "max_results": 100}).encode()
+        found = json.loads(answer(f"{base}/api/2.0/mlflow/experiments/get-by-name?experiment_name={name}"))
+        query = json.dumps({"experiment_ids": [found["experiment"]["experiment_id"]], "max_results": 100}).encode()
         request = urllib.request.Request(
             f"{base}/api/2.0/mlflow/runs/search", query, headers={"Content-Type": "application/json"}
         )
-        with urllib.request.urlopen(request) as searched:
-            return json.load(searched)["runs"]
+        return json.loads(answer(request))["runs"]
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)

@@ -99,15 +99,19 @@ def merged(base: dict, edit: dict) -> dict:
     return out
 
 
-def checkout(folder: Path, config: dict) -> Path:
+def checkout(folder: Path, config: dict, cores: int | None = None) -> Path:
     """A checkout in ``folder`` that shares this one's code and environment: the workflow, the Makefile and
     the environment linked, the profiles copied (the walk-through edits a site file), ``config`` as
-    config/config.yaml."""
+    config/config.yaml. ``cores``: what the local profile gives Snakemake, where not all of them."""
     folder.mkdir(parents=True)
     for name in ("Snakefile", "workflow", "Makefile", "pyproject.toml", "constraints.txt"):
         (folder / name).symlink_to(REPO / name)
     (folder / ".venv").symlink_to(sys.prefix)
     shutil.copytree(REPO / "profiles", folder / "profiles", symlinks=True)
+    if cores is not None:
+        local = folder / "profiles" / "local" / "config.v8+.yaml"
+        assert local.read_text().count("cores: all\n") == 1, local.read_text()
+        local.write_text(local.read_text().replace("cores: all\n", f"cores: {cores}\n"))
     for profile in ("local", "slurm", "slurm-gpu", "summit"):
         (folder / profile).symlink_to(Path("profiles") / profile)
     (folder / "config").mkdir()
@@ -118,15 +122,17 @@ def checkout(folder: Path, config: dict) -> Path:
     return folder
 
 
-def walk(first: Path, fresh: Path, config: dict, env: dict, timeout: int = 900, every: float = 1.0) -> list[Done]:
+def walk(
+    first: Path, fresh: Path, config: dict, env: dict, timeout: int = 900, every: float = 1.0, cores: int | None = None
+) -> list[Done]:
     """Every step in order: commands in ``first``, from a fresh-checkout marker on in ``fresh`` (made then,
-    with the study as it stands)."""
+    with the study as it stands); ``cores``: the local profile's (checkout)."""
     done: list[Done] = []
-    folder = checkout(first, config)
+    folder = checkout(first, config, cores)
     todo = steps()
     for index, step in enumerate(todo):
         if step.fresh:
-            folder = checkout(fresh, yaml.safe_load((folder / "config" / "config.yaml").read_text()))
+            folder = checkout(fresh, yaml.safe_load((folder / "config" / "config.yaml").read_text()), cores)
         if step.kind == "yaml":
             path = folder / _target(step)
             path.write_text(
