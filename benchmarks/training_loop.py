@@ -28,8 +28,9 @@ from common import emit, interleaved_medians, parser, setup
 from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.data.arrays import load_split
 from ganstudy.data.prepare import prepare_dataset
-from ganstudy.models import build_pair, job_settings
+from ganstudy.models import build_pair
 from ganstudy.parallel.world import mpi_world
+from ganstudy.train.job import job_settings
 from ganstudy.train.modes import TrainingContext, get_mode
 from ganstudy.train.network_spec import network_spec
 from grid_scaling import score_inputs
