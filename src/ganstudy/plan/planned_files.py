@@ -55,8 +55,10 @@ class PlannedFiles:
         self.folder, self.invocation = folder, invocation
         self.specs = stage_specs(config, sweeps)
         self.compute_file, self.compute_options = folder.compute_options(), compute_options
-        self.study_files: dict[Path, Any] = {Path(self.spec_file(name)): spec for name, spec in self.specs.items()}
-        self.study_files |= {Path(folder.training_job(name)): job for name, job in jobs.items()}
+        spec_files = {Path(self.spec_file(name)): spec for name, spec in self.specs.items()}
+        self.study_files: dict[Path, Any] = spec_files | {
+            Path(folder.training_job(name)): job for name, job in jobs.items()
+        }
         self.study_files[Path(self.compute_file)] = compute_options
         # Whether the study has results already, read before this run writes anything.
         self.made_before = Path(folder.manifest()).is_file()
@@ -69,8 +71,7 @@ class PlannedFiles:
             if invocation.dry_run
             else []
         )
-        specs = {Path(self.spec_file(name)): spec for name, spec in self.specs.items()}
-        self.arguments = ArgumentsFiles(Path(folder.arguments_folder()), self.made_before, specs)
+        self.arguments = ArgumentsFiles(Path(folder.arguments_folder()), self.made_before, spec_files)
         # Read by the main process only: a cluster job's own Snakemake starts after the run has moved them.
         expected = {name: job_record(job) for name, job in jobs.items()}
         changed = changed_runs(folder.root, expected, runs) if invocation.main_process else []
