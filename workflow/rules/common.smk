@@ -100,9 +100,10 @@ def start_study():
     (apply_plan: the spec, job and arguments files the config changed, the finished runs that no longer match
     archived); a dry-run says what a real run would change. Returns the lock, or None."""
     if not EXECUTING:
-        if workflow.is_main_process:
-            log_notices([("warning", PLAN.files.changed_warning()), ("warning", PLAN.files.stale_warning())])
-        if DRY_RUN and workflow.is_main_process:
+        if not workflow.is_main_process:
+            return None
+        log_notices([("warning", PLAN.files.changed_warning()), ("warning", PLAN.files.stale_warning())])
+        if DRY_RUN:
             # A site whose launcher has a scheduler's settings (srun, jsrun) submits the jobs of its rules that
             # are not local (localrule: True, or no command, as rule all); a dry-run's own executor runs
             # everything here, so the rules say it.

@@ -62,8 +62,7 @@ rule reference_statistics:
         "ganstudy reference-stats @{input.arguments} --threads {threads} > {log} 2>&1"
 
 
-# Its spec holds only the layer: training scores with these statistics, so an evaluation edit (metrics,
-# samples, batch size) must not redo them (they are computed in the schema's default batches).
+# Its spec holds the layer alone, and why (ganstudy.plan.planned_files.stage_specs).
 job_arguments(
     "reference_statistics", "--spec", rules.reference_statistics.input.spec[0],
     "--split", rules.reference_statistics.input.split, "--classifier", rules.reference_statistics.input.classifier,
