@@ -6,20 +6,16 @@ comment before a block says how it runs: ``<!-- walk-through: beside the run abo
 while the command before it runs) or ``<!-- walk-through: a fresh checkout -->`` (from here on, in a
 new checkout).
 
-Run as a script, ``python tests/walkthrough.py`` walks the page on the default study itself (config/config.yaml,
-in a checkout of its own under a temporary folder: about 40 minutes on 2 cores) and writes what each command
-printed into the page's excerpts, and this machine and the date into the paragraph after
-``<!-- walk-through: the machine -->``; a page whose commands fail is left as it was."""
+``python tests/regenerate_docs.py`` walks the page on the default study itself and rewrites its excerpts from what
+each command printed (with README.md's caption and docs/results.md's entry from the same run)."""
 
 from __future__ import annotations
 
-import datetime
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from collections.abc import Collection
@@ -58,6 +54,7 @@ class Done:
     returncode: int
     folder: Path
     missing: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # how long the command ran
 
 
 def steps(doc: Path = DOC) -> list[Step]:
@@ -145,10 +142,11 @@ def walk(
         if after is not None and after.beside:
             done += _beside(step, after, folder, env, timeout, every)
         else:
+            start = time.monotonic()
             ran = subprocess.run(
                 ["bash", "-c", step.text], cwd=folder, capture_output=True, text=True, env=env, timeout=timeout
             )
-            done.append(_checked(step, ran.stdout + ran.stderr, ran.returncode, folder))
+            done.append(_checked(step, ran.stdout + ran.stderr, ran.returncode, folder, time.monotonic() - start))
     return done
 
 
@@ -156,6 +154,7 @@ def _beside(step: Step, watcher: Step, folder: Path, env: dict, timeout: int, ev
     """``step`` in the background and ``watcher`` every ``every`` seconds until it ends; the watcher's excerpt is
     checked against all it printed."""
     log = folder / ".walk-through.log"
+    start = time.monotonic()
     with log.open("w") as out:
         running = subprocess.Popen(["bash", "-c", step.text], cwd=folder, stdout=out, stderr=subprocess.STDOUT, env=env)
         watched, deadline = [], time.monotonic() + timeout
@@ -173,13 +172,17 @@ def _beside(step: Step, watcher: Step, folder: Path, env: dict, timeout: int, ev
         if running.poll() is None:
             running.kill()
         returncode = running.wait()
+        seconds = time.monotonic() - start
     # The watcher's own verdict is its last look, after the run.
     last = "\n".join(watched) if seen.returncode == 0 else seen.stdout + seen.stderr
-    return [_checked(step, log.read_text(), returncode, folder), _checked(watcher, last, seen.returncode, folder)]
+    return [
+        _checked(step, log.read_text(), returncode, folder, seconds),
+        _checked(watcher, last, seen.returncode, folder),
+    ]
 
 
-def _checked(step: Step, output: str, returncode: int, folder: Path) -> Done:
-    return Done(step, output, returncode, folder, missing_lines(step.excerpt, output))
+def _checked(step: Step, output: str, returncode: int, folder: Path, seconds: float = 0.0) -> Done:
+    return Done(step, output, returncode, folder, missing_lines(step.excerpt, output), seconds)
 
 
 def shape(line: str) -> str:
@@ -265,40 +268,17 @@ def machine() -> str:
     return f"{name} (family {family} model {model}), {os.cpu_count()} cores"
 
 
-def with_machine(page: str, machine: str, day: datetime.date) -> str:
-    """``page`` with the paragraph after its machine marker saying where and when its excerpts were printed."""
+def with_machine(page: str, where: str, stamped: str) -> str:
+    """``page`` with the paragraph after its machine marker saying where, when and at which commit its excerpts
+    were printed (``where``), under the regeneration's ``stamped`` comment."""
     head, marker, tail = page.partition(_MACHINE + "\n")
     assert marker, f"docs/first-hour.md has no line {_MACHINE}"
     paragraph = (
-        f"The excerpts are what the commands printed on {machine}, {day.isoformat()} (`python tests/walkthrough.py` "
-        "runs every command below in this order on the default study and writes what each printed into this "
-        "page). On another CPU the numbers differ (float results differ between CPU models), never the layout. "
+        f"The excerpts are what the commands printed on {where} (`python tests/regenerate_docs.py` runs every "
+        "command below in this order on the default study and writes what each printed into this page). On "
+        "another CPU the numbers differ (float results differ between CPU models), never the layout. "
         "`tests/test_living_study.py` runs the same commands on a shrunken copy of the default study and checks "
         "the excerpts against what they print, every number allowed to differ."
     )
     rest = tail.split("\n\n", 1)[1] if "\n\n" in tail else ""
-    return head + marker + textwrap.fill(paragraph, width=110, break_on_hyphens=False) + "\n\n" + rest
-
-
-def main() -> int:
-    env = {**os.environ, "PATH": f"{Path(sys.prefix) / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    with tempfile.TemporaryDirectory(prefix="first-hour-") as folder:
-        # A look at the running study every half minute: often enough to see trials in each state.
-        done = walk(Path(folder, "checkout"), Path(folder, "cluster"), config, env, timeout=4 * 3600, every=30)
-    failed = [step for step in done if step.returncode != 0]
-    for step in failed:
-        print(f"{step.step.text.strip()} failed:\n{step.output[-3000:]}", file=sys.stderr)
-    if failed:
-        return 1
-    page = regenerated(DOC.read_text(), done, list(config["setups"]))
-    DOC.write_text(with_machine(page, machine(), datetime.date.today()))
-    for step in done:
-        for line in step.missing:
-            print(f"{step.step.text.strip()}: not printed, kept as it was: {line}", file=sys.stderr)
-    print(f"wrote {DOC}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return head + marker + stamped + "\n" + textwrap.fill(paragraph, width=110, break_on_hyphens=False) + "\n\n" + rest

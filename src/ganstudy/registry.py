@@ -9,7 +9,6 @@ registries import none of the parts and no part's module has to import another's
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
@@ -21,6 +20,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from ganstudy.core.code_version import files_sha256
 from ganstudy.errors import GanstudyError
 
 T = TypeVar("T")
@@ -70,12 +70,7 @@ def _package_sha256(top_name: str) -> str | None:
     files = [(root, file) for root in roots for file in sorted(root.rglob("*.py"))]
     if not roots and getattr(top, "__file__", None):
         files = [(Path(top.__file__).parent, Path(top.__file__))]
-    if not files:
-        return None
-    digest = hashlib.sha256()
-    for root, file in files:
-        digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
-    return digest.hexdigest()
+    return files_sha256(files) if files else None
 
 
 def _group(group: str) -> tuple[EntryPoint, ...]:

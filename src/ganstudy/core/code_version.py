@@ -3,8 +3,10 @@ package, ``pip install -e .`` of a clone) and the git commit that names its vers
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +41,12 @@ def version_text() -> str:
         return f"ganstudy {ganstudy.__version__} (no git checkout at {ROOT})"
     changes = ", uncommitted changes" if state["dirty"] else ""
     return f"ganstudy {ganstudy.__version__} (git {state['commit'][:12]}{changes})"
+
+
+def files_sha256(files: Iterable[tuple[Path, Path]]) -> str:
+    """sha256 over ``(root, file)`` pairs in the order given: each file's path relative to its root, then its
+    bytes, so that a moved file changes the digest as an edited one does."""
+    digest = hashlib.sha256()
+    for root, file in files:
+        digest.update(str(file.relative_to(root)).encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()
