@@ -90,7 +90,16 @@ def shown_status(results: Path, study: str, env: dict[str, str]) -> str:
 
 def require_slurm(why: str) -> None:
     """CI sets GANSTUDY_REQUIRE_SLURM=1: then a missing Slurm fails the test instead of skipping it."""
-    if os.environ.get("GANSTUDY_REQUIRE_SLURM") == "1":
+    _require(why, "GANSTUDY_REQUIRE_SLURM")
+
+
+def require_browser(why: str) -> None:
+    """CI sets GANSTUDY_REQUIRE_BROWSER=1: then a missing Chromium fails the test instead of skipping it."""
+    _require(why, "GANSTUDY_REQUIRE_BROWSER")
+
+
+def _require(why: str, variable: str) -> None:
+    if os.environ.get(variable) == "1":
         pytest.fail(why)
     pytest.skip(why)
 

@@ -25,8 +25,9 @@ import torch
 import yaml
 
 import regenerate_docs
+import report_screen
 import walkthrough
-from conftest import REPO, planned_jobs
+from conftest import REPO, planned_jobs, require_browser
 from ganstudy.data.arrays import file_digest
 from ganstudy.errors import GanstudyError
 from ganstudy.plan.changed_runs import differences
@@ -165,6 +166,29 @@ def test_the_report_opens_on_the_answer_and_holds_each_table_once(first_hour):
     assert "Missing metadata" not in printed, printed[-2000:]
     size = int(re.search(r"report\.html \((\d+) KB\)", printed).group(1))
     assert size == (study / "report.html").stat().st_size // 1024
+
+
+def test_the_report_s_first_screen_shows_the_answer_and_its_figures_in_a_browser(first_hour, tmp_path):
+    # Headless Chromium lays out the report as a reader's browser does (tests/report_screen.py).
+    if report_screen.chromium() is None:
+        require_browser("no Chromium to lay the report out: apt-get install chromium")
+    study = first_hour[0].folder / "results" / STUDY
+    layout = report_screen.first_screen(study / "report.html", (1280, 800), tmp_path / "first-screen.png")
+    bottom = layout["window"]["height"]
+    assert layout["found"], "the report's first page is not the answer"
+    # The title and the answer's sentence from the window's top, the primary metric's figures below them, all of
+    # them on the first screen.
+    assert 0 <= layout["title"]["top"] < layout["answer"]["top"] < layout["answer"]["bottom"] <= bottom, layout
+    assert [figure["alt"] for figure in layout["figures"]] == ["box_fid", "cost_fid"], layout
+    assert all(
+        layout["answer"]["bottom"] < figure["top"] and figure["bottom"] <= bottom for figure in layout["figures"]
+    )
+    # One scroll bar, the report's own, for the whole page: none inside the answer, none around it but that.
+    assert not [box for box in layout["scrolling"] if box["inside_answer"]], layout["scrolling"]
+    assert len([box for box in layout["scrolling"] if box["holds_answer"]]) <= 1, layout["scrolling"]
+    # Inline code (a command in the answer's advice, a table's path) as code, without literal backticks.
+    assert layout["before_code"] and all(content in ("none", "normal") for content in layout["before_code"])
+    assert (tmp_path / "first-screen.png").stat().st_size > 10_000
 
 
 def test_an_excerpt_matches_only_what_was_printed_numbers_aside():

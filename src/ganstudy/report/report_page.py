@@ -28,26 +28,48 @@ from ganstudy.study.folder import StudyFolder
 _LINKS = "Every figure: `5. Figures`_; every table: `4. Statistics`_; the rule graph and each job: `Workflow`_."
 
 
-def _inline(figure: Path) -> str:
-    # The report is one self-contained file: a figure on its first page travels inside it. In lines of 76
-    # characters (docutils refuses longer than 10,000; a browser's base64 decoding skips the line breaks).
-    data = base64.encodebytes(figure.read_bytes()).decode("ascii")
-    return f'<p><img alt="{figure.stem}" style="max-width: 100%" src="data:image/png;base64,\n{data}"></p>\n'
+# The description's own look, inside the report: Snakemake's first page is a flex box that centres its
+# content vertically; where the answer is taller than the window, plain centring would push its top out of
+# reach, "safe" centring starts it at the top. The report's typography puts backticks around inline code,
+# which the page's Markdown already marks as code.
+_STYLE = """<style>
+.items-center:has(#ganstudy-answer) { align-items: safe center; }
+#ganstudy-answer code::before, #ganstudy-answer code::after { content: none; }
+</style>"""
+# Wider than the report's column for a description (the page's tables), beside its menu.
+_WIDTH = "width: min(72rem, calc(100vw - 22rem))"
+
+
+def _inline(figures: Sequence[Path]) -> str:
+    """The figures side by side, inside the report: it is one self-contained file. Their base64 in lines of 76
+    characters (docutils refuses longer than 10,000; a browser's base64 decoding skips the line breaks)."""
+    if not figures:
+        return ""
+    width = f"calc({100 / len(figures):.4g}% - 0.5rem)"
+    images = "".join(
+        f'<img alt="{figure.stem}" style="max-width: {width}" '
+        f'src="data:image/png;base64,\n{base64.encodebytes(figure.read_bytes()).decode("ascii")}">\n'
+        for figure in figures
+    )
+    return f'<p style="display: flex; gap: 0.5rem; align-items: flex-start">\n{images}</p>\n'
 
 
 def answer_description(page: str, inline: Sequence[Path]) -> str:
     """The report's description (reStructuredText, which Snakemake renders through Jinja, then docutils):
-    ``page``, the summary's Markdown without its list of figures, as HTML, then the ``inline`` figures and
-    the links to the rest of the report."""
+    ``page``, the summary's Markdown without its list of figures, as HTML, the ``inline`` figures right after
+    its answer (the first paragraph under its title: the first screen holds both), then the links to the rest
+    of the report."""
     # Python-Markdown starts a list only after a blank line (CommonMark, as GitHub shows the page, also
     # within a paragraph): the verdicts' lists would run into their sentence.
     page = re.sub(r"^(?!- )(.+)\n- ", r"\1\n\n- ", page, flags=re.MULTILINE)
-    html = markdown.markdown(page, extensions=["tables"]) + "".join(_inline(figure) for figure in inline)
-    # Wider than the report's column for a description (the page's tables), beside its menu; and no taller
-    # than the window with the metadata below it: the report centres its first page vertically, so a taller
-    # one would lose its top, the answer, out of reach.
-    style = "width: min(72rem, calc(100vw - 22rem)); max-height: calc(100vh - 22rem); overflow: auto"
-    html = f'<div style="{style}">\n{html}\n</div>'
+    title, _, rest = page.partition("\n\n")
+    answer, _, rest = rest.partition("\n\n")
+    html = (
+        markdown.markdown(f"{title}\n\n{answer}", extensions=["tables"])
+        + _inline(inline)
+        + markdown.markdown(rest, extensions=["tables"])
+    )
+    html = f'{_STYLE}\n<div id="ganstudy-answer" style="{_WIDTH}">\n{html}\n</div>'
     # raw: a set-up named like a Jinja expression stays text.
     return f"{{% raw %}}\n.. raw:: html\n\n{textwrap.indent(html, '   ')}\n{{% endraw %}}\n\n{_LINKS}\n"
 
