@@ -24,6 +24,7 @@ import re
 import shutil
 import sys
 import tempfile
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -200,7 +201,9 @@ def caption(study: StudyFolder, where: str) -> str:
         f"The answer page opens: {headline(study)}",
         "Another CPU kind or float path draws other numbers: [docs/results.md](docs/results.md).*",
     ]
-    return f"![{name} of each set-up over {counted}](docs/img/box_{metric}.png)\n\n" + " ".join(filter(None, sentences))
+    return f"![{name} of each set-up over {counted}](docs/img/box_{metric}.png)\n\n" + _wrapped(
+        " ".join(filter(None, sentences))
+    )
 
 
 def results_entry(study: StudyFolder, where: str, minutes: float) -> str:
@@ -226,7 +229,12 @@ def results_entry(study: StudyFolder, where: str, minutes: float) -> str:
         f"- **Cost**: {costs(study, primary)}.",
         f"- **The answer page** opens: {headline(study)}",
     ]
-    return "\n".join(lines)
+    return "\n".join(_wrapped(line, "  " if line.startswith("- ") else "") for line in lines)
+
+
+def _wrapped(text: str, indent: str = "") -> str:
+    """``text`` in lines of the pages' width; Markdown joins them back."""
+    return textwrap.fill(text, width=110, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)
 
 
 def machine_and_day(day: datetime.date) -> str:

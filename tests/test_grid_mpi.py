@@ -92,7 +92,7 @@ from ganstudy.parallel.world import mpi_world
 from ganstudy.parallel.topology import GridShape, assign_cells
 from ganstudy.parallel.exchange import NeighbourExchange
 world = mpi_world()
-shape = GridShape({rows}, {cols})
+shape = GridShape({rows}, {cols}, "{topology}", {radius})
 blocks = assign_cells(shape, world.size)
 exchange = NeighbourExchange(world.comm, shape, blocks, torch.device("cpu"))
 received = exchange.exchange({{cell: world.rank for cell in blocks[world.rank]}})
@@ -104,16 +104,29 @@ open(f"{out}/rank{{world.rank}}.json", "w").write(json.dumps({{"rank": world.ran
 """
 
 
-@pytest.mark.parametrize("ranks, rows, cols", [(4, 2, 2), (6, 2, 3), (2, 3, 3), (3, 3, 3), (4, 6, 6)])
-def test_every_rank_receives_exactly_its_cells_neighbourhoods(ranks, rows, cols, env, tmp_path):
+@pytest.mark.parametrize(
+    "ranks, rows, cols, topology, radius",
+    [
+        (4, 2, 2, "torus", 1),
+        (6, 2, 3, "torus", 1),
+        (2, 3, 3, "torus", 1),
+        (3, 3, 3, "torus", 1),
+        (4, 6, 6, "torus", 1),
+        (5, 1, 5, "ring", 1),
+        (5, 1, 5, "ring", 2),
+        (2, 1, 9, "ring", 2),
+        (3, 1, 7, "ring", 3),
+    ],
+)
+def test_every_rank_receives_exactly_its_cells_neighbourhoods(ranks, rows, cols, topology, radius, env, tmp_path):
     from ganstudy.parallel.topology import GridShape, assign_cells
 
-    code = PROBE.format(rows=rows, cols=cols, out=tmp_path)
+    code = PROBE.format(rows=rows, cols=cols, topology=topology, radius=radius, out=tmp_path)
     done = subprocess.run(
         ["mpiexec", "-n", str(ranks), sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    shape = GridShape(rows, cols)
+    shape = GridShape(rows, cols, topology, radius)
     blocks = assign_cells(shape, ranks)
     owner = {cell: r for r, block in enumerate(blocks) for cell in block}
     reports = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(ranks)]
@@ -124,7 +137,12 @@ def test_every_rank_receives_exactly_its_cells_neighbourhoods(ranks, rows, cols,
         assert {tuple(c) for c in report["received"]} == needed | set(mine)
         # The payload of each cell came from its owner.
         assert all(report["owners"][f"{c[0]}-{c[1]}"] == owner[c] for c in needed)
-        if ranks == shape.size:
+        if ranks == shape.size and topology == "ring" and radius == 1:
+            # A periodic line: the cell before and the cell after.
+            assert report["kind"] == "cartesian"
+            ((_, col),) = mine
+            assert report["neighbours"] == [owner[(0, (col - 1) % cols)], owner[(0, (col + 1) % cols)]]
+        elif ranks == shape.size and topology == "torus":
             assert report["kind"] == "cartesian"
             ((row, col),) = mine
             # Cartesian order: N, S, W, E.
@@ -202,6 +220,42 @@ def test_stacked_cells_of_odd_sizes_are_bit_identical_on_1_2_and_6_ranks(digits_
         train(ranks, setup, tmp_path / f"n{ranks}", digits_dir, scoring, env)
     assert_same(result(tmp_path / "n1"), result(tmp_path / "n2"))
     assert_same(result(tmp_path / "n1"), result(tmp_path / "n6"))
+
+
+@pytest.mark.parametrize("batch_cells, layout", [(True, "cache"), (True, "whole"), (False, "auto")])
+def test_a_ring_is_bit_identical_on_1_2_3_and_6_ranks(batch_cells, layout, digits_dir, scoring, env, tmp_path):
+    # Lipi-Ring: 6 cells, each with two on either side; on 6 ranks a graph exchange of one cell per rank.
+    setup = settings(shape="1x6", topology="ring", ring_radius=2, batch_cells=batch_cells)
+    for ranks in (1, 2, 3, 6):
+        train(ranks, setup, tmp_path / f"n{ranks}", digits_dir, scoring, env, stack_layout=layout)
+    for ranks in (2, 3, 6):
+        assert_same(result(tmp_path / "n1"), result(tmp_path / f"n{ranks}"))
+    record = json.loads((tmp_path / "n6" / "run.json").read_text())
+    assert record["grid_topology"] == "ring of 6, radius 2" and record["exchange"] == "graph"
+    assert len(record["mixture_weights"]) == 5  # itself and two cells on either side
+    cells = (tmp_path / "n1" / "cells.csv").read_text()
+    assert "0-0 0-5 0-1 0-4 0-2" in cells  # the first cell's neighbourhood, as the table writes it
+
+
+def test_a_ring_of_radius_1_is_the_torus_of_one_row_bit_for_bit(digits_dir, scoring, env, tmp_path):
+    train(5, settings(shape="1x5", topology="ring"), tmp_path / "ring", digits_dir, scoring, env)
+    train(2, settings(shape="1x5"), tmp_path / "torus", digits_dir, scoring, env)
+    assert_same(result(tmp_path / "ring"), result(tmp_path / "torus"))
+    records = [json.loads((tmp_path / name / "run.json").read_text()) for name in ("ring", "torus")]
+    assert [record["exchange"] for record in records] == ["cartesian", "graph"]
+    assert [record["grid_topology"] for record in records] == ["ring of 5, radius 1", "1x5 torus"]
+
+
+def test_a_ring_whose_radius_reaches_round_it_is_refused_before_training(digits_dir, scoring, env, tmp_path):
+    done = subprocess.run(
+        command(2, settings(shape="auto", topology="ring", ring_radius=2), tmp_path / "out", digits_dir, scoring),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode != 0 and not (tmp_path / "out" / "run.json").exists()
+    assert "grid.ring_radius 2 on a ring of 2 cells" in done.stderr and "give the ring at least 3 cells" in done.stderr
 
 
 def test_a_6x6_grid_is_bit_identical_on_1_and_2_ranks(digits_dir, scoring, env, tmp_path):
@@ -303,6 +357,19 @@ def test_a_killed_run_resumes_bit_identical_and_skips_a_corrupt_checkpoint(digit
     assert "resumed from the checkpoint of iteration" in done.stderr
     assert_same(result(tmp_path / "whole"), result(tmp_path / "resumed"))
     assert os.listdir(checkpoints) == ["finished"]  # the outputs took the checkpoints' place
+
+
+def test_a_killed_ring_resumes_bit_identical_on_another_rank_count(digits_dir, scoring, env, tmp_path):
+    setup = settings(shape="1x5", topology="ring", ring_radius=2, checkpoint_period=1, checkpoints_kept=2)
+    setup["iterations"] = 8
+    train(1, setup, tmp_path / "whole", digits_dir, scoring, env)
+    checkpoints = tmp_path / "ckpt"
+    job = start_job(command(5, setup, tmp_path / "resumed", digits_dir, scoring, checkpoints), env)
+    wait_for(lambda: any(checkpoints.glob("iter-*/COMPLETE")), job)
+    kill_job(job)
+    done = train(2, setup, tmp_path / "resumed", digits_dir, scoring, env, checkpoints)
+    assert "resumed from the checkpoint of iteration" in done.stderr
+    assert_same(result(tmp_path / "whole"), result(tmp_path / "resumed"))
 
 
 def test_a_killed_dcgan_grid_resumes_bit_identical_stacked(digits_dir, scoring, env, tmp_path):

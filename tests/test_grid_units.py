@@ -51,6 +51,56 @@ def test_neighbourhood_is_symmetric_on_rectangular_grids():
             assert cell in shape.neighbourhood(other)
 
 
+# Hand-written: a ring of 9 cells, radius 2: cell -> [self, W1, E1, W2, E2], wrapping at both ends.
+RING_9_RADIUS_2 = {
+    (0, 0): [(0, 0), (0, 8), (0, 1), (0, 7), (0, 2)],
+    (0, 1): [(0, 1), (0, 0), (0, 2), (0, 8), (0, 3)],
+    (0, 4): [(0, 4), (0, 3), (0, 5), (0, 2), (0, 6)],
+    (0, 8): [(0, 8), (0, 7), (0, 0), (0, 6), (0, 1)],
+}
+
+
+def test_a_rings_neighbourhoods_match_the_hand_written_table_and_radius_1_is_the_torus_of_one_row():
+    ring = GridShape(1, 9, "ring", 2)
+    for cell, expected in RING_9_RADIUS_2.items():
+        assert ring.neighbourhood(cell) == expected
+    # Every cell has 2r+1 distinct neighbours, each of which has it back (a ring is symmetric).
+    for radius, cells in ((1, 3), (2, 5), (3, 7), (4, 9), (3, 12)):
+        shape = GridShape(1, cells, "ring", radius)
+        for cell in shape.cells():
+            around = shape.neighbourhood(cell)
+            assert len(around) == len(set(around)) == 2 * radius + 1
+            assert all(cell in shape.neighbourhood(other) for other in around)
+    for cells in (3, 4, 7):
+        torus, line = GridShape(1, cells), GridShape(1, cells, "ring", 1)
+        assert all(torus.neighbourhood(cell) == line.neighbourhood(cell) for cell in torus.cells())
+    assert str(ring) == "1x9" and ring.describe() == "ring of 9, radius 2" and GridShape(3, 3).describe() == "3x3 torus"
+
+
+@pytest.mark.parametrize(
+    "spec, ranks, radius, message",
+    [
+        ("3x3", 9, 1, r"a ring's cells lie in one row, write grid.shape 1x9"),
+        (
+            "1x4",
+            4,
+            2,
+            r"grid.ring_radius 2 on a ring of 4 cells: .* needs 5 cells .*; set grid.ring_radius to at most 1",
+        ),
+        ("1x2", 2, 1, r"grid.ring_radius 1 on a ring of 2 cells: .*; give the ring at least 3 cells"),
+        ("auto", 6, 3, r"grid.ring_radius 3 on a ring of 6 cells: .* set grid.ring_radius to at most 2"),
+    ],
+)
+def test_a_ring_that_cannot_be_laid_out_is_refused_naming_the_key(spec, ranks, radius, message):
+    with pytest.raises(GanstudyError, match=message):
+        resolve_shape(spec, ranks, 1, 1024, "ring", radius)
+
+
+def test_an_auto_ring_has_a_cell_per_rank_up_to_max_cells():
+    assert resolve_shape("auto", 7, 1, 1024, "ring", 2) == GridShape(1, 7, "ring", 2)
+    assert resolve_shape("auto", 40, 1, 9, "ring", 1) == GridShape(1, 9, "ring", 1)
+
+
 @pytest.mark.parametrize(
     "ranks, shape",
     [(1, "1x1"), (2, "2x1"), (3, "1x2"), (4, "2x2"), (5, "2x2"), (6, "3x2"), (7, "2x3"), (9, "3x3"), (10, "3x3")],

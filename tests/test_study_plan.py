@@ -419,6 +419,14 @@ REFUSALS = {
         "setups.grid2x2.batch_size: 5000 is larger",
     ),
     "more ranks than cells": (_set("setups.grid2x2.ranks", 5), "setups.grid2x2.ranks: 5 ranks for 4 grid cells"),
+    "a ring radius too large for the ring": (
+        lambda study: study["setups"]["grid2x2"]["grid"].update(shape="1x4", topology="ring", ring_radius=2),
+        "set-up 'grid2x2': grid.ring_radius 2 on a ring of 4 cells: .* set grid.ring_radius to at most 1",
+    ),
+    "a ring of several rows": (
+        lambda study: study["setups"]["grid2x2"]["grid"].update(topology="ring"),
+        "set-up 'grid2x2': grid.shape 2x2 for a ring: a ring's cells lie in one row, write grid.shape 1x4",
+    ),
     "more ranks than classes": (
         lambda study: study.update(setups={"pc": {"mode": "per_class", "network": "dcgan", "ranks": 12}}),
         "setups.pc.ranks: 12 ranks for 10 classes",

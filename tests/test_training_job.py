@@ -120,5 +120,13 @@ def test_the_job_file_records_every_value_the_job_reads(tmp_path):
     write_job(tmp_path / "job.json", job_description("g", section, 2, {"train": "t.npz"}, {"node_gpus": 6}))
     job = read_job(tmp_path / "job.json")
     written = json.loads((tmp_path / "job.json").read_text())
-    assert as_dict(job.settings)["grid"] == written["settings"]["grid"] and job.settings.grid.shape == "1x1"
+    assert as_dict(job.settings)["grid"] == {**written["settings"]["grid"], "topology": "torus", "ring_radius": 1}
+    assert job.settings.grid.shape == "1x1" and job.settings.grid.topology == "torus"
     assert written["compute"] == {"node_gpus": 6} and job.compute.node_gpus == 6
+    # A torus is written as before rings existed (a finished run keeps its record); a ring with its keys.
+    assert "topology" not in written["settings"]["grid"] and "ring_radius" not in written["settings"]["grid"]
+    ring = setup(mode="grid", iterations=3, grid={"shape": "1x5", "topology": "ring", "ring_radius": 2})
+    write_job(tmp_path / "ring.json", job_description("r", ring, 2, {"train": "t.npz"}))
+    written = json.loads((tmp_path / "ring.json").read_text())["settings"]["grid"]
+    assert written["topology"] == "ring" and written["ring_radius"] == 2
+    assert as_dict(read_job(tmp_path / "ring.json").settings)["grid"] == written

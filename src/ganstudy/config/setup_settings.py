@@ -28,6 +28,8 @@ class GridSettings:
     """``grid``: Lipizzaner's coevolutionary grid."""
 
     shape: str = _GRID["shape"]
+    topology: str = _GRID["topology"]
+    ring_radius: int = _GRID["ring_radius"]
     min_cells: int = _GRID["min_cells"]
     max_cells: int = _GRID["max_cells"]
     batch_cells: bool = _GRID["batch_cells"]

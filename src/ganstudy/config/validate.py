@@ -170,7 +170,17 @@ def training_settings(setup: dict[str, Any], task: str) -> dict[str, Any]:
     (``_NOT_A_RUN``), without the keys of training tasks other than its network's ``task``, and without
     ``mode_options`` where its mode takes none (a run made before modes had options keeps its settings)."""
     kept = {key: value for key, value in setup.items() if key not in _NOT_A_RUN and (key != "mode_options" or value)}
+    if isinstance(kept.get("grid"), dict):
+        kept["grid"] = grid_record(kept["grid"])
     return _read_by(kept, task, TASK_KEYS)
+
+
+def grid_record(grid: dict[str, Any]) -> dict[str, Any]:
+    """The grid section as a run records it: a torus without the ring's keys (grid.topology, grid.ring_radius),
+    so that a torus run made before rings existed keeps its settings and its checkpoints."""
+    if grid.get("topology", "torus") != "torus":
+        return grid
+    return {key: value for key, value in grid.items() if key not in ("topology", "ring_radius")}
 
 
 def dataset_settings(dataset: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Neighbour exchange of cell states with MPI neighbourhood collectives.
 
 With one cell per rank the ranks form a periodic Cartesian communicator (Create_cart), the
-layout of seed 000. With fewer ranks than cells each rank holds a block of cells and the ranks
+layout of seed 000 (a ring of radius 1: a periodic line). With fewer ranks than cells, or a ring whose
+neighbourhoods reach further, each rank holds a block of cells and the ranks
 that own neighbouring cells form a distributed-graph communicator, and each peer is sent only the
 states of the cells in its cells' neighbourhoods (``neighbor_alltoall``): at 18x18 on 2 ranks, 36
 of a rank's 162 cells. Either way one neighbourhood collective moves every state a rank's cells
@@ -71,10 +72,12 @@ class NeighbourExchange:
         self.rank = comm.Get_rank()
         self.cells = blocks[self.rank]
         owner = {cell: rank for rank, block in enumerate(blocks) for cell in block}
-        if all(len(block) == 1 for block in blocks):
+        if all(len(block) == 1 for block in blocks) and (shape.topology == "torus" or shape.radius == 1):
             self.kind = "cartesian"
-            self.comm = comm.Create_cart([shape.rows, shape.cols], periods=[True, True], reorder=False)
-            assert tuple(self.comm.Get_coords(self.rank)) == self.cells[0]
+            # A ring of radius 1 is a periodic line: its neighbours are the cells before and after.
+            dims = [shape.rows, shape.cols] if shape.topology == "torus" else [shape.cols]
+            self.comm = comm.Create_cart(dims, periods=[True] * len(dims), reorder=False)
+            assert tuple(self.comm.Get_coords(self.rank)) == self.cells[0][-len(dims) :]
         else:
             self.kind = "graph"
             peers = sorted({owner[n] for cell in self.cells for n in shape.neighbourhood(cell)} - {self.rank})
@@ -91,7 +94,7 @@ class NeighbourExchange:
         """Ranks this rank receives from (Cartesian: N, S, W, E order; may repeat on small grids)."""
         if self.kind == "cartesian":
             ranks = []
-            for dim in (0, 1):
+            for dim in range(self.comm.Get_dim()):
                 before, after = self.comm.Shift(dim, 1)
                 ranks += [before, after]
             return ranks

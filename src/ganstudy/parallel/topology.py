@@ -1,8 +1,13 @@
-"""The toroidal grid: shape, von Neumann neighbourhoods with wrap-around, and cells-to-ranks layout.
+"""The grid's cells and their neighbourhoods, and the cells-to-ranks layout.
 
-Cells are (row, col). A neighbourhood is the cell itself, then W, N, E, S, each once: on grids
-with a side of 1 or 2 a neighbour can repeat (in a 2x2 grid W and E are the same cell), and
-Lipizzaner would then train against the same individual twice as often.
+Cells are (row, col). Two topologies:
+
+- torus (Lipizzaner's, seeds 000 and 002): von Neumann neighbourhoods with wrap-around, the cell itself,
+  then W, N, E, S, each once: on grids with a side of 1 or 2 a neighbour can repeat (in a 2x2 grid W and E
+  are the same cell), and Lipizzaner would then train against the same individual twice as often;
+- ring (Lipi-Ring: Toutouh and O'Reilly, "Signal Propagation in a Gradient-Based and Evolutionary Learning
+  System"): the cells in one row, closed into a ring, each with the ``radius`` cells on either side: itself,
+  then W1, E1, W2, E2, ... A ring of radius 1 is the torus of one row, cell for cell.
 """
 
 from __future__ import annotations
@@ -14,15 +19,22 @@ from dataclasses import dataclass
 from ganstudy.errors import GanstudyError
 
 Cell = tuple[int, int]
+TOPOLOGIES = ("torus", "ring")
 
 
 @dataclass(frozen=True)
 class GridShape:
     rows: int
     cols: int
+    topology: str = "torus"
+    radius: int = 1  # a ring's: the cells on either side of a cell in its neighbourhood
 
     def __str__(self) -> str:
         return f"{self.rows}x{self.cols}"
+
+    def describe(self) -> str:
+        """The shape with its topology, for the run's record and its log: "3x3 torus", "ring of 9, radius 2"."""
+        return f"{self} torus" if self.topology == "torus" else f"ring of {self.size}, radius {self.radius}"
 
     @property
     def size(self) -> int:
@@ -37,6 +49,9 @@ class GridShape:
 
     def neighbourhood(self, cell: Cell) -> list[Cell]:
         row, col = cell
+        if self.topology == "ring":
+            sides = [(row, (col + step) % self.cols) for reach in range(1, self.radius + 1) for step in (-reach, reach)]
+            return list(dict.fromkeys([cell, *sides]))
         around = [
             (row, col),
             (row, (col - 1) % self.cols),  # W
@@ -50,25 +65,49 @@ class GridShape:
 _SHAPE = re.compile(r"^(\d+)x(\d+)$")
 
 
-def parse_shape(spec: str) -> GridShape:
-    """A fixed grid shape "RxC" (the config's grid.shape other than "auto")."""
+def parse_shape(spec: str, topology: str = "torus", radius: int = 1) -> GridShape:
+    """A fixed grid shape "RxC" (the config's grid.shape other than "auto") of ``topology``."""
     match = _SHAPE.match(spec)
     if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
         raise GanstudyError(f"grid shape '{spec}' is neither 'auto' nor ROWSxCOLS such as '3x3'")
-    return GridShape(int(match.group(1)), int(match.group(2)))
+    return _checked(GridShape(int(match.group(1)), int(match.group(2)), topology, radius))
 
 
-def resolve_shape(spec: str, ranks: int, min_cells: int, max_cells: int) -> GridShape:
-    """A fixed "RxC" shape, or "auto": the rectangle that the available ranks fill (thesis Alg. 2).
+def _checked(shape: GridShape) -> GridShape:
+    """``shape`` where its topology can lay its cells out; an error naming the key otherwise."""
+    if shape.topology not in TOPOLOGIES:
+        raise GanstudyError(f"grid.topology '{shape.topology}' is not one of {', '.join(TOPOLOGIES)}")
+    if shape.topology == "ring" and shape.rows != 1:
+        raise GanstudyError(
+            f"grid.shape {shape} for a ring: a ring's cells lie in one row, write grid.shape 1x{shape.size}"
+        )
+    if shape.topology == "ring" and 2 * shape.radius + 1 > shape.size:
+        fix = (
+            f"set grid.ring_radius to at most {(shape.size - 1) // 2} or give the ring more cells"
+            if shape.size >= 3
+            else "give the ring at least 3 cells"
+        )
+        raise GanstudyError(
+            f"grid.ring_radius {shape.radius} on a ring of {shape.size} cells: a neighbourhood of radius "
+            f"{shape.radius} needs {2 * shape.radius + 1} cells (itself and {shape.radius} on either side); {fix}"
+        )
+    return shape
 
-    auto: n = min(ranks, max_cells), w = round(sqrt(n)) columns, h = n // w rows.
+
+def resolve_shape(
+    spec: str, ranks: int, min_cells: int, max_cells: int, topology: str = "torus", radius: int = 1
+) -> GridShape:
+    """A fixed "RxC" shape, or "auto": the rectangle that the available ranks fill (thesis Alg. 2), for a
+    ring the row of them.
+
+    auto: n = min(ranks, max_cells), w = round(sqrt(n)) columns, h = n // w rows (a ring: 1 x n).
     """
     if spec == "auto":
         n = min(ranks, max_cells)
-        cols = max(1, round(math.sqrt(n)))
-        shape = GridShape(max(1, n // cols), cols)
+        cols = n if topology == "ring" else max(1, round(math.sqrt(n)))
+        shape = _checked(GridShape(max(1, n // cols), cols, topology, radius))
     else:
-        shape = parse_shape(spec)
+        shape = parse_shape(spec, topology, radius)
     if shape.size < min_cells:
         raise GanstudyError(
             f"the grid has {shape.size} cells ({shape}), fewer than grid.min_cells={min_cells}"

@@ -17,7 +17,7 @@ from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.contracts import ModeCheck, PairCount, TrainingFunction
 from ganstudy.errors import GanstudyError
 from ganstudy.parallel.rank_work import shard_rows
-from ganstudy.parallel.topology import parse_shape
+from ganstudy.parallel.topology import parse_shape, resolve_shape
 from ganstudy.registry import Registry, contract_problems, not_installed, resolve_part
 from ganstudy.train.job import job_settings
 
@@ -42,6 +42,16 @@ def one_pair_per_cell(setup: Mapping[str, Any], classes: int | None) -> int | No
 
 
 def no_problems(name: str, setup: Mapping[str, Any], ranks: int) -> list[str]:
+    return []
+
+
+def grid_problems(name: str, setup: Mapping[str, Any], ranks: int) -> list[str]:
+    """A grid its topology cannot lay out on the job's ranks: a ring's shape or radius, too many cells."""
+    grid = setup["grid"]
+    try:
+        resolve_shape(grid["shape"], ranks, 1, grid["max_cells"], grid["topology"], grid["ring_radius"])
+    except GanstudyError as error:
+        return [f"set-up '{name}': {error}"]
     return []
 
 
@@ -122,6 +132,7 @@ GRID = TrainingMode(
     ranks="per_pair",
     gpus_per_rank=(1,),
     scores_in_training=True,
+    check=grid_problems,
 )
 # nccl binds a process to one GPU, so a rank's pair stays on one.
 DATA_PARALLEL = TrainingMode(

@@ -18,6 +18,7 @@ import torch
 
 from ganstudy.config.setup_settings import TrainingSettings
 from ganstudy.config.typed import as_dict
+from ganstudy.config.validate import grid_record
 from ganstudy.core.checkpoint import CheckpointStore, checkpoint_due, run_fingerprint
 from ganstudy.data.subsets import batches_per_pass
 from ganstudy.errors import GanstudyError
@@ -44,9 +45,10 @@ def _say(message: str) -> None:
 
 def _fingerprint(context: TrainingContext, shape: GridShape, engine: int) -> str:
     # The engine too: another engine's random draws would continue a run that it did not start.
+    setup = as_dict(context.setup)
     return run_fingerprint(
         {
-            "setup": as_dict(context.setup),
+            "setup": {**setup, "grid": grid_record(setup["grid"])},
             "seed": context.study_seed,
             "trial": context.trial,
             "shape": str(shape),
@@ -178,7 +180,7 @@ def train_grid(context: TrainingContext) -> TrainingResult | None:
 
     grid, world = context.setup.grid, context.world
     _check_settings(context)
-    shape = resolve_shape(grid.shape, world.size, grid.min_cells, grid.max_cells)
+    shape = resolve_shape(grid.shape, world.size, grid.min_cells, grid.max_cells, grid.topology, grid.ring_radius)
     if grid.cell_classes and len(grid.cell_classes) != shape.size:
         raise GanstudyError(
             f"grid.cell_classes lists classes for {len(grid.cell_classes)} cells, the {shape} grid has {shape.size}: "
@@ -242,6 +244,7 @@ def _run(context: TrainingContext, shape: GridShape, blocks: list[list[Cell]], c
         raise context.stop.stopped(f"grid {shape}", stopped_at, str(store.directory) if store else None)
     facts = {
         "grid_shape": str(shape),
+        "grid_topology": shape.describe(),
         "grid_engine": engine_version,
         "active_ranks": len(blocks),
         "exchange": run.exchange.kind,
