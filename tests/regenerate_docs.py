@@ -199,7 +199,8 @@ def caption(study: StudyFolder, where: str) -> str:
         looks(study),
         f"Convergence: {convergence(study)}.",
         f"The answer page opens: {headline(study)}",
-        "Another CPU kind or float path draws other numbers: [docs/results.md](docs/results.md).*",
+        "On another CPU kind or float path the trials differ and the schedule may not decide: "
+        "[docs/results.md](docs/results.md) gives each one measured.*",
     ]
     return f"![{name} of each set-up over {counted}](docs/img/box_{metric}.png)\n\n" + _wrapped(
         " ".join(filter(None, sentences))
