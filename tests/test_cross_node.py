@@ -279,8 +279,23 @@ class Phases:
     """Seconds from the start to each step of the lost-node test, for its failure messages and its line in
     the warnings summary (where CI's output shows it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, log: Path) -> None:
         self.start, self.marks = time.monotonic(), []
+        self.log, self.attempts = log, [""]
+
+    def follow(self) -> None:
+        """Keeps each attempt's training log: a retried job starts the log afresh, and the first attempt's
+        end (the heartbeat's verdict, or MPI's own error) is what a failure of this test needs to show."""
+        now = text(self.log)
+        if len(now) < len(self.attempts[-1]):
+            self.attempts.append(now)
+        else:
+            self.attempts[-1] = now
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"training log, attempt {n}: ...{attempt[-3000:]}" for n, attempt in enumerate(self.attempts, 1)
+        )
 
     def mark(self, name: str) -> None:
         self.marks.append(f"{name} at {time.monotonic() - self.start:.0f} s")
@@ -324,10 +339,11 @@ def wait_until(
     deadline = time.monotonic() + timeout
     while not predicate():
         meanwhile()
+        phases.follow()
         if study.poll() is not None:
-            pytest.fail(f"Snakemake ended early ({phases}): {output.read_text()[-5000:]}")
+            pytest.fail(f"Snakemake ended early ({phases}): {output.read_text()[-5000:]}\n{phases.logs()}")
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out ({phases}); Snakemake says: {output.read_text()[-5000:]}")
+            pytest.fail(f"timed out ({phases}); Snakemake says: {output.read_text()[-5000:]}\n{phases.logs()}")
         time.sleep(0.2)
 
 
@@ -356,7 +372,7 @@ def test_a_lost_node_stops_the_job_by_heartbeat_and_the_retry_resumes_bit_identi
     run = folder / "results" / "nodes" / "runs" / "lost" / "trial0"
     checkpoints = folder / "results" / "nodes" / "checkpoints" / "lost" / "trial0"
     train_log = folder / "results" / "nodes" / "logs" / "train" / "lost" / "trial0.log"
-    out, phases = tmp_path / "snakemake.out", Phases()
+    out, phases = tmp_path / "snakemake.out", Phases(train_log)
     with out.open("w") as output:
         study = subprocess.Popen(
             study_command(folder, LOST, 1, run_targets(LOST, ["lost"])),
