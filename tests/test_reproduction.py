@@ -7,7 +7,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from ganstudy.stats.reproduction import NOT_COMPARABLE, direction_table, reproduction_table, write_reproduction
+from ganstudy.report.summary_page import _findings
+from ganstudy.stats.reproduction import (
+    NOT_COMPARABLE,
+    claim_table,
+    direction_table,
+    reproduction_table,
+    write_reproduction,
+)
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.tests import welch_pvalue
 
@@ -98,6 +105,7 @@ def test_higher_is_better_metrics_and_missing_statistics(tmp_path):
         "reproduction.md",
         "reproduction.tex",
         "reproduction_directions.csv",
+        "reproduction_claims.csv",
     ]
     markdown = (tmp_path / "tables" / "reproduction.md").read_text()
     assert (
@@ -105,3 +113,93 @@ def test_higher_is_better_metrics_and_missing_statistics(tmp_path):
     )
     # These scores (a hand-made scores.csv) carry no protocol: the footnote says so rather than nothing.
     assert "isc (ours): Protocol: not recorded" in markdown
+
+
+def finding(versus, found, change=None, source="Lipi-Ring, abstract"):
+    return {"mean": None, "versus": versus, "finding": found, "change": change, "source": source}
+
+
+def costed(values: dict[str, list[float]], seconds: dict[str, list[float]], ranks=1, gpus=0) -> pd.DataFrame:
+    """FID rows with each trial's training seconds, twice (FID and IS rows: one trial's cost counts once)."""
+    rows = [
+        {
+            "setup": s,
+            "trial": t,
+            "metric": m,
+            "value": v,
+            "train_seconds": seconds[s][t],
+            "ranks": ranks,
+            "cores_per_rank": 2,
+            "gpus_per_rank": gpus,
+        }
+        for m in ("fid", "isc")
+        for s, vs in values.items()
+        for t, v in enumerate(vs)
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_a_papers_findings_beside_our_rank_tests_of_the_same_pairs():
+    # Lipi-Ring's claim: the ring's FID no different from the torus's, its compute lower (14.2% to 41.2%).
+    ring, torus = [5.0, 7.0, 6.0, 9.0, 4.0, 8.0], [6.5, 5.5, 7.5, 4.5, 8.5, 6.25]
+    ring_s, torus_s = [700.0, 720.0, 710.0, 690.0, 705.0, 730.0], [900.0, 880.0, 910.0, 905.0, 890.0, 920.0]
+    refs = {
+        "ring": {"fid": finding("torus", "no_difference"), "cost": finding("torus", "lower", [-0.412, -0.142])},
+        "torus": {},
+    }
+    table = claim_table(costed({"ring": ring, "torus": torus}, {"ring": ring_s, "torus": torus_s}), refs, ["ring"])
+    fid, cost = (table[table.quantity == q].iloc[0] for q in ("FID", "core-hours per trial"))
+    assert fid.ours_p == pytest.approx(stats.mannwhitneyu(ring, torus, method="exact").pvalue)
+    assert (fid.paper_finding, fid.ours_finding, fid.agree) == ("no significant difference",) * 2 + ("yes",)
+    # Hodges-Lehmann: the median of the 36 differences ring - torus; the medians' change by hand.
+    assert fid.ours_shift == pytest.approx(np.median(np.subtract.outer(ring, torus)))
+    assert fid.ours_shift_low <= fid.ours_shift <= fid.ours_shift_high
+    assert fid.ours_change == pytest.approx(np.median(ring) / np.median(torus) - 1)
+    # Cost: seconds x 1 rank x 2 cores, in hours; every ring trial cheaper than every torus trial.
+    hours = np.array(ring_s) * 2 / 3600, np.array(torus_s) * 2 / 3600
+    assert cost.ours_median == pytest.approx(np.median(hours[0])) and cost.versus_median == pytest.approx(
+        np.median(hours[1])
+    )
+    assert cost.ours_p == pytest.approx(stats.mannwhitneyu(*hours, method="exact").pvalue)
+    assert (cost.ours_finding, cost.agree) == ("lower", "yes")
+    assert (cost.paper_change_low, cost.paper_change_high) == (-0.412, -0.142)
+    assert cost.ours_change == pytest.approx(np.median(ring_s) / np.median(torus_s) - 1)
+
+
+def test_a_finding_ours_reverses_or_cannot_judge_is_said_so():
+    # Ours finds the ring's FID higher (worse) where the paper finds no difference, and its cost on GPUs.
+    ring, torus = [9.0, 9.5, 10.0, 11.0, 12.0], [4.0, 4.5, 5.0, 5.5, 6.0]
+    seconds = {"ring": [100.0] * 5, "torus": [100.0] * 5}
+    refs = {"ring": {"fid": finding("torus", "no_difference"), "cost": finding("torus", "lower")}}
+    table = claim_table(costed({"ring": ring, "torus": torus}, seconds, ranks=2, gpus=1), refs, ["ring"])
+    fid, cost = table.iloc[0], table.iloc[1]
+    assert (fid.ours_finding, fid.agree) == ("higher", "no")
+    # Equal costs: the tied test cannot reject; GPU-hours where both trained on GPUs.
+    assert cost.quantity == "GPU-hours per trial" and cost.ours_median == pytest.approx(100 * 2 / 3600)
+    assert (cost.ours_finding, cost.agree) == ("no significant difference", "no")
+    # Failed trials rank worst: a ring whose trials all diverged has the higher (worse) FID.
+    failed = claim_table(costed({"ring": [np.inf] * 5, "torus": torus}, seconds), refs, ["ring"]).iloc[0]
+    assert (failed.ours_finding, failed.agree) == ("higher", "no")
+    # Two trials against two: no test can reject, and none is made to say so.
+    few = claim_table(costed({"ring": ring[:2], "torus": torus[:2]}, seconds), refs, ["ring"]).iloc[0]
+    assert few.ours_finding == "no significant difference" and np.isnan(few.ours_shift_low)
+
+
+def test_findings_are_a_third_block_and_a_table_of_their_own_and_the_page_says_them(tmp_path):
+    ring, torus = [5.0, 7.0, 6.0, 9.0], [6.5, 5.5, 7.5, 4.5]
+    seconds = {"ring": [700.0, 710.0, 690.0, 720.0], "torus": [900.0, 905.0, 895.0, 910.0]}
+    refs = {"ring": {"cost": finding("torus", "lower", [-0.412, -0.142])}}
+    costed({"ring": ring, "torus": torus}, seconds).to_csv(tmp_path / "scores.csv", index=False)
+    written = write_reproduction(tmp_path / "scores.csv", refs, ["ring", "torus"], tmp_path / "tables")
+    assert written[-1].name == "reproduction_claims.csv"
+    markdown = (tmp_path / "tables" / "reproduction.md").read_text()
+    assert markdown.count("### ") == 3 and "| ring | torus | core-hours per trial |" in markdown
+    assert "no evidence that the two are alike" in markdown
+    page = _findings(written[-1], 3, 0.05)
+    p = stats.mannwhitneyu(np.array(seconds["ring"]), np.array(seconds["torus"]), method="exact").pvalue
+    assert (
+        "- ring against torus, core-hours per trial: the paper finds lower (-41.2% to -14.2%); ours lower "
+        f"(medians {np.median(seconds['ring']) / np.median(seconds['torus']) - 1:+.1%}" in page
+    )
+    # Every ring trial cheaper than every torus trial: exact p = 2 / C(8, 4) = 0.0286.
+    assert p == pytest.approx(2 / 70) and "p = 0.0286): agrees." in page

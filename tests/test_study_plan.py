@@ -414,6 +414,22 @@ REFUSALS = {
         _set("setups.grid1x1.reference", {"kid": {"mean": 1.0, "sd": 0.1, "trials": 5, "source": "a paper"}}),
         "setups.grid1x1.reference.kid: not among evaluation.metrics",
     ),
+    "a finding against a set-up the study lacks": (
+        _set("setups.grid1x1.reference", {"fid": {"versus": "torus", "finding": "no_difference", "source": "a paper"}}),
+        r"setups.grid1x1.reference.fid.versus: 'torus' is not another set-up of this study \(grid1x1, grid2x2\)",
+    ),
+    "a finding without the set-up it is against": (
+        _set("setups.grid1x1.reference", {"cost": {"finding": "lower", "source": "a paper"}}),
+        "setups.grid1x1.reference.cost: a finding needs both versus .* and finding",
+    ),
+    "a reference with neither number nor finding": (
+        _set("setups.grid1x1.reference", {"fid": {"source": "a paper"}}),
+        r"setups.grid1x1.reference.fid: give the paper's number \(mean\) or its finding",
+    ),
+    "a cost with a mean": (
+        _set("setups.grid1x1.reference", {"cost": {"mean": 3.0, "source": "a paper"}}),
+        "setups.grid1x1.reference.cost: cost takes a finding against another set-up",
+    ),
     "a batch larger than the data": (
         _set("setups.grid2x2.batch_size", 5000),
         "setups.grid2x2.batch_size: 5000 is larger",

@@ -182,6 +182,9 @@ rule reproduction:
         directions=report(
             FOLDER.table("reproduction_directions", "csv"), caption="../report/reproduction.rst", category="4. Statistics"
         ),
+        claims=report(
+            FOLDER.table("reproduction_claims", "csv"), caption="../report/reproduction.rst", category="4. Statistics"
+        ),
     log:
         FOLDER.log("reproduction"),
     conda:

@@ -24,6 +24,7 @@ from ganstudy.plan.launchers import LAUNCHERS
 from ganstudy.plan.layout import StudyLayout, speedup_baselines
 from ganstudy.plan.parts import part_problems, study_kind
 from ganstudy.plan.planned_files import PlannedFiles
+from ganstudy.plan.references import reference_problems
 from ganstudy.plan.scoring_layout import ScoringLayout
 from ganstudy.plan.site import read_site, resolve_node_cores, scheduler_resources, with_site
 from ganstudy.plan.study_files import results_dir_problem
@@ -182,19 +183,7 @@ class StudyPlan:
         # (epoch time, final losses) -> the paper's number (tables/epochs.*).
         self.references = self._references(lambda key: key not in EPOCH_REFERENCES)
         self.epoch_facts = self._references(lambda key: key in EPOCH_REFERENCES)
-        unknown = sorted(
-            {
-                f"setups.{name}.reference.{metric}"
-                for name, refs in self.references.items()
-                for metric in refs
-                if metric not in self.metrics
-            }
-        )
-        if unknown:
-            raise GanstudyError(
-                f"{', '.join(unknown)}: not among evaluation.metrics {self.metrics} nor the training facts "
-                f"{', '.join(EPOCH_REFERENCES)}; add the metric or remove the reference"
-            )
+        _refuse_any(reference_problems(config["setups"], self.metrics))
         # Scores against grid size are worth a figure once the study has grids of two sizes.
         self.grid_sizes = {setup["grid"]["shape"] for setup in config["setups"].values() if setup["mode"] == "grid"}
         self.jobs = {}

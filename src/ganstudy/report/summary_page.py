@@ -28,6 +28,7 @@ from ganstudy.stats.hardware import hardware_notes
 from ganstudy.stats.looks import looks_summary, looks_table
 from ganstudy.stats.power import MOST_TRIALS, TrialsNeeded
 from ganstudy.stats.protocol import protocol_notes
+from ganstudy.stats.reproduction import CLAIM_NOTE
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import _fmt, cost_column, markdown_table, read_tables
 from ganstudy.study.folder import StudyFolder
@@ -376,6 +377,38 @@ def _papers(reproduction: pd.DataFrame | None, metric: str, digits: int) -> str:
     return f"The papers' numbers beside ours (tables/reproduction.md):\n\n{markdown_table(shown, False, digits)}\n"
 
 
+def _percent(value: float) -> str:
+    return f"{value:+.1%}" if np.isfinite(value) else "–"
+
+
+def _finding(row, digits: int) -> str:
+    """One paper's finding and ours, in a line of the page."""
+    paper = row.paper_finding
+    if np.isfinite(row.paper_change_low):
+        paper += f" ({_percent(row.paper_change_low)} to {_percent(row.paper_change_high)})"
+    shift = f"shift {_fmt(row.ours_shift, digits)}"
+    if np.isfinite(row.ours_shift_low):
+        shift += f", 95% interval {_fmt(row.ours_shift_low, digits)} to {_fmt(row.ours_shift_high, digits)}"
+    agree = {"yes": "agrees", "no": "**disagrees**"}.get(row.agree, "cannot be judged")
+    return (
+        f"- {row.setup} against {row.versus}, {row.quantity}: the paper finds {paper}; ours {row.ours_finding} "
+        f"(medians {_percent(row.ours_change)}, {shift}; p = {_fmt(row.ours_p, digits)}): {agree}."
+    )
+
+
+def _findings(path: Path, digits: int, alpha: float) -> str:
+    """The papers' findings beside ours (tables/reproduction_claims.csv), where a set-up's reference states one."""
+    claims = pd.read_csv(path) if path.is_file() else pd.DataFrame()
+    if claims.empty:
+        return ""
+    return (
+        "## The papers' findings\n\n"
+        f"Each pair's two-sided rank test, unadjusted, at {alpha} (tables/reproduction.md):\n\n"
+        + "\n".join(_finding(row, digits) for row in claims.itertuples())
+        + f"\n\n{CLAIM_NOTE}\n"
+    )
+
+
 def answer_page(
     study_dir: str | os.PathLike[str],
     study: str,
@@ -426,6 +459,7 @@ def answer_page(
             *(f"{line}\n" for line in footnote),
             _papers(reproduction, metric, digits),
         ]
+    parts.append(_findings(Path(folder.table("reproduction_claims")), digits, alpha))
     notes = convergence_notes(convergence)
     parts.append("## Convergence\n")
     parts.append(

@@ -8,7 +8,11 @@ ours (by the rank test's effect, A12 of the outcomes with failed trials as ``sta
 its Mann-Whitney p by ``statistics.test``, exact or asymptotic as in the pairs tables: never by the means, which
 one collapsed trial turns against the test beside them), and whether the directions agree. The
 second block is the comparison that survives a change of scale, e.g. our classifier FID on 8x8 digits
-against the thesis's FID on MNIST.
+against the thesis's FID on MNIST. A third, where a paper states a finding instead of a number (``versus``
+and ``finding``: Lipi-Ring's "no significant difference in quality, less compute than the torus"): the
+paper's finding for the pair, ours from the rank test of the same pair (the metric's outcomes, or each
+trial's cost) at ``statistics.alpha``, and what our trials could rule out (the Hodges-Lehmann shift's
+interval), since "no significant difference" in ours is no evidence of equivalence.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ from ganstudy.core.atomic import atomic_path, write_text
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.settings import StatisticsSettings
-from ganstudy.stats.summary import latex_table, markdown_table, trials
-from ganstudy.stats.tests import a12, rank_test, welch_pvalue
+from ganstudy.stats.summary import latex_table, markdown_table, trial_hours, trials
+from ganstudy.stats.tests import a12, rank_test, shift_interval, welch_pvalue
 
 SETUP_COLUMNS = [
     "setup",
@@ -52,6 +56,34 @@ PAIR_COLUMNS = [
     "ours_p",
     "agree",
 ]
+CLAIM_COLUMNS = [
+    "setup",
+    "versus",
+    "quantity",
+    "source",
+    "paper_finding",
+    "paper_change_low",
+    "paper_change_high",
+    "ours_median",
+    "versus_median",
+    "ours_change",
+    "ours_shift",
+    "ours_shift_low",
+    "ours_shift_high",
+    "ours_test",
+    "ours_p",
+    "ours_finding",
+    "agree",
+]
+CLAIM_NOTE = (
+    "agree = yes where our test's finding is the paper's. Where both say no significant difference, neither test "
+    "rejected: that is no evidence that the two are alike; the shift's interval holds the differences our trials "
+    "could not rule out."
+)
+# A finding's key in the config -> its words in the tables.
+FINDINGS = {"lower": "lower", "higher": "higher", "no_difference": "no significant difference"}
+# The reference key of a finding about each trial's cost rather than a metric.
+COST = "cost"
 NOT_COMPARABLE = "scales not comparable (other data, extractor or sample count): only directions are compared"
 
 
@@ -71,11 +103,88 @@ def _better(metric: str, a: str, b: str, value_a: float, value_b: float) -> str:
     return a if (value_a > value_b) == (better(metric) == "higher") else b
 
 
+def _numbers(references: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A set-up's references that give the paper's number (a mean), not only a finding."""
+    return {key: ref for key, ref in references.items() if ref.get("mean") is not None}
+
+
+def _compared(
+    scores: pd.DataFrame, quantity: str, setup: str, versus: str, failures: str
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """The two set-ups' values of a finding's quantity, as its rank test compares them, and their unit: a
+    metric's outcomes (failed trials as ``failures`` says), or each trial's cost in GPU-hours where both
+    trained on GPUs, else core-hours (the summary's cost column)."""
+    if quantity != COST:
+        return (*(trials(scores, quantity, s, failures).outcomes for s in (setup, versus)), quantity.upper())
+    runs = {s: scores[scores.setup == s].drop_duplicates("trial") for s in (setup, versus)}
+    gpus = all((rows.get("gpus_per_rank", pd.Series(0, index=rows.index)) > 0).all() for rows in runs.values())
+    column, unit = ("gpu_hours", "GPU-hours") if gpus else ("core_hours", "core-hours")
+    values = [trial_hours(runs[s], column).to_numpy(float) for s in (setup, versus)]
+    return (*(v[np.isfinite(v)] for v in values), f"{unit} per trial")
+
+
+def _our_finding(p: float, effect: float, alpha: float) -> str:
+    """Our rank test's finding in the paper's words: its direction (A12 of the first set-up over the other,
+    above 0.5 = higher values) where it rejects at ``alpha``."""
+    if not np.isfinite(p):
+        return "–"
+    if p >= alpha:
+        return FINDINGS["no_difference"]
+    return FINDINGS["higher" if effect > 0.5 else "lower"]
+
+
+def claim_table(
+    scores: pd.DataFrame,
+    references: dict[str, dict[str, Any]],
+    setups: list[str],
+    settings: StatisticsSettings = StatisticsSettings(),
+) -> pd.DataFrame:
+    """One row per finding a paper states (a reference's ``versus`` and ``finding``): the paper's finding and
+    change, our medians and their relative change, the Hodges-Lehmann shift (this set-up minus versus) with the
+    95% interval of the shifts our trials do not rule out, our rank test (unadjusted, at statistics.alpha) and
+    its finding, and whether the two agree."""
+    rows = []
+    for setup in setups:
+        for quantity, ref in references.get(setup, {}).items():
+            if ref.get("finding") is None:
+                continue
+            x, y, unit = _compared(scores, quantity, setup, ref["versus"], settings.failures)
+            tested = rank_test(x, y, settings.test)
+            shift, low, high = shift_interval(x, y)
+            ours = _our_finding(tested.p, a12(x, y), settings.alpha)
+            medians = [float(np.median(v)) if len(v) else np.nan for v in (x, y)]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                change = medians[0] / medians[1] - 1 if np.isfinite(medians).all() and medians[1] else np.nan
+            paper_change = ref.get("change") or [np.nan, np.nan]
+            rows.append(
+                {
+                    "setup": setup,
+                    "versus": ref["versus"],
+                    "quantity": unit,
+                    "source": ref["source"],
+                    "paper_finding": FINDINGS[ref["finding"]],
+                    "paper_change_low": paper_change[0],
+                    "paper_change_high": paper_change[1],
+                    "ours_median": medians[0],
+                    "versus_median": medians[1],
+                    "ours_change": change,
+                    "ours_shift": shift,
+                    "ours_shift_low": low,
+                    "ours_shift_high": high,
+                    "ours_test": tested.method,
+                    "ours_p": tested.p,
+                    "ours_finding": ours,
+                    "agree": "–" if ours == "–" else ("yes" if ours == FINDINGS[ref["finding"]] else "no"),
+                }
+            )
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+
 def reproduction_table(scores: pd.DataFrame, references: dict[str, dict[str, Any]], setups: list[str]) -> pd.DataFrame:
     """One row per set-up and referenced metric: the paper's numbers, ours, and Welch's test where comparable."""
     rows = []
     for setup in setups:
-        for metric, ref in references.get(setup, {}).items():
+        for metric, ref in _numbers(references.get(setup, {})).items():
             mean, sd, n = _ours(scores, metric, setup)
             p = float("nan")
             if not ref["comparable"]:
@@ -114,10 +223,11 @@ def direction_table(
     """Every pair of set-ups with references for the same metric: the better one in the paper (by its means)
     and in ours (by A12 of the outcomes, the direction of the Mann-Whitney test beside it, whose method
     statistics.test chooses)."""
-    metrics = list(dict.fromkeys(m for s in setups for m in references.get(s, {})))
+    numbers = {setup: _numbers(references.get(setup, {})) for setup in setups}
+    metrics = list(dict.fromkeys(m for s in setups for m in numbers[s]))
     rows = []
     for metric in metrics:
-        cited = [s for s in setups if metric in references.get(s, {})]
+        cited = [s for s in setups if metric in numbers[s]]
         for i, a in enumerate(cited):
             for b in cited[i + 1 :]:
                 ref_a, ref_b = references[a][metric], references[b][metric]
@@ -150,40 +260,39 @@ def write_reproduction(
     out_dir: str | os.PathLike[str],
     settings: StatisticsSettings = StatisticsSettings(),
 ) -> list[Path]:
-    """reproduction.{csv,md,tex} (both blocks in the Markdown and LaTeX; the CSV holds the per-set-up block)
-    and reproduction_directions.csv."""
+    """reproduction.{csv,md,tex} (the blocks in the Markdown and LaTeX, the papers' findings where a reference
+    states one; the CSV holds the per-set-up block), reproduction_directions.csv and reproduction_claims.csv."""
     scores = pd.read_csv(scores_path)
     out, digits = Path(out_dir), settings.digits
-    per_setup, pairs = (
+    per_setup, pairs, claims = (
         reproduction_table(scores, references, setups),
         direction_table(scores, references, setups, settings),
+        claim_table(scores, references, setups, settings),
     )
     titles = (
         "The papers' results beside ours (difference = ours - paper; Welch's two-sided t-test where comparable)",
         "Direction between set-ups in the paper (by its means; Welch p from its summary statistics) and in ours (by "
         "A12, the rank test's direction; Mann-Whitney p, its method in ours_test)",
+        "The papers' findings beside ours (this set-up against versus; changes are relative, of medians in ours; the "
+        f"shift is this set-up minus versus, with its 95% interval; Mann-Whitney p unadjusted, at {settings.alpha})",
     )
-    paths = [out / f"reproduction.{ext}" for ext in ("csv", "md", "tex")] + [out / "reproduction_directions.csv"]
-    with atomic_path(paths[0]) as tmp:
-        per_setup.to_csv(tmp, index=False)
+    paths = [out / f"reproduction{name}.csv" for name in ("", "_directions", "_claims")]
+    paths[1:1] = [out / f"reproduction.{ext}" for ext in ("md", "tex")]
+    for path, frame in zip((paths[0], *paths[3:]), (per_setup, pairs, claims)):
+        with atomic_path(path) as tmp:
+            frame.to_csv(tmp, index=False)
     # Ours are measured as the footnote says; a paper's protocol is what its text says (the reference's ``comparable``).
     metrics = list(dict.fromkeys(per_setup.metric))
     ours = [f"{metric} (ours): {line}" for metric in metrics for line in protocol_notes(scores, metric, setups)[0]]
-    notes = (ours, [])
+    notes = (ours, [], [CLAIM_NOTE])
+    # A study whose papers state no finding keeps its two blocks.
+    blocks = list(zip(titles, (per_setup, pairs, claims), notes))[: 3 if len(claims) else 2]
     write_text(
         paths[1],
         "".join(
             f"### {title}\n\n{markdown_table(frame, False, digits)}" + "".join(f"\n{line}\n" for line in note) + "\n"
-            for title, frame, note in zip(titles, (per_setup, pairs), notes)
+            for title, frame, note in blocks
         ),
     )
-    write_text(
-        paths[2],
-        "\n".join(
-            latex_table(frame, title, False, digits, note)
-            for title, frame, note in zip(titles, (per_setup, pairs), notes)
-        ),
-    )
-    with atomic_path(paths[3]) as tmp:
-        pairs.to_csv(tmp, index=False)
+    write_text(paths[2], "\n".join(latex_table(frame, title, False, digits, note) for title, frame, note in blocks))
     return paths
