@@ -193,7 +193,8 @@ def test_findings_are_a_third_block_and_a_table_of_their_own_and_the_page_says_t
     written = write_reproduction(tmp_path / "scores.csv", refs, ["ring", "torus"], tmp_path / "tables")
     assert written[-1].name == "reproduction_claims.csv"
     markdown = (tmp_path / "tables" / "reproduction.md").read_text()
-    assert markdown.count("### ") == 3 and "| ring | torus | core-hours per trial |" in markdown
+    # Findings only: no paper's numbers, no directions between them; the findings' block alone.
+    assert markdown.count("### ") == 1 and "| ring | torus | core-hours per trial |" in markdown
     assert "no evidence that the two are alike" in markdown
     page = _findings(written[-1], 3, 0.05)
     p = stats.mannwhitneyu(np.array(seconds["ring"]), np.array(seconds["torus"]), method="exact").pvalue

@@ -136,6 +136,35 @@ def test_the_thesis_grid_gets_a_rank_per_cell_and_the_per_class_study_a_rank_per
     assert cifar.files.compute_options["gpus_per_rank"] == 2
 
 
+def test_the_lipi_ring_study_trains_a_torus_and_two_rings_of_nine_cells_beside_the_paper_s_findings(tmp_path):
+    ring = shipped(tmp_path, "lipi_ring_digits")
+    grids = {setup: ring.jobs[setup]["settings"]["grid"] for setup in ring.setups}
+    # The torus is recorded as before rings existed; the rings say what they are.
+    assert grids["torus3x3"]["shape"] == "3x3" and "topology" not in grids["torus3x3"]
+    for radius in (1, 2):
+        ring_grid = grids[f"ring9_r{radius}"]
+        assert (ring_grid["shape"], ring_grid["topology"], ring_grid["ring_radius"]) == ("1x9", "ring", radius)
+    # Only the topology and the budget differ: the cells train as the default study's grids do.
+    settings = {
+        setup: {k: v for k, v in ring.jobs[setup]["settings"].items() if k not in ("grid", "iterations")}
+        for setup in ring.setups
+    }
+    assert settings["ring9_r1"] == settings["ring9_r2"] == settings["torus3x3"]
+    assert {k: v for k, v in grids["torus3x3"].items() if k != "shape"} == {
+        k: v for k, v in grids["ring9_r2"].items() if k not in ("shape", "topology", "ring_radius")
+    }
+    # The paper's findings, quality and cost, against the torus, for each ring.
+    for setup in ("ring9_r1", "ring9_r2"):
+        fid, cost = ring.references[setup]["fid"], ring.references[setup]["cost"]
+        assert (fid["versus"], fid["finding"], cost["versus"], cost["finding"]) == (
+            "torus3x3",
+            "no_difference",
+            "torus3x3",
+            "lower",
+        )
+        assert cost["change"] == [-0.412, -0.142]
+
+
 def test_a_site_changes_the_launch_line_and_the_compute_options_but_no_file_that_decides_a_result(tmp_path):
     finish(plan(tmp_path))
     summit = plan(tmp_path, site="summit")

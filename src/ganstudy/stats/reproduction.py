@@ -285,8 +285,10 @@ def write_reproduction(
     metrics = list(dict.fromkeys(per_setup.metric))
     ours = [f"{metric} (ours): {line}" for metric in metrics for line in protocol_notes(scores, metric, setups)[0]]
     notes = (ours, [], [CLAIM_NOTE])
-    # A study whose papers state no finding keeps its two blocks.
-    blocks = list(zip(titles, (per_setup, pairs, claims), notes))[: 3 if len(claims) else 2]
+    # A study whose papers give only findings (no numbers), or no finding, has no rows for some blocks.
+    blocks = [
+        (title, frame, note) for title, frame, note in zip(titles, (per_setup, pairs, claims), notes) if len(frame)
+    ]
     write_text(
         paths[1],
         "".join(
