@@ -153,6 +153,8 @@ def test_the_lipi_ring_study_trains_a_torus_and_two_rings_of_nine_cells_beside_t
     assert {k: v for k, v in grids["torus3x3"].items() if k != "shape"} == {
         k: v for k, v in grids["ring9_r2"].items() if k not in ("shape", "topology", "ring_radius")
     }
+    # Nine cells each: no figure of scores against grid size.
+    assert ring.grid_sizes == {9}
     # The paper's findings, quality and cost, against the torus, for each ring.
     for setup in ("ring9_r1", "ring9_r2"):
         fid, cost = ring.references[setup]["fid"], ring.references[setup]["cost"]
@@ -330,14 +332,14 @@ def test_a_set_up_added_plans_its_runs_and_changes_no_finished_one(tmp_path):
     )
     assert [run for run in added.runs if run[0] == "grid3x3"] == [("grid3x3", trial) for trial in range(10)]
     assert added.files.stale == [] and added.files.changed == {}
-    assert added.grid_sizes == {"1x1", "2x2", "3x3"}
+    assert added.grid_sizes == {1, 4, 9}
 
 
 def test_a_set_up_removed_leaves_its_runs_unplanned_and_changes_nothing_else(tmp_path):
     finish(plan(tmp_path))
     removed = plan(tmp_path, lambda study: study["setups"].pop("grid1x1"))
     assert removed.runs == [("grid2x2", trial) for trial in range(10)]
-    assert removed.files.stale == [] and removed.files.changed == {} and removed.grid_sizes == {"2x2"}
+    assert removed.files.stale == [] and removed.files.changed == {} and removed.grid_sizes == {4}
 
 
 def test_a_sweep_added_plans_the_set_ups_it_makes_and_its_spec_file(tmp_path):

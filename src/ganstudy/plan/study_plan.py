@@ -16,6 +16,7 @@ from ganstudy.config.pretrained import pretrained_file
 from ganstudy.config.sweep_expansion import sweep_levels
 from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.weights import check_weights, fid_sample_warning
+from ganstudy.parallel.topology import parse_shape
 from ganstudy.plan.classes import class_problems
 from ganstudy.plan.inputs import StudyInputs
 from ganstudy.plan.invocation import Invocation
@@ -185,7 +186,12 @@ class StudyPlan:
         self.epoch_facts = self._references(lambda key: key in EPOCH_REFERENCES)
         _refuse_any(reference_problems(config["setups"], self.metrics))
         # Scores against grid size are worth a figure once the study has grids of two sizes.
-        self.grid_sizes = {setup["grid"]["shape"] for setup in config["setups"].values() if setup["mode"] == "grid"}
+        # A size is a number of cells (a 3x3 torus and a ring of 9 are one), or "auto" (sized by its ranks).
+        self.grid_sizes = {
+            setup["grid"]["shape"] if setup["grid"]["shape"] == "auto" else parse_shape(setup["grid"]["shape"]).size
+            for setup in config["setups"].values()
+            if setup["mode"] == "grid"
+        }
         self.jobs = {}
         for name, setup in config["setups"].items():
             inputs = self.inputs.train(name)

@@ -200,7 +200,7 @@ def grid_size_plot(
     shape = {s: scores[scores.setup == s].grid.iloc[0] for s in grids}
     cells = {s: parse_shape(shape[s]).size for s in grids}
     sizes = sorted(set(cells.values()))
-    labels = {cells[s]: shape[s] for s in grids}
+    labels = {n: ", ".join(dict.fromkeys(shape[s] for s in grids if cells[s] == n)) for n in sizes}
     figure, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
         for setup in grids:
