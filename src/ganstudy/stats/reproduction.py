@@ -28,7 +28,7 @@ from ganstudy.core.atomic import atomic_path, write_text
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.settings import StatisticsSettings
-from ganstudy.stats.summary import latex_table, markdown_table, trial_hours, trials
+from ganstudy.stats.summary import cost_column, latex_table, markdown_table, trial_hours, trials
 from ganstudy.stats.tests import a12, rank_test, shift_interval, welch_pvalue
 
 SETUP_COLUMNS = [
@@ -108,19 +108,23 @@ def _numbers(references: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]
     return {key: ref for key, ref in references.items() if ref.get("mean") is not None}
 
 
+def _trial_costs(scores: pd.DataFrame, setup: str, column: str) -> np.ndarray:
+    """Each measured trial's cost of ``setup`` in ``column``'s unit (scores.csv has a row per trial and metric)."""
+    costs = trial_hours(scores[scores.setup == setup].drop_duplicates("trial"), column).to_numpy(float)
+    return costs[np.isfinite(costs)]
+
+
 def _compared(
-    scores: pd.DataFrame, quantity: str, setup: str, versus: str, failures: str
+    scores: pd.DataFrame, quantity: str, setup: str, versus: str, setups: list[str], failures: str
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """The two set-ups' values of a finding's quantity, as its rank test compares them, and their unit: a
-    metric's outcomes (failed trials as ``failures`` says), or each trial's cost in GPU-hours where both
-    trained on GPUs, else core-hours (the summary's cost column)."""
+    metric's outcomes (failed trials as ``failures`` says), or each trial's cost in the unit of the study's
+    cost column (stats.summary.cost_column over ``setups``: GPU-hours where every set-up trained on GPUs)."""
     if quantity != COST:
         return (*(trials(scores, quantity, s, failures).outcomes for s in (setup, versus)), quantity.upper())
-    runs = {s: scores[scores.setup == s].drop_duplicates("trial") for s in (setup, versus)}
-    gpus = all((rows.get("gpus_per_rank", pd.Series(0, index=rows.index)) > 0).all() for rows in runs.values())
-    column, unit = ("gpu_hours", "GPU-hours") if gpus else ("core_hours", "core-hours")
-    values = [trial_hours(runs[s], column).to_numpy(float) for s in (setup, versus)]
-    return (*(v[np.isfinite(v)] for v in values), f"{unit} per trial")
+    gpu_hours = [_trial_costs(scores, s, "gpu_hours") for s in setups]
+    column, unit = cost_column(pd.DataFrame({"gpu_hours": [c.mean() if len(c) else np.nan for c in gpu_hours]}))
+    return _trial_costs(scores, setup, column), _trial_costs(scores, versus, column), f"{unit} per trial"
 
 
 def _our_finding(p: float, effect: float, alpha: float) -> str:
@@ -148,7 +152,7 @@ def claim_table(
         for quantity, ref in references.get(setup, {}).items():
             if ref.get("finding") is None:
                 continue
-            x, y, unit = _compared(scores, quantity, setup, ref["versus"], settings.failures)
+            x, y, unit = _compared(scores, quantity, setup, ref["versus"], setups, settings.failures)
             tested = rank_test(x, y, settings.test)
             shift, low, high = shift_interval(x, y)
             ours = _our_finding(tested.p, a12(x, y), settings.alpha)
@@ -276,9 +280,12 @@ def write_reproduction(
         "The papers' findings beside ours (this set-up against versus; changes are relative, of medians in ours; the "
         f"shift is this set-up minus versus, with its 95% interval; Mann-Whitney p unadjusted, at {settings.alpha})",
     )
-    paths = [out / f"reproduction{name}.csv" for name in ("", "_directions", "_claims")]
-    paths[1:1] = [out / f"reproduction.{ext}" for ext in ("md", "tex")]
-    for path, frame in zip((paths[0], *paths[3:]), (per_setup, pairs, claims)):
+    markdown, latex = out / "reproduction.md", out / "reproduction.tex"
+    csvs = {
+        out / f"reproduction{name}.csv": frame
+        for name, frame in (("", per_setup), ("_directions", pairs), ("_claims", claims))
+    }
+    for path, frame in csvs.items():
         with atomic_path(path) as tmp:
             frame.to_csv(tmp, index=False)
     # Ours are measured as the footnote says; a paper's protocol is what its text says (the reference's ``comparable``).
@@ -290,11 +297,12 @@ def write_reproduction(
         (title, frame, note) for title, frame, note in zip(titles, (per_setup, pairs, claims), notes) if len(frame)
     ]
     write_text(
-        paths[1],
+        markdown,
         "".join(
             f"### {title}\n\n{markdown_table(frame, False, digits)}" + "".join(f"\n{line}\n" for line in note) + "\n"
             for title, frame, note in blocks
         ),
     )
-    write_text(paths[2], "\n".join(latex_table(frame, title, False, digits, note) for title, frame, note in blocks))
-    return paths
+    write_text(latex, "\n".join(latex_table(frame, title, False, digits, note) for title, frame, note in blocks))
+    per_setup_csv, *others = csvs
+    return [per_setup_csv, markdown, latex, *others]
