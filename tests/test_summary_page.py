@@ -403,13 +403,24 @@ def test_cost_per_trial_counts_each_rank_s_cores_or_gpus_and_draws_the_pareto_fr
     )
     ax = drawn[0].axes[0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["cheap (front)", "mid (front)", "waste"]
-    assert ax.get_xlabel() == "core-hours per trial (log scale)"
+    # Costs within a factor of 8: a linear axis, its ticks plain numbers (a log axis would label 2x10^-1 only).
+    assert ax.get_xlabel() == "core-hours per trial" and ax.get_xscale() == "linear"
     step = ax.get_lines()[0]
     assert list(step.get_xdata()) == pytest.approx([2 * 60 / 3600, 8 * 90 / 3600]) and list(step.get_ydata()) == [
         5.0,
         3.0,
     ]
     assert (tmp_path / "cost.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # Over more than a decade (waste at 40 times its cost), a log axis.
+    wide = pd.DataFrame(rows)
+    wide.loc[wide.setup == "waste", "train_seconds"] = 40 * 60.0 / 4
+    wide.to_csv(tmp_path / "scores.csv", index=False)
+    summary_table(wide, "fid", list(values)).to_csv(tmp_path / "summary_fid.csv", index=False)
+    figure_module.cost_plot(
+        tmp_path / "scores.csv", tmp_path / "summary_fid.csv", "fid", list(values), tmp_path / "wide.png"
+    )
+    assert drawn[-1].axes[0].get_xlabel() == "core-hours per trial (log scale)"
+    assert drawn[-1].axes[0].get_xscale() == "log"
     # A metric without a finite score (a per-class FID where no generator labels its samples) still draws.
     empty = pd.DataFrame(rows).assign(value=np.nan)
     empty.to_csv(tmp_path / "scores.csv", index=False)

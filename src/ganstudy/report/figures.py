@@ -74,7 +74,9 @@ def cost_plot(
 ) -> None:
     """Quality against cost: every trial's score against its own cost (core-hours, or GPU-hours where every
     set-up trained on GPUs: stats.summary.cost_column), each set-up's median at its mean cost, and the
-    Pareto front through the set-ups no other beats on both (summary_<metric>.csv's ``pareto``)."""
+    Pareto front through the set-ups no other beats on both (summary_<metric>.csv's ``pareto``). The cost axis
+    is logarithmic where the trials' costs span more than a factor of ten (a 1x1 grid beside a 4x4), linear
+    inside one."""
     scores = pd.read_csv(scores_path)
     scores = scores[(scores.metric == metric) & scores.setup.isin(setups)]
     summary = read_summary(summary_path).set_index("setup").loc[setups]
@@ -99,9 +101,13 @@ def cost_plot(
     if len(front):
         ax.step(front[column], front["median"], where="post", color="black", linewidth=1, linestyle="--", zorder=2)
     drawn = trial_cost[np.isfinite(scores.value.to_numpy(float))]
-    if (drawn > 0).any():
+    drawn = drawn[drawn > 0]
+    if len(drawn) and drawn.max() > 10 * drawn.min():
         ax.set_xscale("log")
         ax.set_xlabel(f"{unit} per trial (log scale)")
+    elif len(drawn):
+        # Within one decade a log axis labels only its minor ticks, as "1.3x10^-1": a linear one reads plainly.
+        ax.set_xlabel(f"{unit} per trial")
     else:
         # A metric no set-up has a finite score of (a per-class FID where no generator labels its samples).
         ax.text(
