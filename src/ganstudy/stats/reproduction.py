@@ -114,16 +114,22 @@ def _trial_costs(scores: pd.DataFrame, setup: str, column: str) -> np.ndarray:
     return costs[np.isfinite(costs)]
 
 
+def _study_cost(scores: pd.DataFrame, setups: list[str]) -> tuple[str, str]:
+    """The study's cost column and unit: stats.summary.cost_column over every set-up's mean GPU-hours per
+    trial, as the summary's tables have them (GPU-hours where every set-up trained on GPUs)."""
+    gpu_hours = [_trial_costs(scores, s, "gpu_hours") for s in setups]
+    return cost_column(pd.DataFrame({"gpu_hours": [c.mean() if len(c) else np.nan for c in gpu_hours]}))
+
+
 def _compared(
-    scores: pd.DataFrame, quantity: str, setup: str, versus: str, setups: list[str], failures: str
+    scores: pd.DataFrame, quantity: str, setup: str, versus: str, cost: tuple[str, str], failures: str
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """The two set-ups' values of a finding's quantity, as its rank test compares them, and their unit: a
-    metric's outcomes (failed trials as ``failures`` says), or each trial's cost in the unit of the study's
-    cost column (stats.summary.cost_column over ``setups``: GPU-hours where every set-up trained on GPUs)."""
+    metric's outcomes (failed trials as ``failures`` says), or each trial's cost in the study's ``cost``
+    column (_study_cost)."""
     if quantity != COST:
         return (*(trials(scores, quantity, s, failures).outcomes for s in (setup, versus)), quantity.upper())
-    gpu_hours = [_trial_costs(scores, s, "gpu_hours") for s in setups]
-    column, unit = cost_column(pd.DataFrame({"gpu_hours": [c.mean() if len(c) else np.nan for c in gpu_hours]}))
+    column, unit = cost
     return _trial_costs(scores, setup, column), _trial_costs(scores, versus, column), f"{unit} per trial"
 
 
@@ -147,12 +153,12 @@ def claim_table(
     change, our medians and their relative change, the Hodges-Lehmann shift (this set-up minus versus) with the
     95% interval of the shifts our trials do not rule out, our rank test (unadjusted, at statistics.alpha) and
     its finding, and whether the two agree."""
-    rows = []
+    rows, cost = [], _study_cost(scores, setups)
     for setup in setups:
         for quantity, ref in references.get(setup, {}).items():
             if ref.get("finding") is None:
                 continue
-            x, y, unit = _compared(scores, quantity, setup, ref["versus"], setups, settings.failures)
+            x, y, unit = _compared(scores, quantity, setup, ref["versus"], cost, settings.failures)
             tested = rank_test(x, y, settings.test)
             shift, low, high = shift_interval(x, y)
             ours = _our_finding(tested.p, a12(x, y), settings.alpha)
