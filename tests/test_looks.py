@@ -14,8 +14,8 @@ from scipy.stats import mannwhitneyu, rankdata
 
 from ganstudy.config.validate import ConfigError
 from ganstudy.plan.parts import schedule_problems
-from ganstudy.stats.looks import design_pvalues, look_record, looks_table
-from ganstudy.stats.sequential import Schedule, boundaries
+from ganstudy.stats.looks import judged_pairs, look_record, looks_table
+from ganstudy.stats.sequential import RankLaw, Schedule
 from ganstudy.stats.settings import StatisticsSettings
 
 
@@ -52,29 +52,30 @@ def test_each_look_tests_the_first_trials_as_scipy_does_and_decides_at_its_bound
     # a better than b by 2 sd: decided at some look; b and c alike: open to the end.
     values = {"a": list(rng.normal(0, 1, 12)), "b": list(rng.normal(2, 1, 12)), "c": list(rng.normal(2, 1, 12))}
     schedule = Schedule(4, 4, 12)
-    record = look_record(tidy(values), list(values), "fid", schedule, 3, SETTINGS)
+    record = look_record(tidy(values), list(values), "fid", schedule, 3, SETTINGS, 0)
     by_pair = {(d["setup_a"], d["setup_b"]): d for d in record["decisions"]}
     for (x, y), decision in by_pair.items():
         expected = [scipy_p(values[x][:n], values[y][:n]) for n in (4, 8, 12)]
         assert decision["nominal"] == pytest.approx(expected, rel=1e-9)
-    # a vs b: first at the Holm level of three open pairs, decided at the first look whose p is below it.
-    bounds = boundaries(schedule, 0.05 / 3)
+    # a vs b: first at the Holm level of three open pairs, decided at the first look whose statistic crosses
+    # the boundary of its own relabellings.
+    law = RankLaw.of(np.array(values["a"]), np.array(values["b"]), schedule, 3, 0)
     ab = by_pair[("a", "b")]
-    first = next(k for k, p in enumerate(ab["nominal"]) if p < bounds[k])
+    first = next(k for k in range(3) if law.observed[k] > law.boundaries(0.05 / 3)[k])
     assert ab["decided_at"] == first + 1 and ab["level"] == pytest.approx(0.05 / 3)
     assert by_pair[("b", "c")]["decided_at"] is None
     assert record["more"] is False and record["look"] == 3 and record["trials"] == 12
     # The design p scaled to alpha is below alpha exactly where a look decided the comparison.
-    scaled = design_pvalues(record)
+    scaled = judged_pairs(record)
     decided = {pair: d["decided_at"] is not None for pair, d in by_pair.items()}
-    assert {pair: p < 0.05 for pair, p in scaled.items()} == decided
+    assert {pair: judged.p < 0.05 for pair, judged in scaled.items()} == decided
 
 
 def test_a_later_look_takes_the_earlier_looks_decisions_and_asks_more_only_while_one_is_open():
     rng = np.random.default_rng(3)
     values = {"a": list(rng.normal(0, 1, 9)), "b": list(rng.normal(0.3, 1, 9))}
     schedule = Schedule(3, 3, 9)
-    looks = [look_record(tidy(values), ["a", "b"], "fid", schedule, k, SETTINGS) for k in (1, 2, 3)]
+    looks = [look_record(tidy(values), ["a", "b"], "fid", schedule, k, SETTINGS, 0) for k in (1, 2, 3)]
     for earlier, later in zip(looks, looks[1:]):
         assert later["decisions"][0]["nominal"][: earlier["look"]] == earlier["decisions"][0]["nominal"]
     # Open with looks to come: another round, and no design p yet; at the last look the study ends.
@@ -89,10 +90,10 @@ def test_failed_trials_count_as_the_worst_outcome_at_every_look():
     # instability a schedule must not reward.
     values = {"a": [5.0, 6, 7, 5.5, 6.5, 7.5], "b": [4.0, 4.5, 4.8, np.nan, np.inf, np.nan]}
     schedule = Schedule(3, 3, 6)
-    worst = look_record(tidy(values), ["a", "b"], "fid", schedule, 2, SETTINGS)["decisions"][0]
+    worst = look_record(tidy(values), ["a", "b"], "fid", schedule, 2, SETTINGS, 0)["decisions"][0]
     outcome_b = [4.0, 4.5, 4.8, np.inf, np.inf, np.inf]
     assert worst["nominal"][1] == pytest.approx(enumerated_p(values["a"], outcome_b))
-    excluded = look_record(tidy(values), ["a", "b"], "fid", schedule, 2, StatisticsSettings(failures="exclude"))
+    excluded = look_record(tidy(values), ["a", "b"], "fid", schedule, 2, StatisticsSettings(failures="exclude"), 0)
     assert (
         excluded["decisions"][0]["nominal"][1]
         == pytest.approx(mannwhitneyu(values["a"], [4.0, 4.5, 4.8], method="exact").pvalue)
@@ -103,7 +104,7 @@ def test_failed_trials_count_as_the_worst_outcome_at_every_look():
 
 def test_the_looks_table_names_each_comparisons_look_trials_and_p():
     values = {"a": [1.0, 2, 3, 4, 5, 6, 7, 8], "b": [11.0, 12, 13, 14, 15, 16, 17, 18]}
-    record = look_record(tidy(values), ["a", "b"], "fid", Schedule(5, 3, 8), 1, SETTINGS)
+    record = look_record(tidy(values), ["a", "b"], "fid", Schedule(5, 3, 8), 1, SETTINGS, 0)
     row = looks_table(record).iloc[0]
     # 5 against 5, every a below every b: exact p = 2 / C(10, 5), below the first look's boundary.
     assert row.decided_at == 1 and row.trials == 5

@@ -28,7 +28,7 @@ for look in range(1, len(PLAN.schedule.looks) + 1):
     job_arguments(
         f"look/look{look}", "--scores", *SCORES(PLAN.look_runs(look)), "--setups", *PLAN.setups, "--metrics", *PLAN.metrics,
         "--schedule", f"{PLAN.schedule.first},{PLAN.schedule.step},{PLAN.schedule.most}", "--look", look,
-        "--settings", as_json(config["statistics"]), "--out", *expand(rules.look.output, look=look),
+        "--seed", config["seed"], "--settings", as_json(config["statistics"]), "--out", *expand(rules.look.output, look=look),
     )
 
 

@@ -14,7 +14,7 @@ from ganstudy.cli.options import (
 
 def _stats(args: argparse.Namespace) -> None:
     from ganstudy.core.atomic import read_json
-    from ganstudy.stats.looks import design_pvalues, write_looks
+    from ganstudy.stats.looks import judged_pairs, write_looks
     from ganstudy.stats.settings import StatisticsSettings
     from ganstudy.stats.summary import write_stats
 
@@ -22,7 +22,7 @@ def _stats(args: argparse.Namespace) -> None:
     design = None
     if args.looks:
         record = read_json(args.looks)
-        design = {record["metric"]: design_pvalues(record)}
+        design = {record["metric"]: judged_pairs(record)}
         write_looks(record, args.out_dir, settings.digits)
     write_stats(args.scores, args.setups, args.metrics, args.out_dir, settings, args.convergence, design)
 
@@ -49,7 +49,7 @@ def _look(args: argparse.Namespace) -> None:
     settings = StatisticsSettings.of(args.settings, "--settings")
     schedule = Schedule(*args.schedule)
     scores = read_scores("", args.scores)
-    write_look(scores, args.setups, settings.primary(args.metrics), schedule, args.look, settings, args.out)
+    write_look(scores, args.setups, settings.primary(args.metrics), schedule, args.look, settings, args.seed, args.out)
 
 
 def _look_command(commands: Commands) -> None:
@@ -66,6 +66,12 @@ def _look_command(commands: Commands) -> None:
         "--schedule", type=schedule_argument, required=True, metavar="FIRST,STEP,MOST", help="the study's trials"
     )
     sub.add_argument("--look", type=int, required=True, help="which look, from 1")
+    sub.add_argument(
+        "--seed",
+        type=int,
+        required=True,
+        help="the study's seed: draws the relabellings where they are too many to count",
+    )
     statistics_option(sub)
     sub.add_argument("--out", required=True)
 

@@ -26,7 +26,7 @@ from ganstudy.report.report_page import write_report_page
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.hardware import hardware_notes
 from ganstudy.stats.looks import looks_summary, looks_table
-from ganstudy.stats.power import MOST_TRIALS, TrialsNeeded
+from ganstudy.stats.power import BUDGETS, MOST_TRIALS, RANGE, TrialsNeeded
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.reproduction import CLAIM_NOTE
 from ganstudy.stats.settings import StatisticsSettings
@@ -45,11 +45,23 @@ class Words:
 
     p: str = "Holm p"
     more: str = "add trials"
+    column: str = "Holm"
+
+    @property
+    def scheduled(self) -> bool:
+        return self is DESIGN
 
 
 HOLM = Words()
-DESIGN = Words("design p", "raise the schedule's most, trials.most")
+DESIGN = Words("design p", "raise the schedule's most, trials.most", "design")
 
+# The pairs table's columns that the page takes as they are: the intervals' level and what budgets buy.
+PLAN_COLUMNS = [
+    "confidence",
+    "budget",
+    *(f"power_{times}x{end}" for times in BUDGETS for end in ("", "_low", "_high")),
+    "schedule_power",
+]
 TEST_COLUMNS = [
     "p_holm",
     "smallest_p_holm",
@@ -64,6 +76,7 @@ TEST_COLUMNS = [
     "trials_for_power",
     "trials_for_power_low",
     "trials_for_power_high",
+    *PLAN_COLUMNS,
     "pair_note",
 ]
 
@@ -142,6 +155,7 @@ def ranking(
                 "trials_for_power": pair.trials_for_power,
                 "trials_for_power_low": pair.trials_for_power_low,
                 "trials_for_power_high": pair.trials_for_power_high,
+                **{column: pair[column] for column in PLAN_COLUMNS},
                 "pair_note": "" if pd.isna(pair.note) else pair.note,
             }
         )
@@ -160,8 +174,8 @@ def _trials_text(row: pd.Series | tuple) -> str:
     return f"{row.trials} ({row.failed} failed: {kinds})"
 
 
-def ranking_table(ranked: pd.DataFrame, converged: dict[str, str], digits: int) -> pd.DataFrame:
-    """The ranking as the page shows it."""
+def ranking_table(ranked: pd.DataFrame, converged: dict[str, str], digits: int, words: Words = HOLM) -> pd.DataFrame:
+    """The ranking as the page shows it, its p-values named as ``words`` says."""
     column, unit = cost_column(ranked)
     rows = []
     for place, row in enumerate(ranked.itertuples(), start=1):
@@ -176,7 +190,7 @@ def ranking_table(ranked: pd.DataFrame, converged: dict[str, str], digits: int) 
                 "mean": row.mean,
                 "sd": row.sd,
                 "P(beats others)": row.superiority,
-                "p vs first (Holm)": row.p_holm,
+                f"p vs first ({words.column})": row.p_holm,
                 "A12 vs first": f"{row.a12_first:.2f}{magnitude}" if np.isfinite(row.a12_first) else "–",
                 "beaten by": row.beaten_by or "",
                 f"{unit} per trial": getattr(row, column),
@@ -189,8 +203,9 @@ def ranking_table(ranked: pd.DataFrame, converged: dict[str, str], digits: int) 
 
 def _effect(row: pd.Series | tuple, digits: int) -> str:
     """A12 with its interval where the pairs table gives one, the magnitude where the test is significant,
-    and the shift with its interval."""
-    text = f"A12 = {row.a12_first:.2f}"
+    and the shift with its interval; intervals at a level other than 95% (a schedule's) say theirs."""
+    level = "" if row.confidence == 0.95 else f"the design's {row.confidence:.2%} intervals: "
+    text = f"{level}A12 = {row.a12_first:.2f}"
     if np.isfinite(row.a12_first_low):
         text += f" [{row.a12_first_low:.2f}, {row.a12_first_high:.2f}]"
     text += (f", {row.effect}" if row.effect != "–" else "") + f"; shift {_fmt(row.shift_first, digits)}"
@@ -201,29 +216,68 @@ def _effect(row: pd.Series | tuple, digits: int) -> str:
     )
 
 
-def _plan(row: pd.Series | tuple, first: pd.Series, digits: int, cost: tuple[str, str]) -> str:
+def _more_cost(trials: float, row: pd.Series | tuple, first: pd.Series, cost: tuple[str, str]) -> float:
+    """What ``trials`` per set-up of both set-ups cost beyond the trials run (``cost``: column and unit)."""
+    column, _ = cost
+    return max(0, trials - first.compared) * getattr(first, column) + max(0, trials - row.compared) * getattr(
+        row, column
+    )
+
+
+def _plan(row: pd.Series | tuple, first: pd.Series, digits: int, cost: tuple[str, str], words: Words = HOLM) -> str:
     """What deciding the comparison would take: the trials per set-up for power 0.8 (the median and 80% range
     over bootstrap copies of the trials), and the cost of the median (``cost``: the summary's column and
-    unit) beyond the trials run."""
+    unit) beyond the trials run; on a schedule, first the probability that it decides at the effect seen;
+    where the range is open, the power that bigger budgets buy and what each costs."""
     plan = TrialsNeeded.of(row)
     if np.isnan(plan.median):
         return ""
+    unit = cost[1]
+    lead = ""
+    if words.scheduled and np.isfinite(row.schedule_power):
+        lead = (
+            f" This schedule (most {row.budget:.0f}) decides it with probability {row.schedule_power:.2f} at the "
+            "effect these trials show (studies drawn from their outcomes through the looks' own test)."
+        )
+    design = "a fixed design of " if words.scheduled else ""
     if np.isinf(plan.median):
-        return (
-            f" Power 0.8 needs more than {MOST_TRIALS} trials per set-up in most worlds these trials allow "
+        needs = (
+            f" Power 0.8 needs {design}more than {MOST_TRIALS} trials per set-up in most worlds these trials allow "
             f"({plan.text()})."
         )
-    column, unit = cost
-    needed = plan.median
-    more = max(0, needed - first.compared) * getattr(first, column) + max(0, needed - row.compared) * getattr(
-        row, column
-    )
-    cost = (
-        f"; the median adds about {_fmt(more, 2)} {unit} at this study's trial times"
-        if np.isfinite(more) and more > 0
-        else ""
-    )
-    return f" Power 0.8 needs {plan.text()} trials per set-up (simulated from the trials' own outcomes{cost})."
+    else:
+        more = _more_cost(plan.median, row, first, cost)
+        spend = (
+            f"; the median adds about {_fmt(more, 2)} {unit} at this study's trial times"
+            if np.isfinite(more) and more > 0
+            else ""
+        )
+        needs = (
+            f" Power 0.8 needs {design}{plan.text()} trials per set-up (simulated from the trials' own "
+            f"outcomes{spend})."
+        )
+        if words.scheduled:
+            needs += (
+                " A schedule needs a most about that large (its looks cost about a point of power: "
+                "docs/sequential-design.md)."
+            )
+    return lead + needs + (_budgets(row, first, cost, words) if np.isinf(plan.high) else "")
+
+
+def _budgets(row: pd.Series | tuple, first: pd.Series, cost: tuple[str, str], words: Words) -> str:
+    """What bigger budgets buy, where the trials for power 0.8 are open-ended: the power (median and 80% range
+    over the copies) at the study's trials per set-up (a schedule's most) and multiples, and what each adds."""
+    if not np.isfinite(row.budget):
+        return ""
+    parts = []
+    for times in BUDGETS:
+        trials = row.budget * times
+        median, low, high = (getattr(row, f"power_{times}x{end}") for end in ("", "_low", "_high"))
+        more = _more_cost(trials, row, first, cost)
+        spend = f", {_fmt(more, 2)} {cost[1]} more" if np.isfinite(more) and more > 0 else ""
+        parts.append(f"{median:.2f} ({RANGE:.0%} range {low:.2f} to {high:.2f}) at {trials:.0f}{spend}")
+    setting = "trials.most" if words.scheduled else "trials"
+    return f" What a bigger budget buys ({setting}; power of the fixed design, per set-up): " + "; ".join(parts) + "."
 
 
 def comparison(
@@ -243,12 +297,12 @@ def comparison(
         return (
             f"- {first} vs {other}: these trials cannot decide: {trials}, Holm-adjusted over the metric's pairs, give "
             f"no p below {_fmt(row.smallest_p_holm, digits)} ≥ {alpha} "
-            f"({effect}).{_plan(row, first_row, digits, cost)}"
+            f"({effect}).{_plan(row, first_row, digits, cost, words)}"
         )
     why = f"; {row.pair_note}" if row.pair_note else ""
     return (
         f"- {first} vs {other}: not significantly different ({words.p} = {p} ≥ {alpha}; {effect}{why})."
-        f"{_plan(row, first_row, digits, cost)}"
+        f"{_plan(row, first_row, digits, cost, words)}"
     )
 
 
@@ -440,9 +494,10 @@ def answer_page(
         "significantly is ranked after those that none beats; then set-ups are ranked by the probability that a "
         "trial of one scores better than one of another (the rank tests' order), then by median; p-values are "
         "two-sided Mann-Whitney tests (exact or asymptotic: `tables/pairs_<metric>.md` names each), Holm-adjusted "
-        f"over each metric's pairs, significant below {alpha}; A12 is the probability that a trial of the first "
-        "set-up scores better than one of the other (its 95% interval where it agrees with the test; a magnitude "
-        "word only where the test is significant), and the shift is first minus other, with its 95% interval.\n",
+        f"over each metric's pairs{_design_words(looks)}, significant below {alpha}; A12 is the probability that a "
+        "trial of the first set-up scores better than one of the other (its 95% interval where it agrees with the "
+        "test; a magnitude word only where the test is significant), and the shift is first minus other, with its "
+        "95% interval.\n",
     ]
     parts.append(_looks_part(looks, digits))
     hardware, uneven = hardware_notes(scores, setups)
@@ -455,7 +510,7 @@ def answer_page(
         parts += [
             f"## {metric.upper()} ({better(metric)} is better)\n",
             verdict(ranked[metric], tables_of[metric][1], metric, alpha, digits, _words(metric, looks)) + "\n",
-            markdown_table(ranking_table(ranked[metric], converged, digits), False, digits),
+            markdown_table(ranking_table(ranked[metric], converged, digits, _words(metric, looks)), False, digits),
             *(f"{line}\n" for line in footnote),
             _papers(reproduction, metric, digits),
         ]
@@ -477,6 +532,16 @@ def _counted(failures: str) -> str:
     return (
         "**failed trials are left out** (statistics.failures = exclude): a set-up that fails often can look better "
         "than it is"
+    )
+
+
+def _design_words(looks: dict | None) -> str:
+    """Where the page's p-values of a metric are a schedule's design p, the opening text says so."""
+    if looks is None:
+        return ""
+    return (
+        f" (on {looks['metric'].upper()}, which the schedule tested, design p-values instead, with effect sizes at "
+        "the look that decided each comparison and intervals at the design's level: below)"
     )
 
 

@@ -9,7 +9,6 @@ allocation on an answer that cannot be "significant", whatever the GANs do; the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ganstudy.stats.power import NOT_PLANNED, TrialsNeeded
-from ganstudy.stats.sequential import Schedule, most_trials, obrien_fleming, simulate
+from ganstudy.stats.sequential import Schedule, most_trials, obrien_fleming, resampler, simulate
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import cost_column, read_summary, read_tables, trials
 from ganstudy.stats.tests import holm, smallest_p
@@ -157,11 +156,11 @@ def schedule_plan(folder: Path, schedule: Schedule, metric: str, settings: Stati
     summary = read_summary(study.table(f"summary_{metric}")).set_index("setup")
     column, unit = cost_column(summary.reset_index())
     setups = list(summary.index)
-    samplers = [_resampler(trials(scores, metric, setup, settings.failures).outcomes) for setup in setups]
+    samplers = [resampler(trials(scores, metric, setup, settings.failures).outcomes) for setup in setups]
     per_trial = float(summary[column].sum())
     rows = []
     for name, design in (("sequential", schedule), ("fixed", Schedule(schedule.most, 1, schedule.most))):
-        result = simulate(samplers, design, settings.alpha, settings.test, studies=PLAN_STUDIES)
+        result = simulate(samplers, design, settings.alpha, studies=PLAN_STUDIES)
         rows.append(
             {
                 "design": name,
@@ -174,8 +173,3 @@ def schedule_plan(folder: Path, schedule: Schedule, metric: str, settings: Stati
             }
         )
     return pd.DataFrame(rows)
-
-
-def _resampler(outcomes: np.ndarray) -> Callable[[np.random.Generator, int], np.ndarray]:
-    """Draws of a set-up's trials: its measured outcomes, with replacement."""
-    return lambda rng, size: rng.choice(outcomes, size)

@@ -4,11 +4,11 @@ group-sequential Holm procedure (ganstudy.stats.sequential), and the study takes
 comparison is open and the schedule has a look left.
 
 Look k sees trials 0 .. n_k - 1 of each set-up (n_k = the schedule's k-th count), so its record is a function
-of those trials' scores alone: a look computed again (an edited level, a rescored trial) gives the same
-decisions at every earlier look. The record says, per comparison, the nominal p at each look, the look it
-was decided at, the level it was tested at and the p valid for the design; ``design_pvalues`` turns the last
-into the number the pairs tables and the page compare with alpha, in place of Holm's adjustment of a
-fixed design's p.
+of those trials' scores (and the study's seed, which draws the relabellings where they are too many to
+count) alone: a look computed again (an edited level, a rescored trial) gives the same decisions at every
+earlier look. The record says, per comparison, the nominal p at each look, the look it was decided at, the
+level it was tested at and the p valid for the design; ``judged_pairs`` turns the last into the number
+the pairs tables and the page compare with alpha, in place of Holm's adjustment of a fixed design's p.
 """
 
 from __future__ import annotations
@@ -23,36 +23,60 @@ import numpy as np
 import pandas as pd
 
 from ganstudy.core.atomic import write_text
-from ganstudy.stats.sequential import Schedule, more_needed, obrien_fleming, sequential_holm
+from ganstudy.evaluate.metrics import better
+from ganstudy.stats.sequential import (
+    RELABELLINGS,
+    Decision,
+    RankLaw,
+    Schedule,
+    more_needed,
+    obrien_fleming,
+    pair_laws,
+    sequential_holm,
+)
 from ganstudy.stats.settings import StatisticsSettings
-from ganstudy.stats.summary import trials, write_table
-from ganstudy.stats.tests import rank_test
+from ganstudy.stats.summary import CONFIDENCE, Judged, write_table
+from ganstudy.stats.tests import aligned_outcomes, rank_test
 
 LOOK_COLUMNS = ["setup_a", "setup_b", "decided_at", "trials", "p_nominal", "level", "p_design", "p_design_holm"]
 
 
-def first_trials(scores: pd.DataFrame, count: int) -> pd.DataFrame:
-    """The rows of each set-up's first ``count`` trials (trials 0 .. count - 1)."""
-    return scores[scores.trial < count]
+def trial_outcomes(
+    scores: pd.DataFrame, setups: list[str], metric: str, count: int, failures: str
+) -> dict[str, np.ndarray]:
+    """Each set-up's outcomes of ``metric`` over its first ``count`` trials, in trial order (failed trials as
+    ``failures`` says; NaN where a trial is left out or has no row)."""
+    higher = better(metric) == "higher"
+    found = {}
+    for setup in setups:
+        rows = scores[(scores.metric == metric) & (scores.setup == setup) & (scores.trial < count)]
+        aligned = np.full(count, np.nan)
+        aligned[rows.trial.to_numpy(int)] = aligned_outcomes(rows.value.to_numpy(float), higher, failures)
+        found[setup] = aligned
+    return found
 
 
 def look_record(
-    scores: pd.DataFrame, setups: list[str], metric: str, schedule: Schedule, look: int, settings: StatisticsSettings
+    scores: pd.DataFrame,
+    setups: list[str],
+    metric: str,
+    schedule: Schedule,
+    look: int,
+    settings: StatisticsSettings,
+    seed: int,
 ) -> dict:
     """Look ``look`` (1-based) of ``schedule`` on ``scores`` (the tidy table of at least its trials): every pair's
     nominal two-sided rank-sum p at each look so far (failures as ``settings.failures`` says), the
-    group-sequential Holm decisions, the alpha spent, and whether another round is needed."""
+    group-sequential Holm decisions on the relabellings of these trials within rounds (drawn from ``seed``
+    where too many to count), the alpha spent, and whether another round is needed."""
     counts = schedule.looks[:look]
-    # Each set-up's outcomes at each look, once: every pair it is in compares them.
-    outcomes = {}
-    for n in counts:
-        seen = first_trials(scores, n)
-        outcomes |= {(s, n): trials(seen, metric, s, settings.failures).outcomes for s in setups}
+    outcomes = trial_outcomes(scores, setups, metric, counts[-1], settings.failures)
     nominal = {
-        (a, b): [rank_test(outcomes[(a, n)], outcomes[(b, n)], settings.test).p for n in counts]
+        (a, b): [rank_test(outcomes[a][:n], outcomes[b][:n], settings.test).p for n in counts]
         for a, b in combinations(setups, 2)
     }
-    decisions = sequential_holm(nominal, schedule, settings.alpha, settings.test)
+    laws = pair_laws(outcomes, schedule, look, seed)
+    decisions = sequential_holm(laws, schedule, settings.alpha)
     return {
         "metric": metric,
         "schedule": {"first": schedule.first, "step": schedule.step, "most": schedule.most},
@@ -61,19 +85,32 @@ def look_record(
         "trials": counts[-1],
         "alpha": settings.alpha,
         "alpha_spent": [float(x) for x in obrien_fleming(schedule.fractions()[:look], settings.alpha)],
-        "more": more_needed(decisions, schedule),
+        "relabellings": "every" if schedule.exact() else RELABELLINGS + 1,
+        "seed": seed,
+        "more": more_needed(decisions, schedule, look),
         "decisions": [
             {
                 "setup_a": d.pair[0],
                 "setup_b": d.pair[1],
-                "nominal": [_number(p) for p in d.nominal],
+                "nominal": [_number(p) for p in nominal[d.pair]],
                 "decided_at": None if d.look is None else d.look + 1,
                 "level": d.level,
                 "p_design": _number(d.p_design),
+                **_judged(d, laws[d.pair], counts, settings.test),
             }
             for d in decisions
         ],
     }
+
+
+def _judged(decision: Decision, law: RankLaw, counts: tuple[int, ...], test: str) -> dict:
+    """Where the design judged a comparison that has ended: the trials per set-up of the look it was decided at
+    (or the last), and the nominal p below which it crosses there (``RankLaw.boundary_p``): the pairs tables
+    take effect sizes at that look with intervals at one minus it. Nothing while it is open."""
+    if np.isnan(decision.p_design):
+        return {}
+    at = len(counts) - 1 if decision.look is None else decision.look
+    return {"judged_trials": counts[at], "boundary_p": law.boundary_p(decision.level, at, test)}
 
 
 def _number(value: float) -> float | None:
@@ -88,10 +125,11 @@ def write_look(
     schedule: Schedule,
     look: int,
     settings: StatisticsSettings,
+    seed: int,
     out: str | os.PathLike[str],
 ) -> dict:
     """``look_record`` written as JSON to ``out``, and a line for the log."""
-    record = look_record(scores, setups, metric, schedule, look, settings)
+    record = look_record(scores, setups, metric, schedule, look, settings, seed)
     write_text(Path(out), json.dumps(record, indent=1) + "\n")
     decided = sum(d["decided_at"] is not None for d in record["decisions"])
     print(
@@ -101,11 +139,21 @@ def write_look(
     return record
 
 
-def design_pvalues(record: dict) -> dict[tuple[str, str], float]:
-    """Each pair's design p scaled to the family's alpha (p_design times alpha over the level it was tested
-    at, at most 1): below alpha exactly where the group-sequential Holm procedure decided it, as Holm's
-    adjusted p is in a fixed design."""
-    return {(d["setup_a"], d["setup_b"]): _scaled(d, record["alpha"]) for d in record["decisions"]}
+def judged_pairs(record: dict) -> dict[tuple[str, str], Judged]:
+    """Each pair as the design judged it: its design p scaled to the family's alpha (p_design times alpha over
+    the level it was tested at, at most 1), below alpha exactly where the group-sequential Holm procedure
+    decided it, as Holm's adjusted p is in a fixed design; the look and trials that judged it and the
+    confidence of intervals that agree with the decision."""
+    return {
+        (d["setup_a"], d["setup_b"]): Judged(
+            _scaled(d, record["alpha"]),
+            Schedule(**record["schedule"]),
+            d["decided_at"],
+            d.get("judged_trials"),
+            1 - d["boundary_p"] if "boundary_p" in d else CONFIDENCE,
+        )
+        for d in record["decisions"]
+    }
 
 
 def _scaled(decision: dict, alpha: float) -> float:
@@ -116,7 +164,7 @@ def _scaled(decision: dict, alpha: float) -> float:
 def looks_table(record: dict) -> pd.DataFrame:
     """One row per comparison: the look it was decided at ("–": never), the trials per set-up there (or at the
     last look), its nominal p there, the level it was tested at, its design p and that p scaled to alpha."""
-    scaled = design_pvalues(record)
+    scaled = {pair: judged.p for pair, judged in judged_pairs(record).items()}
     rows = []
     for d in record["decisions"]:
         at = d["decided_at"] or record["look"]
@@ -150,12 +198,18 @@ def looks_summary(record: dict) -> str:
     return (
         f"Trials on a schedule: looks at {', '.join(map(str, looks))} trials per set-up, {record['metric'].upper()}'s "
         f"comparisons tested by a group-sequential Holm procedure (Lan-DeMets O'Brien-Fleming spending of alpha "
-        f"{record['alpha']}, rank-sum boundaries simulated under the null). {taken} look(s) taken, the study "
+        f"{record['alpha']}, rank-sum boundaries from {_relabellings(record)} of the study's own trials within "
+        f"rounds, ties and failures as they are). {taken} look(s) taken, the study "
         f"stopped at {record['trials']} trials per set-up because {why}; alpha spent by then: "
         f"{record['alpha_spent'][-1]:.3g}. {record['metric'].upper()}'s p-values on this page are the design's "
         "(stagewise-ordered over the looks, scaled to alpha as Holm's are), valid for a study that stops as this "
         "one did."
     )
+
+
+def _relabellings(record: dict) -> str:
+    drawn = record.get("relabellings", "every")
+    return "every relabelling" if drawn == "every" else f"{drawn:,} relabellings (seed {record['seed']})"
 
 
 def write_looks(record: dict, out_dir: str | os.PathLike[str], digits: int) -> list[Path]:

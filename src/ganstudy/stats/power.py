@@ -123,16 +123,63 @@ def trials_for_power(
     trials enter as the infinite outcomes the tests compare (tests.outcomes). Seeded: the same scores give
     the same plan."""
     x, y = _present(x), _present(y)
-    if len(x) < 2 or len(y) < 2 or len(np.unique(np.concatenate([x, y]))) == 1:
+    if not _plannable(x, y):
         return NOT_PLANNED
     rng = np.random.default_rng(0)
     needed = []
-    for _ in range(copies):
-        copy_x, copy_y = rng.choice(x, len(x)), rng.choice(y, len(y))
-        effect = a12(copy_x, copy_y) - 0.5
+    for copy_x, copy_y, effect in _copies(x, y, rng, copies):
         if effect == 0:
             needed.append(float("inf"))
             continue
         needed.append(_needed(copy_x, copy_y, rank_decision(effect, test, alpha, pairs), rng, simulations))
-    low, median, high = np.quantile(needed, [(1 - RANGE) / 2, 0.5, (1 + RANGE) / 2], method="inverted_cdf")
-    return TrialsNeeded(float(median), float(low), float(high))
+    return TrialsNeeded(*_spread(needed))
+
+
+def _plannable(x: np.ndarray, y: np.ndarray) -> bool:
+    return len(x) >= 2 and len(y) >= 2 and len(np.unique(np.concatenate([x, y]))) > 1
+
+
+def _copies(x: np.ndarray, y: np.ndarray, rng: np.random.Generator, copies: int):
+    """The pilot's bootstrap copies: each set-up's outcomes resampled, and the copy's A12 - 0.5."""
+    for _ in range(copies):
+        copy_x, copy_y = rng.choice(x, len(x)), rng.choice(y, len(y))
+        yield copy_x, copy_y, a12(copy_x, copy_y) - 0.5
+
+
+def _spread(values: Sequence[float]) -> tuple[float, float, float]:
+    """The median and the RANGE range (its ends) of values over the copies."""
+    low, median, high = np.quantile(values, [(1 - RANGE) / 2, 0.5, (1 + RANGE) / 2], method="inverted_cdf")
+    return float(median), float(low), float(high)
+
+
+# What a bigger budget buys: the power at the study's trials per set-up times each of these.
+BUDGETS = (1, 2, 4)
+
+
+def power_at_budgets(
+    x: Sequence[float],
+    y: Sequence[float],
+    test: str,
+    alpha: float,
+    pairs: int,
+    trials: int,
+    copies: int = PILOT_COPIES,
+    simulations: int = SIMULATIONS,
+) -> list[tuple[float, float, float]]:
+    """The power of the study's test (at ``alpha`` times ``pairs``, as ``trials_for_power``) at ``trials`` per
+    set-up times each of BUDGETS: the median and the 80% range over the pilot's bootstrap copies (a copy with
+    no effect has power 0: it cannot decide either way); NaN where nothing can be planned."""
+    x, y = _present(x), _present(y)
+    if not _plannable(x, y):
+        return [(float("nan"),) * 3 for _ in BUDGETS]
+    rng = np.random.default_rng(0)
+    powers = []
+    for copy_x, copy_y, effect in _copies(x, y, rng, copies):
+        decide = rank_decision(effect, test, alpha, pairs)
+        powers.append(
+            [
+                simulated_power(copy_x, copy_y, trials * times, decide, simulations, seed) if effect else 0.0
+                for seed, times in enumerate(BUDGETS)
+            ]
+        )
+    return [_spread(column) for column in np.array(powers).T]

@@ -1,46 +1,57 @@
 """Group-sequential rank tests: a study that adds rounds of trials until its comparisons are decided.
 
 A schedule ``{first, step, most}`` looks at n_1 = first, n_2 = first + step, ... trials per set-up, the last
-look at ``most``. At each look every comparison not yet decided is tested by the study's two-sided
-Mann-Whitney test; it is decided when its nominal p is below the look's boundary. The boundaries
-spend alpha over the looks by Lan and DeMets' O'Brien-Fleming-like function
-f(t) = 2 - 2 Phi(z_{1 - a/2} / sqrt(t)), t = n_k / most: almost nothing at the first looks, nearly all of
-alpha at the last, so that a study that runs to ``most`` loses little against the fixed design of ``most``
-trials. Under the null, with continuous scores, the joint law of the rank statistics at every look does not
-depend on the scores' distribution, so the boundaries are found once per design by simulating null
-studies of uniform scores (NULL_STUDIES, seeded): at look k, the nominal p below which the crossings at or
-before look k, in the simulated studies, stay within f(t_k) times the level.
+look at ``most``; the trials between two looks are a round. At each look every comparison not yet decided is
+tested on the trials of every look so far. Alpha is spent over the looks by Lan and DeMets'
+O'Brien-Fleming-like function f(t) = 2 - 2 Phi(z_{1 - a/2} / sqrt(t)), t = n_k / most: almost nothing at the
+first looks, nearly all at the last, so that a study that runs to ``most`` loses little against the fixed
+design of ``most`` trials.
+
+The boundaries come from the scores at hand (a permutation group-sequential test). Under the null a round's
+trials of the two set-ups are exchangeable, whatever their scores' law, ties and failed trials included:
+given each round's pooled outcomes, every way of giving the round's trials their set-up labels (each set-up
+keeping its number of trials in the round) is equally likely. The statistic at look k is that of the
+study's two-sided Mann-Whitney test on the first n_k trials, the distance of the first set-up's midrank sum
+from its null mean, whose nominal p (exact, exact with ties, or asymptotic) falls as it grows. Its joint law
+at every look taken, over the relabellings within rounds, is counted where the schedule has at most
+EXACT_SPLITS of them and drawn otherwise (RELABELLINGS, seeded from the study seed and the round, with the
+observed labelling among them, which keeps the level exact). The boundary at look k is the smallest
+distance that lets at most f(t_k) of the relabellings cross at or before look k; look k's boundary uses
+rounds 1 .. k only, so a look computed again, or later, gives the same decisions at every earlier look.
+Given the scores, a comparison crosses with probability at most alpha under the null, so ties and failures
+cannot overspend (a design simulated once on continuous scores did: 0.055 with 20% failures).
 
 Several comparisons share alpha as Holm's procedure does, made group-sequential by Maurer and Bretz's
 graphical recycling ("Multiple testing in group sequential trials using graphical approaches", Statistics
 in Biopharmaceutical Research, 2013): each open comparison is tested at alpha / (number open); a decided
 comparison passes its share to the others, whose boundaries at every look are then those of the larger
-level. This keeps the family-wise error at alpha over all looks and comparisons (simulated in
-tests/test_sequential.py: 10,000 null studies).
+level.
 
 Each comparison reports the look it was decided at and a p-value valid for the design: the stagewise-ordered
-p (the null probability of crossing at an earlier look, plus that of reaching this look and a nominal p at
-most the one observed), at the look it was decided or, never decided, at the last. Computed on the same
-simulated null studies as the boundaries, it is at most the comparison's level exactly when it crossed.
+p (the share of relabellings that cross at an earlier look, or reach this look with a statistic at least the
+one observed), at the look it was decided or, never decided, at the last; it is at most the comparison's
+level exactly when it crossed.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations
+from math import comb, prod
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from scipy.stats import norm, rankdata
 
-from ganstudy.stats.tests import rowwise_test
+from ganstudy.stats.tests import EXACT_SPLITS, rank_test
 
-# Null studies simulated per design to find its boundaries: a boundary's crossing probability is then
-# known to about 0.0007 at 0.05.
-NULL_STUDIES = 100_000
+# Drawn relabellings of a schedule whose relabellings are too many to count; with the observed one, 10,000.
+RELABELLINGS = 9_999
+
+Pair = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,14 @@ class Schedule:
         """The information fraction of each look: its trials over ``most``."""
         return np.array(self.looks, float) / self.most
 
+    def rounds(self) -> tuple[int, ...]:
+        """The trials per set-up each round adds: ``first``, then ``step`` (the last, what is left to ``most``)."""
+        return tuple(int(n) for n in np.diff((0, *self.looks)))
+
+    def exact(self) -> bool:
+        """Whether the relabellings within rounds of two set-ups' trials can be counted (at most EXACT_SPLITS)."""
+        return prod(comb(2 * n, n) for n in self.rounds()) <= EXACT_SPLITS
+
     @classmethod
     def of(cls, trials: int | Mapping[str, int]) -> Schedule | None:
         """The config's ``trials`` as a schedule; None where it is a fixed number."""
@@ -76,78 +95,185 @@ def obrien_fleming(fractions: np.ndarray, alpha: float) -> np.ndarray:
     return 2 - 2 * norm.cdf(norm.ppf(1 - alpha / 2) / np.sqrt(fractions))
 
 
-def nominal_pvalues(a: np.ndarray, b: np.ndarray, looks: tuple[int, ...], test: str) -> np.ndarray:
-    """Each study's (row's) two-sided Mann-Whitney p at every look, on its first n_k trials of each set-up:
-    the study's test (exact or asymptotic as ``test`` chooses for n_k against n_k)."""
-    return np.stack([rowwise_test(a[:, :n], b[:, :n], test)[1] for n in looks], axis=1)
+@lru_cache(maxsize=32)
+def _every_labelling(size: int, firsts: int) -> np.ndarray:
+    """Every way of labelling ``firsts`` of ``size`` trials as the first set-up's: one 0/1 row each."""
+    chosen = np.array(list(combinations(range(size), firsts)), int).reshape(-1, firsts)
+    labels = np.zeros((len(chosen), size))
+    labels[np.arange(len(chosen))[:, None], chosen] = 1
+    labels.flags.writeable = False
+    return labels
 
 
-@lru_cache(maxsize=64)
-def _null_pvalues(schedule: Schedule, test: str) -> np.ndarray:
-    """NULL_STUDIES null studies' nominal p at every look (continuous scores: uniform, no ties)."""
-    rng = np.random.default_rng([schedule.first, schedule.step, schedule.most])
-    scores = rng.random((2, NULL_STUDIES, schedule.most))
-    return nominal_pvalues(scores[0], scores[1], schedule.looks, test)
+@lru_cache(maxsize=32)
+def _drawn_labellings(seed: tuple[int, ...], round_: int, size: int, firsts: int) -> np.ndarray:
+    """RELABELLINGS random labellings of a round's trials, from the seed and the round alone: the same at
+    every look that takes the round, and shared by the study's comparisons (Holm holds under any dependence)."""
+    rng = np.random.default_rng([*seed, round_, size, firsts])
+    base = np.tile(np.r_[np.ones(firsts), np.zeros(size - firsts)], (RELABELLINGS, 1))
+    labels = rng.permuted(base, axis=1)
+    labels.flags.writeable = False
+    return labels
 
 
-@lru_cache(maxsize=256)
-def boundaries(schedule: Schedule, level: float, test: str = "auto") -> tuple[float, ...]:
-    """Each look's boundary at ``level``: a comparison crosses at look k when its nominal p is below the k-th
-    value. It is the smallest nominal p of the simulated null studies still open at look k whose inclusion
-    would let the crossings at or before k exceed O'Brien-Fleming's spent share; so a p that no null study
-    reaches (scores with ties) crosses exactly where its stagewise p is within the share."""
-    null = _null_pvalues(schedule, test)
-    spent = obrien_fleming(schedule.fractions(), level)
-    crossed = np.zeros(len(null), bool)
-    found = []
-    for k in range(len(schedule.looks)):
-        open_p = np.sort(null[~crossed, k])
-        # Crossings allowed at this look: the spent share less those of the earlier looks.
-        allowed = max(0, int(np.floor(spent[k] * len(null) + 1e-9)) - int(crossed.sum()))
-        bound = float(open_p[allowed]) if allowed < len(open_p) else float("inf")
-        found.append(bound)
-        crossed |= null[:, k] < bound
-    return tuple(found)
+def _seed(seed: int | Sequence[int]) -> tuple[int, ...]:
+    return (int(seed),) if np.ndim(seed) == 0 else tuple(int(s) for s in seed)
+
+
+@dataclass
+class RankLaw:
+    """One comparison after the looks taken: its rank statistic at each look (``observed``) and the
+    statistic of every relabelling within rounds (``distances``, one row each, the observed labelling among
+    them), from which its boundaries, decisions and design p follow at any level."""
+
+    distances: np.ndarray
+    observed: np.ndarray
+    fractions: np.ndarray
+    # Each round's trials (pooled: the first set-up's, then the other's) and labellings (1: the first set-up's):
+    # every one where they are counted, else the drawn ones, the observed labelling first.
+    rounds: list[np.ndarray] = field(default_factory=list, repr=False)
+    labels: list[np.ndarray] = field(default_factory=list, repr=False)
+    counted: bool = True
+    _bounds: dict[float, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, a: np.ndarray, b: np.ndarray, schedule: Schedule, looks: int, seed: int | Sequence[int]) -> RankLaw:
+        """The law of set-up a's trials against b's at the first ``looks`` looks. ``a`` and ``b`` hold each
+        set-up's outcomes in trial order (as ``tests.outcomes`` gives them: a failed trial ranked worst is
+        infinite, NaN is left out), at least up to the last of those looks."""
+        edges = (0, *schedule.looks[:looks])
+        rounds = []
+        for lo, hi in zip(edges, edges[1:]):
+            first, second = np.asarray(a[lo:hi], float), np.asarray(b[lo:hi], float)
+            rounds.append((first[~np.isnan(first)], second[~np.isnan(second)]))
+        values = np.concatenate([np.concatenate(pair) for pair in rounds])
+        round_of = np.concatenate([np.full(len(x) + len(y), r) for r, (x, y) in enumerate(rounds)])
+        is_first = np.concatenate([np.r_[np.ones(len(x), bool), np.zeros(len(y), bool)] for x, y in rounds])
+        # Twice each trial's midrank among the trials of each look (0 before its round): sums of these are
+        # integers, so equal statistics compare equal.
+        ranks = np.zeros((len(values), looks))
+        for k in range(looks):
+            inside = round_of <= k
+            if inside.any():
+                ranks[inside, k] = 2 * rankdata(values[inside])
+        firsts = np.cumsum([len(x) for x, _ in rounds])
+        pooled = np.cumsum([len(x) + len(y) for x, y in rounds])
+        centre = firsts * (pooled + 1)
+        observed = np.abs(ranks[is_first].sum(axis=0) - centre)
+        blocks = [ranks[round_of == r] for r in range(looks)]
+        counted = schedule.exact()
+        if counted:
+            labels = [_every_labelling(len(x) + len(y), len(x)) for x, y in rounds]
+            # Every relabelling: the sum over rounds of each round's every labelling, all combinations (in
+            # integers: smaller and faster to partition than floats), the first round's slowest.
+            sums = np.zeros((1, looks), np.int32)
+            for labelling, block in zip(labels, blocks):
+                part = (labelling @ block).astype(np.int32)
+                sums = (sums[:, None, :] + part[None, :, :]).reshape(-1, looks)
+        else:
+            labels = [_drawn_labellings(_seed(seed), r, len(x) + len(y), len(x)) for r, (x, y) in enumerate(rounds)]
+            drawn = sum(labelling @ block for labelling, block in zip(labels, blocks))
+            sums = np.vstack([ranks[is_first].sum(axis=0), drawn])
+        return cls(
+            np.abs(sums - centre.astype(np.int32)).astype(np.int32),
+            observed,
+            schedule.fractions()[:looks],
+            [np.concatenate(pair) for pair in rounds],
+            labels,
+            counted,
+        )
+
+    @property
+    def looks(self) -> int:
+        return len(self.fractions)
+
+    def boundaries(self, level: float) -> np.ndarray:
+        """Each look's boundary at ``level``: a comparison crosses at look k when its statistic exceeds the
+        k-th value. It is the smallest value that lets at most O'Brien-Fleming's spent share of the
+        relabellings cross at or before look k (those that crossed earlier counted)."""
+        if level not in self._bounds:
+            spent = obrien_fleming(self.fractions, level)
+            total = len(self.distances)
+            crossed = np.zeros(total, bool)
+            bounds = np.empty(self.looks)
+            for k in range(self.looks):
+                still = self.distances[~crossed, k]
+                allowed = int(np.floor(spent[k] * total + 1e-9)) - int(crossed.sum())
+                cut = len(still) - 1 - allowed
+                bounds[k] = np.partition(still, cut)[cut] if cut >= 0 else -1.0
+                crossed |= self.distances[:, k] > bounds[k]
+            self._bounds[level] = bounds
+        return self._bounds[level]
+
+    def crossing(self, level: float, looks: int | None = None) -> int | None:
+        """The first look (0-based) among the first ``looks`` at which the statistic crosses ``level``'s
+        boundary; None where it does not."""
+        crossed = self.observed[:looks] > self.boundaries(level)[:looks]
+        return int(np.argmax(crossed)) if crossed.any() else None
+
+    def boundary_p(self, level: float, at: int, test: str = "auto") -> float:
+        """The nominal p (the study's ``test``) that parts crossing from not crossing at look ``at`` (0-based)
+        at ``level``: halfway between the p of a relabelling on the boundary and that of the nearest beyond
+        it, so that a comparison crosses there exactly where its nominal p is below it, and an interval at
+        one minus it agrees with the decision. 1 where every relabelling crosses; half the boundary's p where
+        none can."""
+        column, bound = self.distances[:, at], self.boundaries(level)[at]
+        on, beyond = np.flatnonzero(column == bound), np.flatnonzero(column > bound)
+        if not len(on):
+            return 1.0
+        p_on = rank_test(*self._split(int(on[0]), at), test).p
+        if not len(beyond):
+            return p_on / 2
+        nearest = int(beyond[np.argmin(column[beyond])])
+        return (p_on + rank_test(*self._split(nearest, at), test).p) / 2
+
+    def _split(self, row: int, at: int) -> tuple[np.ndarray, np.ndarray]:
+        """The trials up to look ``at`` of relabelling ``row``: the first set-up's and the other's."""
+        if self.counted:
+            picks = np.unravel_index(row, [len(labelling) for labelling in self.labels])
+            chosen = [labelling[pick] for labelling, pick in zip(self.labels, picks)]
+        elif row == 0:
+            # The observed labelling: the first set-up's trials first in each round.
+            chosen = [np.sort(labelling[0])[::-1] for labelling in self.labels]
+        else:
+            chosen = [labelling[row - 1] for labelling in self.labels]
+        pairs = list(zip(self.rounds[: at + 1], chosen))
+        return (
+            np.concatenate([pooled[pick == 1] for pooled, pick in pairs]),
+            np.concatenate([pooled[pick == 0] for pooled, pick in pairs]),
+        )
+
+    def design_p(self, level: float, at: int) -> float:
+        """The design's p of the comparison stopped (or ended) at look ``at`` (0-based): the share of
+        relabellings that cross ``level``'s boundary at an earlier look, or reach this look with a statistic
+        at least the observed one."""
+        earlier = (self.distances[:, :at] > self.boundaries(level)[:at]).any(axis=1)
+        return float(np.mean(earlier | (self.distances[:, at] >= self.observed[at])))
 
 
 @dataclass(frozen=True)
 class Decision:
-    """One comparison after the looks taken: the look it was decided at (None: not decided), its nominal p
-    at each look taken, the level it was tested at when decided, and the p valid for the design."""
+    """One comparison after the looks taken: the look it was decided at (None: not decided), the level it
+    was tested at when decided (or last), and the p valid for the design (NaN while it is open with looks
+    to come)."""
 
-    pair: tuple[str, str]
+    pair: Pair
     look: int | None
-    nominal: tuple[float, ...]
     level: float
     p_design: float
 
 
-def stagewise_p(schedule: Schedule, look: int, nominal: float, level: float, test: str = "auto") -> float:
-    """The design's p of a comparison stopped (or ended) at ``look`` (0-based) with nominal p ``nominal``:
-    the share of null studies that cross a ``level`` boundary at an earlier look, or reach this look and
-    have a nominal p at most ``nominal`` there."""
-    null = _null_pvalues(schedule, test)
-    bounds = boundaries(schedule, level, test)
-    earlier = np.zeros(len(null), bool)
-    for k in range(look):
-        earlier |= null[:, k] < bounds[k]
-    return float(np.mean(earlier | (null[:, look] <= nominal + 1e-12)))
-
-
-def decide(
-    nominal: dict[tuple[str, str], np.ndarray], schedule: Schedule, alpha: float, test: str = "auto"
-) -> dict[tuple[str, str], tuple[int, float]]:
-    """The group-sequential Holm procedure over the looks taken (each pair's nominal p per look, in order):
-    every open comparison is tested at alpha / (open comparisons); one whose nominal p crosses its boundary
-    at a look taken is decided, and its share passes to the others, which are tested again at the larger
-    level (its boundaries at every look taken), until none crosses. Returns each decided pair's first
-    crossing look (0-based) and the level it was decided at."""
-    decided: dict[tuple[str, str], tuple[int, float]] = {}
-    while len(decided) < len(nominal):
-        open_pairs = [pair for pair in nominal if pair not in decided]
+def decide(laws: Mapping[Pair, RankLaw], alpha: float, looks: int | None = None) -> dict[Pair, tuple[int, float]]:
+    """The group-sequential Holm procedure over the first ``looks`` looks (all taken: None): every open
+    comparison is tested at alpha / (open comparisons); one that crosses its boundary at a look taken is
+    decided, and its share passes to the others, which are tested again at the larger level (its boundaries
+    at every look taken), until none crosses. Returns each decided pair's first crossing look (0-based) and
+    the level it was decided at."""
+    decided: dict[Pair, tuple[int, float]] = {}
+    while len(decided) < len(laws):
+        open_pairs = [pair for pair in laws if pair not in decided]
         level = alpha / len(open_pairs)
-        bounds = boundaries(schedule, level, test)
-        crossing = {pair: next((j for j, p in enumerate(nominal[pair]) if p < bounds[j]), None) for pair in open_pairs}
+        crossing = {pair: laws[pair].crossing(level, looks) for pair in open_pairs}
         crossing = {pair: look for pair, look in crossing.items() if look is not None}
         if not crossing:
             break
@@ -155,51 +281,57 @@ def decide(
     return decided
 
 
-def sequential_holm(
-    nominal: dict[tuple[str, str], list[float]], schedule: Schedule, alpha: float, test: str = "auto"
-) -> list[Decision]:
-    """``decide`` over the looks taken, with each comparison's p valid for the design (``stagewise_p``): at
-    the look it was decided, or, open at the last look, there at the level it had; NaN while it is open
-    with looks to come (the study has not ended for it)."""
-    decided = decide({pair: np.asarray(p, float) for pair, p in nominal.items()}, schedule, alpha, test)
-    still_open = max(1, len(nominal) - len(decided))
+def sequential_holm(laws: Mapping[Pair, RankLaw], schedule: Schedule, alpha: float) -> list[Decision]:
+    """``decide`` over the looks taken, with each comparison's p valid for the design (``RankLaw.design_p``):
+    at the look it was decided, or, open at the schedule's last look, there at the level it had; NaN while
+    it is open with looks to come."""
+    decided = decide(laws, alpha)
+    still_open = max(1, len(laws) - len(decided))
     decisions = []
-    for pair, values in nominal.items():
+    for pair, law in laws.items():
         look, level = decided.get(pair, (None, alpha / still_open))
-        ended = look is not None or len(values) == len(schedule.looks)
-        at = len(values) - 1 if look is None else look
-        p = stagewise_p(schedule, at, values[at], level, test) if ended else float("nan")
-        decisions.append(Decision(pair, look, tuple(values), level, p))
+        ended = look is not None or law.looks == len(schedule.looks)
+        p = law.design_p(level, law.looks - 1 if look is None else look) if ended else float("nan")
+        decisions.append(Decision(pair, look, level, p))
     return decisions
 
 
-def more_needed(decisions: list[Decision], schedule: Schedule) -> bool:
-    """Whether the study takes another round: a comparison is open and the schedule has a look left."""
-    taken = max((len(d.nominal) for d in decisions), default=0)
+def more_needed(decisions: list[Decision], schedule: Schedule, taken: int) -> bool:
+    """Whether the study takes another round after ``taken`` looks: a comparison is open and the schedule
+    has a look left."""
     return taken < len(schedule.looks) and any(d.look is None for d in decisions)
 
 
-def simulate(
-    draws: list, schedule: Schedule, alpha: float, test: str = "auto", studies: int = 1000, seed: int = 0
-) -> dict[str, float]:
-    """Operating characteristics of a schedule by simulation: ``draws`` gives each set-up's score sampler
-    (rng, size) -> scores; returns the share of studies that decide at least one comparison (under the null:
-    the family-wise error), the share that decide every comparison, and the mean trials per set-up used (a
-    study stops once every comparison is decided)."""
+def pair_laws(
+    outcomes: Mapping[str, np.ndarray], schedule: Schedule, looks: int, seed: int | Sequence[int]
+) -> dict[Pair, RankLaw]:
+    """The law of every pair of set-ups (``outcomes``: each one's outcomes in trial order) at ``looks`` looks."""
+    return {(a, b): RankLaw.of(outcomes[a], outcomes[b], schedule, looks, seed) for a, b in combinations(outcomes, 2)}
+
+
+def simulate(draws: list, schedule: Schedule, alpha: float, studies: int = 1000, seed: int = 0) -> dict[str, float]:
+    """Operating characteristics of a schedule by simulation, through the looks' own test (``pair_laws``,
+    ``decide``): ``draws`` gives each set-up's outcome sampler (rng, size) -> outcomes (inf: a failed trial
+    ranked worst); returns the share of studies that decide at least one comparison (under the null: the
+    family-wise error), the share that decide every comparison, and the mean trials per set-up used (a
+    study stops once every comparison is decided). Each study draws its relabellings from its own seed."""
     rng = np.random.default_rng(seed)
     scores = [np.reshape(draw(rng, studies * schedule.most), (studies, schedule.most)) for draw in draws]
-    pairs = list(combinations(range(len(draws)), 2))
-    nominal = {pair: nominal_pvalues(scores[pair[0]], scores[pair[1]], schedule.looks, test) for pair in pairs}
+    names = [str(i) for i in range(len(draws))]
     any_decided = all_decided = 0
     used = []
     for study in range(studies):
-        for k in range(len(schedule.looks)):
-            decided = decide({pair: nominal[pair][study, : k + 1] for pair in pairs}, schedule, alpha, test)
-            if len(decided) == len(pairs):
+        outcomes = {name: setup[study] for name, setup in zip(names, scores)}
+        # Look k's decisions from the laws of every look: the same as a law of the first k looks (rounds
+        # after k do not move look k's boundaries), computed once.
+        laws = pair_laws(outcomes, schedule, len(schedule.looks), (seed, study))
+        for k in range(1, len(schedule.looks) + 1):
+            decided = decide(laws, alpha, k)
+            if len(decided) == len(laws):
                 break
-        used.append(schedule.looks[k])
+        used.append(schedule.looks[k - 1])
         any_decided += bool(decided)
-        all_decided += len(decided) == len(pairs)
+        all_decided += len(decided) == len(laws)
     return {
         "decides_any": any_decided / studies,
         "decides_all": all_decided / studies,
@@ -207,70 +339,135 @@ def simulate(
     }
 
 
-def _uniform(rng: np.random.Generator, size: int) -> np.ndarray:
-    return rng.random(size)
+# Simulated studies behind the probability that a schedule decides a comparison at the effect its trials show.
+SCHEDULE_STUDIES = 400
+
+
+def resampler(outcomes: np.ndarray) -> Callable[[np.random.Generator, int], np.ndarray]:
+    """Draws of a set-up's trials: its measured outcomes, with replacement."""
+    return lambda rng, size: rng.choice(outcomes, size)
+
+
+def schedule_power(x: np.ndarray, y: np.ndarray, schedule: Schedule, alpha: float) -> float:
+    """The probability that ``schedule`` decides a comparison at ``alpha`` (either way) when each set-up's trials
+    are drawn from its measured outcomes: the share of SCHEDULE_STUDIES simulated studies, through the looks'
+    own test, that do."""
+    return simulate([resampler(np.asarray(x)), resampler(np.asarray(y))], schedule, alpha, SCHEDULE_STUDIES)[
+        "decides_all"
+    ]
+
+
+def _normal(shift: float = 0.0) -> Callable[[np.random.Generator, int], np.ndarray]:
+    return lambda rng, size: rng.normal(shift, 1.0, size)
+
+
+def _lognormal(rng: np.random.Generator, size: int) -> np.ndarray:
+    return rng.lognormal(0.0, 1.0, size)
 
 
 def _tied(rng: np.random.Generator, size: int) -> np.ndarray:
     return rng.integers(0, 5, size).astype(float)
 
 
-def _normal(shift: float) -> Callable[[np.random.Generator, int], np.ndarray]:
-    return lambda rng, size: rng.normal(shift, 1.0, size)
+def _failing(share: float) -> Callable[[np.random.Generator, int], np.ndarray]:
+    """Normal scores of which ``share`` failed (inf: ranked worst, the workflow's default)."""
+    return lambda rng, size: np.where(rng.random(size) < share, np.inf, rng.normal(0.0, 1.0, size))
 
 
-def operating_table(schedule: Schedule, alpha: float, studies: int) -> pd.DataFrame:
-    """The schedule against the fixed design of its most trials, on null studies (2 and 3 set-ups alike,
-    continuous and tied scores: the family-wise error) and on two set-ups shifted by 0.5, 1 and 1.5 sd
-    (power, mean trials)."""
-    cases = {
-        "null, 2 set-ups": [_uniform] * 2,
-        "null, 3 set-ups": [_uniform] * 3,
-        "null, 3 set-ups, tied scores": [_tied] * 3,
-        **{f"{shift} sd apart": [_normal(shift), _normal(0.0)] for shift in (0.5, 1.0, 1.5)},
-    }
+# The null cases: set-ups alike, continuous, tied and failing scores.
+NULL_CASES: dict[str, Callable[[np.random.Generator, int], np.ndarray]] = {
+    "normal": _normal(),
+    "lognormal": _lognormal,
+    "tied integers 0-4": _tied,
+    "20% failures (worst)": _failing(0.2),
+    "40% failures (worst)": _failing(0.4),
+}
+SHIFTS = (0.5, 1.0, 1.5)
+
+
+def _interval(share: float, studies: int) -> str:
+    """A simulated share's 95% interval (Wilson's)."""
+    z = norm.ppf(0.975)
+    centre = (share + z**2 / (2 * studies)) / (1 + z**2 / studies)
+    half = z * np.sqrt(share * (1 - share) / studies + z**2 / (4 * studies**2)) / (1 + z**2 / studies)
+    return f"[{centre - half:.4f}, {centre + half:.4f}]"
+
+
+def operating_table(schedule: Schedule, alpha: float, studies: int, seed: int = 0) -> pd.DataFrame:
+    """The schedule on null studies (2 and 3 set-ups alike, each of NULL_CASES: the family-wise error, with
+    its 95% interval) and, against the fixed design of its most trials, on two set-ups shifted by SHIFTS sd
+    (power, mean trials); each row's studies drawn from the same seed."""
     fixed = Schedule(schedule.most, 1, schedule.most)
     rows = []
-    for name, draws in cases.items():
+    for setups in (2, 3):
+        for name, draw in NULL_CASES.items():
+            result = simulate([draw] * setups, schedule, alpha, studies, seed)
+            rows.append({"case": f"null, {setups} set-ups, {name}", "design": "sequential", **result})
+    for shift in SHIFTS:
         for design_name, design in (("sequential", schedule), ("fixed", fixed)):
-            rows.append({"case": name, "design": design_name, **simulate(draws, design, alpha, studies=studies)})
-    return pd.DataFrame(rows)
+            result = simulate([_normal(shift), _normal()], design, alpha, studies, seed)
+            rows.append({"case": f"{shift} sd apart", "design": design_name, **result})
+    table = pd.DataFrame(rows)
+    table["interval"] = [_interval(share, studies) for share in table.decides_any]
+    return table
 
 
 PAGE = """# Sequential designs: error, power and trials, simulated
 
 Made by `python -m ganstudy.stats.sequential --studies {studies} --out docs/sequential-design.md` (seeded:
-the same table on any machine; the method is in [the guide](guide.md#statistics)). Schedule {looks} trials
-per set-up against the fixed design of {most}, alpha {alpha}, two-sided Mann-Whitney (auto: exact where
-countable), O'Brien-Fleming spending, group-sequential Holm. decides_any under the null is the family-wise
-error over all looks and comparisons; decides_all, the power to decide every comparison; mean_trials, the
-trials per set-up a study took (it stops once every comparison is decided). {studies} simulated studies
-per row.
+the same tables on any machine; the method is in [the guide](guide.md#statistics)). Each study is run
+through the looks' own test, the one the workflow runs (`ganstudy.stats.sequential`: boundaries from the
+relabellings of the study's own scores within rounds, O'Brien-Fleming spending of alpha {alpha},
+group-sequential Holm), with its ties and failed trials (ranked worst, the default of
+`statistics.failures`). decides_any under the null is the family-wise error over all looks and comparisons
+(with its 95% interval); decides_all, the power to decide every comparison; mean_trials, the trials per
+set-up a study took (it stops once every comparison is decided). {studies} simulated studies per row.
+"""
+
+SECTION = """
+## Schedule {looks}
+
+Looks at {looks} trials per set-up against the fixed design of {most} ({method}).
 
 """
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--schedule", default="8,4,24", help="FIRST,STEP,MOST (8,4,24)")
-    parser.add_argument("--alpha", type=float, default=0.05)
-    parser.add_argument("--studies", type=int, default=10_000, help="simulated studies per row (10,000)")
-    parser.add_argument("--out", help="write the page here (docs/sequential-design.md) instead of printing the table")
-    args = parser.parse_args(argv)
-    schedule = Schedule(*(int(part) for part in args.schedule.split(",")))
-    table = operating_table(schedule, args.alpha, args.studies)
-    lines = ["| case | design | decides_any | decides_all | mean_trials |", "|---|---|---:|---:|---:|"]
+def _section(schedule: Schedule, table: pd.DataFrame) -> str:
+    method = (
+        "every relabelling counted"
+        if schedule.exact()
+        else f"{RELABELLINGS + 1:,} relabellings a comparison, the observed one among them"
+    )
+    lines = [
+        "| case | design | decides_any | 95% interval | decides_all | mean_trials |",
+        "|---|---|---:|---|---:|---:|",
+    ]
     lines += [
-        f"| {r.case} | {r.design} | {r.decides_any:.4f} | {r.decides_all:.4f} | {r.mean_trials:.2f} |"
+        f"| {r.case} | {r.design} | {r.decides_any:.4f} | {r.interval} | {r.decides_all:.4f} | {r.mean_trials:.2f} |"
         for r in table.itertuples()
     ]
-    text = "\n".join(lines) + "\n"
-    if args.out is None:
-        print(text, end="")
-        return
     looks = ", ".join(map(str, schedule.looks))
-    with open(args.out, "w") as handle:
-        handle.write(PAGE.format(studies=args.studies, looks=looks, most=schedule.most, alpha=args.alpha) + text)
+    return SECTION.format(looks=looks, most=schedule.most, method=method) + "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--schedules", nargs="+", default=["8,2,10", "8,4,24"], help="FIRST,STEP,MOST each (8,2,10 8,4,24)"
+    )
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--studies", type=int, default=20_000, help="simulated studies per row (20,000)")
+    parser.add_argument("--out", help="write the page here (docs/sequential-design.md) instead of printing the tables")
+    args = parser.parse_args(argv)
+    sections = []
+    for text in args.schedules:
+        schedule = Schedule(*(int(part) for part in text.split(",")))
+        sections.append(_section(schedule, operating_table(schedule, args.alpha, args.studies)))
+        if args.out is None:
+            print(sections[-1], end="", flush=True)
+    if args.out is not None:
+        with open(args.out, "w") as handle:
+            handle.write(PAGE.format(studies=args.studies, alpha=args.alpha) + "".join(sections))
 
 
 if __name__ == "__main__":

@@ -20,8 +20,18 @@ from ganstudy.errors import GanstudyError
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.hardware import hardware_notes
-from ganstudy.stats.power import MOST_TRIALS, PILOT_COPIES, RANGE, SIMULATIONS, TARGET_POWER, trials_for_power
+from ganstudy.stats.power import (
+    BUDGETS,
+    MOST_TRIALS,
+    PILOT_COPIES,
+    RANGE,
+    SIMULATIONS,
+    TARGET_POWER,
+    power_at_budgets,
+    trials_for_power,
+)
 from ganstudy.stats.protocol import protocol_notes
+from ganstudy.stats.sequential import Schedule, schedule_power
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.tests import (
     a12,
@@ -74,14 +84,42 @@ PAIR_COLUMNS = [
     "shift",
     "shift_low",
     "shift_high",
+    "confidence",
     "effect",
     "better",
     "trials_for_power",
     "trials_for_power_low",
     "trials_for_power_high",
+    "budget",
+    *(f"power_{times}x{end}" for times in BUDGETS for end in ("", "_low", "_high")),
+    "schedule_power",
     "note",
 ]
 CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A comparison of trials on a schedule as its design judged it (ganstudy.stats.looks): the design p scaled to
+    alpha, the look it was decided at (None: not decided), the trials per set-up of that look (or of the last),
+    and the confidence at which its intervals agree with the decision (one minus the nominal p that parts
+    crossing from not crossing there). ``trials`` is None while it is open with looks to come."""
+
+    p: float
+    schedule: Schedule
+    look: int | None = None
+    trials: int | None = None
+    confidence: float = CONFIDENCE
+
+    def note(self) -> str:
+        """Where the pairs table's row was measured."""
+        if self.trials is None:
+            return ""
+        when = f"decided at look {self.look}" if self.look is not None else "not decided by the last look"
+        return (
+            f"{when}: its test, effect sizes and intervals at {self.trials} trials per set-up, the intervals at "
+            f"the design's {self.confidence:.2%}"
+        )
 
 
 @dataclass(frozen=True)
@@ -267,7 +305,7 @@ def pairwise_table(
     metric: str,
     setups: list[str],
     settings: StatisticsSettings = StatisticsSettings(),
-    design: dict[tuple[str, str], float] | None = None,
+    design: dict[tuple[str, str], Judged] | None = None,
 ) -> pd.DataFrame:
     """Every pair: the two-sided rank-sum test of its outcomes (failed trials ranked worst or left out, as
     ``settings.failures`` says; ``settings.test``: exact or asymptotic, recorded), Holm-adjusted over the
@@ -276,35 +314,77 @@ def pairwise_table(
     Hodges-Lehmann shift of a over b with its rank-based interval, which set-up the effect favours in the
     metric's direction, and, where Holm's p is not significant, the trials per set-up with which the study's
     test would decide with power 0.8 (stats.power: the median and 80% range over the trials' bootstrap copies).
-    ``design``: a sequential study's p per pair (stats.looks.design_pvalues), which takes Holm's place."""
+    ``design``: a sequential study's judgement of each pair (stats.looks.design_pvalues): its design p takes
+    Holm's place, and the test and effect sizes are those of the look that judged it, with intervals at the
+    design's level that leave out no effect exactly where the design decided."""
     values = {s: trials(scores, metric, s, settings.failures).outcomes for s in setups}
     higher = better(metric) == "higher"
-    rows = [_pair_row(a, b, values, higher, settings) for i, a in enumerate(setups) for b in setups[i + 1 :]]
+    rows = []
+    for i, a in enumerate(setups):
+        for b in setups[i + 1 :]:
+            judged = (design or {}).get((a, b))
+            if judged is None or judged.trials is None:
+                rows.append(_pair_row(a, b, values, higher, settings))
+                continue
+            seen = scores[scores.trial < judged.trials]
+            at_look = {s: trials(seen, metric, s, settings.failures).outcomes for s in (a, b)}
+            row = _pair_row(a, b, at_look, higher, settings, judged.confidence, "the design")
+            row["note"] = "; ".join(part for part in (judged.note(), row["note"]) if part)
+            rows.append(row)
     table = pd.DataFrame(rows, columns=[*PAIR_COLUMNS, "smallest_p"])
     # One Holm family per metric: every table and figure takes a pair's adjusted p from here.
     table["p_holm"] = holm(table.p_value.to_numpy(float)) if len(table) else []
     if design is not None:
-        table["p_holm"] = [design[(a, b)] for a, b in zip(table.setup_a, table.setup_b)]
+        table["p_holm"] = [design[(a, b)].p for a, b in zip(table.setup_a, table.setup_b)]
     table["smallest_p_holm"] = holm(table.pop("smallest_p").to_numpy(float)) if len(table) else []
     undecided = ~(table.p_holm < settings.alpha)
     # A magnitude word beside a difference the test cannot tell from chance says more than the test.
     table.loc[undecided, "effect"] = "–"
-    # What a decision would take, where none was reached.
-    for index in table.index[undecided]:
-        x, y = values[table.setup_a[index]], values[table.setup_b[index]]
+    _plans(table, table.index[undecided], values, settings, design)
+    return table[PAIR_COLUMNS]
+
+
+def _plans(
+    table: pd.DataFrame,
+    undecided: pd.Index,
+    values: dict[str, np.ndarray],
+    settings: StatisticsSettings,
+    design: dict[tuple[str, str], Judged] | None,
+) -> None:
+    """Into ``table``'s undecided rows: what a decision would take, and what bigger budgets buy (the study's
+    trials per set-up, a schedule's most, and multiples of it); on a schedule, its chance at the effect seen."""
+    for index in undecided:
+        a, b = table.setup_a[index], table.setup_b[index]
+        x, y = values[a], values[b]
         plan = trials_for_power(x, y, settings.test, settings.alpha, len(table))
         table.loc[index, ["trials_for_power", "trials_for_power_low", "trials_for_power_high"]] = (
             plan.median,
             plan.low,
             plan.high,
         )
-    return table[PAIR_COLUMNS]
+        judged = (design or {}).get((a, b))
+        budget = judged.schedule.most if judged else max(len(x), len(y))
+        table.loc[index, "budget"] = budget
+        powers = power_at_budgets(x, y, settings.test, settings.alpha, len(table), budget)
+        for times, spread in zip(BUDGETS, powers):
+            table.loc[index, [f"power_{times}x", f"power_{times}x_low", f"power_{times}x_high"]] = spread
+        if judged is not None:
+            # Holm's first step, as the plans: the comparison's share of alpha were every one open.
+            table.loc[index, "schedule_power"] = schedule_power(x, y, judged.schedule, settings.alpha / len(table))
 
 
 def _pair_row(
-    a: str, b: str, values: dict[str, np.ndarray], higher: bool, settings: StatisticsSettings
+    a: str,
+    b: str,
+    values: dict[str, np.ndarray],
+    higher: bool,
+    settings: StatisticsSettings,
+    confidence: float = CONFIDENCE,
+    design: str = "",
 ) -> dict[str, object]:
-    """One pair's test, effect sizes with their intervals, the set-up favoured, and its notes (before Holm)."""
+    """One pair's test, effect sizes with their ``confidence`` intervals, the set-up favoured, and its notes
+    (before Holm). ``design`` names a design whose decision is the test's p below 1 - ``confidence``: then the
+    shift's interval too is shown only where it agrees with it."""
     x, y = values[a], values[b]
     effect = a12(x, y)
     favoured = "–" if np.isnan(effect) or effect == 0.5 else (a if (effect > 0.5) == higher else b)
@@ -312,10 +392,15 @@ def _pair_row(
     short = [s for s in (a, b) if len(values[s]) < settings.min_trials]
     note = [test.note] if test.note else []
     note += [f"underpowered: {', '.join(short)} < {settings.min_trials} trials"] if short else []
-    low, high = a12_interval(x, y, CONFIDENCE)
-    if np.isfinite(low) and not agrees_with_test(low, high, test.p, CONFIDENCE):
+    judge = design or "the test"
+    low, high = a12_interval(x, y, confidence)
+    if np.isfinite(low) and not agrees_with_test(low, high, test.p, confidence):
         low, high = np.nan, np.nan
-        note.append(f"no A12 interval: Newcombe's disagrees with the test at {1 - CONFIDENCE:.2g} here")
+        note.append(f"no A12 interval: Newcombe's disagrees with {judge} at {1 - confidence:.2g} here")
+    shift = shift_interval(x, y, confidence)
+    if design and np.isfinite(shift[1]) and (shift[1] > 0 or shift[2] < 0) != (test.p < 1 - confidence):
+        shift = (shift[0], np.nan, np.nan)
+        note.append(f"no shift interval: Moses's disagrees with {judge} at {1 - confidence:.2g} here (ties)")
     return {
         "setup_a": a,
         "setup_b": b,
@@ -327,7 +412,8 @@ def _pair_row(
         "a12": effect,
         "a12_low": low,
         "a12_high": high,
-        **dict(zip(("shift", "shift_low", "shift_high"), shift_interval(x, y, CONFIDENCE))),
+        **dict(zip(("shift", "shift_low", "shift_high"), shift)),
+        "confidence": confidence,
         "effect": a12_magnitude(effect),
         "better": favoured,
         "note": "; ".join(note),
@@ -518,7 +604,12 @@ def pairs_note(test: str, alpha: float) -> str:
         f"pairs, decides the effect its way in {TARGET_POWER:.0%} of {SIMULATIONS:,} studies drawn from each set-up's "
         f"own outcomes: the median (and the {RANGE:.0%} range) over {PILOT_COPIES} bootstrap copies of these trials, "
         f"so the range carries the uncertainty of what they measured; inf = more than {MOST_TRIALS}, empty where "
-        "the comparison was decided, a set-up has fewer than 2 trials or all outcomes are alike."
+        "the comparison was decided, a set-up has fewer than 2 trials or all outcomes are alike. confidence: the "
+        "intervals' level. budget: the trials per set-up the study ran (a schedule's most); power_1x, power_2x, "
+        "power_4x (_low, _high): the power of the same test at budget, twice and four times it (median and range "
+        "over the same copies), where undecided. schedule_power: trials on a schedule, the probability that the "
+        "schedule decides the comparison at the effect its trials show (studies drawn from each set-up's outcomes "
+        "through the looks' own test, at alpha over the number of pairs)."
     )
 
 
@@ -529,7 +620,7 @@ def write_stats(
     out_dir: str | os.PathLike[str],
     settings: StatisticsSettings = StatisticsSettings(),
     convergence_path: str | os.PathLike[str] | None = None,
-    design: dict[str, dict[tuple[str, str], float]] | None = None,
+    design: dict[str, dict[tuple[str, str], Judged]] | None = None,
 ) -> list[Path]:
     """Per metric: summary_, pvalues_ and pairs_<metric>.{csv,md,tex}; across metrics: results (mean ± sd) and
     kruskal.{csv,md,tex}. Set-ups that had not converged, had degraded or could not be judged (``convergence_path``)
@@ -577,7 +668,7 @@ def _metric_tables(
     setups: list[str],
     settings: StatisticsSettings,
     notes: dict[str, str],
-    design: dict[tuple[str, str], float] | None = None,
+    design: dict[tuple[str, str], Judged] | None = None,
 ) -> tuple[list[Path], list[str], pd.DataFrame]:
     """One metric's summary_, pvalues_ and pairs_<metric> tables, the footnotes its scores need, and its summary."""
     digits = settings.digits
@@ -602,7 +693,10 @@ def _metric_tables(
     if design is not None:
         method += (
             " Trials on a schedule: p_holm here is the sequential design's p scaled to alpha (tables/looks.md), "
-            "below alpha exactly where a look decided the comparison; p_value is the nominal p at the trials taken."
+            "below alpha exactly where a look decided the comparison; n_a, n_b, p_value (nominal), A12 and shift are "
+            "those of the look that decided it (or of the last), their intervals at the design's level there "
+            "(confidence: one minus the nominal p below which that look crosses), so that they leave out no effect "
+            "exactly where the design decided."
         )
     written += write_table(
         out,

@@ -37,16 +37,22 @@ def _present(values: Sequence[float]) -> np.ndarray:
     return values[~np.isnan(values)]
 
 
-def outcomes(values: Sequence[float], higher: bool, failures: str = "worst") -> np.ndarray:
-    """A set-up's trials as the rank tests compare them. A finite score is itself; a failed trial (NaN: no
-    score; inf: diverged) is, under ``worst``, worse than every finite score (inf where lower is better, -inf
-    where higher is), so that a set-up cannot win by losing its bad trials; under ``exclude`` it is left out."""
+def aligned_outcomes(values: Sequence[float], higher: bool, failures: str = "worst") -> np.ndarray:
+    """A set-up's trials as the rank tests compare them, in the trials' order. A finite score is itself; a
+    failed trial (NaN: no score; inf: diverged) is, under ``worst``, worse than every finite score (inf
+    where lower is better, -inf where higher is), so that a set-up cannot win by losing its bad trials;
+    under ``exclude`` it is NaN, left out."""
     if failures not in FAILURES:
         raise ValueError(f"statistics.failures {failures!r} is not one of {', '.join(FAILURES)}")
     values = np.asarray(values, float)
-    if failures == "exclude":
-        return values[np.isfinite(values)]
-    return np.where(np.isfinite(values), values, -np.inf if higher else np.inf)
+    failed = np.nan if failures == "exclude" else (-np.inf if higher else np.inf)
+    return np.where(np.isfinite(values), values, failed)
+
+
+def outcomes(values: Sequence[float], higher: bool, failures: str = "worst") -> np.ndarray:
+    """``aligned_outcomes`` without the trials left out."""
+    aligned = aligned_outcomes(values, higher, failures)
+    return aligned[~np.isnan(aligned)]
 
 
 def _distinct(values: np.ndarray) -> int:
