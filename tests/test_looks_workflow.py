@@ -72,3 +72,43 @@ def test_a_scheduled_study_stops_at_the_look_that_decides_and_an_edit_adds_only_
     # The HTML report has the looks table, with its own caption, beside every other table and figure.
     captions = report_captions(tmp_path, stricter, env)
     assert "group-sequential Holm" in captions["results/scheduled/tables/looks.md"]
+
+
+# Three set-ups: "good" beats both others at the first look (3 against 3, every trial better, decided at the
+# Holm level of 0.5 over 3 pairs); the two one-iteration set-ups stay open between themselves.
+THREE = {
+    **SCHEDULED,
+    "study": "three",
+    "trials": {"first": 3, "step": 1, "most": 4},
+    "setups": {**SCHEDULED["setups"], "worse": {"loss": "bce", "iterations": 1}},
+}
+
+
+def test_a_set_up_whose_comparisons_are_decided_stops_taking_rounds_and_the_tables_page_and_status_say_so(
+    tmp_path, env
+):
+    from ganstudy.report.status import study_status
+
+    done = snakemake(tmp_path, THREE, "--cores", "2", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    study = tmp_path / "results" / "three"
+    look = json.loads((study / "looks" / "look1.json").read_text())
+    assert look["more"] is True, look
+    assert look["setups"]["good"] == {"trials": 3, "stopped_at": 1, "why": "every comparison decided"}
+    assert "stopped_at" not in look["setups"]["bad"] and "stopped_at" not in look["setups"]["worse"]
+    # The second round trains the two set-ups still open, and not good.
+    assert trained(done.stdout + done.stderr).count("setup=good, trial=3") == 0
+    scores = pd.read_csv(study / "scores.csv").drop_duplicates(["setup", "trial"])
+    assert sorted(scores.groupby("setup").trial.max().items()) == [("bad", 3), ("good", 2), ("worse", 3)]
+    last = json.loads((study / "looks" / "look2.json").read_text())
+    by_pair = {frozenset((d["setup_a"], d["setup_b"])): d for d in last["decisions"]}
+    # good's comparisons keep the first look's 3 trials each; bad against worse takes both rounds.
+    assert len(by_pair[frozenset(("good", "bad"))]["nominal"]) == 1
+    assert len(by_pair[frozenset(("bad", "worse"))]["nominal"]) == 2
+    said = "good stopped taking rounds after look 1 (every comparison decided) at 3 trials"
+    assert said in (study / "tables" / "looks.md").read_text() and said in (study / "summary.md").read_text()
+    rows = {(row.setup, row.trial): row for row in study_status(study)}
+    assert rows[("good", 3)].state == "not needed"
+    assert rows[("good", 3)].note == "good stopped taking rounds at look 1: every comparison decided"
+    nothing = snakemake(tmp_path, THREE, "-n", env=env)
+    assert "Nothing to be done" in nothing.stdout + nothing.stderr, nothing.stdout[-2000:]

@@ -244,3 +244,60 @@ def test_the_operating_page_is_made_by_its_command(tmp_path):
     text = out.read_text()
     assert "## Schedule 4, 6" in text and "every relabelling counted" in text
     assert text.count("| null, ") == 10 and text.count("| fixed |") == 3
+
+
+# Set-up a's trials below every other; b's and c's interleaved (issue 95, item 4).
+SEPARATED = {
+    "a": np.arange(12.0),
+    "b": 20.0 + np.arange(12.0),
+    "c": 20.5 + np.arange(12.0),
+}
+
+
+def looks_of(outcomes: dict, schedule: Schedule, taken: int, stop_beaten: bool = False):
+    from ganstudy.stats.sequential import take_looks
+
+    def law_at(pair, looks):
+        return RankLaw.of(outcomes[pair[0]], outcomes[pair[1]], schedule, looks, 7)
+
+    return take_looks(list(outcomes), law_at, schedule, taken, 0.05, stop_beaten, higher=False)
+
+
+def test_a_set_up_whose_comparisons_are_all_decided_takes_no_more_rounds():
+    from ganstudy.stats.sequential import Stop
+
+    schedule = Schedule(8, 2, 12)
+    first = looks_of(SEPARATED, schedule, 1)
+    assert first.stopped == {"a": Stop(1, "every comparison decided")} and first.more
+    # At the second look a's comparisons keep their first look's trials; b against c takes both rounds.
+    second = looks_of({**SEPARATED, "a": np.r_[SEPARATED["a"][:8], [np.nan] * 4]}, schedule, 2)
+    assert second.looks == {("a", "b"): 1, ("a", "c"): 1, ("b", "c"): 2} and second.stopped == first.stopped
+    assert [d.look for d in second.decisions] == [0, 0, None] and second.more
+    # Stopping a set-up whose comparisons are decided changes no decision.
+    assert [d.look for d in second.decisions] == [d.look for d in looks_of(SEPARATED, schedule, 2).decisions]
+
+
+def test_with_stop_beaten_the_beaten_stop_and_their_comparison_ends_undecided():
+    from ganstudy.stats.sequential import Stop
+
+    looks = looks_of(SEPARATED, Schedule(8, 2, 12), 3, stop_beaten=True)
+    # b and c lose to a at the first look: every set-up stops there, b vs c undecided with its design p.
+    assert looks.taken == 1 and not looks.more
+    assert looks.stopped == {
+        "b": Stop(1, "a beat it significantly at look 1"),
+        "c": Stop(1, "a beat it significantly at look 1"),
+        "a": Stop(1, "every comparison decided"),
+    }
+    undecided = next(d for d in looks.decisions if d.pair == ("b", "c"))
+    # Both of a's comparisons decided, their shares passed on: b vs c tested at all of alpha.
+    assert undecided.look is None and undecided.level == 0.05 and undecided.p_design > 0.05
+
+
+@pytest.mark.parametrize("stop_beaten", [False, True], ids=["stops once decided", "also once beaten"])
+def test_stopping_set_ups_keeps_the_family_wise_error_at_alpha(stop_beaten):
+    # One set-up 2 sd better, two alike: an error is a decision between the alike two (1,000 studies).
+    draws = [lambda rng, size: rng.normal(-2.0, 1, size), NULL_CASES["normal"], NULL_CASES["normal"]]
+    result = simulate(draws, DEFAULT, 0.05, studies=1000, seed=3, stop_beaten=stop_beaten, alike=[(1, 2)])
+    # alpha plus 2.33 standard errors (0.016).
+    assert result["error"] <= 0.05 + 0.016, result
+    assert result["power"] > 0.8 and result["mean_trials"] <= result["every_round_trials"]

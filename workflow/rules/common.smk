@@ -210,6 +210,15 @@ def run_paths(pattern):
     return lambda runs: [pattern.format(setup=setup, trial=trial) for setup, trial in runs]
 
 
+def look_runs(look):
+    """The runs look ``look`` tests: each set-up's trials up to the look's count, a set-up that stopped taking
+    rounds at an earlier look (the previous look's record says) up to its trials then."""
+    if look == 1:
+        return PLAN.look_runs(1)
+    # A record of ganstudy before set-ups could stop names none.
+    return PLAN.look_runs(look, read_json(checkpoints.look.get(look=look - 1).output[0]).get("setups"))
+
+
 def looks_taken():
     """The runs the statistics take and the last look's record (None in a fixed design). On a schedule, the
     looks in order up to the first that asks no more round: each is a checkpoint, so a rule that asks waits
@@ -219,7 +228,7 @@ def looks_taken():
     for look in range(1, len(PLAN.schedule.looks) + 1):
         record = checkpoints.look.get(look=look).output[0]
         if not read_json(record)["more"]:
-            return PLAN.look_runs(look), record
+            return look_runs(look), record
     raise WorkflowError(f"{record}: the schedule's last look asks for another round")
 
 

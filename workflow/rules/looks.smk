@@ -1,7 +1,8 @@
 # Stage 3b, only where trials are a schedule {first, step, most}: after each round of training and scoring,
 # a look (ganstudy.stats.looks) tests the primary metric's comparisons group-sequentially on every trial so
 # far. Each look is a checkpoint: the statistics wait for the looks (common.smk, looks_taken), and the next
-# round's training and scoring join the plan when a look leaves a comparison open with looks to come. The
+# round's training and scoring join the plan when a look leaves a comparison open with looks to come, for the
+# set-ups that have not stopped taking rounds (look_runs: the previous look's record says which). The
 # decision rule writes the last look's record and the lists of the runs taken, which the statistics'
 # arguments files name: those are set before any look is taken.
 
@@ -11,7 +12,7 @@ from ganstudy.stats.looks import write_taken
 checkpoint look:
     input:
         unpack(arguments_inputs("look/look{look}")),
-        scores=lambda wildcards: SCORES(PLAN.look_runs(int(wildcards.look))),
+        scores=lambda wildcards: SCORES(look_runs(int(wildcards.look))),
     output:
         FOLDER.look(),
     log:
@@ -21,12 +22,12 @@ checkpoint look:
     localrule: True
     threads: 1
     shell:
-        "ganstudy look @{input.arguments} > {log} 2>&1"
+        "ganstudy look @{input.arguments} --scores {input.scores:q} > {log} 2>&1"
 
 
 for look in range(1, len(PLAN.schedule.looks) + 1):
     job_arguments(
-        f"look/look{look}", "--scores", *SCORES(PLAN.look_runs(look)), "--setups", *PLAN.setups, "--metrics", *PLAN.metrics,
+        f"look/look{look}", "--setups", *PLAN.setups, "--metrics", *PLAN.metrics,
         "--schedule", f"{PLAN.schedule.first},{PLAN.schedule.step},{PLAN.schedule.most}", "--look", look,
         "--seed", config["seed"], "--settings", as_json(config["statistics"]), "--out", *expand(rules.look.output, look=look),
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import errno
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -242,10 +242,14 @@ class StudyPlan:
         """results_dir/study, as the workflow names it."""
         return self.folder.root
 
-    def look_runs(self, look: int) -> list[tuple[str, int]]:
-        """The runs look ``look`` (1-based) of the schedule tests: each set-up's first trials up to its count."""
+    def look_runs(self, look: int, before: Mapping[str, Mapping[str, Any]] | None = None) -> list[tuple[str, int]]:
+        """The runs look ``look`` (1-based) of the schedule tests: each set-up's first trials up to the look's
+        count, or, for a set-up that stopped taking rounds, up to its trials then (``before``: the previous
+        look's record's ``setups``)."""
         assert self.schedule is not None
-        return [(s, t) for s, t in self.runs if t < self.schedule.looks[look - 1]]
+        count = self.schedule.looks[look - 1]
+        stopped = {s: entry["trials"] for s, entry in (before or {}).items() if "stopped_at" in entry}
+        return [(s, t) for s, t in self.runs if t < stopped.get(s, count)]
 
     def checkpoint_dir(self, setup: str, trial: int | str) -> str:
         """Where a training run keeps its checkpoints: outside its declared outputs, so that Snakemake does

@@ -254,14 +254,31 @@ def ended_at(study_dir: str | os.PathLike[str], plan: dict[str, Any]) -> int | N
     return read_json(decision)["trials"] if plan.get("looks") and decision.is_file() else None
 
 
+def stopped_setups(study_dir: str | os.PathLike[str], plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Trials on a schedule: the set-ups that stopped taking rounds before the study ended, by the latest
+    look taken (its record's ``setups``: the look, why, and the trials each took)."""
+    folder = StudyFolder.at(study_dir)
+    for look in range(len(plan.get("looks", [])), 0, -1):
+        path = Path(folder.look(look))
+        if path.is_file():
+            setups = read_json(path).get("setups", {})
+            return {name: entry for name, entry in setups.items() if "stopped_at" in entry}
+    return {}
+
+
 def _rounds(rows: list[TrialStatus], plan: dict[str, Any], folder: Path) -> list[TrialStatus]:
     """Trials on a schedule: a waiting trial past the first look trains only if a look asks for its round,
-    and none does once the looks have ended the study."""
+    none does once the looks have ended the study, and none of a set-up that stopped taking rounds."""
     ended = ended_at(folder, plan)
+    stopped = stopped_setups(folder, plan)
     for row in rows:
         if row.state != "waiting" or row.trial < plan["looks"][0]:
             continue
-        if ended is not None and row.trial >= ended:
+        stop = stopped.get(row.setup)
+        if stop is not None and row.trial >= stop["trials"]:
+            row.state = "not needed"
+            row.note = f"{row.setup} stopped taking rounds at look {stop['stopped_at']}: {stop['why']}"
+        elif ended is not None and row.trial >= ended:
             row.state, row.note = "not needed", f"the looks ended the study at {ended} trials per set-up"
         else:
             row.note = "a later round: trains only if a look leaves a comparison open"

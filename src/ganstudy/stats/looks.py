@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from itertools import combinations
 from pathlib import Path
 
 import numpy as np
@@ -24,16 +23,7 @@ import pandas as pd
 
 from ganstudy.core.atomic import write_text
 from ganstudy.evaluate.metrics import better
-from ganstudy.stats.sequential import (
-    RELABELLINGS,
-    Decision,
-    RankLaw,
-    Schedule,
-    more_needed,
-    obrien_fleming,
-    pair_laws,
-    sequential_holm,
-)
+from ganstudy.stats.sequential import RELABELLINGS, Decision, RankLaw, Schedule, obrien_fleming, take_looks
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import CONFIDENCE, Judged, write_table
 from ganstudy.stats.tests import aligned_outcomes, rank_test
@@ -66,39 +56,54 @@ def look_record(
     seed: int,
 ) -> dict:
     """Look ``look`` (1-based) of ``schedule`` on ``scores`` (the tidy table of at least its trials): every pair's
-    nominal two-sided rank-sum p at each look so far (failures as ``settings.failures`` says), the
+    nominal two-sided rank-sum p at each of its looks so far (failures as ``settings.failures`` says), the
     group-sequential Holm decisions on the relabellings of these trials within rounds (drawn from ``seed``
-    where too many to count), the alpha spent, and whether another round is needed."""
-    counts = schedule.looks[:look]
-    outcomes = trial_outcomes(scores, setups, metric, counts[-1], settings.failures)
-    nominal = {
-        (a, b): [rank_test(outcomes[a][:n], outcomes[b][:n], settings.test).p for n in counts]
-        for a, b in combinations(setups, 2)
-    }
-    laws = pair_laws(outcomes, schedule, look, seed)
-    decisions = sequential_holm(laws, schedule, settings.alpha)
+    where too many to count), the set-ups that stopped taking rounds (``stats.sequential.take_looks``), the
+    alpha spent, and whether another round is needed."""
+    outcomes = trial_outcomes(scores, setups, metric, schedule.looks[look - 1], settings.failures)
+    built: dict[tuple[tuple[str, str], int], RankLaw] = {}
+
+    def law_at(pair: tuple[str, str], looks: int) -> RankLaw:
+        if (pair, looks) not in built:
+            built[pair, looks] = RankLaw.of(outcomes[pair[0]], outcomes[pair[1]], schedule, looks, seed)
+        return built[pair, looks]
+
+    higher = better(metric) == "higher"
+    taken = take_looks(setups, law_at, schedule, look, settings.alpha, settings.stop_beaten, higher)
+    counts = schedule.looks[: taken.taken]
+    ended = {s: taken.stopped[s].look if s in taken.stopped else taken.taken for s in setups}
     return {
         "metric": metric,
         "schedule": {"first": schedule.first, "step": schedule.step, "most": schedule.most},
         "looks": list(schedule.looks),
-        "look": look,
+        "look": taken.taken,
         "trials": counts[-1],
         "alpha": settings.alpha,
-        "alpha_spent": [float(x) for x in obrien_fleming(schedule.fractions()[:look], settings.alpha)],
+        "alpha_spent": [float(x) for x in obrien_fleming(schedule.fractions()[: taken.taken], settings.alpha)],
         "relabellings": "every" if schedule.exact() else RELABELLINGS + 1,
         "seed": seed,
-        "more": more_needed(decisions, schedule, look),
+        "more": taken.more,
+        "setups": {
+            s: {
+                "trials": schedule.looks[ended[s] - 1],
+                **({"stopped_at": taken.stopped[s].look, "why": taken.stopped[s].why} if s in taken.stopped else {}),
+            }
+            for s in setups
+        },
         "decisions": [
             {
                 "setup_a": d.pair[0],
                 "setup_b": d.pair[1],
-                "nominal": [_number(p) for p in nominal[d.pair]],
+                "nominal": [
+                    _number(rank_test(outcomes[d.pair[0]][:n], outcomes[d.pair[1]][:n], settings.test).p)
+                    for n in counts[: taken.looks[d.pair]]
+                ],
                 "decided_at": None if d.look is None else d.look + 1,
                 "level": d.level,
                 "p_design": _number(d.p_design),
-                **_judged(d, laws[d.pair], counts, settings.test),
+                **_judged(d, law_at(d.pair, taken.looks[d.pair]), counts, settings.test),
             }
-            for d in decisions
+            for d in taken.decisions
         ],
     }
 
@@ -109,7 +114,7 @@ def _judged(decision: Decision, law: RankLaw, counts: tuple[int, ...], test: str
     take effect sizes at that look with intervals at one minus it. Nothing while it is open."""
     if np.isnan(decision.p_design):
         return {}
-    at = len(counts) - 1 if decision.look is None else decision.look
+    at = law.looks - 1 if decision.look is None else decision.look
     return {"judged_trials": counts[at], "boundary_p": law.boundary_p(decision.level, at, test)}
 
 
@@ -167,7 +172,8 @@ def looks_table(record: dict) -> pd.DataFrame:
     scaled = {pair: judged.p for pair, judged in judged_pairs(record).items()}
     rows = []
     for d in record["decisions"]:
-        at = d["decided_at"] or record["look"]
+        # Undecided: its last look, the study's or the one before a set-up of it stopped.
+        at = d["decided_at"] or len(d["nominal"])
         rows.append(
             {
                 "setup_a": d["setup_a"],
@@ -192,18 +198,31 @@ def looks_summary(record: dict) -> str:
         why = "one set-up has no comparison to decide"
     elif len(decided) == len(record["decisions"]):
         why = "every comparison was decided"
-    else:
+    elif taken == len(looks):
         still = len(record["decisions"]) - len(decided)
         why = f"the schedule's last look ({looks[-1]} trials) was reached with {still} open"
+    else:
+        why = "no comparison was open between set-ups still taking rounds"
     return (
         f"Trials on a schedule: looks at {', '.join(map(str, looks))} trials per set-up, {record['metric'].upper()}'s "
         f"comparisons tested by a group-sequential Holm procedure (Lan-DeMets O'Brien-Fleming spending of alpha "
         f"{record['alpha']}, rank-sum boundaries from {_relabellings(record)} of the study's own trials within "
         f"rounds, ties and failures as they are). {taken} look(s) taken, the study "
-        f"stopped at {record['trials']} trials per set-up because {why}; alpha spent by then: "
-        f"{record['alpha_spent'][-1]:.3g}. {record['metric'].upper()}'s p-values on this page are the design's "
+        f"stopped at {record['trials']} trials per set-up because {why}{_stopped_text(record)}; alpha spent by "
+        f"then: {record['alpha_spent'][-1]:.3g}. {record['metric'].upper()}'s p-values on this page are the design's "
         "(stagewise-ordered over the looks, scaled to alpha as Holm's are), valid for a study that stops as this "
         "one did."
+    )
+
+
+def _stopped_text(record: dict) -> str:
+    """The set-ups that stopped taking rounds before the study ended: at which look, why, with how many trials."""
+    stopped = {name: entry for name, entry in record.get("setups", {}).items() if "stopped_at" in entry}
+    if not stopped:
+        return ""
+    return "; " + "; ".join(
+        f"{name} stopped taking rounds after look {entry['stopped_at']} ({entry['why']}) at {entry['trials']} trials"
+        for name, entry in stopped.items()
     )
 
 

@@ -36,14 +36,14 @@ level exactly when it crossed.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping, Sequence
+import multiprocessing
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations
 from math import comb, prod
 
 import numpy as np
-import pandas as pd
 from scipy.stats import norm, rankdata
 
 from ganstudy.stats.tests import EXACT_SPLITS, rank_test
@@ -134,6 +134,8 @@ class RankLaw:
     rounds: list[np.ndarray] = field(default_factory=list, repr=False)
     labels: list[np.ndarray] = field(default_factory=list, repr=False)
     counted: bool = True
+    # The sign of the first set-up's midrank sum against its null mean at each look: +1 where its outcomes lie higher.
+    signs: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     _bounds: dict[float, np.ndarray] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -159,7 +161,8 @@ class RankLaw:
         firsts = np.cumsum([len(x) for x, _ in rounds])
         pooled = np.cumsum([len(x) + len(y) for x, y in rounds])
         centre = firsts * (pooled + 1)
-        observed = np.abs(ranks[is_first].sum(axis=0) - centre)
+        signed = ranks[is_first].sum(axis=0) - centre
+        observed = np.abs(signed)
         blocks = [ranks[round_of == r] for r in range(looks)]
         counted = schedule.exact()
         if counted:
@@ -181,6 +184,20 @@ class RankLaw:
             [np.concatenate(pair) for pair in rounds],
             labels,
             counted,
+            np.sign(signed),
+        )
+
+    def first(self, looks: int) -> RankLaw:
+        """The law at the first ``looks`` of its looks: the same boundaries, decisions and design p there as a
+        law built at that look (later rounds do not move an earlier look's boundary)."""
+        return RankLaw(
+            self.distances[:, :looks],
+            self.observed[:looks],
+            self.fractions[:looks],
+            self.rounds,
+            self.labels,
+            self.counted,
+            self.signs[:looks],
         )
 
     @property
@@ -281,24 +298,122 @@ def decide(laws: Mapping[Pair, RankLaw], alpha: float, looks: int | None = None)
     return decided
 
 
-def sequential_holm(laws: Mapping[Pair, RankLaw], schedule: Schedule, alpha: float) -> list[Decision]:
+def sequential_holm(
+    laws: Mapping[Pair, RankLaw], schedule: Schedule, alpha: float, frozen: Collection[Pair] = ()
+) -> list[Decision]:
     """``decide`` over the looks taken, with each comparison's p valid for the design (``RankLaw.design_p``):
-    at the look it was decided, or, open at the schedule's last look, there at the level it had; NaN while
-    it is open with looks to come."""
+    at the look it was decided, or, open at its last look (the schedule's, or the last before one of its
+    set-ups stopped: ``frozen``), there at the level it had; NaN while it is open with looks to come."""
     decided = decide(laws, alpha)
     still_open = max(1, len(laws) - len(decided))
     decisions = []
     for pair, law in laws.items():
         look, level = decided.get(pair, (None, alpha / still_open))
-        ended = look is not None or law.looks == len(schedule.looks)
+        ended = look is not None or law.looks == len(schedule.looks) or pair in frozen
         p = law.design_p(level, law.looks - 1 if look is None else look) if ended else float("nan")
         decisions.append(Decision(pair, look, level, p))
     return decisions
 
 
+@dataclass(frozen=True)
+class Stop:
+    """A set-up that took no more rounds: the look (1-based) after which, and why."""
+
+    look: int
+    why: str
+
+
+@dataclass(frozen=True)
+class Looks:
+    """A study's looks up to the last taken: each comparison's decision, the set-ups that stopped taking
+    rounds before the study ended, each pair's looks (fewer than those taken where a set-up stopped), and
+    whether another round follows."""
+
+    decisions: list[Decision]
+    stopped: dict[str, Stop]
+    looks: dict[Pair, int]
+    more: bool
+    taken: int
+
+
+def take_looks(
+    setups: Sequence[str],
+    law_at: Callable[[Pair, int], RankLaw],
+    schedule: Schedule,
+    taken: int,
+    alpha: float,
+    stop_beaten: bool = False,
+    higher: bool = False,
+) -> Looks:
+    """The looks 1 .. ``taken`` of a study of ``setups`` (``law_at(pair, looks)``: the pair's law at its first
+    ``looks`` looks). After each look a set-up stops taking rounds where none of its comparisons is live (open,
+    with the other set-up still taking rounds): every one decided, or, with ``stop_beaten``, once another set-up
+    beats it significantly (the direction by ``higher``: whether larger outcomes are better); its open
+    comparisons then end undecided at the look it stopped, which never raises their error. A pair's comparison
+    always takes both set-ups' trials of each of its looks. The study goes on while a comparison is live and
+    the schedule has a look left; set-ups that end with it are not counted as stopped. A study that ended
+    before ``taken`` is returned as it ended."""
+    pairs = list(combinations(setups, 2))
+    stopped: dict[str, Stop] = {}
+    for k in range(1, taken + 1):
+        looks = {pair: min([k, *(stopped[s].look for s in pair if s in stopped)]) for pair in pairs}
+        laws = {pair: law_at(pair, looks[pair]) for pair in pairs}
+        frozen = [pair for pair in pairs if looks[pair] < k]
+        decisions = sequential_holm(laws, schedule, alpha, frozen)
+        stops = _stops(decisions, laws, setups, stopped, k, stop_beaten, higher)
+        live = [d for d in decisions if d.look is None and not set(d.pair) & (set(stopped) | set(stops))]
+        more = bool(live) and k < len(schedule.looks)
+        if more:
+            stopped |= stops
+            continue
+        if k < len(schedule.looks) and any(d.look is None for d in decisions):
+            # Ended early by its stops, with comparisons undecided: these end here, and the stops say why.
+            stopped |= stops
+            decisions = sequential_holm(laws, schedule, alpha, pairs)
+        break
+    return Looks(decisions, stopped, looks, more, k)
+
+
+def _stops(
+    decisions: list[Decision],
+    laws: Mapping[Pair, RankLaw],
+    setups: Sequence[str],
+    stopped: Mapping[str, Stop],
+    look: int,
+    stop_beaten: bool,
+    higher: bool,
+) -> dict[str, Stop]:
+    """The set-ups that stop after ``look``: beaten (with ``stop_beaten``), then, until none changes, those with
+    no live comparison left."""
+    stops: dict[str, Stop] = {}
+    if stop_beaten:
+        for d in decisions:
+            if d.look is None or set(d.pair) & set(stopped):
+                continue
+            a_higher = laws[d.pair].signs[d.look] > 0
+            winner, loser = d.pair if a_higher == higher else d.pair[::-1]
+            if loser not in stops:
+                stops[loser] = Stop(look, f"{winner} beat it significantly at look {d.look + 1}")
+    changed = True
+    while changed:
+        changed = False
+        for setup in setups:
+            if setup in stopped or setup in stops:
+                continue
+            mine = [d for d in decisions if setup in d.pair]
+            live = [d for d in mine if d.look is None and not set(d.pair) & (set(stopped) | set(stops))]
+            if live:
+                continue
+            decided = all(d.look is not None for d in mine)
+            why = "every comparison decided" if decided else "no open comparison with a set-up still taking rounds"
+            stops[setup] = Stop(look, why)
+            changed = True
+    return stops
+
+
 def more_needed(decisions: list[Decision], schedule: Schedule, taken: int) -> bool:
     """Whether the study takes another round after ``taken`` looks: a comparison is open and the schedule
-    has a look left."""
+    has a look left (without set-ups that stop: ``take_looks`` says it with them)."""
     return taken < len(schedule.looks) and any(d.look is None for d in decisions)
 
 
@@ -309,34 +424,69 @@ def pair_laws(
     return {(a, b): RankLaw.of(outcomes[a], outcomes[b], schedule, looks, seed) for a, b in combinations(outcomes, 2)}
 
 
-def simulate(draws: list, schedule: Schedule, alpha: float, studies: int = 1000, seed: int = 0) -> dict[str, float]:
-    """Operating characteristics of a schedule by simulation, through the looks' own test (``pair_laws``,
-    ``decide``): ``draws`` gives each set-up's outcome sampler (rng, size) -> outcomes (inf: a failed trial
-    ranked worst); returns the share of studies that decide at least one comparison (under the null: the
-    family-wise error), the share that decide every comparison, and the mean trials per set-up used (a
-    study stops once every comparison is decided). Each study draws its relabellings from its own seed."""
+def _views(full: Mapping[Pair, RankLaw]) -> Callable[[Pair, int], RankLaw]:
+    """Each pair's law at its first n looks from its law of every look (``RankLaw.first``), one view per pair
+    and n, so that its boundaries are found once."""
+    views: dict[tuple[Pair, int], RankLaw] = {}
+
+    def law_at(pair: Pair, n: int) -> RankLaw:
+        if (pair, n) not in views:
+            views[pair, n] = full[pair].first(n)
+        return views[pair, n]
+
+    return law_at
+
+
+def simulate(
+    draws: list,
+    schedule: Schedule,
+    alpha: float,
+    studies: int = 1000,
+    seed: int = 0,
+    stop_beaten: bool = False,
+    higher: bool = False,
+    alike: Collection[tuple[int, int]] = (),
+) -> dict[str, float]:
+    """Operating characteristics of a schedule by simulation, through the looks' own test (``take_looks``):
+    ``draws`` gives each set-up's outcome sampler (rng, size) -> outcomes (inf: a failed trial ranked worst).
+    Returns the share of studies that decide at least one comparison (under the null: the family-wise
+    error), the share that decide every comparison, the mean trials per set-up used (a set-up stops once
+    none of its comparisons is live; with ``stop_beaten``, also once beaten) and those had every set-up
+    taken every round until the study ended; with ``alike`` (pairs of set-up indices drawn alike), the share
+    of studies that decide one of them (the family-wise error), the mean share of the other comparisons
+    decided (power) and of those of the first set-up. Each study draws its relabellings from its own seed."""
     rng = np.random.default_rng(seed)
     scores = [np.reshape(draw(rng, studies * schedule.most), (studies, schedule.most)) for draw in draws]
     names = [str(i) for i in range(len(draws))]
-    any_decided = all_decided = 0
-    used = []
+    nulls = {(str(a), str(b)) for a, b in alike}
+    tallies: dict[str, list[float]] = {key: [] for key in ("any", "all", "used", "rounds", "error", "power", "first")}
     for study in range(studies):
         outcomes = {name: setup[study] for name, setup in zip(names, scores)}
-        # Look k's decisions from the laws of every look: the same as a law of the first k looks (rounds
-        # after k do not move look k's boundaries), computed once.
-        laws = pair_laws(outcomes, schedule, len(schedule.looks), (seed, study))
-        for k in range(1, len(schedule.looks) + 1):
-            decided = decide(laws, alpha, k)
-            if len(decided) == len(laws):
-                break
-        used.append(schedule.looks[k - 1])
-        any_decided += bool(decided)
-        all_decided += len(decided) == len(laws)
-    return {
-        "decides_any": any_decided / studies,
-        "decides_all": all_decided / studies,
-        "mean_trials": float(np.mean(used)),
+        # Every look's law from one law of all looks: the same as a law of the first k (rounds after k do not
+        # move look k's boundaries), computed once.
+        law_at = _views(pair_laws(outcomes, schedule, len(schedule.looks), (seed, study)))
+        looks = take_looks(names, law_at, schedule, len(schedule.looks), alpha, stop_beaten, higher)
+        ended = [looks.stopped[name].look if name in looks.stopped else looks.taken for name in names]
+        decided = {d.pair: d.look is not None for d in looks.decisions}
+        tallies["any"].append(any(decided.values()))
+        tallies["all"].append(all(decided.values()))
+        tallies["used"].append(np.mean([schedule.looks[look - 1] for look in ended]))
+        tallies["rounds"].append(schedule.looks[looks.taken - 1])
+        tallies["error"].append(any(decided[pair] for pair in nulls))
+        different = [decided[pair] for pair in decided if pair not in nulls]
+        tallies["power"].append(np.mean(different) if different else np.nan)
+        firsts = [decided[pair] for pair in decided if pair not in nulls and "0" in pair]
+        tallies["first"].append(np.mean(firsts) if firsts else np.nan)
+    result = {
+        "decides_any": float(np.mean(tallies["any"])),
+        "decides_all": float(np.mean(tallies["all"])),
+        "mean_trials": float(np.mean(tallies["used"])),
+        "every_round_trials": float(np.mean(tallies["rounds"])),
     }
+    if nulls:
+        result |= {key: float(np.mean(tallies[name])) for key, name in (("error", "error"), ("power", "power"))}
+        result["power_first"] = float(np.mean(tallies["first"]))
+    return result
 
 
 # Simulated studies behind the probability that a schedule decides a comparison at the effect its trials show.
@@ -393,35 +543,69 @@ def _interval(share: float, studies: int) -> str:
     return f"[{centre - half:.4f}, {centre + half:.4f}]"
 
 
-def operating_table(schedule: Schedule, alpha: float, studies: int, seed: int = 0) -> pd.DataFrame:
-    """The schedule on null studies (2 and 3 set-ups alike, each of NULL_CASES: the family-wise error, with
-    its 95% interval) and, against the fixed design of its most trials, on two set-ups shifted by SHIFTS sd
-    (power, mean trials); each row's studies drawn from the same seed."""
+@dataclass(frozen=True)
+class Row:
+    """One simulated row of the page: a case, a design, its set-ups' draws (names: NULL_CASES or "shift X"),
+    the stopping rule and the set-ups drawn alike."""
+
+    case: str
+    design: str
+    schedule: Schedule
+    draws: tuple[str, ...]
+    stop_beaten: bool = False
+    alike: tuple[tuple[int, int], ...] = ()
+
+
+def _draw(name: str) -> Callable[[np.random.Generator, int], np.ndarray]:
+    return _normal(float(name.removeprefix("shift "))) if name.startswith("shift ") else NULL_CASES[name]
+
+
+def operating_rows(schedule: Schedule) -> list[Row]:
+    """The schedule on null studies (2 and 3 set-ups alike, each of NULL_CASES: the family-wise error) and,
+    against the fixed design of its most trials, on two set-ups shifted by SHIFTS sd (power, mean trials)."""
     fixed = Schedule(schedule.most, 1, schedule.most)
-    rows = []
-    for setups in (2, 3):
-        for name, draw in NULL_CASES.items():
-            result = simulate([draw] * setups, schedule, alpha, studies, seed)
-            rows.append({"case": f"null, {setups} set-ups, {name}", "design": "sequential", **result})
-    for shift in SHIFTS:
-        for design_name, design in (("sequential", schedule), ("fixed", fixed)):
-            result = simulate([_normal(shift), _normal()], design, alpha, studies, seed)
-            rows.append({"case": f"{shift} sd apart", "design": design_name, **result})
-    table = pd.DataFrame(rows)
-    table["interval"] = [_interval(share, studies) for share in table.decides_any]
-    return table
+    rows = [
+        Row(f"null, {setups} set-ups, {name}", "sequential", schedule, (name,) * setups)
+        for setups in (2, 3)
+        for name in NULL_CASES
+    ]
+    return rows + [
+        Row(f"{shift} sd apart", design_name, design, (f"shift {shift}", "normal"))
+        for shift in SHIFTS
+        for design_name, design in (("sequential", schedule), ("fixed", fixed))
+    ]
+
+
+# A sweep of 9 set-ups (lower is better), in pairs alike: the best two, one 0.5 sd behind, and six clearly worse.
+SWEEP = (0.0, 0.0, 0.5, 1.5, 1.5, 2.0, 2.0, 3.0, 3.0)
+
+
+def sweep_rows(schedule: Schedule) -> list[Row]:
+    """The sweep under each stopping rule: a set-up stops once its comparisons are decided, or also once beaten."""
+    alike = tuple((a, b) for a, b in combinations(range(len(SWEEP)), 2) if SWEEP[a] == SWEEP[b])
+    draws = tuple(f"shift {shift}" for shift in SWEEP)
+    return [
+        Row("sweep of 9", rule, schedule, draws, stop_beaten, alike)
+        for rule, stop_beaten in (("stops once decided", False), ("also stops once beaten", True))
+    ]
+
+
+def _simulated(row: Row, alpha: float, studies: int) -> dict[str, float]:
+    draws = [_draw(name) for name in row.draws]
+    return simulate(draws, row.schedule, alpha, studies, 0, row.stop_beaten, alike=row.alike)
 
 
 PAGE = """# Sequential designs: error, power and trials, simulated
 
-Made by `python -m ganstudy.stats.sequential --studies {studies} --out docs/sequential-design.md` (seeded:
-the same tables on any machine; the method is in [the guide](guide.md#statistics)). Each study is run
-through the looks' own test, the one the workflow runs (`ganstudy.stats.sequential`: boundaries from the
-relabellings of the study's own scores within rounds, O'Brien-Fleming spending of alpha {alpha},
-group-sequential Holm), with its ties and failed trials (ranked worst, the default of
-`statistics.failures`). decides_any under the null is the family-wise error over all looks and comparisons
-(with its 95% interval); decides_all, the power to decide every comparison; mean_trials, the trials per
-set-up a study took (it stops once every comparison is decided). {studies} simulated studies per row.
+Made by `python -m ganstudy.stats.sequential --studies {studies} --sweep-studies {sweep_studies} --workers 2
+--out docs/sequential-design.md` (seeded: the same tables on any machine; the method is in
+[the guide](guide.md#statistics)). Each study is run through the looks' own test, the one the workflow runs
+(`ganstudy.stats.sequential.take_looks`: boundaries from the relabellings of the study's own scores within
+rounds, O'Brien-Fleming spending of alpha {alpha}, group-sequential Holm), with its ties and failed trials
+(ranked worst, the default of `statistics.failures`). decides_any under the null is the family-wise error over
+all looks and comparisons (with its 95% interval); decides_all, the power to decide every comparison;
+mean_trials, the trials per set-up a study took (a set-up stops once none of its comparisons is open with a
+set-up still taking rounds). {studies} simulated studies per row.
 """
 
 SECTION = """
@@ -431,8 +615,20 @@ Looks at {looks} trials per set-up against the fixed design of {most} ({method})
 
 """
 
+SWEEP_SECTION = """
+## A sweep: set-ups that stop when their questions are answered
 
-def _section(schedule: Schedule, table: pd.DataFrame) -> str:
+Nine set-ups on schedule {looks} (lower is better, normal scores of sd 1, shifted by {shifts}: pairs drawn
+alike, the best two, one 0.5 sd behind and six clearly worse), {studies} simulated studies per row. error: the
+share of studies that decide a comparison of two set-ups drawn alike (the family-wise error, with its 95%
+interval); power: the mean share of the other comparisons decided; power (best): of those of the first
+set-up; mean_trials: per set-up. "every set-up every round" trains every set-up until the study ends, with the
+same decisions as "stops once decided" (a set-up whose comparisons are all decided changes none by stopping).
+
+"""
+
+
+def _section(schedule: Schedule, rows: list[Row], results: list[dict[str, float]], studies: int) -> str:
     method = (
         "every relabelling counted"
         if schedule.exact()
@@ -443,11 +639,29 @@ def _section(schedule: Schedule, table: pd.DataFrame) -> str:
         "|---|---|---:|---|---:|---:|",
     ]
     lines += [
-        f"| {r.case} | {r.design} | {r.decides_any:.4f} | {r.interval} | {r.decides_all:.4f} | {r.mean_trials:.2f} |"
-        for r in table.itertuples()
+        f"| {row.case} | {row.design} | {r['decides_any']:.4f} | {_interval(r['decides_any'], studies)} | "
+        f"{r['decides_all']:.4f} | {r['mean_trials']:.2f} |"
+        for row, r in zip(rows, results)
     ]
     looks = ", ".join(map(str, schedule.looks))
     return SECTION.format(looks=looks, most=schedule.most, method=method) + "\n".join(lines) + "\n"
+
+
+def _sweep_section(schedule: Schedule, rows: list[Row], results: list[dict[str, float]], studies: int) -> str:
+    every = results[0] | {"mean_trials": results[0]["every_round_trials"]}
+    lines = [
+        "| set-ups | error | 95% interval | power | power (best) | mean_trials | trials saved |",
+        "|---|---:|---|---:|---:|---:|---:|",
+    ]
+    for name, r in (("every set-up every round", every), *((row.design, r) for row, r in zip(rows, results))):
+        saved = 1 - r["mean_trials"] / every["mean_trials"]
+        lines.append(
+            f"| {name} | {r['error']:.4f} | {_interval(r['error'], studies)} | {r['power']:.3f} | "
+            f"{r['power_first']:.3f} | {r['mean_trials']:.2f} | {saved:.0%} |"
+        )
+    looks = ", ".join(map(str, schedule.looks))
+    shifts = ", ".join(f"{shift:g}" for shift in SWEEP)
+    return SWEEP_SECTION.format(looks=looks, shifts=shifts, studies=studies) + "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -457,17 +671,28 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--studies", type=int, default=20_000, help="simulated studies per row (20,000)")
+    parser.add_argument("--sweep-studies", type=int, default=1000, help="simulated sweeps per row (1,000)")
+    parser.add_argument("--workers", type=int, default=1, help="processes that simulate rows side by side")
     parser.add_argument("--out", help="write the page here (docs/sequential-design.md) instead of printing the tables")
     args = parser.parse_args(argv)
-    sections = []
-    for text in args.schedules:
-        schedule = Schedule(*(int(part) for part in text.split(",")))
-        sections.append(_section(schedule, operating_table(schedule, args.alpha, args.studies)))
-        if args.out is None:
-            print(sections[-1], end="", flush=True)
-    if args.out is not None:
-        with open(args.out, "w") as handle:
-            handle.write(PAGE.format(studies=args.studies, alpha=args.alpha) + "".join(sections))
+    schedules = [Schedule(*(int(part) for part in text.split(","))) for text in args.schedules]
+    tables = [(operating_rows(schedule), args.studies) for schedule in schedules]
+    tables.append((sweep_rows(schedules[-1]), args.sweep_studies))
+    jobs = [(row, args.alpha, studies) for rows, studies in tables for row in rows]
+    with multiprocessing.get_context("fork").Pool(args.workers) as pool:
+        results = iter(pool.starmap(_simulated, jobs, chunksize=1))
+    sections = [
+        _section(schedule, rows, [next(results) for _ in rows], studies)
+        for schedule, (rows, studies) in zip(schedules, tables)
+    ]
+    sweep, studies = tables[-1]
+    sections.append(_sweep_section(schedules[-1], sweep, [next(results) for _ in sweep], studies))
+    page = PAGE.format(studies=args.studies, sweep_studies=args.sweep_studies, alpha=args.alpha) + "".join(sections)
+    if args.out is None:
+        print(page, end="")
+        return
+    with open(args.out, "w") as handle:
+        handle.write(page)
 
 
 if __name__ == "__main__":

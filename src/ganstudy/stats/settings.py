@@ -22,6 +22,7 @@ class StatisticsSettings:
     test: str = _STATISTICS["test"]
     failures: str = _STATISTICS["failures"]
     alpha: float = _STATISTICS["alpha"]
+    stop_beaten: bool = _STATISTICS["stop_beaten"]
     primary_metric: str | None = _STATISTICS["primary_metric"]
     convergence_window: float = _STATISTICS["convergence_window"]
     convergence_tolerance: float = _STATISTICS["convergence_tolerance"]
