@@ -21,7 +21,6 @@ from ganstudy.stats.sequential import (
     RankLaw,
     Schedule,
     decide,
-    more_needed,
     obrien_fleming,
     pair_laws,
     sequential_holm,
@@ -130,7 +129,7 @@ def test_a_look_computed_later_gives_the_earlier_looks_boundaries_decisions_and_
     every = pair_laws(outcomes, schedule, len(schedule.looks), 2026)
     for k in range(1, len(schedule.looks) + 1):
         at_k = pair_laws(outcomes, schedule, k, 2026)
-        assert decide(at_k, 0.05) == decide(every, 0.05, k)
+        assert decide(at_k, 0.05) == decide({pair: law.first(k) for pair, law in every.items()}, 0.05)
         for pair, law in at_k.items():
             assert np.array_equal(law.boundaries(0.05 / 3), every[pair].boundaries(0.05 / 3)[:k])
             assert law.design_p(0.05, k - 1) == pytest.approx(every[pair].design_p(0.05, k - 1), abs=1e-12)
@@ -150,14 +149,14 @@ def test_holm_passes_a_decided_comparisons_share_to_the_others():
     assert decide(laws, 0.05) == {("a", "b"): (1, 0.025), ("a", "c"): (1, 0.05)}
     schedule = Schedule(4, 4, 8)
     decisions = sequential_holm(laws, schedule, 0.05)
-    assert [d.look for d in decisions] == [1, 1] and not more_needed(decisions, schedule, 2)
+    assert [d.look for d in decisions] == [1, 1]
     assert all(d.p_design <= d.level for d in decisions)
     # Without a vs b's crossing, a vs c stays open at alpha/2; at the first look, with one to come, no design p.
     alone = {("a", "b"): law_with([0, 0]), ("a", "c"): law_with([0, whole[1] + 1])}
     assert [d.look for d in sequential_holm(alone, schedule, 0.05)] == [None, None]
     first = {pair: RankLaw(law.distances[:, :1], law.observed[:1], law.fractions[:1]) for pair, law in alone.items()}
     decisions = sequential_holm(first, schedule, 0.05)
-    assert all(np.isnan(d.p_design) for d in decisions) and more_needed(decisions, schedule, 1)
+    assert all(np.isnan(d.p_design) for d in decisions)
 
 
 def test_at_the_last_look_the_design_p_is_below_the_level_exactly_where_the_boundary_is_crossed():
@@ -232,6 +231,8 @@ def test_the_operating_page_is_made_by_its_command(tmp_path):
             "ganstudy.stats.sequential",
             "--studies",
             "40",
+            "--sweep-studies",
+            "5",
             "--schedules",
             "4,2,6",
             "--out",
@@ -244,6 +245,7 @@ def test_the_operating_page_is_made_by_its_command(tmp_path):
     text = out.read_text()
     assert "## Schedule 4, 6" in text and "every relabelling counted" in text
     assert text.count("| null, ") == 10 and text.count("| fixed |") == 3
+    assert "## A sweep" in text and text.count("| also stops once beaten |") == 1
 
 
 # Set-up a's trials below every other; b's and c's interleaved (issue 95, item 4).

@@ -222,10 +222,9 @@ class RankLaw:
             self._bounds[level] = bounds
         return self._bounds[level]
 
-    def crossing(self, level: float, looks: int | None = None) -> int | None:
-        """The first look (0-based) among the first ``looks`` at which the statistic crosses ``level``'s
-        boundary; None where it does not."""
-        crossed = self.observed[:looks] > self.boundaries(level)[:looks]
+    def crossing(self, level: float) -> int | None:
+        """The first look (0-based) at which the statistic crosses ``level``'s boundary; None where it does not."""
+        crossed = self.observed > self.boundaries(level)
         return int(np.argmax(crossed)) if crossed.any() else None
 
     def boundary_p(self, level: float, at: int, test: str = "auto") -> float:
@@ -280,9 +279,9 @@ class Decision:
     p_design: float
 
 
-def decide(laws: Mapping[Pair, RankLaw], alpha: float, looks: int | None = None) -> dict[Pair, tuple[int, float]]:
-    """The group-sequential Holm procedure over the first ``looks`` looks (all taken: None): every open
-    comparison is tested at alpha / (open comparisons); one that crosses its boundary at a look taken is
+def decide(laws: Mapping[Pair, RankLaw], alpha: float) -> dict[Pair, tuple[int, float]]:
+    """The group-sequential Holm procedure over each comparison's looks: every open comparison is tested at
+    alpha / (open comparisons); one that crosses its boundary at a look taken is
     decided, and its share passes to the others, which are tested again at the larger level (its boundaries
     at every look taken), until none crosses. Returns each decided pair's first crossing look (0-based) and
     the level it was decided at."""
@@ -290,7 +289,7 @@ def decide(laws: Mapping[Pair, RankLaw], alpha: float, looks: int | None = None)
     while len(decided) < len(laws):
         open_pairs = [pair for pair in laws if pair not in decided]
         level = alpha / len(open_pairs)
-        crossing = {pair: laws[pair].crossing(level, looks) for pair in open_pairs}
+        crossing = {pair: laws[pair].crossing(level) for pair in open_pairs}
         crossing = {pair: look for pair, look in crossing.items() if look is not None}
         if not crossing:
             break
@@ -409,12 +408,6 @@ def _stops(
             stops[setup] = Stop(look, why)
             changed = True
     return stops
-
-
-def more_needed(decisions: list[Decision], schedule: Schedule, taken: int) -> bool:
-    """Whether the study takes another round after ``taken`` looks: a comparison is open and the schedule
-    has a look left (without set-ups that stop: ``take_looks`` says it with them)."""
-    return taken < len(schedule.looks) and any(d.look is None for d in decisions)
 
 
 def pair_laws(
