@@ -596,11 +596,12 @@ def test_a_set_up_written_twice_stops_the_plan_naming_the_key_and_both_lines(tmp
     ]
 
 
-def test_config_on_the_command_line_keeps_the_profile_s_site(env):
+def test_config_on_the_command_line_keeps_the_profile_s_site(tmp_path, env):
     # --config replaces the profile's config list, its site= entry included; the plan takes the site from the
-    # profile folder instead and says so (test_cluster_profiles runs cluster jobs that need it too).
+    # profile folder instead and says so (test_cluster_profiles runs cluster jobs that need it too). The
+    # results go to the test's folder: the checkout's own may hold the user's finished study.
     done = subprocess.run(
-        ["snakemake", "--profile", "slurm-gpu", "-n", "--config", "trials=1"],
+        ["snakemake", "--profile", "slurm-gpu", "-n", "--config", "trials=1", f"results_dir={tmp_path / 'results'}"],
         cwd=REPO,
         capture_output=True,
         text=True,

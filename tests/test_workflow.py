@@ -102,8 +102,16 @@ def report_captions(workdir: Path, config: dict, env: dict) -> dict[str, str]:
     return captions
 
 
-def test_dry_run_of_the_default_study_lists_every_job(env):
-    done = subprocess.run(["snakemake", "-n", "--forceall"], cwd=REPO, capture_output=True, text=True, env=env)
+def elsewhere(tmp_path: Path) -> list[str]:
+    """Snakemake's arguments that keep the checkout's own study folder out of a test: the default study's results
+    in a folder of the test's (the user's `make run` may have finished results/digits_grid, or be running)."""
+    return ["--config", f"results_dir={tmp_path / 'results'}"]
+
+
+def test_dry_run_of_the_default_study_lists_every_job(tmp_path, env):
+    done = subprocess.run(
+        ["snakemake", "-n", "--forceall", *elsewhere(tmp_path)], cwd=REPO, capture_output=True, text=True, env=env
+    )
     assert done.returncode == 0, done.stderr
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     jobs = {
@@ -118,9 +126,11 @@ def test_dry_run_of_the_default_study_lists_every_job(env):
     assert jobs["prepare_dataset"] == jobs["train_classifier"] == jobs["stats"] == 1
 
 
-def test_training_jobs_start_longest_first(env):
+def test_training_jobs_start_longest_first(tmp_path, env):
     # Priority = pair-iterations per rank: a 2x2 grid on one rank does 4 pairs' work each iteration.
-    done = subprocess.run(["snakemake", "-n", "--forceall"], cwd=REPO, capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        ["snakemake", "-n", "--forceall", *elsewhere(tmp_path)], cwd=REPO, capture_output=True, text=True, env=env
+    )
     assert done.returncode == 0, done.stderr
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     priorities = dict(re.findall(r"wildcards: setup=(\w+), trial=\d+\n\s+priority: ([\d.]+)", done.stdout))
