@@ -711,8 +711,9 @@ def _metric_tables(
         out,
         f"pairs_{metric}",
         pairs,
-        f"{metric.upper()}: pairwise rank-sum p-values, Holm-adjusted, A12 of a over b and the shift a - b "
-        f"({direction})",
+        f"{metric.upper()}: pairwise rank-sum p-values, "
+        f"{'the sequential design p in p_holm' if design is not None else 'Holm-adjusted'}, A12 of a over b and the "
+        f"shift a - b ({direction})",
         False,
         digits,
         [method, *footnotes],
