@@ -26,11 +26,11 @@ from ganstudy.report.report_page import write_report_page
 from ganstudy.stats.convergence import convergence_notes
 from ganstudy.stats.hardware import hardware_notes
 from ganstudy.stats.looks import looks_summary, looks_table
-from ganstudy.stats.power import BUDGETS, MOST_TRIALS, RANGE, TrialsNeeded
+from ganstudy.stats.power import BUDGETS, MOST_TRIALS, RANGE, TrialsNeeded, power_columns
 from ganstudy.stats.protocol import protocol_notes
 from ganstudy.stats.reproduction import CLAIM_NOTE
 from ganstudy.stats.settings import StatisticsSettings
-from ganstudy.stats.summary import _fmt, cost_column, markdown_table, read_tables
+from ganstudy.stats.summary import BUDGET_COLUMNS, CONFIDENCE, _fmt, cost_column, markdown_table, read_tables
 from ganstudy.study.folder import StudyFolder
 
 # Fewer finite trials than this have no spread: such a set-up is ranked after those that have one.
@@ -56,12 +56,7 @@ HOLM = Words()
 DESIGN = Words("design p", "raise the schedule's most, trials.most", "design")
 
 # The pairs table's columns that the page takes as they are: the intervals' level and what budgets buy.
-PLAN_COLUMNS = [
-    "confidence",
-    "budget",
-    *(f"power_{times}x{end}" for times in BUDGETS for end in ("", "_low", "_high")),
-    "schedule_power",
-]
+PLAN_COLUMNS = ["confidence", *BUDGET_COLUMNS]
 TEST_COLUMNS = [
     "p_holm",
     "smallest_p_holm",
@@ -204,7 +199,7 @@ def ranking_table(ranked: pd.DataFrame, converged: dict[str, str], digits: int, 
 def _effect(row: pd.Series | tuple, digits: int) -> str:
     """A12 with its interval where the pairs table gives one, the magnitude where the test is significant,
     and the shift with its interval; intervals at a level other than 95% (a schedule's) say theirs."""
-    level = "" if row.confidence == 0.95 else f"the design's {row.confidence:.2%} intervals: "
+    level = "" if row.confidence == CONFIDENCE else f"the design's {row.confidence:.2%} intervals: "
     text = f"{level}A12 = {row.a12_first:.2f}"
     if np.isfinite(row.a12_first_low):
         text += f" [{row.a12_first_low:.2f}, {row.a12_first_high:.2f}]"
@@ -272,7 +267,7 @@ def _budgets(row: pd.Series | tuple, first: pd.Series, cost: tuple[str, str], wo
     parts = []
     for times in BUDGETS:
         trials = row.budget * times
-        median, low, high = (getattr(row, f"power_{times}x{end}") for end in ("", "_low", "_high"))
+        median, low, high = (getattr(row, column) for column in power_columns(times))
         more = _more_cost(trials, row, first, cost)
         spend = f", {_fmt(more, 2)} {cost[1]} more" if np.isfinite(more) and more > 0 else ""
         parts.append(f"{median:.2f} ({RANGE:.0%} range {low:.2f} to {high:.2f}) at {trials:.0f}{spend}")

@@ -156,6 +156,11 @@ def _spread(values: Sequence[float]) -> tuple[float, float, float]:
 BUDGETS = (1, 2, 4)
 
 
+def power_columns(times: int) -> tuple[str, str, str]:
+    """The pairs table's columns of the power at ``times`` the budget: its median and its range's ends."""
+    return f"power_{times}x", f"power_{times}x_low", f"power_{times}x_high"
+
+
 def power_at_budgets(
     x: Sequence[float],
     y: Sequence[float],

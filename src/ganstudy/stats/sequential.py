@@ -161,7 +161,8 @@ class RankLaw:
         firsts = np.cumsum([len(x) for x, _ in rounds])
         pooled = np.cumsum([len(x) + len(y) for x, y in rounds])
         centre = firsts * (pooled + 1)
-        signed = ranks[is_first].sum(axis=0) - centre
+        observed_sums = ranks[is_first].sum(axis=0)
+        signed = observed_sums - centre
         observed = np.abs(signed)
         blocks = [ranks[round_of == r] for r in range(looks)]
         counted = schedule.exact()
@@ -176,7 +177,7 @@ class RankLaw:
         else:
             labels = [_drawn_labellings(_seed(seed), r, len(x) + len(y), len(x)) for r, (x, y) in enumerate(rounds)]
             drawn = sum(labelling @ block for labelling, block in zip(labels, blocks))
-            sums = np.vstack([ranks[is_first].sum(axis=0), drawn])
+            sums = np.vstack([observed_sums, drawn])
         return cls(
             np.abs(sums - centre.astype(np.int32)).astype(np.int32),
             observed,

@@ -28,6 +28,7 @@ from ganstudy.stats.power import (
     SIMULATIONS,
     TARGET_POWER,
     power_at_budgets,
+    power_columns,
     trials_for_power,
 )
 from ganstudy.stats.protocol import protocol_notes
@@ -69,6 +70,8 @@ SUMMARY_COLUMNS = [
     "pareto",
     "note",
 ]
+# What bigger budgets buy (stats.power.power_at_budgets) and, on a schedule, its chance at the effect seen.
+BUDGET_COLUMNS = ["budget", *(column for times in BUDGETS for column in power_columns(times)), "schedule_power"]
 PAIR_COLUMNS = [
     "setup_a",
     "setup_b",
@@ -90,9 +93,7 @@ PAIR_COLUMNS = [
     "trials_for_power",
     "trials_for_power_low",
     "trials_for_power_high",
-    "budget",
-    *(f"power_{times}x{end}" for times in BUDGETS for end in ("", "_low", "_high")),
-    "schedule_power",
+    *BUDGET_COLUMNS,
     "note",
 ]
 CONFIDENCE = 0.95
@@ -367,7 +368,7 @@ def _plans(
         table.loc[index, "budget"] = budget
         powers = power_at_budgets(x, y, settings.test, settings.alpha, len(table), budget)
         for times, spread in zip(BUDGETS, powers):
-            table.loc[index, [f"power_{times}x", f"power_{times}x_low", f"power_{times}x_high"]] = spread
+            table.loc[index, list(power_columns(times))] = spread
         if judged is not None:
             # Holm's first step, as the plans: the comparison's share of alpha were every one open.
             table.loc[index, "schedule_power"] = schedule_power(x, y, judged.schedule, settings.alpha / len(table))
