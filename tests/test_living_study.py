@@ -494,6 +494,89 @@ def test_a_changed_set_up_is_seen_without_snakemake_s_metadata_and_its_runs_are_
     assert planned(snakemake(tmp_path, changed, "-n", env=env)) == {}
 
 
+def _dates(study: Path) -> dict[str, int]:
+    return {str(path.relative_to(study)): path.stat().st_mtime_ns for path in study.rglob("*") if path.is_file()}
+
+
+def test_a_study_moved_copied_linked_or_named_by_an_absolute_path_trains_nothing(living, tmp_path, env):
+    # Where a study's folder lies never decides what is redone: results moved from scratch to project space,
+    # shared, or reached through another mount. No Snakemake metadata follows the folder to its new path.
+    work = tmp_path / "work"
+    work.mkdir()
+    subprocess.run(["cp", "-a", str(living / "results"), str(work / "copied")], check=True)
+    (work / "elsewhere").mkdir()
+    moved = work / "elsewhere" / "moved"
+    (work / "link").symlink_to(moved)
+    dates = _dates(work / "copied" / STUDY)
+    for results_dir, before in (("copied", None), ("elsewhere/moved", "copied"), ("link", None), (str(moved), None)):
+        if before is not None:
+            subprocess.run(["mv", str(work / before), str(work / results_dir)], check=True)
+        plan = snakemake(work, _with(results_dir=results_dir), "-n", env=env)
+        assert planned(plan) == {}, (results_dir, said(plan)[-3000:])
+        assert "no longer match" not in said(plan), said(plan)[-3000:]
+    # A real run through the absolute path rewrites the arguments files for the folder's new name, keeping their
+    # dates, and redoes nothing; every other file is as it was.
+    done = snakemake(work, _with(results_dir=str(moved)), "--cores", "1", env=env)
+    assert done.returncode == 0 and "Nothing to be done" in said(done), said(done)[-3000:]
+    assert "it was written when the study's folder lay elsewhere" in said(done), said(done)[-3000:]
+    study = moved / STUDY
+    arguments = (study / "arguments" / "train" / SMALL / "trial0.args").read_text()
+    assert f"{study}/runs/{SMALL}/trial0\n" in arguments, arguments
+    assert {path: date for path, date in _dates(study).items() if not path.startswith("logs/")} == {
+        path: date for path, date in dates.items() if not path.startswith("logs/")
+    }
+    # The answer page's figures are found where it lies now.
+    figures = re.findall(r"\]\((figures/[^)]+)\)", (study / "summary.md").read_text())
+    assert figures and all((study / figure).is_file() for figure in figures), figures
+    # A real change after the move retrains just its set-up.
+    changed = _with({**LIVING["setups"], SMALL: {**LIVING["setups"][SMALL], "lr": 1e-4}}, results_dir="link")
+    jobs = planned(snakemake(work, changed, "-n", env=env))
+    assert (
+        jobs.get("train") == 2 and jobs.get("evaluate") == 2 and not {"prepare_dataset", "train_classifier"} & set(jobs)
+    ), jobs
+
+
+def _named_from_the_working_directory(record: dict, results_dir: str) -> dict:
+    """A job record as releases before relocatable studies wrote it: the study's files named by their path from
+    the working directory."""
+    inputs = {
+        name: path if name == "inception" or path is None else f"{results_dir}/{STUDY}/{path}"
+        for name, path in record["inputs"].items()
+    }
+    return {**record, "inputs": inputs}
+
+
+def test_a_study_whose_job_files_name_its_files_by_their_old_paths_trains_nothing(living, tmp_path, env):
+    # The finished study as the release before this one left it: its job files and runs' records name the data,
+    # classifier and statistics by "results/<study>/..." The upgrade recognises the same jobs, rewrites the job
+    # files in the new form with their dates, and trains nothing, also once the folder has moved.
+    shutil.copytree(living / "results", tmp_path / "results", symlinks=True)
+    study = tmp_path / "results" / STUDY
+    old = [study / "jobs" / f"{setup}.json" for setup in LIVING["setups"]]
+    for path in old + sorted(study.glob("runs/*/trial*/run.json")):
+        dated = path.stat().st_mtime_ns
+        record = json.loads(path.read_text())
+        if "job" in record:
+            record["job"] = _named_from_the_working_directory(record["job"], "results")
+        else:
+            record = _named_from_the_working_directory(record, "results")
+        path.write_text(json.dumps(record))
+        os.utime(path, ns=(dated, dated))
+    assert json.loads(old[0].read_text())["inputs"]["train"] == f"results/{STUDY}/data/train.npz"
+    dates = {path: path.stat().st_mtime_ns for path in old}
+    assert planned(snakemake(tmp_path, LIVING, "-n", env=env)) == {}
+    shutil.move(tmp_path / "results", tmp_path / "project")
+    plan = snakemake(tmp_path, _with(results_dir="project"), "-n", env=env)
+    assert planned(plan) == {} and "no longer match" not in said(plan), said(plan)[-3000:]
+    done = snakemake(tmp_path, _with(results_dir="project"), "--cores", "1", env=env)
+    assert done.returncode == 0 and "Nothing to be done" in said(done), said(done)[-3000:]
+    assert "naming the study's files from its folder: the same job, nothing to redo" in said(done)
+    for path in old:
+        moved = tmp_path / "project" / path.relative_to(tmp_path / "results")
+        assert json.loads(moved.read_text())["inputs"]["train"] == "data/train.npz"
+        assert moved.stat().st_mtime_ns == dates[path]
+
+
 def test_a_run_archived_by_a_run_that_stopped_early_or_deleted_by_hand_is_trained_again(living, tmp_path, env):
     # Snakemake redoes a missing file only for a job that needs it, and the tables made from the old runs
     # are still there: without the runs among the study's targets, the next run would keep tables that

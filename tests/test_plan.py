@@ -26,10 +26,11 @@ from ganstudy.plan.study_files import (
     moved_to_spec,
     out_of_date,
     refresh,
+    relocated,
     results_dir_problem,
     stale_files,
 )
-from ganstudy.train.job import job_settings
+from ganstudy.train.job import job_settings, older_paths_named
 from test_workflow import SHRUNKEN, snakemake
 
 
@@ -348,6 +349,46 @@ def test_an_arguments_file_that_says_something_else_is_stale_until_written(tmp_p
     other = files.record("stats", ["--out", "x"])
     files.write_all(said.append)
     assert other.stat().st_mtime > 0
+
+
+def test_an_arguments_file_of_a_study_whose_folder_lay_elsewhere_is_the_same_job_and_keeps_its_date(tmp_path):
+    current = ["--spec", "/new/s/specs/evaluation.json", "--generator", "/new/s/runs/a/trial0/generator.pt"]
+    current += ["--trial", 0]
+    older = "--spec\nresults/s/specs/evaluation.json\n--generator\nresults/s/runs/a/trial0/generator.pt\n--trial\n0\n"
+    files = ArgumentsFiles(tmp_path / "arguments", made_before=False, root="/new/s")
+    path = files.path("evaluate/a/trial0")
+    path.parent.mkdir(parents=True)
+    path.write_text(older)
+    os.utime(path, (1000, 1000))
+    files.record("evaluate/a/trial0", current)
+    assert files.stale == set()
+    said: list[str] = []
+    files.write_all(said.append)
+    assert path.read_text().splitlines() == list(map(str, current)) and path.stat().st_mtime == 1000
+    assert said == [
+        f"rewrote {path} in the current form: it was written when the study's folder lay elsewhere, now at /new/s, "
+        "nothing to redo"
+    ]
+    text = "".join(f"{line}\n" for line in current)
+    # Another file, another trial, or paths under two other folders: another job.
+    for other in (
+        older.replace("trial0/generator", "trial1/generator"),
+        older.replace("--trial\n0", "--trial\n1"),
+        older.replace("results/s/specs", "scratch/s/specs"),
+    ):
+        assert not relocated(other, text, "/new/s"), other
+    assert relocated(older, text, "/new/s") and not relocated(text, text.replace("/new/s", "/new/t"), "/new/s")
+
+
+def test_a_job_record_naming_the_study_s_files_from_the_working_directory_is_the_same_job():
+    current = {"seed": 1, "inputs": {"train": "data/train.npz", "classifier": "classifier/classifier.pt"}}
+    older = {"seed": 1, "inputs": {"train": "results/s/data/train.npz", "classifier": "/a/s/classifier/classifier.pt"}}
+    assert older_paths_named(older, current) == current
+    # Another file of the study, or the user's weights at another path, are not renamed.
+    other = {"seed": 1, "inputs": {"train": "results/s/data/test.npz", "classifier": "classifier/classifier.pt"}}
+    assert older_paths_named(other, current) == other
+    weights = {"inputs": {"train": "data/train.npz", "inception": "w/pt_inception.pth"}}
+    assert older_paths_named({"inputs": {**weights["inputs"], "inception": "v/w/pt_inception.pth"}}, weights) != weights
 
 
 def test_an_arguments_file_that_held_its_spec_s_settings_is_rewritten_and_keeps_its_date(tmp_path):

@@ -23,6 +23,7 @@ from typing import Any
 
 from ganstudy.core.atomic import write_json
 from ganstudy.study.folder import StudyFolder
+from ganstudy.train.job import older_paths_named
 
 # Keys of a record that change no result: runs recorded before the job was recorded whole still carry
 # their set-up's trial count in their settings.
@@ -97,6 +98,7 @@ def changed_runs(
         recorded = _read(path)
         if isinstance(recorded, dict):
             recorded = recorded.get("job") or {"seed": recorded.get("study_seed"), "settings": recorded.get("settings")}
+            recorded = older_paths_named(recorded, expected[setup])
             changes = differences(recorded, {key: value for key, value in expected[setup].items() if key in recorded})
         else:
             changes = [f"run.json: {recorded if isinstance(recorded, str) else 'not a JSON object'}"]

@@ -71,7 +71,7 @@ class PlannedFiles:
             if invocation.dry_run
             else []
         )
-        self.arguments = ArgumentsFiles(Path(folder.arguments_folder()), self.made_before, spec_files)
+        self.arguments = ArgumentsFiles(Path(folder.arguments_folder()), self.made_before, spec_files, root=folder.root)
         # Read by the main process only: a cluster job's own Snakemake starts after the run has moved them.
         expected = {name: job_record(job) for name, job in jobs.items()}
         changed = changed_runs(folder.root, expected, runs) if invocation.main_process else []

@@ -21,6 +21,7 @@ from typing import Any
 
 from ganstudy.core.atomic import write_json, write_text
 from ganstudy.study.folder import is_spec
+from ganstudy.train.job import older_paths_named
 
 
 def as_json(section: Any) -> str:
@@ -53,12 +54,27 @@ def results_dir_problem(results_dir: str, study_dir: str) -> str | None:
     return None
 
 
+def _there(path: Path) -> Any:
+    """What a spec or job file that is there holds; None where it is missing or unreadable."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _same(there: Any, content: Any) -> bool:
+    """Whether a file holding ``there`` says what ``content`` says, a job file perhaps naming the study's files
+    by the paths of an older release (ganstudy.train.job.older_paths_named)."""
+    wanted = json.loads(as_json(content))
+    if isinstance(there, dict) and isinstance(wanted, dict):
+        there = older_paths_named(there, wanted)
+    return there == wanted
+
+
 def out_of_date(path: Path, content: Any) -> bool:
     """Whether a spec or job file that is there says something else than ``content``."""
-    try:
-        return json.loads(path.read_text()) != json.loads(as_json(content))
-    except (OSError, ValueError):
-        return False
+    there = _there(path)
+    return there is not None and not _same(there, content)
 
 
 def stale_files(files: Mapping[Path, Any]) -> list[Path]:
@@ -69,12 +85,19 @@ def stale_files(files: Mapping[Path, Any]) -> list[Path]:
 def refresh(files: Mapping[Path, Any], made_before: bool, log: Callable[[str], None]) -> None:
     """Before any job of a real run: write each file that is missing or no longer says what it must (its
     stage is then redone). A spec file (under specs/) missing beside outputs made before spec files
-    existed (``made_before``) is dated 1970, so that those outputs are kept, as they were before."""
+    existed (``made_before``) is dated 1970, so that those outputs are kept, as they were before. A job
+    file that says the same in an older form is rewritten in the current one and keeps its date."""
     for path, content in files.items():
-        if path.is_file() and not out_of_date(path, content):
+        there, new = _there(path), not path.is_file()
+        if (there is None and not new) or there == json.loads(as_json(content)):
             continue
-        new = not path.is_file()
         path.parent.mkdir(parents=True, exist_ok=True)
+        if there is not None and _same(there, content):
+            dated = path.stat()
+            write_json(path, json.loads(as_json(content)))
+            os.utime(path, ns=(dated.st_atime_ns, dated.st_mtime_ns))
+            log(f"rewrote {path} naming the study's files from its folder: the same job, nothing to redo")
+            continue
         write_json(path, json.loads(as_json(content)))
         if new and is_spec(path) and made_before:
             os.utime(path, (0, 0))
@@ -99,6 +122,8 @@ class ArgumentsFiles:
     kept: set[Path] = field(default_factory=set)
     # Files that are there and say something else (a dry-run lists their jobs; a real run rewrites them).
     stale: set[Path] = field(default_factory=set)
+    # The study's folder as the config names it now: a file written when it lay elsewhere is the same job.
+    root: str = ""
 
     def path(self, job: str) -> Path:
         return self.folder / f"{job}.args"
@@ -114,9 +139,18 @@ class ArgumentsFiles:
         return path
 
     def _says_as_much(self, path: Path) -> bool:
-        """Whether the file there says what it must, or all of it in the older form (see moved_to_spec)."""
+        """Whether the file there says what it must, or all of it in an older form (``_older_form``)."""
         there = path.read_text()
-        return there == self.contents[path] or moved_to_spec(there, self.contents[path], self.specs)
+        return there == self.contents[path] or self._older_form(there, self.contents[path]) is not None
+
+    def _older_form(self, there: str, current: str) -> str | None:
+        """Why a file that says ``there`` is the job that ``current`` describes, in a form it is rewritten from
+        without redoing the job; None where it is another job."""
+        if moved_to_spec(there, current, self.specs):
+            return "its settings are in its spec file now"
+        if relocated(there, current, self.root):
+            return f"it was written when the study's folder lay elsewhere, now at {self.root}"
+        return None
 
     def write_all(self, log: Callable[[str], None]) -> None:
         """Write every recorded file that is missing or says something else."""
@@ -130,12 +164,12 @@ class ArgumentsFiles:
         new = not path.is_file()
         if not new and path.read_text() == self.contents[path]:
             return
-        if not new and self._says_as_much(path):
+        if not new and (why := self._older_form(path.read_text(), self.contents[path])) is not None:
             # The same job: its outputs keep their standing, so the file keeps its date.
             dated = path.stat()
             write_text(path, self.contents[path])
             os.utime(path, ns=(dated.st_atime_ns, dated.st_mtime_ns))
-            log(f"rewrote {path} in the current form: its settings are in its spec file now, nothing to redo")
+            log(f"rewrote {path} in the current form: {why}, nothing to redo")
             return
         if not new:
             log(f"rewrote {path}: the config has changed the job's arguments")
@@ -162,6 +196,27 @@ def moved_to_spec(older: str, current: str, specs: Mapping[Path, Any]) -> bool:
     spec = json.loads(as_json(spec))  # as the file holds it (lists, not tuples)
     bare = {key: value for key, value in spec.items() if key != "seed"}
     return given in (bare, *bare.values()) and (seed is None or seed == str(spec.get("seed")))
+
+
+def relocated(older: str, current: str, root: str) -> bool:
+    """Whether an arguments file written when the study's folder lay elsewhere (``older``) says what
+    ``current`` says with the folder at ``root``: each line that differs names a path under ``root`` in
+    ``current`` and the same path under one other folder in ``older`` (moved, copied, reached through a
+    link, or written as an absolute path)."""
+    old, new = older.splitlines(), current.splitlines()
+    if not root or len(old) != len(new):
+        return False
+    folders = set()
+    for was, now in zip(old, new):
+        if was == now:
+            continue
+        if now != root and not now.startswith(f"{root}/"):
+            return False
+        rest = now[len(root) :]
+        if not was.endswith(rest) or len(was) == len(rest):
+            return False
+        folders.add(was[: len(was) - len(rest)])
+    return len(folders) == 1
 
 
 def _option(lines: list[str], option: str) -> str | None:

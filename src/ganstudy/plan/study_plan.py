@@ -35,7 +35,7 @@ from ganstudy.stats.design import study_design
 from ganstudy.stats.sequential import Schedule, most_trials
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.study.folder import StudyFolder
-from ganstudy.train.job import compute_options, job_description
+from ganstudy.train.job import STUDY_FILES, compute_options, job_description
 
 TABLE_FORMATS = ("csv", "md", "tex")
 
@@ -195,8 +195,9 @@ class StudyPlan:
         self.jobs = {}
         for name, setup in config["setups"].items():
             inputs = self.inputs.train(name)
+            named = {key: self.folder.relative(path) if key in STUDY_FILES else path for key, path in inputs.items()}
             self.jobs[name] = job_description(
-                name, setup, config["seed"], inputs, kind=self.kind.name, sources=self.inputs.sources(inputs)
+                name, setup, config["seed"], named, kind=self.kind.name, sources=self.inputs.sources(inputs)
             )
         # Slurm (--signal) and LSF (-wa/-wt) warn training jobs this long before their wall time.
         self.train_resources = {

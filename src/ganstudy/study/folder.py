@@ -32,6 +32,11 @@ class StudyFolder:
     def _(self, *parts: object) -> str:
         return "/".join((self.root, *map(str, parts)))
 
+    def relative(self, path: str) -> str:
+        """A path under the folder, relative to it (how the study's files name each other, so that the folder
+        may move); any other path as it is."""
+        return path[len(self.root) + 1 :] if path.startswith(f"{self.root}/") else path
+
     # The planner's files: what each job is told, and the plan the status step reads.
     def spec(self, name: object = "{spec}") -> str:
         """A settings record whose change reruns the jobs that read it (specs/<name>.json)."""

@@ -30,13 +30,49 @@ from ganstudy.models import get_network
 class JobInputs:
     """The files a training job reads: its training split, and what an in-training score needs (the
     data set's classifier and real statistics; on data of one class without a classifier, the Inception
-    weights and their real statistics; or the held-out test split of pairs or showers)."""
+    weights and their real statistics; or the held-out test split of pairs or showers).
+
+    The study's own files (all but ``inception``) are named relative to the study's folder, the folder that
+    holds the job file's ``jobs/``: a study moved, copied or reached through another path is the same job,
+    and its runs are not trained again. ``inception`` is the user's file, as the config names it; an
+    absolute path is taken as it is."""
 
     train: str
     classifier: str | None = None
     reference: str | None = None
     held_out: str | None = None
     inception: str | None = None
+
+    def under(self, study: str | os.PathLike[str]) -> JobInputs:
+        """The inputs as paths to open, the study's files under ``study``."""
+        return replace(
+            self,
+            **{name: os.path.join(study, path) for name, path in as_dict(self).items() if path and name in STUDY_FILES},
+        )
+
+
+# The inputs that are files of the study, which a job file names relative to the study's folder.
+STUDY_FILES = ("train", "classifier", "reference", "held_out")
+
+
+def older_paths_named(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
+    """``recorded`` (a job file's or a run's record of its job) with each study file that it names by a path
+    ending in the name ``current`` gives it (relative to the study's folder) renamed so: releases before this
+    one named a study's files by their path from the working directory, as "results/<study>/data/train.npz"
+    or an absolute path, and the same file at another path is the same job."""
+    inputs, wanted = recorded.get("inputs"), current.get("inputs")
+    if not isinstance(inputs, Mapping) or not isinstance(wanted, Mapping):
+        return dict(recorded)
+    renamed = {
+        name: wanted[name]
+        if name in STUDY_FILES
+        and isinstance(path, str)
+        and isinstance(wanted.get(name), str)
+        and Path(path).parts[-len(Path(wanted[name]).parts) :] == Path(wanted[name]).parts
+        else path
+        for name, path in inputs.items()
+    }
+    return {**recorded, "inputs": renamed}
 
 
 @dataclass(frozen=True)
@@ -75,6 +111,13 @@ class TrainingJob:
     # scores in training): not read by the training, recorded so that a finished run can be compared
     # with the config that names it (ganstudy.plan.changed_runs).
     sources: FrozenMapping = field(default_factory=FrozenMapping)
+    # The study's folder that the inputs are named from (read_job: the folder above the job file's); no part
+    # of the record.
+    study: str = "."
+
+    def files(self) -> JobInputs:
+        """The input files to open."""
+        return self.inputs.under(self.study)
 
     def settings_record(self) -> dict[str, Any]:
         """The settings as run.json records them: the set-up's keys, without other tasks' keys."""
@@ -163,4 +206,5 @@ def write_job(path: str | os.PathLike[str], description: dict[str, Any]) -> None
 
 def read_job(path: str | os.PathLike[str]) -> TrainingJob:
     """The job a file describes; a missing, unreadable or incomplete file names itself and the key."""
-    return build(TrainingJob, _json_object(path, "training job file", "training_job"), f"training job file {path}")
+    job = build(TrainingJob, _json_object(path, "training job file", "training_job"), f"training job file {path}")
+    return replace(job, study=os.path.dirname(os.path.dirname(os.fspath(path))) or ".")

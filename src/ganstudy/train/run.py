@@ -162,7 +162,7 @@ def _finished_outputs(
         return None
 
     def identity() -> str:
-        inputs = {name: file_digest(path) for name, path in as_dict(job.inputs).items() if path}
+        inputs = {name: file_digest(path) for name, path in as_dict(job.files()).items() if path}
         return run_fingerprint({"job": job.record(), "trial": trial, "input_sha256": inputs})
 
     return FinishedOutputs(checkpoint_dir, identity)
@@ -234,7 +234,7 @@ def _context(
     progress: Progress,
 ) -> TrainingContext:
     """What the training mode reads: the set-up, the data, the world, the devices and the job's inputs."""
-    inputs = job.inputs
+    inputs = job.files()
     optional = lambda path: Path(path) if path else None  # noqa: E731
     return TrainingContext(
         setup=job.settings,
