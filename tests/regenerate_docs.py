@@ -199,7 +199,8 @@ def caption(study: StudyFolder, where: str) -> str:
         looks(study),
         f"Convergence: {convergence(study)}.",
         f"The answer page opens: {headline(study)}",
-        "On another CPU kind or float path the trials differ and the schedule may not decide: "
+        "CPU kinds on one float path give the same bits (AMD EPYC Zen 4 and Zen 5 have given the default study "
+        "alike); on another (an Intel Xeon, or MKL_CBWR=COMPATIBLE) the trials differ and the schedule may not decide: "
         "[docs/results.md](docs/results.md) gives each one measured.*",
     ]
     return f"![{name} of each set-up over {counted}](docs/img/box_{metric}.png)\n\n" + _wrapped(

@@ -135,9 +135,11 @@ def test_the_page_says_what_is_significant_what_did_not_converge_and_links_the_f
         "better than b"
     )
     assert (
-        "**a** ranks first in FID: no set-up is significantly better, and a trial of it scores better than one of "
-        "another set-up with probability"
+        "**a** ranks first in FID: no set-up is significantly better than it, and a trial of it scores better than "
+        "one of another set-up with probability"
     ) in text
+    # In IS b beats both others in every pair of trials: its section opens with that, not with what no set-up does.
+    assert "**b** ranks first in ISC: it is significantly better than every other set-up, and a trial of it" in text
     # a beat b in every pair of trials: with six trials each, significant after Holm over the three pairs.
     assert pairs.loc[("a", "b"), "p_holm"] < 0.05
     line = (

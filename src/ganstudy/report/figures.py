@@ -207,7 +207,7 @@ def grid_size_plot(
     cells = {s: parse_shape(shape[s]).size for s in grids}
     sizes = sorted(set(cells.values()))
     labels = {n: ", ".join(dict.fromkeys(shape[s] for s in grids if cells[s] == n)) for n in sizes}
-    figure, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
+    figure, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False, layout="constrained")
     for ax, metric in zip(axes[0], metrics):
         for setup in grids:
             values = scores[(scores.setup == setup) & (scores.metric == metric)].value.to_numpy(float)
@@ -231,7 +231,8 @@ def grid_size_plot(
         ax.set_ylabel(f"{metric.upper()} ({better(metric)} is better)")
         ax.set_title(f"{metric.upper()} by grid size")
         ax.grid(axis="y", alpha=0.3)
-    axes[0][-1].legend(fontsize=8)
+    # Beside the panels: inside one it hides the trials at its corner.
+    figure.legend(*axes[0][-1].get_legend_handles_labels(), loc="outside right upper", fontsize=8)
     _save(figure, out_path)
 
 

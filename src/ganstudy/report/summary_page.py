@@ -326,9 +326,15 @@ def verdict(
             f"it scores better than one of another set-up with probability {first.superiority:.2f} on average)."
         ]
     else:
+        beats = {loser for winner, loser in significant_wins(pairs, alpha) if winner == first.setup}
+        standing = (
+            "it is significantly better than every other set-up"
+            if beats >= set(ranked.setup.iloc[1:])
+            else "no set-up is significantly better than it"
+        )
         lines = [
-            f"**{first.setup}** ranks first in {metric.upper()}: no set-up is significantly better, and a trial of "
-            f"it scores better than one of another set-up with probability {first.superiority:.2f} on average."
+            f"**{first.setup}** ranks first in {metric.upper()}: {standing}, and a trial of it scores better than "
+            f"one of another set-up with probability {first.superiority:.2f} on average."
         ]
     cost = cost_column(ranked)
     lines += [comparison(row, first, alpha, digits, cost, words) for row in ranked.iloc[1:].itertuples()]
