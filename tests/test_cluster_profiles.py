@@ -86,6 +86,12 @@ def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env):
     assert submitted == 35 or profile == "local", stats  # prepare, classifier, reference: 3; train, evaluate: 16 each
     said = f"To the scheduler: {submitted} of these {stats['total']} jobs. Where Snakemake runs"
     assert (said in out) == (profile != "local"), out[-3000:]
+    # Where a job's logs go, the scheduler's own included, is in the plan.
+    scheduler_logs = {"summit": "logs/lsf under the working directory", "local": None}.get(
+        profile, ".snakemake/slurm_logs/rule_<rule>/<wildcards>/<job id>.log under the working directory"
+    )
+    assert ("Logs: each job's own output in results/digits_grid/logs/" in out) == (profile != "local"), out[-3000:]
+    assert scheduler_logs is None or scheduler_logs in out, out[-3000:]
     assert out.count("leaves node_cores null") == (1 if profile == "slurm" else 0)
     jobs = _jobs(out, "grid2x2")
     gpus = {"summit": 1, "slurm": 0, "slurm-gpu": 1}.get(profile)

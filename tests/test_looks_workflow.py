@@ -5,6 +5,7 @@ the tables and page that say what the looks decided."""
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pandas as pd
 import pytest
@@ -52,6 +53,18 @@ def test_a_scheduled_study_stops_at_the_look_that_decides_and_an_edit_adds_only_
     assert pairs.p_holm.iloc[0] == pytest.approx(looks.p_design_holm.iloc[0]) and pairs.p_holm.iloc[0] < 0.5
     page = (study / "summary.md").read_text()
     assert "**good** has the best FID" in page and "1 look(s) taken" in page and "design p = " in page
+    # The statistics step by hand, as the guide shows it: with the study's looks it gives the study's design p;
+    # without them it says that its p-values are a fixed design's.
+    by_hand = ["ganstudy", "stats", "--scores", str(study / "scores.csv"), "--setups", "good", "bad"]
+    by_hand += ["--metrics", "fid", "--settings", '{"alpha": 0.5}']
+    for looked, out in (
+        ([], tmp_path / "fixed"),
+        (["--looks", str(study / "looks" / "decision.json")], tmp_path / "d"),
+    ):
+        done = subprocess.run([*by_hand, *looked, "--out-dir", str(out)], capture_output=True, text=True, env=env)
+        assert done.returncode == 0 and f"the tables of fid are in {out}" in done.stdout, done.stderr[-2000:]
+        assert ("without --looks" in done.stderr) == (not looked), done.stderr
+    assert pd.read_csv(tmp_path / "d" / "pairs_fid.csv").p_holm.iloc[0] == pytest.approx(pairs.p_holm.iloc[0])
 
     # The level of the family tightened: the look is redone, leaves the comparison open, and the study trains
     # the third trial of each set-up only, then ends at the schedule's last look undecided.

@@ -85,7 +85,13 @@ def test_status_reads_a_running_a_stopped_and_a_waiting_run_from_their_files(tmp
     assert (running.iteration, running.iterations, running.eta, running.score) == (21, 300, "6m56s", "fid_best 19.9")
     assert running.note.endswith("ago; slowest rank 1 (1.4 s)")
     assert "resumes when rerun" in rows[1].note and rows[2].iteration is None
-    assert status_table(rows).splitlines()[-1] == "3 runs: 1 running, 1 stopped, 1 waiting"
+    # The study's ETA: the running trial's 279 iterations left at 1.49 s, then the stopped and the waiting one
+    # at that rate over 300 iterations each, one at a time as now: 415.7 + 2 x 447 s = 21 min 50 s.
+    assert status_table(rows).splitlines()[-2:] == [
+        "3 runs: 1 running, 1 stopped, 1 waiting",
+        "study ETA: training ends in about 21m50s (1 trial(s) side by side as now; 2 more to train, each at its "
+        "set-up's time per trial; then the scoring and tables)",
+    ]
     assert trial_status(study, "grid", 5, 300, score_columns()).state == "waiting"
 
 
@@ -263,14 +269,18 @@ def test_status_finds_a_study_by_its_config_file_from_any_folder_and_lists_the_r
         (status("../config/s.yaml", "--directory", str(tmp_path), cwd=elsewhere), study),
     ):
         assert shown.returncode == 0, shown.stderr
-        assert shown.stdout.splitlines()[0] == f"{folder}:" and shown.stdout.splitlines()[-2] == "1 runs: 1 running"
+        assert shown.stdout.splitlines()[0] == f"{folder}:" and shown.stdout.splitlines()[-3] == "1 runs: 1 running"
     # The runs of this config, whatever the plan that the study's last run (perhaps of another config) wrote.
     config.write_text(
         yaml.safe_dump({"study": "s", "trials": 1, "setups": {"s": {"iterations": 300}, "t": {"iterations": 10}}})
     )
     shown = status(str(config), cwd=elsewhere)
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.splitlines()[-2] == "2 runs: 1 running, 1 waiting", shown.stdout
+    # The waiting set-up has no trial to time yet: the study's ETA says so.
+    assert shown.stdout.splitlines()[-3:-1] == [
+        "2 runs: 1 running, 1 waiting",
+        "study ETA: not yet known (no trial of t has trained long enough to time it)",
+    ], shown.stdout
     shown = status(str(config), "--directory", str(elsewhere))
     assert shown.returncode != 0 and f"{elsewhere}/results/s/plan.json is missing" in shown.stderr
     config.write_text(yaml.safe_dump({"study": "s", "results_dir": "other"}))

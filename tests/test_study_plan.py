@@ -20,7 +20,7 @@ from conftest import REPO, SCHEMA, install
 from ganstudy.config.validate import validate_study_config
 from ganstudy.core.atomic import write_json
 from ganstudy.core.resources import SCORING_GMAC_PER_SECOND, extractor_gmac
-from ganstudy.plan.invocation import NO_JOB_OPTIONS, Invocation, builds_jobs
+from ganstudy.plan.invocation import FORCE_OPTIONS, NO_JOB_OPTIONS, Invocation, builds_jobs, forces_jobs
 from ganstudy.plan.scoring_layout import LEAST, ScoringLayout
 from ganstudy.plan.study_files import PlannerFilesNotices
 from ganstudy.plan.study_lock import release
@@ -526,7 +526,8 @@ def test_the_options_that_build_no_job_are_the_installed_snakemake_s_and_change_
     from snakemake.cli import get_argument_parser
 
     options = {option for action in get_argument_parser()._actions for option in action.option_strings}
-    assert sorted(NO_JOB_OPTIONS - options) == []
+    assert sorted(NO_JOB_OPTIONS - options) == [] and sorted(FORCE_OPTIONS - options) == []
+    assert forces_jobs(["-n", "-F"]) and forces_jobs(["--forcerun=train"]) and not forces_jobs(["-n", "--cores", "1"])
     assert builds_jobs(["--profile", "profiles/local", "--configfile", "study.yaml"])
     assert not builds_jobs(["--profile", "profiles/local", "--lint"])
     assert not builds_jobs(["--dag=dot"]) and not builds_jobs(["--lt"])

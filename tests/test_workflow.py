@@ -124,6 +124,16 @@ def test_dry_run_of_the_default_study_lists_every_job(tmp_path, env):
     runs = len(config["setups"]) * trials
     assert jobs["train"] == runs and jobs["evaluate"] == runs
     assert jobs["prepare_dataset"] == jobs["train_classifier"] == jobs["stats"] == 1
+    # The table once, and how many of its jobs a real run's table leaves out: the planner writes their files first.
+    assert (done.stdout + done.stderr).count("Job stats:") == 1
+    planner = {rule: jobs[rule] for rule in ("arguments", "compute_options", "spec", "training_job") if rule in jobs}
+    assert planner.get("arguments", 0) > runs
+    files = sum(planner.values())
+    assert (
+        f"Of these {jobs['total']} jobs, {files} write the planner's own files (rules {', '.join(sorted(planner))}: "
+        f"arguments, specs, job files), which a real run writes before any job and leaves out of its table: "
+        f"{jobs['total'] - files} jobs of work."
+    ) in done.stdout + done.stderr
 
 
 def test_training_jobs_start_longest_first(tmp_path, env):

@@ -20,11 +20,12 @@ from ganstudy.config.validate import ConfigError, read_yaml, validate_study_conf
 from ganstudy.core.atomic import read_json, write_text
 from ganstudy.errors import GanstudyError
 from ganstudy.plan.study_files import PlannerFilesNotices, as_json
-from ganstudy.plan.study_lock import release as release_study_lock
-from ganstudy.plan.invocation import Invocation, builds_jobs
+from ganstudy.plan.held_study import HeldStudyNotices, held_notice
+from ganstudy.plan.study_lock import live_holder, release as release_study_lock
+from ganstudy.plan.invocation import Invocation, builds_jobs, forces_jobs
 from ganstudy.plan.study_plan import TABLE_FORMATS, PlanRefused, StudyPlan, apply_plan
 from ganstudy.plan.where_jobs_run import WhereJobsRun
-from ganstudy.report.status import write_plan
+from ganstudy.report.status import study_status, write_plan
 from ganstudy.train.job import write_job
 
 try:
@@ -90,7 +91,19 @@ FOLDER = PLAN.folder
 COMPUTE = PLAN.config["compute"]
 log_notices(PLAN.notices)
 # The rules of the files the plan writes itself: Snakemake would call each a job without metadata.
-logger.addFilter(PlannerFilesNotices(("spec", "arguments", "training_job", "compute_options"), PLAN.files.writes))
+PLANNER_RULES = ("spec", "arguments", "training_job", "compute_options")
+logger.addFilter(PlannerFilesNotices(PLANNER_RULES, PLAN.files.writes))
+
+
+def held_study_notice():
+    """What a dry-run says beside a live run of the study (ganstudy.plan.held_study)."""
+    try:
+        running = [f"{row.setup} trial {row.trial} ({row.iteration or 0}/{row.iterations})"
+                   for row in study_status(PLAN.study_dir) if row.state == "running"]
+    except GanstudyError:
+        running = []
+    configs = " ".join(map(str, workflow.configfiles)) or "<config>"
+    return held_notice(live_holder(PLAN.study_dir), running, f"ganstudy status {configs}")
 
 
 def start_study():
@@ -108,7 +121,9 @@ def start_study():
             # are not local (localrule: True, or no command, as rule all); a dry-run's own executor runs
             # everything here, so the rules say it.
             local = [rule.name for rule in workflow.rules if rule.name in workflow._localrules or rule.norun]
-            logger.addFilter(WhereJobsRun(local if PLAN.launcher.settings else None))
+            logs = (FOLDER.logs(), PLAN.launcher.logs)
+            logger.addFilter(WhereJobsRun(local if PLAN.launcher.settings else None, PLANNER_RULES, logs))
+            logger.addFilter(HeldStudyNotices(held_study_notice, forces_jobs(sys.argv[1:])))
         return None
     try:
         lock = apply_plan(PLAN, logger.info, logger.warning)

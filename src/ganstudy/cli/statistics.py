@@ -13,10 +13,14 @@ from ganstudy.cli.options import (
 
 
 def _stats(args: argparse.Namespace) -> None:
+    import os
+    import sys
+
     from ganstudy.core.atomic import read_json
     from ganstudy.stats.looks import judged_pairs, write_looks
     from ganstudy.stats.settings import StatisticsSettings
     from ganstudy.stats.summary import write_stats
+    from ganstudy.study.folder import StudyFolder
 
     settings = StatisticsSettings.of(args.settings, "--settings")
     design = None
@@ -24,7 +28,18 @@ def _stats(args: argparse.Namespace) -> None:
         record = read_json(args.looks)
         design = {record["metric"]: judged_pairs(record)}
         write_looks(record, args.out_dir, settings.digits)
+    else:
+        decision = StudyFolder.at(os.path.dirname(args.scores) or ".").decision()
+        if os.path.isfile(decision):
+            # Run by hand on a scheduled study's scores, the tables would differ from the study's without a word.
+            print(
+                f"ganstudy stats: the study took its trials on a schedule ({decision}); without --looks {decision} "
+                "these tables test every pair as a fixed design (Holm p-values), not at the looks that decided it "
+                "(design p-values), so they may differ from the study's own tables",
+                file=sys.stderr,
+            )
     write_stats(args.scores, args.setups, args.metrics, args.out_dir, settings, args.convergence, design)
+    print(f"ganstudy stats: the tables of {', '.join(args.metrics)} are in {args.out_dir}")
 
 
 def _stats_command(commands: Commands) -> None:

@@ -29,6 +29,15 @@ def builds_jobs(arguments: Sequence[str]) -> bool:
     return not {argument.split("=")[0] for argument in arguments} & NO_JOB_OPTIONS
 
 
+# Snakemake's options that force jobs to run again, which a dry-run then lists with "Forced execution".
+FORCE_OPTIONS = frozenset({"-F", "--forceall", "-R", "--forcerun", "-f", "--force", "--forcetargets"})
+
+
+def forces_jobs(arguments: Sequence[str]) -> bool:
+    """Whether a Snakemake started with these command-line ``arguments`` was told to force jobs."""
+    return bool({argument.split("=")[0] for argument in arguments} & FORCE_OPTIONS)
+
+
 @dataclass(frozen=True)
 class Invocation:
     """How the workflow was started, as far as the plan depends on it. ``workflow_dir``: where a site file

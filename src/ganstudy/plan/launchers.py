@@ -49,11 +49,13 @@ class Launcher:
     """``line(layout)``: the prefix of a training job's shell line that starts its ranks.
     ``settings``: what every job of this launcher's scheduler is submitted with (account, partition).
     ``resources(warning_seconds)``: extra resources of a training job that this launcher's scheduler plugin
-    reads (e.g. Slurm's end-of-wall-time signal)."""
+    reads (e.g. Slurm's end-of-wall-time signal). ``logs``: where the scheduler's own log of a job goes, as a
+    cluster's dry-run says it."""
 
     line: Callable[[RankLayout], str]
     settings: tuple[SchedulerSetting, ...] = ()
     resources: Callable[[int], dict[str, object]] = field(default=lambda warning_seconds: {})
+    logs: str = ""
 
 
 def _mpiexec(layout: RankLayout) -> str:
@@ -106,6 +108,8 @@ SRUN = Launcher(
         SchedulerSetting("constraint", "constraint", ("SBATCH_CONSTRAINT",), None),
     ),
     _slurm_resources,
+    ".snakemake/slurm_logs/rule_<rule>/<wildcards>/<job id>.log under the working directory, deleted once the job "
+    "succeeds (slurm-keep-successful-logs: true keeps them)",
 )
 JSRUN = Launcher(
     _jsrun,
@@ -123,6 +127,8 @@ JSRUN = Launcher(
         # ganstudy bsub --select: -R "select[...]".
         SchedulerSetting("constraint", "lsf_select", (), None),
     ),
+    logs="<rule>.<job id>.out and .err in the folder the profile's `ganstudy bsub --log-dir` names (profiles/summit: "
+    "logs/lsf under the working directory)",
 )
 
 LAUNCHERS: Registry[Launcher] = Registry("launcher", "ganstudy.launchers", instance_of(Launcher))

@@ -40,6 +40,19 @@ def _describe(holder: dict[str, Any]) -> str:
     )
 
 
+def live_holder(study_dir: str | os.PathLike[str]) -> str | None:
+    """Who holds the study's lock, where that run may still be going (its process alive on this host, or on
+    another host, which cannot be checked from here); None where the lock is free or its holder is gone."""
+    holder = _holder(Path(StudyFolder.at(study_dir).lock()))
+    if not holder:
+        return None
+    if holder.get("host") == socket.gethostname() and not (
+        isinstance(holder.get("pid"), int) and pid_alive(holder["pid"], b"")
+    ):
+        return None
+    return _describe(holder)
+
+
 def acquire(study_dir: str | os.PathLike[str], warn: Callable[[str], None]) -> Path:
     """Take the study's lock for this process, or raise GanstudyError naming the run that holds it."""
     path = Path(StudyFolder.at(study_dir).lock())

@@ -36,7 +36,7 @@ from ganstudy.errors import GanstudyError
 from ganstudy.stats.sequential import Schedule, most_trials
 from ganstudy.study.folder import StudyFolder
 from ganstudy.study.outcomes import diverged, divergence_text
-from ganstudy.train.progress import HEARTBEAT, HEARTBEAT_SECONDS, LINE, PROCESS, score_columns
+from ganstudy.train.progress import HEARTBEAT, HEARTBEAT_SECONDS, LINE, PROCESS, duration, score_columns
 
 ERROR = re.compile(
     r"(ganstudy [\w-]+: error: .*|ganstudy heartbeat: .*|^\w*(?:Error|Exception): .*|^.*Killed.*$|MPI_ABORT.*)"
@@ -83,6 +83,9 @@ class TrialStatus:
     eta: str
     note: str
     job: str = ""  # the batch scheduler's job that runs or ran it ("Slurm job 123"), where the run names one
+    # Training seconds: a finished run's (run.json), or a running one's per iteration (its log's s/it).
+    seconds: float | None = None
+    seconds_per_iteration: float | None = None
 
 
 def _score_cell(row: dict[str, str], columns: tuple[str, ...]) -> str:
@@ -178,7 +181,8 @@ def trial_status(
             where = f"losses not finite: {divergence_text(record)} (an outcome: its scores are inf, ranked worst)"
             stopped = max(facts["iteration"] for facts in record["diverged"].values())
             return TrialStatus(setup, trial, "diverged", stopped, iterations, score, "", where, job)
-        return TrialStatus(setup, trial, "done", iterations, iterations, score, "", "", job)
+        seconds = record.get("train_seconds")
+        return TrialStatus(setup, trial, "done", iterations, iterations, score, "", "", job, seconds=seconds)
     if not log.is_file():
         return TrialStatus(setup, trial, "waiting", None, iterations, _reached(run, None, columns)[1], "", "")
     lines = log.read_text(errors="replace").splitlines()
@@ -192,8 +196,10 @@ def trial_status(
         note = f"last line {_age(now - log.stat().st_mtime)}"
         if last and last.group(7) and "slowest rank" in last.group(7):
             note += "; " + last.group(7).split("; ")[-1]
-        eta = last.group(6) if last else ""
-        return TrialStatus(setup, trial, "running", iteration, iterations, score, eta, note, job)
+        eta, rate = (last.group(6), float(last.group(5))) if last else ("", None)
+        return TrialStatus(
+            setup, trial, "running", iteration, iterations, score, eta, note, job, seconds_per_iteration=rate
+        )
     if event and event[0] == "stopped":
         return TrialStatus(
             setup, trial, "stopped", iteration, iterations, score, "", f"{event[1]} (resumes when rerun)", job
@@ -309,4 +315,31 @@ def status_table(rows: list[TrialStatus]) -> str:
         for state in ("done", "diverged", "running", "stopped", "failed", "waiting", "not needed")
     }
     summary = ", ".join(f"{count} {state}" for state, count in counts.items() if count)
-    return "\n".join(line.rstrip() for line in lines) + f"\n{len(rows)} runs: {summary}"
+    eta = study_eta(rows)
+    return "\n".join(line.rstrip() for line in lines) + f"\n{len(rows)} runs: {summary}" + (f"\n{eta}" if eta else "")
+
+
+def study_eta(rows: list[TrialStatus]) -> str | None:
+    """While trials run: when the study's training ends if every waiting trial trains, each at its set-up's
+    training time per trial (its finished trials' mean, else a running trial's rate over its iterations), as
+    many side by side as run now; None where nothing runs."""
+    running = [r for r in rows if r.state == "running" and r.seconds_per_iteration is not None]
+    if not running:
+        return None
+    per_trial: dict[str, list[float]] = {}
+    for row in rows:
+        if row.state == "done" and row.seconds is not None:
+            per_trial.setdefault(row.setup, []).append(row.seconds)
+    for row in running:
+        per_trial.setdefault(row.setup, [row.seconds_per_iteration * row.iterations])
+    waiting = [r for r in rows if r.state in ("waiting", "stopped")]
+    unknown = sorted({r.setup for r in waiting if r.setup not in per_trial})
+    if unknown:
+        return f"study ETA: not yet known (no trial of {', '.join(unknown)} has trained long enough to time it)"
+    left = sum(r.seconds_per_iteration * (r.iterations - (r.iteration or 0)) for r in running)
+    left += sum(sum(per_trial[r.setup]) / len(per_trial[r.setup]) for r in waiting)
+    more = f"; {len(waiting)} more to train, each at its set-up's time per trial" if waiting else ""
+    return (
+        f"study ETA: training ends in about {duration(left / len(running))} ({len(running)} trial(s) side by side "
+        f"as now{more}; then the scoring and tables)"
+    )

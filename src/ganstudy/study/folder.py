@@ -147,9 +147,13 @@ class StudyFolder:
         """Where ``ganstudy export`` puts the study's runs for ``browser`` (mlflow, tensorboard) by default."""
         return self._("export", browser)
 
+    def logs(self) -> str:
+        """Every job's log."""
+        return self._("logs")
+
     def log(self, name: object) -> str:
         """A job's log, logs/<name>.log (name may hold folders: train/<set-up>/trial<k>)."""
-        return self._("logs", f"{name}.log")
+        return f"{self.logs()}/{name}.log"
 
     def train_log(self, setup: object = SETUP, trial: object = TRIAL) -> str:
         return self.log(f"train/{setup}/trial{trial}")

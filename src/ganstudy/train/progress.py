@@ -91,7 +91,8 @@ def _cell(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """Seconds as the progress lines write a time: 1m04s, 2h05m."""
     seconds = int(round(seconds))
     hours, rest = divmod(seconds, 3600)
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
@@ -152,7 +153,7 @@ class TrainerReport:
         )
         return (
             f"{self.name}: iteration {iteration}/{self.total} ({100 * iteration / self.total:.0f}%), {rate:.3g} s/it, "
-            f"ETA {_duration(rate * (self.total - iteration))}" + (f"; {values}" if values else "")
+            f"ETA {duration(rate * (self.total - iteration))}" + (f"; {values}" if values else "")
         )
 
 
