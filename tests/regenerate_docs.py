@@ -36,6 +36,7 @@ from conftest import REPO
 from ganstudy.core.code_version import files_sha256, git_state
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.convergence import convergence_notes
+from ganstudy.stats.summary import CONFIDENCE
 from ganstudy.study.folder import StudyFolder
 
 COMMAND = "python tests/regenerate_docs.py"
@@ -129,7 +130,9 @@ def comparisons(study: StudyFolder, metric: str) -> str:
         a12, low, high = (
             (1 - row.a12, 1 - row.a12_high, 1 - row.a12_low) if turned else (row.a12, row.a12_low, row.a12_high)
         )
-        interval = f" [{low:.2f}, {high:.2f}]" if pd.notna(low) else ""
+        # A scheduled comparison's interval is at the design's level, not 95%: the caption names it.
+        level = "" if row.confidence == CONFIDENCE else f" (the design's {row.confidence:.2%} interval)"
+        interval = f" [{low:.2f}, {high:.2f}]{level}" if pd.notna(low) else ""
         lines.append(
             f"{first} over {other}: {row.test} rank-sum p = {_g(row.p_value, 2)}, A12 = {a12:.2f}{interval}"
             if row.better != "–"
