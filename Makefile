@@ -58,12 +58,15 @@ tables figures: setup
 	$(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) $@
 
 # Into the study's folder, beside its summary.md (results/<study>/report.html). With the study's metadata
-# (written with summary.md) the report opens on the answer, the rule graph a click away.
+# (written with summary.md) the report opens on the answer, the rule graph a click away. Snakemake titles
+# every report "Snakemake Report": a browser's tab names the study instead.
 report: setup
 	@folder=$$($(BIN)/python -c 'import sys; from ganstudy.report.status import config_study_folder; print(config_study_folder(sys.argv[1]))' $(CONFIG)) && \
 	  metadata=$$folder/report/metadata.yaml && \
 	  $(BIN)/snakemake --profile $(PROFILE) --configfile $(CONFIG) --report "$$folder/report.html" \
 	    $$(test -f "$$metadata" && echo --report-metadata "$$metadata") && \
+	  sed -i "0,/<title>Snakemake Report<\/title>/s//<title>$$(basename $$folder): the study's report<\/title>/" \
+	    "$$folder/report.html" && \
 	  echo "The study's report: $$folder/report.html ($$(($$(stat -c %s "$$folder/report.html") / 1024)) KB)"
 
 # Every benchmark in full, each appending one JSON record (its results and the machine) to BENCH_OUT;

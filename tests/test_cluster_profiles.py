@@ -24,13 +24,15 @@ OTHER_PARTITION = "gpu"
 FEATURE = "ganstudy-ci"
 
 
-def dry_run(profile: str, config: Path | None, env: dict, without: str | None = None) -> str:
-    """Snakemake's plan of ``config`` (None: the default study) under ``profile``; with ``without``, a
-    package that planning must not import (python -X importtime lists what it did)."""
-    # --forceall: the plan must not depend on what results/ already holds.
+def dry_run(profile: str, config: Path | None, env: dict, results: Path, without: str | None = None) -> str:
+    """Snakemake's plan of ``config`` (None: the default study) under ``profile``, its study in ``results`` (the
+    checkout's own results/ may hold the user's study, finished or running); with ``without``, a package that
+    planning must not import (python -X importtime lists what it did)."""
+    # --forceall: every job, whatever the study's folder holds.
     command = ["snakemake", "--profile", profile, "-n", "--forceall"] + (
         ["--configfile", str(config)] if config else []
     )
+    command += ["--config", f"results_dir={results}"]
     done = subprocess.run(
         command,
         cwd=REPO,
@@ -56,9 +58,9 @@ def _rule_text() -> str:
 
 
 @pytest.mark.parametrize("profile", ["summit", "slurm", "slurm-gpu", "local"])
-def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env):
+def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env, tmp_path):
     # By name, from the repository root, as README says (the root links each name to profiles/<name>).
-    out = dry_run(profile, None, env)
+    out = dry_run(profile, None, env, tmp_path)
     # The study names no hardware: the site does. Summit's and slurm-gpu's nodes have GPUs (a GPU per
     # rank, bound by jsrun or srun); the slurm site's are CPU nodes, whose jobs ask for no GPU. Its
     # compute.max_ranks is 1 (a laptop packs its one-core jobs side by side): one rank per job.
@@ -68,7 +70,7 @@ def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env):
         "slurm-gpu": "srun -n 1 --gpus-per-task=1 --cpus-per-task=8 --kill-on-bad-exit=1",
         "local": "mpiexec -n 1",
     }[profile]
-    assert f"{launcher} ganstudy train @results/digits_grid/arguments/train/grid2x2/trial0.args" in out
+    assert f"{launcher} ganstudy train @{tmp_path}/digits_grid/arguments/train/grid2x2/trial0.args" in out
     site = {"summit": "summit", "slurm": "slurm", "slurm-gpu": "slurm-gpu", "local": "this machine"}[profile]
     assert f"site '{site}': " in out
     # Said once, by the plan: no account for a cluster's scheduler (the tests' environment sets none); the
@@ -90,7 +92,7 @@ def test_each_profile_plans_the_default_study_by_name_on_its_site(profile, env):
     scheduler_logs = {"summit": "logs/lsf under the working directory", "local": None}.get(
         profile, ".snakemake/slurm_logs/rule_<rule>/<wildcards>/<job id>.log under the working directory"
     )
-    assert ("Logs: each job's own output in results/digits_grid/logs/" in out) == (profile != "local"), out[-3000:]
+    assert (f"Logs: each job's own output in {tmp_path}/digits_grid/logs/" in out) == (profile != "local"), out[-3000:]
     assert scheduler_logs is None or scheduler_logs in out, out[-3000:]
     assert out.count("leaves node_cores null") == (1 if profile == "slurm" else 0)
     jobs = _jobs(out, "grid2x2")
@@ -171,7 +173,11 @@ def test_the_cluster_profiles_plan_every_study(study, env, tmp_path):
     for profile in ("summit", "slurm") if study.stem in SUMMIT_GEOMETRY else ("slurm",):
         # Every Snakemake start plans the study (a cluster job step too): torch, seconds to import, is left to the jobs.
         out = dry_run(
-            profile, with_user_data(study, tmp_path / profile), env, without="torch" if profile == "slurm" else None
+            profile,
+            with_user_data(study, tmp_path / profile),
+            env,
+            tmp_path / profile / "results",
+            without="torch" if profile == "slurm" else None,
         )
         assert re.search(rf"^train\s+{runs}$", out, re.MULTILINE)
         if config["dataset"].get("smote", {}).get("strategy", "none") != "none":

@@ -25,7 +25,7 @@ def test_a_dangling_link_in_the_home_folder_does_not_hide_the_repository_s_profi
     (config / "summit").symlink_to(tmp_path / "deleted-clone" / "profiles" / "summit")
     env = {**env, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
     done = subprocess.run(
-        ["snakemake", "--profile", "summit", "-n", "--forceall"],
+        ["snakemake", "--profile", "summit", "-n", "--forceall", "--config", f"results_dir={tmp_path / 'results'}"],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -44,7 +44,7 @@ def test_another_clone_s_profile_in_the_home_folder_is_not_used(tmp_path, env):
     (other / "config.yaml").write_text("cores: 1\nprintshellcmds: false\n")
     env = {**env, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
     done = subprocess.run(
-        ["snakemake", "--profile", "local", "-n", "--forceall"],
+        ["snakemake", "--profile", "local", "-n", "--forceall", "--config", f"results_dir={tmp_path / 'results'}"],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -415,6 +415,15 @@ def test_neither_a_killed_training_job_nor_a_killed_snakemake_loses_finished_wor
     job = start(whole)
     wait_for(lambda: (run / "heartbeat").is_file(), job)  # the trainer is under way
     os.kill(job.pid, signal.SIGSTOP)
+    # A dry-run beside the run, which holds the study (stopped, it still holds both locks), with the profiles'
+    # --rerun-incomplete: it says which run holds the study, with no error line, and gives the job that run has
+    # under way its reason instead of "Forced execution".
+    holder = json.loads((whole / "results" / "tiny" / ".lock").read_text())
+    beside = snakemake(whole, config, "-n", "--rerun-incomplete", target, env=env)
+    said = beside.stdout + beside.stderr
+    assert beside.returncode == 0 and f"a run holds this study: pid {holder['pid']} on host {holder['host']}" in said
+    assert "Error" not in said and "Forced execution" not in said and said.count("Job stats:") == 1, said[-3000:]
+    assert "reason: under way in the run that holds the study (incomplete until it ends)" in said.lower(), said[-3000:]
     wait_for(lambda: (kept / "finished" / "FINISHED").is_file(), job)
     kill_job(job)
     finished = {path.name: path.read_bytes() for path in run.iterdir()}
