@@ -94,8 +94,10 @@ def test_the_default_study_plans_20_runs_their_files_and_a_launch_line_of_one_ra
     spent = 2 - 2 * norm.cdf(norm.ppf(0.975) / math.sqrt(0.8))
     assert f"looks at 8, 10 trials per set-up, alpha spent by each look {spent:.3g}, 0.05" in looks
     assert made.files.stale == [] and made.files.changed == {} and made.files.made_before is False
-    # The 2x2 trains 4 pairs per rank, so it goes before the 1x1.
-    assert made.train_priority("grid2x2", 0) == 4 * made.train_priority("grid1x1", 0)
+    # Pair-iterations per rank: the 2x2 trains 4 pairs on its one rank, the 1x1 one; the 2x2 goes first.
+    iterations = {name: setup["iterations"] for name, setup in made.config["setups"].items()}
+    assert made.train_priority("grid2x2", 0) == 4 * iterations["grid2x2"] > iterations["grid1x1"]
+    assert made.train_priority("grid1x1", 0) == iterations["grid1x1"]
 
 
 def test_snakemake_s_notices_of_missing_metadata_are_dropped_only_for_the_files_the_plan_writes(tmp_path):

@@ -30,7 +30,7 @@ def builds_jobs(arguments: Sequence[str]) -> bool:
 
 
 # Snakemake's options that force jobs to run again, which a dry-run then lists with "Forced execution".
-FORCE_OPTIONS = frozenset({"-F", "--forceall", "-R", "--forcerun", "-f", "--force", "--forcetargets"})
+FORCE_OPTIONS = frozenset({"-F", "--forceall", "-R", "--forcerun", "-f", "--force"})
 
 
 def forces_jobs(arguments: Sequence[str]) -> bool:

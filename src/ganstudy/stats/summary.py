@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -301,6 +302,12 @@ def pareto_front(cost: np.ndarray, quality: np.ndarray, higher: bool) -> list[bo
     return front
 
 
+def _judged(design: Mapping[tuple[str, str], Judged] | None, a: str, b: str) -> Judged | None:
+    """The design's judgement of the pair of ``a`` and ``b``, whichever order the set-ups were listed in."""
+    design = design or {}
+    return design.get((a, b)) or design.get((b, a))
+
+
 def pairwise_table(
     scores: pd.DataFrame,
     metric: str,
@@ -323,7 +330,7 @@ def pairwise_table(
     rows = []
     for i, a in enumerate(setups):
         for b in setups[i + 1 :]:
-            judged = (design or {}).get((a, b))
+            judged = _judged(design, a, b)
             if judged is None or judged.trials is None:
                 rows.append(_pair_row(a, b, values, higher, settings))
                 continue
@@ -336,7 +343,7 @@ def pairwise_table(
     # One Holm family per metric: every table and figure takes a pair's adjusted p from here.
     table["p_holm"] = holm(table.p_value.to_numpy(float)) if len(table) else []
     if design is not None:
-        table["p_holm"] = [design[(a, b)].p for a, b in zip(table.setup_a, table.setup_b)]
+        table["p_holm"] = [_judged(design, a, b).p for a, b in zip(table.setup_a, table.setup_b)]
     table["smallest_p_holm"] = holm(table.pop("smallest_p").to_numpy(float)) if len(table) else []
     undecided = ~(table.p_holm < settings.alpha)
     # A magnitude word beside a difference the test cannot tell from chance says more than the test.
