@@ -501,15 +501,19 @@ def _dates(study: Path) -> dict[str, int]:
 
 def test_a_study_moved_copied_linked_or_named_by_an_absolute_path_trains_nothing(living, tmp_path, env):
     # Where a study's folder lies never decides what is redone: results moved from scratch to project space,
-    # shared, or reached through another mount. No Snakemake metadata follows the folder to its new path.
+    # shared, or reached through another mount. The living study's working directory is copied with Snakemake's
+    # metadata (.snakemake/, keyed by the paths results/...), which does not follow the folder to a new path.
     work = tmp_path / "work"
-    work.mkdir()
-    subprocess.run(["cp", "-a", str(living / "results"), str(work / "copied")], check=True)
+    shutil.copytree(living / ".snakemake", work / ".snakemake", symlinks=True, ignore=shutil.ignore_patterns("locks"))
+    subprocess.run(["cp", "-a", str(living / "results"), str(work / "results")], check=True)
+    subprocess.run(["cp", "-a", str(work / "results"), str(work / "copied")], check=True)
     (work / "elsewhere").mkdir()
     moved = work / "elsewhere" / "moved"
     (work / "link").symlink_to(moved)
     dates = _dates(work / "copied" / STUDY)
-    for results_dir, before in (("copied", None), ("elsewhere/moved", "copied"), ("link", None), (str(moved), None)):
+    relocations = [("copied", None), ("elsewhere/moved", "copied"), ("link", None), (str(moved), None)]
+    # The folder that Snakemake's metadata knows as results/, named by its absolute path.
+    for results_dir, before in [*relocations, (str(work / "results"), None)]:
         if before is not None:
             subprocess.run(["mv", str(work / before), str(work / results_dir)], check=True)
         plan = snakemake(work, _with(results_dir=results_dir), "-n", env=env)
