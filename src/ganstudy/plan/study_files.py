@@ -62,10 +62,9 @@ def _there(path: Path) -> Any:
         return None
 
 
-def _same(there: Any, content: Any) -> bool:
-    """Whether a file holding ``there`` says what ``content`` says, a job file perhaps naming the study's files
-    by the paths of an older release (ganstudy.train.job.older_paths_named)."""
-    wanted = json.loads(as_json(content))
+def _same(there: Any, wanted: Any) -> bool:
+    """Whether a file holding ``there`` says what ``wanted`` (a file's content as JSON reads it back) says, a job
+    file perhaps naming the study's files by the paths of an older release (ganstudy.train.job.older_paths_named)."""
     if isinstance(there, dict) and isinstance(wanted, dict):
         there = older_paths_named(there, wanted)
     return there == wanted
@@ -74,7 +73,7 @@ def _same(there: Any, content: Any) -> bool:
 def out_of_date(path: Path, content: Any) -> bool:
     """Whether a spec or job file that is there says something else than ``content``."""
     there = _there(path)
-    return there is not None and not _same(there, content)
+    return there is not None and not _same(there, json.loads(as_json(content)))
 
 
 def stale_files(files: Mapping[Path, Any]) -> list[Path]:
@@ -88,17 +87,17 @@ def refresh(files: Mapping[Path, Any], made_before: bool, log: Callable[[str], N
     existed (``made_before``) is dated 1970, so that those outputs are kept, as they were before. A job
     file that says the same in an older form is rewritten in the current one and keeps its date."""
     for path, content in files.items():
-        there, new = _there(path), not path.is_file()
-        if (there is None and not new) or there == json.loads(as_json(content)):
+        there, new, wanted = _there(path), not path.is_file(), json.loads(as_json(content))
+        if (there is None and not new) or there == wanted:
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        if there is not None and _same(there, content):
+        if there is not None and _same(there, wanted):
             dated = path.stat()
-            write_json(path, json.loads(as_json(content)))
+            write_json(path, wanted)
             os.utime(path, ns=(dated.st_atime_ns, dated.st_mtime_ns))
             log(f"rewrote {path} naming the study's files from its folder: the same job, nothing to redo")
             continue
-        write_json(path, json.loads(as_json(content)))
+        write_json(path, wanted)
         if new and is_spec(path) and made_before:
             os.utime(path, (0, 0))
         elif not new:

@@ -46,11 +46,15 @@ def live_holder(study_dir: str | os.PathLike[str]) -> str | None:
     holder = _holder(Path(StudyFolder.at(study_dir).lock()))
     if not holder:
         return None
-    if holder.get("host") == socket.gethostname() and not (
-        isinstance(holder.get("pid"), int) and pid_alive(holder["pid"], b"")
-    ):
+    if holder.get("host") == socket.gethostname() and not _alive(holder):
         return None
     return _describe(holder)
+
+
+def _alive(holder: dict[str, Any]) -> bool:
+    """Whether the holder's process (on this host) is alive. Any live process with that id counts (its command
+    line may be a wrapper's): a reused id only costs a clear message."""
+    return isinstance(holder.get("pid"), int) and pid_alive(holder["pid"], b"")
 
 
 def acquire(study_dir: str | os.PathLike[str], warn: Callable[[str], None]) -> Path:
@@ -74,9 +78,7 @@ def acquire(study_dir: str | os.PathLike[str], warn: Callable[[str], None]) -> P
                     f"study {study_dir} is being run by {_describe(holder)}; one run per study at a time. If that run "
                     f"is over (its host crashed), remove {path} and start again"
                 ) from None
-            # Any live process with that id counts (its command line may be a wrapper's): a reused id only
-            # costs a clear message.
-            if isinstance(holder.get("pid"), int) and pid_alive(holder["pid"], b""):
+            if _alive(holder):
                 raise GanstudyError(
                     f"study {study_dir} is being run by {_describe(holder)}; one run per study at a time: wait for it "
                     f"to finish or stop it (ganstudy status shows where it stands). If process {holder['pid']} is no "
