@@ -13,6 +13,7 @@ from itertools import combinations
 
 import numpy as np
 import pytest
+from scipy import stats
 from scipy.stats import norm
 
 from ganstudy.stats.sequential import (
@@ -20,6 +21,7 @@ from ganstudy.stats.sequential import (
     RELABELLINGS,
     RankLaw,
     Schedule,
+    Stopping,
     decide,
     obrien_fleming,
     pair_laws,
@@ -256,13 +258,13 @@ SEPARATED = {
 }
 
 
-def looks_of(outcomes: dict, schedule: Schedule, taken: int, stop_beaten: bool = False):
+def looks_of(outcomes: dict, schedule: Schedule, taken: int, stopping: Stopping | None = None):
     from ganstudy.stats.sequential import take_looks
 
     def law_at(pair, looks):
         return RankLaw.of(outcomes[pair[0]], outcomes[pair[1]], schedule, looks, 7)
 
-    return take_looks(list(outcomes), law_at, schedule, taken, 0.05, stop_beaten, higher=False)
+    return take_looks(list(outcomes), law_at, schedule, taken, 0.05, stopping or Stopping(), higher=False)
 
 
 def test_a_set_up_whose_comparisons_are_all_decided_takes_no_more_rounds():
@@ -282,7 +284,7 @@ def test_a_set_up_whose_comparisons_are_all_decided_takes_no_more_rounds():
 def test_with_stop_beaten_the_beaten_stop_and_their_comparison_ends_undecided():
     from ganstudy.stats.sequential import Stop
 
-    looks = looks_of(SEPARATED, Schedule(8, 2, 12), 3, stop_beaten=True)
+    looks = looks_of(SEPARATED, Schedule(8, 2, 12), 3, Stopping(beaten=True))
     # b and c lose to a at the first look: every set-up stops there, b vs c undecided with its design p.
     assert looks.taken == 1 and not looks.more
     assert looks.stopped == {
@@ -295,11 +297,47 @@ def test_with_stop_beaten_the_beaten_stop_and_their_comparison_ends_undecided():
     assert undecided.look is None and undecided.level == 0.05 and undecided.p_design > 0.05
 
 
-@pytest.mark.parametrize("stop_beaten", [False, True], ids=["stops once decided", "also once beaten"])
-def test_stopping_set_ups_keeps_the_family_wise_error_at_alpha(stop_beaten):
+def test_conditional_power_is_the_b_value_s_from_the_mann_whitney_z():
+    # Look 1 of 8/2/10 (every relabelling counted, continuous scores): the relabellings' spread of the rank sum
+    # is the textbook sd sqrt(n1 n2 (N + 1) / 12), so z is scipy's U standardised, t = 8 / 10.
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(0.6, 1, 10), rng.normal(0, 1, 10)
+    law = RankLaw.of(a, b, DEFAULT, 1, 0)
+    u = stats.mannwhitneyu(a[:8], b[:8]).statistic
+    z = abs(u - 32) / np.sqrt(64 * 17 / 12)
+    for level in (0.05, 0.01):
+        expected = stats.norm.cdf((z / np.sqrt(0.8) - stats.norm.ppf(1 - level / 2)) / np.sqrt(0.2))
+        assert law.conditional_power(level) == pytest.approx(expected, rel=1e-9)
+    assert RankLaw.of(a, b, DEFAULT, 2, 0).conditional_power(0.05) == 1.0
+
+
+def test_with_futility_set_ups_whose_open_comparisons_cannot_be_decided_stop():
+    from ganstudy.stats.sequential import Stop
+
+    schedule = Schedule(8, 2, 12)
+    # a is decided against b and c at look 1; b and c interleave (their B-value's power is about 0).
+    looks = looks_of(SEPARATED, schedule, 3, Stopping(futility=0.1))
+    why = (
+        "its comparisons still open are unlikely to be decided by the schedule's most "
+        "(conditional power under the trend seen below 0.1)"
+    )
+    assert looks.taken == 1 and not looks.more
+    assert looks.stopped == {"a": Stop(1, "every comparison decided"), "b": Stop(1, why), "c": Stop(1, why)}
+    assert [d.look for d in looks.decisions] == [0, 0, None] and looks.decisions[2].p_design > 0.05
+    # Without futility b and c go on to the schedule's end; the decisions made are the same.
+    going_on = looks_of(SEPARATED, schedule, 3)
+    assert going_on.taken == 3 and [d.look for d in going_on.decisions] == [0, 0, None]
+
+
+@pytest.mark.parametrize(
+    "stopping",
+    [Stopping(), Stopping(beaten=True), Stopping(futility=0.1)],
+    ids=["stops once decided", "also once beaten", "also once futile"],
+)
+def test_stopping_set_ups_keeps_the_family_wise_error_at_alpha(stopping):
     # One set-up 2 sd better, two alike: an error is a decision between the alike two (1,000 studies).
     draws = [lambda rng, size: rng.normal(-2.0, 1, size), NULL_CASES["normal"], NULL_CASES["normal"]]
-    result = simulate(draws, DEFAULT, 0.05, studies=1000, seed=3, stop_beaten=stop_beaten, alike=[(1, 2)])
+    result = simulate(draws, DEFAULT, 0.05, studies=1000, seed=3, stopping=stopping, alike=[(1, 2)])
     # alpha plus 2.33 standard errors (0.016).
     assert result["error"] <= 0.05 + 0.016, result
     assert result["power"] > 0.8 and result["mean_trials"] <= result["every_round_trials"]

@@ -160,7 +160,7 @@ def schedule_plan(folder: Path, schedule: Schedule, metric: str, settings: Stati
     per_trial = float(summary[column].sum())
     rows = []
     for name, design in (("sequential", schedule), ("fixed", Schedule(schedule.most, 1, schedule.most))):
-        result = simulate(samplers, design, settings.alpha, studies=PLAN_STUDIES)
+        result = simulate(samplers, design, settings.alpha, studies=PLAN_STUDIES, stopping=settings.stopping())
         rows.append(
             {
                 "design": name,

@@ -69,7 +69,7 @@ def look_record(
         return built[pair, looks]
 
     higher = better(metric) == "higher"
-    taken = take_looks(setups, law_at, schedule, look, settings.alpha, settings.stop_beaten, higher)
+    taken = take_looks(setups, law_at, schedule, look, settings.alpha, settings.stopping(), higher)
     counts = schedule.looks[: taken.taken]
     ended = {s: taken.stopped[s].look if s in taken.stopped else taken.taken for s in setups}
     return {

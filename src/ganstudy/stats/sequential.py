@@ -260,6 +260,20 @@ class RankLaw:
             np.concatenate([pooled[pick == 0] for pooled, pick in pairs]),
         )
 
+    def conditional_power(self, level: float) -> float:
+        """The chance that the comparison crosses at the schedule's last look if the trend its trials show so
+        far goes on (Lan and Wittes's B-value, "The B-value: a tool for monitoring data", Biometrics 1988):
+        Phi((z / sqrt(t) - z_c) / sqrt(1 - t)), where z is the statistic at the last look taken over the root
+        mean square of its relabellings' (ties and failures counted), t that look's information fraction and
+        z_c the two-sided normal quantile of ``level``. 1 at the schedule's last look (nothing is left to
+        predict)."""
+        t = float(self.fractions[-1])
+        if t >= 1:
+            return 1.0
+        spread = float(np.sqrt(np.mean(np.square(self.distances[:, -1], dtype=float))))
+        z = float(self.observed[-1]) / spread if spread > 0 else 0.0
+        return float(norm.cdf((z / np.sqrt(t) - norm.ppf(1 - level / 2)) / np.sqrt(1 - t)))
+
     def design_p(self, level: float, at: int) -> float:
         """The design's p of the comparison stopped (or ended) at look ``at`` (0-based): the share of
         relabellings that cross ``level``'s boundary at an earlier look, or reach this look with a statistic
@@ -324,6 +338,17 @@ class Stop:
 
 
 @dataclass(frozen=True)
+class Stopping:
+    """When a set-up takes no more rounds beyond every comparison of it decided: ``beaten``, once another
+    beats it significantly; ``futility`` (0: never), once each open comparison of it is unlikely to be
+    decided by the schedule's ``most`` (its conditional power under the trend seen below ``futility``). Both
+    are non-binding: the boundaries stay as they are, so stopping never raises a comparison's error."""
+
+    beaten: bool = False
+    futility: float = 0.0
+
+
+@dataclass(frozen=True)
 class Looks:
     """A study's looks up to the last taken: each comparison's decision, the set-ups that stopped taking
     rounds before the study ended, each pair's looks (fewer than those taken where a set-up stopped), and
@@ -342,17 +367,18 @@ def take_looks(
     schedule: Schedule,
     taken: int,
     alpha: float,
-    stop_beaten: bool = False,
+    stopping: Stopping = Stopping(),
     higher: bool = False,
 ) -> Looks:
     """The looks 1 .. ``taken`` of a study of ``setups`` (``law_at(pair, looks)``: the pair's law at its first
     ``looks`` looks). After each look a set-up stops taking rounds where none of its comparisons is live (open,
-    with the other set-up still taking rounds): every one decided, or, with ``stop_beaten``, once another set-up
-    beats it significantly (the direction by ``higher``: whether larger outcomes are better); its open
-    comparisons then end undecided at the look it stopped, which never raises their error. A pair's comparison
-    always takes both set-ups' trials of each of its looks. The study goes on while a comparison is live and
-    the schedule has a look left; set-ups that end with it are not counted as stopped. A study that ended
-    before ``taken`` is returned as it ended."""
+    with the other set-up still taking rounds, and, with ``stopping.futility``, likely enough to be decided):
+    every one decided, or, with ``stopping.beaten``, once another set-up beats it significantly (the direction
+    by ``higher``: whether larger outcomes are better); its open comparisons then end undecided at the look
+    it stopped, which never raises their error. A futile comparison whose set-ups go on for others is still
+    tested at their looks. A pair's comparison always takes both set-ups' trials of each of its looks. The
+    study goes on while a comparison is live and the schedule has a look left; set-ups that end with it are
+    not counted as stopped. A study that ended before ``taken`` is returned as it ended."""
     pairs = list(combinations(setups, 2))
     stopped: dict[str, Stop] = {}
     for k in range(1, taken + 1):
@@ -360,8 +386,14 @@ def take_looks(
         laws = {pair: law_at(pair, looks[pair]) for pair in pairs}
         frozen = [pair for pair in pairs if looks[pair] < k]
         decisions = sequential_holm(laws, schedule, alpha, frozen)
-        stops = _stops(decisions, laws, setups, stopped, k, stop_beaten, higher)
-        live = [d for d in decisions if d.look is None and not set(d.pair) & (set(stopped) | set(stops))]
+        futile = {
+            d.pair
+            for d in decisions
+            if stopping.futility and d.look is None and laws[d.pair].conditional_power(d.level) < stopping.futility
+        }
+        stops = _stops(decisions, laws, setups, stopped, k, stopping, futile, higher)
+        gone = set(stopped) | set(stops)
+        live = [d for d in decisions if d.look is None and d.pair not in futile and not set(d.pair) & gone]
         more = bool(live) and k < len(schedule.looks)
         if more:
             stopped |= stops
@@ -380,13 +412,14 @@ def _stops(
     setups: Sequence[str],
     stopped: Mapping[str, Stop],
     look: int,
-    stop_beaten: bool,
+    stopping: Stopping,
+    futile: Collection[Pair],
     higher: bool,
 ) -> dict[str, Stop]:
-    """The set-ups that stop after ``look``: beaten (with ``stop_beaten``), then, until none changes, those with
-    no live comparison left."""
+    """The set-ups that stop after ``look``: beaten (with ``stopping.beaten``), then, until none changes, those
+    with no live comparison left (``futile``: the open ones unlikely to be decided by the schedule's end)."""
     stops: dict[str, Stop] = {}
-    if stop_beaten:
+    if stopping.beaten:
         for d in decisions:
             if d.look is None or set(d.pair) & set(stopped):
                 continue
@@ -401,14 +434,23 @@ def _stops(
             if setup in stopped or setup in stops:
                 continue
             mine = [d for d in decisions if setup in d.pair]
-            live = [d for d in mine if d.look is None and not set(d.pair) & (set(stopped) | set(stops))]
-            if live:
+            gone = set(stopped) | set(stops)
+            if any(d.look is None and d.pair not in futile and not set(d.pair) & gone for d in mine):
                 continue
-            decided = all(d.look is not None for d in mine)
-            why = "every comparison decided" if decided else "no open comparison with a set-up still taking rounds"
-            stops[setup] = Stop(look, why)
+            stops[setup] = Stop(look, _why_stopped(mine, futile, stopping.futility))
             changed = True
     return stops
+
+
+def _why_stopped(mine: list[Decision], futile: Collection[Pair], futility: float) -> str:
+    if all(d.look is not None for d in mine):
+        return "every comparison decided"
+    if any(d.pair in futile for d in mine):
+        return (
+            "its comparisons still open are unlikely to be decided by the schedule's most "
+            f"(conditional power under the trend seen below {futility:g})"
+        )
+    return "no open comparison with a set-up still taking rounds"
 
 
 def pair_laws(
@@ -437,7 +479,7 @@ def simulate(
     alpha: float,
     studies: int = 1000,
     seed: int = 0,
-    stop_beaten: bool = False,
+    stopping: Stopping = Stopping(),
     higher: bool = False,
     alike: Collection[tuple[int, int]] = (),
 ) -> dict[str, float]:
@@ -445,7 +487,7 @@ def simulate(
     ``draws`` gives each set-up's outcome sampler (rng, size) -> outcomes (inf: a failed trial ranked worst).
     Returns the share of studies that decide at least one comparison (under the null: the family-wise
     error), the share that decide every comparison, the mean trials per set-up used (a set-up stops once
-    none of its comparisons is live; with ``stop_beaten``, also once beaten) and those had every set-up
+    none of its comparisons is live, as ``stopping`` says) and those had every set-up
     taken every round until the study ended; with ``alike`` (pairs of set-up indices drawn alike), the share
     of studies that decide one of them (the family-wise error), the mean share of the other comparisons
     decided (power) and of those of the first set-up. Each study draws its relabellings from its own seed."""
@@ -459,7 +501,7 @@ def simulate(
         # Every look's law from one law of all looks: the same as a law of the first k (rounds after k do not
         # move look k's boundaries), computed once.
         law_at = _views(pair_laws(outcomes, schedule, len(schedule.looks), (seed, study)))
-        looks = take_looks(names, law_at, schedule, len(schedule.looks), alpha, stop_beaten, higher)
+        looks = take_looks(names, law_at, schedule, len(schedule.looks), alpha, stopping, higher)
         ended = [looks.stopped[name].look if name in looks.stopped else looks.taken for name in names]
         decided = {d.pair: d.look is not None for d in looks.decisions}
         tallies["any"].append(any(decided.values()))
@@ -492,13 +534,14 @@ def resampler(outcomes: np.ndarray) -> Callable[[np.random.Generator, int], np.n
     return lambda rng, size: rng.choice(outcomes, size)
 
 
-def schedule_power(x: np.ndarray, y: np.ndarray, schedule: Schedule, alpha: float) -> float:
+def schedule_power(
+    x: np.ndarray, y: np.ndarray, schedule: Schedule, alpha: float, stopping: Stopping = Stopping()
+) -> float:
     """The probability that ``schedule`` decides a comparison at ``alpha`` (either way) when each set-up's trials
     are drawn from its measured outcomes: the share of SCHEDULE_STUDIES simulated studies, through the looks'
-    own test, that do."""
-    return simulate([resampler(np.asarray(x)), resampler(np.asarray(y))], schedule, alpha, SCHEDULE_STUDIES)[
-        "decides_all"
-    ]
+    own test and the study's ``stopping``, that do."""
+    draws = [resampler(np.asarray(x)), resampler(np.asarray(y))]
+    return simulate(draws, schedule, alpha, SCHEDULE_STUDIES, stopping=stopping)["decides_all"]
 
 
 def _normal(shift: float = 0.0) -> Callable[[np.random.Generator, int], np.ndarray]:
@@ -546,7 +589,7 @@ class Row:
     design: str
     schedule: Schedule
     draws: tuple[str, ...]
-    stop_beaten: bool = False
+    stopping: Stopping = Stopping()
     alike: tuple[tuple[int, int], ...] = ()
 
 
@@ -574,19 +617,25 @@ def operating_rows(schedule: Schedule) -> list[Row]:
 SWEEP = (0.0, 0.0, 0.5, 1.5, 1.5, 2.0, 2.0, 3.0, 3.0)
 
 
+# The stopping rules simulated on the sweep; futility at 0.1, a common choice for a conditional-power rule.
+SWEEP_RULES = (
+    ("stops once decided", Stopping()),
+    ("also stops once beaten", Stopping(beaten=True)),
+    ("stops once decided or futile", Stopping(futility=0.1)),
+    ("stops once decided, futile or beaten", Stopping(beaten=True, futility=0.1)),
+)
+
+
 def sweep_rows(schedule: Schedule) -> list[Row]:
-    """The sweep under each stopping rule: a set-up stops once its comparisons are decided, or also once beaten."""
+    """The sweep under each of SWEEP_RULES."""
     alike = tuple((a, b) for a, b in combinations(range(len(SWEEP)), 2) if SWEEP[a] == SWEEP[b])
     draws = tuple(f"shift {shift}" for shift in SWEEP)
-    return [
-        Row("sweep of 9", rule, schedule, draws, stop_beaten, alike)
-        for rule, stop_beaten in (("stops once decided", False), ("also stops once beaten", True))
-    ]
+    return [Row("sweep of 9", rule, schedule, draws, stopping, alike) for rule, stopping in SWEEP_RULES]
 
 
 def _simulated(row: Row, alpha: float, studies: int) -> dict[str, float]:
     draws = [_draw(name) for name in row.draws]
-    return simulate(draws, row.schedule, alpha, studies, 0, row.stop_beaten, alike=row.alike)
+    return simulate(draws, row.schedule, alpha, studies, 0, row.stopping, alike=row.alike)
 
 
 PAGE = """# Sequential designs: error, power and trials, simulated
@@ -618,6 +667,8 @@ share of studies that decide a comparison of two set-ups drawn alike (the family
 interval); power: the mean share of the other comparisons decided; power (best): of those of the first
 set-up; mean_trials: per set-up. "every set-up every round" trains every set-up until the study ends, with the
 same decisions as "stops once decided" (a set-up whose comparisons are all decided changes none by stopping).
+"futile": `statistics.futility: 0.1`, an open comparison whose conditional power under the trend seen is below
+0.1 keeps no set-up taking rounds; "beaten": `statistics.stop_beaten: true`.
 
 """
 

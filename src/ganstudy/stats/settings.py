@@ -10,6 +10,7 @@ from typing import Any
 
 from ganstudy.config.schema import schema_defaults
 from ganstudy.config.typed import build
+from ganstudy.stats.sequential import Stopping
 
 _STATISTICS = schema_defaults("statistics")
 
@@ -23,6 +24,7 @@ class StatisticsSettings:
     failures: str = _STATISTICS["failures"]
     alpha: float = _STATISTICS["alpha"]
     stop_beaten: bool = _STATISTICS["stop_beaten"]
+    futility: float = _STATISTICS["futility"]
     primary_metric: str | None = _STATISTICS["primary_metric"]
     convergence_window: float = _STATISTICS["convergence_window"]
     convergence_tolerance: float = _STATISTICS["convergence_tolerance"]
@@ -37,3 +39,7 @@ class StatisticsSettings:
     def primary(self, metrics: list[str]) -> str:
         """The metric that heads the answer."""
         return self.primary_metric or metrics[0]
+
+    def stopping(self) -> Stopping:
+        """When a set-up on a schedule takes no more rounds."""
+        return Stopping(self.stop_beaten, self.futility)

@@ -378,7 +378,9 @@ def _plans(
             table.loc[index, list(power_columns(times))] = spread
         if judged is not None:
             # Holm's first step, as the plans: the comparison's share of alpha were every one open.
-            table.loc[index, "schedule_power"] = schedule_power(x, y, judged.schedule, settings.alpha / len(table))
+            table.loc[index, "schedule_power"] = schedule_power(
+                x, y, judged.schedule, settings.alpha / len(table), settings.stopping()
+            )
 
 
 def _pair_row(
