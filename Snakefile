@@ -35,7 +35,7 @@ report: PLAN.report_description
 
 # What `ganstudy status` reads to list every run, waiting ones included (not on dry-runs).
 onstart:
-    write_plan(PLAN.study_dir, config["study"], config["setups"], config["trials"])
+    write_plan(PLAN.study_dir, config)
 
 
 # The study's lock goes when the run ends, whatever the executor does with this process afterwards.

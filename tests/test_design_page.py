@@ -16,9 +16,10 @@ import pytest
 from ganstudy.report.summary_page import write_summary
 from ganstudy.stats.convergence import COLUMNS
 from ganstudy.stats.looks import judged_pairs, look_record, write_looks
-from ganstudy.stats.sequential import Schedule, schedule_power
+from ganstudy.stats.sequential import schedule_power
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import _pair_row, write_stats
+from ganstudy.study.trials import Schedule
 
 SCHEDULE = Schedule(8, 2, 10)
 SETTINGS = StatisticsSettings()

@@ -15,8 +15,9 @@ from scipy.stats import mannwhitneyu, rankdata
 from ganstudy.config.validate import ConfigError
 from ganstudy.plan.parts import schedule_problems
 from ganstudy.stats.looks import judged_pairs, look_record, looks_table
-from ganstudy.stats.sequential import RankLaw, Schedule
+from ganstudy.stats.sequential import RankLaw
 from ganstudy.stats.settings import StatisticsSettings
+from ganstudy.study.trials import Schedule
 
 
 def tidy(values: dict[str, list[float]], metric: str = "fid") -> pd.DataFrame:

@@ -67,7 +67,9 @@ ganstudy per_class: 3 classes on 1 rank(s)
 
 def test_status_reads_a_running_a_stopped_and_a_waiting_run_from_their_files(tmp_path):
     study = tmp_path / "results" / "s"
-    write_plan(study, "s", {"grid": {"mode": "grid", "trials": None, "iterations": 300}}, trials=3)
+    write_plan(
+        study, {"study": "s", "setups": {"grid": {"mode": "grid", "trials": None, "iterations": 300}}, "trials": 3}
+    )
     log = study / "logs" / "train" / "grid"
     log.mkdir(parents=True)
     (log / "trial0.log").write_text(LOG)
@@ -103,7 +105,7 @@ def test_status_names_each_trial_s_scheduler_job_from_its_log_or_its_record(tmp_
     (line,) = [record.getMessage() for record in caplog.records if "training process" in record.getMessage()]
     assert PROCESS.match(f"2026-11-25 09:59:59 {line}").group(3) == "Slurm job 1234567"
     study = tmp_path / "results" / "s"
-    write_plan(study, "s", {"grid": {"mode": "grid", "trials": 3, "iterations": 300}}, trials=3)
+    write_plan(study, {"study": "s", "setups": {"grid": {"mode": "grid", "trials": 3, "iterations": 300}}, "trials": 3})
     log = study / "logs" / "train" / "grid"
     log.mkdir(parents=True)
     (log / "trial0.log").write_text(
@@ -126,7 +128,14 @@ def test_status_names_each_trial_s_scheduler_job_from_its_log_or_its_record(tmp_
 
 def test_a_scheduled_study_s_later_rounds_wait_on_a_look_and_are_not_needed_once_the_looks_end_it(tmp_path):
     study = tmp_path / "results" / "s"
-    write_plan(study, "s", {"g": {"mode": "grid", "trials": None, "iterations": 5}}, {"first": 2, "step": 1, "most": 4})
+    write_plan(
+        study,
+        {
+            "study": "s",
+            "setups": {"g": {"mode": "grid", "trials": None, "iterations": 5}},
+            "trials": {"first": 2, "step": 1, "most": 4},
+        },
+    )
     for trial in (0, 1):
         write_json(study / "runs" / "g" / f"trial{trial}" / "run.json", {})
     rows = study_status(study)
@@ -147,7 +156,9 @@ def test_status_of_a_study_never_run_says_so(tmp_path):
 def study_with_one_run(tmp_path: Path, iterations: int = 300) -> tuple[Path, Path, Path]:
     """A planned study of one single-mode set-up "s" with one trial: its folder, the run's folder, its log."""
     study = tmp_path / "results" / "s"
-    write_plan(study, "s", {"s": {"mode": "single", "trials": 1, "iterations": iterations}}, trials=1)
+    write_plan(
+        study, {"study": "s", "setups": {"s": {"mode": "single", "trials": 1, "iterations": iterations}}, "trials": 1}
+    )
     log = study / "logs" / "train" / "s" / "trial0.log"
     log.parent.mkdir(parents=True)
     return study, study / "runs" / "s" / "trial0", log

@@ -343,7 +343,7 @@ def test_plan_trials_prints_the_design_and_what_each_undecided_comparison_needs(
     bad = subprocess.run(
         ["ganstudy", "plan-trials", str(config), "--schedule", "8,4"], capture_output=True, text=True, env=env
     )
-    assert bad.returncode != 0 and "'8,4' is not FIRST,STEP,MOST" in bad.stderr
+    assert bad.returncode != 0 and "'8,4' is not a schedule: FIRST,STEP,MOST" in bad.stderr
     # Tables of an earlier ganstudy name the command that remakes them.
     pd.read_csv(folder / "tables" / "pairs_fid.csv").drop(columns="trials_for_power").to_csv(
         folder / "tables" / "pairs_fid.csv"

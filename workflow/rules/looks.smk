@@ -28,7 +28,7 @@ checkpoint look:
 for look in range(1, len(PLAN.schedule.looks) + 1):
     job_arguments(
         f"look/look{look}", "--setups", *PLAN.setups, "--metrics", *PLAN.metrics,
-        "--schedule", f"{PLAN.schedule.first},{PLAN.schedule.step},{PLAN.schedule.most}", "--look", look,
+        "--schedule", PLAN.schedule.to_json(), "--look", look,
         "--seed", config["seed"], "--settings", as_json(config["statistics"]), "--out", *expand(rules.look.output, look=look),
     )
 

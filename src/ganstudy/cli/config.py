@@ -113,10 +113,10 @@ def _plan_trials(args: argparse.Namespace) -> None:
     from ganstudy.config.validate import load_study_config
     from ganstudy.report.status import config_study_folder
     from ganstudy.stats.design import schedule_plan, study_design, trials_plan
-    from ganstudy.stats.sequential import Schedule
     from ganstudy.stats.settings import StatisticsSettings
     from ganstudy.stats.summary import markdown_table
     from ganstudy.study.folder import StudyFolder
+    from ganstudy.study.trials import StudyTrials
 
     config = load_study_config(args.config, CONFIG_SCHEMA)
     statistics = config["statistics"]
@@ -136,7 +136,7 @@ def _plan_trials(args: argparse.Namespace) -> None:
     )
     print(markdown_table(trials_plan(tables, statistics["alpha"]), False, statistics["digits"]), end="")
     # The study's own schedule unless another is asked for.
-    schedule = Schedule(*args.schedule) if args.schedule else Schedule.of(config["trials"])
+    schedule = args.schedule or StudyTrials.of(config).schedule
     if schedule is not None:
         settings = StatisticsSettings.of(statistics)
         metric = settings.primary(config["evaluation"]["metrics"])
@@ -244,7 +244,7 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
     from ganstudy.study.folder import StudyFolder
     from ganstudy.study.outcomes import diverged
 
-    _, runs, missing = finished_runs(folder, study_runs(config["study"], config["setups"], config["trials"]))
+    _, runs, missing = finished_runs(folder, study_runs(config))
     for line in missing:
         print(line)
     arguments = ArgumentsFiles(Path(StudyFolder.at(folder.resolve()).arguments_folder()), made_before=False)

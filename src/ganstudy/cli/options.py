@@ -8,9 +8,12 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ganstudy.errors import GanstudyError
+
+if TYPE_CHECKING:
+    from ganstudy.study.trials import Schedule
 
 
 def json_object(text: str) -> dict[str, Any]:
@@ -51,7 +54,7 @@ def named_study(args: argparse.Namespace) -> tuple[Path, dict[str, Any] | None]:
     if folder is None:
         return study_folder(args), None
     config = load_study_config(args.study, CONFIG_SCHEMA)
-    return folder, study_runs(config["study"], config["setups"], config["trials"])
+    return folder, study_runs(config)
 
 
 class Commands:
@@ -195,12 +198,11 @@ def command_parser(registers: Sequence[Callable[[Commands], None]]) -> argparse.
     return parser
 
 
-def schedule_argument(text: str) -> tuple[int, int, int]:
-    """FIRST,STEP,MOST as three whole numbers, 2 <= FIRST <= MOST and STEP >= 1."""
-    parts = text.split(",")
-    if len(parts) != 3 or not all(part.strip().isdigit() for part in parts):
-        raise argparse.ArgumentTypeError(f"{text!r} is not FIRST,STEP,MOST (three whole numbers, e.g. 8,4,24)")
-    first, step, most = (int(part) for part in parts)
-    if not (2 <= first <= most and step >= 1):
-        raise argparse.ArgumentTypeError(f"{text!r}: needs 2 <= FIRST <= MOST and STEP >= 1 (e.g. 8,4,24)")
-    return first, step, most
+def schedule_argument(text: str) -> Schedule:
+    """A schedule option (``Schedule.parse``), its problem said as argparse says a bad value's."""
+    from ganstudy.study.trials import Schedule
+
+    try:
+        return Schedule.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

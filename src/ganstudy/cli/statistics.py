@@ -58,11 +58,10 @@ def _stats_command(commands: Commands) -> None:
 def _look(args: argparse.Namespace) -> None:
     from ganstudy.stats.aggregate import read_scores
     from ganstudy.stats.looks import write_look
-    from ganstudy.stats.sequential import Schedule
     from ganstudy.stats.settings import StatisticsSettings
 
     settings = StatisticsSettings.of(args.settings, "--settings")
-    schedule = Schedule(*args.schedule)
+    schedule = args.schedule
     scores = read_scores("", args.scores)
     write_look(scores, args.setups, settings.primary(args.metrics), schedule, args.look, settings, args.seed, args.out)
 
@@ -78,7 +77,11 @@ def _look_command(commands: Commands) -> None:
     sub.add_argument("--setups", nargs="+", required=True)
     sub.add_argument("--metrics", nargs="+", required=True, help="the study's metrics (the primary one is tested)")
     sub.add_argument(
-        "--schedule", type=schedule_argument, required=True, metavar="FIRST,STEP,MOST", help="the study's trials"
+        "--schedule",
+        type=schedule_argument,
+        required=True,
+        metavar="JSON",
+        help="the study's trials: its schedule as JSON",
     )
     sub.add_argument("--look", type=int, required=True, help="which look, from 1")
     sub.add_argument(

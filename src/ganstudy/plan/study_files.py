@@ -21,6 +21,7 @@ from typing import Any
 
 from ganstudy.core.atomic import write_json, write_text
 from ganstudy.study.folder import is_spec
+from ganstudy.study.trials import Schedule
 from ganstudy.train.job import older_paths_named
 
 
@@ -149,6 +150,8 @@ class ArgumentsFiles:
             return "its settings are in its spec file now"
         if relocated(there, current, self.root):
             return f"it was written when the study's folder lay elsewhere, now at {self.root}"
+        if schedule_as_text(there, current):
+            return "its schedule is given as JSON now"
         return None
 
     def write_all(self, log: Callable[[str], None]) -> None:
@@ -195,6 +198,19 @@ def moved_to_spec(older: str, current: str, specs: Mapping[Path, Any]) -> bool:
     spec = json.loads(as_json(spec))  # as the file holds it (lists, not tuples)
     bare = {key: value for key, value in spec.items() if key != "seed"}
     return given in (bare, *bare.values()) and (seed is None or seed == str(spec.get("seed")))
+
+
+def schedule_as_text(older: str, current: str) -> bool:
+    """Whether a look's arguments file of an older release, which gave the study's schedule as
+    FIRST,STEP,MOST, says what ``current`` says with the same schedule as JSON: every other argument the same."""
+    old, new = older.splitlines(), current.splitlines()
+    given, wanted = _option(old, "--schedule"), _option(new, "--schedule")
+    if given is None or wanted is None or given == wanted or _without(old, "--schedule") != _without(new, "--schedule"):
+        return False
+    try:
+        return Schedule.parse(given) == Schedule.parse(wanted)
+    except ValueError:
+        return False
 
 
 def relocated(older: str, current: str, root: str) -> bool:

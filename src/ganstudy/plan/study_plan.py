@@ -32,9 +32,9 @@ from ganstudy.plan.study_files import results_dir_problem
 from ganstudy.plan.study_lock import acquire
 from ganstudy.plan.user_inputs import missing_user_inputs
 from ganstudy.stats.design import study_design
-from ganstudy.stats.sequential import Schedule, most_trials
 from ganstudy.stats.timing import EPOCH_REFERENCES
 from ganstudy.study.folder import StudyFolder
+from ganstudy.study.trials import StudyTrials
 from ganstudy.train.job import STUDY_FILES, compute_options, job_description
 
 TABLE_FORMATS = ("csv", "md", "tex")
@@ -109,9 +109,9 @@ class StudyPlan:
         self.setups = list(config["setups"])
         # (set-up, trial) of every training run: set-ups may run more or fewer trials than the study; on a
         # schedule, every trial up to its most (the looks decide which run: stats.looks).
-        self.schedule = Schedule.of(config["trials"])
-        most = most_trials(config["trials"])
-        self.runs = [(s, t) for s in self.setups for t in range(config["setups"][s]["trials"] or most)]
+        self.trials = StudyTrials.of(config)
+        self.schedule = self.trials.schedule
+        self.runs = [(s, t) for s in self.setups for t in range(self.trials.per_setup[s])]
         self.metrics = config["evaluation"]["metrics"]
         self.smote = config["dataset"]["smote"]["strategy"] != "none"
         self._plan_user_inputs()

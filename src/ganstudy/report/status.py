@@ -33,9 +33,9 @@ import yaml
 from ganstudy.core.atomic import read_json, write_json
 from ganstudy.core.procfs import pid_alive
 from ganstudy.errors import GanstudyError
-from ganstudy.stats.sequential import Schedule, most_trials
 from ganstudy.study.folder import StudyFolder
 from ganstudy.study.outcomes import diverged, divergence_text
+from ganstudy.study.trials import StudyTrials
 from ganstudy.train.progress import HEARTBEAT, HEARTBEAT_SECONDS, LINE, PROCESS, duration, score_columns
 
 ERROR = re.compile(
@@ -50,26 +50,23 @@ STALE_SECONDS = 10 * HEARTBEAT_SECONDS
 CONFIG_DEFAULTS = {"results_dir": "results", "study": "digits_baseline"}
 
 
-def study_runs(study: str, setups: dict[str, dict[str, Any]], trials: int | Mapping[str, int]) -> dict[str, Any]:
+def study_runs(config: Mapping[str, Any]) -> dict[str, Any]:
     """The runs a validated config plans: its set-ups with their modes, trials (a schedule's most) and
     iterations, and a schedule's looks."""
-    most = most_trials(trials)
-    schedule = Schedule.of(trials)
+    trials = StudyTrials.of(config)
     return {
-        "study": study,
+        "study": config["study"],
         "setups": {
-            name: {"mode": setup["mode"], "trials": setup.get("trials") or most, "iterations": setup["iterations"]}
-            for name, setup in setups.items()
+            name: {"mode": setup["mode"], "trials": trials.per_setup[name], "iterations": setup["iterations"]}
+            for name, setup in config["setups"].items()
         },
-        **({"looks": list(schedule.looks)} if schedule else {}),
+        **({"looks": list(trials.schedule.looks)} if trials.schedule else {}),
     }
 
 
-def write_plan(
-    study_dir: str | os.PathLike[str], study: str, setups: dict[str, dict[str, Any]], trials: int | Mapping[str, int]
-) -> None:
+def write_plan(study_dir: str | os.PathLike[str], config: Mapping[str, Any]) -> None:
     """The runs a study plans (study_runs), for ``status`` and ``export`` of the study's folder."""
-    write_json(StudyFolder.at(study_dir).plan(), study_runs(study, setups, trials))
+    write_json(StudyFolder.at(study_dir).plan(), study_runs(config))
 
 
 @dataclass

@@ -17,11 +17,12 @@ import numpy as np
 import pandas as pd
 
 from ganstudy.stats.power import NOT_PLANNED, TrialsNeeded
-from ganstudy.stats.sequential import Schedule, most_trials, obrien_fleming, resampler, simulate
+from ganstudy.stats.sequential import obrien_fleming, resampler, simulate
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import cost_column, read_summary, read_tables, trials
 from ganstudy.stats.tests import holm, smallest_p
 from ganstudy.study.folder import StudyFolder
+from ganstudy.study.trials import Schedule, StudyTrials
 
 # The most trials per set-up the planner proposes; a design that needs more is named as such.
 MOST_TRIALS = 200
@@ -84,10 +85,10 @@ def design_lines(trials: dict[str, int], test: str, alpha: float) -> tuple[list[
 def study_design(config: dict[str, Any]) -> tuple[list[str], list[str]]:
     """``design_lines`` of a validated study config: each set-up's trials (its own or the study's: a schedule's
     most, its last look)."""
-    trials = {name: setup["trials"] or most_trials(config["trials"]) for name, setup in config["setups"].items()}
+    trials = StudyTrials.of(config)
     alpha = config["statistics"]["alpha"]
-    info, warnings = design_lines(trials, config["statistics"]["test"], alpha)
-    if (schedule := Schedule.of(config["trials"])) is not None:
+    info, warnings = design_lines(trials.per_setup, config["statistics"]["test"], alpha)
+    if (schedule := trials.schedule) is not None:
         spent = ", ".join(f"{x:.3g}" for x in obrien_fleming(schedule.fractions(), alpha))
         info.append(
             f"trials on a schedule: looks at {', '.join(map(str, schedule.looks))} trials per set-up, alpha spent by "
@@ -159,7 +160,7 @@ def schedule_plan(folder: Path, schedule: Schedule, metric: str, settings: Stati
     samplers = [resampler(trials(scores, metric, setup, settings.failures).outcomes) for setup in setups]
     per_trial = float(summary[column].sum())
     rows = []
-    for name, design in (("sequential", schedule), ("fixed", Schedule(schedule.most, 1, schedule.most))):
+    for name, design in (("sequential", schedule), ("fixed", schedule.fixed())):
         result = simulate(samplers, design, settings.alpha, studies=PLAN_STUDIES, stopping=settings.stopping())
         rows.append(
             {

@@ -23,10 +23,11 @@ import pandas as pd
 
 from ganstudy.core.atomic import write_text
 from ganstudy.evaluate.metrics import better
-from ganstudy.stats.sequential import RELABELLINGS, Decision, RankLaw, Schedule, obrien_fleming, take_looks
+from ganstudy.stats.sequential import RELABELLINGS, Decision, RankLaw, counted, obrien_fleming, take_looks
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import CONFIDENCE, Judged, write_table
 from ganstudy.stats.tests import aligned_outcomes, rank_test
+from ganstudy.study.trials import Schedule
 
 LOOK_COLUMNS = ["setup_a", "setup_b", "decided_at", "trials", "p_nominal", "level", "p_design", "p_design_holm"]
 
@@ -80,7 +81,7 @@ def look_record(
         "trials": counts[-1],
         "alpha": settings.alpha,
         "alpha_spent": [float(x) for x in obrien_fleming(schedule.fractions()[: taken.taken], settings.alpha)],
-        "relabellings": "every" if schedule.exact() else RELABELLINGS + 1,
+        "relabellings": "every" if counted(schedule) else RELABELLINGS + 1,
         "seed": seed,
         "more": taken.more,
         "setups": {

@@ -41,12 +41,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations
-from math import comb, prod
 
 import numpy as np
 from scipy.stats import norm, rankdata
 
 from ganstudy.stats.tests import EXACT_SPLITS, rank_test
+from ganstudy.study.trials import Schedule
 
 # Drawn relabellings of a schedule whose relabellings are too many to count; with the observed one, 10,000.
 RELABELLINGS = 9_999
@@ -54,40 +54,10 @@ RELABELLINGS = 9_999
 Pair = tuple[str, str]
 
 
-@dataclass(frozen=True)
-class Schedule:
-    """Trials per set-up at each look: ``first``, then ``step`` more at a time, up to ``most``."""
-
-    first: int
-    step: int
-    most: int
-
-    @property
-    def looks(self) -> tuple[int, ...]:
-        counts = list(range(self.first, self.most, self.step)) + [self.most]
-        return tuple(counts)
-
-    def fractions(self) -> np.ndarray:
-        """The information fraction of each look: its trials over ``most``."""
-        return np.array(self.looks, float) / self.most
-
-    def rounds(self) -> tuple[int, ...]:
-        """The trials per set-up each round adds: ``first``, then ``step`` (the last, what is left to ``most``)."""
-        return tuple(int(n) for n in np.diff((0, *self.looks)))
-
-    def exact(self) -> bool:
-        """Whether the relabellings within rounds of two set-ups' trials can be counted (at most EXACT_SPLITS)."""
-        return prod(comb(2 * n, n) for n in self.rounds()) <= EXACT_SPLITS
-
-    @classmethod
-    def of(cls, trials: int | Mapping[str, int]) -> Schedule | None:
-        """The config's ``trials`` as a schedule; None where it is a fixed number."""
-        return None if isinstance(trials, int) else cls(trials["first"], trials["step"], trials["most"])
-
-
-def most_trials(trials: int | Mapping[str, int]) -> int:
-    """The trials per set-up a study's ``trials`` may run: the number, or the schedule's ``most``."""
-    return trials if isinstance(trials, int) else trials["most"]
+def counted(schedule: Schedule) -> bool:
+    """Whether the relabellings within rounds of two set-ups' trials on ``schedule`` are counted (at most
+    EXACT_SPLITS of them) rather than drawn."""
+    return schedule.relabellings() <= EXACT_SPLITS
 
 
 def obrien_fleming(fractions: np.ndarray, alpha: float) -> np.ndarray:
@@ -165,8 +135,8 @@ class RankLaw:
         signed = observed_sums - centre
         observed = np.abs(signed)
         blocks = [ranks[round_of == r] for r in range(looks)]
-        counted = schedule.exact()
-        if counted:
+        every = counted(schedule)
+        if every:
             labels = [_every_labelling(len(x) + len(y), len(x)) for x, y in rounds]
             # Every relabelling: the sum over rounds of each round's every labelling, all combinations (in
             # integers: smaller and faster to partition than floats), the first round's slowest.
@@ -184,7 +154,7 @@ class RankLaw:
             schedule.fractions()[:looks],
             [np.concatenate(pair) for pair in rounds],
             labels,
-            counted,
+            every,
             np.sign(signed),
         )
 
@@ -600,7 +570,7 @@ def _draw(name: str) -> Callable[[np.random.Generator, int], np.ndarray]:
 def operating_rows(schedule: Schedule) -> list[Row]:
     """The schedule on null studies (2 and 3 set-ups alike, each of NULL_CASES: the family-wise error) and,
     against the fixed design of its most trials, on two set-ups shifted by SHIFTS sd (power, mean trials)."""
-    fixed = Schedule(schedule.most, 1, schedule.most)
+    fixed = schedule.fixed()
     rows = [
         Row(f"null, {setups} set-ups, {name}", "sequential", schedule, (name,) * setups)
         for setups in (2, 3)
@@ -676,7 +646,7 @@ same decisions as "stops once decided" (a set-up whose comparisons are all decid
 def _section(schedule: Schedule, rows: list[Row], results: list[dict[str, float]], studies: int) -> str:
     method = (
         "every relabelling counted"
-        if schedule.exact()
+        if counted(schedule)
         else f"{RELABELLINGS + 1:,} relabellings a comparison, the observed one among them"
     )
     lines = [
@@ -720,7 +690,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workers", type=int, default=1, help="processes that simulate rows side by side")
     parser.add_argument("--out", help="write the page here (docs/sequential-design.md) instead of printing the tables")
     args = parser.parse_args(argv)
-    schedules = [Schedule(*(int(part) for part in text.split(","))) for text in args.schedules]
+    schedules = [Schedule.parse(text) for text in args.schedules]
     tables = [(operating_rows(schedule), args.studies) for schedule in schedules]
     tables.append((sweep_rows(schedules[-1]), args.sweep_studies))
     jobs = [(row, args.alpha, studies) for rows, studies in tables for row in rows]

@@ -33,7 +33,7 @@ from ganstudy.stats.power import (
     trials_for_power,
 )
 from ganstudy.stats.protocol import protocol_notes
-from ganstudy.stats.sequential import Schedule, schedule_power
+from ganstudy.stats.sequential import schedule_power
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.tests import (
     a12,
@@ -48,6 +48,7 @@ from ganstudy.stats.tests import (
     shift_interval,
     smallest_p,
 )
+from ganstudy.study.trials import Schedule
 
 SUMMARY_COLUMNS = [
     "setup",
