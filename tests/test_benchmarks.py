@@ -127,6 +127,7 @@ RESULT_KEYS = {
     }
     | {f"thesis_peak_memory_mb_{way}" for way in ("eager", "graphs")}
     | {f"graphs_speedup_{kind}" for kind in ("fp32", "tf32")},
+    "parse_time": {"startup", "list_rules", "dry_run", "job_parse", "largest_plan", "repeats", "checkout"},
     "scoring": {
         "images_per_second",
         "gmac_per_second",
@@ -174,9 +175,11 @@ MACHINE_KEYS = {
     "date",
     "git",
 }
-# Every benchmark but training_loop and scoring (one process) runs `ganstudy train` under mpiexec.
+# Every benchmark but training_loop, scoring (one process) and parse_time (Snakemake's) runs
+# `ganstudy train` under mpiexec.
 BENCHMARKS = [
-    pytest.param(name, marks=[] if name in ("training_loop", "scoring") else [pytest.mark.mpi]) for name in RESULT_KEYS
+    pytest.param(name, marks=[] if name in ("training_loop", "scoring", "parse_time") else [pytest.mark.mpi])
+    for name in RESULT_KEYS
 ]
 
 

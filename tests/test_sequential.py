@@ -20,7 +20,6 @@ from ganstudy.stats.sequential import (
     NULL_CASES,
     RELABELLINGS,
     RankLaw,
-    Stopping,
     counted,
     decide,
     obrien_fleming,
@@ -28,6 +27,7 @@ from ganstudy.stats.sequential import (
     sequential_holm,
     simulate,
 )
+from ganstudy.stats.settings import Stopping
 from ganstudy.stats.tests import rank_test
 from ganstudy.study.trials import Schedule
 

@@ -10,6 +10,8 @@ import json
 import logging
 import math
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,7 +70,7 @@ def test_a_job_of_more_ranks_than_cores_asks_for_one_node_where_no_scheduler_pla
 
 
 def test_the_default_study_plans_20_runs_their_files_and_a_launch_line_of_one_rank(tmp_path):
-    made = plan(tmp_path)
+    made = plan(tmp_path, dry_run=True)
     # Its trials are a schedule (8, then 10): every run up to the most; the first look tests the first 8.
     assert made.runs == [(setup, trial) for setup in ("grid1x1", "grid2x2") for trial in range(10)]
     assert made.look_runs(1) == [(setup, trial) for setup in ("grid1x1", "grid2x2") for trial in range(8)]
@@ -98,6 +100,26 @@ def test_the_default_study_plans_20_runs_their_files_and_a_launch_line_of_one_ra
     iterations = {name: setup["iterations"] for name, setup in made.config["setups"].items()}
     assert made.train_priority("grid2x2", 0) == 4 * iterations["grid2x2"] > iterations["grid1x1"]
     assert made.train_priority("grid1x1", 0) == iterations["grid1x1"]
+
+
+def test_a_plan_that_is_not_shown_does_no_statistics_and_a_cluster_job_s_reads_no_study_file(tmp_path):
+    # --list-rules, --lint and a cluster job's own Snakemake: no design lines (scipy is not even imported
+    # for them: benchmarks/parse_time.py), and a job's plan reads no arguments or spec file of the study.
+    listed = plan(tmp_path)
+    assert not [line for _, line in listed.notices if line.startswith(("design:", "trials on a schedule"))]
+    finish(listed)
+    arguments = listed.files.arguments.path("look/look1")
+    arguments.parent.mkdir(parents=True)
+    arguments.write_text("--something\nelse\n")
+    Path(listed.files.spec_file("data")).write_text("{}")
+    study = copy.deepcopy(DEFAULT) | {"results_dir": str(tmp_path / "results")}
+    config = validate_study_config(study, SCHEMA)
+    job = StudyPlan(config, Invocation(workflow_dir=str(REPO), main_process=False))
+    main = StudyPlan(config, Invocation(workflow_dir=str(REPO)))
+    for made in (job, main):
+        made.files.arguments.record("look/look1", ["--look", 1])
+    assert job.files.stale == [] and job.files.arguments.stale == set()
+    assert main.files.stale == [Path(main.files.spec_file("data"))] and main.files.arguments.stale == {arguments}
 
 
 def test_snakemake_s_notices_of_missing_metadata_are_dropped_only_for_the_files_the_plan_writes(tmp_path):
@@ -594,3 +616,18 @@ def test_a_mode_s_needs_refuse_a_network_or_gpus_it_cannot_train_with_and_an_unk
         r"data_parallel, grid, per_class, single",
     ):
         plan(tmp_path, _set("setups.grid1x1.mode", "gird"))
+
+
+def test_what_the_workflow_imports_at_every_parse_leaves_out_scipy_pandas_and_torch():
+    # Every Snakemake process (on a cluster, each job's own) parses the Snakefile: the modules its files import
+    # at the top, read from the files themselves.
+    files = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
+    modules = sorted(
+        {found for path in files for found in re.findall(r"^from (ganstudy[\w.]*) import", path.read_text(), re.M)}
+    )
+    assert "ganstudy.plan.study_plan" in modules
+    code = f"import sys\nfor name in {modules!r}: __import__(name)\n" + (
+        "print(sorted(m for m in ('scipy', 'pandas', 'torch', 'sklearn') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

@@ -6,8 +6,6 @@
 # decision rule writes the last look's record and the lists of the runs taken, which the statistics'
 # arguments files name: those are set before any look is taken.
 
-from ganstudy.stats.looks import write_taken
-
 
 checkpoint look:
     input:
@@ -49,4 +47,6 @@ rule decision:
         FOLDER.log("looks/decision"),
     localrule: True
     run:
+        from ganstudy.stats.looks import write_taken  # pandas and scipy: only where the decision is made
+
         write_taken(input[0], output, {name: TAKEN[name](looks_taken()[0]) for name in TAKEN}, log[0])

@@ -62,8 +62,13 @@ class PlannedFiles:
         self.study_files[Path(self.compute_file)] = compute_options
         # Whether the study has results already, read before this run writes anything.
         self.made_before = Path(folder.manifest()).is_file()
-        # (The compute options' file is left out: rewriting it redoes nothing.)
-        self.stale = [path for path in stale_files(self.study_files) if path != Path(self.compute_file)]
+        # (The compute options' file is left out: rewriting it redoes nothing.) Read where the plan is made: a
+        # cluster job's own Snakemake starts after the run has rewritten them.
+        self.stale = (
+            [path for path in stale_files(self.study_files) if path != Path(self.compute_file)]
+            if invocation.main_process
+            else []
+        )
         # A dry-run rewrites nothing, so it lists the stages of stale files and changed runs by giving them
         # the study's config file as an input: the edit made it newer than what they made.
         self.edited = (
@@ -71,7 +76,10 @@ class PlannedFiles:
             if invocation.dry_run
             else []
         )
-        self.arguments = ArgumentsFiles(Path(folder.arguments_folder()), self.made_before, spec_files, root=folder.root)
+        arguments = Path(folder.arguments_folder())
+        self.arguments = ArgumentsFiles(
+            arguments, self.made_before, spec_files, root=folder.root, read=invocation.main_process
+        )
         # Read by the main process only: a cluster job's own Snakemake starts after the run has moved them.
         expected = {name: job_record(job) for name, job in jobs.items()}
         changed = changed_runs(folder.root, expected, runs) if invocation.main_process else []

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ganstudy.stats.reproduction import COST
-from ganstudy.stats.timing import EPOCH_REFERENCES
+from ganstudy.stats.reference_keys import COST, EPOCH_REFERENCES
 
 
 def _entry_problems(where: str, key: str, ref: dict[str, Any], setups: list[str], name: str) -> list[str]:

@@ -124,6 +124,9 @@ class ArgumentsFiles:
     stale: set[Path] = field(default_factory=set)
     # The study's folder as the config names it now: a file written when it lay elsewhere is the same job.
     root: str = ""
+    # Whether the files there are read for ``stale``: not in a cluster job's own Snakemake, which starts
+    # after the main one has written them.
+    read: bool = True
 
     def path(self, job: str) -> Path:
         return self.folder / f"{job}.args"
@@ -134,7 +137,7 @@ class ArgumentsFiles:
         self.contents[path] = "".join(f"{argument}\n" for argument in arguments)
         if kept:
             self.kept.add(path)
-        if path.is_file() and not self._says_as_much(path):
+        if self.read and path.is_file() and not self._says_as_much(path):
             self.stale.add(path)
         return path
 

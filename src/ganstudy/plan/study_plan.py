@@ -31,8 +31,7 @@ from ganstudy.plan.site import read_site, resolve_node_cores, scheduler_resource
 from ganstudy.plan.study_files import results_dir_problem
 from ganstudy.plan.study_lock import acquire
 from ganstudy.plan.user_inputs import missing_user_inputs
-from ganstudy.stats.design import study_design
-from ganstudy.stats.timing import EPOCH_REFERENCES
+from ganstudy.stats.reference_keys import EPOCH_REFERENCES
 from ganstudy.study.folder import StudyFolder
 from ganstudy.study.trials import StudyTrials
 from ganstudy.train.job import STUDY_FILES, compute_options, job_description
@@ -125,8 +124,11 @@ class StudyPlan:
         if self.kind.held_out is None and "fid" in self.metrics:
             if warning := fid_sample_warning(evaluation["extractor"], evaluation["samples"]):
                 self.notices.append(("warning", warning))
-        info, warnings = study_design(config)
-        self.notices += [("info", line) for line in info] + [("warning", line) for line in warnings]
+        if self.invocation.dry_run or self.invocation.executing:  # once, in a plan that is shown
+            from ganstudy.stats.design import study_design  # scipy: not in a cluster job's own Snakemake
+
+            info, warnings = study_design(config)
+            self.notices += [("info", line) for line in info] + [("warning", line) for line in warnings]
 
     def _plan_user_inputs(self) -> None:
         """The user's files (data, Inception's weights): a dry-run plans without them and lists them once; a
@@ -145,7 +147,8 @@ class StudyPlan:
             )
         evaluation = self.config["evaluation"]
         weights, sha256 = pretrained_file(evaluation)
-        if weights and os.path.isfile(weights):
+        # Hashed once, where the plan is made: a cluster job's own Snakemake runs after that check.
+        if weights and os.path.isfile(weights) and self.invocation.main_process:
             check_weights(evaluation["extractor"], weights, sha256)
 
     def _plan_data(self) -> None:

@@ -27,6 +27,7 @@ import pandas as pd
 from ganstudy.core.atomic import atomic_path, write_text
 from ganstudy.evaluate.metrics import better
 from ganstudy.stats.protocol import protocol_notes
+from ganstudy.stats.reference_keys import COST
 from ganstudy.stats.settings import StatisticsSettings
 from ganstudy.stats.summary import cost_column, latex_table, markdown_table, trial_hours, trials
 from ganstudy.stats.tests import a12, rank_test, shift_interval, welch_pvalue
@@ -83,7 +84,6 @@ CLAIM_NOTE = (
 # A finding's key in the config -> its words in the tables.
 FINDINGS = {"lower": "lower", "higher": "higher", "no_difference": "no significant difference"}
 # The reference key of a finding about each trial's cost rather than a metric.
-COST = "cost"
 NOT_COMPARABLE = "scales not comparable (other data, extractor or sample count): only directions are compared"
 
 

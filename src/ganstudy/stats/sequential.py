@@ -45,6 +45,7 @@ from itertools import combinations
 import numpy as np
 from scipy.stats import norm, rankdata
 
+from ganstudy.stats.settings import ONCE_DECIDED, Stopping
 from ganstudy.stats.tests import EXACT_SPLITS, rank_test
 from ganstudy.study.trials import Schedule
 
@@ -308,17 +309,6 @@ class Stop:
 
 
 @dataclass(frozen=True)
-class Stopping:
-    """When a set-up takes no more rounds beyond every comparison of it decided: ``beaten``, once another
-    beats it significantly; ``futility`` (0: never), once each open comparison of it is unlikely to be
-    decided by the schedule's ``most`` (its conditional power under the trend seen below ``futility``). Both
-    are non-binding: the boundaries stay as they are, so stopping never raises a comparison's error."""
-
-    beaten: bool = False
-    futility: float = 0.0
-
-
-@dataclass(frozen=True)
 class Looks:
     """A study's looks up to the last taken: each comparison's decision, the set-ups that stopped taking
     rounds before the study ended, each pair's looks (fewer than those taken where a set-up stopped), and
@@ -337,7 +327,7 @@ def take_looks(
     schedule: Schedule,
     taken: int,
     alpha: float,
-    stopping: Stopping = Stopping(),
+    stopping: Stopping = ONCE_DECIDED,
     higher: bool = False,
 ) -> Looks:
     """The looks 1 .. ``taken`` of a study of ``setups`` (``law_at(pair, looks)``: the pair's law at its first
@@ -449,7 +439,7 @@ def simulate(
     alpha: float,
     studies: int = 1000,
     seed: int = 0,
-    stopping: Stopping = Stopping(),
+    stopping: Stopping = ONCE_DECIDED,
     higher: bool = False,
     alike: Collection[tuple[int, int]] = (),
 ) -> dict[str, float]:
@@ -505,7 +495,7 @@ def resampler(outcomes: np.ndarray) -> Callable[[np.random.Generator, int], np.n
 
 
 def schedule_power(
-    x: np.ndarray, y: np.ndarray, schedule: Schedule, alpha: float, stopping: Stopping = Stopping()
+    x: np.ndarray, y: np.ndarray, schedule: Schedule, alpha: float, stopping: Stopping = ONCE_DECIDED
 ) -> float:
     """The probability that ``schedule`` decides a comparison at ``alpha`` (either way) when each set-up's trials
     are drawn from its measured outcomes: the share of SCHEDULE_STUDIES simulated studies, through the looks'
@@ -559,7 +549,7 @@ class Row:
     design: str
     schedule: Schedule
     draws: tuple[str, ...]
-    stopping: Stopping = Stopping()
+    stopping: Stopping = ONCE_DECIDED
     alike: tuple[tuple[int, int], ...] = ()
 
 

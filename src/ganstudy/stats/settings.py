@@ -10,9 +10,23 @@ from typing import Any
 
 from ganstudy.config.schema import schema_defaults
 from ganstudy.config.typed import build
-from ganstudy.stats.sequential import Stopping
 
 _STATISTICS = schema_defaults("statistics")
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """When a set-up takes no more rounds beyond every comparison of it decided: ``beaten``, once another
+    beats it significantly; ``futility`` (0: never), once each open comparison of it is unlikely to be
+    decided by the schedule's ``most`` (its conditional power under the trend seen below ``futility``). Both
+    are non-binding: the boundaries stay as they are, so stopping never raises a comparison's error."""
+
+    beaten: bool = False
+    futility: float = 0.0
+
+
+# The rule without options: a set-up stops once every comparison of it is decided.
+ONCE_DECIDED = Stopping()
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ganstudy.core.atomic import atomic_path, read_json
 from ganstudy.errors import GanstudyError
+from ganstudy.stats.reference_keys import EPOCH_REFERENCES
 
 TIMINGS_COLUMNS = ["setup", "trial", "ranks", "rank", "routine", "seconds"]
 TIMING_COLUMNS = [
@@ -38,9 +39,6 @@ RUNS_COLUMNS = [
     "final_g_loss",
 ]
 EPOCH_COLUMNS = ["setup", "ranks", "trials", "epoch_seconds", "sd_epoch_seconds", "d_loss", "g_loss"]
-# Training facts a set-up's reference may give besides scores (seed 004's table 1): the epochs table
-# puts them beside ours. Differences in hardware and data size make them directions, not tests.
-EPOCH_REFERENCES = ("epoch_seconds", "d_loss", "g_loss")
 ROUTINE_COLUMNS = ["setup", "routine", "seconds", "share", "baseline", "baseline_seconds", "acceleration", "speedup"]
 # The whole training clock of a run, next to its routines (seed 000's "overall" row).
 OVERALL = "overall"
