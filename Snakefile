@@ -14,6 +14,7 @@ if not workflow.overwrite_configfiles:
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/classifier.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 

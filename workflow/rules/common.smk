@@ -162,14 +162,6 @@ def setup_ranks(wildcards):
         return PLAN.layout.ranks(wildcards.setup)
 
 
-def training_inputs(wildcards):
-    """A training job's inputs (PLAN.train_inputs): the prepared split (rule prepare_dataset), the classifier and
-    real statistics it scores with while it trains (train_classifier, reference_statistics; Inception's for data
-    of one class) or the held-out split, its job file (training_job), the compute options (compute_options) and
-    its arguments. Ancient where a finished run matches the config: its record decides, not their dates."""
-    return PLAN.train_inputs(wildcards.setup, wildcards.trial, ancient)
-
-
 def train_memory(wildcards, input):
     with refusal():
         return PLAN.layout.memory_mb(wildcards.setup, os.path.getsize(input.train))

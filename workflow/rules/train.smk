@@ -1,4 +1,4 @@
-# Stage 2: training, one job per (set-up, trial), its ranks started by the site's launcher (mpiexec, srun,
+# Stage 3: training, one job per (set-up, trial), its ranks started by the site's launcher (mpiexec, srun,
 # jsrun: profiles/<name>/site.yaml). Its ranks (the resource tasks) follow the set-up, its nodes, GPUs,
 # memory and wall time the site (ganstudy.plan.layout: grid one rank per cell, per_class one per class, up to
 # compute.max_ranks; data_parallel max_ranks; memory from the training split, ganstudy.core.resources). The
@@ -33,10 +33,32 @@ rule compute_options:
         Path(log[0]).write_text(f"wrote {output[0]}\n")
 
 
+def run_input(name, pattern):
+    """A training job's input ``name`` at ``pattern`` (its wildcards filled): none where its set-up does not read
+    it; ancient where the run matches the config, so that its record decides whether it is redone, not the
+    dates of files rewritten in a new form or with a site's options (PLAN.train_input)."""
+    return lambda wildcards: PLAN.train_input(
+        wildcards.setup, int(wildcards.trial), name, expand(pattern, **wildcards)[0], ancient
+    )
+
+
 rule train:
     input:
-        # common.smk: the prepared split, the in-training scorer's files, the job file, compute options, arguments.
-        unpack(training_inputs),
+        train=run_input("train", rules.prepare_dataset.output.train),
+        # What a set-up that scores while it trains scores with (PLAN.inputs.train says which set-ups): the
+        # classifier and its real statistics, Inception's statistics for data of one class (whose rule checks
+        # the weights), or the held-out split.
+        classifier=run_input("classifier", rules.train_classifier.output.model),
+        reference=run_input(
+            "reference", rules.reference_statistics.output[0] if PLAN.classifier else rules.quality_statistics.output[0]
+        ),
+        held_out=run_input("held_out", rules.prepare_dataset.output.test),
+        job=run_input("job", rules.training_job.output[0]),
+        arguments=run_input("arguments", str(PLAN.files.arguments.path("train/{setup}/trial{trial}"))),
+        # Where and how the ranks compute: read by training, but no rerun trigger (a new site retrains nothing).
+        compute=ancient(rules.compute_options.output[0]),
+        # A dry-run lists a run that no longer matches the config by giving it the edited config as an input.
+        edited=lambda wildcards: PLAN.edited_run_inputs(wildcards.setup, int(wildcards.trial)),
     output:
         generator=FOLDER.run_file("generator.pt"),
         losses=FOLDER.run_file("losses.csv"),

@@ -98,6 +98,17 @@ class StudyInputs:
             inputs["real"] = self.folder.split(self.config["evaluation"]["reference_split"])
         return inputs
 
+    def scored_with(self, name: str, path: str | None = None) -> list[str]:
+        """The scoring jobs' input ``name`` at ``path`` (the evaluate rule's, which names the rule that makes it;
+        a user's file, left out: its own): [] where this study's scoring does not read it. A path other than
+        the one the scoring command is given is a bug, said so."""
+        planned = self.scored_against().get(name, [])
+        if path is None or not planned:
+            return list(planned) if isinstance(planned, list) else [planned]
+        if os.path.normpath(planned) != os.path.normpath(path):
+            raise GanstudyError(f"rule evaluate's input {name} is {path}, but scoring reads {planned}")
+        return [path]
+
     def evaluate_against(self, inputs: dict[str, Any]) -> list[str]:
         """The evaluate command's arguments for what it scores against (``inputs``: scored_against): the test
         split, or the classifier's statistics (and those of a pretrained extractor), and the reference split

@@ -260,23 +260,26 @@ class StudyPlan:
         not delete them with a failed job."""
         return self.folder.checkpoints(setup, trial)
 
-    def train_inputs(self, setup: str, trial: int | str, ancient: Callable[[str], Any]) -> dict[str, Any]:
-        """A training job's inputs. For a run that matches the config the data, the job file and the compute
-        options are ``ancient``: whether a finished run is redone is decided by the comparison of its record
-        with the config (``changed``), not by a file rewritten in a new form or with a site's options. A
-        changed run's are not, and in a dry-run it also has the edited config as an input, so that the plan
-        lists its training (a real run has archived it)."""
-        files = self.files
-        changed = (setup, int(trial)) in files.changed
-        kept = (lambda path: path) if changed else ancient
-        # The Inception weights reach the job through its reference statistics, whose rule checks them.
-        inputs = {name: kept(path) for name, path in self.inputs.train(setup).items() if name != "inception"}
-        return inputs | {
-            "job": kept(self.folder.training_job(setup)),
-            "compute": ancient(files.compute_file),
-            "arguments": kept(str(files.arguments.path(f"train/{setup}/trial{trial}"))),
-            "edited": files.edited if changed else [],
+    def train_input(self, setup: str, trial: int, name: str, path: str, ancient: Callable[[str], Any]) -> Any:
+        """Training job (``setup``, ``trial``)'s input ``name`` at ``path`` (the train rule's): [] where the set-up
+        does not read it (StudyInputs.train: the classifier and real statistics only for a set-up that scores
+        while it trains), ``ancient(path)`` where the run matches the config (whether a finished run is redone
+        is decided by the comparison of its record with the config, ``changed``, not by a file rewritten in a
+        new form), ``path`` for a changed run. A path other than the one its job file names is a bug, said so."""
+        planned = self.inputs.train(setup) | {
+            "job": self.folder.training_job(setup),
+            "arguments": str(self.files.arguments.path(f"train/{setup}/trial{trial}")),
         }
+        if name not in planned:
+            return []
+        if os.path.normpath(planned[name]) != os.path.normpath(path):
+            raise GanstudyError(f"rule train's input {name} is {path}, but {setup}'s job reads {planned[name]}")
+        return path if (setup, trial) in self.files.changed else ancient(path)
+
+    def edited_run_inputs(self, setup: str, trial: int) -> list[str]:
+        """In a dry-run, the edited config for a run that no longer matches it: the plan then lists its
+        training (a real run has archived it)."""
+        return self.files.edited if (setup, trial) in self.files.changed else []
 
     def train_priority(self, setup: str, trial: int | str) -> float:
         """Longest training jobs first, by pair-iterations per rank: with more jobs than cores or slots,
