@@ -162,6 +162,15 @@ def setup_ranks(wildcards):
         return PLAN.layout.ranks(wildcards.setup)
 
 
+def run_input(name, pattern):
+    """Rule train's input ``name`` at ``pattern`` (a job's wildcards filled): none where its set-up does not
+    read it; ancient where the run matches the config, so that its record decides whether it is redone, not
+    the dates of files rewritten in a new form or with a site's options (PLAN.train_input)."""
+    return lambda wildcards: PLAN.train_input(
+        wildcards.setup, int(wildcards.trial), name, expand(pattern, **wildcards)[0], ancient
+    )
+
+
 def train_memory(wildcards, input):
     with refusal():
         return PLAN.layout.memory_mb(wildcards.setup, os.path.getsize(input.train))

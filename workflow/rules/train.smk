@@ -33,15 +33,6 @@ rule compute_options:
         Path(log[0]).write_text(f"wrote {output[0]}\n")
 
 
-def run_input(name, pattern):
-    """A training job's input ``name`` at ``pattern`` (its wildcards filled): none where its set-up does not read
-    it; ancient where the run matches the config, so that its record decides whether it is redone, not the
-    dates of files rewritten in a new form or with a site's options (PLAN.train_input)."""
-    return lambda wildcards: PLAN.train_input(
-        wildcards.setup, int(wildcards.trial), name, expand(pattern, **wildcards)[0], ancient
-    )
-
-
 rule train:
     input:
         train=run_input("train", rules.prepare_dataset.output.train),
