@@ -103,6 +103,19 @@ def test_failed_trials_count_as_the_worst_outcome_at_every_look():
     assert worst["nominal"][1] > 0.9
 
 
+def test_with_futility_a_study_whose_comparison_cannot_be_decided_ends_at_its_look_and_says_why():
+    # Two set-ups interleaved (their rank statistic near 0 after 8 of 24): the B-value's conditional power is
+    # about 0, so statistics.futility 0.1 ends the study at look 1, undecided, where without it rounds go on.
+    values = {"a": [float(v) for v in range(0, 48, 2)], "b": [float(v) for v in range(1, 49, 2)]}
+    schedule = Schedule(8, 4, 24)
+    futile = look_record(tidy(values), ["a", "b"], "fid", schedule, 1, StatisticsSettings(futility=0.1), 0)
+    assert not futile["more"] and futile["decisions"][0]["decided_at"] is None
+    assert futile["decisions"][0]["p_design"] > 0.05
+    why = futile["setups"]["a"]["why"]
+    assert futile["setups"]["a"]["stopped_at"] == 1 and "unlikely to be decided by the schedule's most" in why
+    assert look_record(tidy(values), ["a", "b"], "fid", schedule, 1, SETTINGS, 0)["more"]
+
+
 def test_the_looks_table_names_each_comparisons_look_trials_and_p():
     values = {"a": [1.0, 2, 3, 4, 5, 6, 7, 8], "b": [11.0, 12, 13, 14, 15, 16, 17, 18]}
     record = look_record(tidy(values), ["a", "b"], "fid", Schedule(5, 3, 8), 1, SETTINGS, 0)
