@@ -5,6 +5,7 @@ the tables and page that say what the looks decided."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pandas as pd
@@ -53,6 +54,17 @@ def test_a_scheduled_study_stops_at_the_look_that_decides_and_an_edit_adds_only_
     assert pairs.p_holm.iloc[0] == pytest.approx(looks.p_design_holm.iloc[0]) and pairs.p_holm.iloc[0] < 0.5
     page = (study / "summary.md").read_text()
     assert "**good** has the best FID" in page and "1 look(s) taken" in page and "design p = " in page
+    # A look's arguments file as an older release wrote it (the schedule as FIRST,STEP,MOST) is the same look:
+    # nothing is planned, and a run rewrites it keeping its date.
+    arguments = study / "arguments" / "look" / "look1.args"
+    current, dated = arguments.read_text(), arguments.stat().st_mtime_ns
+    assert '{"first": 2, "step": 1, "most": 3}' in current
+    arguments.write_text(current.replace('{"first": 2, "step": 1, "most": 3}', "2,1,3"))
+    os.utime(arguments, ns=(dated, dated))
+    for options in (["-n"], ["--cores", "1"]):
+        same = snakemake(tmp_path, SCHEDULED, *options, env=env)
+        assert "Nothing to be done" in same.stdout + same.stderr, (same.stdout + same.stderr)[-2000:]
+    assert arguments.read_text() == current and arguments.stat().st_mtime_ns == dated
     # The statistics step by hand, as the guide shows it: with the study's looks it gives the study's design p;
     # without them it says that its p-values are a fixed design's.
     by_hand = ["ganstudy", "stats", "--scores", str(study / "scores.csv"), "--setups", "good", "bad"]
