@@ -577,13 +577,8 @@ def operating_rows(schedule: Schedule) -> list[Row]:
 SWEEP = (0.0, 0.0, 0.5, 1.5, 1.5, 2.0, 2.0, 3.0, 3.0)
 
 
-# The stopping rules simulated on the sweep; futility at 0.1, a common choice for a conditional-power rule.
-SWEEP_RULES = (
-    ("stops once decided", Stopping()),
-    ("also stops once beaten", Stopping(beaten=True)),
-    ("stops once decided or futile", Stopping(futility=0.1)),
-    ("stops once decided, futile or beaten", Stopping(beaten=True, futility=0.1)),
-)
+# The stopping rules simulated on the sweep.
+SWEEP_RULES = (("stops once decided", ONCE_DECIDED), ("also stops once beaten", Stopping(beaten=True)))
 
 
 def sweep_rows(schedule: Schedule) -> list[Row]:
@@ -627,8 +622,6 @@ share of studies that decide a comparison of two set-ups drawn alike (the family
 interval); power: the mean share of the other comparisons decided; power (best): of those of the first
 set-up; mean_trials: per set-up. "every set-up every round" trains every set-up until the study ends, with the
 same decisions as "stops once decided" (a set-up whose comparisons are all decided changes none by stopping).
-"futile": `statistics.futility: 0.1`, an open comparison whose conditional power under the trend seen is below
-0.1 keeps no set-up taking rounds; "beaten": `statistics.stop_beaten: true`.
 
 """
 
