@@ -8,12 +8,13 @@
   `--target-jobs`, here `evaluate` of the first run, with -n so that it stops where the command would start).
 - largest_plan: `snakemake -n` of the largest shipped study (config/studies/lipizzaner_mnist_4lp.yaml, 381
   jobs) in an empty folder: parse, plan and a DAG of every job.
-Each is the median wall time of --repeats rounds (each round runs every command once). --checkout times
-another checkout of ganstudy (its Snakefile and its own package, e.g. a `git worktree` of an older commit):
-compare figures measured in one run only. --quick: the default study unfinished, in a temporary folder, one
-round: a check that the script runs, not a measurement. Prints one JSON record last (benchmarks/common.py).
+Each is the median wall time of --repeats rounds (each round runs every command once). --baseline times
+another checkout of ganstudy too (its Snakefile and its own package, e.g. a `git worktree` of an older
+commit) in the same rounds: <key>_baseline, and <key>_ratio = this checkout's over the baseline's (null
+without one). --quick: the default study unfinished, in a temporary folder, one round, this checkout as its
+own baseline: a check that the script runs, not a measurement. Prints one JSON record last (benchmarks/common.py).
 
-    python benchmarks/parse_time.py [--quick] [--study results/digits_grid] [--checkout PATH] [--out FILE]
+    python benchmarks/parse_time.py [--quick] [--study results/digits_grid] [--baseline PATH] [--out FILE]
 """
 
 from __future__ import annotations
@@ -63,10 +64,12 @@ def timed(command: list[str], checkout: Path) -> float:
 def main() -> None:
     cli = parser(__doc__)
     cli.add_argument("--study", type=Path, default=REPO / "results" / "digits_grid", help="a finished default study")
-    cli.add_argument("--checkout", type=Path, default=REPO, help="the ganstudy checkout whose workflow is timed")
+    cli.add_argument("--baseline", type=Path, help="another ganstudy checkout timed in the same rounds")
     cli.add_argument("--repeats", type=int, default=5)
     args = cli.parse_args()
-    checkout = args.checkout.resolve()
+    # Quick mode times this checkout as its own baseline: the path is run, its ratios are about 1.
+    baseline = REPO if args.quick else args.baseline
+    checkouts = {"": REPO, **({"_baseline": baseline.resolve()} if baseline else {})}
     with tempfile.TemporaryDirectory(prefix="parse-time-") as folder:
         scratch = Path(folder, "scratch")
         if args.quick:
@@ -78,9 +81,15 @@ def main() -> None:
             shutil.copytree(args.study, study, symlinks=True)
         lines = commands(study, scratch)
         repeats = 1 if args.quick else args.repeats
-        medians = interleaved_medians(lambda name, _: timed(lines[name], checkout), lines, repeats)
-    results = {name: round(seconds, 2) for name, seconds in medians.items()}
-    emit("parse_time", {**results, "repeats": repeats, "checkout": str(checkout)}, args)
+        runs = {name + suffix: (lines[name], checkout) for suffix, checkout in checkouts.items() for name in lines}
+        medians = interleaved_medians(lambda run, _: timed(*runs[run]), runs, repeats)
+    results: dict[str, float | int | None] = {"repeats": repeats}
+    for name in lines:
+        before = medians.get(f"{name}_baseline")
+        results[name] = round(medians[name], 2)
+        results[f"{name}_baseline"] = None if before is None else round(before, 2)
+        results[f"{name}_ratio"] = None if before is None else round(medians[name] / before, 3)
+    emit("parse_time", results, args)
 
 
 if __name__ == "__main__":

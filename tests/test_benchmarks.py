@@ -127,7 +127,12 @@ RESULT_KEYS = {
     }
     | {f"thesis_peak_memory_mb_{way}" for way in ("eager", "graphs")}
     | {f"graphs_speedup_{kind}" for kind in ("fp32", "tf32")},
-    "parse_time": {"startup", "list_rules", "dry_run", "job_parse", "largest_plan", "repeats", "checkout"},
+    "parse_time": {
+        f"{name}{suffix}"
+        for name in ("startup", "list_rules", "dry_run", "job_parse", "largest_plan")
+        for suffix in ("", "_baseline", "_ratio")
+    }
+    | {"repeats"},
     "scoring": {
         "images_per_second",
         "gmac_per_second",
