@@ -124,7 +124,8 @@ class StudyPlan:
         if self.kind.held_out is None and "fid" in self.metrics:
             if warning := fid_sample_warning(evaluation["extractor"], evaluation["samples"]):
                 self.notices.append(("warning", warning))
-        if self.invocation.dry_run or self.invocation.executing:  # once, in a plan that is shown
+        # Once, in a plan that is shown: a dry-run's or a run's main process.
+        if self.invocation.main_process and (self.invocation.dry_run or self.invocation.executing):
             from ganstudy.stats.design import study_design  # scipy: not in a cluster job's own Snakemake
 
             info, warnings = study_design(config)
