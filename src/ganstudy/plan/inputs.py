@@ -99,9 +99,9 @@ class StudyInputs:
         return inputs
 
     def scored_with(self, name: str, path: str | None = None) -> list[str]:
-        """The scoring jobs' input ``name`` at ``path`` (the evaluate rule's, which names the rule that makes it;
-        a user's file, left out: its own): [] where this study's scoring does not read it. A path other than
-        the one the scoring command is given is a bug, said so."""
+        """The scoring jobs' input ``name``: ``path`` (the evaluate rule's, naming the rule that makes it), or
+        without one the user's file the plan names; [] where this study's scoring does not read it. A path other
+        than the one the scoring command is given is a bug, said so."""
         planned = self.scored_against().get(name, [])
         if path is None or not planned:
             return list(planned) if isinstance(planned, list) else [planned]
