@@ -83,11 +83,6 @@ class Schedule:
         return None if isinstance(trials, int) else cls(trials["first"], trials["step"], trials["most"])
 
 
-def most_trials(trials: TrialsValue) -> int:
-    """The trials per set-up a study's ``trials`` may run: the number, or the schedule's ``most``."""
-    return trials if isinstance(trials, int) else trials["most"]
-
-
 @dataclass(frozen=True)
 class StudyTrials:
     """Each set-up's trials (its own ``setups.<name>.trials``, else the study's: a schedule's most) and the
@@ -99,6 +94,7 @@ class StudyTrials:
     @classmethod
     def of(cls, config: Mapping[str, Any]) -> StudyTrials:
         """From a validated study config."""
-        most = most_trials(config["trials"])
+        schedule = Schedule.of(config["trials"])
+        most = config["trials"] if schedule is None else schedule.most
         per_setup = {name: setup.get("trials") or most for name, setup in config["setups"].items()}
-        return cls(per_setup, Schedule.of(config["trials"]))
+        return cls(per_setup, schedule)
