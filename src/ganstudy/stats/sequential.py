@@ -353,7 +353,7 @@ def take_looks(
         }
         stops = _stops(decisions, laws, setups, stopped, k, stopping, futile, higher)
         gone = set(stopped) | set(stops)
-        live = [d for d in decisions if d.look is None and d.pair not in futile and not set(d.pair) & gone]
+        live = [d for d in decisions if _live(d, futile, gone)]
         more = bool(live) and k < len(schedule.looks)
         if more:
             stopped |= stops
@@ -394,12 +394,16 @@ def _stops(
             if setup in stopped or setup in stops:
                 continue
             mine = [d for d in decisions if setup in d.pair]
-            gone = set(stopped) | set(stops)
-            if any(d.look is None and d.pair not in futile and not set(d.pair) & gone for d in mine):
+            if any(_live(d, futile, set(stopped) | set(stops)) for d in mine):
                 continue
             stops[setup] = Stop(look, _why_stopped(mine, futile, stopping.futility))
             changed = True
     return stops
+
+
+def _live(decision: Decision, futile: Collection[Pair], gone: Collection[str]) -> bool:
+    """Whether a comparison keeps its set-ups taking rounds: open, not futile, neither set-up gone."""
+    return decision.look is None and decision.pair not in futile and not set(decision.pair) & set(gone)
 
 
 def _why_stopped(mine: list[Decision], futile: Collection[Pair], futility: float) -> str:
