@@ -34,9 +34,9 @@ rule train_classifier:
 
 
 job_arguments(
-    "train_classifier", "--spec", rules.train_classifier.input.spec[0], "--train", rules.train_classifier.input.train,
-    "--test", rules.train_classifier.input.test, "--model", rules.train_classifier.output.model,
-    "--metrics", rules.train_classifier.output.metrics, kept=True,
+    rules.train_classifier, spec=rules.train_classifier.input.spec[0], train=rules.train_classifier.input.train,
+    test=rules.train_classifier.input.test, model=rules.train_classifier.output.model,
+    metrics=rules.train_classifier.output.metrics, kept=True,
 )
 
 
@@ -65,9 +65,9 @@ rule reference_statistics:
 
 # Its spec holds the layer alone, and why (ganstudy.plan.planned_files.stage_specs).
 job_arguments(
-    "reference_statistics", "--spec", rules.reference_statistics.input.spec[0],
-    "--split", rules.reference_statistics.input.split, "--classifier", rules.reference_statistics.input.classifier,
-    "--out", *rules.reference_statistics.output, kept=True,
+    rules.reference_statistics, spec=rules.reference_statistics.input.spec[0],
+    split=rules.reference_statistics.input.split, classifier=rules.reference_statistics.input.classifier,
+    out=rules.reference_statistics.output, kept=True,
 )
 
 
@@ -76,7 +76,7 @@ rule quality_statistics:
     input:
         unpack(arguments_inputs("quality_statistics")),
         split=FOLDER.split(config["evaluation"]["reference_split"]),
-        # Data of one class train none: then --classifier is given without a file.
+        # Data of one class train none: then no --classifier.
         classifier=rules.train_classifier.output.model if PLAN.classifier else [],
         weights=PLAN.inputs.user_file(PLAN.inputs.pretrained_weights),
         spec=PLAN.files.spec_inputs("evaluation"),
@@ -100,8 +100,7 @@ rule quality_statistics:
 
 if PLAN.inputs.pretrained:
     job_arguments(
-        "quality_statistics", "--extractor", "quality", "--spec", rules.quality_statistics.input.spec[0],
-        "--split", rules.quality_statistics.input.split,
-        *(["--classifier", rules.quality_statistics.input.classifier] if PLAN.classifier else []),
-        "--out", *rules.quality_statistics.output, kept=True,
+        rules.quality_statistics, extractor="quality", spec=rules.quality_statistics.input.spec[0],
+        split=rules.quality_statistics.input.split, classifier=rules.quality_statistics.input.classifier,
+        out=rules.quality_statistics.output, kept=True,
     )

@@ -15,6 +15,8 @@ from snakemake.cli import get_profile_dir
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
+from ganstudy.cli.main import step_parsers
+from ganstudy.cli.step_arguments import step_arguments
 from ganstudy.config.schema import CONFIG_SCHEMA
 from ganstudy.config.validate import ConfigError, read_yaml, validate_study_config
 from ganstudy.core.atomic import read_json, write_text
@@ -192,10 +194,16 @@ class Untracked:
         return self.text
 
 
-def job_arguments(job, *arguments, kept=False):
-    """Set the arguments of ``job`` (after its rule, whose inputs and outputs they name); a real run writes
-    the file before any job (start_study; ``kept``: ArgumentsFiles.write)."""
-    PLAN.files.arguments.record(job, arguments, kept)
+def job_arguments(rule, job=None, /, kept=False, **values):
+    """Set the arguments of ``job`` (by default the one job of ``rule``, a rules.X after the rule): ``values``
+    by the names that the parser of the step its shell line runs gives them (ganstudy.cli.step_arguments), the
+    rule's inputs and outputs. A real run writes the file before any job (start_study; ``kept``:
+    ArgumentsFiles.write)."""
+    command = re.search(r"ganstudy (\S+) @\{input\.arguments\}([^>]*)", rule.rule.shellcmd)
+    step, on_the_command_line = command[1], re.findall(r"--[\w-]+", command[2])
+    with refusal():
+        arguments = step_arguments(step, step_parsers()[step], values, on_the_command_line)
+    PLAN.files.arguments.record(job or rule.rule.name, arguments, kept)
 
 
 def arguments_inputs(job):

@@ -77,8 +77,8 @@ rule prepare_dataset:
         "ganstudy prepare @{input.arguments} > {log} 2>&1"
 
 
-job_arguments("prepare_dataset", "--spec", rules.prepare_dataset.input.spec[0],
-              "--out-dir", os.path.dirname(rules.prepare_dataset.output.manifest), kept=True)
+job_arguments(rules.prepare_dataset, spec=rules.prepare_dataset.input.spec[0],
+              out_dir=os.path.dirname(rules.prepare_dataset.output.manifest), kept=True)
 
 
 rule anova:
@@ -100,5 +100,5 @@ rule anova:
 
 
 if PLAN.anova:
-    job_arguments("anova", "--split", rules.anova.input.split, "--csv", rules.anova.output.csv,
-                  "--markdown", rules.anova.output.markdown)
+    job_arguments(rules.anova, split=rules.anova.input.split, csv=rules.anova.output.csv,
+                  markdown=rules.anova.output.markdown)

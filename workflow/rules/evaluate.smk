@@ -39,11 +39,15 @@ rule evaluate:
 
 for setup, trial in PLAN.runs:
     job_arguments(
-        f"evaluate/{setup}/trial{trial}", "--spec", rules.evaluate.input.spec[0],
-        "--generator", *expand(rules.evaluate.input.generator, setup=setup, trial=trial),
-        "--run-record", *expand(rules.evaluate.input.record, setup=setup, trial=trial),
-        *PLAN.inputs.evaluate_against(PLAN.inputs.scored_against()), "--trial", trial,
-        "--out", *expand(rules.evaluate.output, setup=setup, trial=trial), kept=True,
+        rules.evaluate, f"evaluate/{setup}/trial{trial}", spec=rules.evaluate.input.spec[0],
+        generator=expand(rules.evaluate.input.generator, setup=setup, trial=trial),
+        run_record=expand(rules.evaluate.input.record, setup=setup, trial=trial),
+        # A kind scored on its held-out split, or one scored by the classifier or a pretrained network: the
+        # inputs a study does not read are empty, and left out.
+        kind=PLAN.kind.name if rules.evaluate.input.held_out else None, held_out=rules.evaluate.input.held_out,
+        classifier=rules.evaluate.input.classifier, reference=rules.evaluate.input.reference,
+        quality_reference=rules.evaluate.input.quality, real=rules.evaluate.input.real,
+        trial=trial, out=expand(rules.evaluate.output, setup=setup, trial=trial), kept=True,
     )
 
 

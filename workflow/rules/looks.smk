@@ -25,9 +25,8 @@ checkpoint look:
 
 for look in range(1, len(PLAN.schedule.looks) + 1):
     job_arguments(
-        f"look/look{look}", "--setups", *PLAN.setups, "--metrics", *PLAN.metrics,
-        "--schedule", PLAN.schedule.to_json(), "--look", look,
-        "--seed", config["seed"], "--settings", as_json(config["statistics"]), "--out", *expand(rules.look.output, look=look),
+        rules.look, f"look/look{look}", setups=PLAN.setups, metrics=PLAN.metrics, schedule=PLAN.schedule.to_json(),
+        look=look, seed=config["seed"], settings=as_json(config["statistics"]), out=expand(rules.look.output, look=look),
     )
 
 

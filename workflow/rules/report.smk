@@ -23,8 +23,8 @@ rule box_plot:
 
 
 for metric in PLAN.metrics:
-    job_arguments(f"box_plot/{metric}", "--scores", *rules.box_plot.input.scores, "--metric", metric, "--setups", *PLAN.setups,
-                  "--out", *expand(rules.box_plot.output, metric=metric))
+    job_arguments(rules.box_plot, f"box_plot/{metric}", scores=rules.box_plot.input.scores, metric=metric, setups=PLAN.setups,
+                  out=expand(rules.box_plot.output, metric=metric))
 
 
 rule cost_plot:
@@ -50,9 +50,9 @@ rule cost_plot:
 
 
 for metric in PLAN.metrics:
-    job_arguments(f"cost_plot/{metric}", "--scores", *rules.cost_plot.input.scores, "--summary",
-                  *expand(rules.cost_plot.input.summary, metric=metric), "--metric", metric, "--setups", *PLAN.setups,
-                  "--out", *expand(rules.cost_plot.output, metric=metric))
+    job_arguments(rules.cost_plot, f"cost_plot/{metric}", scores=rules.cost_plot.input.scores,
+                  summary=expand(rules.cost_plot.input.summary, metric=metric), metric=metric, setups=PLAN.setups,
+                  out=expand(rules.cost_plot.output, metric=metric))
 
 
 rule grid_size_plot:
@@ -77,8 +77,8 @@ rule grid_size_plot:
 
 
 if len(PLAN.grid_sizes) > 1:
-    job_arguments("grid_size_plot", "--scores", *rules.grid_size_plot.input.scores, "--metrics", *PLAN.metrics, "--setups", *PLAN.setups,
-                  "--out", *rules.grid_size_plot.output)
+    job_arguments(rules.grid_size_plot, scores=rules.grid_size_plot.input.scores, metrics=PLAN.metrics, setups=PLAN.setups,
+                  out=rules.grid_size_plot.output)
 
 
 rule routine_plot:
@@ -102,7 +102,7 @@ rule routine_plot:
         "ganstudy routine-plot @{input.arguments} > {log} 2>&1"
 
 
-job_arguments("routine_plot", "--timings", rules.routine_plot.input.timings, "--setups", *PLAN.setups, "--out", *rules.routine_plot.output)
+job_arguments(rules.routine_plot, timings=rules.routine_plot.input.timings, setups=PLAN.setups, out=rules.routine_plot.output)
 
 
 rule speedup_plot:
@@ -127,8 +127,8 @@ rule speedup_plot:
 
 
 if PLAN.baselines:
-    job_arguments("speedup_plot", "--timings", rules.speedup_plot.input.timings, "--setups", *PLAN.setups, "--baselines",
-                  *BASELINE_ARGUMENTS, "--out", *rules.speedup_plot.output)
+    job_arguments(rules.speedup_plot, timings=rules.speedup_plot.input.timings, setups=PLAN.setups,
+                  baselines=BASELINE_ARGUMENTS, out=rules.speedup_plot.output)
 
 
 rule sample_montage:
@@ -152,7 +152,7 @@ rule sample_montage:
         "ganstudy montage @{input.arguments} > {log} 2>&1"
 
 
-job_arguments("sample_montage", "--grids", *rules.sample_montage.input.grids, "--setups", *PLAN.setups, "--out", *rules.sample_montage.output)
+job_arguments(rules.sample_montage, grids=rules.sample_montage.input.grids, setups=PLAN.setups, out=rules.sample_montage.output)
 
 
 if PLAN.kind.figures:
@@ -183,8 +183,8 @@ if PLAN.kind.figures:
             "ganstudy kind-figure @{input.arguments} > {log} 2>&1"
 
     for figure in PLAN.kind.figures:
-        job_arguments(f"kind_figure/{figure.name}", "--kind", PLAN.kind.name, "--figure", figure.name, "--scores", *rules.kind_figure.input.scores,
-                      "--setups", *PLAN.setups, "--out", *expand(rules.kind_figure.output, figure=figure.name))
+        job_arguments(rules.kind_figure, f"kind_figure/{figure.name}", kind=PLAN.kind.name, figure=figure.name,
+                      scores=rules.kind_figure.input.scores, setups=PLAN.setups, out=expand(rules.kind_figure.output, figure=figure.name))
 
 
 rule training_curves:
@@ -209,7 +209,8 @@ rule training_curves:
         "ganstudy curves @{input.arguments} > {log} 2>&1"
 
 
-job_arguments("training_curves", "--losses", *taken_arguments(LOSSES, rules.training_curves.input.listed), "--setups", *PLAN.setups, "--out", *rules.training_curves.output)
+job_arguments(rules.training_curves, losses=taken_arguments(LOSSES, rules.training_curves.input.listed), setups=PLAN.setups,
+              out=rules.training_curves.output)
 
 
 rule smote_samples:
@@ -229,7 +230,7 @@ rule smote_samples:
 
 
 if PLAN.smote:
-    job_arguments("smote_samples", "--train", rules.smote_samples.input.train, "--out", *rules.smote_samples.output)
+    job_arguments(rules.smote_samples, train=rules.smote_samples.input.train, out=rules.smote_samples.output)
 
 
 # Every figure of the study; the summary page links them.
@@ -271,9 +272,9 @@ rule summary:
 
 
 job_arguments(
-    "summary", "--study-dir", os.path.dirname(rules.summary.output[0]), "--study", config["study"], "--setups", *PLAN.setups,
-    "--metrics", *PLAN.metrics, "--figures", *FIGURES, "--settings", as_json(config["statistics"]), "--out", rules.summary.output[0],
-    *(["--looks", rules.summary.input.looks] if PLAN.schedule else []),
+    rules.summary, study_dir=os.path.dirname(rules.summary.output[0]), study=config["study"], setups=PLAN.setups,
+    metrics=PLAN.metrics, figures=FIGURES, settings=as_json(config["statistics"]), out=rules.summary.output[0],
+    looks=rules.summary.input.looks,
 )
 
 

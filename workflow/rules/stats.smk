@@ -20,8 +20,8 @@ rule aggregate:
 
 
 job_arguments(
-    "aggregate", "--study", config["study"], "--out", *rules.aggregate.output,
-    *taken_arguments(SCORES, rules.aggregate.input.listed),
+    rules.aggregate, study=config["study"], out=rules.aggregate.output,
+    scores=taken_arguments(SCORES, rules.aggregate.input.listed),
 )
 
 
@@ -49,10 +49,10 @@ rule convergence:
 
 
 job_arguments(
-    "convergence", "--losses", *taken_arguments(LOSSES, rules.convergence.input.listed), "--setups", *PLAN.setups,
-    "--window", config["statistics"]["convergence_window"], "--tolerance", config["statistics"]["convergence_tolerance"],
-    "--degradation", config["statistics"]["degradation_tolerance"],
-    "--out", rules.convergence.output.table, "--figure", rules.convergence.output.figure,
+    rules.convergence, losses=taken_arguments(LOSSES, rules.convergence.input.listed), setups=PLAN.setups,
+    window=config["statistics"]["convergence_window"], tolerance=config["statistics"]["convergence_tolerance"],
+    degradation=config["statistics"]["degradation_tolerance"],
+    out=rules.convergence.output.table, figure=rules.convergence.output.figure,
 )
 
 
@@ -80,9 +80,9 @@ rule stats:
 
 
 job_arguments(
-    "stats", "--scores", *rules.stats.input.scores, "--convergence", rules.stats.input.convergence, "--setups", *PLAN.setups,
-    "--metrics", *PLAN.metrics, "--settings", as_json(config["statistics"]), "--out-dir", os.path.dirname(rules.stats.output.summary[0]),
-    *(["--looks", rules.stats.input.looks] if PLAN.schedule else []),
+    rules.stats, scores=rules.stats.input.scores, convergence=rules.stats.input.convergence, setups=PLAN.setups,
+    metrics=PLAN.metrics, settings=as_json(config["statistics"]), out_dir=os.path.dirname(rules.stats.output.summary[0]),
+    looks=rules.stats.input.looks,
 )
 
 
@@ -114,10 +114,10 @@ rule sweeps:
 
 if PLAN.sweeps:
     job_arguments(
-        "sweeps", "--scores", *rules.sweeps.input.scores, "--sweeps", PLAN.files.spec_file("sweeps"), "--metrics", *PLAN.metrics,
-        "--digits", config["statistics"]["digits"], "--failures", config["statistics"]["failures"],
-        "--out-dir", os.path.dirname(rules.sweeps.output.effects[0]),
-        "--figures", os.path.dirname(rules.sweeps.output.figures[0]),
+        rules.sweeps, scores=rules.sweeps.input.scores, sweeps=PLAN.files.spec_file("sweeps"), metrics=PLAN.metrics,
+        digits=config["statistics"]["digits"], failures=config["statistics"]["failures"],
+        out_dir=os.path.dirname(rules.sweeps.output.effects[0]),
+        figures=os.path.dirname(rules.sweeps.output.figures[0]),
     )
 
 
@@ -140,8 +140,8 @@ rule aggregate_timings:
 
 
 job_arguments(
-    "aggregate_timings", "--out", rules.aggregate_timings.output.timings, "--runs-out", rules.aggregate_timings.output.runs,
-    *taken_arguments(RUN_FOLDERS, rules.aggregate_timings.input.listed),
+    rules.aggregate_timings, out=rules.aggregate_timings.output.timings, runs_out=rules.aggregate_timings.output.runs,
+    runs=taken_arguments(RUN_FOLDERS, rules.aggregate_timings.input.listed),
 )
 
 
@@ -167,9 +167,9 @@ rule timing:
 # Each multi-rank set-up's one-rank run of the same work.
 BASELINE_ARGUMENTS = [f"{setup}={baseline}" for setup, baseline in PLAN.baselines.items()]
 job_arguments(
-    "timing", "--timings", rules.timing.input.timings, "--runs", rules.timing.input.runs, "--setups", *PLAN.setups,
-    "--baselines", *BASELINE_ARGUMENTS, "--references", as_json(PLAN.epoch_facts), "--digits", config["statistics"]["digits"],
-    "--out-dir", os.path.dirname(rules.timing.output.timing[0]),
+    rules.timing, timings=rules.timing.input.timings, runs=rules.timing.input.runs, setups=PLAN.setups,
+    baselines=BASELINE_ARGUMENTS, references=as_json(PLAN.epoch_facts), digits=config["statistics"]["digits"],
+    out_dir=os.path.dirname(rules.timing.output.timing[0]),
 )
 
 
@@ -197,8 +197,8 @@ rule reproduction:
 
 if PLAN.references:
     job_arguments(
-        "reproduction", "--scores", *rules.reproduction.input.scores, "--references", as_json(PLAN.references), "--setups", *PLAN.setups,
-        "--settings", as_json(config["statistics"]), "--out-dir", os.path.dirname(rules.reproduction.output.directions),
+        rules.reproduction, scores=rules.reproduction.input.scores, references=as_json(PLAN.references), setups=PLAN.setups,
+        settings=as_json(config["statistics"]), out_dir=os.path.dirname(rules.reproduction.output.directions),
     )
 
 

@@ -90,7 +90,8 @@ rule train:
 
 for setup, trial in PLAN.runs:
     job_arguments(
-        f"train/{setup}/trial{trial}", expand(rules.training_job.output, setup=setup)[0], "--compute", PLAN.files.compute_file,
-        "--trial", trial, "--out-dir", os.path.dirname(expand(rules.train.output.record, setup=setup, trial=trial)[0]),
-        "--checkpoint-dir", PLAN.checkpoint_dir(setup, trial), kept=True,
+        rules.train, f"train/{setup}/trial{trial}", job=expand(rules.training_job.output, setup=setup),
+        compute=PLAN.files.compute_file, trial=trial,
+        out_dir=os.path.dirname(expand(rules.train.output.record, setup=setup, trial=trial)[0]),
+        checkpoint_dir=PLAN.checkpoint_dir(setup, trial), kept=True,
     )

@@ -1,7 +1,9 @@
 """``ganstudy``: one sub-command per workflow step, every path explicit, nothing about Snakemake.
 
-Set-up values come as one JSON argument (``--settings``) holding exactly the validated config
-section the step needs, so the step's inputs are visible in the rule and in its provenance.
+A step's parser (in its stage's module) is the one declaration of what the step takes: the workflow writes
+a job's arguments file from it (ganstudy.cli.step_arguments), and the step reads the file back as
+``@FILE``. A stage's settings come in its spec file (``--spec``), or where a step needs only a few config
+values, as those values; the statistics steps take the statistics section as JSON (``--settings``).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
+import functools
 import io
 import sys
 import time
@@ -38,7 +41,13 @@ REGISTERS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return command_parser(REGISTERS)
+    return command_parser(REGISTERS)[0]
+
+
+@functools.cache
+def step_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Each workflow step's parser by the step's name (``ganstudy STEP``)."""
+    return command_parser(REGISTERS)[1].steps
 
 
 def _mpi_peers() -> int:

@@ -62,7 +62,8 @@ class Commands:
 
     def __init__(self, parser: argparse.ArgumentParser):
         self._sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
-        self.steps: list[str] = []
+        # Each workflow step's parser by name: what its rule's arguments file is made from (cli.step_arguments).
+        self.steps: dict[str, argparse.ArgumentParser] = {}
 
     def person(
         self, name: str, handler: Callable[[argparse.Namespace], None], help: str, details: str = ""
@@ -76,7 +77,7 @@ class Commands:
         # No help= : argparse lists only the sub-commands given one.
         sub = self._sub.add_parser(name, description=help)
         sub.set_defaults(handler=handler)
-        self.steps.append(name)
+        self.steps[name] = sub
         return sub
 
 
@@ -175,8 +176,9 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def command_parser(registers: Sequence[Callable[[Commands], None]]) -> argparse.ArgumentParser:
-    """``ganstudy``'s parser with the commands that ``registers`` add (each stage module's ``register``)."""
+def command_parser(registers: Sequence[Callable[[Commands], None]]) -> tuple[argparse.ArgumentParser, Commands]:
+    """``ganstudy``'s parser with the commands that ``registers`` add (each stage module's ``register``), and
+    the commands, whose workflow steps' parsers declare what each step's arguments file holds."""
     # @FILE reads arguments from FILE, one per line: how the workflow passes a step its arguments
     # (results/<study>/arguments/<job>.args), so that a rule's command stays short.
     parser = argparse.ArgumentParser(
@@ -195,7 +197,7 @@ def command_parser(registers: Sequence[Callable[[Commands], None]]) -> argparse.
             ", ".join(commands.steps), width=100, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False
         )
     )
-    return parser
+    return parser, commands
 
 
 def schedule_argument(text: str) -> Schedule:

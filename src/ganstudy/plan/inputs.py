@@ -109,15 +109,6 @@ class StudyInputs:
             raise GanstudyError(f"rule evaluate's input {name} is {path}, but scoring reads {planned}")
         return [path]
 
-    def evaluate_against(self, inputs: dict[str, Any]) -> list[str]:
-        """The evaluate command's arguments for what it scores against (``inputs``: scored_against): the test
-        split, or the classifier's statistics (and those of a pretrained extractor), and the reference split
-        where a metric reads the real images."""
-        if self.kind.held_out is not None:
-            return ["--kind", self.kind.name, "--held-out", inputs["held_out"]]
-        flags = {"classifier": "classifier", "reference": "reference", "quality": "quality-reference", "real": "real"}
-        return [argument for key, flag in flags.items() if key in inputs for argument in (f"--{flag}", inputs[key])]
-
     def fetched_files(self) -> list[str]:
         """The published files of a standard data set, in dataset.path; empty for other loaders."""
         name, path = self.config["dataset"]["name"], self.config["dataset"]["path"]
