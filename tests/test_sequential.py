@@ -249,6 +249,7 @@ def test_the_operating_page_is_made_by_its_command(tmp_path):
     assert "## Schedule 4, 6" in text and "every relabelling counted" in text
     assert text.count("| null, ") == 10 and text.count("| fixed |") == 3
     assert "## A sweep" in text and text.count("| also stops once beaten |") == 1
+    assert text.count("| also stops once futile |") == 1 and text.count("| also stops once beaten or futile |") == 1
 
 
 # Set-up a's trials below every other; b's and c's interleaved (issue 95, item 4).

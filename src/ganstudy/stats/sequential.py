@@ -581,8 +581,14 @@ def operating_rows(schedule: Schedule) -> list[Row]:
 SWEEP = (0.0, 0.0, 0.5, 1.5, 1.5, 2.0, 2.0, 3.0, 3.0)
 
 
-# The stopping rules simulated on the sweep.
-SWEEP_RULES = (("stops once decided", ONCE_DECIDED), ("also stops once beaten", Stopping(beaten=True)))
+# The stopping rules simulated on the sweep: statistics.stop_beaten, and statistics.futility at 0.1.
+SWEEP_FUTILITY = 0.1
+SWEEP_RULES = (
+    ("stops once decided", ONCE_DECIDED),
+    ("also stops once beaten", Stopping(beaten=True)),
+    ("also stops once futile", Stopping(futility=SWEEP_FUTILITY)),
+    ("also stops once beaten or futile", Stopping(beaten=True, futility=SWEEP_FUTILITY)),
+)
 
 
 def sweep_rows(schedule: Schedule) -> list[Row]:
@@ -626,6 +632,8 @@ share of studies that decide a comparison of two set-ups drawn alike (the family
 interval); power: the mean share of the other comparisons decided; power (best): of those of the first
 set-up; mean_trials: per set-up. "every set-up every round" trains every set-up until the study ends, with the
 same decisions as "stops once decided" (a set-up whose comparisons are all decided changes none by stopping).
+"beaten": `statistics.stop_beaten: true`; "futile": `statistics.futility: {futility:g}` (a set-up also stops once
+each of its open comparisons has a conditional power under the trend its trials show below {futility:g}).
 
 """
 
@@ -663,7 +671,8 @@ def _sweep_section(schedule: Schedule, rows: list[Row], results: list[dict[str, 
         )
     looks = ", ".join(map(str, schedule.looks))
     shifts = ", ".join(f"{shift:g}" for shift in SWEEP)
-    return SWEEP_SECTION.format(looks=looks, shifts=shifts, studies=studies) + "\n".join(lines) + "\n"
+    section = SWEEP_SECTION.format(looks=looks, shifts=shifts, studies=studies, futility=SWEEP_FUTILITY)
+    return section + "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
