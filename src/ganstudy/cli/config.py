@@ -248,7 +248,7 @@ def _rescored(args: argparse.Namespace, config: dict[str, Any], folder: Path) ->
     for line in missing:
         print(line)
     arguments = ArgumentsFiles(Path(StudyFolder.at(folder.resolve()).arguments_folder()), made_before=False)
-    parser, rows, differ = command_parser([evaluate.register]), [], []
+    parser, rows, differ = command_parser([evaluate.register])[0], [], []
     # The arguments files name their paths relative to the workflow's working directory.
     with contextlib.chdir(_workdir(folder, config)):
         for run in runs:
