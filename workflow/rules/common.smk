@@ -199,8 +199,12 @@ def job_arguments(rule, job=None, /, kept=False, **values):
     by the names that the parser of the step its shell line runs gives them (ganstudy.cli.step_arguments), the
     rule's inputs and outputs. A real run writes the file before any job (start_study; ``kept``:
     ArgumentsFiles.write)."""
-    command = re.search(r"ganstudy (\S+) @\{input\.arguments\}([^>]*)", rule.rule.shellcmd)
+    command = re.search(r"ganstudy (\S+) @\{input\.arguments\}([^>]*)", rule.rule.shellcmd or "")
+    if command is None:
+        raise WorkflowError(f"job_arguments of rule {rule.rule.name} needs a shell line that runs `ganstudy STEP @{{input.arguments}}`")
     step, on_the_command_line = command[1], re.findall(r"--[\w-]+", command[2])
+    if step not in step_parsers():
+        raise WorkflowError(f"rule {rule.rule.name} runs ganstudy {step}, which is no step (the steps are {', '.join(step_parsers())})")
     with refusal():
         arguments = step_arguments(step, step_parsers()[step], values, on_the_command_line)
     PLAN.files.arguments.record(job or rule.rule.name, arguments, kept)
