@@ -162,7 +162,7 @@ def test_every_job_s_arguments_parse_with_its_step_and_name_its_own_files(study,
                     parsed = build_parser().parse_args([step, *arguments])
                 except SystemExit:
                     pytest.fail(f"rule {job['rule']}: ganstudy {step} {arguments}: {stderr.getvalue()}")
-            study_folder = os.path.dirname(os.path.dirname(job["input"]["arguments"][0].split("/arguments/")[0] + "/x"))
+            study_folder = job["input"]["arguments"][0].split("/arguments/")[0]
             files = set(job["inputs"]) | set(job["output"])
             folders = {os.path.dirname(path) for path in files}
             named = {
@@ -170,7 +170,7 @@ def test_every_job_s_arguments_parse_with_its_step_and_name_its_own_files(study,
                 for name, value in vars(parsed).items()
                 if name not in ("handler", "command")
                 for path in _named(value)
-                if path.startswith(study_folder + "/")
+                if path == study_folder or path.startswith(study_folder + "/")
             }
             strays = [
                 path
